@@ -1,0 +1,53 @@
+//! `concat`: every result under its file's heading, in order (the seed's format).
+
+use std::fmt::Write;
+
+use super::{results_as_json, Aggregate, ResultItem};
+
+/// The seed's concat format; failed files are listed at the end, never dropped silently.
+pub fn concat(pattern: &str, timestamp: &str, results: &[ResultItem], failed: &[(String, String)]) -> Aggregate {
+    let mut md = format!(
+        "# Batch Processing Results\n\nPattern: {pattern}\nFiles processed: {}\nTimestamp: {timestamp}\n\n---\n\n",
+        results.len()
+    );
+    for r in results {
+        let _ = write!(md, "## File: {}\n\n{}\n\n---\n\n", r.path, r.text.trim_end());
+    }
+    if !failed.is_empty() {
+        md.push_str("## Failed files\n\n");
+        for (path, reason) in failed {
+            let _ = writeln!(md, "- {path}: {reason}");
+        }
+        md.push('\n');
+    }
+    Aggregate {
+        markdown: md,
+        json: results_as_json(results),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_format() {
+        let results = vec![
+            ResultItem {
+                path: "a.ts".into(),
+                text: "one\n".into(),
+            },
+            ResultItem {
+                path: "b.ts".into(),
+                text: "two".into(),
+            },
+        ];
+        let agg = concat("*.ts", "T", &results, &[("c.ts".into(), "boom".into())]);
+        assert_eq!(
+            agg.markdown,
+            "# Batch Processing Results\n\nPattern: *.ts\nFiles processed: 2\nTimestamp: T\n\n---\n\n\
+             ## File: a.ts\n\none\n\n---\n\n## File: b.ts\n\ntwo\n\n---\n\n## Failed files\n\n- c.ts: boom\n\n"
+        );
+        assert!(agg.json.is_none());
+    }
+}

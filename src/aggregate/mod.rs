@@ -1,0 +1,39 @@
+//! Aggregation: combine the per-file results into `aggregate.md` (and `aggregate.json`
+//! when the results are JSON).
+
+mod concat;
+mod merge;
+mod summarize;
+
+pub use concat::concat;
+pub use merge::{merge, parse_json_result};
+pub use summarize::{summarize, SummarizeLimits, SummaryOutcome};
+
+use serde_json::{Map, Value};
+
+/// One successful unit's result, in manifest order.
+#[derive(Debug, Clone)]
+pub struct ResultItem {
+    pub path: String,
+    pub text: String,
+}
+
+/// What an aggregator produced.
+#[derive(Debug, Clone, Default)]
+pub struct Aggregate {
+    pub markdown: String,
+    pub json: Option<Value>,
+}
+
+/// `{path: parsed JSON}` when every result is JSON, for `aggregate.json` beside a concat
+/// or summarize aggregate.
+pub fn results_as_json(results: &[ResultItem]) -> Option<Value> {
+    if results.is_empty() {
+        return None;
+    }
+    let mut map = Map::new();
+    for r in results {
+        map.insert(r.path.clone(), parse_json_result(&r.text)?);
+    }
+    Some(Value::Object(map))
+}

@@ -1,0 +1,124 @@
+//! The OpenAI Chat Completions wire format (`POST /v1/chat/completions`), also spoken by
+//! Ollama, vLLM, llama.cpp and LM Studio.
+
+use serde_json::{json, Value};
+
+use super::{Completion, CompletionRequest, ErrorDetail, Usage};
+
+pub fn request_body(
+    model: &str,
+    request: &CompletionRequest<'_>,
+    temperature: Option<f32>,
+    legacy_max_tokens: bool,
+) -> Value {
+    let mut body = json!({
+        "model": model,
+        "messages": [
+            {"role": "system", "content": request.system},
+            {"role": "user", "content": request.user},
+        ],
+    });
+    let limit_field = if legacy_max_tokens {
+        "max_tokens"
+    } else {
+        "max_completion_tokens"
+    };
+    body[limit_field] = json!(request.max_tokens);
+    if let Some(t) = temperature {
+        body["temperature"] = json!(t);
+    }
+    body
+}
+
+pub fn parse_reply(bytes: &[u8]) -> Result<Completion, String> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON ({e})"))?;
+    let choice = value
+        .get("choices")
+        .and_then(Value::as_array)
+        .and_then(|c| c.first())
+        .ok_or("no `choices`")?;
+    let content = choice.pointer("/message/content");
+    let text = match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect(),
+        Some(Value::Null) | None => {
+            if choice.pointer("/message/refusal").is_some() {
+                String::new()
+            } else {
+                return Err("no `message.content`".into());
+            }
+        }
+        Some(_) => return Err("`message.content` is neither text nor parts".into()),
+    };
+    let stop_reason = choice.get("finish_reason").and_then(Value::as_str).map(str::to_string);
+    // Local servers may omit usage: every field is optional.
+    let usage = value.get("usage");
+    let field = |ptr: &str| usage.and_then(|u| u.pointer(ptr)).and_then(Value::as_u64).unwrap_or(0);
+    Ok(Completion {
+        text,
+        usage: Usage {
+            input_tokens: field("/prompt_tokens"),
+            output_tokens: field("/completion_tokens"),
+            cached_input_tokens: field("/prompt_tokens_details/cached_tokens"),
+        },
+        truncated: stop_reason.as_deref() == Some("length"),
+        stop_reason,
+    })
+}
+
+pub fn error_detail(body: &str) -> ErrorDetail {
+    let value: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+    let error = value.get("error");
+    let message = match error {
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(e) => e.get("message").and_then(Value::as_str).map(str::to_string),
+        None => None,
+    };
+    let is_quota = |field: &str| {
+        error
+            .and_then(|e| e.get(field))
+            .and_then(Value::as_str)
+            .is_some_and(|v| v == "insufficient_quota" || v.contains("balance"))
+    };
+    ErrorDetail::from_message(message, is_quota("type") || is_quota("code"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_reply_and_missing_usage() {
+        let c = parse_reply(br#"{"choices":[{"message":{"content":"hi"},"finish_reason":"length"}]}"#).unwrap();
+        assert_eq!(c.text, "hi");
+        assert!(c.truncated);
+        assert_eq!(c.usage, Usage::default());
+        let c = parse_reply(
+            br#"{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":7,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":4}}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            c.usage,
+            Usage {
+                input_tokens: 7,
+                output_tokens: 2,
+                cached_input_tokens: 4
+            }
+        );
+        assert!(!c.truncated);
+    }
+
+    #[test]
+    fn max_tokens_field_depends_on_server() {
+        let r = CompletionRequest {
+            system: "s",
+            user: "u",
+            max_tokens: 9,
+        };
+        assert_eq!(request_body("m", &r, None, true)["max_tokens"], 9);
+        assert_eq!(request_body("m", &r, None, false)["max_completion_tokens"], 9);
+    }
+}
