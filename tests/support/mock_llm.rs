@@ -1,0 +1,1107 @@
+//! A mock LLM HTTP server for tests and benchmarks.
+//!
+//! Speaks the Anthropic Messages API (`POST /v1/messages`) and the OpenAI
+//! Chat Completions API (`POST /v1/chat/completions`) on 127.0.0.1, with
+//! injectable faults, an optional API-key check, artificial latency and
+//! counters. `GET /health` answers `{"ok":true}`.
+//!
+//! The server runs on its own thread with its own tokio runtime, so plain
+//! synchronous `#[test]`s can use it. Dropping the [`MockLlm`] shuts it down.
+//!
+//! It is a small hand-rolled HTTP/1.1 server (no hyper): request line and
+//! headers up to CRLFCRLF, a `Content-Length` body, keep-alive by default,
+//! `Connection: close` honoured, every response carries `Content-Length`.
+//!
+//! Order of checks for a model request: the request is counted and recorded;
+//! then the API key is checked (401, no fault consumed); then a fault is
+//! popped (per-needle queues first, then the global queue) and applied; then
+//! the body is parsed (400 if it is not a JSON object with a `messages`
+//! array); then the normal reply is sent after the configured latency.
+//!
+//! Reply text rule (see [`reply_for`]):
+//! 1. user text contains `MOCK_REPLY<<...>>MOCK_REPLY` → the text between the
+//!    markers, with the two characters `\n` turned into a newline;
+//! 2. system or user text contains
+//!    `Summarize the following batch processing results` →
+//!    `SUMMARY of N chars` (N = chars of the user text);
+//! 3. otherwise `mock result <first 12 hex of sha256(user text)>`.
+#![allow(dead_code)]
+
+use std::cmp::Ordering as CmpOrdering;
+use std::collections::{BinaryHeap, VecDeque};
+use std::fmt::Write as _;
+use std::io;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+
+/// Marker opening an explicit reply inside the user message.
+pub const REPLY_OPEN: &str = "MOCK_REPLY<<";
+/// Marker closing an explicit reply inside the user message.
+pub const REPLY_CLOSE: &str = ">>MOCK_REPLY";
+/// Phrase that makes the mock answer `SUMMARY of N chars`.
+pub const SUMMARY_PHRASE: &str = "Summarize the following batch processing results";
+
+const MAX_HEAD: usize = 64 * 1024;
+const MAX_BODY: usize = 64 * 1024 * 1024;
+
+/// A fault injected in place of a normal reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// 429 with a `retry-after` header and a rate-limit error body.
+    RateLimited { retry_after_secs: u64 },
+    /// 429 quota exhausted (OpenAI `insufficient_quota`; Anthropic
+    /// `error.details.error_code = "enforced_spend_limit_reached"`).
+    InsufficientQuota,
+    /// 500 api_error.
+    ServerError,
+    /// 529 overloaded_error.
+    Overloaded,
+    /// Arbitrary status with an error body carrying the message.
+    Status(u16, String),
+    /// Read the request, never answer; the connection stays open until the
+    /// client closes it or the server is dropped.
+    Hang,
+    /// 200 with a body that is not valid JSON.
+    Malformed,
+    /// Close the TCP connection (RST) without any response.
+    Reset,
+    /// A normal reply but with stop_reason `max_tokens` / finish_reason `length`.
+    Truncated,
+}
+
+/// One model request as received by the mock.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    /// Request path, e.g. `/v1/messages` (query string stripped).
+    pub path: String,
+    /// Headers in arrival order, names lowercased, values trimmed.
+    pub headers: Vec<(String, String)>,
+    /// The parsed JSON body, or `Value::Null` if it was not valid JSON.
+    pub body: Value,
+    /// `Debug` of the fault applied to this request, if any.
+    pub fault: Option<String>,
+}
+
+impl Recorded {
+    /// First header with this (case-insensitive) name.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str())
+    }
+
+    /// The user message text of the request (see [`user_text`]).
+    pub fn user_text(&self) -> String {
+        match api_of(&self.path) {
+            Some(api) => extract_texts(api, &self.body).user,
+            None => String::new(),
+        }
+    }
+
+    /// The system text of the request (see [`system_text`]).
+    pub fn system_text(&self) -> String {
+        match api_of(&self.path) {
+            Some(api) => extract_texts(api, &self.body).system,
+            None => String::new(),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    key: Option<String>,
+    global: VecDeque<Fault>,
+    needles: Vec<(String, VecDeque<Fault>)>,
+    recorded: Vec<Recorded>,
+}
+
+#[derive(Default)]
+struct State {
+    inner: Mutex<Inner>,
+    timers: Timers,
+    latency_nanos: AtomicU64,
+    requests: AtomicUsize,
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+    next_id: AtomicU64,
+}
+
+impl State {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn latency(&self) -> Duration {
+        Duration::from_nanos(self.latency_nanos.load(Ordering::Relaxed))
+    }
+}
+
+/// Precise timer: tokio's timer has 1 ms granularity and typically
+/// overshoots by 1-2 ms, which would distort benchmarks. A dedicated thread
+/// waits on a condvar (sub-millisecond accuracy) and wakes async sleepers
+/// through oneshot channels; no runtime worker is ever blocked.
+#[derive(Default)]
+struct Timers {
+    queue: Mutex<TimerQueue>,
+    cv: Condvar,
+}
+
+#[derive(Default)]
+struct TimerQueue {
+    heap: BinaryHeap<TimerEntry>,
+    seq: u64,
+    shutdown: bool,
+}
+
+struct TimerEntry {
+    at: Instant,
+    seq: u64,
+    tx: oneshot::Sender<()>,
+}
+
+impl PartialEq for TimerEntry {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == CmpOrdering::Equal
+    }
+}
+
+impl Eq for TimerEntry {}
+
+impl PartialOrd for TimerEntry {
+    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for TimerEntry {
+    // Reversed so that BinaryHeap (a max-heap) pops the earliest deadline.
+    fn cmp(&self, other: &Self) -> CmpOrdering {
+        (other.at, other.seq).cmp(&(self.at, self.seq))
+    }
+}
+
+impl Timers {
+    fn lock(&self) -> MutexGuard<'_, TimerQueue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Resolve once `Instant::now() >= at` (or the server shuts down).
+    async fn sleep_until(&self, at: Instant) {
+        if Instant::now() >= at {
+            return;
+        }
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut q = self.lock();
+            if q.shutdown {
+                return;
+            }
+            q.seq += 1;
+            let seq = q.seq;
+            q.heap.push(TimerEntry { at, seq, tx });
+        }
+        self.cv.notify_one();
+        let _ = rx.await;
+    }
+
+    fn run(&self) {
+        let mut q = self.lock();
+        loop {
+            if q.shutdown {
+                q.heap.clear();
+                return;
+            }
+            let now = Instant::now();
+            while q.heap.peek().is_some_and(|e| e.at <= now) {
+                if let Some(e) = q.heap.pop() {
+                    let _ = e.tx.send(());
+                }
+            }
+            q = match q.heap.peek().map(|e| e.at) {
+                None => self.cv.wait(q).unwrap_or_else(|e| e.into_inner()),
+                Some(at) => {
+                    self.cv
+                        .wait_timeout(q, at.saturating_duration_since(now))
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                }
+            };
+        }
+    }
+
+    fn shutdown(&self) {
+        self.lock().shutdown = true;
+        self.cv.notify_all();
+    }
+}
+
+/// Counts a model request as in flight while alive.
+struct InFlight(Arc<State>);
+
+impl InFlight {
+    fn new(state: &Arc<State>) -> InFlight {
+        let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        state.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        InFlight(state.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Handle to a running mock server. Dropping it stops the server.
+pub struct MockLlm {
+    state: Arc<State>,
+    port: u16,
+    shutdown: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+    timer_thread: Option<JoinHandle<()>>,
+}
+
+impl MockLlm {
+    /// Start on an ephemeral port of 127.0.0.1.
+    pub fn start() -> MockLlm {
+        MockLlm::start_on(0)
+    }
+
+    /// Start on 127.0.0.1:`port` (0 = ephemeral). Panics if it cannot bind.
+    pub fn start_on(port: u16) -> MockLlm {
+        MockLlm::try_start_on(port).unwrap_or_else(|e| panic!("mock_llm: cannot start on 127.0.0.1:{port}: {e}"))
+    }
+
+    /// Like [`MockLlm::start_on`] but returns bind/runtime errors.
+    pub fn try_start_on(port: u16) -> io::Result<MockLlm> {
+        let std_listener = std::net::TcpListener::bind(("127.0.0.1", port))?;
+        std_listener.set_nonblocking(true)?;
+        let port = std_listener.local_addr()?.port();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("mock-llm-worker")
+            .enable_all()
+            .build()?;
+        let state = Arc::new(State::default());
+        state.next_id.store(1, Ordering::Relaxed);
+        let timer_state = state.clone();
+        let timer_thread = std::thread::Builder::new()
+            .name("mock-llm-timer".into())
+            .spawn(move || timer_state.timers.run())?;
+        let (tx, rx) = oneshot::channel::<()>();
+        let thread_state = state.clone();
+        let thread = std::thread::Builder::new().name("mock-llm".into()).spawn(move || {
+            rt.block_on(async move {
+                let listener = match TcpListener::from_std(std_listener) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        eprintln!("mock_llm: listener error: {e}");
+                        return;
+                    }
+                };
+                tokio::select! {
+                    _ = accept_loop(listener, thread_state) => {}
+                    _ = rx => {}
+                }
+            });
+            rt.shutdown_timeout(Duration::from_secs(1));
+        })?;
+        Ok(MockLlm {
+            state,
+            port,
+            shutdown: Some(tx),
+            thread: Some(thread),
+            timer_thread: Some(timer_thread),
+        })
+    }
+
+    /// `http://127.0.0.1:PORT` (no trailing slash, no `/v1`).
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The bound port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Every successful (and `Truncated`) reply is sent this long after its
+    /// request body was received (sub-millisecond accuracy, non-blocking).
+    /// Faults and 400/401 errors are answered immediately.
+    pub fn set_latency(&self, d: Duration) {
+        let nanos = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        self.state.latency_nanos.store(nanos, Ordering::Relaxed);
+    }
+
+    /// From now on model requests must carry `x-api-key: KEY` (Anthropic) or
+    /// `authorization: Bearer KEY` (OpenAI), else 401.
+    pub fn require_key(&self, key: &str) {
+        self.state.lock().key = Some(key.to_string());
+    }
+
+    /// Stop requiring an API key.
+    pub fn clear_key(&self) {
+        self.state.lock().key = None;
+    }
+
+    /// Append to the global FIFO fault queue (one fault per model request).
+    pub fn push_faults(&self, faults: Vec<Fault>) {
+        self.state.lock().global.extend(faults);
+    }
+
+    /// Append to the FIFO of `needle`: requests whose raw body contains
+    /// `needle` (verbatim or JSON-escaped) pop from it first, before the
+    /// global queue. Needles are checked in the order first registered;
+    /// a needle whose FIFO is empty is skipped.
+    pub fn fault_when(&self, needle: &str, faults: Vec<Fault>) {
+        let mut inner = self.state.lock();
+        if let Some((_, q)) = inner.needles.iter_mut().find(|(n, _)| n == needle) {
+            q.extend(faults);
+        } else {
+            inner.needles.push((needle.to_string(), faults.into()));
+        }
+    }
+
+    /// Drop every queued fault (global and per-needle).
+    pub fn clear_faults(&self) {
+        let mut inner = self.state.lock();
+        inner.global.clear();
+        inner.needles.clear();
+    }
+
+    /// Number of faults still queued (global plus per-needle).
+    pub fn pending_faults(&self) -> usize {
+        let inner = self.state.lock();
+        inner.global.len() + inner.needles.iter().map(|(_, q)| q.len()).sum::<usize>()
+    }
+
+    /// Model requests received (both endpoints, faulted ones included).
+    pub fn requests(&self) -> usize {
+        self.state.requests.load(Ordering::SeqCst)
+    }
+
+    /// Model requests being handled right now.
+    pub fn in_flight(&self) -> usize {
+        self.state.in_flight.load(Ordering::SeqCst)
+    }
+
+    /// Highest number of model requests handled at the same moment
+    /// (from body received to response written / connection dropped).
+    pub fn max_in_flight(&self) -> usize {
+        self.state.max_in_flight.load(Ordering::SeqCst)
+    }
+
+    /// Every model request, in arrival order.
+    pub fn recorded(&self) -> Vec<Recorded> {
+        self.state.lock().recorded.clone()
+    }
+
+    /// Zero `requests()` / `max_in_flight()` and clear `recorded()`.
+    /// Faults, key and latency are kept.
+    pub fn reset_counts(&self) {
+        let mut inner = self.state.lock();
+        inner.recorded.clear();
+        self.state.requests.store(0, Ordering::SeqCst);
+        self.state.max_in_flight.store(0, Ordering::SeqCst);
+    }
+
+    /// Poll until `in_flight()` is 0 or `timeout` passes; true if it reached 0.
+    pub fn wait_idle(&self, timeout: Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            if self.in_flight() == 0 {
+                return true;
+            }
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for MockLlm {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.state.timers.shutdown();
+        if let Some(t) = self.timer_thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Reply rules (public so tests can compute expected outputs)
+
+/// The reply text the mock gives for this system / user text.
+pub fn reply_for(system: &str, user: &str) -> String {
+    if let Some(start) = user.find(REPLY_OPEN) {
+        let rest = &user[start + REPLY_OPEN.len()..];
+        if let Some(end) = rest.find(REPLY_CLOSE) {
+            return rest[..end].replace("\\n", "\n");
+        }
+    }
+    if system.contains(SUMMARY_PHRASE) || user.contains(SUMMARY_PHRASE) {
+        return format!("SUMMARY of {} chars", user.chars().count());
+    }
+    format!("mock result {}", short_hash(user))
+}
+
+/// First 12 hex chars of sha256(text).
+pub fn short_hash(text: &str) -> String {
+    let digest = Sha256::digest(text.as_bytes());
+    let mut s = String::with_capacity(12);
+    for b in digest.iter().take(6) {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+/// Wrap `reply` in the markers so the mock answers exactly `reply`
+/// (newlines are encoded as the two characters `\n`).
+pub fn reply_marker(reply: &str) -> String {
+    format!("{REPLY_OPEN}{}{REPLY_CLOSE}", reply.replace('\n', "\\n"))
+}
+
+fn ceil_div4(n: usize) -> u64 {
+    n.div_ceil(4) as u64
+}
+
+// ---------------------------------------------------------------------------
+// Request text extraction
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Api {
+    Anthropic,
+    OpenAi,
+}
+
+fn api_of(path: &str) -> Option<Api> {
+    match path {
+        "/v1/messages" => Some(Api::Anthropic),
+        "/v1/chat/completions" => Some(Api::OpenAi),
+        _ => None,
+    }
+}
+
+struct Texts {
+    system: String,
+    user: String,
+    /// chars of system + every message's text
+    total_chars: usize,
+}
+
+/// Text of a string content or of the `text` blocks of an array content
+/// (joined without separator).
+fn content_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => {
+            let mut out = String::new();
+            for p in parts {
+                match p {
+                    Value::String(s) => out.push_str(s),
+                    Value::Object(o) => {
+                        let is_text = matches!(o.get("type").and_then(Value::as_str), None | Some("text"));
+                        if let (true, Some(t)) = (is_text, o.get("text").and_then(Value::as_str)) {
+                            out.push_str(t);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            out
+        }
+        _ => String::new(),
+    }
+}
+
+fn extract_texts(api: Api, body: &Value) -> Texts {
+    let empty = Vec::new();
+    let messages = body.get("messages").and_then(Value::as_array).unwrap_or(&empty);
+    match api {
+        Api::Anthropic => {
+            let system = body.get("system").map(content_text).unwrap_or_default();
+            let user = messages
+                .last()
+                .and_then(|m| m.get("content"))
+                .map(content_text)
+                .unwrap_or_default();
+            let mut total = system.chars().count();
+            for m in messages {
+                if let Some(c) = m.get("content") {
+                    total += content_text(c).chars().count();
+                }
+            }
+            Texts {
+                system,
+                user,
+                total_chars: total,
+            }
+        }
+        Api::OpenAi => {
+            let mut systems = Vec::new();
+            let mut user = String::new();
+            let mut total = 0;
+            for m in messages {
+                let text = m.get("content").map(content_text).unwrap_or_default();
+                total += text.chars().count();
+                match m.get("role").and_then(Value::as_str) {
+                    Some("system") | Some("developer") => systems.push(text),
+                    Some("user") => user = text,
+                    _ => {}
+                }
+            }
+            Texts {
+                system: systems.join("\n"),
+                user,
+                total_chars: total,
+            }
+        }
+    }
+}
+
+/// User message text of a request body as the mock sees it: Anthropic
+/// `messages[-1].content`, OpenAI the last `role: user` message.
+/// `path` is `/v1/messages` or `/v1/chat/completions`.
+pub fn user_text(path: &str, body: &Value) -> String {
+    api_of(path)
+        .map(|api| extract_texts(api, body).user)
+        .unwrap_or_default()
+}
+
+/// System text of a request body as the mock sees it.
+pub fn system_text(path: &str, body: &Value) -> String {
+    api_of(path)
+        .map(|api| extract_texts(api, body).system)
+        .unwrap_or_default()
+}
+
+// ---------------------------------------------------------------------------
+// Response bodies
+
+struct Response {
+    status: u16,
+    body: Vec<u8>,
+    extra_headers: Vec<(&'static str, String)>,
+}
+
+impl Response {
+    fn json(status: u16, v: &Value) -> Response {
+        Response {
+            status,
+            body: serde_json::to_vec(v).unwrap_or_default(),
+            extra_headers: Vec::new(),
+        }
+    }
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        411 => "Length Required",
+        413 => "Payload Too Large",
+        422 => "Unprocessable Entity",
+        429 => "Too Many Requests",
+        431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        529 => "Overloaded",
+        _ => "Unknown",
+    }
+}
+
+fn anthropic_error_type(status: u16) -> &'static str {
+    match status {
+        400 => "invalid_request_error",
+        401 => "authentication_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        413 => "request_too_large",
+        429 => "rate_limit_error",
+        529 => "overloaded_error",
+        _ => "api_error",
+    }
+}
+
+fn openai_error_type(status: u16) -> &'static str {
+    match status {
+        400 | 401 | 403 | 404 | 413 | 422 => "invalid_request_error",
+        429 => "rate_limit_error",
+        529 => "overloaded_error",
+        _ => "server_error",
+    }
+}
+
+fn error_body(api: Api, status: u16, message: &str) -> Value {
+    match api {
+        Api::Anthropic => json!({
+            "type": "error",
+            "error": {"type": anthropic_error_type(status), "message": message}
+        }),
+        Api::OpenAi => json!({
+            "error": {"message": message, "type": openai_error_type(status), "param": null, "code": null}
+        }),
+    }
+}
+
+fn fault_response(api: Api, fault: &Fault) -> Response {
+    match fault {
+        Fault::RateLimited { retry_after_secs } => {
+            let body = match api {
+                Api::Anthropic => json!({
+                    "type": "error",
+                    "error": {"type": "rate_limit_error", "message": "mock: rate limit exceeded"}
+                }),
+                Api::OpenAi => json!({
+                    "error": {
+                        "message": "mock: rate limit reached",
+                        "type": "rate_limit_error",
+                        "param": null,
+                        "code": "rate_limit_exceeded"
+                    }
+                }),
+            };
+            let mut r = Response::json(429, &body);
+            r.extra_headers.push(("retry-after", retry_after_secs.to_string()));
+            r
+        }
+        Fault::InsufficientQuota => {
+            let body = match api {
+                Api::Anthropic => json!({
+                    "type": "error",
+                    "error": {
+                        "type": "rate_limit_error",
+                        "message": "mock: you have reached your specified API usage limits",
+                        "details": {"error_code": "enforced_spend_limit_reached"}
+                    }
+                }),
+                Api::OpenAi => json!({
+                    "error": {
+                        "message": "mock: you exceeded your current quota, please check your plan and billing details",
+                        "type": "insufficient_quota",
+                        "param": null,
+                        "code": "insufficient_quota"
+                    }
+                }),
+            };
+            Response::json(429, &body)
+        }
+        Fault::ServerError => {
+            let body = match api {
+                Api::Anthropic => error_body(api, 500, "mock: internal server error"),
+                Api::OpenAi => json!({
+                    "error": {"message": "mock: internal server error", "type": "api_error", "param": null, "code": null}
+                }),
+            };
+            Response::json(500, &body)
+        }
+        Fault::Overloaded => Response::json(529, &error_body(api, 529, "mock: overloaded")),
+        Fault::Status(status, message) => Response::json(*status, &error_body(api, *status, message)),
+        Fault::Malformed => Response {
+            status: 200,
+            body: br#"{"id": "msg_1", "content": ["#.to_vec(),
+            extra_headers: Vec::new(),
+        },
+        // Hang / Reset / Truncated are handled by the caller.
+        Fault::Hang | Fault::Reset | Fault::Truncated => {
+            Response::json(500, &error_body(api, 500, "mock: unreachable"))
+        }
+    }
+}
+
+fn normal_response(state: &State, api: Api, body: &Value, truncated: bool) -> Response {
+    let texts = extract_texts(api, body);
+    let reply = reply_for(&texts.system, &texts.user);
+    let input = ceil_div4(texts.total_chars);
+    let output = ceil_div4(reply.chars().count()).max(1);
+    let id = state.next_id.fetch_add(1, Ordering::Relaxed);
+    let model = body.get("model").cloned().unwrap_or(Value::Null);
+    let v = match api {
+        Api::Anthropic => json!({
+            "id": format!("msg_mock_{id}"),
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [{"type": "text", "text": reply}],
+            "stop_reason": if truncated { "max_tokens" } else { "end_turn" },
+            "stop_sequence": null,
+            "usage": {
+                "input_tokens": input,
+                "output_tokens": output,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0
+            }
+        }),
+        Api::OpenAi => json!({
+            "id": format!("chatcmpl-mock-{id}"),
+            "object": "chat.completion",
+            "created": 0,
+            "model": model,
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": reply},
+                "finish_reason": if truncated { "length" } else { "stop" }
+            }],
+            "usage": {
+                "prompt_tokens": input,
+                "completion_tokens": output,
+                "total_tokens": input + output
+            }
+        }),
+    };
+    Response::json(200, &v)
+}
+
+// ---------------------------------------------------------------------------
+// HTTP server
+
+async fn accept_loop(listener: TcpListener, state: Arc<State>) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => {
+                tokio::spawn(handle_conn(stream, state.clone()));
+            }
+            Err(_) => {
+                // e.g. too many open files: back off a little and retry.
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+}
+
+struct Request {
+    method: String,
+    path: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    keep_alive: bool,
+}
+
+enum ReadError {
+    /// Connection closed or broken: just drop it.
+    Gone,
+    /// Protocol error: answer with this status and close.
+    Bad(u16, &'static str),
+}
+
+fn find_head_end(buf: &[u8], from: usize) -> Option<usize> {
+    let start = from.saturating_sub(3);
+    buf[start..]
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|p| start + p)
+}
+
+async fn fill(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Result<(), ReadError> {
+    if buf.capacity() - buf.len() < 4096 {
+        buf.reserve(8192);
+    }
+    match stream.read_buf(buf).await {
+        Ok(0) | Err(_) => Err(ReadError::Gone),
+        Ok(_) => Ok(()),
+    }
+}
+
+/// Read one request; leftover bytes (pipelining) stay in `buf`.
+async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Result<Request, ReadError> {
+    let mut scanned = 0;
+    let head_end = loop {
+        if let Some(p) = find_head_end(buf, scanned) {
+            break p;
+        }
+        if buf.len() > MAX_HEAD {
+            return Err(ReadError::Bad(431, "request head too large"));
+        }
+        scanned = buf.len();
+        fill(stream, buf).await?;
+    };
+    let head = std::str::from_utf8(&buf[..head_end]).map_err(|_| ReadError::Bad(400, "request head is not UTF-8"))?;
+    let mut lines = head.split("\r\n");
+    let request_line = lines.next().unwrap_or("");
+    let mut parts = request_line.split_whitespace();
+    let (method, target, version) = match (parts.next(), parts.next(), parts.next()) {
+        (Some(m), Some(t), Some(v)) => (m.to_string(), t, v),
+        _ => return Err(ReadError::Bad(400, "bad request line")),
+    };
+    let path = target.split('?').next().unwrap_or("").to_string();
+    let mut headers = Vec::new();
+    for line in lines {
+        if line.is_empty() {
+            continue;
+        }
+        let Some((name, value)) = line.split_once(':') else {
+            return Err(ReadError::Bad(400, "bad header line"));
+        };
+        headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
+    }
+    let header = |n: &str| headers.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str());
+    let connection = header("connection").map(|v| v.to_ascii_lowercase());
+    let keep_alive = match connection.as_deref() {
+        Some(c) if c.split(',').any(|t| t.trim() == "close") => false,
+        Some(c) if c.split(',').any(|t| t.trim() == "keep-alive") => true,
+        _ => version != "HTTP/1.0",
+    };
+    if header("transfer-encoding").is_some_and(|v| !v.eq_ignore_ascii_case("identity")) {
+        return Err(ReadError::Bad(
+            411,
+            "chunked request bodies are not supported; send Content-Length",
+        ));
+    }
+    let content_length = match header("content-length") {
+        None => 0,
+        Some(v) => v
+            .parse::<usize>()
+            .map_err(|_| ReadError::Bad(400, "bad content-length"))?,
+    };
+    if content_length > MAX_BODY {
+        return Err(ReadError::Bad(413, "request body too large"));
+    }
+    let body_start = head_end + 4;
+    while buf.len() < body_start + content_length {
+        fill(stream, buf).await?;
+    }
+    let body = buf[body_start..body_start + content_length].to_vec();
+    buf.drain(..body_start + content_length);
+    Ok(Request {
+        method,
+        path,
+        headers,
+        body,
+        keep_alive,
+    })
+}
+
+async fn write_response(stream: &mut TcpStream, resp: &Response, keep_alive: bool) -> io::Result<()> {
+    let mut out = Vec::with_capacity(resp.body.len() + 256);
+    let _ = write!(
+        Wrap(&mut out),
+        "HTTP/1.1 {} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
+        resp.status,
+        reason(resp.status),
+        resp.body.len()
+    );
+    for (k, v) in &resp.extra_headers {
+        let _ = write!(Wrap(&mut out), "{k}: {v}\r\n");
+    }
+    out.extend_from_slice(if keep_alive {
+        b"connection: keep-alive\r\n\r\n"
+    } else {
+        b"connection: close\r\n\r\n"
+    });
+    out.extend_from_slice(&resp.body);
+    stream.write_all(&out).await
+}
+
+/// `fmt::Write` adapter for a byte buffer.
+struct Wrap<'a>(&'a mut Vec<u8>);
+
+impl std::fmt::Write for Wrap<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.extend_from_slice(s.as_bytes());
+        Ok(())
+    }
+}
+
+/// What to do with a request.
+enum Action {
+    Respond(Response),
+    Hang,
+    Reset,
+}
+
+async fn handle_conn(mut stream: TcpStream, state: Arc<State>) {
+    let _ = stream.set_nodelay(true);
+    let mut buf = Vec::with_capacity(8192);
+    loop {
+        let req = match read_request(&mut stream, &mut buf).await {
+            Ok(r) => r,
+            Err(ReadError::Gone) => return,
+            Err(ReadError::Bad(status, msg)) => {
+                let body = json!({"type": "error", "error": {"type": "invalid_request_error", "message": msg}});
+                let _ = write_response(&mut stream, &Response::json(status, &body), false).await;
+                return;
+            }
+        };
+        let keep_alive = req.keep_alive;
+        let api = if req.method == "POST" { api_of(&req.path) } else { None };
+        let Some(api) = api else {
+            let resp = if req.method == "GET" && req.path == "/health" {
+                Response::json(200, &json!({"ok": true}))
+            } else {
+                let msg = format!("mock: no route for {} {}", req.method, req.path);
+                Response::json(
+                    404,
+                    &json!({"type": "error", "error": {"type": "not_found_error", "message": msg}}),
+                )
+            };
+            if write_response(&mut stream, &resp, keep_alive).await.is_err() || !keep_alive {
+                return;
+            }
+            continue;
+        };
+
+        let received = Instant::now();
+        let guard = InFlight::new(&state);
+        let action = handle_model_request(&state, api, req, received).await;
+        match action {
+            Action::Respond(resp) => {
+                let ok = write_response(&mut stream, &resp, keep_alive).await.is_ok();
+                drop(guard);
+                if !ok || !keep_alive {
+                    return;
+                }
+            }
+            Action::Reset => {
+                let _ = stream.set_zero_linger();
+                drop(stream);
+                drop(guard);
+                return;
+            }
+            Action::Hang => {
+                // Never answer; discard whatever arrives until the client
+                // closes (or the runtime shuts down and cancels us).
+                let mut scratch = [0u8; 4096];
+                loop {
+                    match stream.read(&mut scratch).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {}
+                    }
+                }
+                drop(guard);
+                return;
+            }
+        }
+    }
+}
+
+async fn handle_model_request(state: &Arc<State>, api: Api, req: Request, received: Instant) -> Action {
+    state.requests.fetch_add(1, Ordering::SeqCst);
+    let parsed: Option<Value> = serde_json::from_slice(&req.body).ok();
+
+    // Decide auth + fault under one lock, and record.
+    let (authorized, fault) = {
+        let mut inner = state.lock();
+        let authorized = match &inner.key {
+            None => true,
+            Some(key) => {
+                let header = |n: &str| req.headers.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str());
+                match api {
+                    Api::Anthropic => header("x-api-key") == Some(key.as_str()),
+                    Api::OpenAi => header("authorization")
+                        .and_then(|v| v.strip_prefix("Bearer "))
+                        .is_some_and(|v| v.trim() == key),
+                }
+            }
+        };
+        let fault = if authorized {
+            pop_fault(&mut inner, &req.body)
+        } else {
+            None
+        };
+        inner.recorded.push(Recorded {
+            path: req.path.clone(),
+            headers: req.headers,
+            body: parsed.clone().unwrap_or(Value::Null),
+            fault: fault.as_ref().map(|f| format!("{f:?}")),
+        });
+        (authorized, fault)
+    };
+
+    if !authorized {
+        let body = match api {
+            Api::Anthropic => json!({
+                "type": "error",
+                "error": {"type": "authentication_error", "message": "mock: invalid x-api-key"}
+            }),
+            Api::OpenAi => json!({
+                "error": {
+                    "message": "mock: incorrect API key provided",
+                    "type": "invalid_request_error",
+                    "param": null,
+                    "code": "invalid_api_key"
+                }
+            }),
+        };
+        return Action::Respond(Response::json(401, &body));
+    }
+
+    let mut truncated = false;
+    match fault {
+        None => {}
+        Some(Fault::Hang) => return Action::Hang,
+        Some(Fault::Reset) => return Action::Reset,
+        Some(Fault::Truncated) => truncated = true,
+        Some(f) => return Action::Respond(fault_response(api, &f)),
+    }
+
+    let body = match parsed {
+        Some(v) if v.get("messages").is_some_and(Value::is_array) => v,
+        Some(_) => {
+            return Action::Respond(Response::json(
+                400,
+                &error_body(api, 400, "mock: messages: field required (must be an array)"),
+            ))
+        }
+        None => {
+            return Action::Respond(Response::json(
+                400,
+                &error_body(api, 400, "mock: request body is not valid JSON"),
+            ))
+        }
+    };
+
+    let resp = normal_response(state, api, &body, truncated);
+    let latency = state.latency();
+    if !latency.is_zero() {
+        state.timers.sleep_until(received + latency).await;
+    }
+    Action::Respond(resp)
+}
+
+fn pop_fault(inner: &mut Inner, raw_body: &[u8]) -> Option<Fault> {
+    for (needle, q) in inner.needles.iter_mut() {
+        if !q.is_empty() && body_contains(raw_body, needle) {
+            return q.pop_front();
+        }
+    }
+    inner.global.pop_front()
+}
+
+/// The raw body contains `needle` verbatim or in its JSON-escaped form (so
+/// needles with quotes, backslashes or newlines match JSON string content).
+fn body_contains(raw_body: &[u8], needle: &str) -> bool {
+    if contains(raw_body, needle.as_bytes()) {
+        return true;
+    }
+    let escaped = serde_json::to_string(needle).unwrap_or_default();
+    let escaped = escaped
+        .strip_prefix('"')
+        .and_then(|e| e.strip_suffix('"'))
+        .unwrap_or("");
+    escaped != needle && contains(raw_body, escaped.as_bytes())
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle)
+}
