@@ -269,7 +269,7 @@ fn estimate_cost(units: &[WorkUnit], misses: &[usize], settings: &BatchSettings,
     for &i in misses {
         let tokens = units[i].estimated_input_tokens;
         input += tokens;
-        output += (256 + tokens / 10).min(max_out);
+        output += (64 + tokens / 4).min(max_out);
     }
     let mut calls = misses.len();
     if settings.aggregate == AggregateStrategy::Summarize && !misses.is_empty() {

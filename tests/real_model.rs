@@ -1,0 +1,143 @@
+//! End-to-end against a real model server (issue 3): the bundled local model, or any
+//! OpenAI-compatible server named by `RLM_LOCAL_MODEL_URL`.
+//!
+//! The model is tiny, so this asserts what rlm did — calls made, usage counted, results,
+//! aggregates and reports written, caching — never the quality of the answers. Without
+//! `RLM_LOCAL_MODEL_URL` it is skipped, and says so on the terminal.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn project() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("real-model-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let files = [
+        (
+            "src/math.ts",
+            "export function add(a: number, b: number) { return a + b; }\n",
+        ),
+        ("src/greet.py", "def greet(name):\n    return f\"Hello, {name}!\"\n"),
+        (
+            "src/colors.ts",
+            "export const RED = \"#f00\";\nexport function paint(c: string) { return c; }\n",
+        ),
+    ];
+    for (path, content) in files {
+        let p = dir.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, content).unwrap();
+    }
+    dir
+}
+
+/// Runs `rlm batch` over the project with `--json` and returns the report.
+fn batch(dir: &Path, url: &str, aggregate: &str) -> Value {
+    let out_dir = dir.join(format!("out-{aggregate}-{}", std::fs::read_dir(dir).unwrap().count()));
+    let output = Command::new(env!("CARGO_BIN_EXE_rlm"))
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .args([
+            "batch",
+            "src/*.{ts,py}",
+            "Name the functions defined in {file}, as a Markdown list.",
+        ])
+        .args(["--provider", "openai", "--base-url", url, "--model", "smollm2"])
+        .args([
+            "--max-tokens",
+            "96",
+            "--context-window",
+            "4096",
+            "--timeout",
+            "120",
+            "--json",
+            "--yes",
+        ])
+        .args(["--aggregate", aggregate, "--output-dir"])
+        .arg(&out_dir)
+        .output()
+        .expect("run rlm");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "rlm failed ({aggregate}):\n{stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout).expect("--json prints the report");
+    assert!(
+        out_dir.join("aggregate.md").is_file(),
+        "aggregate.md missing for {aggregate}"
+    );
+    assert!(out_dir.join("report.json").is_file());
+    for unit in report["units"].as_array().unwrap() {
+        let file = out_dir.join(unit["result_file"].as_str().unwrap());
+        assert!(
+            std::fs::metadata(&file).unwrap().len() > 0,
+            "{} is empty",
+            file.display()
+        );
+    }
+    report
+}
+
+fn sum(report: &Value, pointer_units: &str, pointer_calls: &str) -> u64 {
+    let units: u64 = report["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u[pointer_units].as_u64().unwrap())
+        .sum();
+    let calls: u64 = report["aggregate_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.pointer(pointer_calls).and_then(Value::as_u64).unwrap())
+        .sum();
+    units + calls
+}
+
+#[test]
+fn batch_against_a_real_model_server() {
+    let Ok(url) = std::env::var("RLM_LOCAL_MODEL_URL") else {
+        // Written straight to stderr: libtest captures print! but not this, so the skip
+        // is visible in every test run.
+        let _ = writeln!(
+            std::io::stderr(),
+            "\nSKIPPED real-model end-to-end test: RLM_LOCAL_MODEL_URL is not set \
+             (run `RLM_LOCAL_MODEL_URL=$(scripts/local-model start | tail -n1) cargo test` to include it)\n"
+        );
+        return;
+    };
+    let dir = project();
+
+    for aggregate in ["concat", "merge", "summarize"] {
+        let report = batch(&dir, &url, aggregate);
+        assert_eq!(report["status"], "SUCCESS");
+        assert_eq!(report["files_matched"], 3);
+        assert_eq!(report["succeeded"], 3);
+        assert_eq!(report["cache_misses"], 3, "{aggregate}: every file is a fresh call");
+        assert_eq!(report["provider"], "openai");
+        let tokens_in = report["tokens_in"].as_u64().unwrap();
+        let tokens_out = report["tokens_out"].as_u64().unwrap();
+        assert!(tokens_in > 0 && tokens_out > 0, "{aggregate}: the server reports usage");
+        assert_eq!(tokens_in, sum(&report, "tokens_in", "/usage/input_tokens"));
+        assert_eq!(tokens_out, sum(&report, "tokens_out", "/usage/output_tokens"));
+        let calls = report["aggregate_calls"].as_array().unwrap();
+        if aggregate == "summarize" {
+            assert_eq!(calls.len(), 1, "summarize makes one more call");
+            assert_eq!(calls[0]["cached"], false);
+            assert!(calls[0]["usage"]["output_tokens"].as_u64().unwrap() > 0);
+        } else {
+            assert!(calls.is_empty());
+        }
+    }
+
+    // The same command again: everything, the summary included, comes from the cache.
+    let rerun = batch(&dir, &url, "summarize");
+    assert_eq!(rerun["status"], "SUCCESS");
+    assert_eq!(rerun["cache_hits"], 3);
+    assert_eq!(rerun["cache_misses"], 0);
+    assert_eq!(rerun["tokens_in"], 0);
+    assert_eq!(rerun["tokens_out"], 0);
+    assert!(rerun["tokens_saved"].as_u64().unwrap() > 0);
+    assert_eq!(rerun["aggregate_calls"][0]["cached"], true);
+}
