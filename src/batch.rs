@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
 use crate::aggregate::{self, Aggregate, ResultItem, SummarizeLimits};
 use crate::cache::{ArtifactRef, Cache, CacheEntry};
@@ -150,13 +150,13 @@ pub async fn run(settings: BatchSettings) -> Result<ExitStatus, RlmError> {
     let end = exec::run_pool(
         jobs,
         settings.parallelism.width,
-        move |(index, unit)| run_unit(job_context.clone(), index, unit),
+        move |(index, unit), slot| run_unit(job_context.clone(), index, unit, slot),
         &mut notices_rx,
         &mut dispatcher,
     )
     .await;
     dispatcher.progress.finish();
-    let interrupted = end == PoolEnd::Interrupted;
+    let mut interrupted = end == PoolEnd::Interrupted;
     for record in state.records.iter_mut().filter(|r| r.status == UnitStatus::NotRun) {
         record.reason = Some(if interrupted {
             "interrupted before it finished".into()
@@ -178,7 +178,9 @@ pub async fn run(settings: BatchSettings) -> Result<ExitStatus, RlmError> {
         .collect();
     let stopped_early = interrupted || state.fatal.is_some();
     if !results.is_empty() {
-        let aggregate = build_aggregate(&settings, &store, &cache, call, &results, &mut state, stopped_early).await;
+        let (aggregate, summary_interrupted) =
+            build_aggregate(&settings, &store, &cache, call, &results, &mut state, stopped_early).await;
+        interrupted |= summary_interrupted;
         write_aggregate(&settings, &store, aggregate, &mut state);
     }
 
@@ -438,7 +440,8 @@ struct UnitDone {
 }
 
 /// One unit: read, call, write the result, write the cache — then it is done.
-async fn run_unit(ctx: Arc<JobContext>, index: usize, unit: WorkUnit) -> UnitDone {
+/// `slot` is the pool permit: held while the model is called, released before the writes.
+async fn run_unit(ctx: Arc<JobContext>, index: usize, unit: WorkUnit, slot: OwnedSemaphorePermit) -> UnitDone {
     let started = Instant::now();
     let mut done = UnitDone {
         index,
@@ -476,6 +479,7 @@ async fn run_unit(ctx: Arc<JobContext>, index: usize, unit: WorkUnit) -> UnitDon
         max_tokens: ctx.settings.max_tokens,
     };
     let result = exec::call_with_retries(&ctx.call, &request, &unit.file.display).await;
+    drop(slot);
     done.attempts = result.attempts;
     done.duration_ms = started.elapsed().as_millis() as u64;
     let completion = match result.outcome {
@@ -718,6 +722,7 @@ impl PoolHandler<UnitDone> for Dispatcher<'_> {
     }
 }
 
+/// Builds the aggregate of the chosen strategy; the flag says a summarize was interrupted.
 async fn build_aggregate(
     settings: &BatchSettings,
     store: &RunStore,
@@ -726,7 +731,8 @@ async fn build_aggregate(
     results: &[ResultItem],
     state: &mut RunState,
     stopped_early: bool,
-) -> Aggregate {
+) -> (Aggregate, bool) {
+    let secrets = settings.secrets();
     let failed: Vec<(String, String)> = state
         .records
         .iter()
@@ -734,18 +740,19 @@ async fn build_aggregate(
         .map(|r| {
             (
                 r.path.clone(),
-                report::redact(r.reason.as_deref().unwrap_or(""), &settings.secrets()),
+                report::redact(r.reason.as_deref().unwrap_or(""), &secrets),
             )
         })
         .collect();
+    let concat = || aggregate::concat(&settings.pattern, &store.timestamp, results, &failed);
     match settings.aggregate {
-        AggregateStrategy::Concat => aggregate::concat(&settings.pattern, &store.timestamp, results, &failed),
-        AggregateStrategy::Merge => aggregate::merge(results),
+        AggregateStrategy::Concat => (concat(), false),
+        AggregateStrategy::Merge => (aggregate::merge(results), false),
         AggregateStrategy::Summarize if stopped_early => {
             state.report.warnings.push(
                 "summarize skipped because the run stopped early; aggregate.md holds the concatenated results".into(),
             );
-            aggregate::concat(&settings.pattern, &store.timestamp, results, &failed)
+            (concat(), false)
         }
         AggregateStrategy::Summarize => {
             let limits = SummarizeLimits {
@@ -758,22 +765,33 @@ async fn build_aggregate(
             if !settings.quiet && !settings.json {
                 eprintln!("summarizing {} results with {}…", results.len(), settings.model);
             }
-            match aggregate::summarize(call, cache.clone(), limits, results).await {
-                Ok(summary) => {
-                    for c in &summary.calls {
-                        state.cost += state.cost_of(c.usage);
-                    }
-                    state.report.aggregate_calls = summary.calls;
-                    Aggregate {
-                        markdown: format!("{}\n", summary.text.trim_end()),
-                        json: aggregate::results_as_json(results),
-                    }
+            // The pool no longer listens, and tokio's handler stays installed (a Ctrl-C would go
+            // unnoticed): listen again here.
+            let mut interrupt = exec::Interrupt::new();
+            let summarized = tokio::select! {
+                result = aggregate::summarize(call, cache.clone(), limits, results) => result,
+                () = interrupt.recv() => {
+                    state
+                        .report
+                        .warnings
+                        .push("summarize interrupted; aggregate.md holds the concatenated results".into());
+                    return (concat(), true);
                 }
-                Err((failure, calls)) => {
-                    for c in &calls {
-                        state.cost += state.cost_of(c.usage);
-                    }
-                    state.report.aggregate_calls = calls;
+            };
+            let (calls, outcome) = match summarized {
+                Ok(summary) => (summary.calls, Ok(summary.text)),
+                Err((failure, calls)) => (calls, Err(failure)),
+            };
+            for c in &calls {
+                state.cost += state.cost_of(c.usage);
+            }
+            state.report.aggregate_calls = calls;
+            let aggregate = match outcome {
+                Ok(text) => Aggregate {
+                    markdown: format!("{}\n", text.trim_end()),
+                    json: aggregate::results_as_json(results),
+                },
+                Err(failure) => {
                     let reason = match failure {
                         CallFailure::Unit(r) => r,
                         CallFailure::Fatal(r) => {
@@ -784,9 +802,10 @@ async fn build_aggregate(
                     state.report.error = Some(format!(
                         "summarize failed: {reason}; aggregate.md holds the concatenated results instead"
                     ));
-                    aggregate::concat(&settings.pattern, &store.timestamp, results, &failed)
+                    concat()
                 }
-            }
+            };
+            (aggregate, false)
         }
     }
 }

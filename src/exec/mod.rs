@@ -7,7 +7,7 @@ mod retry;
 
 pub use call::{call_with_retries, CallContext, CallFailure, CallResult};
 pub use cooldown::Cooldown;
-pub use pool::{run_pool, Flow, PoolEnd, PoolHandler, GRACE};
+pub use pool::{run_pool, Flow, Interrupt, PoolEnd, PoolHandler, GRACE};
 pub use retry::RetryPolicy;
 
 use std::time::Duration;

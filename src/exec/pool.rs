@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedReceiver;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
@@ -47,7 +47,9 @@ pub trait PoolHandler<O> {
     fn dispatched(&mut self) {}
 }
 
-/// Runs `job` over `items` with at most `width` in flight.
+/// Runs `job` over `items` with at most `width` in flight. Each job gets its slot's
+/// permit and may drop it early — when its model call is done, before it writes files — so
+/// the cap counts calls in flight and local work never holds a slot.
 pub async fn run_pool<T, O, F, Fut, H>(
     items: Vec<T>,
     width: usize,
@@ -58,7 +60,7 @@ pub async fn run_pool<T, O, F, Fut, H>(
 where
     T: Send + 'static,
     O: Send + 'static,
-    F: Fn(T) -> Fut,
+    F: Fn(T, OwnedSemaphorePermit) -> Fut,
     Fut: Future<Output = O> + Send + 'static,
     H: PoolHandler<O>,
 {
@@ -102,12 +104,8 @@ where
             Some(notice) = notices.recv() => handler.notice(notice),
             Ok(permit) = semaphore.clone().acquire_owned(), if can_dispatch => {
                 if let Some(item) = items.next() {
-                    let future = job(item);
                     handler.dispatched();
-                    tasks.spawn(async move {
-                        let _permit = permit;
-                        future.await
-                    });
+                    tasks.spawn(job(item, permit));
                 }
             }
         }
@@ -126,13 +124,14 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
 }
 
 /// Ctrl-C and (on Unix) SIGTERM, each of which may arrive more than once.
-struct Interrupt {
+pub struct Interrupt {
     #[cfg(unix)]
     signals: Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,
 }
 
 impl Interrupt {
-    fn new() -> Self {
+    /// Starts listening; from now on these signals no longer kill the process.
+    pub fn new() -> Self {
         #[cfg(unix)]
         {
             use tokio::signal::unix::{signal, SignalKind};
@@ -146,7 +145,8 @@ impl Interrupt {
         Interrupt {}
     }
 
-    async fn recv(&mut self) {
+    /// Returns when the next signal arrives.
+    pub async fn recv(&mut self) {
         #[cfg(unix)]
         match &mut self.signals {
             Some((int, term)) => {
@@ -161,6 +161,12 @@ impl Interrupt {
         if tokio::signal::ctrl_c().await.is_err() {
             std::future::pending::<()>().await;
         }
+    }
+}
+
+impl Default for Interrupt {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -196,9 +202,10 @@ mod tests {
             done: 0,
             stop_after: None,
         };
-        let job = |i: usize| {
+        let job = |i: usize, permit: OwnedSemaphorePermit| {
             let (active, peak) = (active.clone(), peak.clone());
             async move {
+                let _permit = permit;
                 let now = active.fetch_add(1, Ordering::SeqCst) + 1;
                 peak.fetch_max(now, Ordering::SeqCst);
                 tokio::time::sleep(Duration::from_millis(5 + (i % 3) as u64)).await;
@@ -219,7 +226,7 @@ mod tests {
             done: 0,
             stop_after: Some(2),
         };
-        let job = |i: usize| async move {
+        let job = |i: usize, _permit: OwnedSemaphorePermit| async move {
             tokio::time::sleep(Duration::from_millis(if i < 2 { 1 } else { 5_000 })).await;
             i
         };
