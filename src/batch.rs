@@ -45,6 +45,7 @@ pub async fn run(settings: BatchSettings) -> Result<ExitStatus, RlmError> {
         &WalkOptions {
             respect_ignore: settings.respect_ignore,
             hidden: settings.hidden,
+            exclude_dir: settings.output_dir.clone(),
         },
     )?;
     if manifest.matched() == 0 {
@@ -437,6 +438,10 @@ struct UnitDone {
     duration_ms: u64,
     truncated: bool,
     failure: Option<CallFailure>,
+    /// The slot of a failed call, freed only after the dispatcher has seen the failure:
+    /// freed at the end of the task, the pool could dispatch (and call) another unit before
+    /// a fatal 401 stops the run.
+    slot: Option<OwnedSemaphorePermit>,
 }
 
 /// One unit: read, call, write the result, write the cache — then it is done.
@@ -452,6 +457,7 @@ async fn run_unit(ctx: Arc<JobContext>, index: usize, unit: WorkUnit, slot: Owne
         duration_ms: 0,
         truncated: false,
         failure: None,
+        slot: None,
     };
     let bytes = match std::fs::read(&unit.file.path) {
         Ok(b) => b,
@@ -479,16 +485,17 @@ async fn run_unit(ctx: Arc<JobContext>, index: usize, unit: WorkUnit, slot: Owne
         max_tokens: ctx.settings.max_tokens,
     };
     let result = exec::call_with_retries(&ctx.call, &request, &unit.file.display).await;
-    drop(slot);
     done.attempts = result.attempts;
     done.duration_ms = started.elapsed().as_millis() as u64;
     let completion = match result.outcome {
         Ok(c) => c,
         Err(f) => {
             done.failure = Some(f);
+            done.slot = Some(slot);
             return done;
         }
     };
+    drop(slot);
     done.usage = completion.usage;
     done.truncated = completion.truncated;
     if completion.text.trim().is_empty() {

@@ -76,13 +76,17 @@ pub fn resolve_glob(cwd: &Path, pattern: &str, opts: &WalkOptions) -> Result<Man
         .require_git(false)
         .follow_links(true);
     let filter_exclusions = exclusions.clone();
+    // Compared canonically: the pattern may reach it as `../x/out` and the flag as `out`.
+    let excluded_dir = opts.exclude_dir.as_deref().and_then(|d| d.canonicalize().ok());
     builder.filter_entry(move |entry| {
         if entry.depth() == 0 {
             return true;
         }
         let name = entry.file_name().to_string_lossy();
         match entry.file_type() {
-            Some(t) if t.is_dir() => !filter_exclusions.excludes_dir(&name),
+            Some(t) if t.is_dir() => {
+                !filter_exclusions.excludes_dir(&name) && !is_same_dir(entry.path(), excluded_dir.as_deref())
+            }
             _ => !filter_exclusions.excludes_file(&name),
         }
     });
@@ -109,6 +113,12 @@ pub fn resolve_glob(cwd: &Path, pattern: &str, opts: &WalkOptions) -> Result<Man
     candidates.sort_by(|a, b| a.1.cmp(&b.1));
     candidates.dedup_by(|a, b| a.1 == b.1);
     Ok(read_candidates(candidates))
+}
+
+/// Whether `dir` is `excluded` (a canonical path); only a directory of the same name is
+/// canonicalized, so the walk stays cheap.
+fn is_same_dir(dir: &Path, excluded: Option<&Path>) -> bool {
+    excluded.is_some_and(|ex| ex.file_name() == dir.file_name() && dir.canonicalize().is_ok_and(|d| d == ex))
 }
 
 /// Whether a glob component contains a metacharacter.
@@ -202,6 +212,7 @@ mod tests {
     const OPTS: WalkOptions = WalkOptions {
         respect_ignore: true,
         hidden: false,
+        exclude_dir: None,
     };
 
     #[test]
@@ -235,6 +246,7 @@ mod tests {
         let no_ignore = WalkOptions {
             respect_ignore: false,
             hidden: false,
+            exclude_dir: None,
         };
         assert_eq!(
             displays(&resolve_glob(&d, "**/*.ts", &no_ignore).unwrap()),
@@ -282,6 +294,21 @@ mod tests {
         assert_eq!(m.files.len(), 2);
         assert!(m.files[0].display.starts_with('/'));
         assert!(resolve_glob(&d, "nope/**/*.rs", &OPTS).unwrap().files.is_empty());
+    }
+
+    #[test]
+    fn the_output_dir_is_not_an_input() {
+        let d = tree(&[("docs/a.md", b"a"), ("results/docs-a.md.result.md", b"r")]);
+        let opts = WalkOptions {
+            exclude_dir: Some(d.join("docs/../results")),
+            ..OPTS
+        };
+        assert_eq!(displays(&resolve_glob(&d, "**/*.md", &opts).unwrap()), ["docs/a.md"]);
+        // A pattern that starts inside it means it.
+        assert_eq!(
+            displays(&resolve_glob(&d, "results/*.md", &opts).unwrap()),
+            ["results/docs-a.md.result.md"]
+        );
     }
 
     #[test]

@@ -49,6 +49,9 @@ impl Manifest {
 pub struct WalkOptions {
     pub respect_ignore: bool,
     pub hidden: bool,
+    /// A directory never walked into: the run's `--output-dir`, so one run's results do not
+    /// become the next run's inputs (unless the pattern starts inside it).
+    pub exclude_dir: Option<PathBuf>,
 }
 
 /// Lowercase hex of sha256(bytes).

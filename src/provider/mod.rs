@@ -118,6 +118,18 @@ impl Provider {
         &self.model
     }
 
+    /// `text` with the API key replaced by `[REDACTED]` (keys shorter than 4 characters
+    /// are left alone, as in [`BatchSettings::secrets`]).
+    fn redact(&self, text: &str) -> String {
+        let secrets: Vec<&str> = self
+            .api_key
+            .iter()
+            .map(Secret::expose)
+            .filter(|k| k.len() >= 4)
+            .collect();
+        crate::report::redact(text, &secrets)
+    }
+
     /// Makes one call. Never retries; never panics on a strange reply.
     pub async fn complete(&self, request: &CompletionRequest<'_>) -> Result<Completion, CallError> {
         let (body, builder) = match self.kind {
@@ -156,7 +168,9 @@ impl Provider {
             .and_then(parse_retry_after);
         let bytes = response.bytes().await.map_err(|e| transport_error(&e, self.timeout))?;
         if !(200..300).contains(&status) {
-            let body = String::from_utf8_lossy(&bytes);
+            // An error body can echo what we sent, the key included; scrubbed here, the
+            // reason is safe everywhere it goes (stderr, progress lines, report, aggregate).
+            let body = self.redact(&String::from_utf8_lossy(&bytes));
             return Err(classify_status(self.kind, status, &body, retry_after, &self.model));
         }
         let parsed = match self.kind {

@@ -1,0 +1,732 @@
+//! End-to-end tests of `rlm batch` against the mock LLM: concurrency, aggregation, inputs,
+//! output names, usage errors, the JSON summary and the wire formats.
+
+mod support;
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use support::mock_llm::*;
+use support::*;
+
+/// `rlm batch PATTERN "List {file}" --base-url URL EXTRA...`
+fn batch<'a>(pattern: &'a str, url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["batch", pattern, "List {file}", "--base-url", url];
+    args.extend_from_slice(extra);
+    args
+}
+
+/// A file whose per-file call the mock answers with exactly `reply`.
+fn answering(reply: &str) -> String {
+    format!("// source\n{}\n", reply_marker(reply))
+}
+
+// ---------------------------------------------------------------------------
+// Concurrency
+
+#[test]
+fn max_parallel_is_reached_and_never_exceeded() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(200));
+    let p = Project::new().ts_files(20);
+    let url = mock.url();
+    p.rlm(&batch("src/**/*.ts", &url, &["--max-parallel", "3"]))
+        .run()
+        .assert_exit(0);
+    assert_eq!(mock.requests(), 20);
+    assert_eq!(mock.max_in_flight(), 3);
+    let report = p.report();
+    assert_eq!(report["max_parallel"], 3);
+    assert_eq!(report["succeeded"], 20);
+}
+
+#[test]
+fn max_parallel_above_the_hard_cap_is_clamped_to_7() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(300));
+    let p = Project::new().ts_files(14);
+    let url = mock.url();
+    let out = p.rlm(&batch("src/**/*.ts", &url, &["--max-parallel", "20"])).run();
+    out.assert_exit(0);
+    assert!(
+        out.stderr.contains("rlm: warning: --max-parallel 20 clamped to 7"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(mock.max_in_flight(), 7);
+    assert_eq!(mock.requests(), 14);
+    assert_eq!(p.report()["max_parallel"], 7);
+}
+
+#[test]
+fn project_config_sets_the_width() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(150));
+    let p = Project::new()
+        .ts_files(8)
+        .file(".aiwg/aiwg.config", r#"{"parallelism":{"max_parallel_subagents":2}}"#);
+    let url = mock.url();
+    p.rlm(&batch("src/**/*.ts", &url, &[])).run().assert_exit(0);
+    assert_eq!(mock.max_in_flight(), 2);
+    assert_eq!(mock.requests(), 8);
+    assert_eq!(p.report()["max_parallel"], 2);
+}
+
+// ---------------------------------------------------------------------------
+// Aggregation
+
+#[test]
+fn concat_aggregate_is_the_seed_format() {
+    let mock = MockLlm::start();
+    let p = Project::new()
+        .file("src/a.ts", &answering("Alpha answer"))
+        .file("src/b.ts", &answering("Beta line 1\nBeta line 2\n"))
+        .file("src/c/d.ts", &answering("Delta"));
+    let url = mock.url();
+    p.rlm(&batch("src/**/*.ts", &url, &[])).run().assert_exit(0);
+    let dir = p.out_dir();
+    let timestamp = dir
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .strip_prefix("batch-")
+        .expect("the default output dir is batch-{timestamp}")
+        .to_string();
+    assert_eq!(
+        p.aggregate_md(),
+        format!(
+            "# Batch Processing Results\n\nPattern: src/**/*.ts\nFiles processed: 3\nTimestamp: {timestamp}\n\n---\n\n\
+             ## File: src/a.ts\n\nAlpha answer\n\n---\n\n\
+             ## File: src/b.ts\n\nBeta line 1\nBeta line 2\n\n---\n\n\
+             ## File: src/c/d.ts\n\nDelta\n\n---\n\n"
+        )
+    );
+    // The per-file results are the answers, verbatim.
+    assert_eq!(
+        std::fs::read_to_string(dir.join("src-b.ts.result.md")).unwrap(),
+        "Beta line 1\nBeta line 2\n"
+    );
+    assert_eq!(
+        file_names(&dir),
+        [
+            "aggregate.md",
+            "report.json",
+            "src-a.ts.result.md",
+            "src-b.ts.result.md",
+            "src-c-d.ts.result.md"
+        ]
+    );
+    // The seed's markdown report sits beside the run directory.
+    let reports = p.markdown_reports();
+    assert_eq!(reports.len(), 1);
+    assert!(reports[0].ends_with(format!("batch-{timestamp}-report.md")));
+    let md = std::fs::read_to_string(&reports[0]).unwrap();
+    assert!(md.starts_with(
+        "# RLM Batch Completion Report\n\n**Pattern**: src/**/*.ts\n**Sub-Prompt**: List {file}\n**Status**: SUCCESS\n\
+         **Files Processed**: 3\n"
+    ));
+}
+
+#[test]
+fn merge_unions_json_results() {
+    let mock = MockLlm::start();
+    let p = Project::new()
+        .file("src/a.ts", &answering(r#"{"functions": ["b","a"]}"#))
+        .file("src/b.ts", &answering(r#"{"functions": ["a","c"]}"#));
+    let url = mock.url();
+    p.rlm(&batch("src/*.ts", &url, &["--aggregate", "merge", "-o", "out"]))
+        .run()
+        .assert_exit(0);
+    assert_eq!(p.aggregate_json(), json!({"functions": ["a", "b", "c"]}));
+    assert_eq!(
+        p.read("out/aggregate.json"),
+        "{\n  \"functions\": [\n    \"a\",\n    \"b\",\n    \"c\"\n  ]\n}\n"
+    );
+    assert_eq!(
+        p.aggregate_md(),
+        "# Merged Results\n\nUnique items across all sub-agents:\n\n## functions\n\n- a\n- b\n- c\n\n\
+         (Duplicates removed, sorted alphabetically: 4 total items, 3 unique after deduplication)\n"
+    );
+    let report = p.report();
+    assert_eq!(report["aggregate_json_path"], "out/aggregate.json");
+    assert_eq!(report["aggregate_path"], "out/aggregate.md");
+}
+
+#[test]
+fn merge_dedupes_markdown_lists() {
+    let mock = MockLlm::start();
+    let p = Project::new()
+        .file("src/a.ts", &answering("- beta\n- alpha"))
+        .file("src/b.ts", &answering("* alpha\n* gamma\n"));
+    let url = mock.url();
+    p.rlm(&batch("src/*.ts", &url, &["--aggregate", "merge", "-o", "out"]))
+        .run()
+        .assert_exit(0);
+    assert_eq!(
+        p.aggregate_md(),
+        "# Merged Results\n\nUnique items across all sub-agents:\n- alpha\n- beta\n- gamma\n\n\
+         (Duplicates removed, sorted alphabetically: 4 total items, 3 unique after deduplication)\n"
+    );
+    assert!(!p.exists("out/aggregate.json"), "lists are not JSON");
+    assert!(p.report()["aggregate_json_path"].is_null());
+}
+
+#[test]
+fn summarize_makes_one_more_call_and_is_cached() {
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(4);
+    let url = mock.url();
+    let args = batch("src/*.ts", &url, &["--aggregate", "summarize", "-o", "out"]);
+    p.rlm(&args).run().assert_exit(0);
+    assert_eq!(mock.requests(), 5);
+    let recorded = mock.recorded();
+    let last = recorded.last().unwrap();
+    let user = last.user_text();
+    assert!(
+        user.starts_with("Summarize the following batch processing results"),
+        "{user}"
+    );
+    // Every per-file answer is in the summarize prompt, under its file's heading.
+    for r in &recorded[..4] {
+        let answer = reply_for(&r.system_text(), &r.user_text());
+        assert!(user.contains(&answer), "{answer} missing from {user}");
+    }
+    for i in 0..4 {
+        assert!(user.contains(&format!("## File: src/f{i:02}.ts")));
+    }
+    let summary = reply_for(&last.system_text(), &user);
+    assert!(summary.starts_with("SUMMARY of "));
+    assert_eq!(p.aggregate_md(), format!("{summary}\n"));
+    let report = p.report();
+    let calls = report["aggregate_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0]["cached"], false);
+    assert_eq!(report["status"], "SUCCESS");
+
+    // A rerun is free: the per-file results and the summary come from the cache.
+    mock.reset_counts();
+    p.rlm(&args).run().assert_exit(0);
+    assert_eq!(mock.requests(), 0);
+    assert_eq!(p.aggregate_md(), format!("{summary}\n"));
+    let report = p.report();
+    assert_eq!(report["aggregate_calls"][0]["cached"], true);
+    assert_eq!(report["cache_hits"], 4);
+}
+
+#[test]
+fn summarize_groups_results_that_do_not_fit_the_context() {
+    let mock = MockLlm::start();
+    let mut p = Project::new();
+    for i in 0..10 {
+        let long = format!("finding {i}: {}", "lorem ipsum dolor sit amet ".repeat(60));
+        p = p.file(&format!("src/f{i:02}.ts"), &answering(&long));
+    }
+    let url = mock.url();
+    let out = p
+        .rlm(&batch(
+            "src/*.ts",
+            &url,
+            &[
+                "--aggregate",
+                "summarize",
+                "--context-window",
+                "3000",
+                "--max-tokens",
+                "500",
+                "-o",
+                "out",
+            ],
+        ))
+        .run();
+    out.assert_exit(0);
+    let recorded = mock.recorded();
+    let summaries: Vec<_> = recorded
+        .iter()
+        .filter(|r| {
+            r.user_text()
+                .starts_with("Summarize the following batch processing results")
+        })
+        .collect();
+    assert_eq!(recorded.len(), 10 + summaries.len());
+    assert!(
+        summaries.len() > 2,
+        "expected groups and a final call, got {}",
+        summaries.len()
+    );
+    // No summarize request is larger than the window allows (3 chars a token is conservative).
+    for s in &summaries {
+        let chars = s.user_text().chars().count() + s.system_text().chars().count();
+        assert!(
+            chars < (3000 - 500) * 4,
+            "a summarize request of {chars} chars overflows the window"
+        );
+    }
+    // The final call summarizes the group summaries, not the raw results.
+    let last = summaries.last().unwrap().user_text();
+    assert!(last.contains("## Summary of part 1/"), "{last}");
+    assert!(!last.contains("lorem ipsum"));
+    let report = p.report();
+    let calls = report["aggregate_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), summaries.len());
+    assert!(calls.last().unwrap()["label"].as_str().unwrap().contains("final"));
+    assert_eq!(report["status"], "SUCCESS");
+    assert_eq!(p.aggregate_md(), format!("{}\n", reply_for("", &last)));
+}
+
+// ---------------------------------------------------------------------------
+// Inputs
+
+#[test]
+fn no_match_is_a_usage_error_and_calls_nothing() {
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(2);
+    let url = mock.url();
+    let out = p.rlm(&batch("nothing/**/*.zz", &url, &[])).run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("RLM Batch: No files matched pattern"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("Pattern: nothing/**/*.zz"), "{}", out.stderr);
+    assert_eq!(mock.requests(), 0);
+    assert!(!p.exists(".aiwg"), "nothing is written when nothing matched");
+}
+
+#[test]
+fn binary_files_are_skipped_and_reported() {
+    let mock = MockLlm::start();
+    let p = Project::new()
+        .file("src/a.ts", "export const a = 1;\n")
+        .bytes("src/blob.ts", b"\x7fELF\x00\x01\x02binary")
+        .file("src/c.ts", "export const c = 3;\n");
+    let url = mock.url();
+    let out = p.rlm(&batch("src/*.ts", &url, &["-o", "out"])).run();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 2, "only the text files are sent");
+    assert!(mock.recorded().iter().all(|r| !r.user_text().contains("src/blob.ts")));
+    let report = p.report();
+    assert_eq!(report["files_matched"], 3);
+    assert_eq!(report["succeeded"], 2);
+    assert_eq!(report["status"], "SUCCESS");
+    let skipped = report["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1);
+    assert_eq!(skipped[0]["path"], "src/blob.ts");
+    assert!(skipped[0]["reason"].as_str().unwrap().contains("binary"));
+    assert!(!p.exists("out/src-blob.ts.result.md"));
+    let md = std::fs::read_to_string(&p.markdown_reports()[0]).unwrap();
+    assert!(
+        md.contains("## Skipped Files\n\n- src/blob.ts: binary"),
+        "the markdown report lists the skipped file:\n{md}"
+    );
+}
+
+#[test]
+fn result_names_are_sanitized_unique_and_inside_the_output_dir() {
+    let mock = MockLlm::start();
+    let p = Project::new()
+        .file("a/b.ts", "export const ab = 1;\n")
+        .file("a-b.ts", "export const a_b = 2;\n")
+        .file("lib/x.py", "x = 1\n")
+        .file("lib/y.py", "y = 2\n")
+        .file("app/main.py", "print(1)\n");
+    let url = mock.url();
+    p.rlm(&batch("**/*.ts", &url, &[])).run().assert_exit(0);
+    p.rlm(&batch("../lib/*.py", &url, &[])).cwd("app").run().assert_exit(0);
+    assert_eq!(mock.requests(), 4);
+
+    let first = p.run_dirs().pop().expect("the first run's directory");
+    let second_rlm = p.path().join("app/.aiwg/rlm");
+    let second = files_under(&second_rlm)
+        .into_iter()
+        .find(|f| f.ends_with("report.json"))
+        .expect("the second run's report")
+        .parent()
+        .unwrap()
+        .to_path_buf();
+
+    let report = read_json(&second.join("report.json"));
+    let paths: Vec<&str> = report["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["../lib/x.py", "../lib/y.py"]);
+
+    let results: Vec<_> = p
+        .all_files()
+        .into_iter()
+        .filter(|f| f.to_string_lossy().ends_with(".result.md"))
+        .collect();
+    assert_eq!(results.len(), 4, "{results:?}");
+    let mut names = HashSet::new();
+    for r in &results {
+        let parent = r.parent().unwrap();
+        assert!(
+            parent == first || parent == second,
+            "{} is outside the output dirs",
+            r.display()
+        );
+        let name = r.file_name().unwrap().to_string_lossy().to_string();
+        assert!(!name.contains(".."), "{name}");
+        assert!(!name.starts_with('.'), "{name}");
+        assert!(names.insert(name.to_ascii_lowercase()), "{name} is not unique");
+    }
+    let first_names = file_names(&first);
+    assert!(first_names.contains(&"a-b.ts.result.md".to_string()), "{first_names:?}");
+    assert_eq!(first_names.iter().filter(|n| n.ends_with(".result.md")).count(), 2);
+    assert_eq!(
+        file_names(&second)
+            .into_iter()
+            .filter(|n| n.ends_with(".result.md"))
+            .collect::<Vec<_>>(),
+        ["lib-x.py.result.md", "lib-y.py.result.md"]
+    );
+    // Each unit's result_file names the file that holds its answer.
+    let report = read_json(&first.join("report.json"));
+    for u in report["units"].as_array().unwrap() {
+        let file = first.join(u["result_file"].as_str().unwrap());
+        assert!(file.is_file(), "{}", file.display());
+    }
+}
+
+#[test]
+fn results_in_an_output_dir_are_not_inputs_of_the_next_run() {
+    let mock = MockLlm::start();
+    let p = Project::new().file("docs/a.md", "# A\n").file("docs/b.md", "# B\n");
+    let url = mock.url();
+    let args = batch("**/*.md", &url, &["-o", "results"]);
+    p.rlm(&args).run().assert_exit(0);
+    assert_eq!(mock.requests(), 2);
+    assert!(p.exists("results/docs-a.md.result.md"));
+    // The rerun sees the same two inputs (all cached), not results/*.md as well.
+    mock.reset_counts();
+    p.rlm(&args).run().assert_exit(0);
+    assert_eq!(mock.requests(), 0);
+    let report = read_json(&p.path().join("results/report.json"));
+    assert_eq!(report["files_matched"], 2);
+    assert_eq!(report["cache_hits"], 2);
+}
+
+// ---------------------------------------------------------------------------
+// Usage errors and exit codes
+
+#[test]
+fn no_provider_configured_is_one_line_and_exit_2() {
+    let p = Project::new().ts_files(1);
+    let out = p
+        .rlm(&["batch", "src/*.ts", "List {file}"])
+        .env_remove("ANTHROPIC_API_KEY")
+        .run();
+    out.assert_exit(2);
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", out.stderr);
+    assert!(lines[0].starts_with("rlm: error: "), "{}", lines[0]);
+    assert!(lines[0].contains("ANTHROPIC_API_KEY"), "{}", lines[0]);
+    assert!(lines[0].contains("--base-url"), "{}", lines[0]);
+    assert!(!p.exists(".aiwg"));
+}
+
+#[test]
+fn max_parallel_zero_is_a_usage_error() {
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(1);
+    let url = mock.url();
+    let out = p.rlm(&batch("src/*.ts", &url, &["--max-parallel", "0"])).run();
+    out.assert_exit(2);
+    assert_eq!(out.stderr, "rlm: error: --max-parallel must be at least 1\n");
+    assert_eq!(mock.requests(), 0);
+}
+
+#[test]
+fn invalid_glob_is_a_usage_error() {
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(1);
+    let url = mock.url();
+    let out = p.rlm(&batch("src/[a-", &url, &[])).run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.starts_with("rlm: error: invalid pattern 'src/[a-'"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert_eq!(mock.requests(), 0);
+}
+
+#[test]
+fn unknown_flag_is_exit_2() {
+    let p = Project::new().ts_files(1);
+    let out = p.rlm(&["batch", "src/*.ts", "x", "--no-such-flag"]).run();
+    out.assert_exit(2);
+    assert!(out.stderr.contains("--no-such-flag"), "{}", out.stderr);
+}
+
+#[test]
+fn dry_run_calls_and_writes_nothing() {
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(3);
+    let url = mock.url();
+    let out = p.rlm(&batch("src/*.ts", &url, &["--dry-run"])).run();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 0);
+    assert!(p.all_files().iter().all(|f| !f.starts_with(p.path().join(".aiwg"))));
+    assert_eq!(
+        out.stdout.lines().filter(|l| l.starts_with("call ")).count(),
+        3,
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("nothing was called"), "{}", out.stdout);
+
+    let out = p.rlm(&batch("src/*.ts", &url, &["--dry-run", "--json"])).run();
+    out.assert_exit(0);
+    let plan = out.json();
+    assert_eq!(plan["dry_run"], true);
+    assert_eq!(plan["cache_misses"], 3);
+    assert_eq!(plan["units"].as_array().unwrap().len(), 3);
+    assert_eq!(mock.requests(), 0);
+    assert!(!p.exists(".aiwg"));
+}
+
+#[test]
+fn json_summary_on_stdout_with_consistent_totals() {
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(3);
+    let url = mock.url();
+    let out = p
+        .rlm(&batch("src/*.ts", &url, &["--json", "--aggregate", "summarize"]))
+        .run();
+    out.assert_exit(0);
+    let summary = out.json();
+    for field in [
+        "status",
+        "files_matched",
+        "succeeded",
+        "failed",
+        "skipped",
+        "cache_hits",
+        "cache_misses",
+        "tokens_in",
+        "tokens_out",
+        "cost_usd",
+        "duration_ms",
+        "model",
+        "provider",
+        "max_parallel",
+    ] {
+        assert!(summary.get(field).is_some(), "--json output lacks {field}: {summary:#}");
+    }
+    assert_eq!(summary["status"], "SUCCESS");
+    assert_eq!(summary["files_matched"], 3);
+    assert_eq!(summary["succeeded"], 3);
+    assert_eq!(summary["failed"], json!([]));
+    assert_eq!(summary["skipped"], json!([]));
+    assert_eq!(summary["cache_hits"], 0);
+    assert_eq!(summary["cache_misses"], 3);
+    assert_eq!(summary["model"], "claude-sonnet-5-5");
+    assert_eq!(summary["provider"], "anthropic");
+    assert_eq!(summary["max_parallel"], 4);
+    assert!(summary["duration_ms"].is_u64());
+
+    let sum = |list: &Value, a: &str, b: &str| -> u64 {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| {
+                if b.is_empty() {
+                    x[a].as_u64().unwrap()
+                } else {
+                    x[a][b].as_u64().unwrap()
+                }
+            })
+            .sum()
+    };
+    let tokens_in = sum(&summary["units"], "tokens_in", "") + sum(&summary["aggregate_calls"], "usage", "input_tokens");
+    let tokens_out =
+        sum(&summary["units"], "tokens_out", "") + sum(&summary["aggregate_calls"], "usage", "output_tokens");
+    assert_eq!(summary["tokens_in"], tokens_in);
+    assert_eq!(summary["tokens_out"], tokens_out);
+    assert_eq!(summary["aggregate_calls"].as_array().unwrap().len(), 1);
+
+    // And they are what the mock billed: ceil(chars / 4) of the prompt and of the reply.
+    let recorded = mock.recorded();
+    assert_eq!(recorded.len(), 4);
+    let (mut billed_in, mut billed_out) = (0u64, 0u64);
+    for r in &recorded {
+        let (system, user) = (r.system_text(), r.user_text());
+        billed_in += (system.chars().count() + user.chars().count()).div_ceil(4) as u64;
+        billed_out += (reply_for(&system, &user).chars().count().div_ceil(4) as u64).max(1);
+    }
+    assert_eq!(tokens_in, billed_in);
+    assert_eq!(tokens_out, billed_out);
+    // claude-sonnet-5 costs $2 / $10 per million tokens.
+    let cost = (billed_in as f64 * 2.0 + billed_out as f64 * 10.0) / 1e6;
+    assert!(
+        (summary["cost_usd"].as_f64().unwrap() - cost).abs() < 1e-9,
+        "{summary:#}"
+    );
+    // stdout is the report as written.
+    let written = p.report();
+    assert_eq!(written["tokens_in"], summary["tokens_in"]);
+    assert_eq!(written["status"], summary["status"]);
+}
+
+#[test]
+fn only_skipped_files_is_a_usage_error() {
+    let mock = MockLlm::start();
+    let p = Project::new().bytes("src/a.ts", b"\x00\x01").file("src/b.ts", "");
+    let url = mock.url();
+    let out = p.rlm(&batch("src/*.ts", &url, &[])).run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr
+            .starts_with("rlm: error: all 2 files matching 'src/*.ts' were skipped"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("src/b.ts: empty file"), "{}", out.stderr);
+    assert_eq!(mock.requests(), 0);
+}
+
+#[test]
+fn cost_safety_thresholds() {
+    // A price that makes one small file cost ~$25 (more than $10, less than $100).
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(1).file(
+        ".aiwg/aiwg.config",
+        r#"{"rlm":{"prices":{"claude-sonnet-5-5":{"input":100000,"output":100000}}}}"#,
+    );
+    let url = mock.url();
+    let out = p.rlm(&batch("src/*.ts", &url, &[])).run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("exceeds safety threshold ($10.00)"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("--force"), "{}", out.stderr);
+    let out = p.rlm(&batch("src/*.ts", &url, &["--force", "--max-cost", "5"])).run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("exceeds safety threshold ($5.00)"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(mock.requests(), 0);
+    assert!(!p.exists(".aiwg/rlm"));
+
+    let out = p.rlm(&batch("src/*.ts", &url, &["--force", "-o", "out"])).run();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 1);
+    let report = p.report();
+    let tokens = report["tokens_in"].as_u64().unwrap() + report["tokens_out"].as_u64().unwrap();
+    let cost = report["cost_usd"].as_f64().unwrap();
+    assert!((cost - tokens as f64 * 0.1).abs() < 1e-6, "{report:#}");
+    assert!(report["estimated_cost_usd"].as_f64().unwrap() > 10.0);
+}
+
+#[test]
+fn quiet_prints_only_the_aggregate_path() {
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(2);
+    let url = mock.url();
+    let out = p
+        .rlm(&batch("src/*.ts", &url, &["--quiet", "-o", "results/deep"]))
+        .run();
+    out.assert_exit(0);
+    assert_eq!(out.stdout, "results/deep/aggregate.md\n");
+    assert_eq!(out.stderr, "");
+    assert!(p.exists("results/deep/src-f01.ts.result.md"));
+    assert!(p.exists("results/deep/report.json"));
+}
+
+// ---------------------------------------------------------------------------
+// Wire formats
+
+#[test]
+fn openai_compatible_local_server_needs_no_key() {
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(2);
+    let url = mock.url();
+    let out = p
+        .rlm(&batch(
+            "src/*.ts",
+            &url,
+            &["--provider", "openai", "--model", "local-x", "-o", "out"],
+        ))
+        .env_remove("ANTHROPIC_API_KEY")
+        .run();
+    out.assert_exit(0);
+    let recorded = mock.recorded();
+    assert_eq!(recorded.len(), 2);
+    for r in &recorded {
+        assert_eq!(r.path, "/v1/chat/completions");
+        assert_eq!(r.body["model"], "local-x");
+        assert_eq!(r.body["max_tokens"], 4096);
+        assert!(r.body.get("max_completion_tokens").is_none(), "{}", r.body);
+        assert!(r.body.get("temperature").is_none(), "{}", r.body);
+        assert_eq!(r.body["messages"][0]["role"], "system");
+        assert_eq!(r.body["messages"][1]["role"], "user");
+        assert!(r.header("authorization").is_none(), "no key, no Authorization header");
+        assert!(r.header("x-api-key").is_none());
+    }
+    let report = p.report();
+    assert_eq!(report["provider"], "openai");
+    assert_eq!(report["model"], "local-x");
+    assert_eq!(report["price_known"], false);
+    assert_eq!(report["cost_usd"], 0.0);
+    let text = p.read("out/src-f00.ts.result.md");
+    assert!(text.starts_with("mock result "), "{text}");
+}
+
+#[test]
+fn openai_key_is_sent_as_bearer() {
+    let mock = MockLlm::start();
+    mock.require_key("sk-openai-test");
+    let p = Project::new().ts_files(1);
+    let url = mock.url();
+    p.rlm(&batch(
+        "src/*.ts",
+        &url,
+        &["--provider", "openai", "--temperature", "0"],
+    ))
+    .env_remove("ANTHROPIC_API_KEY")
+    .env("OPENAI_API_KEY", "sk-openai-test")
+    .run()
+    .assert_exit(0);
+    let r = &mock.recorded()[0];
+    assert_eq!(r.header("authorization"), Some("Bearer sk-openai-test"));
+    assert_eq!(r.body["model"], "gpt-4.1-mini");
+    assert_eq!(r.body["temperature"], 0.0);
+}
+
+#[test]
+fn anthropic_requests_carry_version_and_key() {
+    let mock = MockLlm::start();
+    mock.require_key(TEST_KEY);
+    let p = Project::new().ts_files(2);
+    let url = mock.url();
+    p.rlm(&batch("src/*.ts", &url, &["--model", "haiku", "--max-tokens", "123"]))
+        .run()
+        .assert_exit(0);
+    let recorded = mock.recorded();
+    assert_eq!(recorded.len(), 2);
+    for r in &recorded {
+        assert_eq!(r.path, "/v1/messages");
+        assert_eq!(r.header("anthropic-version"), Some("2023-06-01"));
+        assert_eq!(r.header("x-api-key"), Some(TEST_KEY));
+        assert!(r.header("authorization").is_none());
+        assert_eq!(r.body["model"], "claude-haiku-5-5");
+        assert_eq!(r.body["max_tokens"], 123);
+        assert!(r.body["system"].as_str().unwrap().starts_with("You are one worker"));
+        assert_eq!(r.body["messages"].as_array().unwrap().len(), 1);
+    }
+    let users: Vec<String> = recorded.iter().map(|r| r.user_text()).collect();
+    assert!(users.iter().any(
+        |u| u.starts_with("File: src/f00.ts\n\n<file_content path=\"src/f00.ts\">\n")
+            && u.ends_with("</file_content>\n\nInstruction: List src/f00.ts\n")
+    ));
+}

@@ -1,0 +1,183 @@
+//! The result cache end to end: reruns are free, changes are re-sent, and `--no-cache` /
+//! `--cache-only` do what they say.
+
+mod support;
+
+use support::mock_llm::*;
+use support::*;
+
+const N: usize = 5;
+
+/// `rlm batch src/*.ts "List {file}" --base-url URL EXTRA...`
+fn batch<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["batch", "src/*.ts", "List {file}", "--base-url", url];
+    args.extend_from_slice(extra);
+    args
+}
+
+/// A project whose N files have all been processed once.
+fn warmed_up(mock: &MockLlm) -> Project {
+    let p = Project::new().ts_files(N);
+    p.rlm(&batch(&mock.url(), &[])).run().assert_exit(0);
+    assert_eq!(mock.requests(), N);
+    assert_eq!(p.report()["cache_misses"], N);
+    mock.reset_counts();
+    p
+}
+
+#[test]
+fn rerun_makes_no_calls() {
+    let mock = MockLlm::start();
+    let p = warmed_up(&mock);
+    let first_dir = p.out_dir();
+    let first_aggregate = p.aggregate_md();
+    let url = mock.url();
+    let out = p.rlm(&batch(&url, &[])).run();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 0);
+    assert!(
+        out.stderr.contains(&format!("Cache: {N} hits, 0 misses")),
+        "{}",
+        out.stderr
+    );
+
+    // A new run directory, with the same results written again.
+    let second_dir = p.out_dir();
+    assert_ne!(first_dir, second_dir);
+    assert_eq!(p.run_dirs().len(), 2);
+    for name in file_names(&first_dir).iter().filter(|n| n.ends_with(".result.md")) {
+        assert_eq!(
+            std::fs::read_to_string(first_dir.join(name)).unwrap(),
+            std::fs::read_to_string(second_dir.join(name)).unwrap()
+        );
+    }
+    let strip_timestamp = |s: &str| {
+        s.lines()
+            .filter(|l| !l.starts_with("Timestamp: "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(strip_timestamp(&p.aggregate_md()), strip_timestamp(&first_aggregate));
+
+    let report = p.report();
+    assert_eq!(report["status"], "SUCCESS");
+    assert_eq!(report["cache_hits"], N);
+    assert_eq!(report["cache_misses"], 0);
+    assert_eq!(report["tokens_in"], 0);
+    assert_eq!(report["tokens_out"], 0);
+    assert_eq!(report["cost_usd"], 0.0);
+    let saved = report["tokens_saved"].as_u64().unwrap();
+    assert!(saved > 0);
+    let per_unit: u64 = report["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| {
+            assert_eq!(u["cached"], true);
+            assert_eq!(u["attempts"], 0);
+            u["tokens_saved"].as_u64().unwrap()
+        })
+        .sum();
+    assert_eq!(saved, per_unit);
+}
+
+#[test]
+fn a_changed_file_is_sent_again() {
+    let mock = MockLlm::start();
+    let p = warmed_up(&mock);
+    p.write("src/f03.ts", "export const f03 = 'changed';\n");
+    let url = mock.url();
+    p.rlm(&batch(&url, &[])).run().assert_exit(0);
+    assert_eq!(mock.requests(), 1);
+    assert!(mock.recorded()[0].user_text().contains("export const f03 = 'changed';"));
+    let report = p.report();
+    assert_eq!(report["cache_hits"], N - 1);
+    assert_eq!(report["cache_misses"], 1);
+
+    // A new file is a miss too, and a different sub-prompt misses everything.
+    mock.reset_counts();
+    p.write("src/new.ts", "export const added = true;\n");
+    p.rlm(&batch(&url, &[])).run().assert_exit(0);
+    assert_eq!(mock.requests(), 1);
+    mock.reset_counts();
+    p.rlm(&["batch", "src/*.ts", "Count the lines of {file}", "--base-url", &url])
+        .run()
+        .assert_exit(0);
+    assert_eq!(mock.requests(), N + 1);
+}
+
+#[test]
+fn no_cache_sends_everything_and_refreshes_the_cache() {
+    let mock = MockLlm::start();
+    let p = warmed_up(&mock);
+    let url = mock.url();
+    p.rlm(&batch(&url, &["--no-cache"])).run().assert_exit(0);
+    assert_eq!(mock.requests(), N);
+    let report = p.report();
+    assert_eq!(report["cache_hits"], 0);
+    assert_eq!(report["cache_misses"], N);
+    mock.reset_counts();
+    p.rlm(&batch(&url, &[])).run().assert_exit(0);
+    assert_eq!(mock.requests(), 0);
+}
+
+#[test]
+fn cache_only_lists_misses_and_calls_nothing() {
+    let mock = MockLlm::start();
+    let p = warmed_up(&mock);
+    let url = mock.url();
+    let out = p.rlm(&batch(&url, &["--cache-only"])).run();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 0);
+    assert_eq!(p.report()["cache_hits"], N);
+    let runs_before = p.run_dirs().len();
+
+    p.write("src/f01.ts", "export const f01 = 'changed';\n");
+    let out = p.rlm(&batch(&url, &["--cache-only"])).run();
+    out.assert_exit(2);
+    assert_eq!(mock.requests(), 0);
+    assert!(
+        out.stderr.contains("--cache-only: 1 of 5 inputs would miss the cache"),
+        "{}",
+        out.stderr
+    );
+    let listed: Vec<&str> = out.stderr.lines().filter(|l| l.starts_with("  src/")).collect();
+    assert_eq!(listed.len(), 1, "{}", out.stderr);
+    assert!(listed[0].starts_with("  src/f01.ts (key "), "{}", listed[0]);
+    assert_eq!(
+        p.run_dirs().len(),
+        runs_before,
+        "a failed --cache-only run writes nothing"
+    );
+}
+
+#[test]
+fn cache_is_keyed_by_model_and_aggregate() {
+    let mock = MockLlm::start();
+    let p = warmed_up(&mock);
+    let url = mock.url();
+    p.rlm(&batch(&url, &["--model", "haiku"])).run().assert_exit(0);
+    assert_eq!(mock.requests(), N, "another model is another answer");
+    mock.reset_counts();
+    p.rlm(&batch(&url, &["--aggregate", "merge"])).run().assert_exit(0);
+    assert_eq!(mock.requests(), N, "the seed keys results by aggregate strategy too");
+}
+
+#[test]
+fn corrupt_cache_entries_are_misses() {
+    let mock = MockLlm::start();
+    let p = warmed_up(&mock);
+    let entries: Vec<_> = p
+        .all_files()
+        .into_iter()
+        .filter(|f| f.to_string_lossy().contains("/.aiwg/rlm/cache/results-v1/"))
+        .collect();
+    assert_eq!(entries.len(), N);
+    std::fs::write(&entries[0], b"{ not json").unwrap();
+    let url = mock.url();
+    p.rlm(&batch(&url, &[])).run().assert_exit(0);
+    assert_eq!(mock.requests(), 1);
+    mock.reset_counts();
+    p.rlm(&batch(&url, &[])).run().assert_exit(0);
+    assert_eq!(mock.requests(), 0, "the corrupt entry was replaced");
+}

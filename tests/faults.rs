@@ -1,0 +1,557 @@
+//! Provider faults end to end: what is retried (and how the pool slows down), what stops
+//! the run, what the user is told, what never leaks, and Ctrl-C.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::mock_llm::*;
+use support::*;
+
+/// `rlm batch PATTERN "List {file}" --base-url URL EXTRA...`
+fn batch<'a>(pattern: &'a str, url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["batch", pattern, "List {file}", "--base-url", url];
+    args.extend_from_slice(extra);
+    args
+}
+
+/// The report entry of one unit.
+fn unit<'a>(report: &'a Value, path: &str) -> &'a Value {
+    report["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["path"] == path)
+        .unwrap_or_else(|| panic!("no unit {path} in {report:#}"))
+}
+
+/// Three plain files plus `src/target.ts`, whose content alone holds the needle `TARGET_NEEDLE`.
+fn project_with_target() -> Project {
+    Project::new()
+        .ts_files(3)
+        .file("src/target.ts", "export const TARGET_NEEDLE = 1;\n")
+}
+
+/// Runs a batch where `src/target.ts` first gets `fault`, and checks it was retried once
+/// and the batch still succeeded.
+fn retried_once(fault: Fault, extra: &[&str]) -> (Project, MockLlm, Output) {
+    let mock = MockLlm::start();
+    mock.fault_when("TARGET_NEEDLE", vec![fault]);
+    let p = project_with_target();
+    let url = mock.url();
+    let out = p.rlm(&batch("src/*.ts", &url, extra)).run();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 5, "4 files, one retry");
+    assert_eq!(mock.pending_faults(), 0);
+    let report = p.report();
+    assert_eq!(report["status"], "SUCCESS");
+    assert_eq!(report["succeeded"], 4);
+    assert_eq!(report["failed"].as_array().unwrap().len(), 0);
+    assert_eq!(unit(&report, "src/target.ts")["attempts"], 2);
+    assert_eq!(unit(&report, "src/f00.ts")["attempts"], 1);
+    let result = std::fs::read_to_string(p.out_dir().join("src-target.ts.result.md")).unwrap();
+    assert!(result.starts_with("mock result "), "{result}");
+    assert!(out.stderr.contains("retrying src/target.ts"), "{}", out.stderr);
+    (p, mock, out)
+}
+
+// ---------------------------------------------------------------------------
+// Retried faults
+
+#[test]
+fn server_error_is_retried() {
+    let (_, _, out) = retried_once(Fault::ServerError, &[]);
+    assert!(out.stderr.contains("server error (500)"), "{}", out.stderr);
+}
+
+#[test]
+fn overloaded_529_is_retried() {
+    let (_, _, out) = retried_once(Fault::Overloaded, &[]);
+    assert!(out.stderr.contains("server error (529)"), "{}", out.stderr);
+}
+
+#[test]
+fn other_5xx_are_retried() {
+    for status in [502, 503, 504] {
+        let (_, _, out) = retried_once(Fault::Status(status, "mock: gateway trouble".into()), &[]);
+        assert!(out.stderr.contains(&format!("({status})")), "{}", out.stderr);
+    }
+}
+
+#[test]
+fn malformed_reply_is_retried() {
+    let (_, _, out) = retried_once(Fault::Malformed, &[]);
+    assert!(out.stderr.contains("malformed reply"), "{}", out.stderr);
+}
+
+#[test]
+fn connection_reset_is_retried() {
+    retried_once(Fault::Reset, &[]);
+}
+
+#[test]
+fn hung_call_times_out_and_is_retried() {
+    let (_, _, out) = retried_once(Fault::Hang, &["--timeout", "1"]);
+    assert!(out.stderr.contains("no reply within 1s (timeout)"), "{}", out.stderr);
+    assert!(out.duration >= Duration::from_secs(1), "{:?}", out.duration);
+}
+
+#[test]
+fn rate_limit_honours_retry_after() {
+    let (_, _, out) = retried_once(Fault::RateLimited { retry_after_secs: 1 }, &[]);
+    assert!(out.stderr.contains("rate limited: pausing all calls"), "{}", out.stderr);
+    assert!(out.duration >= Duration::from_secs(1), "{:?}", out.duration);
+}
+
+#[test]
+fn rate_limit_pauses_the_whole_pool() {
+    // 8 files at width 4, replies take 300 ms. The first wave of 4 arrives at once; one of
+    // them gets a 429 with retry-after 1 s straight away. The other 3 finish at ~0.3 s,
+    // which frees 3 slots: without a shared cooldown their replacements would arrive then.
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(300));
+    mock.fault_when("TARGET_NEEDLE", vec![Fault::RateLimited { retry_after_secs: 1 }]);
+    let p = Project::new()
+        .file("src/a0.ts", "export const TARGET_NEEDLE = 0;\n")
+        .ts_files(7);
+    let url = mock.url();
+    let mut running = p.rlm(&batch("src/*.ts", &url, &["--max-parallel", "4"])).spawn();
+    // Watch the request counter: when did the n-th request arrive?
+    let mut arrivals: Vec<Instant> = Vec::new();
+    while !running.exited() {
+        while arrivals.len() < mock.requests() {
+            arrivals.push(Instant::now());
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let out = running.wait();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 9, "8 files and one retry");
+    let faulted = mock
+        .recorded()
+        .iter()
+        .position(|r| r.fault.is_some())
+        .expect("the 429 was served");
+    assert!(faulted < 4, "the 429 was in the first wave");
+    // Stragglers of the first wave may still arrive just after the 429; after that, nothing
+    // until the cooldown ends (retry-after 1 s, plus up to 100 ms of jitter).
+    let t429 = arrivals[faulted];
+    let next = arrivals
+        .iter()
+        .map(|&a| a.saturating_duration_since(t429))
+        .find(|&d| d > Duration::from_millis(100))
+        .expect("requests after the 429");
+    assert!(
+        next >= Duration::from_millis(900),
+        "a request reached the server {next:?} after the 429; the pool should pause for 1 s"
+    );
+    let report = p.report();
+    assert_eq!(report["status"], "SUCCESS");
+    assert_eq!(unit(&report, "src/a0.ts")["attempts"], 2);
+}
+
+// ---------------------------------------------------------------------------
+// Failures
+
+#[test]
+fn retries_exhausted_fail_that_file_only() {
+    let mock = MockLlm::start();
+    mock.fault_when("TARGET_NEEDLE", vec![Fault::ServerError, Fault::ServerError]);
+    let p = project_with_target();
+    let url = mock.url();
+    let out = p.rlm(&batch("src/*.ts", &url, &["--retries", "1", "-o", "out"])).run();
+    out.assert_exit(1);
+    assert_eq!(mock.requests(), 5, "3 good files, 2 attempts of the bad one");
+    let report = p.report();
+    assert_eq!(report["status"], "PARTIAL");
+    assert_eq!(report["succeeded"], 3);
+    let failed = report["failed"].as_array().unwrap();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["path"], "src/target.ts");
+    let reason = failed[0]["reason"].as_str().unwrap();
+    assert!(reason.contains("500"), "{reason}");
+    assert!(reason.contains("gave up after 2 attempts"), "{reason}");
+    assert_eq!(unit(&report, "src/target.ts")["attempts"], 2);
+    // The others are written and aggregated; the failure is listed, not dropped.
+    for i in 0..3 {
+        assert!(p.exists(&format!("out/src-f{i:02}.ts.result.md")));
+    }
+    assert!(!p.exists("out/src-target.ts.result.md"));
+    let aggregate = p.aggregate_md();
+    assert!(aggregate.contains("Files processed: 3\n"), "{aggregate}");
+    assert!(
+        aggregate.contains(&format!("## Failed files\n\n- src/target.ts: {reason}\n")),
+        "{aggregate}"
+    );
+    let md = std::fs::read_to_string(&p.markdown_reports()[0]).unwrap();
+    assert!(md.contains("**Status**: PARTIAL"), "{md}");
+    assert!(md.contains(&format!("- src/target.ts: {reason}")), "{md}");
+    assert!(out.stdout.contains("RLM Batch: PARTIAL"), "{}", out.stdout);
+}
+
+#[test]
+fn bad_anthropic_key_stops_the_run_with_one_clear_line() {
+    let mock = MockLlm::start();
+    mock.require_key("right");
+    let p = Project::new().ts_files(20);
+    let url = mock.url();
+    let out = p
+        .rlm(&batch("src/*.ts", &url, &[]))
+        .env("ANTHROPIC_API_KEY", "wrong")
+        .run();
+    out.assert_exit(3);
+    let line = "rlm: error: authentication failed (401): check ANTHROPIC_API_KEY";
+    assert_eq!(out.stderr.lines().filter(|l| *l == line).count(), 1, "{}", out.stderr);
+    assert!(
+        mock.requests() <= 4,
+        "{} requests: the run should stop at once",
+        mock.requests()
+    );
+    assert!(out.duration < Duration::from_secs(10), "{:?}", out.duration);
+    let report = p.report();
+    assert_eq!(report["status"], "FAILED");
+    assert_eq!(report["succeeded"], 0);
+    assert_eq!(report["error"], "authentication failed (401): check ANTHROPIC_API_KEY");
+    let not_run = report["not_run"].as_array().unwrap().len();
+    let failed = report["failed"].as_array().unwrap().len();
+    assert_eq!(not_run + failed, 20);
+    assert!(not_run >= 16, "{report:#}");
+}
+
+#[test]
+fn bad_openai_key_names_openai_api_key() {
+    let mock = MockLlm::start();
+    mock.require_key("right");
+    let p = Project::new().ts_files(20);
+    let url = mock.url();
+    let out = p
+        .rlm(&batch("src/*.ts", &url, &["--provider", "openai"]))
+        .env_remove("ANTHROPIC_API_KEY")
+        .env("OPENAI_API_KEY", "wrong")
+        .run();
+    out.assert_exit(3);
+    let line = "rlm: error: authentication failed (401): check OPENAI_API_KEY";
+    assert_eq!(out.stderr.lines().filter(|l| *l == line).count(), 1, "{}", out.stderr);
+    assert!(mock.requests() <= 4, "{} requests", mock.requests());
+    assert!(mock.recorded().iter().all(|r| r.path == "/v1/chat/completions"));
+}
+
+#[test]
+fn exhausted_quota_stops_the_run() {
+    for provider in ["anthropic", "openai"] {
+        let mock = MockLlm::start();
+        mock.push_faults(vec![Fault::InsufficientQuota; 20]);
+        let p = Project::new().ts_files(10);
+        let url = mock.url();
+        let out = p
+            .rlm(&batch("src/*.ts", &url, &["--provider", provider]))
+            .env("OPENAI_API_KEY", "sk-openai")
+            .run();
+        out.assert_exit(3);
+        assert!(
+            out.stderr
+                .lines()
+                .any(|l| l.starts_with("rlm: error: quota or spend limit reached (429)")),
+            "{provider}: {}",
+            out.stderr
+        );
+        assert!(mock.requests() <= 4, "{provider}: {} requests", mock.requests());
+        assert_eq!(p.report()["status"], "FAILED");
+    }
+}
+
+#[test]
+fn client_errors_are_not_retried() {
+    for (status, says) in [
+        (400, "request rejected (400)"),
+        (403, "permission denied (403)"),
+        (404, "not found (404)"),
+    ] {
+        let mock = MockLlm::start();
+        mock.push_faults(vec![Fault::Status(status, format!("mock: status {status}"))]);
+        let p = Project::new().ts_files(1);
+        let url = mock.url();
+        let out = p.rlm(&batch("src/*.ts", &url, &[])).run();
+        out.assert_exit(3);
+        assert_eq!(mock.requests(), 1, "{status} must not be retried");
+        let error = out
+            .stderr
+            .lines()
+            .find(|l| l.starts_with("rlm: error: "))
+            .unwrap_or_else(|| panic!("no error line for {status}: {}", out.stderr));
+        assert!(error.contains(says), "{error}");
+        assert!(error.contains(&format!("mock: status {status}")), "{error}");
+    }
+}
+
+#[test]
+fn input_too_long_fails_that_file_only() {
+    let mock = MockLlm::start();
+    mock.fault_when(
+        "TARGET_NEEDLE",
+        vec![Fault::Status(
+            400,
+            "prompt is too long: 250000 tokens > 200000 maximum".into(),
+        )],
+    );
+    let p = project_with_target();
+    let url = mock.url();
+    let out = p.rlm(&batch("src/*.ts", &url, &[])).run();
+    out.assert_exit(1);
+    assert_eq!(mock.requests(), 4, "not retried, and the run goes on");
+    let report = p.report();
+    assert_eq!(report["status"], "PARTIAL");
+    assert_eq!(report["succeeded"], 3);
+    assert_eq!(report["failed"][0]["path"], "src/target.ts");
+    assert!(
+        report["failed"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("input too long for claude-sonnet-5-5 (400)"),
+        "{report:#}"
+    );
+    assert!(report["error"].is_null());
+}
+
+#[test]
+fn failed_summary_falls_back_to_concat() {
+    let mock = MockLlm::start();
+    mock.fault_when(SUMMARY_PHRASE, vec![Fault::ServerError, Fault::ServerError]);
+    let p = Project::new().ts_files(2);
+    let url = mock.url();
+    let out = p
+        .rlm(&batch(
+            "src/*.ts",
+            &url,
+            &["--aggregate", "summarize", "--retries", "1"],
+        ))
+        .run();
+    out.assert_exit(1);
+    assert_eq!(mock.requests(), 4);
+    let report = p.report();
+    assert_eq!(report["status"], "PARTIAL");
+    assert_eq!(report["succeeded"], 2);
+    let error = report["error"].as_str().unwrap();
+    assert!(error.starts_with("summarize failed: server error (500)"), "{error}");
+    assert!(
+        error.ends_with("aggregate.md holds the concatenated results instead"),
+        "{error}"
+    );
+    let aggregate = p.aggregate_md();
+    assert!(aggregate.starts_with("# Batch Processing Results\n\nPattern: src/*.ts\nFiles processed: 2\n"));
+    // Nothing was cached for the summary: the rerun asks for it again, and only for it.
+    mock.reset_counts();
+    p.rlm(&batch("src/*.ts", &url, &["--aggregate", "summarize"]))
+        .run()
+        .assert_exit(0);
+    assert_eq!(mock.requests(), 1);
+    assert!(p.aggregate_md().starts_with("SUMMARY of "));
+}
+
+#[test]
+fn truncated_answers_are_kept_and_reported() {
+    let mock = MockLlm::start();
+    mock.fault_when("TARGET_NEEDLE", vec![Fault::Truncated]);
+    let p = project_with_target();
+    let url = mock.url();
+    let out = p.rlm(&batch("src/*.ts", &url, &["-o", "out"])).run();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 4, "a truncated answer is not retried");
+    let report = p.report();
+    assert_eq!(report["status"], "SUCCESS");
+    assert_eq!(report["truncated"], serde_json::json!(["src/target.ts"]));
+    assert_eq!(unit(&report, "src/target.ts")["truncated"], true);
+    assert!(p.exists("out/src-target.ts.result.md"));
+    let md = std::fs::read_to_string(&p.markdown_reports()[0]).unwrap();
+    assert!(md.contains("## Truncated Results"), "{md}");
+    assert!(md.contains("- src/target.ts\n"), "{md}");
+}
+
+#[test]
+fn api_key_is_never_written_or_printed() {
+    const KEY: &str = "sk-secret-XYZ123";
+    let mock = MockLlm::start();
+    mock.require_key(KEY);
+    let p = Project::new().ts_files(3);
+    let url = mock.url();
+    let first = p
+        .rlm(&batch("src/*.ts", &url, &["--aggregate", "summarize"]))
+        .env("ANTHROPIC_API_KEY", KEY)
+        .run();
+    first.assert_exit(0);
+    // A provider that echoes the key in its error body (fatal: 400).
+    mock.push_faults(vec![Fault::Status(400, format!("bad key {KEY}")); 3]);
+    let second = p
+        .rlm(&batch("src/*.ts", &url, &["--no-cache", "--json"]))
+        .env("ANTHROPIC_API_KEY", KEY)
+        .run();
+    second.assert_exit(3);
+    let report = second.json();
+    assert_eq!(report["status"], "FAILED");
+    assert_eq!(report["error"], "request rejected (400): bad key [REDACTED]");
+
+    let files = p.all_files();
+    assert!(files.iter().any(|f| f.to_string_lossy().contains("/cache/")));
+    for f in files {
+        let bytes = std::fs::read(&f).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(KEY),
+            "{} contains the API key",
+            f.display()
+        );
+    }
+    for out in [&first, &second] {
+        assert!(!out.stdout.contains(KEY), "stdout shows the key:\n{}", out.stdout);
+        assert!(!out.stderr.contains(KEY), "stderr shows the key:\n{}", out.stderr);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Ctrl-C
+
+#[test]
+fn interrupt_finishes_in_flight_calls_and_reports() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_secs(3));
+    let p = Project::new().ts_files(10);
+    let url = mock.url();
+    let args = batch("src/*.ts", &url, &["--max-parallel", "2", "-o", "out"]);
+    let running = p.rlm(&args).spawn();
+    // The signal handler is installed before the first dispatch.
+    assert!(wait_until(Duration::from_secs(10), || mock.requests() == 2));
+    std::thread::sleep(Duration::from_secs(1).saturating_sub(running.elapsed()));
+    running.signal("INT");
+    let out = running.wait();
+    out.assert_exit(130);
+    assert!(out.duration < Duration::from_secs(5), "{:?}", out.duration);
+    assert_eq!(mock.requests(), 2, "nothing is dispatched after Ctrl-C");
+    assert!(
+        out.stderr.contains("interrupted: dispatching stopped"),
+        "{}",
+        out.stderr
+    );
+
+    let report = p.report();
+    assert_eq!(report["status"], "INTERRUPTED");
+    assert_eq!(report["succeeded"], 2);
+    let not_run: Vec<&str> = report["not_run"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let expected: Vec<String> = (2..10).map(|i| format!("src/f{i:02}.ts")).collect();
+    assert_eq!(not_run, expected);
+    assert!(p.exists("out/src-f00.ts.result.md"));
+    assert!(p.exists("out/src-f01.ts.result.md"));
+    assert!(!p.exists("out/src-f02.ts.result.md"));
+    assert!(p.aggregate_md().contains("Files processed: 2\n"));
+
+    // The rerun sends only what did not finish.
+    mock.set_latency(Duration::ZERO);
+    mock.reset_counts();
+    p.rlm(&args).run().assert_exit(0);
+    assert_eq!(mock.requests(), 8);
+    let report = p.report();
+    assert_eq!(report["cache_hits"], 2);
+    assert_eq!(report["status"], "SUCCESS");
+}
+
+#[test]
+fn second_interrupt_stops_at_once() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_secs(5));
+    let p = Project::new().ts_files(4);
+    let url = mock.url();
+    let running = p
+        .rlm(&batch("src/*.ts", &url, &["--max-parallel", "2", "-o", "out"]))
+        .spawn();
+    assert!(wait_until(Duration::from_secs(10), || mock.requests() == 2));
+    running.signal("INT");
+    std::thread::sleep(Duration::from_millis(200));
+    running.signal("INT");
+    let out = running.wait();
+    out.assert_exit(130);
+    assert!(out.duration < Duration::from_secs(3), "{:?}", out.duration);
+    let report = p.report();
+    assert_eq!(report["status"], "INTERRUPTED");
+    assert_eq!(report["succeeded"], 0);
+    assert_eq!(report["not_run"].as_array().unwrap().len(), 4);
+    assert!(report["aggregate_path"].is_null());
+}
+
+#[test]
+fn interrupt_during_summarize_keeps_the_results() {
+    for signal in ["INT", "TERM"] {
+        let mock = MockLlm::start();
+        // The summarize call never answers (and --timeout is the default 120 s).
+        mock.fault_when(SUMMARY_PHRASE, vec![Fault::Hang]);
+        let p = Project::new().ts_files(3);
+        let url = mock.url();
+        let running = p
+            .rlm(&batch("src/*.ts", &url, &["--aggregate", "summarize", "-o", "out"]))
+            .spawn();
+        assert!(wait_until(Duration::from_secs(10), || mock.requests() == 4));
+        running.signal(signal);
+        let out = running.wait();
+        out.assert_exit(130);
+        assert!(out.duration < Duration::from_secs(5), "{signal}: {:?}", out.duration);
+        let report = p.report();
+        assert_eq!(report["status"], "INTERRUPTED");
+        assert_eq!(report["succeeded"], 3);
+        assert!(
+            report["warnings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w.as_str().unwrap().starts_with("summarize interrupted")),
+            "{signal}: {report:#}"
+        );
+        let aggregate = p.aggregate_md();
+        assert!(aggregate.starts_with("# Batch Processing Results\n"), "{aggregate}");
+        assert!(aggregate.contains("## File: src/f02.ts\n"), "{aggregate}");
+    }
+}
+
+#[test]
+fn nothing_succeeded_is_exit_3() {
+    let mock = MockLlm::start();
+    mock.push_faults(vec![Fault::ServerError; 4]);
+    let p = Project::new().ts_files(2);
+    let url = mock.url();
+    let out = p.rlm(&batch("src/*.ts", &url, &["--retries", "1", "-o", "out"])).run();
+    out.assert_exit(3);
+    assert_eq!(mock.requests(), 4);
+    let report = p.report();
+    assert_eq!(report["status"], "FAILED");
+    assert_eq!(report["failed"].as_array().unwrap().len(), 2);
+    assert!(report["aggregate_path"].is_null());
+    assert!(!p.exists("out/aggregate.md"));
+}
+
+#[test]
+fn an_empty_answer_fails_that_file() {
+    let mock = MockLlm::start();
+    let p = Project::new()
+        .ts_files(2)
+        .file("src/empty.ts", &format!("// {}\n", reply_marker("")));
+    let url = mock.url();
+    let out = p.rlm(&batch("src/*.ts", &url, &["-o", "out"])).run();
+    out.assert_exit(1);
+    let report = p.report();
+    assert_eq!(report["status"], "PARTIAL");
+    assert_eq!(report["failed"][0]["path"], "src/empty.ts");
+    assert!(
+        report["failed"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("the model returned an empty answer"),
+        "{report:#}"
+    );
+    assert!(!p.exists("out/src-empty.ts.result.md"));
+    // Not cached either: the rerun asks again.
+    mock.reset_counts();
+    p.rlm(&batch("src/*.ts", &url, &["-o", "out"])).run().assert_exit(1);
+    assert_eq!(mock.requests(), 1);
+}
