@@ -63,7 +63,9 @@ pub struct BatchArgs {
     #[arg(long, conflicts_with = "cache_only")]
     pub no_cache: bool,
 
-    /// Call nothing: fail (exit 2) listing every input that is not cached.
+    /// Call nothing: fail (exit 2) listing every input that is not cached. With
+    /// `--aggregate summarize`, an uncached summary leaves the concatenation in
+    /// aggregate.md and the run exits 1.
     #[arg(long)]
     pub cache_only: bool,
 

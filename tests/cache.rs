@@ -181,3 +181,51 @@ fn corrupt_cache_entries_are_misses() {
     p.rlm(&batch(&url, &[])).run().assert_exit(0);
     assert_eq!(mock.requests(), 0, "the corrupt entry was replaced");
 }
+
+#[test]
+fn cache_only_summarize_uses_a_cached_summary_and_never_calls_for_a_missing_one() {
+    let mock = MockLlm::start();
+    let p = warmed_up(&mock);
+    let url = mock.url();
+    let summarize = |extra: &[&'static str]| {
+        let mut args = vec!["--aggregate", "summarize"];
+        args.extend_from_slice(extra);
+        args
+    };
+
+    // The results are cached under the concat key only: every input misses.
+    p.rlm(&batch(&url, &summarize(&["--cache-only"]))).run().assert_exit(2);
+    assert_eq!(mock.requests(), 0);
+
+    // A summarize run whose summary call keeps failing (500 on every attempt): the results
+    // are cached, the summary is not.
+    mock.fault_when("synthesizer of an rlm batch run", vec![Fault::ServerError; 4]);
+    p.rlm(&batch(&url, &summarize(&["--retries", "3"])))
+        .run()
+        .assert_exit(1);
+    assert_eq!(mock.pending_faults(), 0);
+    mock.reset_counts();
+
+    // --cache-only: the missing summary is not called for; aggregate.md is the concatenation.
+    let out = p.rlm(&batch(&url, &summarize(&["--cache-only"]))).run();
+    out.assert_exit(1);
+    assert_eq!(mock.requests(), 0);
+    assert_eq!(p.report()["cache_hits"], N);
+    assert!(
+        p.report()["error"]
+            .as_str()
+            .unwrap()
+            .contains("this summary is not cached"),
+        "{}",
+        p.report()
+    );
+    assert!(p.aggregate_md().contains("src/f01.ts"), "{}", p.aggregate_md());
+
+    // Summarized for real once, the next --cache-only run has it all.
+    p.rlm(&batch(&url, &summarize(&[]))).run().assert_exit(0);
+    assert_eq!(mock.requests(), 1, "only the summary was missing");
+    mock.reset_counts();
+    p.rlm(&batch(&url, &summarize(&["--cache-only"]))).run().assert_exit(0);
+    assert_eq!(mock.requests(), 0);
+    assert_eq!(p.report()["aggregate_calls"][0]["cached"], true);
+}
