@@ -23,7 +23,7 @@ use crate::provider::catalog::Price;
 use crate::provider::{CompletionRequest, Provider, Usage};
 use crate::report::{self, FailedFile, RunReport, UnitRecord, UnitStatus};
 use crate::run_store::{utc_rfc3339, RunStore};
-use crate::settings::{AggregateStrategy, BatchSettings, CacheMode};
+use crate::settings::{AggregateStrategy, BatchSettings, CacheMode, PriceBasis};
 
 /// Above this estimate, ask on a terminal.
 const CONFIRM_ABOVE: f64 = 1.0;
@@ -66,6 +66,10 @@ pub async fn run(settings: BatchSettings) -> Result<ExitStatus, RlmError> {
         )));
     }
 
+    if let Some(blocker) = settings.call_blocker.as_ref().filter(|_| !settings.dry_run) {
+        return Err(RlmError::Usage(blocker.clone()));
+    }
+
     let units = plan::plan(&manifest, &settings);
     let cache = Cache::new(&settings.rlm_dir());
     let pre = cache_prepass(&units, &cache, &settings);
@@ -73,7 +77,7 @@ pub async fn run(settings: BatchSettings) -> Result<ExitStatus, RlmError> {
         return Err(RlmError::Usage(cache_only_message(&units, &pre.misses)));
     }
 
-    let price = settings.prices.lookup(&settings.model);
+    let price = settings.price;
     let estimate = estimate_cost(&units, &pre.misses, &settings, price);
     if !settings.quiet && !settings.json {
         eprintln!("{}", init_block(&settings, &manifest, &pre, &estimate));
@@ -209,7 +213,9 @@ fn no_match_message(pattern: &str) -> String {
         "RLM Batch: No files matched pattern\n\nPattern: {pattern}\n\nPlease check:\n\
          1. Pattern syntax is correct\n2. Files exist in expected location\n3. Working directory is correct\n\n\
          Examples:\n  - src/**/*.ts (all TypeScript files)\n  - test/**/*.test.js (all test files)\n  \
-         - **/*.{{js,ts}} (all JS and TS files)"
+         - **/*.{{js,ts}} (all JS and TS files)\n\n\
+         Skipped unless the pattern names them: VCS, dependency and build folders, lock files, minified \
+         and generated files, binaries and media. --no-ignore includes .gitignore'd files, --hidden hidden ones."
     )
 }
 
@@ -286,7 +292,7 @@ fn estimate_cost(units: &[WorkUnit], misses: &[usize], settings: &BatchSettings,
         input_tokens: input,
         output_tokens: output,
         usd: price.map_or(0.0, |p| p.cost(input, 0, output)),
-        price_known: price.is_some(),
+        price_known: settings.price_basis == PriceBasis::Listed,
     }
 }
 
@@ -296,12 +302,16 @@ fn init_block(settings: &BatchSettings, manifest: &Manifest, pre: &Prepass, esti
     } else {
         format!(" ({} skipped: binary, empty or unreadable)", manifest.skipped.len())
     };
-    let cost = if estimate.price_known {
-        format!("${:.4}", estimate.usd)
-    } else {
+    let cost = if !estimate.price_known && estimate.usd == 0.0 {
         format!(
             "unknown (no price for {}; add one under rlm.prices in .aiwg/aiwg.config)",
             settings.model
+        )
+    } else {
+        format!(
+            "${:.4}{}",
+            estimate.usd,
+            report::price_note(estimate.price_known, estimate.usd, &settings.model)
         )
     };
     format!(
@@ -330,6 +340,15 @@ fn init_block(settings: &BatchSettings, manifest: &Manifest, pre: &Prepass, esti
 }
 
 fn print_dry_run(settings: &BatchSettings, units: &[WorkUnit], pre: &Prepass, estimate: &Estimate) {
+    // What the real run would do with this estimate.
+    let verdict = match cost_verdict(settings, estimate.usd) {
+        _ if settings.call_blocker.is_some() => {
+            format!("cannot start: {}", settings.call_blocker.as_deref().unwrap_or_default())
+        }
+        Ok(false) => "proceeds".to_string(),
+        Ok(true) => format!("asks to confirm the ${:.2} (pass --yes)", estimate.usd),
+        Err(e) => format!("refused: {e}"),
+    };
     let hit: std::collections::HashSet<usize> = pre.hits.iter().map(|(i, _)| *i).collect();
     let mut out = std::io::stdout().lock();
     if settings.json {
@@ -362,6 +381,7 @@ fn print_dry_run(settings: &BatchSettings, units: &[WorkUnit], pre: &Prepass, es
             "estimated_output_tokens": estimate.output_tokens,
             "estimated_cost_usd": estimate.usd,
             "price_known": estimate.price_known,
+            "cost_check": verdict,
             "units": plan,
         });
         let _ = writeln!(out, "{doc:#}");
@@ -376,7 +396,7 @@ fn print_dry_run(settings: &BatchSettings, units: &[WorkUnit], pre: &Prepass, es
         }
         let _ = writeln!(
             out,
-            "dry run: {} files, {} cached, {} calls, estimated ${:.4}; nothing was called",
+            "dry run: {} files, {} cached, {} calls, estimated ${:.4}; nothing was called\nthe real run {verdict}",
             units.len(),
             pre.hits.len(),
             estimate.calls,
@@ -385,9 +405,9 @@ fn print_dry_run(settings: &BatchSettings, units: &[WorkUnit], pre: &Prepass, es
     }
 }
 
-/// The seed's safety thresholds.
-fn check_cost(settings: &BatchSettings, estimate: &Estimate) -> Result<(), RlmError> {
-    let usd = estimate.usd;
+/// What the seed's safety thresholds say about an estimate, short of asking: `Err` refuses
+/// the run, `Ok(true)` means it asks for confirmation (or warns without a terminal).
+fn cost_verdict(settings: &BatchSettings, usd: f64) -> Result<bool, RlmError> {
     let over = |limit: f64, how: &str| {
         RlmError::Usage(format!(
             "Estimated cost (${usd:.2}) exceeds safety threshold (${limit:.2}). Options: {how}; reduce scope with a \
@@ -404,7 +424,13 @@ fn check_cost(settings: &BatchSettings, estimate: &Estimate) -> Result<(), RlmEr
     if usd > FORCE_ABOVE && !settings.force {
         return Err(over(FORCE_ABOVE, "proceed anyway with --force"));
     }
-    if usd > CONFIRM_ABOVE && !settings.yes && !settings.force {
+    Ok(usd > CONFIRM_ABOVE && !settings.yes && !settings.force)
+}
+
+/// The seed's safety thresholds, asking on a terminal.
+fn check_cost(settings: &BatchSettings, estimate: &Estimate) -> Result<(), RlmError> {
+    let usd = estimate.usd;
+    if cost_verdict(settings, usd)? {
         if settings.stdin_is_terminal && settings.stderr_is_terminal {
             eprint!("Estimated cost is ${usd:.2}. Proceed? (y/n) ");
             let mut answer = String::new();
@@ -572,7 +598,7 @@ impl RunState {
                 tokens_out: 0,
                 cost_usd: 0.0,
                 estimated_cost_usd: 0.0,
-                price_known: price.is_some(),
+                price_known: settings.price_basis == PriceBasis::Listed,
                 duration_ms: 0,
                 started_at: String::new(),
                 finished_at: String::new(),
@@ -870,6 +896,14 @@ fn print_completion(settings: &BatchSettings, report: &RunReport) {
     );
     if !report.failed.is_empty() {
         text.push_str(&format!("Failed: {}\n", report.failed.len()));
+        // The first few with their reasons: the report has them all.
+        const SHOWN: usize = 5;
+        for f in report.failed.iter().take(SHOWN) {
+            text.push_str(&format!("  {}: {}\n", f.path, f.reason));
+        }
+        if report.failed.len() > SHOWN {
+            text.push_str(&format!("  … {} more in the report\n", report.failed.len() - SHOWN));
+        }
     }
     if !report.skipped.is_empty() {
         text.push_str(&format!("Skipped: {}\n", report.skipped.len()));
@@ -881,11 +915,7 @@ fn print_completion(settings: &BatchSettings, report: &RunReport) {
         report.tokens_out,
         report.tokens_saved,
         report.cost_usd,
-        if report.price_known {
-            ""
-        } else {
-            " (no price known for this model)"
-        }
+        report::price_note(report.price_known, report.cost_usd, &report.model)
     ));
     if let Some(p) = &report.aggregate_path {
         text.push_str(&format!("Results: {p}\n"));

@@ -38,26 +38,37 @@ pub fn run_cli() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { ExitStatus::Usage as u8 } else { 0 });
         }
     };
-    let status = match cli.command {
-        Command::Batch(args) => run_batch(args).unwrap_or_else(|e| {
-            match &e {
-                RlmError::NoMatch(message) => eprintln!("{message}"),
-                other => eprintln!("rlm: error: {other}"),
-            }
-            e.exit_status()
-        }),
+    let outcome = match cli.command {
+        Command::Batch(args) => run_batch(args),
     };
+    let status = outcome.unwrap_or_else(|e| match e.downcast_ref::<RlmError>() {
+        Some(RlmError::NoMatch(message)) => {
+            eprintln!("{message}");
+            ExitStatus::Usage
+        }
+        Some(known) => {
+            eprintln!("rlm: error: {known}");
+            known.exit_status()
+        }
+        // Anything else is the machine refusing (no threads, say): one line, its causes.
+        None => {
+            eprintln!("rlm: error: {e:#}");
+            ExitStatus::Usage
+        }
+    });
     ExitCode::from(status as u8)
 }
 
-fn run_batch(args: cli::BatchArgs) -> Result<ExitStatus, RlmError> {
+/// Typed errors ([`RlmError`]) carry their exit code up to here; anything else gets context.
+fn run_batch(args: cli::BatchArgs) -> anyhow::Result<ExitStatus> {
+    use anyhow::Context;
     let env = Environment::from_process()?;
     let settings = BatchSettings::resolve(args, &env)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| RlmError::Usage(format!("cannot start the async runtime: {e}")))?;
+        .context("cannot start the async runtime")?;
     let status = runtime.block_on(batch::run(settings));
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
-    status
+    Ok(status?)
 }

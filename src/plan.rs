@@ -41,7 +41,7 @@ pub fn plan(manifest: &Manifest, settings: &BatchSettings) -> Vec<WorkUnit> {
             // Conservative for the budget (3 bytes a token), rough for the estimate (4).
             let budget_tokens = bytes.div_ceil(3);
             let available = settings.context_window.saturating_sub(u64::from(settings.max_tokens));
-            let blocked = (budget_tokens > available).then(|| {
+            let blocked = (settings.context_window_known && budget_tokens > available).then(|| {
                 format!(
                     "too large for the model's context budget: ~{budget_tokens} input tokens + {} output > {} \
                      ({}); chunking is not available yet — split the file or pass --context-window",

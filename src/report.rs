@@ -302,11 +302,22 @@ impl RunReport {
     }
 
     fn cost_text(&self, usd: f64) -> String {
-        if self.price_known {
-            format!("${usd:.4}")
-        } else {
-            format!("${usd:.4} (no price known for {})", self.model)
-        }
+        format!("${usd:.4}{}", price_note(self.price_known, usd, &self.model))
+    }
+}
+
+/// What a cost figure means when the model has no listed price: an upper bound on the
+/// provider's own API (counted at the ceiling), nothing on another server.
+pub fn price_note(price_known: bool, usd: f64, model: &str) -> String {
+    let ceiling = crate::provider::catalog::CEILING_PRICE;
+    match (price_known, usd > 0.0) {
+        (true, _) => String::new(),
+        (false, true) => format!(
+            " (an upper bound: no price listed for {model}, counted at ${}/${} per million tokens; \
+             add its price under rlm.prices in .aiwg/aiwg.config)",
+            ceiling.input, ceiling.output
+        ),
+        (false, false) => format!(" (no price known for {model})"),
     }
 }
 

@@ -232,11 +232,21 @@ pub struct BatchSettings {
     pub retries: u32,
     pub max_tokens: u32,
     pub max_cost: Option<f64>,
+    /// The model's context window: `--context-window`, the catalog, or a default used only
+    /// to size summarize groups.
     pub context_window: u64,
+    /// Whether `context_window` is known (flag or catalog). An unknown window never blocks a
+    /// file: the server decides, and a refusal is that file's failure.
+    pub context_window_known: bool,
+    /// The price the estimate and the report count with (see [`PriceBasis`]).
+    pub price: Option<Price>,
+    pub price_basis: PriceBasis,
+    /// Why no call can be made (no provider or no key), raised once the inputs are known to
+    /// exist, so a mistyped pattern still gets the "No files matched" message first.
+    pub call_blocker: Option<String>,
     pub temperature: Option<f32>,
     pub respect_ignore: bool,
     pub hidden: bool,
-    pub prices: PriceTable,
     /// First delay of the exponential backoff (`RLM_BACKOFF_BASE_MS`, default 500 ms).
     pub backoff_base: Duration,
     pub stderr_is_terminal: bool,
@@ -301,10 +311,14 @@ impl BatchSettings {
         let config = ProjectConfig::load(&env.cwd)?;
         let parallelism = resolve_parallelism(max_parallel, config.max_parallel_subagents)?;
 
+        let mut call_blocker = None;
         let provider = match provider {
             Some(ProviderArg::Anthropic) => ProviderKind::Anthropic,
             Some(ProviderArg::Openai) => ProviderKind::Openai,
-            None => detect_provider(env, dry_run)?,
+            None => detect_provider(env).unwrap_or_else(|e| {
+                call_blocker = Some(e);
+                ProviderKind::Anthropic
+            }),
         };
         let base_url = base_url
             .or_else(|| env.var(provider.base_url_var()).map(str::to_string))
@@ -317,12 +331,12 @@ impl BatchSettings {
         }
         let api_key = env.var(provider.key_var()).map(|k| Secret(k.trim().to_string()));
         let is_official = base_url == provider.default_base_url();
-        if api_key.is_none() && is_official && !dry_run {
-            return Err(RlmError::Usage(format!(
+        if api_key.is_none() && is_official && call_blocker.is_none() {
+            call_blocker = Some(format!(
                 "{} is not set: export it, or use a local OpenAI-compatible server with \
                  --provider openai --base-url http://127.0.0.1:PORT (see scripts/local-model)",
                 provider.key_var()
-            )));
+            ));
         }
 
         let model = match (model, provider) {
@@ -336,15 +350,23 @@ impl BatchSettings {
                 "--model is empty: pass haiku, sonnet, opus or a model id".into(),
             ));
         }
-        let context_window = context_window
-            .or_else(|| catalog::context_window(&model))
-            .unwrap_or(catalog::DEFAULT_CONTEXT_WINDOW);
-        if u64::from(max_tokens) >= context_window {
+        let known_window = context_window.or_else(|| catalog::context_window(&model));
+        let context_window = known_window.unwrap_or(catalog::DEFAULT_CONTEXT_WINDOW);
+        if known_window.is_some() && u64::from(max_tokens) >= context_window {
             return Err(RlmError::Usage(format!(
                 "--max-tokens {max_tokens} leaves no room for input in the {context_window}-token context \
                  window of {model}: lower --max-tokens or raise --context-window"
             )));
         }
+
+        let prices = PriceTable::new(config.prices);
+        let (price, price_basis) = match prices.lookup(&model) {
+            Some(p) => (Some(p), PriceBasis::Listed),
+            // On the provider's own API an unknown model still costs money: count it at the
+            // ceiling so the safety thresholds hold.
+            None if is_official => (Some(catalog::CEILING_PRICE), PriceBasis::Ceiling),
+            None => (None, PriceBasis::Unknown),
+        };
 
         let backoff_base = env
             .var("RLM_BACKOFF_BASE_MS")
@@ -390,10 +412,13 @@ impl BatchSettings {
             max_tokens,
             max_cost,
             context_window,
+            context_window_known: known_window.is_some(),
+            price,
+            price_basis,
+            call_blocker,
             temperature,
             respect_ignore: !no_ignore,
             hidden,
-            prices: PriceTable::new(config.prices),
             backoff_base,
             stderr_is_terminal: env.stderr_is_terminal,
             stdin_is_terminal: env.stdin_is_terminal,
@@ -415,20 +440,31 @@ impl BatchSettings {
     }
 }
 
-fn detect_provider(env: &Environment, dry_run: bool) -> Result<ProviderKind, RlmError> {
+/// Where the run's prices come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PriceBasis {
+    /// The built-in table or `rlm.prices`.
+    Listed,
+    /// Not listed, on the provider's own API: counted at [`catalog::CEILING_PRICE`].
+    Ceiling,
+    /// Not listed, on another server (usually local and free): costs count as 0.
+    Unknown,
+}
+
+fn detect_provider(env: &Environment) -> Result<ProviderKind, String> {
     if env.var("ANTHROPIC_API_KEY").is_some() {
         Ok(ProviderKind::Anthropic)
     } else if env.var("OPENAI_API_KEY").is_some() || env.var("OPENAI_BASE_URL").is_some() {
         Ok(ProviderKind::Openai)
-    } else if env.var("ANTHROPIC_BASE_URL").is_some() || dry_run {
+    } else if env.var("ANTHROPIC_BASE_URL").is_some() {
         Ok(ProviderKind::Anthropic)
     } else {
-        Err(RlmError::Usage(
+        Err(
             "no model provider configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or run a local \
              OpenAI-compatible server and pass --provider openai --base-url http://127.0.0.1:PORT \
              (scripts/local-model start prints one)"
                 .into(),
-        ))
+        )
     }
 }
 

@@ -430,6 +430,167 @@ fn no_provider_configured_is_one_line_and_exit_2() {
 }
 
 #[test]
+fn no_match_is_reported_before_a_missing_key() {
+    let p = Project::new().ts_files(1);
+    let out = p
+        .rlm(&["batch", "nothing/**/*.zz", "List {file}"])
+        .env_remove("ANTHROPIC_API_KEY")
+        .run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("RLM Batch: No files matched pattern"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("ANTHROPIC_API_KEY"), "{}", out.stderr);
+}
+
+#[test]
+fn dry_run_without_a_key_says_the_real_run_cannot_start() {
+    let p = Project::new().ts_files(1);
+    let out = p
+        .rlm(&["batch", "src/*.ts", "List {file}", "--dry-run"])
+        .env_remove("ANTHROPIC_API_KEY")
+        .run();
+    out.assert_exit(0);
+    let last = out.stdout.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("the real run cannot start: no model provider configured"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn dry_run_tells_what_the_cost_thresholds_would_do() {
+    let p = Project::new().ts_files(1).file(
+        ".aiwg/aiwg.config",
+        r#"{"rlm":{"prices":{"claude-sonnet-5-5":{"input":100000,"output":100000}}}}"#,
+    );
+    let out = p.rlm(&["batch", "src/*.ts", "List {file}", "--dry-run"]).run();
+    out.assert_exit(0);
+    assert!(
+        out.stdout.contains("the real run refused: Estimated cost"),
+        "{}",
+        out.stdout
+    );
+    let out = p
+        .rlm(&["batch", "src/*.ts", "List {file}", "--dry-run", "--force", "--json"])
+        .run();
+    out.assert_exit(0);
+    assert_eq!(out.json()["cost_check"], "proceeds");
+}
+
+#[test]
+fn an_unlisted_model_on_the_official_api_is_estimated_at_the_ceiling() {
+    // ~1.2 MB over 4 files: at the $15/$75 ceiling that is well over $1.
+    let big = format!("// big\n{}\n", "const x = 1;\n".repeat(25_000));
+    let p = Project::new()
+        .file("src/a.ts", &big)
+        .file("src/b.ts", &big)
+        .file("src/c.ts", &big)
+        .file("src/d.ts", &big);
+    let out = p
+        .rlm(&[
+            "batch",
+            "src/*.ts",
+            "List {file}",
+            "--model",
+            "claude-unlisted-9",
+            "--dry-run",
+            "--json",
+        ])
+        .run();
+    out.assert_exit(0);
+    let plan = out.json();
+    assert_eq!(plan["price_known"], false);
+    let usd = plan["estimated_cost_usd"].as_f64().unwrap();
+    assert!(usd > 1.0, "{plan:#}");
+    assert_ne!(plan["cost_check"], "proceeds", "{plan:#}");
+    let out = p
+        .rlm(&[
+            "batch",
+            "src/*.ts",
+            "List {file}",
+            "--model",
+            "claude-unlisted-9",
+            "--dry-run",
+        ])
+        .run();
+    assert!(
+        out.stderr
+            .contains("an upper bound: no price listed for claude-unlisted-9"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn an_unknown_model_on_a_local_server_is_not_limited_by_a_guessed_window() {
+    let mock = MockLlm::start();
+    // ~60 KB: over any 8k-token guess, so only the server may refuse it.
+    let big = format!("// big\n{}\n", "const x = 1;\n".repeat(5_000));
+    let p = Project::new().file("src/big.ts", &big);
+    let url = mock.url();
+    let out = p
+        .rlm(&batch(
+            "src/*.ts",
+            &url,
+            &["--provider", "openai", "--model", "local-x", "-o", "out"],
+        ))
+        .env_remove("ANTHROPIC_API_KEY")
+        .run();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 1);
+    // With a window given, the same file is refused before any call.
+    mock.reset_counts();
+    let out = p
+        .rlm(&batch(
+            "src/*.ts",
+            &url,
+            &[
+                "--provider",
+                "openai",
+                "--model",
+                "local-x",
+                "--context-window",
+                "8192",
+                "--no-cache",
+            ],
+        ))
+        .env_remove("ANTHROPIC_API_KEY")
+        .run();
+    out.assert_exit(3);
+    assert_eq!(mock.requests(), 0);
+    assert!(
+        out.stdout
+            .contains("  src/big.ts: too large for the model's context budget"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn a_brace_alternative_lifts_a_default_exclusion() {
+    let mock = MockLlm::start();
+    let p = Project::new()
+        .file("build/gen.ts", "export const g = 1;\n")
+        .file("src/a.ts", "export const a = 1;\n")
+        .file("dist/d.ts", "export const d = 1;\n");
+    let url = mock.url();
+    p.rlm(&batch("{build,src}/*.ts", &url, &["-o", "out"]))
+        .run()
+        .assert_exit(0);
+    let paths: Vec<String> = p.report()["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["path"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(paths, ["build/gen.ts", "src/a.ts"]);
+}
+
+#[test]
 fn max_parallel_zero_is_a_usage_error() {
     let mock = MockLlm::start();
     let p = Project::new().ts_files(1);

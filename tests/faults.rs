@@ -555,3 +555,36 @@ fn an_empty_answer_fails_that_file() {
     p.rlm(&batch("src/*.ts", &url, &["-o", "out"])).run().assert_exit(1);
     assert_eq!(mock.requests(), 1);
 }
+
+#[test]
+fn a_model_that_echoes_the_key_does_not_put_it_in_results_or_the_cache() {
+    const KEY: &str = "sk-echoed-KEY987";
+    let mock = MockLlm::start();
+    // The input holds the key (a config file, say) and the model repeats it.
+    let p = Project::new().file(
+        "src/config.ts",
+        &format!("// config\n{}\n", reply_marker(&format!("found the key {KEY} here"))),
+    );
+    let url = mock.url();
+    let out = p
+        .rlm(&batch("src/*.ts", &url, &["--aggregate", "summarize"]))
+        .env("ANTHROPIC_API_KEY", KEY)
+        .run();
+    out.assert_exit(0);
+    let written: Vec<_> = p
+        .all_files()
+        .into_iter()
+        .filter(|f| f.to_string_lossy().contains("/.aiwg/"))
+        .collect();
+    assert!(written.iter().any(|f| f.to_string_lossy().ends_with(".result.md")));
+    assert!(written.iter().any(|f| f.to_string_lossy().contains("/cache/")));
+    for f in &written {
+        let text = String::from_utf8_lossy(&std::fs::read(f).unwrap()).into_owned();
+        assert!(!text.contains(KEY), "{} contains the API key:\n{text}", f.display());
+    }
+    let result = p.read(&format!(
+        "{}/src-config.ts.result.md",
+        p.out_dir().strip_prefix(p.path()).unwrap().display()
+    ));
+    assert!(result.contains("found the key [REDACTED] here"), "{result}");
+}

@@ -50,13 +50,16 @@ pub struct Exclusions {
 }
 
 impl Exclusions {
-    /// Drops every default the pattern names explicitly.
+    /// Drops every default the pattern names explicitly, in any of its brace alternatives
+    /// (`*.{png,jpg}` names `.png`).
     pub fn for_pattern(pattern: &str) -> Self {
-        let components: Vec<&str> = pattern.split('/').collect();
+        let alternatives = expand_braces(pattern);
+        let names_dir = |d: &str| alternatives.iter().any(|a| a.split('/').any(|c| c == d));
+        let mentions = |text: &str| alternatives.iter().any(|a| a.contains(text));
         Exclusions {
-            dirs: DIRS.iter().copied().filter(|d| !components.contains(d)).collect(),
-            suffixes: SUFFIXES.iter().copied().filter(|s| !pattern.contains(s)).collect(),
-            lock_files: LOCK_FILES.iter().copied().filter(|f| !pattern.contains(f)).collect(),
+            dirs: DIRS.iter().copied().filter(|d| !names_dir(d)).collect(),
+            suffixes: SUFFIXES.iter().copied().filter(|s| !mentions(s)).collect(),
+            lock_files: LOCK_FILES.iter().copied().filter(|f| !mentions(f)).collect(),
         }
     }
 
@@ -67,6 +70,76 @@ impl Exclusions {
     pub fn excludes_file(&self, name: &str) -> bool {
         self.lock_files.contains(&name) || self.suffixes.iter().any(|s| name.ends_with(s))
     }
+}
+
+/// Most alternatives a pattern expands to; beyond it the rest stay unexpanded (they only
+/// decide which defaults are lifted).
+const MAX_ALTERNATIVES: usize = 256;
+
+/// The brace alternatives of a glob: `{a,b}/x.{c,d}` → `a/x.c`, `a/x.d`, `b/x.c`, `b/x.d`.
+/// Nested braces expand too; a backslash escapes; an unclosed brace is kept as written.
+fn expand_braces(pattern: &str) -> Vec<String> {
+    let mut done = Vec::new();
+    let mut todo = vec![pattern.to_string()];
+    while let Some(p) = todo.pop() {
+        match first_group(&p) {
+            Some((open, close)) if done.len() + todo.len() < MAX_ALTERNATIVES => {
+                let (head, inner, tail) = (&p[..open], &p[open + 1..close], &p[close + 1..]);
+                for alt in split_top_level(inner) {
+                    todo.push(format!("{head}{alt}{tail}"));
+                }
+            }
+            _ => done.push(p),
+        }
+    }
+    done
+}
+
+/// Byte offsets of the first top-level `{` and its matching `}`.
+fn first_group(p: &str) -> Option<(usize, usize)> {
+    let bytes = p.as_bytes();
+    let (mut depth, mut open, mut i) = (0usize, None, 0);
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 1,
+            b'{' => {
+                if depth == 0 {
+                    open = Some(i);
+                }
+                depth += 1;
+            }
+            b'}' if depth > 0 => {
+                depth -= 1;
+                if depth == 0 {
+                    return open.map(|o| (o, i));
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// `a,{b,c},d` → `a`, `{b,c}`, `d`.
+fn split_top_level(inner: &str) -> Vec<&str> {
+    let bytes = inner.as_bytes();
+    let (mut parts, mut depth, mut start, mut i) = (Vec::new(), 0usize, 0, 0);
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 1,
+            b'{' => depth += 1,
+            b'}' => depth = depth.saturating_sub(1),
+            b',' if depth == 0 => {
+                parts.push(&inner[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    parts.push(&inner[start..]);
+    parts
 }
 
 #[cfg(test)]
@@ -92,5 +165,29 @@ mod tests {
         assert!(!e.excludes_file("types.d.ts"));
         assert!(e.excludes_dir("dist"));
         assert!(!Exclusions::for_pattern("**/Cargo.lock").excludes_file("Cargo.lock"));
+    }
+
+    #[test]
+    fn names_inside_braces_count() {
+        let e = Exclusions::for_pattern("**/*.{png,jpg}");
+        assert!(!e.excludes_file("a.png") && !e.excludes_file("a.jpg"));
+        assert!(e.excludes_file("a.gif"));
+        let e = Exclusions::for_pattern("{build,src}/*.ts");
+        assert!(!e.excludes_dir("build"));
+        assert!(e.excludes_dir("dist"));
+        let e = Exclusions::for_pattern("{a,{dist,out}}/x");
+        assert!(!e.excludes_dir("dist") && !e.excludes_dir("out"));
+    }
+
+    #[test]
+    fn brace_expansion() {
+        let mut got = expand_braces("{a,b}/x.{c,d}");
+        got.sort();
+        assert_eq!(got, ["a/x.c", "a/x.d", "b/x.c", "b/x.d"]);
+        assert_eq!(expand_braces("no-braces"), ["no-braces"]);
+        assert_eq!(expand_braces("open{a,b"), ["open{a,b"]);
+        assert_eq!(expand_braces(r"lit\{a,b}"), [r"lit\{a,b}"]);
+        let many = "{a,b,c,d}{a,b,c,d}{a,b,c,d}{a,b,c,d}{a,b,c,d}";
+        assert!(expand_braces(many).len() <= MAX_ALTERNATIVES + 4);
     }
 }

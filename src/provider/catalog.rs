@@ -2,7 +2,9 @@
 //!
 //! Prices are USD per million tokens, as published in November 2026 (see
 //! `../shared/PROVIDERS.md`). They change: `.aiwg/aiwg.config` can override or add entries
-//! (`rlm.prices`), and a model missing from the table is estimated at $0 with a warning.
+//! (`rlm.prices`). A model missing from the table is counted at [`CEILING_PRICE`] on the
+//! provider's own API (so the cost thresholds still protect the user) and at $0 elsewhere
+//! (local servers).
 
 use std::collections::BTreeMap;
 
@@ -51,7 +53,20 @@ const PRICES: &[(&str, f64, f64)] = &[
     ("gpt-4.1", 2.0, 8.0),
     ("gpt-4o-mini", 0.15, 0.60),
     ("gpt-4o", 2.5, 10.0),
+    // List prices of 2025, not re-checked in 2026-11: override them in rlm.prices.
+    ("gpt-5", 1.25, 10.0),
+    ("gpt-5-mini", 0.25, 2.0),
+    ("gpt-5-nano", 0.05, 0.40),
+    ("o3", 2.0, 8.0),
+    ("o4-mini", 1.10, 4.40),
 ];
+
+/// What an unlisted model costs on the provider's own API, as far as rlm's estimates and
+/// limits are concerned: the priciest entry of the table, so an estimate is never low.
+pub const CEILING_PRICE: Price = Price {
+    input: 15.0,
+    output: 75.0,
+};
 
 /// The price table in force: built-in entries plus the user's overrides.
 #[derive(Debug, Clone, Default)]
@@ -85,12 +100,17 @@ pub fn context_window(model: &str) -> Option<u64> {
         Some(1_047_576)
     } else if model.starts_with("gpt-4o") {
         Some(128_000)
+    } else if model.starts_with("gpt-5") {
+        Some(400_000)
+    } else if model.starts_with("o3") || model.starts_with("o4") {
+        Some(200_000)
     } else {
         None
     }
 }
 
-/// Context window assumed for a model rlm does not know (most local servers run 4k-8k).
+/// Context window assumed for a model rlm does not know, only to size summarize groups
+/// (most local servers run 4k-8k); it never blocks a file.
 pub const DEFAULT_CONTEXT_WINDOW: u64 = 8192;
 
 #[cfg(test)]
@@ -110,6 +130,9 @@ mod tests {
         assert_eq!(table.lookup("gpt-4.1").unwrap().input, 2.0);
         assert_eq!(table.lookup("claude-opus-4-6").unwrap().input, 5.0);
         assert!(table.lookup("smollm2").is_none());
+        assert_eq!(table.lookup("gpt-5-mini").unwrap().input, 0.25);
+        let max_listed = PRICES.iter().map(|p| p.2).fold(0.0, f64::max);
+        assert_eq!(CEILING_PRICE.output, max_listed, "the ceiling is the priciest entry");
     }
 
     #[test]

@@ -177,11 +177,15 @@ impl Provider {
             ProviderKind::Anthropic => anthropic::parse_reply(&bytes),
             ProviderKind::Openai => openai::parse_reply(&bytes),
         };
-        parsed.map_err(|reason| CallError::Retryable {
+        let mut completion = parsed.map_err(|reason| CallError::Retryable {
             reason: format!("malformed reply: {reason}"),
             retry_after: None,
             rate_limited: false,
-        })
+        })?;
+        // A model that echoes the key (it was in an input file, say) must not put it in a
+        // result file or the cache: scrubbed before anything sees the text.
+        completion.text = self.redact(&completion.text);
+        Ok(completion)
     }
 }
 
