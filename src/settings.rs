@@ -343,7 +343,14 @@ impl BatchSettings {
             (Some(m), ProviderKind::Anthropic) => catalog::resolve_alias(m.trim()),
             (Some(m), ProviderKind::Openai) => m.trim().to_string(),
             (None, ProviderKind::Anthropic) => catalog::resolve_alias("sonnet"),
-            (None, ProviderKind::Openai) => "gpt-4.1-mini".to_string(),
+            (None, ProviderKind::Openai) if is_official => "gpt-4.1-mini".to_string(),
+            // Another server: ask it which model it serves; if that fails, nothing can be
+            // called (said after the inputs are checked, and by --dry-run).
+            (None, ProviderKind::Openai) => crate::provider::discover_model(&base_url, api_key.as_ref())
+                .unwrap_or_else(|e| {
+                    call_blocker = call_blocker.take().or(Some(e));
+                    "unknown".to_string()
+                }),
         };
         if model.is_empty() {
             return Err(RlmError::Usage(

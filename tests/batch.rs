@@ -844,6 +844,48 @@ fn openai_compatible_local_server_needs_no_key() {
 }
 
 #[test]
+fn a_local_server_without_model_uses_the_one_model_it_serves() {
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(1);
+    let url = mock.url();
+    let args = batch("src/*.ts", &url, &["--provider", "openai", "-o", "out"]);
+    p.rlm(&args).env_remove("ANTHROPIC_API_KEY").run().assert_exit(0);
+    assert_eq!(mock.recorded()[0].body["model"], "mock-model");
+    assert_eq!(p.report()["model"], "mock-model");
+
+    // Several models: the user must choose, and is told the names.
+    mock.set_models(&["llama3:8b", "qwen2:7b"]);
+    mock.reset_counts();
+    let out = p.rlm(&args).env_remove("ANTHROPIC_API_KEY").run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr
+            .contains("the server serves 2 models (llama3:8b, qwen2:7b): pass --model NAME"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(mock.requests(), 0);
+}
+
+#[test]
+fn an_unreachable_local_server_without_model_is_one_clear_line() {
+    let p = Project::new().ts_files(1);
+    let out = p
+        .rlm(&batch("src/*.ts", "http://127.0.0.1:9", &["--provider", "openai"]))
+        .env_remove("ANTHROPIC_API_KEY")
+        .run();
+    out.assert_exit(2);
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", out.stderr);
+    assert!(
+        lines[0].contains("http://127.0.0.1:9/v1/models did not list"),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[0].ends_with("pass --model NAME"), "{}", lines[0]);
+}
+
+#[test]
 fn openai_key_is_sent_as_bearer() {
     let mock = MockLlm::start();
     mock.require_key("sk-openai-test");
@@ -860,7 +902,7 @@ fn openai_key_is_sent_as_bearer() {
     .assert_exit(0);
     let r = &mock.recorded()[0];
     assert_eq!(r.header("authorization"), Some("Bearer sk-openai-test"));
-    assert_eq!(r.body["model"], "gpt-4.1-mini");
+    assert_eq!(r.body["model"], "mock-model", "the one model the server lists");
     assert_eq!(r.body["temperature"], 0.0);
 }
 

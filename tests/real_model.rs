@@ -45,7 +45,8 @@ fn batch(dir: &Path, url: &str, aggregate: &str) -> Value {
             "src/*.{ts,py}",
             "Name the functions defined in {file}, as a Markdown list.",
         ])
-        .args(["--provider", "openai", "--base-url", url, "--model", "smollm2"])
+        // No --model: rlm asks the server which model it serves (GET /v1/models).
+        .args(["--provider", "openai", "--base-url", url])
         .args([
             "--max-tokens",
             "96",
@@ -116,6 +117,7 @@ fn batch_against_a_real_model_server() {
         assert_eq!(report["succeeded"], 3);
         assert_eq!(report["cache_misses"], 3, "{aggregate}: every file is a fresh call");
         assert_eq!(report["provider"], "openai");
+        assert_eq!(report["model"], "smollm2", "the one model scripts/local-model serves");
         let tokens_in = report["tokens_in"].as_u64().unwrap();
         let tokens_out = report["tokens_out"].as_u64().unwrap();
         assert!(tokens_in > 0 && tokens_out > 0, "{aggregate}: the server reports usage");

@@ -93,11 +93,7 @@ impl Provider {
             .build()
             .map_err(|e| crate::error::RlmError::Usage(format!("cannot set up the HTTP client: {e}")))?;
         let base = settings.base_url.trim_end_matches('/');
-        let versioned = if base.ends_with("/v1") {
-            base.to_string()
-        } else {
-            format!("{base}/v1")
-        };
+        let versioned = versioned_base(base);
         let endpoint = match settings.provider {
             ProviderKind::Anthropic => format!("{versioned}/messages"),
             ProviderKind::Openai => format!("{versioned}/chat/completions"),
@@ -186,6 +182,63 @@ impl Provider {
         // result file or the cache: scrubbed before anything sees the text.
         completion.text = self.redact(&completion.text);
         Ok(completion)
+    }
+}
+
+/// `{base}/v1`, whether or not the user's base URL already ends in `/v1` (Ollama's does).
+fn versioned_base(base: &str) -> String {
+    let base = base.trim_end_matches('/');
+    if base.ends_with("/v1") {
+        base.to_string()
+    } else {
+        format!("{base}/v1")
+    }
+}
+
+/// The model an OpenAI-compatible server serves, when it serves exactly one (llama.cpp,
+/// a single-model vLLM): `GET {base}/v1/models`. Used when `--model` is not given for a
+/// server other than api.openai.com; the error says what to pass instead.
+pub fn discover_model(base_url: &str, api_key: Option<&Secret>) -> Result<String, String> {
+    let url = format!("{}/models", versioned_base(base_url));
+    let fetch = async {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .user_agent(concat!("rlm/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| e.to_string())?;
+        let mut request = http.get(&url);
+        if let Some(key) = api_key {
+            request = request.bearer_auth(key.expose());
+        }
+        let response = request.send().await.map_err(|e| root_cause(&e))?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(format!("HTTP {}", status.as_u16()));
+        }
+        let bytes = response.bytes().await.map_err(|e| root_cause(&e))?;
+        serde_json::from_slice::<serde_json::Value>(&bytes).map_err(|e| format!("not JSON: {e}"))
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let listing = runtime.block_on(fetch).map_err(|e| {
+        format!("no --model given, and {url} did not list the server's models ({e}): pass --model NAME")
+    })?;
+    let ids: Vec<&str> = listing["data"]
+        .as_array()
+        .map(|models| models.iter().filter_map(|m| m["id"].as_str()).collect())
+        .unwrap_or_default();
+    match ids.as_slice() {
+        [only] => Ok(only.to_string()),
+        [] => Err(format!(
+            "no --model given, and {url} lists no models: pass --model NAME"
+        )),
+        many => Err(format!(
+            "no --model given, and the server serves {} models ({}): pass --model NAME",
+            many.len(),
+            many.iter().take(8).copied().collect::<Vec<_>>().join(", ")
+        )),
     }
 }
 

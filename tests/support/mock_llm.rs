@@ -117,6 +117,8 @@ impl Recorded {
 #[derive(Default)]
 struct Inner {
     key: Option<String>,
+    /// What `GET /v1/models` lists; `None` means the default, one model `mock-model`.
+    models: Option<Vec<String>>,
     global: VecDeque<Fault>,
     needles: Vec<(String, VecDeque<Fault>)>,
     recorded: Vec<Recorded>,
@@ -344,6 +346,11 @@ impl MockLlm {
     /// `authorization: Bearer KEY` (OpenAI), else 401.
     pub fn require_key(&self, key: &str) {
         self.state.lock().key = Some(key.to_string());
+    }
+
+    /// What `GET /v1/models` lists (by default one model, `mock-model`).
+    pub fn set_models(&self, ids: &[&str]) {
+        self.state.lock().models = Some(ids.iter().map(|s| s.to_string()).collect());
     }
 
     /// Stop requiring an API key.
@@ -948,6 +955,10 @@ async fn handle_conn(mut stream: TcpStream, state: Arc<State>) {
         let Some(api) = api else {
             let resp = if req.method == "GET" && req.path == "/health" {
                 Response::json(200, &json!({"ok": true}))
+            } else if req.method == "GET" && req.path == "/v1/models" {
+                let ids = state.lock().models.clone().unwrap_or_else(|| vec!["mock-model".into()]);
+                let data: Vec<Value> = ids.iter().map(|id| json!({"id": id, "object": "model"})).collect();
+                Response::json(200, &json!({"object": "list", "data": data}))
             } else {
                 let msg = format!("mock: no route for {} {}", req.method, req.path);
                 Response::json(
