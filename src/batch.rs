@@ -77,8 +77,7 @@ pub async fn run(settings: BatchSettings) -> Result<ExitStatus, RlmError> {
         return Err(RlmError::Usage(cache_only_message(&units, &pre.misses)));
     }
 
-    let price = settings.price;
-    let estimate = estimate_cost(&units, &pre.misses, &settings, price);
+    let estimate = estimate_cost(&units, &pre.misses, &settings);
     if !settings.quiet && !settings.json {
         eprintln!("{}", init_block(&settings, &manifest, &pre, &estimate));
     }
@@ -94,7 +93,7 @@ pub async fn run(settings: BatchSettings) -> Result<ExitStatus, RlmError> {
     check_cost(&settings, &estimate)?;
 
     let store = RunStore::create(&settings.rlm_dir(), settings.output_dir.as_deref())?;
-    let mut state = RunState::new(&settings, &units, price);
+    let mut state = RunState::new(&settings, &units);
     state.report.skipped = manifest.skipped.clone();
     state.report.files_matched = manifest.matched();
     state.report.estimated_cost_usd = estimate.usd;
@@ -271,7 +270,7 @@ struct Estimate {
     price_known: bool,
 }
 
-fn estimate_cost(units: &[WorkUnit], misses: &[usize], settings: &BatchSettings, price: Option<Price>) -> Estimate {
+fn estimate_cost(units: &[WorkUnit], misses: &[usize], settings: &BatchSettings) -> Estimate {
     let max_out = u64::from(settings.max_tokens);
     let mut input = 0;
     let mut output = 0;
@@ -291,7 +290,7 @@ fn estimate_cost(units: &[WorkUnit], misses: &[usize], settings: &BatchSettings,
         calls,
         input_tokens: input,
         output_tokens: output,
-        usd: price.map_or(0.0, |p| p.cost(input, 0, output)),
+        usd: settings.price.map_or(0.0, |p| p.cost(input, 0, output)),
         price_known: settings.price_basis == PriceBasis::Listed,
     }
 }
@@ -551,12 +550,10 @@ async fn run_unit(ctx: Arc<JobContext>, index: usize, unit: WorkUnit, slot: Owne
         created_unix: report::unix_now(),
     };
     if let Err(e) = ctx.cache.put(&entry) {
-        let _ = ctx.call.notices.send(Notice::Retrying {
-            label: unit.file.display.clone(),
-            attempt: 0,
-            reason: format!("result saved but not cached: {e}"),
-            wait: std::time::Duration::ZERO,
-        });
+        let _ = ctx.call.notices.send(Notice::Warning(format!(
+            "{}: result saved but not cached: {e}",
+            unit.file.display
+        )));
     }
     done.text = Some(completion.text);
     done
@@ -573,7 +570,7 @@ struct RunState {
 }
 
 impl RunState {
-    fn new(settings: &BatchSettings, units: &[WorkUnit], price: Option<Price>) -> Self {
+    fn new(settings: &BatchSettings, units: &[WorkUnit]) -> Self {
         RunState {
             records: units.iter().map(|u| UnitRecord::new(&u.file.display)).collect(),
             texts: vec![None; units.len()],
@@ -611,7 +608,7 @@ impl RunState {
                 units: Vec::new(),
                 aggregate_calls: Vec::new(),
             },
-            price,
+            price: settings.price,
             cost: 0.0,
             fatal: None,
         }
@@ -625,19 +622,15 @@ impl RunState {
 
     /// Totals, lists and paths: the report as it will be written.
     fn finish(
-        mut self,
+        self,
         settings: &BatchSettings,
         store: &RunStore,
         duration_ms: u64,
         started_at: SystemTime,
         finished_at: SystemTime,
     ) -> RunReport {
-        let secrets = settings.secrets();
         let mut report = self.report;
-        for record in &mut self.records {
-            if let Some(reason) = &record.reason {
-                record.reason = Some(report::redact(reason, &secrets));
-            }
+        for record in &self.records {
             match record.status {
                 UnitStatus::Succeeded => report.succeeded += 1,
                 UnitStatus::Failed => report.failed.push(FailedFile {
@@ -664,7 +657,7 @@ impl RunState {
             report.tokens_saved += call.saved.total();
         }
         report.cost_usd = self.cost;
-        report.error = report.error.or(self.fatal).map(|e| report::redact(&e, &secrets));
+        report.error = report.error.or(self.fatal);
         report.duration_ms = duration_ms;
         report.started_at = utc_rfc3339(started_at);
         report.finished_at = utc_rfc3339(finished_at);
@@ -718,7 +711,7 @@ impl PoolHandler<UnitDone> for Dispatcher<'_> {
                 record.reason = Some(reason.clone());
                 if self.state.fatal.is_none() {
                     self.state.fatal = Some(reason.clone());
-                    eprintln!("rlm: error: {reason}");
+                    self.progress.error(&format!("rlm: error: {reason}"));
                 }
                 flow = Flow::Stop;
                 Err(reason)
@@ -765,17 +758,11 @@ async fn build_aggregate(
     state: &mut RunState,
     stopped_early: bool,
 ) -> (Aggregate, bool) {
-    let secrets = settings.secrets();
     let failed: Vec<(String, String)> = state
         .records
         .iter()
         .filter(|r| r.status == UnitStatus::Failed)
-        .map(|r| {
-            (
-                r.path.clone(),
-                report::redact(r.reason.as_deref().unwrap_or(""), &secrets),
-            )
-        })
+        .map(|r| (r.path.clone(), r.reason.clone().unwrap_or_default()))
         .collect();
     let concat = || aggregate::concat(&settings.pattern, &store.timestamp, results, &failed);
     match settings.aggregate {

@@ -81,6 +81,14 @@ impl Progress {
         }
     }
 
+    /// A line shown even with `--quiet` (a fatal error), above the bar if there is one.
+    pub fn error(&self, line: &str) {
+        match &self.bar {
+            Some(bar) => bar.println(line),
+            None => eprintln!("{line}"),
+        }
+    }
+
     pub fn dispatched(&mut self) {
         self.active += 1;
         self.refresh();
@@ -126,6 +134,7 @@ impl Progress {
                 "rate limited: pausing all calls for {:.1}s",
                 wait.as_secs_f64()
             )),
+            Notice::Warning(text) => self.say(&format!("rlm: warning: {text}")),
         }
     }
 

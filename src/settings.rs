@@ -94,6 +94,12 @@ impl Secret {
     pub fn expose(&self) -> &str {
         &self.0
     }
+
+    /// The key as text to scrub from output; keys under 4 characters are left alone (they
+    /// would scrub ordinary words).
+    pub fn scrubbable(&self) -> Option<&str> {
+        (self.0.len() >= 4).then_some(self.0.as_str())
+    }
 }
 
 impl fmt::Debug for Secret {
@@ -439,11 +445,7 @@ impl BatchSettings {
 
     /// Every secret this run knows, for scrubbing text before it is written anywhere.
     pub fn secrets(&self) -> Vec<&str> {
-        self.api_key
-            .iter()
-            .map(Secret::expose)
-            .filter(|k| k.len() >= 4)
-            .collect()
+        self.api_key.iter().filter_map(Secret::scrubbable).collect()
     }
 }
 

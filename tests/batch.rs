@@ -10,13 +10,6 @@ use serde_json::{json, Value};
 use support::mock_llm::*;
 use support::*;
 
-/// `rlm batch PATTERN "List {file}" --base-url URL EXTRA...`
-fn batch<'a>(pattern: &'a str, url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec!["batch", pattern, "List {file}", "--base-url", url];
-    args.extend_from_slice(extra);
-    args
-}
-
 /// A file whose per-file call the mock answers with exactly `reply`.
 fn answering(reply: &str) -> String {
     format!("// source\n{}\n", reply_marker(reply))

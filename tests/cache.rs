@@ -10,9 +10,7 @@ const N: usize = 5;
 
 /// `rlm batch src/*.ts "List {file}" --base-url URL EXTRA...`
 fn batch<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec!["batch", "src/*.ts", "List {file}", "--base-url", url];
-    args.extend_from_slice(extra);
-    args
+    support::batch("src/*.ts", url, extra)
 }
 
 /// A project whose N files have all been processed once.
@@ -228,4 +226,24 @@ fn cache_only_summarize_uses_a_cached_summary_and_never_calls_for_a_missing_one(
     p.rlm(&batch(&url, &summarize(&["--cache-only"]))).run().assert_exit(0);
     assert_eq!(mock.requests(), 0);
     assert_eq!(p.report()["aggregate_calls"][0]["cached"], true);
+}
+
+#[test]
+fn a_cache_that_cannot_be_written_is_a_warning_and_results_still_land() {
+    let mock = MockLlm::start();
+    // A file where the cache directory should be: every cache write fails.
+    let p = Project::new().ts_files(2).file(".aiwg/rlm/cache", "not a directory");
+    let url = mock.url();
+    let out = p.rlm(&batch(&url, &["-o", "out"])).run();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 2);
+    let warnings: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("rlm: warning: src/f0") && l.contains(": result saved but not cached: "))
+        .collect();
+    assert_eq!(warnings.len(), 2, "{}", out.stderr);
+    assert!(!out.stderr.contains("retrying"), "{}", out.stderr);
+    assert!(p.read("out/src-f00.ts.result.md").starts_with("mock result "));
+    assert_eq!(p.report()["succeeded"], 2);
 }

@@ -9,13 +9,6 @@ use serde_json::Value;
 use support::mock_llm::*;
 use support::*;
 
-/// `rlm batch PATTERN "List {file}" --base-url URL EXTRA...`
-fn batch<'a>(pattern: &'a str, url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec!["batch", pattern, "List {file}", "--base-url", url];
-    args.extend_from_slice(extra);
-    args
-}
-
 /// The report entry of one unit.
 fn unit<'a>(report: &'a Value, path: &str) -> &'a Value {
     report["units"]

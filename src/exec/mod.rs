@@ -24,4 +24,6 @@ pub enum Notice {
     },
     /// A 429: every call pauses for `wait`.
     RateLimited { wait: Duration },
+    /// Something went wrong that costs nothing finished (a cache write failed).
+    Warning(String),
 }

@@ -114,15 +114,9 @@ impl Provider {
         &self.model
     }
 
-    /// `text` with the API key replaced by `[REDACTED]` (keys shorter than 4 characters
-    /// are left alone, as in [`BatchSettings::secrets`]).
+    /// `text` with the API key replaced by `[REDACTED]`.
     fn redact(&self, text: &str) -> String {
-        let secrets: Vec<&str> = self
-            .api_key
-            .iter()
-            .map(Secret::expose)
-            .filter(|k| k.len() >= 4)
-            .collect();
+        let secrets: Vec<&str> = self.api_key.iter().filter_map(Secret::scrubbable).collect();
         crate::report::redact(text, &secrets)
     }
 

@@ -447,3 +447,10 @@ pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+/// `rlm batch PATTERN "List {file}" --base-url URL EXTRA...`
+pub fn batch<'a>(pattern: &'a str, url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["batch", pattern, "List {file}", "--base-url", url];
+    args.extend_from_slice(extra);
+    args
+}
