@@ -315,6 +315,76 @@ fn binary_files_are_skipped_and_reported() {
     );
 }
 
+/// The paths of a `--dry-run --json` plan, in plan order.
+fn planned(out: &Output) -> Vec<String> {
+    out.json()["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["path"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn inputs_respect_gitignore_and_default_exclusions_in_a_stable_order() {
+    let p = Project::new()
+        .file(".gitignore", "generated/\n")
+        .file("src/z.js", "export const z = 1;\n")
+        .file("src/a.js", "export const a = 1;\n")
+        .file("src/lib/m.js", "export const m = 1;\n")
+        .file("src/app.min.js", "var a=1;\n")
+        .file("generated/g.js", "export const g = 1;\n")
+        .file("node_modules/dep/index.js", "module.exports = 1;\n")
+        .file("package-lock.json", "{}\n");
+    // A symlink loop: src/lib/loop -> src.
+    std::os::unix::fs::symlink(p.path().join("src"), p.path().join("src/lib/loop")).unwrap();
+    let plan = |pattern: &str, extra: &[&str]| {
+        let mut args = vec!["batch", pattern, "List {file}", "--dry-run", "--json"];
+        args.extend_from_slice(extra);
+        let out = p.rlm(&args).run();
+        out.assert_exit(0);
+        planned(&out)
+    };
+    let ordinary = ["src/a.js", "src/lib/m.js", "src/z.js"];
+    assert_eq!(plan("**/*.js", &[]), ordinary);
+    assert_eq!(plan("**/*.{js,json}", &[]), ordinary, "lock files stay out");
+    let with_ignored = plan("**/*.js", &["--no-ignore"]);
+    assert_eq!(with_ignored, ["generated/g.js", "src/a.js", "src/lib/m.js", "src/z.js"]);
+    assert_eq!(
+        plan("node_modules/**/*.js", &[]),
+        ["node_modules/dep/index.js"],
+        "named, so included"
+    );
+    assert_eq!(plan("**/*.min.js", &[]), ["src/app.min.js"]);
+    assert_eq!(plan("**/package-lock.json", &[]), ["package-lock.json"]);
+    // An absolute pattern plans the same files, shown as given.
+    let absolute = format!("{}/src/*.js", p.path().display());
+    let shown = plan(&absolute, &[]);
+    assert_eq!(shown.len(), 2, "{shown:?}");
+    assert!(
+        shown[0].ends_with("/src/a.js") && shown[1].ends_with("/src/z.js"),
+        "{shown:?}"
+    );
+}
+
+#[test]
+fn without_a_terminal_each_finished_file_is_one_line() {
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(3);
+    let url = mock.url();
+    let out = p.rlm(&batch("src/*.ts", &url, &["--max-parallel", "1"])).run();
+    out.assert_exit(0);
+    let lines: Vec<&str> = out.stderr.lines().filter(|l| l.starts_with('[')).collect();
+    assert_eq!(lines.len(), 3, "{}", out.stderr);
+    for (i, line) in lines.iter().enumerate() {
+        assert!(
+            line.starts_with(&format!("[{}/3] ok     src/f0{i}.ts (", i + 1)),
+            "{line}"
+        );
+    }
+    assert!(!out.stderr.contains('\r'), "no bar redraws off a terminal");
+}
+
 #[test]
 fn result_names_are_sanitized_unique_and_inside_the_output_dir() {
     let mock = MockLlm::start();
