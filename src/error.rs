@@ -1,16 +1,18 @@
 //! Error types and the exit codes they map to.
 //!
 //! Every error the user can see is one line that names the thing at fault and says what to
-//! do; the exit code says which class of failure it was (documented in the README).
+//! do; the exit code says which class of failure it was. The table is documented once, in
+//! the README, and mirrored by [`ExitStatus`].
 
 use std::path::PathBuf;
 
 /// The documented exit codes of `rlm`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum ExitStatus {
     /// Every unit succeeded.
     Success = 0,
-    /// Some units failed, some succeeded.
+    /// Some units failed, some succeeded (or answers were paid for but could not all be
+    /// written: they are cached, and a rerun pays nothing for them).
     Partial = 1,
     /// Bad usage or bad input: nothing was sent to a model.
     Usage = 2,
@@ -20,7 +22,15 @@ pub enum ExitStatus {
     Interrupted = 130,
 }
 
-/// An error that ends the run before or outside the per-unit work.
+impl ExitStatus {
+    /// The process exit code.
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+}
+
+/// An error that ends a command before any model call was made (exit 2), or a refusal by
+/// the provider that ends it at the start (exit 3).
 #[derive(Debug, thiserror::Error)]
 pub enum RlmError {
     /// Bad flags, bad configuration or bad input.
@@ -39,6 +49,9 @@ pub enum RlmError {
     /// The provider refused us before any work could be done.
     #[error("{0}")]
     Provider(String),
+    /// An I/O error from `fs_err`, whose message already names the path.
+    #[error("{0}")]
+    File(#[from] std::io::Error),
 }
 
 impl RlmError {
@@ -53,7 +66,7 @@ impl RlmError {
     /// The exit code this error maps to.
     pub fn exit_status(&self) -> ExitStatus {
         match self {
-            RlmError::Usage(_) | RlmError::NoMatch(_) | RlmError::Io { .. } => ExitStatus::Usage,
+            RlmError::Usage(_) | RlmError::NoMatch(_) | RlmError::Io { .. } | RlmError::File(_) => ExitStatus::Usage,
             RlmError::Provider(_) => ExitStatus::Failed,
         }
     }

@@ -1,39 +1,102 @@
-//! Atomic file writes: write a temporary file beside the target, then rename it over.
-//! A reader (or a crash) sees the old file or the new one, never half of one.
+//! Atomic file writes: a temporary file beside the target, then a rename over it. A reader
+//! (or a crash) sees the old file or the new one, never half of one.
+//!
+//! Temporary files are named `.rlm-tmp-*` so a run can sweep those a `kill -9` left behind
+//! ([`sweep_temp_files`]). Durable writes are fsynced before the rename: a paid answer in
+//! the cache must survive a power loss; files derived from the cache need not.
 
 use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
 
-static COUNTER: AtomicU64 = AtomicU64::new(0);
+/// Prefix of every temporary file rlm creates.
+pub const TEMP_PREFIX: &str = ".rlm-tmp-";
+
+/// Whether a write must reach the disk before it counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// fsync the data before the rename (the only copy of something paid for).
+    Synced,
+    /// Leave flushing to the OS (derivable files: a crash of rlm still loses nothing).
+    Buffered,
+}
 
 /// Writes `bytes` to `path` atomically. The parent directory must exist.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
-    let tmp = path.with_file_name(format!(
-        ".{name}.{}.{}.tmp",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let result = std::fs::File::create(&tmp)
-        .and_then(|mut f| f.write_all(bytes))
-        .and_then(|()| std::fs::rename(&tmp, path));
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+pub fn write_atomic(path: &Path, bytes: &[u8], durability: Durability) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    write_atomic_in(path, bytes, durability, dir)
+}
+
+/// [`write_atomic`] with the temporary file in `temp_dir` (on the same file system), so
+/// leftovers of a killed process gather in one place to sweep.
+pub fn write_atomic_in(path: &Path, bytes: &[u8], durability: Durability, temp_dir: &Path) -> std::io::Result<()> {
+    let mut tmp = tempfile::Builder::new()
+        .prefix(TEMP_PREFIX)
+        .tempfile_in(temp_dir)
+        .map_err(|e| named(e, temp_dir))?;
+    tmp.write_all(bytes).map_err(|e| named(e, path))?;
+    if durability == Durability::Synced {
+        tmp.as_file().sync_all().map_err(|e| named(e, path))?;
     }
-    result
+    tmp.persist(path).map_err(|e| named(e.error, path))?;
+    Ok(())
+}
+
+/// Removes `.rlm-tmp-*` files in `dir` older than `min_age` (left by a process that was
+/// killed mid-write). Errors are ignored: a leftover costs nothing but disk space.
+pub fn sweep_temp_files(dir: &Path, min_age: Duration) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let now = SystemTime::now();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if !name.to_string_lossy().starts_with(TEMP_PREFIX) {
+            continue;
+        }
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| now.duration_since(t).unwrap_or_default() >= min_age);
+        if old {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// An I/O error that names the path it concerns.
+fn named(e: std::io::Error, path: &Path) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
 }
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn replaces_whole_file_and_leaves_no_temp() {
-        let dir = std::env::temp_dir().join(format!("rlm-atomic-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join("a.md");
-        super::write_atomic(&p, b"one").unwrap();
-        super::write_atomic(&p, b"two").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.md");
+        write_atomic(&p, b"one", Durability::Synced).unwrap();
+        write_atomic(&p, b"two", Durability::Buffered).unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn errors_name_the_path_and_sweep_removes_leftovers() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = write_atomic(&dir.path().join("missing/a.md"), b"x", Durability::Buffered).unwrap_err();
+        assert!(err.to_string().contains("missing"), "{err}");
+        std::fs::write(dir.path().join(".rlm-tmp-abc"), b"").unwrap();
+        std::fs::write(dir.path().join("keep.md"), b"").unwrap();
+        sweep_temp_files(dir.path(), Duration::ZERO);
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names, ["keep.md"]);
     }
 }

@@ -9,16 +9,20 @@ pub mod batch;
 pub mod cache;
 pub mod cli;
 pub mod error;
+pub mod escape;
 pub mod exec;
 pub mod fs_atomic;
 pub mod input;
 pub mod plan;
-pub mod progress;
+pub mod printer;
 pub mod prompt;
 pub mod provider;
 pub mod report;
-pub mod run_store;
+pub mod reporter;
+pub mod run_dir;
+pub mod secret;
 pub mod settings;
+pub mod unit;
 
 use std::process::ExitCode;
 
@@ -26,6 +30,7 @@ use clap::Parser;
 
 use crate::cli::{Cli, Command};
 use crate::error::{ExitStatus, RlmError};
+use crate::printer::{Printer, PrinterMode};
 use crate::settings::{BatchSettings, Environment};
 
 /// Parses the command line, runs it, prints any error as one line, and returns the
@@ -33,42 +38,103 @@ use crate::settings::{BatchSettings, Environment};
 pub fn run_cli() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
+        Err(e) => return ExitCode::from(usage_error(e)),
+    };
+    init_tracing(cli.verbose);
+    let env = match Environment::from_process() {
+        Ok(env) => env,
         Err(e) => {
-            let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { ExitStatus::Usage as u8 } else { 0 });
+            return ExitCode::from(report_error(&Printer::new(PrinterMode::default(), Default::default()), &e).code())
         }
     };
-    let outcome = match cli.command {
-        Command::Batch(args) => run_batch(args),
+    let status = match cli.command {
+        Command::Batch(args) => run_batch(args, cli.color, &env),
     };
-    let status = outcome.unwrap_or_else(|e| match e.downcast_ref::<RlmError>() {
-        Some(RlmError::NoMatch(message)) => {
-            eprintln!("{message}");
-            ExitStatus::Usage
-        }
-        Some(known) => {
-            eprintln!("rlm: error: {known}");
-            known.exit_status()
-        }
-        // Anything else is the machine refusing (no threads, say): one line, its causes.
-        None => {
-            eprintln!("rlm: error: {e:#}");
-            ExitStatus::Usage
-        }
-    });
-    ExitCode::from(status as u8)
+    ExitCode::from(status.code())
 }
 
-/// Typed errors ([`RlmError`]) carry their exit code up to here; anything else gets context.
-fn run_batch(args: cli::BatchArgs) -> anyhow::Result<ExitStatus> {
-    use anyhow::Context;
-    let env = Environment::from_process()?;
-    let settings = BatchSettings::resolve(args, &env)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let status = runtime.block_on(batch::run(settings));
+/// clap's own errors (exit 2), with a hint when the shell expanded an unquoted glob.
+fn usage_error(e: clap::Error) -> u8 {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() == ErrorKind::UnknownArgument {
+        if let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) {
+            if std::path::Path::new(arg).exists() {
+                eprintln!(
+                    "rlm: error: unexpected argument '{arg}', which is a file: the shell expanded an unquoted \
+                     pattern; quote it, as in: rlm batch \"src/**/*.ts\" \"your prompt\""
+                );
+                return ExitStatus::Usage.code();
+            }
+        }
+    }
+    if !e.use_stderr() {
+        // --help and --version.
+        let _ = e.print();
+        return ExitStatus::Success.code();
+    }
+    // One line: clap's first, without its own prefix, and where to look.
+    let text = e.render().to_string();
+    let first = text.lines().next().unwrap_or("invalid arguments");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let command = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
+    let help = match command {
+        Some(c) => format!("rlm {c} --help"),
+        None => "rlm --help".to_string(),
+    };
+    eprintln!("rlm: error: {first} (see {help})");
+    ExitStatus::Usage.code()
+}
+
+/// `-v` / `RLM_LOG` turn on diagnostics on stderr (never the key: it is never logged).
+fn init_tracing(verbose: u8) {
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+    let filter = match std::env::var("RLM_LOG") {
+        Ok(spec) if !spec.trim().is_empty() => spec.parse::<Targets>().unwrap_or_else(|_| Targets::new()),
+        _ => match verbose {
+            0 => return,
+            1 => Targets::new().with_target("rlm", LevelFilter::DEBUG),
+            _ => Targets::new().with_default(LevelFilter::TRACE),
+        },
+    };
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let _ = tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_target(true),
+        )
+        .with(filter)
+        .try_init();
+}
+
+/// `rlm batch`: settings, a runtime, the run.
+fn run_batch(args: cli::BatchArgs, color: cli::ColorArg, env: &Environment) -> ExitStatus {
+    let settings = match BatchSettings::resolve(args, color, env) {
+        Ok(s) => s,
+        Err(e) => return report_error(&Printer::new(PrinterMode::default(), Default::default()), &e),
+    };
+    let printer = Printer::new(settings.output.printer_mode(), settings.redactor());
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            return report_error(
+                &printer,
+                &RlmError::Usage(format!("cannot start the async runtime: {e}")),
+            )
+        }
+    };
+    let outcome = runtime.block_on(batch::run(settings, printer.clone()));
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
-    Ok(status?)
+    outcome.unwrap_or_else(|e| report_error(&printer, &e))
+}
+
+/// Prints an error that ended a command and returns its exit code.
+fn report_error(printer: &Printer, e: &RlmError) -> ExitStatus {
+    match e {
+        // The seed's multi-line message, as it is.
+        RlmError::NoMatch(message) => printer.important(message),
+        other => printer.error(&other.to_string()),
+    }
+    e.exit_status()
 }

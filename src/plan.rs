@@ -1,56 +1,70 @@
-//! Manifest → work units. Today one unit is one whole file; chunking (content-aware splits)
-//! and small-file batching produce more units of the same shape later.
+//! Manifest → work units. Today one unit is one whole file; content-aware chunking and
+//! small-file batching produce more units of the same shape.
 
 use crate::cache::{ArtifactRef, CacheKey};
-use crate::input::{sha256_hex, InputFile, Manifest};
+use crate::input::{sha256_hex, Manifest};
 use crate::prompt;
-use crate::run_store::result_names;
-use crate::settings::BatchSettings;
+use crate::provider::ModelInfo;
+use crate::run_dir::result_names;
+use crate::unit::{UnitId, UnitInput, WorkUnit};
 
-/// One call's worth of work.
+/// What planning needs beyond the manifest.
 #[derive(Debug, Clone)]
-pub struct WorkUnit {
-    pub file: InputFile,
-    /// `{sanitized}.result.md`, unique within the run.
-    pub result_name: String,
-    pub cache_key: CacheKey,
-    /// A rough count (bytes / 4) for cost estimates.
-    pub estimated_input_tokens: u64,
-    /// Set when the unit cannot be sent (too large for the context budget): it fails with
-    /// this reason and is never silently truncated.
-    pub blocked: Option<String>,
+pub struct PlanContext<'a> {
+    pub keys: &'a KeyParts,
+    pub model: &'a ModelInfo,
+    pub max_tokens: u32,
 }
 
-/// The `query` field of per-file cache keys: names the system prompt, so editing the
-/// embedded prompt invalidates old results.
+/// Everything in a per-unit cache key besides the inputs; shared by the planner and the
+/// jobs, which re-key a unit by what they actually sent.
+#[derive(Debug, Clone)]
+pub struct KeyParts {
+    pub query: String,
+    pub sub_prompt: String,
+    pub model: String,
+    /// See [`crate::settings::ProviderSettings::endpoint_identity`].
+    pub endpoint: Option<String>,
+}
+
+/// The `query` field of per-file cache keys: names the prompt template and system prompt,
+/// so editing either invalidates old results.
 pub fn batch_query() -> String {
-    format!("rlm-batch/v1:{}", &sha256_hex(prompt::BATCH_SYSTEM.as_bytes())[..16])
+    format!("rlm-batch/v2:{}", &sha256_hex(prompt::BATCH_SYSTEM.as_bytes())[..16])
 }
 
 /// Builds one unit per file with its cache key and budget check.
-pub fn plan(manifest: &Manifest, settings: &BatchSettings) -> Vec<WorkUnit> {
-    let query = batch_query();
+pub fn plan(manifest: &Manifest, ctx: &PlanContext<'_>) -> Vec<WorkUnit> {
     let names = result_names(&manifest.files.iter().map(|f| f.display.as_str()).collect::<Vec<_>>());
-    let overhead = (prompt::BATCH_SYSTEM.len() + settings.sub_prompt.len() + 200) as u64;
+    let overhead = (prompt::BATCH_SYSTEM.len() + ctx.keys.sub_prompt.len() + 200) as u64;
     manifest
         .files
         .iter()
         .zip(names)
         .map(|(file, result_name)| {
+            let inputs = vec![UnitInput {
+                path: file.path.clone(),
+                display: file.display.clone(),
+                content_hash: file.content_hash.clone(),
+                span: None,
+            }];
             let bytes = file.size + 2 * file.display.len() as u64 + overhead;
             // Conservative for the budget (3 bytes a token), rough for the estimate (4).
             let budget_tokens = bytes.div_ceil(3);
-            let available = settings.context_window.saturating_sub(u64::from(settings.max_tokens));
-            let blocked = (settings.context_window_known && budget_tokens > available).then(|| {
+            let window = ctx.model.context_window;
+            let available = window.saturating_sub(u64::from(ctx.max_tokens));
+            let blocked = (ctx.model.context_window_known && budget_tokens > available).then(|| {
                 format!(
-                    "too large for the model's context budget: ~{budget_tokens} input tokens + {} output > {} \
+                    "too large for the model's context budget: ~{budget_tokens} input tokens + {} output > {window} \
                      ({}); chunking is not available yet — split the file or pass --context-window",
-                    settings.max_tokens, settings.context_window, settings.model
+                    ctx.max_tokens, ctx.model.id
                 )
             });
             WorkUnit {
-                cache_key: unit_key(file, &file.content_hash, &query, settings),
-                file: file.clone(),
+                id: UnitId::for_inputs(&inputs),
+                label: file.display.clone(),
+                cache_key: unit_key(&inputs, ctx.keys),
+                inputs,
                 result_name,
                 estimated_input_tokens: bytes.div_ceil(4),
                 blocked,
@@ -59,17 +73,23 @@ pub fn plan(manifest: &Manifest, settings: &BatchSettings) -> Vec<WorkUnit> {
         .collect()
 }
 
-/// The cache key of a file with the given content hash (recomputed at dispatch when the
-/// file changed after it was planned).
-pub fn unit_key(file: &InputFile, content_hash: &str, query: &str, settings: &BatchSettings) -> CacheKey {
+/// The cache key of a unit over these inputs (recomputed at dispatch with the hashes of
+/// what was actually sent). Per-file answers do not depend on the aggregation strategy,
+/// so it is not part of their key: trying another `--aggregate` is free.
+pub fn unit_key(inputs: &[UnitInput], keys: &KeyParts) -> CacheKey {
+    let artifacts: Vec<ArtifactRef> = inputs
+        .iter()
+        .map(|i| ArtifactRef {
+            artifact_id: i.artifact_id(),
+            content_hash: i.content_hash.clone(),
+        })
+        .collect();
     CacheKey::new(
-        &[ArtifactRef {
-            artifact_id: file.display.clone(),
-            content_hash: content_hash.to_string(),
-        }],
-        query,
-        &settings.sub_prompt,
-        &settings.model,
-        settings.aggregate.name(),
+        &artifacts,
+        &keys.query,
+        &keys.sub_prompt,
+        &keys.model,
+        None,
+        keys.endpoint.as_deref(),
     )
 }

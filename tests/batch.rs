@@ -103,8 +103,12 @@ fn concat_aggregate_is_the_seed_format() {
     assert_eq!(
         file_names(&dir),
         [
+            ".rlm-run",
             "aggregate.md",
+            "events.jsonl",
+            "plan.json",
             "report.json",
+            "settings.json",
             "src-a.ts.result.md",
             "src-b.ts.result.md",
             "src-c-d.ts.result.md"
@@ -308,7 +312,8 @@ fn binary_files_are_skipped_and_reported() {
     assert_eq!(skipped[0]["path"], "src/blob.ts");
     assert!(skipped[0]["reason"].as_str().unwrap().contains("binary"));
     assert!(!p.exists("out/src-blob.ts.result.md"));
-    let md = std::fs::read_to_string(&p.markdown_reports()[0]).unwrap();
+    // With --output-dir, the markdown report is there too.
+    let md = p.read("out/report.md");
     assert!(
         md.contains("## Skipped Files\n\n- src/blob.ts: binary"),
         "the markdown report lists the skipped file:\n{md}"
@@ -660,7 +665,10 @@ fn max_parallel_zero_is_a_usage_error() {
     let url = mock.url();
     let out = p.rlm(&batch("src/*.ts", &url, &["--max-parallel", "0"])).run();
     out.assert_exit(2);
-    assert_eq!(out.stderr, "rlm: error: --max-parallel must be at least 1\n");
+    assert_eq!(
+        out.stderr,
+        "rlm: error: invalid value '0' for '--max-parallel <N>': must be between 1 and 1000000 (see rlm batch --help)\n"
+    );
     assert_eq!(mock.requests(), 0);
 }
 
@@ -991,8 +999,21 @@ fn anthropic_requests_carry_version_and_key() {
         assert_eq!(r.body["messages"].as_array().unwrap().len(), 1);
     }
     let users: Vec<String> = recorded.iter().map(|r| r.user_text()).collect();
-    assert!(users.iter().any(
-        |u| u.starts_with("File: src/f00.ts\n\n<file_content path=\"src/f00.ts\">\n")
-            && u.ends_with("</file_content>\n\nInstruction: List src/f00.ts\n")
-    ));
+    // The content sits between tags that carry a random token, closed once.
+    let u = users
+        .iter()
+        .find(|u| u.starts_with("File: src/f00.ts\n\n<file_content_"))
+        .unwrap();
+    let tag: String = u["File: src/f00.ts\n\n<".len()..]
+        .chars()
+        .take_while(|c| *c != ' ')
+        .collect();
+    assert!(tag.len() > "file_content_".len() + 8, "{u}");
+    assert!(
+        u.contains(&format!(
+            "<{tag} path=\"src/f00.ts\">\nexport const f00 = 0;\n</{tag}>\n"
+        )),
+        "{u}"
+    );
+    assert!(u.ends_with("\n\nInstruction: List src/f00.ts\n"), "{u}");
 }

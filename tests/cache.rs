@@ -150,15 +150,18 @@ fn cache_only_lists_misses_and_calls_nothing() {
 }
 
 #[test]
-fn cache_is_keyed_by_model_and_aggregate() {
+fn cache_is_keyed_by_model_but_per_file_answers_not_by_aggregate() {
     let mock = MockLlm::start();
     let p = warmed_up(&mock);
     let url = mock.url();
     p.rlm(&batch(&url, &["--model", "haiku"])).run().assert_exit(0);
     assert_eq!(mock.requests(), N, "another model is another answer");
     mock.reset_counts();
+    // Per-file answers do not depend on how they are combined: trying another strategy is free.
     p.rlm(&batch(&url, &["--aggregate", "merge"])).run().assert_exit(0);
-    assert_eq!(mock.requests(), N, "the seed keys results by aggregate strategy too");
+    assert_eq!(mock.requests(), 0, "merge reuses the concat run's answers");
+    p.rlm(&batch(&url, &["--aggregate", "summarize"])).run().assert_exit(0);
+    assert_eq!(mock.requests(), 1, "summarize pays only for its summary");
 }
 
 #[test]
@@ -191,9 +194,12 @@ fn cache_only_summarize_uses_a_cached_summary_and_never_calls_for_a_missing_one(
         args
     };
 
-    // The results are cached under the concat key only: every input misses.
-    p.rlm(&batch(&url, &summarize(&["--cache-only"]))).run().assert_exit(2);
+    // The per-file answers are cached (by the concat run), the summary is not: --cache-only
+    // leaves the concatenation and exits 1, calling nothing.
+    let out = p.rlm(&batch(&url, &summarize(&["--cache-only"]))).run();
+    out.assert_exit(1);
     assert_eq!(mock.requests(), 0);
+    assert_eq!(p.report()["cache_hits"], N);
 
     // A summarize run whose summary call keeps failing (500 on every attempt): the results
     // are cached, the summary is not.
@@ -229,21 +235,22 @@ fn cache_only_summarize_uses_a_cached_summary_and_never_calls_for_a_missing_one(
 }
 
 #[test]
-fn a_cache_that_cannot_be_written_is_a_warning_and_results_still_land() {
+fn a_cache_that_cannot_be_written_stops_the_run_before_any_call() {
     let mock = MockLlm::start();
-    // A file where the cache directory should be: every cache write fails.
+    // A file where the cache directory should be: no answer could be kept.
     let p = Project::new().ts_files(2).file(".aiwg/rlm/cache", "not a directory");
     let url = mock.url();
     let out = p.rlm(&batch(&url, &["-o", "out"])).run();
-    out.assert_exit(0);
-    assert_eq!(mock.requests(), 2);
-    let warnings: Vec<&str> = out
+    out.assert_exit(2);
+    assert_eq!(mock.requests(), 0, "nothing is paid for that could not be kept");
+    let line = out
         .stderr
         .lines()
-        .filter(|l| l.starts_with("rlm: warning: src/f0") && l.contains(": result saved but not cached: "))
-        .collect();
-    assert_eq!(warnings.len(), 2, "{}", out.stderr);
-    assert!(!out.stderr.contains("retrying"), "{}", out.stderr);
-    assert!(p.read("out/src-f00.ts.result.md").starts_with("mock result "));
-    assert_eq!(p.report()["succeeded"], 2);
+        .find(|l| l.starts_with("rlm: error: "))
+        .unwrap_or_default();
+    assert!(
+        line.contains(".aiwg/rlm/cache") && line.contains("before anything is paid for"),
+        "{}",
+        out.stderr
+    );
 }

@@ -61,7 +61,7 @@ fn server_error_is_retried() {
 #[test]
 fn overloaded_529_is_retried() {
     let (_, _, out) = retried_once(Fault::Overloaded, &[]);
-    assert!(out.stderr.contains("server error (529)"), "{}", out.stderr);
+    assert!(out.stderr.contains("provider overloaded (529)"), "{}", out.stderr);
 }
 
 #[test]
@@ -177,7 +177,7 @@ fn retries_exhausted_fail_that_file_only() {
         aggregate.contains(&format!("## Failed files\n\n- src/target.ts: {reason}\n")),
         "{aggregate}"
     );
-    let md = std::fs::read_to_string(&p.markdown_reports()[0]).unwrap();
+    let md = p.report_md();
     assert!(md.contains("**Status**: PARTIAL"), "{md}");
     assert!(md.contains(&format!("- src/target.ts: {reason}")), "{md}");
     assert!(out.stdout.contains("RLM Batch: PARTIAL"), "{}", out.stdout);
@@ -356,7 +356,7 @@ fn truncated_answers_are_kept_and_reported() {
     assert_eq!(report["truncated"], serde_json::json!(["src/target.ts"]));
     assert_eq!(unit(&report, "src/target.ts")["truncated"], true);
     assert!(p.exists("out/src-target.ts.result.md"));
-    let md = std::fs::read_to_string(&p.markdown_reports()[0]).unwrap();
+    let md = p.report_md();
     assert!(md.contains("## Truncated Results"), "{md}");
     assert!(md.contains("- src/target.ts\n"), "{md}");
 }
@@ -486,6 +486,10 @@ fn interrupt_during_summarize_keeps_the_results() {
             .rlm(&batch("src/*.ts", &url, &["--aggregate", "summarize", "-o", "out"]))
             .spawn();
         assert!(wait_until(Duration::from_secs(10), || mock.requests() == 4));
+        // The summary call is in flight like any other: the first signal gives it the grace
+        // period, the second stops it at once.
+        running.signal(signal);
+        std::thread::sleep(Duration::from_millis(200));
         running.signal(signal);
         let out = running.wait();
         out.assert_exit(130);

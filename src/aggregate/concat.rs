@@ -3,20 +3,27 @@
 use std::fmt::Write;
 
 use super::{results_as_json, Aggregate, ResultItem};
+use crate::escape;
 
 /// The seed's concat format; failed files are listed at the end, never dropped silently.
 pub fn concat(pattern: &str, timestamp: &str, results: &[ResultItem], failed: &[(String, String)]) -> Aggregate {
     let mut md = format!(
-        "# Batch Processing Results\n\nPattern: {pattern}\nFiles processed: {}\nTimestamp: {timestamp}\n\n---\n\n",
+        "# Batch Processing Results\n\nPattern: {}\nFiles processed: {}\nTimestamp: {timestamp}\n\n---\n\n",
+        escape::name(pattern),
         results.len()
     );
     for r in results {
-        let _ = write!(md, "## File: {}\n\n{}\n\n---\n\n", r.path, r.text.trim_end());
+        let _ = write!(
+            md,
+            "## File: {}\n\n{}\n\n---\n\n",
+            escape::name(&r.path),
+            r.text.trim_end()
+        );
     }
     if !failed.is_empty() {
         md.push_str("## Failed files\n\n");
         for (path, reason) in failed {
-            let _ = writeln!(md, "- {path}: {reason}");
+            let _ = writeln!(md, "- {}: {reason}", escape::name(path));
         }
         md.push('\n');
     }

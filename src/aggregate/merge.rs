@@ -11,6 +11,7 @@ use std::fmt::Write;
 use serde_json::{Map, Value};
 
 use super::{Aggregate, ResultItem};
+use crate::escape;
 
 /// Parses a result as JSON (an object or array), tolerating a surrounding code fence.
 pub fn parse_json_result(text: &str) -> Option<Value> {
@@ -204,7 +205,7 @@ pub fn merge(results: &[ResultItem]) -> Aggregate {
             "\n## Unmerged results\n\nThese results had neither JSON nor list items and are kept verbatim.\n\n",
         );
         for r in unstructured {
-            let _ = write!(md, "### File: {}\n\n{}\n\n", r.path, r.text.trim_end());
+            let _ = write!(md, "### File: {}\n\n{}\n\n", escape::name(&r.path), r.text.trim_end());
         }
     }
     Aggregate {

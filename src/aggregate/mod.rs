@@ -1,4 +1,4 @@
-//! Aggregation: combine the per-file results into `aggregate.md` (and `aggregate.json`
+//! Aggregation: combine the per-unit results into `aggregate.md` (and `aggregate.json`
 //! when the results are JSON).
 
 mod concat;
@@ -7,13 +7,34 @@ mod summarize;
 
 pub use concat::concat;
 pub use merge::{merge, parse_json_result};
-pub use summarize::{summarize, SummarizeLimits, SummaryOutcome};
+pub use summarize::{SummaryPlanner, SummaryStep, MAX_LEVELS};
 
+use serde::Serialize;
 use serde_json::{Map, Value};
 
-/// One successful unit's result, in manifest order.
+/// How results are combined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AggregateStrategy {
+    Concat,
+    Merge,
+    Summarize,
+}
+
+impl AggregateStrategy {
+    pub fn name(self) -> &'static str {
+        match self {
+            AggregateStrategy::Concat => "concat",
+            AggregateStrategy::Merge => "merge",
+            AggregateStrategy::Summarize => "summarize",
+        }
+    }
+}
+
+/// One successful unit's result, in plan order.
 #[derive(Debug, Clone)]
 pub struct ResultItem {
+    /// The unit's label (a file's path); escape it where it is printed.
     pub path: String,
     pub text: String,
 }

@@ -1,117 +1,72 @@
 //! `summarize`: one more model call with the seed's summarization prompt over all results.
 //!
 //! When the results do not fit the model's context, they are summarized in groups and the
-//! group summaries summarized again (as often as needed) — never truncated. Every
-//! summarization call goes through the cache, so a rerun over unchanged results is free.
-
-use std::sync::Arc;
-use std::time::Instant;
-
-use tokio::sync::Semaphore;
-use tokio::task::JoinSet;
+//! group summaries summarized again (as often as needed) — never truncated. This module
+//! only plans the levels; the calls run in the run's one pool like every other call (they
+//! show in progress, count toward `--max-cost`, are cancelled by Ctrl-C and are cached).
 
 use super::ResultItem;
-use crate::cache::{ArtifactRef, Cache, CacheEntry, CacheKey};
-use crate::exec::{call_with_retries, CallContext, CallFailure};
-use crate::input::sha256_hex;
+use crate::escape;
 use crate::prompt;
-use crate::provider::{CompletionRequest, Usage};
-use crate::report::CallRecord;
 
 /// Levels of summaries-of-summaries before we give up (each level shrinks the text).
-const MAX_LEVELS: usize = 6;
+pub const MAX_LEVELS: usize = 6;
 
-/// The final summary and every call it took.
-#[derive(Debug, Clone)]
-pub struct SummaryOutcome {
-    pub text: String,
-    pub calls: Vec<CallRecord>,
+/// The next step of a summary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SummaryStep {
+    /// Everything fits: one final call over this text.
+    Final(String),
+    /// Too much: summarize each of these groups first.
+    Groups(Vec<String>),
 }
 
-/// What one summarization call needs to know beyond its prompt.
-#[derive(Debug, Clone)]
-pub struct SummarizeLimits {
-    pub context_window: u64,
-    pub max_tokens: u32,
-    pub width: usize,
-    pub read_cache: bool,
-    /// False under `--cache-only`: a summary that is not cached is an error, not a call.
-    pub may_call: bool,
+/// Sizes summary calls for a model's context window.
+#[derive(Debug, Clone, Copy)]
+pub struct SummaryPlanner {
+    /// Characters one call may carry.
+    budget: usize,
 }
 
-/// Summarizes `results`, in groups when they do not fit. On failure, the calls made so far
-/// are returned with the reason.
-pub async fn summarize(
-    ctx: Arc<CallContext>,
-    cache: Cache,
-    limits: SummarizeLimits,
-    results: &[ResultItem],
-) -> Result<SummaryOutcome, (CallFailure, Vec<CallRecord>)> {
-    let overhead = (prompt::SUMMARIZE.len() + prompt::SUMMARIZE_SYSTEM.len()) as u64 / 3 + 64;
-    let available = limits
-        .context_window
-        .saturating_sub(u64::from(limits.max_tokens))
-        .saturating_sub(overhead);
-    // 3 characters a token: conservative, so a group never overflows the window.
-    let budget = (available * 3).max(1_000) as usize;
-
-    let mut sections: Vec<String> = results
-        .iter()
-        .map(|r| format!("## File: {}\n\n{}\n", r.path, r.text.trim()))
-        .collect();
-    let mut calls = Vec::new();
-    for level in 0..MAX_LEVELS {
-        let total: usize = sections.iter().map(|s| s.len() + 1).sum();
-        if total <= budget {
-            let joined = sections.join("\n");
-            let label = if level == 0 {
-                "summarize".to_string()
-            } else {
-                format!("summarize (final, level {level})")
-            };
-            let (text, record) = summarize_one(&ctx, &cache, &limits, joined, label)
-                .await
-                .map_err(|f| (f, calls.clone()))?;
-            calls.push(record);
-            return Ok(SummaryOutcome { text, calls });
+impl SummaryPlanner {
+    pub fn new(context_window: u64, max_tokens: u32) -> Self {
+        let overhead = (prompt::SUMMARIZE.len() + prompt::SUMMARIZE_SYSTEM.len()) as u64 / 3 + 64;
+        let available = context_window
+            .saturating_sub(u64::from(max_tokens))
+            .saturating_sub(overhead);
+        // 3 characters a token: conservative, so a group never overflows the window.
+        SummaryPlanner {
+            budget: (available * 3).max(1_000) as usize,
         }
-        let groups = pack(&sections, budget);
-        let count = groups.len();
-        let semaphore = Arc::new(Semaphore::new(limits.width.max(1)));
-        let mut tasks = JoinSet::new();
-        for (i, group) in groups.into_iter().enumerate() {
-            let (ctx, cache, limits, semaphore) = (ctx.clone(), cache.clone(), limits.clone(), semaphore.clone());
-            tasks.spawn(async move {
-                let _permit = semaphore.acquire_owned().await;
-                let label = format!("summarize (level {}, group {}/{count})", level + 1, i + 1);
-                (i, summarize_one(&ctx, &cache, &limits, group, label).await)
-            });
-        }
-        let mut summaries = vec![String::new(); count];
-        let mut failure = None;
-        while let Some(joined) = tasks.join_next().await {
-            match joined {
-                Ok((i, Ok((text, record)))) => {
-                    calls.push(record);
-                    summaries[i] = format!("## Summary of part {}/{count}\n\n{}\n", i + 1, text.trim());
-                }
-                Ok((_, Err(f))) => failure = failure.or(Some(f)),
-                Err(e) => failure = failure.or(Some(CallFailure::Unit(format!("summarization task failed: {e}")))),
-            }
-        }
-        if let Some(f) = failure {
-            return Err((f, calls));
-        }
-        sections = summaries;
     }
-    Err((
-        CallFailure::Unit(format!(
-            "the results did not shrink to fit the {}-token context after {MAX_LEVELS} levels of summaries; \
-             use a model with a larger context window",
-            limits.context_window
-        )),
-        calls,
-    ))
+
+    /// The first level's sections: one per result.
+    pub fn sections(results: &[ResultItem]) -> Vec<String> {
+        results
+            .iter()
+            .map(|r| format!("## File: {}\n\n{}\n", escape::name(&r.path), r.text.trim()))
+            .collect()
+    }
+
+    /// The sections of the next level, from the summaries of the groups (in order).
+    pub fn summary_sections(summaries: &[String]) -> Vec<String> {
+        let count = summaries.len();
+        summaries
+            .iter()
+            .enumerate()
+            .map(|(i, text)| format!("## Summary of part {}/{count}\n\n{}\n", i + 1, text.trim()))
+            .collect()
+    }
+
+    /// What to do with these sections.
+    pub fn next(&self, sections: &[String]) -> SummaryStep {
+        let total: usize = sections.iter().map(|s| s.len() + 1).sum();
+        if total <= self.budget {
+            SummaryStep::Final(sections.join("\n"))
+        } else {
+            SummaryStep::Groups(pack(sections, self.budget))
+        }
+    }
 }
 
 /// Packs sections greedily into groups of at most `budget` characters, splitting any
@@ -151,72 +106,6 @@ fn pack(sections: &[String], budget: usize) -> Vec<String> {
         groups.push(current);
     }
     groups
-}
-
-/// One summarization call over `all_results`, through the cache.
-async fn summarize_one(
-    ctx: &CallContext,
-    cache: &Cache,
-    limits: &SummarizeLimits,
-    all_results: String,
-    label: String,
-) -> Result<(String, CallRecord), CallFailure> {
-    let user = prompt::render_summarize(&all_results);
-    let model = ctx.provider.model().to_string();
-    let inputs = [ArtifactRef {
-        artifact_id: "summarize-input".to_string(),
-        content_hash: sha256_hex(user.as_bytes()),
-    }];
-    let query = format!(
-        "rlm-summarize/v1:{}",
-        &sha256_hex(prompt::SUMMARIZE_SYSTEM.as_bytes())[..16]
-    );
-    let key = CacheKey::new(&inputs, &query, "", &model, "summarize");
-    if limits.read_cache {
-        if let Some(entry) = cache.get(&key, limits.max_tokens) {
-            let record = CallRecord {
-                label,
-                usage: Usage::default(),
-                saved: entry.usage,
-                cached: true,
-                attempts: 0,
-                truncated: entry.truncated,
-                duration_ms: 0,
-            };
-            return Ok((entry.text, record));
-        }
-    }
-    if !limits.may_call {
-        return Err(CallFailure::Unit("--cache-only: this summary is not cached".into()));
-    }
-    let started = Instant::now();
-    let request = CompletionRequest {
-        system: prompt::SUMMARIZE_SYSTEM,
-        user: &user,
-        max_tokens: limits.max_tokens,
-    };
-    let result = call_with_retries(ctx, &request, &label).await;
-    let completion = result.outcome?;
-    let _ = cache.put(&CacheEntry {
-        key: key.0,
-        model,
-        inputs: inputs.to_vec(),
-        text: completion.text.clone(),
-        usage: completion.usage,
-        truncated: completion.truncated,
-        max_tokens: limits.max_tokens,
-        created_unix: crate::report::unix_now(),
-    });
-    let record = CallRecord {
-        label,
-        usage: completion.usage,
-        saved: Usage::default(),
-        cached: false,
-        attempts: result.attempts,
-        truncated: completion.truncated,
-        duration_ms: started.elapsed().as_millis() as u64,
-    };
-    Ok((completion.text, record))
 }
 
 #[cfg(test)]

@@ -1,29 +1,18 @@
-//! Execution: the bounded pool, the retry policy and the shared rate-limit cooldown.
+//! Execution: the bounded pool, the adaptive limiter, the retry policy, the shared
+//! rate-limit cooldown, and the events they emit.
 
 mod call;
 mod cooldown;
+mod event;
+mod interrupt;
+mod limiter;
 mod pool;
 mod retry;
 
-pub use call::{call_with_retries, CallContext, CallFailure, CallResult};
+pub use call::{call_with_retries, CallContext, CallFailure, CallResult, GRACE};
 pub use cooldown::Cooldown;
-pub use pool::{run_pool, Flow, Interrupt, PoolEnd, PoolHandler, GRACE};
+pub use event::Event;
+pub use interrupt::Interrupt;
+pub use limiter::{Limiter, Place, Slot, WidthChange};
+pub use pool::{run_pool, Flow, Job, JobMeta, Lost, PoolContext, PoolEnd, PoolHandler};
 pub use retry::RetryPolicy;
-
-use std::time::Duration;
-
-/// Something the user should hear about while calls are in flight.
-#[derive(Debug, Clone)]
-pub enum Notice {
-    /// A call failed in a retryable way and will be tried again after `wait`.
-    Retrying {
-        label: String,
-        attempt: u32,
-        reason: String,
-        wait: Duration,
-    },
-    /// A 429: every call pauses for `wait`.
-    RateLimited { wait: Duration },
-    /// Something went wrong that costs nothing finished (a cache write failed).
-    Warning(String),
-}

@@ -1,33 +1,50 @@
-//! The bounded worker pool: a semaphore of `width` permits keeps every slot busy (no
-//! waves), a handler hears every finished unit as it finishes, and Ctrl-C / SIGTERM stop
-//! dispatching while in-flight calls get a grace period to finish.
+//! The bounded worker pool: every model call of a run, map and aggregate alike, runs here.
+//!
+//! Jobs are admitted a few more than the pool is wide (so a freed slot is taken at once);
+//! the [`Limiter`] decides how many calls are really in flight. The dispatcher — a
+//! [`PoolHandler`] — hears every event and every finished job as it happens and answers
+//! with a [`Flow`]. Interrupt, grace period, completion, events and dispatch are one biased
+//! `select!`, so the order of what can happen is visible in one place. A job that panics or
+//! is cancelled is reported as lost with its unit, never silently dropped.
 
+use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedReceiver;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use tokio::task::JoinSet;
+use tokio::task::{Id, JoinSet};
 use tokio::time::Instant;
 
-use super::Notice;
+use super::{Event, Interrupt, Limiter};
+use crate::unit::{UnitId, UnitKind};
 
-/// How long in-flight calls may run on after an interrupt.
-pub const GRACE: Duration = Duration::from_secs(10);
+/// Who a job is, for the events about it.
+#[derive(Debug, Clone)]
+pub struct JobMeta {
+    pub unit: UnitId,
+    pub label: String,
+    pub kind: UnitKind,
+}
 
-/// What the handler wants after a unit finished.
+/// A job the pool can run.
+pub trait Job: Send + 'static {
+    fn meta(&self) -> JobMeta;
+}
+
+/// What the handler wants after a job finished.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flow {
     Continue,
-    /// Stop the run now: cancel what is in flight, dispatch nothing more.
-    Stop,
+    /// Dispatch nothing more; calls in flight finish (they are paid for).
+    Drain,
+    /// Dispatch nothing more and cancel what is in flight (a fatal error).
+    Abort,
 }
 
 /// Why the pool returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PoolEnd {
-    /// Every item ran.
+    /// Every job ran.
     Completed,
     /// Ctrl-C or SIGTERM.
     Interrupted,
@@ -35,45 +52,65 @@ pub enum PoolEnd {
     Stopped,
 }
 
-/// Receives what happens in the pool; lives on the dispatcher, so it needs no locking.
-pub trait PoolHandler<O> {
-    /// A unit finished (its result is already on disk).
-    fn finished(&mut self, output: O) -> Flow;
-    /// A retry or a rate-limit pause.
-    fn notice(&mut self, notice: Notice);
-    /// The first interrupt arrived; `in_flight` calls get [`GRACE`] to finish.
-    fn interrupting(&mut self, in_flight: usize);
-    /// A unit was dispatched.
-    fn dispatched(&mut self) {}
+/// Why a job has no output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lost {
+    /// Cancelled in flight (a second interrupt, the grace period, a fatal error).
+    Cancelled,
+    /// The job panicked (a bug): the message.
+    Panicked(String),
 }
 
-/// Runs `job` over `items` with at most `width` in flight. Each job gets its slot's
-/// permit and may drop it early — when its model call is done, before it writes files — so
-/// the cap counts calls in flight and local work never holds a slot.
-pub async fn run_pool<T, O, F, Fut, H>(
-    items: Vec<T>,
-    width: usize,
-    job: F,
-    notices: &mut UnboundedReceiver<Notice>,
-    handler: &mut H,
-) -> PoolEnd
+/// Receives what happens in the pool; lives on the dispatcher, so it needs no locking.
+pub trait PoolHandler<O> {
+    /// A job finished (its result is already on disk).
+    fn finished(&mut self, output: O) -> Flow;
+    /// Something a job reported while running.
+    fn event(&mut self, event: Event);
+    /// A job ended without an output.
+    fn lost(&mut self, meta: JobMeta, why: Lost);
+    /// The first interrupt arrived; `in_flight` calls get `grace` to finish.
+    fn interrupting(&mut self, in_flight: usize, grace: Duration);
+}
+
+/// What a pool run shares with the rest of the run.
+pub struct PoolContext<'a> {
+    /// Events the jobs send while running.
+    pub events: &'a mut UnboundedReceiver<Event>,
+    pub interrupt: &'a mut Interrupt,
+    pub limiter: &'a Limiter,
+    /// Most jobs admitted at once.
+    pub admission: usize,
+    /// How long calls in flight may finish after an interrupt.
+    pub grace: Duration,
+}
+
+/// Runs `job` over `jobs`, admitting at most `ctx.admission` at a time.
+pub async fn run_pool<J, O, F, Fut, H>(jobs: Vec<J>, job: F, ctx: PoolContext<'_>, handler: &mut H) -> PoolEnd
 where
-    T: Send + 'static,
+    J: Job,
     O: Send + 'static,
-    F: Fn(T, OwnedSemaphorePermit) -> Fut,
+    F: Fn(J) -> Fut,
     Fut: Future<Output = O> + Send + 'static,
     H: PoolHandler<O>,
 {
-    let semaphore = Arc::new(Semaphore::new(width.max(1)));
-    let mut items = items.into_iter().peekable();
+    let PoolContext {
+        events,
+        interrupt,
+        limiter,
+        admission,
+        grace,
+    } = ctx;
+    let admission = admission.max(1);
+    let mut jobs = jobs.into_iter().peekable();
     let mut tasks: JoinSet<O> = JoinSet::new();
+    let mut running: HashMap<Id, JobMeta> = HashMap::new();
     let mut stopping: Option<PoolEnd> = None;
     let mut grace_deadline: Option<Instant> = None;
-    let mut interrupt = Interrupt::new();
 
     loop {
-        let can_dispatch = stopping.is_none() && items.peek().is_some();
-        if !can_dispatch && tasks.is_empty() {
+        let can_dispatch = stopping.is_none() && jobs.peek().is_some() && tasks.len() < admission;
+        if !can_dispatch && tasks.is_empty() && (stopping.is_some() || jobs.peek().is_none()) {
             break;
         }
         tokio::select! {
@@ -81,39 +118,65 @@ where
             () = interrupt.recv() => {
                 if stopping == Some(PoolEnd::Interrupted) {
                     tasks.abort_all();
-                } else if stopping.is_none() {
+                } else {
                     stopping = Some(PoolEnd::Interrupted);
-                    grace_deadline = Some(Instant::now() + GRACE);
-                    handler.interrupting(tasks.len());
+                    limiter.halt();
+                    grace_deadline = Some(Instant::now() + grace);
+                    handler.interrupting(limiter.in_flight(), grace);
                 }
             }
             () = sleep_until_opt(grace_deadline), if grace_deadline.is_some() => {
                 tasks.abort_all();
                 grace_deadline = None;
             }
-            Some(joined) = tasks.join_next(), if !tasks.is_empty() => {
-                // A cancelled or panicked task has no output: the caller sees its unit as
-                // not finished and reports it so.
-                if let Ok(output) = joined {
-                    if handler.finished(output) == Flow::Stop && stopping.is_none() {
-                        stopping = Some(PoolEnd::Stopped);
-                        tasks.abort_all();
+            Some(event) = events.recv() => handler.event(event),
+            Some(joined) = tasks.join_next_with_id(), if !tasks.is_empty() => {
+                // Events a job sent before it ended are heard before its end.
+                while let Ok(event) = events.try_recv() {
+                    handler.event(event);
+                }
+                match joined {
+                    Ok((id, output)) => {
+                        running.remove(&id);
+                        let flow = handler.finished(output);
+                        if flow != Flow::Continue && stopping.is_none() {
+                            stopping = Some(PoolEnd::Stopped);
+                            limiter.halt();
+                        }
+                        if flow == Flow::Abort {
+                            tasks.abort_all();
+                        }
+                    }
+                    Err(e) => {
+                        if let Some(meta) = running.remove(&e.id()) {
+                            let why = if e.is_panic() { Lost::Panicked(panic_message(e)) } else { Lost::Cancelled };
+                            handler.lost(meta, why);
+                        }
                     }
                 }
             }
-            Some(notice) = notices.recv() => handler.notice(notice),
-            Ok(permit) = semaphore.clone().acquire_owned(), if can_dispatch => {
-                if let Some(item) = items.next() {
-                    handler.dispatched();
-                    tasks.spawn(job(item, permit));
+            () = std::future::ready(()), if can_dispatch => {
+                if let Some(next) = jobs.next() {
+                    let meta = next.meta();
+                    let handle = tasks.spawn(job(next));
+                    running.insert(handle.id(), meta);
                 }
             }
         }
     }
-    while let Ok(notice) = notices.try_recv() {
-        handler.notice(notice);
+    while let Ok(event) = events.try_recv() {
+        handler.event(event);
     }
     stopping.unwrap_or(PoolEnd::Completed)
+}
+
+fn panic_message(e: tokio::task::JoinError) -> String {
+    let payload = e.into_panic();
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
 }
 
 async fn sleep_until_opt(deadline: Option<Instant>) {
@@ -123,115 +186,126 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
     }
 }
 
-/// Ctrl-C and (on Unix) SIGTERM, each of which may arrive more than once.
-pub struct Interrupt {
-    #[cfg(unix)]
-    signals: Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,
-}
-
-impl Interrupt {
-    /// Starts listening; from now on these signals no longer kill the process.
-    pub fn new() -> Self {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{signal, SignalKind};
-            Interrupt {
-                signals: signal(SignalKind::interrupt())
-                    .and_then(|i| Ok((i, signal(SignalKind::terminate())?)))
-                    .ok(),
-            }
-        }
-        #[cfg(not(unix))]
-        Interrupt {}
-    }
-
-    /// Returns when the next signal arrives.
-    pub async fn recv(&mut self) {
-        #[cfg(unix)]
-        match &mut self.signals {
-            Some((int, term)) => {
-                tokio::select! {
-                    _ = int.recv() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            None => std::future::pending().await,
-        }
-        #[cfg(not(unix))]
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    }
-}
-
-impl Default for Interrupt {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
 
+    struct Item(usize);
+    impl Job for Item {
+        fn meta(&self) -> JobMeta {
+            JobMeta {
+                unit: UnitId::named(format!("u{}", self.0)),
+                label: self.0.to_string(),
+                kind: UnitKind::Map,
+            }
+        }
+    }
+
+    #[derive(Default)]
     struct Counter {
         done: usize,
-        stop_after: Option<usize>,
+        stop_after: Option<(usize, Flow)>,
+        lost: Vec<(String, Lost)>,
     }
 
     impl PoolHandler<usize> for Counter {
         fn finished(&mut self, _: usize) -> Flow {
             self.done += 1;
-            if Some(self.done) == self.stop_after {
-                Flow::Stop
-            } else {
-                Flow::Continue
+            match self.stop_after {
+                Some((n, flow)) if n == self.done => flow,
+                _ => Flow::Continue,
             }
         }
-        fn notice(&mut self, _: Notice) {}
-        fn interrupting(&mut self, _: usize) {}
+        fn event(&mut self, _: Event) {}
+        fn lost(&mut self, meta: JobMeta, why: Lost) {
+            self.lost.push((meta.label, why));
+        }
+        fn interrupting(&mut self, _: usize, _: Duration) {}
+    }
+
+    async fn run(
+        n: usize,
+        admission: usize,
+        handler: &mut Counter,
+        job: impl Fn(Item) -> tokio::task::JoinHandle<usize>,
+    ) -> PoolEnd {
+        let (_tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let limiter = Limiter::new(admission);
+        let mut interrupt = Interrupt::new();
+        let job = |i: Item| {
+            let h = job(i);
+            async move { h.await.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic())) }
+        };
+        let ctx = PoolContext {
+            events: &mut rx,
+            interrupt: &mut interrupt,
+            limiter: &limiter,
+            admission,
+            grace: Duration::from_secs(1),
+        };
+        run_pool((0..n).map(Item).collect(), job, ctx, handler).await
     }
 
     #[tokio::test]
-    async fn never_more_than_width_and_all_run() {
+    async fn never_more_than_admitted_and_all_run() {
         let active = Arc::new(AtomicUsize::new(0));
         let peak = Arc::new(AtomicUsize::new(0));
-        let (_tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let mut handler = Counter {
-            done: 0,
-            stop_after: None,
-        };
-        let job = |i: usize, permit: OwnedSemaphorePermit| {
+        let mut handler = Counter::default();
+        let job = |Item(i): Item| {
             let (active, peak) = (active.clone(), peak.clone());
-            async move {
-                let _permit = permit;
+            tokio::spawn(async move {
                 let now = active.fetch_add(1, Ordering::SeqCst) + 1;
                 peak.fetch_max(now, Ordering::SeqCst);
                 tokio::time::sleep(Duration::from_millis(5 + (i % 3) as u64)).await;
                 active.fetch_sub(1, Ordering::SeqCst);
                 i
-            }
+            })
         };
-        let end = run_pool((0..40).collect(), 3, job, &mut rx, &mut handler).await;
+        let end = run(40, 3, &mut handler, job).await;
         assert_eq!(end, PoolEnd::Completed);
         assert_eq!(handler.done, 40);
         assert_eq!(peak.load(Ordering::SeqCst), 3);
     }
 
     #[tokio::test]
-    async fn stop_cancels_the_rest() {
-        let (_tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    async fn abort_cancels_the_rest_and_reports_them_lost() {
         let mut handler = Counter {
-            done: 0,
-            stop_after: Some(2),
+            stop_after: Some((2, Flow::Abort)),
+            ..Counter::default()
         };
-        let job = |i: usize, _permit: OwnedSemaphorePermit| async move {
-            tokio::time::sleep(Duration::from_millis(if i < 2 { 1 } else { 5_000 })).await;
-            i
+        let job = |Item(i): Item| {
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(if i < 2 { 1 } else { 5_000 })).await;
+                i
+            })
         };
-        let end = run_pool((0..10).collect(), 4, job, &mut rx, &mut handler).await;
+        let end = run(10, 4, &mut handler, job).await;
         assert_eq!(end, PoolEnd::Stopped);
         assert_eq!(handler.done, 2);
+        assert_eq!(
+            handler.lost.len(),
+            2,
+            "the two others in flight were cancelled: {:?}",
+            handler.lost
+        );
+    }
+
+    #[tokio::test]
+    async fn a_panicking_job_is_lost_with_its_message() {
+        let mut handler = Counter::default();
+        let job = |Item(i): Item| {
+            tokio::spawn(async move {
+                if i == 1 {
+                    panic!("boom {i}");
+                }
+                i
+            })
+        };
+        let end = run(3, 2, &mut handler, job).await;
+        assert_eq!(end, PoolEnd::Completed);
+        assert_eq!(handler.done, 2);
+        assert_eq!(handler.lost, [("1".to_string(), Lost::Panicked("boom 1".into()))]);
     }
 }

@@ -1,4 +1,8 @@
-//! Exponential backoff with jitter.
+//! The retry policy: how often, and how long to wait.
+//!
+//! Faults (server errors, timeouts, resets, malformed replies) have a count budget
+//! (`--retries`). Rate limits have a time budget instead (`--rate-limit-wait`): a 429 says
+//! "not now", not "broken", so a throttled run slows down but never fails files for it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -6,8 +10,10 @@ use std::time::Duration;
 /// How often and how long to wait between attempts of one call.
 #[derive(Debug, Clone, Copy)]
 pub struct RetryPolicy {
-    /// Retries after the first attempt.
+    /// Fault retries after the first attempt.
     pub retries: u32,
+    /// How long one call may spend waiting out rate limits.
+    pub rate_limit_wait: Duration,
     /// The first backoff delay; each retry doubles it.
     pub base: Duration,
     /// No single wait is longer than this.
@@ -57,6 +63,7 @@ mod tests {
     fn backoff_doubles_within_jitter_and_caps() {
         let p = RetryPolicy {
             retries: 5,
+            rate_limit_wait: Duration::from_secs(1),
             base: Duration::from_millis(100),
             max: Duration::from_secs(1),
         };
@@ -73,6 +80,7 @@ mod tests {
     fn server_hint_is_honoured() {
         let p = RetryPolicy {
             retries: 1,
+            rate_limit_wait: Duration::from_secs(1),
             base: Duration::from_millis(1),
             max: Duration::from_secs(1),
         };

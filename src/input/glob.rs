@@ -1,22 +1,25 @@
 //! The glob resolver: `src/**/*.{js,ts}` → a sorted [`Manifest`].
 //!
 //! The walk starts at the pattern's literal prefix (so `src/**` never looks outside
-//! `src/`), respects `.gitignore` through the `ignore` crate, follows symlinks with loop
-//! detection, and applies the default exclusions. Every candidate is matched as the user
-//! wrote it: the literal prefix plus the path below it, so `../lib/*.py` and absolute
-//! patterns behave like relative ones.
+//! `src/`), respects `.gitignore` through the `ignore` crate and applies the default
+//! exclusions. Symbolic links are followed only while they stay inside the directory being
+//! searched: a link such as `keys -> ~/.ssh` is skipped and listed unless `--follow-links`
+//! is given (ripgrep and fd do not follow links by default either), so only what the user
+//! pointed at leaves the machine. Walk errors, dangling links and special files (FIFOs,
+//! sockets) that match are listed in the report, never dropped. Every candidate is matched
+//! as the user wrote it: the literal prefix plus the path below it, so `../lib/*.py` and
+//! absolute patterns behave like relative ones.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use globset::GlobBuilder;
 use ignore::WalkBuilder;
 
 use super::exclusions::Exclusions;
-use super::{sha256_hex, InputFile, Manifest, SkippedFile, WalkOptions};
+use super::read::read_candidates;
+use super::{Manifest, SkippedFile, WalkOptions};
 use crate::error::RlmError;
-
-/// Bytes sniffed for a NUL to call a file binary.
-const BINARY_SNIFF: usize = 8 * 1024;
 
 /// Resolves `pattern` against `cwd` into a manifest. No match is not an error here: the
 /// caller decides how to say so.
@@ -58,9 +61,19 @@ pub fn resolve_glob(cwd: &Path, pattern: &str, opts: &WalkOptions) -> Result<Man
         (false, "") => cwd.to_path_buf(),
         (false, p) => cwd.join(p),
     };
-    if !root.exists() {
+    if std::fs::symlink_metadata(&root).is_err() {
         return Ok(Manifest::default());
     }
+    let display_of = |path: &Path| -> String {
+        let below = path.strip_prefix(&root).unwrap_or(path);
+        let below = below.to_string_lossy().replace('\\', "/");
+        match (prefix.as_str(), below.as_str()) {
+            (p, "") => p.to_string(),
+            ("", b) => b.to_string(),
+            ("/", b) => format!("/{b}"),
+            (p, b) => format!("{p}/{b}"),
+        }
+    };
 
     let exclusions = Exclusions::for_pattern(&pattern);
     let names_hidden = components.iter().any(|c| c.starts_with('.') && *c != "." && *c != "..");
@@ -75,12 +88,24 @@ pub fn resolve_glob(cwd: &Path, pattern: &str, opts: &WalkOptions) -> Result<Man
         .parents(respect)
         .require_git(false)
         .follow_links(true);
-    let filter_exclusions = exclusions.clone();
     // Compared canonically: the pattern may reach it as `../x/out` and the flag as `out`.
     let excluded_dir = opts.exclude_dir.as_deref().and_then(|d| d.canonicalize().ok());
+    let boundary = (!opts.follow_links).then(|| root.canonicalize().unwrap_or_else(|_| root.clone()));
+    // Filled by the walker's filter (which may run on any thread).
+    let outside: Arc<Mutex<Vec<(PathBuf, String)>>> = Arc::default();
+    let filter_exclusions = exclusions.clone();
+    let filter_outside = outside.clone();
     builder.filter_entry(move |entry| {
         if entry.depth() == 0 {
             return true;
+        }
+        if entry.path_is_symlink() {
+            if let Some(boundary) = &boundary {
+                if let Some(reason) = link_leaves(entry.path(), boundary) {
+                    lock(&filter_outside).push((entry.path().to_path_buf(), reason));
+                    return false;
+                }
+            }
         }
         let name = entry.file_name().to_string_lossy();
         match entry.file_type() {
@@ -92,27 +117,97 @@ pub fn resolve_glob(cwd: &Path, pattern: &str, opts: &WalkOptions) -> Result<Man
     });
 
     let mut candidates: Vec<(PathBuf, String)> = Vec::new();
-    // Walk errors (a symlink loop, an unreadable directory) are not fatal: the walker
-    // already stops descending there, and a file we cannot see cannot be processed.
-    for entry in builder.build().flatten() {
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
+    let mut skipped: Vec<SkippedFile> = Vec::new();
+    for result in builder.build() {
+        let entry = match result {
+            Ok(entry) => entry,
+            Err(e) => {
+                // An unreadable directory, a dangling link, a loop: listed, never dropped.
+                let (path, reason) = walk_error(&e);
+                let path = path.map_or_else(|| "(walk)".to_string(), |p| display_of(&p));
+                if reason.contains("File system loop") {
+                    continue; // a loop only repeats what the walk already visits
+                }
+                skipped.push(SkippedFile { path, reason });
+                continue;
+            }
+        };
+        let Some(file_type) = entry.file_type() else { continue };
+        if file_type.is_dir() {
             continue;
         }
-        let below = entry.path().strip_prefix(&root).unwrap_or(entry.path());
-        let below = below.to_string_lossy().replace('\\', "/");
-        let display = match (prefix.as_str(), below.as_str()) {
-            (p, "") => p.to_string(),
-            ("", b) => b.to_string(),
-            ("/", b) => format!("/{b}"),
-            (p, b) => format!("{p}/{b}"),
-        };
-        if matcher.is_match(&display) {
+        let display = display_of(entry.path());
+        if !matcher.is_match(&display) {
+            continue;
+        }
+        if file_type.is_file() {
             candidates.push((entry.into_path(), display));
+        } else {
+            skipped.push(SkippedFile {
+                path: display,
+                reason: format!("not a regular file ({})", special_kind(&file_type)),
+            });
+        }
+    }
+    for (path, reason) in lock(&outside).drain(..) {
+        let display = display_of(&path);
+        // Listed when it matches, or when it is a directory a match could lie under.
+        if matcher.is_match(&display) || path.is_dir() {
+            skipped.push(SkippedFile { path: display, reason });
         }
     }
     candidates.sort_by(|a, b| a.1.cmp(&b.1));
     candidates.dedup_by(|a, b| a.1 == b.1);
-    Ok(read_candidates(candidates))
+    let mut manifest = read_candidates(candidates);
+    manifest.skipped.extend(skipped);
+    manifest.skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(manifest)
+}
+
+/// Why a symbolic link is not followed: its target lies outside `boundary`, or it has none.
+fn link_leaves(link: &Path, boundary: &Path) -> Option<String> {
+    match link.canonicalize() {
+        Ok(target) if target.starts_with(boundary) => None,
+        Ok(target) => Some(format!(
+            "symbolic link to {} outside the searched directory: skipped (pass --follow-links to include it)",
+            target.display()
+        )),
+        Err(e) => Some(format!("dangling symbolic link ({e})")),
+    }
+}
+
+/// The path and message of a walk error.
+fn walk_error(e: &ignore::Error) -> (Option<PathBuf>, String) {
+    match e {
+        ignore::Error::WithPath { path, err } => (Some(path.clone()), walk_error(err).1),
+        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => walk_error(err),
+        ignore::Error::Loop { child, .. } => (Some(child.clone()), "File system loop".into()),
+        ignore::Error::Io(io) => (None, format!("cannot read: {io}")),
+        other => (None, other.to_string()),
+    }
+}
+
+fn special_kind(t: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "FIFO";
+        } else if t.is_socket() {
+            return "socket";
+        } else if t.is_block_device() || t.is_char_device() {
+            return "device";
+        }
+    }
+    if t.is_symlink() {
+        "symbolic link"
+    } else {
+        "special file"
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Whether `dir` is `excluded` (a canonical path); only a directory of the same name is
@@ -126,77 +221,13 @@ fn has_meta(s: &str) -> bool {
     s.contains(['*', '?', '[', '{'])
 }
 
-/// Hashes every candidate (in parallel: this dominates a fully cached rerun) and sorts out
-/// the binary, empty and unreadable ones.
-fn read_candidates(candidates: Vec<(PathBuf, String)>) -> Manifest {
-    enum Read {
-        File(InputFile),
-        Skip(SkippedFile),
-    }
-    let read_one = |(path, display): (PathBuf, String)| -> Read {
-        let skip = |reason: String| {
-            Read::Skip(SkippedFile {
-                path: display.clone(),
-                reason,
-            })
-        };
-        match std::fs::read(&path) {
-            Err(e) => skip(format!("cannot read: {e}")),
-            Ok(bytes) if bytes.is_empty() => skip("empty file".into()),
-            Ok(bytes) if bytes[..bytes.len().min(BINARY_SNIFF)].contains(&0) => {
-                skip("binary file (NUL byte in the first 8 KiB)".into())
-            }
-            Ok(bytes) => Read::File(InputFile {
-                size: bytes.len() as u64,
-                content_hash: sha256_hex(&bytes),
-                path,
-                display,
-            }),
-        }
-    };
-
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 8);
-    let chunk = candidates.len().div_ceil(threads).max(1);
-    let mut chunks: Vec<Vec<(PathBuf, String)>> = Vec::new();
-    let mut rest = candidates;
-    while rest.len() > chunk {
-        let tail = rest.split_off(chunk);
-        chunks.push(rest);
-        rest = tail;
-    }
-    chunks.push(rest);
-
-    let results: Vec<Vec<Read>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = chunks
-            .into_iter()
-            .map(|c| scope.spawn(move || c.into_iter().map(read_one).collect::<Vec<_>>()))
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
-    });
-
-    let mut manifest = Manifest::default();
-    for read in results.into_iter().flatten() {
-        match read {
-            Read::File(f) => manifest.files.push(f),
-            Read::Skip(s) => manifest.skipped.push(s),
-        }
-    }
-    manifest
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn tree(files: &[(&str, &[u8])]) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "rlm-glob-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        ));
+        // Kept for the test's lifetime; removed at the end of the test process.
+        let dir = tempfile::tempdir().unwrap().keep();
         for (path, content) in files {
             let p = dir.join(path);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -212,6 +243,7 @@ mod tests {
     const OPTS: WalkOptions = WalkOptions {
         respect_ignore: true,
         hidden: false,
+        follow_links: false,
         exclude_dir: None,
     };
 
@@ -245,8 +277,7 @@ mod tests {
         assert_eq!(displays(&resolve_glob(&d, "**/*.ts", &OPTS).unwrap()), ["kept.ts"]);
         let no_ignore = WalkOptions {
             respect_ignore: false,
-            hidden: false,
-            exclude_dir: None,
+            ..OPTS
         };
         assert_eq!(
             displays(&resolve_glob(&d, "**/*.ts", &no_ignore).unwrap()),
@@ -325,5 +356,47 @@ mod tests {
         std::os::unix::fs::symlink(d.join("a"), d.join("a/loop")).unwrap();
         let m = resolve_glob(&d, "**/*.txt", &OPTS).unwrap();
         assert_eq!(displays(&m), ["a/f.txt"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_leaving_the_searched_directory_are_skipped_and_listed() {
+        let outside = tree(&[("id_rsa", b"PRIVATE"), ("notes.txt", b"n")]);
+        let d = tree(&[("src/a.txt", b"a")]);
+        std::os::unix::fs::symlink(&outside, d.join("keys")).unwrap();
+        std::os::unix::fs::symlink(outside.join("notes.txt"), d.join("src/notes.txt")).unwrap();
+        std::os::unix::fs::symlink(d.join("src/a.txt"), d.join("inside.txt")).unwrap();
+        std::os::unix::fs::symlink(d.join("gone"), d.join("dangling.txt")).unwrap();
+        let m = resolve_glob(&d, "**/*", &OPTS).unwrap();
+        assert_eq!(displays(&m), ["inside.txt", "src/a.txt"]);
+        let skipped: Vec<&str> = m.skipped.iter().map(|s| s.path.as_str()).collect();
+        assert!(
+            skipped.contains(&"keys") && skipped.contains(&"src/notes.txt"),
+            "{skipped:?}"
+        );
+        assert!(skipped.contains(&"dangling.txt"), "{skipped:?}");
+        let follow = WalkOptions {
+            follow_links: true,
+            ..OPTS
+        };
+        let m = resolve_glob(&d, "**/*", &follow).unwrap();
+        assert!(displays(&m).contains(&"keys/id_rsa"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn fifos_are_listed_not_read() {
+        let d = tree(&[("a.txt", b"a")]);
+        let status = std::process::Command::new("mkfifo")
+            .arg(d.join("pipe.txt"))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let m = resolve_glob(&d, "*.txt", &OPTS).unwrap();
+        assert_eq!(displays(&m), ["a.txt"]);
+        assert!(m
+            .skipped
+            .iter()
+            .any(|s| s.path == "pipe.txt" && s.reason.contains("FIFO")));
     }
 }

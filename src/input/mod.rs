@@ -1,46 +1,59 @@
 //! Input resolvers: each turns what the user named into a [`Manifest`] of files.
 //!
-//! Today there is the glob resolver; directory mode, graph neighbours, git diffs and JSONL
-//! data sets arrive as further resolvers producing the same type.
+//! Today there is the glob resolver; directory mode, graph neighbours, git diffs and file
+//! lists arrive as further resolvers producing the same type.
 
 mod exclusions;
 mod glob;
+mod read;
 
 pub use glob::resolve_glob;
+pub use read::count_lines;
 
 use std::path::PathBuf;
 
+use serde::Serialize;
+
 /// One file to process.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct InputFile {
     /// Where to read it.
+    #[serde(skip)]
     pub path: PathBuf,
     /// How the user sees it: relative to the working directory (or absolute when outside
-    /// it); this is `{file}` in prompts and the `artifactId` in cache keys.
+    /// it); this is `{file}` in prompts and the `artifactId` in cache keys. May hold any
+    /// character a file name can: escape it where it is printed ([`crate::escape`]).
+    #[serde(rename = "path")]
     pub display: String,
+    #[serde(rename = "bytes")]
     pub size: u64,
+    pub lines: u64,
     /// sha256 of the content, lowercase hex.
     pub content_hash: String,
 }
 
 /// A matched file that will not be processed, with the reason.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SkippedFile {
     pub path: String,
     pub reason: String,
 }
 
 /// The resolved inputs of a run, sorted by display path.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Manifest {
     pub files: Vec<InputFile>,
+    /// Matched but not for a model: binary, empty, special files, links that leave the
+    /// searched directory, walk errors.
     pub skipped: Vec<SkippedFile>,
+    /// Matched text files that could not be read: failures of the run, not skips.
+    pub unreadable: Vec<SkippedFile>,
 }
 
 impl Manifest {
     /// Matched files, processed or not.
     pub fn matched(&self) -> usize {
-        self.files.len() + self.skipped.len()
+        self.files.len() + self.skipped.len() + self.unreadable.len()
     }
 }
 
@@ -49,6 +62,8 @@ impl Manifest {
 pub struct WalkOptions {
     pub respect_ignore: bool,
     pub hidden: bool,
+    /// Follow symbolic links whose targets lie outside the searched directory.
+    pub follow_links: bool,
     /// A directory never walked into: the run's `--output-dir`, so one run's results do not
     /// become the next run's inputs (unless the pattern starts inside it).
     pub exclude_dir: Option<PathBuf>,

@@ -2,17 +2,18 @@
 
 use serde_json::{json, Value};
 
-use super::{Completion, CompletionRequest, ErrorDetail, Usage};
+use super::status::ErrorDetail;
+use super::{Completion, CompletionRequest, Usage};
 
 /// Pinned: newer versions reject `temperature` (see PROVIDERS.md).
 pub const API_VERSION: &str = "2023-06-01";
 
-pub fn request_body(model: &str, request: &CompletionRequest<'_>, temperature: Option<f32>) -> Value {
+pub fn request_body(model: &str, request: &CompletionRequest, temperature: Option<f32>) -> Value {
     let mut body = json!({
         "model": model,
         "max_tokens": request.max_tokens,
-        "system": request.system,
-        "messages": [{"role": "user", "content": request.user}],
+        "system": &request.system,
+        "messages": [{"role": "user", "content": &request.user}],
     });
     if let Some(t) = temperature {
         body["temperature"] = json!(t);
@@ -96,8 +97,8 @@ mod tests {
     #[test]
     fn temperature_only_when_asked() {
         let r = CompletionRequest {
-            system: "s",
-            user: "u",
+            system: "s".into(),
+            user: "u".into(),
             max_tokens: 5,
         };
         assert!(request_body("m", &r, None).get("temperature").is_none());

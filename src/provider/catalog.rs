@@ -69,7 +69,7 @@ pub const CEILING_PRICE: Price = Price {
 };
 
 /// The price table in force: built-in entries plus the user's overrides.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct PriceTable {
     overrides: BTreeMap<String, Price>,
 }

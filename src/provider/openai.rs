@@ -3,19 +3,20 @@
 
 use serde_json::{json, Value};
 
-use super::{Completion, CompletionRequest, ErrorDetail, Usage};
+use super::status::ErrorDetail;
+use super::{Completion, CompletionRequest, Usage};
 
 pub fn request_body(
     model: &str,
-    request: &CompletionRequest<'_>,
+    request: &CompletionRequest,
     temperature: Option<f32>,
     legacy_max_tokens: bool,
 ) -> Value {
     let mut body = json!({
         "model": model,
         "messages": [
-            {"role": "system", "content": request.system},
-            {"role": "user", "content": request.user},
+            {"role": "system", "content": &request.system},
+            {"role": "user", "content": &request.user},
         ],
     });
     let limit_field = if legacy_max_tokens {
@@ -114,8 +115,8 @@ mod tests {
     #[test]
     fn max_tokens_field_depends_on_server() {
         let r = CompletionRequest {
-            system: "s",
-            user: "u",
+            system: "s".into(),
+            user: "u".into(),
             max_tokens: 9,
         };
         assert_eq!(request_body("m", &r, None, true)["max_tokens"], 9);

@@ -178,6 +178,18 @@ impl Project {
         read_json(&self.out_dir().join("aggregate.json"))
     }
 
+    /// The markdown report of the newest run: `out/report.md`, else the newest
+    /// `.aiwg/rlm/batch-*-report.md`.
+    pub fn report_md(&self) -> String {
+        let path = self.out_dir().join("report.md");
+        let path = if path.exists() {
+            path
+        } else {
+            self.markdown_reports().pop().expect("a markdown report")
+        };
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+    }
+
     /// The markdown reports `.aiwg/rlm/batch-*-report.md`, sorted.
     pub fn markdown_reports(&self) -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = files_under(&self.root.join(".aiwg/rlm"))

@@ -1,0 +1,113 @@
+//! The aggregate stage: concat and merge locally; summarize through the run's pool, level
+//! by level, falling back to the concatenation (and saying so) when it cannot finish.
+
+use super::execution::Execution;
+use super::job::{Job, SummaryJob};
+use crate::aggregate::{self, Aggregate, AggregateStrategy, ResultItem, SummaryPlanner, SummaryStep, MAX_LEVELS};
+use crate::prompt;
+use crate::unit::UnitId;
+
+/// What the stage needs to know.
+pub struct AggregateInput<'a> {
+    pub strategy: AggregateStrategy,
+    pub pattern: &'a str,
+    pub timestamp: &'a str,
+    pub results: &'a [ResultItem],
+    pub failed: &'a [(String, String)],
+    pub context_window: u64,
+    pub max_tokens: u32,
+}
+
+/// Builds the aggregate; errors (a failed summary) go to the report as errors.
+pub async fn build(input: AggregateInput<'_>, exec: &mut Execution) -> Aggregate {
+    let concat = || aggregate::concat(input.pattern, input.timestamp, input.results, input.failed);
+    match input.strategy {
+        AggregateStrategy::Concat => concat(),
+        AggregateStrategy::Merge => aggregate::merge(input.results),
+        AggregateStrategy::Summarize if !exec.may_call() => {
+            let message = format!(
+                "summarize skipped because {}; aggregate.md holds the concatenated results",
+                exec.why_stopped()
+            );
+            exec.dispatcher.emit(crate::exec::Event::Warning { message });
+            concat()
+        }
+        AggregateStrategy::Summarize => match summarize(&input, exec).await {
+            Ok(text) => Aggregate {
+                markdown: format!("{}\n", text.trim_end()),
+                json: aggregate::results_as_json(input.results),
+            },
+            Err(_) if exec.interrupted => {
+                exec.dispatcher.emit(crate::exec::Event::Warning {
+                    message: "summarize interrupted; aggregate.md holds the concatenated results".into(),
+                });
+                concat()
+            }
+            Err(reason) => {
+                exec.dispatcher.reporters.builder.add_error(format!(
+                    "summarize failed: {reason}; aggregate.md holds the concatenated results instead"
+                ));
+                concat()
+            }
+        },
+    }
+}
+
+/// Summarizes the results, in as many levels as the context window needs.
+async fn summarize(input: &AggregateInput<'_>, exec: &mut Execution) -> Result<String, String> {
+    let planner = SummaryPlanner::new(input.context_window, input.max_tokens);
+    let mut sections = SummaryPlanner::sections(input.results);
+    for level in 0..MAX_LEVELS {
+        let step = planner.next(&sections);
+        let jobs: Vec<SummaryJob> = match &step {
+            SummaryStep::Final(text) => vec![SummaryJob {
+                id: UnitId::named(if level == 0 {
+                    "summarize".to_string()
+                } else {
+                    format!("summarize-final-{level}")
+                }),
+                label: if level == 0 {
+                    "summarize".to_string()
+                } else {
+                    format!("summarize (final, level {level})")
+                },
+                user: prompt::render_summarize(text),
+            }],
+            SummaryStep::Groups(groups) => groups
+                .iter()
+                .enumerate()
+                .map(|(i, group)| SummaryJob {
+                    id: UnitId::named(format!("summarize-{}-{}", level + 1, i + 1)),
+                    label: format!("summarize (level {}, group {}/{})", level + 1, i + 1, groups.len()),
+                    user: prompt::render_summarize(group),
+                })
+                .collect(),
+        };
+        let ids: Vec<UnitId> = jobs.iter().map(|j| j.id.clone()).collect();
+        exec.run_phase(jobs.into_iter().map(Job::Summary).collect()).await;
+        let mut texts = Vec::with_capacity(ids.len());
+        for id in &ids {
+            match exec.dispatcher.texts.get(id) {
+                Some(t) => texts.push(t.clone()),
+                None => {
+                    let reason = exec
+                        .dispatcher
+                        .reporters
+                        .builder
+                        .aggregate_failure(id)
+                        .unwrap_or_else(|| exec.why_stopped().to_string());
+                    return Err(reason);
+                }
+            }
+        }
+        match step {
+            SummaryStep::Final(_) => return Ok(texts.remove(0)),
+            SummaryStep::Groups(_) => sections = SummaryPlanner::summary_sections(&texts),
+        }
+    }
+    Err(format!(
+        "the results did not shrink to fit the {}-token context after {MAX_LEVELS} levels of summaries; \
+         use a model with a larger context window",
+        input.context_window
+    ))
+}

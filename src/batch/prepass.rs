@@ -1,0 +1,56 @@
+//! The cache pre-pass: which units are served from the cache, which must be called, which
+//! cannot be sent at all. A cache entry that exists but cannot be read stops the run here,
+//! before anything is paid for twice.
+
+use crate::cache::{Cache, CacheEntry, CacheMode};
+use crate::error::RlmError;
+use crate::unit::WorkUnit;
+
+/// The units sorted by what happens to them (indexes into the plan).
+#[derive(Debug, Default)]
+pub struct Prepass {
+    pub hits: Vec<(usize, CacheEntry)>,
+    pub misses: Vec<usize>,
+    pub blocked: Vec<(usize, String)>,
+}
+
+pub fn run(units: &[WorkUnit], cache: &Cache, mode: CacheMode, max_tokens: u32) -> Result<Prepass, RlmError> {
+    let mut pre = Prepass::default();
+    for (i, unit) in units.iter().enumerate() {
+        if let Some(reason) = &unit.blocked {
+            pre.blocked.push((i, reason.clone()));
+            continue;
+        }
+        let entry = if mode.reads() {
+            cache.get(&unit.cache_key, max_tokens).map_err(|e| {
+                RlmError::Usage(format!(
+                    "{e}: fix its permissions, or pass --no-cache (nothing was called)"
+                ))
+            })?
+        } else {
+            None
+        };
+        match entry {
+            Some(entry) => pre.hits.push((i, entry)),
+            None => pre.misses.push(i),
+        }
+    }
+    Ok(pre)
+}
+
+/// The `--cache-only` refusal, listing every miss.
+pub fn cache_only_message(units: &[WorkUnit], misses: &[usize]) -> String {
+    let mut msg = format!(
+        "--cache-only: {} of {} inputs would miss the cache (nothing was called):",
+        misses.len(),
+        units.len()
+    );
+    for &i in misses {
+        msg.push_str(&format!(
+            "\n  {} (key {})",
+            crate::escape::name(&units[i].label),
+            &units[i].cache_key.as_str()[..16]
+        ));
+    }
+    msg
+}

@@ -1,0 +1,172 @@
+//! The content-addressed result cache under `.aiwg/rlm/cache/`.
+//!
+//! Entries live in a versioned bucket (`results-v1/ab/<key>.json`) so a format change never
+//! reads old data wrongly. A paid answer is written here first — fsynced, atomically (a
+//! temporary file in `results-v1/.tmp/`, then a rename) — before anything else can fail, so
+//! a rerun never pays for it again. A corrupt entry is a miss; an entry that exists but
+//! cannot be read is an error, never a silent miss that would pay again.
+
+mod cache_key;
+
+pub use cache_key::{ArtifactRef, CacheKey};
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::fs_atomic::{sweep_temp_files, write_atomic_in, Durability};
+use crate::provider::Usage;
+
+/// The bucket name; bump it when [`CacheEntry`] changes incompatibly.
+const BUCKET: &str = "results-v1";
+
+/// How the result cache is used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheMode {
+    /// Read hits, write misses (the default).
+    ReadWrite,
+    /// `--no-cache`: never read, still write.
+    WriteOnly,
+    /// `--cache-only`: read; any miss is an error and nothing is called.
+    ReadOnly,
+}
+
+impl CacheMode {
+    pub fn reads(self) -> bool {
+        self != CacheMode::WriteOnly
+    }
+}
+
+/// A cached result.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CacheEntry {
+    pub key: String,
+    pub model: String,
+    pub inputs: Vec<ArtifactRef>,
+    pub text: String,
+    pub usage: Usage,
+    pub truncated: bool,
+    /// The output limit the answer was produced under: a truncated answer is only reused
+    /// by runs that allow no more tokens than that.
+    pub max_tokens: u32,
+    pub created_unix: u64,
+}
+
+/// The cache rooted at `.aiwg/rlm/cache`.
+#[derive(Debug, Clone)]
+pub struct Cache {
+    root: PathBuf,
+}
+
+impl Cache {
+    pub fn new(rlm_dir: &Path) -> Self {
+        Cache {
+            root: rlm_dir.join("cache").join(BUCKET),
+        }
+    }
+
+    fn path(&self, key: &CacheKey) -> PathBuf {
+        self.root.join(&key.0[..2]).join(format!("{}.json", key.0))
+    }
+
+    fn temp_dir(&self) -> PathBuf {
+        self.root.join(".tmp")
+    }
+
+    /// The entry for `key` if present and usable under `max_tokens`. A missing or corrupt
+    /// entry is `Ok(None)`; one that exists but cannot be read is an error naming it.
+    pub fn get(&self, key: &CacheKey, max_tokens: u32) -> std::io::Result<Option<CacheEntry>> {
+        let path = self.path(key);
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            // Not there (or a path component is not a directory: nothing can be there).
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                ) =>
+            {
+                return Ok(None)
+            }
+            Err(e) => {
+                return Err(std::io::Error::new(
+                    e.kind(),
+                    format!("cannot read the cache entry {}: {e}", path.display()),
+                ))
+            }
+        };
+        let Ok(entry) = serde_json::from_slice::<CacheEntry>(&bytes) else {
+            tracing::debug!(path = %path.display(), "corrupt cache entry: a miss");
+            return Ok(None);
+        };
+        Ok((entry.key == key.0 && (!entry.truncated || max_tokens <= entry.max_tokens)).then_some(entry))
+    }
+
+    /// Stores an entry atomically and durably (it may be the only copy of a paid answer).
+    pub fn put(&self, entry: &CacheEntry) -> std::io::Result<()> {
+        let key = CacheKey(entry.key.clone());
+        let path = self.path(&key);
+        let temp = self.temp_dir();
+        if let Some(dir) = path.parent() {
+            fs_err::create_dir_all(dir)?;
+        }
+        fs_err::create_dir_all(&temp)?;
+        let bytes = serde_json::to_vec(entry).map_err(std::io::Error::other)?;
+        write_atomic_in(&path, &bytes, Durability::Synced, &temp)
+    }
+
+    /// Makes sure entries can be written, before any call is paid for; sweeps temporary
+    /// files that a killed process left (older than an hour: another rlm may be writing).
+    pub fn prepare(&self) -> std::io::Result<()> {
+        let temp = self.temp_dir();
+        fs_err::create_dir_all(&temp)?;
+        sweep_temp_files(&temp, Duration::from_secs(3600));
+        tempfile::Builder::new()
+            .prefix(crate::fs_atomic::TEMP_PREFIX)
+            .tempfile_in(&temp)
+            .map(drop)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot write in the cache {}: {e}", temp.display())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_truncation_rule_and_unreadable_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::new(dir.path());
+        cache.prepare().unwrap();
+        let artifact = ArtifactRef {
+            artifact_id: "a".into(),
+            content_hash: "1".into(),
+        };
+        let key = CacheKey::new(std::slice::from_ref(&artifact), "q", "p", "m", None, None);
+        assert!(cache.get(&key, 100).unwrap().is_none());
+        let entry = CacheEntry {
+            key: key.0.clone(),
+            model: "m".into(),
+            inputs: vec![artifact],
+            text: "result".into(),
+            usage: Usage::default(),
+            truncated: true,
+            max_tokens: 100,
+            created_unix: 0,
+        };
+        cache.put(&entry).unwrap();
+        assert_eq!(cache.get(&key, 100).unwrap().unwrap().text, "result");
+        assert!(
+            cache.get(&key, 200).unwrap().is_none(),
+            "a truncated answer must not satisfy a larger limit"
+        );
+        // Corrupt: a miss. Unreadable (a directory in its place): an error.
+        std::fs::write(cache.path(&key), b"{not json").unwrap();
+        assert!(cache.get(&key, 100).unwrap().is_none());
+        std::fs::remove_file(cache.path(&key)).unwrap();
+        std::fs::create_dir(cache.path(&key)).unwrap();
+        assert!(cache.get(&key, 100).is_err());
+    }
+}

@@ -1,0 +1,175 @@
+//! Command-line definitions (clap types only). The core never sees these: `settings/`
+//! turns them into one immutable [`crate::settings::BatchSettings`].
+
+mod numeric;
+
+use std::path::PathBuf;
+
+use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
+
+use numeric::{parse_context_window, parse_max_cost, parse_max_tokens, parse_seconds, parse_temperature, parse_width};
+
+/// Fan one prompt out over many files to language models in parallel, then combine the
+/// answers into one result and a completion report.
+#[derive(Debug, Parser)]
+#[command(name = "rlm", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+
+    /// More diagnostics on stderr (-v debug, -vv trace); RLM_LOG=rlm=debug,reqwest=info also works.
+    #[arg(long, short = 'v', action = ArgAction::Count, global = true)]
+    pub verbose: u8,
+
+    /// When to colour stderr: auto (a terminal, and NO_COLOR unset), always, never.
+    #[arg(long, value_enum, default_value_t = ColorArg::Auto, global = true, value_name = "WHEN")]
+    pub color: ColorArg,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Apply a prompt to every file PATTERN matches, in parallel, and aggregate the answers.
+    Batch(BatchArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Exit codes: 0 success, 1 some files failed (answers already paid for are cached), \
+2 usage or input error (nothing was sent), 3 nothing succeeded or the provider refused the request, \
+130 interrupted."
+)]
+pub struct BatchArgs {
+    /// Files to process: a glob relative to the current directory or absolute
+    /// (`src/**/*.ts`, `**/*.{js,ts}`); quote it so the shell does not expand it.
+    pub pattern: String,
+
+    /// The prompt applied to each file; `{file}` becomes the file's path. Or use --prompt-file.
+    #[arg(required_unless_present = "prompt_file")]
+    pub sub_prompt: Option<String>,
+
+    /// Read the prompt from FILE (`-` for stdin) instead of the command line.
+    #[arg(long, value_name = "FILE", conflicts_with = "sub_prompt")]
+    pub prompt_file: Option<PathBuf>,
+
+    /// Model: `haiku`, `sonnet`, `opus` (Claude aliases) or any model id the provider knows.
+    /// [default: sonnet on Anthropic, gpt-4.1-mini on api.openai.com, the one model another
+    /// OpenAI-compatible server lists at /v1/models]
+    #[arg(long, short = 'm')]
+    pub model: Option<String>,
+
+    /// Provider wire format. [default: anthropic if ANTHROPIC_API_KEY is set; else openai if
+    /// OPENAI_API_KEY, OPENAI_BASE_URL or --base-url is set]
+    #[arg(long, value_enum)]
+    pub provider: Option<ProviderArg>,
+
+    /// Base URL of the API (also ANTHROPIC_BASE_URL / OPENAI_BASE_URL). A URL with no key
+    /// means an OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+
+    /// Where per-file results, the aggregate and the report go. [default: .aiwg/rlm/batch-{timestamp}/]
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
+
+    /// How to combine the per-file results.
+    #[arg(long, value_enum, default_value_t = AggregateArg::Concat)]
+    pub aggregate: AggregateArg,
+
+    /// Most model calls in flight at once (hard cap 7; `.aiwg/aiwg.config`
+    /// parallelism.max_parallel_subagents lowers it). [default: from config, else 4]
+    #[arg(long, short = 'j', value_name = "N", value_parser = parse_width)]
+    pub max_parallel: Option<usize>,
+
+    /// Do not read cached results (fresh results are still written to the cache).
+    #[arg(long, conflicts_with = "cache_only")]
+    pub no_cache: bool,
+
+    /// Call nothing: fail (exit 2) listing every input that is not cached. With
+    /// `--aggregate summarize`, an uncached summary leaves the concatenation in
+    /// aggregate.md and the run exits 1.
+    #[arg(long)]
+    pub cache_only: bool,
+
+    /// Run even when the estimated cost is above $10.
+    #[arg(long)]
+    pub force: bool,
+
+    /// Do not ask for confirmation when the estimated cost is above $1.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+
+    /// Resolve the files, plan the calls and estimate the cost; call nothing, write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Print one JSON document on stdout (the report; the plan with --dry-run) and nothing else.
+    #[arg(long)]
+    pub json: bool,
+
+    /// No banner and no progress; errors, warnings and failures still go to stderr.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+
+    /// Seconds before one model call is abandoned (and retried), up to 86400.
+    #[arg(long, value_name = "SECS", default_value = "120", value_parser = parse_seconds)]
+    pub timeout: f64,
+
+    /// Retries per call after the first attempt on server errors, timeouts, resets and
+    /// malformed replies (0-20). Rate limits (429) do not use them up: see --rate-limit-wait.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=20))]
+    pub retries: u32,
+
+    /// Seconds one call may spend waiting out rate limits (429) before it fails, up to 86400.
+    #[arg(long, value_name = "SECS", default_value = "600", value_parser = parse_seconds)]
+    pub rate_limit_wait: f64,
+
+    /// Most output tokens per call (1-1000000).
+    #[arg(long, value_name = "N", default_value = "4096", value_parser = parse_max_tokens)]
+    pub max_tokens: u32,
+
+    /// Abort if the estimated cost is above this many USD (also raises the $100 ceiling);
+    /// stop dispatching once the real cost passes it.
+    #[arg(long, value_name = "USD", value_parser = parse_max_cost)]
+    pub max_cost: Option<f64>,
+
+    /// The model's context window in tokens, for models rlm does not know (local servers).
+    #[arg(long, value_name = "TOKENS", value_parser = parse_context_window)]
+    pub context_window: Option<u64>,
+
+    /// Sampling temperature, 0-2 (sent only when given).
+    #[arg(long, value_parser = parse_temperature)]
+    pub temperature: Option<f32>,
+
+    /// Do not respect .gitignore, .ignore and git exclude files.
+    #[arg(long)]
+    pub no_ignore: bool,
+
+    /// Include hidden files and directories (a pattern that names one includes it anyway).
+    #[arg(long)]
+    pub hidden: bool,
+
+    /// Follow symbolic links that lead outside the directory being searched (by default they
+    /// are skipped and listed in the report).
+    #[arg(long, short = 'L')]
+    pub follow_links: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProviderArg {
+    Anthropic,
+    Openai,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AggregateArg {
+    Concat,
+    Merge,
+    Summarize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorArg {
+    Auto,
+    Always,
+    Never,
+}

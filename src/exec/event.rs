@@ -1,0 +1,91 @@
+//! What happens during a run, as typed events: the executor and the dispatcher emit them,
+//! reporters (progress display, event log, report builder) consume them. Names follow the
+//! supervisor seed's lifecycle events (`task:queued`, `task:started`, …).
+
+use serde::Serialize;
+
+use crate::provider::{ErrorKind, Usage};
+use crate::unit::{UnitId, UnitKind};
+
+/// One thing that happened.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event")]
+pub enum Event {
+    /// Planning is done; `to_call` units will be sent, `cached` were served from the cache.
+    #[serde(rename = "run:started")]
+    RunStarted {
+        units: usize,
+        cached: usize,
+        to_call: usize,
+        width: usize,
+        model: String,
+        provider: String,
+    },
+    /// A unit will be dispatched.
+    #[serde(rename = "task:queued")]
+    Queued {
+        unit: UnitId,
+        label: String,
+        kind: UnitKind,
+    },
+    /// An attempt of a unit got its slot and was sent.
+    #[serde(rename = "task:started")]
+    Started { unit: UnitId, attempt: u32 },
+    /// An attempt failed in a retryable way; the next one follows after `wait_ms`.
+    #[serde(rename = "task:retried")]
+    Retried {
+        unit: UnitId,
+        label: String,
+        attempt: u32,
+        error: ErrorKind,
+        reason: String,
+        wait_ms: u64,
+    },
+    /// The pool's width changed (the provider pushed back, or calls succeed again).
+    #[serde(rename = "pool:width")]
+    WidthChanged { from: usize, to: usize },
+    /// A unit has its answer, written to the cache and its result file.
+    #[serde(rename = "task:completed")]
+    Completed {
+        unit: UnitId,
+        label: String,
+        kind: UnitKind,
+        attempts: u32,
+        duration_ms: u64,
+        usage: Usage,
+        /// Tokens a cache hit saved (the usage of the call that produced it).
+        saved: Usage,
+        cost_usd: f64,
+        cached: bool,
+        truncated: bool,
+        result_file: Option<String>,
+    },
+    /// A unit failed for good; `fatal` failures stop the run.
+    #[serde(rename = "task:failed")]
+    Failed {
+        unit: UnitId,
+        label: String,
+        kind: UnitKind,
+        attempts: u32,
+        duration_ms: u64,
+        usage: Usage,
+        cost_usd: f64,
+        error: Option<ErrorKind>,
+        reason: String,
+        fatal: bool,
+    },
+    /// A unit was stopped before it finished (interrupt, or the run stopped).
+    #[serde(rename = "task:cancelled")]
+    Cancelled {
+        unit: UnitId,
+        label: String,
+        kind: UnitKind,
+        reason: String,
+    },
+    /// Something the user should know that fails nothing.
+    #[serde(rename = "run:warning")]
+    Warning { message: String },
+    /// The run stopped dispatching (budget, write failure, fatal error, interrupt).
+    #[serde(rename = "run:stopping")]
+    Stopping { reason: String },
+}

@@ -1,0 +1,122 @@
+//! Reading the matched files: hash, size, line count, and the binary/empty/unreadable sort.
+//!
+//! Files are read in parallel (this dominates a fully cached rerun). A reader thread that
+//! panics does not drop its files: they are listed as unreadable with the reason.
+
+use std::path::PathBuf;
+
+use super::{sha256_hex, InputFile, Manifest, SkippedFile};
+
+/// Bytes sniffed for a NUL to call a file binary.
+const BINARY_SNIFF: usize = 8 * 1024;
+
+enum Read {
+    File(InputFile),
+    Skip(SkippedFile),
+    Unreadable(SkippedFile),
+}
+
+fn read_one((path, display): (PathBuf, String)) -> Read {
+    match std::fs::read(&path) {
+        Err(e) => Read::Unreadable(SkippedFile {
+            path: display,
+            reason: format!("cannot read: {e}"),
+        }),
+        Ok(bytes) if bytes.is_empty() => Read::Skip(SkippedFile {
+            path: display,
+            reason: "empty file".into(),
+        }),
+        Ok(bytes) if bytes[..bytes.len().min(BINARY_SNIFF)].contains(&0) => Read::Skip(SkippedFile {
+            path: display,
+            reason: "binary file (NUL byte in the first 8 KiB)".into(),
+        }),
+        Ok(bytes) => Read::File(InputFile {
+            size: bytes.len() as u64,
+            lines: count_lines(&bytes),
+            content_hash: sha256_hex(&bytes),
+            path,
+            display,
+        }),
+    }
+}
+
+/// Lines as an editor counts them: a final line without a newline still counts.
+pub fn count_lines(bytes: &[u8]) -> u64 {
+    let newlines = bytes.iter().filter(|&&b| b == b'\n').count() as u64;
+    newlines + u64::from(bytes.last().is_some_and(|&b| b != b'\n'))
+}
+
+/// Hashes every candidate (already sorted) and sorts out the binary, empty and unreadable
+/// ones, keeping the order.
+pub fn read_candidates(candidates: Vec<(PathBuf, String)>) -> Manifest {
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 8);
+    let chunk = candidates.len().div_ceil(threads).max(1);
+    let mut chunks: Vec<Vec<(PathBuf, String)>> = Vec::new();
+    let mut rest = candidates;
+    while rest.len() > chunk {
+        let tail = rest.split_off(chunk);
+        chunks.push(rest);
+        rest = tail;
+    }
+    chunks.push(rest);
+
+    let results: Vec<Vec<Read>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .map(|c| {
+                let names: Vec<String> = c.iter().map(|(_, d)| d.clone()).collect();
+                (
+                    names,
+                    scope.spawn(move || c.into_iter().map(read_one).collect::<Vec<_>>()),
+                )
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|(names, h)| {
+                h.join().unwrap_or_else(|_| {
+                    names
+                        .into_iter()
+                        .map(|path| {
+                            Read::Unreadable(SkippedFile {
+                                path,
+                                reason: "internal error: the reader thread failed".into(),
+                            })
+                        })
+                        .collect()
+                })
+            })
+            .collect()
+    });
+
+    let mut manifest = Manifest::default();
+    for read in results.into_iter().flatten() {
+        match read {
+            Read::File(f) => manifest.files.push(f),
+            Read::Skip(s) => manifest.skipped.push(s),
+            Read::Unreadable(s) => manifest.unreadable.push(s),
+        }
+    }
+    manifest
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_count_a_final_line_without_newline() {
+        assert_eq!(count_lines(b""), 0);
+        assert_eq!(count_lines(b"a"), 1);
+        assert_eq!(count_lines(b"a\n"), 1);
+        assert_eq!(count_lines(b"a\r\nb"), 2);
+    }
+
+    #[test]
+    fn a_missing_file_is_unreadable_not_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = read_candidates(vec![(dir.path().join("gone.txt"), "gone.txt".into())]);
+        assert!(m.files.is_empty() && m.skipped.is_empty());
+        assert_eq!(m.unreadable[0].path, "gone.txt");
+    }
+}

@@ -1,0 +1,72 @@
+//! Model discovery: with no `--model`, an OpenAI-compatible server other than
+//! api.openai.com is asked which model it serves (`GET {base}/v1/models`).
+//!
+//! A busy local server (llama.cpp keeps working through requests abandoned by an earlier
+//! Ctrl-C) can take long to answer: discovery waits up to [`PATIENCE`] and says what it
+//! is waiting for after a few seconds, instead of failing or hanging silently.
+
+use std::time::Duration;
+
+use super::http::{client, root_cause, versioned_base};
+use crate::secret::{redact_url, ApiKey};
+
+/// How long discovery waits for a listing.
+pub const PATIENCE: Duration = Duration::from_secs(120);
+/// When the "still waiting" notice is given.
+const NOTICE_AFTER: Duration = Duration::from_secs(3);
+
+/// The one model the server lists, or an error that says what to pass instead.
+pub async fn discover_model(base_url: &str, api_key: Option<&ApiKey>, notice: &dyn Fn(&str)) -> Result<String, String> {
+    let url = format!("{}/models", versioned_base(base_url));
+    let shown = redact_url(&url).into_owned();
+    let fetch = async {
+        let http = client()?;
+        let mut request = http.get(&url).timeout(PATIENCE);
+        if let Some(key) = api_key {
+            request = request.bearer_auth(key.expose());
+        }
+        let response = request.send().await.map_err(|e| describe(&e))?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(format!("HTTP {}", status.as_u16()));
+        }
+        let bytes = response.bytes().await.map_err(|e| describe(&e))?;
+        serde_json::from_slice::<serde_json::Value>(&bytes).map_err(|e| format!("not JSON: {e}"))
+    };
+    tokio::pin!(fetch);
+    let listing = tokio::select! {
+        result = &mut fetch => result,
+        () = tokio::time::sleep(NOTICE_AFTER) => {
+            notice(&format!(
+                "no --model given: waiting for {shown} to list its models (a busy server can take a while; \
+                 up to {}s, or pass --model NAME)",
+                PATIENCE.as_secs()
+            ));
+            fetch.await
+        }
+    }
+    .map_err(|e| format!("no --model given, and {shown} did not list the server's models ({e}): pass --model NAME"))?;
+    let ids: Vec<&str> = listing["data"]
+        .as_array()
+        .map(|models| models.iter().filter_map(|m| m["id"].as_str()).collect())
+        .unwrap_or_default();
+    match ids.as_slice() {
+        [only] => Ok(only.to_string()),
+        [] => Err(format!(
+            "no --model given, and {shown} lists no models: pass --model NAME"
+        )),
+        many => Err(format!(
+            "no --model given, and the server serves {} models ({}): pass --model NAME",
+            many.len(),
+            many.iter().take(8).copied().collect::<Vec<_>>().join(", ")
+        )),
+    }
+}
+
+fn describe(e: &reqwest::Error) -> String {
+    if e.is_timeout() {
+        format!("no answer within {}s", PATIENCE.as_secs())
+    } else {
+        root_cause(e)
+    }
+}

@@ -1,0 +1,177 @@
+//! The HTTP providers: Anthropic Messages and OpenAI-compatible Chat Completions over one
+//! shared `reqwest` client (connections are reused across calls).
+
+use std::time::Duration;
+
+use super::status::{classify_status, parse_retry_after};
+use super::{
+    anthropic, openai, BoxFuture, CallError, Completion, CompletionRequest, ErrorKind, Provider, ProviderKind,
+};
+use crate::secret::{ApiKey, Redactor};
+
+/// What an HTTP provider needs to know.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    pub kind: ProviderKind,
+    /// Without a trailing slash; with or without `/v1`.
+    pub base_url: String,
+    pub api_key: Option<ApiKey>,
+    pub model: String,
+    pub temperature: Option<f32>,
+    pub timeout: Duration,
+}
+
+/// A configured HTTP endpoint with its connection pool.
+#[derive(Debug)]
+pub struct HttpProvider {
+    kind: ProviderKind,
+    http: reqwest::Client,
+    endpoint: String,
+    api_key: Option<ApiKey>,
+    model: String,
+    temperature: Option<f32>,
+    timeout: Duration,
+    /// Local OpenAI-compatible servers want `max_tokens`, api.openai.com
+    /// `max_completion_tokens`.
+    legacy_max_tokens: bool,
+    redactor: Redactor,
+}
+
+impl HttpProvider {
+    pub fn new(config: HttpConfig) -> Result<Self, String> {
+        let http = client()?;
+        let versioned = versioned_base(&config.base_url);
+        let endpoint = match config.kind {
+            ProviderKind::Anthropic => format!("{versioned}/messages"),
+            ProviderKind::Openai => format!("{versioned}/chat/completions"),
+        };
+        Ok(HttpProvider {
+            kind: config.kind,
+            http,
+            legacy_max_tokens: !config.base_url.contains("api.openai.com"),
+            endpoint,
+            redactor: Redactor::new(config.api_key.iter()),
+            api_key: config.api_key,
+            model: config.model,
+            temperature: config.temperature,
+            timeout: config.timeout,
+        })
+    }
+
+    async fn call(&self, request: &CompletionRequest) -> Result<Completion, CallError> {
+        let (body, builder) = match self.kind {
+            ProviderKind::Anthropic => {
+                let body = anthropic::request_body(&self.model, request, self.temperature);
+                let mut b = self
+                    .http
+                    .post(&self.endpoint)
+                    .header("anthropic-version", anthropic::API_VERSION);
+                if let Some(key) = &self.api_key {
+                    b = b.header("x-api-key", key.expose());
+                }
+                (body, b)
+            }
+            ProviderKind::Openai => {
+                let body = openai::request_body(&self.model, request, self.temperature, self.legacy_max_tokens);
+                let mut b = self.http.post(&self.endpoint);
+                if let Some(key) = &self.api_key {
+                    b = b.bearer_auth(key.expose());
+                }
+                (body, b)
+            }
+        };
+        tracing::debug!(endpoint = %self.endpoint, model = %self.model, "sending request");
+        let response = builder
+            .header("content-type", "application/json")
+            .timeout(self.timeout)
+            .body(body.to_string())
+            .send()
+            .await
+            .map_err(|e| transport_error(&e, self.timeout))?;
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_retry_after);
+        let bytes = response.bytes().await.map_err(|e| transport_error(&e, self.timeout))?;
+        tracing::debug!(status, bytes = bytes.len(), "reply");
+        if !(200..300).contains(&status) {
+            // An error body can echo what we sent, the key included; scrubbed here, the
+            // reason is safe everywhere it goes.
+            let body = self.redactor.scrub(&String::from_utf8_lossy(&bytes)).into_owned();
+            return Err(classify_status(self.kind, status, &body, retry_after, &self.model));
+        }
+        let parsed = match self.kind {
+            ProviderKind::Anthropic => anthropic::parse_reply(&bytes),
+            ProviderKind::Openai => openai::parse_reply(&bytes),
+        };
+        let mut completion =
+            parsed.map_err(|reason| CallError::new(ErrorKind::Transient, format!("malformed reply: {reason}")))?;
+        // A model that echoes the key (it was in an input file, say) must not put it in a
+        // result file or the cache.
+        if let std::borrow::Cow::Owned(clean) = self.redactor.scrub(&completion.text) {
+            completion.text = clean;
+        }
+        Ok(completion)
+    }
+}
+
+impl Provider for HttpProvider {
+    fn kind(&self) -> ProviderKind {
+        self.kind
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn complete<'a>(&'a self, request: &'a CompletionRequest) -> BoxFuture<'a, Result<Completion, CallError>> {
+        Box::pin(self.call(request))
+    }
+}
+
+/// The process's HTTP client settings: rustls with the ring provider and the platform's
+/// certificate store (so corporate CAs work), HTTP/2 when the server offers it.
+pub fn client() -> Result<reqwest::Client, String> {
+    // Installing twice is harmless: the first provider stays.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .pool_max_idle_per_host(32)
+        .user_agent(concat!("rlm/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| format!("cannot set up the HTTP client: {}", root_cause(&e)))
+}
+
+/// `{base}/v1`, whether or not the user's base URL already ends in `/v1` (Ollama's does).
+pub fn versioned_base(base: &str) -> String {
+    let base = base.trim_end_matches('/');
+    if base.ends_with("/v1") {
+        base.to_string()
+    } else {
+        format!("{base}/v1")
+    }
+}
+
+fn transport_error(e: &reqwest::Error, timeout: Duration) -> CallError {
+    if e.is_timeout() {
+        CallError::new(
+            ErrorKind::Timeout,
+            format!("no reply within {}s (timeout)", timeout.as_secs_f64()),
+        )
+    } else if e.is_connect() {
+        CallError::new(ErrorKind::Unreachable, format!("cannot connect: {}", root_cause(e)))
+    } else {
+        CallError::new(ErrorKind::Transient, format!("connection failed: {}", root_cause(e)))
+    }
+}
+
+/// The innermost error message: reqwest's own is "error sending request for url (...)".
+pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut current = e;
+    while let Some(next) = current.source() {
+        current = next;
+    }
+    current.to_string()
+}

@@ -1,0 +1,110 @@
+//! The model a run uses, resolved at start-up: its id, context window and price.
+
+use super::catalog::{self, Price, PriceTable};
+use super::Usage;
+
+/// Where the run's prices come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PriceBasis {
+    /// The built-in table or `rlm.prices`.
+    Listed,
+    /// Not listed, on the provider's own API: counted at [`catalog::CEILING_PRICE`].
+    Ceiling,
+    /// Not listed, on another server (usually local and free): costs count as 0.
+    #[default]
+    Unknown,
+}
+
+/// Everything rlm knows about the run's model.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ModelInfo {
+    /// The id sent to the provider.
+    pub id: String,
+    /// `--context-window`, the catalog, or a default used only to size summarize groups.
+    pub context_window: u64,
+    /// Whether `context_window` is known (flag or catalog). An unknown window never blocks
+    /// a file: the server decides, and a refusal is that file's failure.
+    pub context_window_known: bool,
+    pub price: Option<Price>,
+    pub price_basis: PriceBasis,
+}
+
+impl ModelInfo {
+    /// Resolves window and price for `id`; `official` says the endpoint is the provider's
+    /// own API, where an unlisted model still costs money.
+    pub fn resolve(id: String, context_window: Option<u64>, prices: &PriceTable, official: bool) -> Self {
+        let known_window = context_window.or_else(|| catalog::context_window(&id));
+        let (price, price_basis) = match prices.lookup(&id) {
+            Some(p) => (Some(p), PriceBasis::Listed),
+            None if official => (Some(catalog::CEILING_PRICE), PriceBasis::Ceiling),
+            None => (None, PriceBasis::Unknown),
+        };
+        ModelInfo {
+            context_window: known_window.unwrap_or(catalog::DEFAULT_CONTEXT_WINDOW),
+            context_window_known: known_window.is_some(),
+            id,
+            price,
+            price_basis,
+        }
+    }
+
+    /// What a call with this usage cost (0 when no price is known).
+    pub fn cost(&self, usage: Usage) -> f64 {
+        self.price.map_or(0.0, |p| {
+            p.cost(usage.input_tokens, usage.cached_input_tokens, usage.output_tokens)
+        })
+    }
+
+    /// Whether the model runs for free as far as rlm knows (a local server, no price).
+    pub fn is_free(&self) -> bool {
+        self.price_basis == PriceBasis::Unknown
+    }
+
+    /// A cost as the user reads it (see [`cost_text`]).
+    pub fn cost_text(&self, usd: f64) -> String {
+        cost_text(self.price_basis, &self.id, usd)
+    }
+}
+
+/// A cost as the user reads it: dollars; an upper bound for an unlisted model on the
+/// official API; and, once, `free` for a model on another server that has no price.
+pub fn cost_text(basis: PriceBasis, model: &str, usd: f64) -> String {
+    let ceiling = catalog::CEILING_PRICE;
+    match basis {
+        PriceBasis::Unknown => "free (local model, no price listed)".to_string(),
+        PriceBasis::Ceiling if usd > 0.0 => format!(
+            "${usd:.4} (an upper bound: no price listed for {model}, counted at ${}/${} per million tokens; \
+             add its price under rlm.prices in .aiwg/aiwg.config)",
+            ceiling.input, ceiling.output
+        ),
+        PriceBasis::Listed | PriceBasis::Ceiling => format!("${usd:.4}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn price_basis_by_listing_and_endpoint() {
+        let table = PriceTable::default();
+        let listed = ModelInfo::resolve("claude-haiku-5-5".into(), None, &table, true);
+        assert_eq!(listed.price_basis, PriceBasis::Listed);
+        assert!(listed.context_window_known);
+        let ceiling = ModelInfo::resolve("claude-new".into(), None, &table, true);
+        assert_eq!(ceiling.price_basis, PriceBasis::Ceiling);
+        let local = ModelInfo::resolve("smollm2".into(), None, &table, false);
+        assert_eq!(local.price_basis, PriceBasis::Unknown);
+        assert!(!local.context_window_known);
+        assert_eq!(
+            local.cost(Usage {
+                input_tokens: 9,
+                output_tokens: 9,
+                cached_input_tokens: 0
+            }),
+            0.0
+        );
+        assert!(local.cost_text(0.0).starts_with("free"));
+    }
+}

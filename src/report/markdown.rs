@@ -1,0 +1,175 @@
+//! The seed's markdown completion report, and the one-line summary.
+
+use std::fmt::Write;
+
+use super::RunReport;
+use crate::escape;
+use crate::provider::model::cost_text;
+
+impl RunReport {
+    /// The seed's markdown completion report.
+    pub fn to_markdown(&self) -> String {
+        let mut md = String::new();
+        let _ = write!(
+            md,
+            "# RLM Batch Completion Report\n\n\
+             **Pattern**: {}\n**Sub-Prompt**: {}\n**Status**: {}\n**Files Processed**: {}\n\
+             **Duration**: {}\n**Model**: {} ({})\n**Aggregate Strategy**: {}\n\n",
+            escape::name(&self.pattern),
+            crate::prompt::shorten(&self.sub_prompt, 300),
+            self.status.name(),
+            self.succeeded,
+            format_duration(self.duration_ms),
+            self.model,
+            self.provider,
+            self.aggregate,
+        );
+        let _ = write!(md, "## Summary\n\n{}\n\n", self.summary_line());
+        let _ = write!(
+            md,
+            "## Statistics\n\n\
+             - Total files matched: {}\n- Successfully processed: {}\n- Failed: {}\n- Skipped: {}\n\
+             - Not run: {}\n- Truncated results: {}\n- Cache hits: {}\n- Cache misses: {}\n\
+             - Tokens saved by the cache: {}\n- Total tokens used: {} ({} in, {} out)\n- Total cost: {}\n\
+             - Estimated cost before the run: {}\n- Max parallel: {}\n\n",
+            self.files_matched,
+            self.succeeded,
+            self.failed.len(),
+            self.skipped.len(),
+            self.not_run.len(),
+            self.truncated.len(),
+            self.cache_hits,
+            self.cache_misses,
+            self.tokens_saved,
+            self.tokens_in + self.tokens_out,
+            self.tokens_in,
+            self.tokens_out,
+            self.cost_text(self.cost_usd),
+            self.cost_text(self.estimated_cost_usd),
+            self.max_parallel,
+        );
+        md.push_str("## Failed Files\n\n");
+        if self.failed.is_empty() {
+            md.push_str("None.\n");
+        }
+        for f in &self.failed {
+            let _ = writeln!(md, "- {}: {}", escape::name(&f.path), f.reason);
+        }
+        if !self.skipped.is_empty() {
+            md.push_str("\n## Skipped Files\n\n");
+            for s in &self.skipped {
+                let _ = writeln!(md, "- {}: {}", escape::name(&s.path), s.reason);
+            }
+        }
+        if !self.truncated.is_empty() {
+            md.push_str("\n## Truncated Results\n\nThese answers hit the output-token limit (--max-tokens):\n\n");
+            for t in &self.truncated {
+                let _ = writeln!(md, "- {}", escape::name(t));
+            }
+        }
+        if !self.not_run.is_empty() {
+            let _ = write!(
+                md,
+                "\n## Not Run\n\n{} files were not processed before the run stopped.\n",
+                self.not_run.len()
+            );
+        }
+        if let Some(e) = &self.error {
+            let _ = write!(md, "\n## Error\n\n{e}\n");
+        }
+        if !self.warnings.is_empty() {
+            md.push_str("\n## Warnings\n\n");
+            for w in &self.warnings {
+                let _ = writeln!(md, "- {w}");
+            }
+        }
+        let _ = write!(md, "\n## Output Location\n\nResults: {}/\n", self.output_dir);
+        match &self.aggregate_path {
+            Some(p) => {
+                let _ = writeln!(md, "Aggregate: {p}");
+            }
+            None => md.push_str("Aggregate: none (no file succeeded)\n"),
+        }
+        if let Some(p) = &self.aggregate_json_path {
+            let _ = writeln!(md, "Aggregate (JSON): {p}");
+        }
+        let _ = write!(md, "\n## Next Steps\n\n");
+        for step in self.next_steps() {
+            let _ = writeln!(md, "- {step}");
+        }
+        md
+    }
+
+    /// One sentence on what the run did.
+    pub fn summary_line(&self) -> String {
+        let calls = self.units.iter().filter(|u| !u.cached && u.attempts > 0).count()
+            + self.aggregate_calls.iter().filter(|c| !c.cached).count();
+        format!(
+            "Processed {} of {} matched files with {} ({} from the cache, {} model call{}); {} failed, {} skipped{}.",
+            self.succeeded,
+            self.files_matched,
+            self.model,
+            self.cache_hits,
+            calls,
+            if calls == 1 { "" } else { "s" },
+            self.failed.len(),
+            self.skipped.len(),
+            if self.truncated.is_empty() {
+                String::new()
+            } else {
+                format!(", {} truncated", self.truncated.len())
+            }
+        )
+    }
+
+    fn next_steps(&self) -> Vec<String> {
+        let mut steps = Vec::new();
+        if let Some(e) = &self.error {
+            steps.push(format!("Fix the error above ({e}), then run the same command again."));
+        }
+        if !self.failed.is_empty() || !self.not_run.is_empty() {
+            steps.push(format!(
+                "Run the same command again: finished results are cached, so only the {} unfinished files are sent.",
+                self.failed.len() + self.not_run.len()
+            ));
+        }
+        if !self.truncated.is_empty() {
+            steps.push(
+                "Some answers were cut off: raise --max-tokens (cached answers are reused only up to the old limit)."
+                    .into(),
+            );
+        }
+        if let Some(p) = &self.aggregate_path {
+            steps.push(format!("Read the aggregate: {p}"));
+        }
+        steps
+    }
+
+    /// A cost as the user reads it (see [`cost_text`]).
+    pub fn cost_text(&self, usd: f64) -> String {
+        cost_text(self.price_basis, &self.model, usd)
+    }
+}
+
+/// `1m 05s`, `3.2s`, `850ms`.
+pub fn format_duration(ms: u64) -> String {
+    if ms < 1_000 {
+        format!("{ms}ms")
+    } else if ms < 60_000 {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    } else {
+        format!("{}m {:02}s", ms / 60_000, ms % 60_000 / 1000)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(format_duration(850), "850ms");
+        assert_eq!(format_duration(3_250), "3.2s");
+        assert_eq!(format_duration(65_000), "1m 05s");
+    }
+}

@@ -1,0 +1,184 @@
+//! The completion report: `report.json` in the output directory and the seed's markdown
+//! report at `.aiwg/rlm/batch-{timestamp}-report.md` (or `report.md` in `--output-dir`).
+//! Plain data: the report builder fills it from events, the run directory writes it.
+
+mod markdown;
+
+pub use markdown::format_duration;
+
+use serde::Serialize;
+
+use crate::error::ExitStatus;
+use crate::input::SkippedFile;
+use crate::provider::model::PriceBasis;
+use crate::provider::Usage;
+use crate::unit::{UnitId, UnitKind};
+
+/// How the run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum RunStatus {
+    Success,
+    Partial,
+    Failed,
+    Interrupted,
+}
+
+impl RunStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            RunStatus::Success => "SUCCESS",
+            RunStatus::Partial => "PARTIAL",
+            RunStatus::Failed => "FAILED",
+            RunStatus::Interrupted => "INTERRUPTED",
+        }
+    }
+
+    pub fn exit_status(self) -> ExitStatus {
+        match self {
+            RunStatus::Success => ExitStatus::Success,
+            RunStatus::Partial => ExitStatus::Partial,
+            RunStatus::Failed => ExitStatus::Failed,
+            RunStatus::Interrupted => ExitStatus::Interrupted,
+        }
+    }
+}
+
+/// What became of one unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnitStatus {
+    Succeeded,
+    Failed,
+    /// Never finished: the run was interrupted or stopped first.
+    NotRun,
+}
+
+/// One unit in the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct UnitRecord {
+    pub id: UnitId,
+    /// The unit's label: its file's path for a whole file.
+    pub path: String,
+    pub status: UnitStatus,
+    /// Relative to the output directory.
+    pub result_file: Option<String>,
+    /// Served from the cache (no call made, `tokens_*` are zero).
+    pub cached: bool,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    pub cached_input_tokens: u64,
+    /// Tokens a cache hit saved.
+    pub tokens_saved: u64,
+    pub attempts: u32,
+    pub duration_ms: u64,
+    pub truncated: bool,
+    pub cost_usd: f64,
+    pub reason: Option<String>,
+}
+
+impl UnitRecord {
+    pub fn new(id: UnitId, path: &str) -> Self {
+        UnitRecord {
+            id,
+            path: path.to_string(),
+            status: UnitStatus::NotRun,
+            result_file: None,
+            cached: false,
+            tokens_in: 0,
+            tokens_out: 0,
+            cached_input_tokens: 0,
+            tokens_saved: 0,
+            attempts: 0,
+            duration_ms: 0,
+            truncated: false,
+            cost_usd: 0.0,
+            reason: None,
+        }
+    }
+}
+
+/// One aggregation call (summarize) in the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct CallRecord {
+    pub id: UnitId,
+    pub kind: UnitKind,
+    pub label: String,
+    pub usage: Usage,
+    /// What a cache hit saved.
+    pub saved: Usage,
+    pub cached: bool,
+    pub attempts: u32,
+    pub truncated: bool,
+    pub duration_ms: u64,
+    pub cost_usd: f64,
+    /// Why it failed, when it did.
+    pub reason: Option<String>,
+}
+
+/// A file that failed, with the reason.
+#[derive(Debug, Clone, Serialize)]
+pub struct FailedFile {
+    pub path: String,
+    pub reason: String,
+}
+
+/// Everything `report.json` holds.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    pub status: RunStatus,
+    /// The run's id (`batch-{timestamp}`), as in `events.jsonl`.
+    pub run_id: String,
+    pub pattern: String,
+    pub sub_prompt: String,
+    pub model: String,
+    pub provider: String,
+    pub aggregate: String,
+    pub max_parallel: usize,
+    pub files_matched: usize,
+    pub succeeded: usize,
+    pub failed: Vec<FailedFile>,
+    pub skipped: Vec<SkippedFile>,
+    pub not_run: Vec<String>,
+    pub truncated: Vec<String>,
+    pub cache_hits: usize,
+    pub cache_misses: usize,
+    pub tokens_saved: u64,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    pub cost_usd: f64,
+    pub estimated_cost_usd: f64,
+    /// False when the model is not in the price table.
+    pub price_known: bool,
+    /// Where prices come from: `listed`, `ceiling` (unlisted on the official API, an upper
+    /// bound) or `unknown` (another server: free as far as rlm knows).
+    pub price_basis: PriceBasis,
+    pub duration_ms: u64,
+    pub started_at: String,
+    pub finished_at: String,
+    pub output_dir: String,
+    pub aggregate_path: Option<String>,
+    pub aggregate_json_path: Option<String>,
+    pub report_path: String,
+    pub events_path: Option<String>,
+    /// Why the run stopped early or the aggregate is not what was asked for.
+    pub error: Option<String>,
+    pub warnings: Vec<String>,
+    pub units: Vec<UnitRecord>,
+    pub aggregate_calls: Vec<CallRecord>,
+}
+
+impl RunReport {
+    /// The run's status from its counts (see the README's exit codes).
+    pub fn decide_status(&self, interrupted: bool, fatal: bool) -> RunStatus {
+        if interrupted {
+            RunStatus::Interrupted
+        } else if fatal || self.succeeded == 0 {
+            RunStatus::Failed
+        } else if !self.failed.is_empty() || !self.not_run.is_empty() || self.error.is_some() {
+            RunStatus::Partial
+        } else {
+            RunStatus::Success
+        }
+    }
+}

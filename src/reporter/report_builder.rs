@@ -1,0 +1,459 @@
+//! Builds the completion report from the run's events.
+//!
+//! The report's `error` is decided in one place, by priority — a fatal provider error, then
+//! the reason the run stopped dispatching (budget, a write failure), then any other error
+//! (a failed summary) — and every other error is kept under `warnings`, so one can never
+//! hide another.
+
+use std::collections::HashMap;
+
+use super::Reporter;
+use crate::exec::Event;
+use crate::input::SkippedFile;
+use crate::provider::model::PriceBasis;
+use crate::provider::Usage;
+use crate::report::{CallRecord, FailedFile, RunReport, RunStatus, UnitRecord, UnitStatus};
+use crate::unit::{UnitId, UnitKind};
+
+/// What the report says that events do not.
+#[derive(Debug, Clone, Default)]
+pub struct ReportContext {
+    pub run_id: String,
+    pub pattern: String,
+    pub sub_prompt: String,
+    pub model: String,
+    pub provider: String,
+    pub aggregate: String,
+    pub max_parallel: usize,
+    pub price_basis: PriceBasis,
+    pub estimated_cost_usd: f64,
+    pub files_matched: usize,
+    pub skipped: Vec<SkippedFile>,
+    /// Matched files that could not be read: failures.
+    pub unreadable: Vec<SkippedFile>,
+    pub warnings: Vec<String>,
+}
+
+/// How the run ended, and where its outputs are.
+#[derive(Debug, Clone, Default)]
+pub struct RunEnd {
+    pub interrupted: bool,
+    pub duration_ms: u64,
+    pub started_at: String,
+    pub finished_at: String,
+    pub output_dir: String,
+    pub report_path: String,
+    pub aggregate_path: Option<String>,
+    pub aggregate_json_path: Option<String>,
+    pub events_path: Option<String>,
+}
+
+/// The report builder of one run.
+#[derive(Default)]
+pub struct ReportBuilder {
+    ctx: ReportContext,
+    records: Vec<UnitRecord>,
+    index: HashMap<UnitId, usize>,
+    calls: Vec<CallRecord>,
+    warnings: Vec<String>,
+    fatal: Option<String>,
+    stop_reason: Option<String>,
+    errors: Vec<String>,
+    cost: f64,
+}
+
+impl ReportBuilder {
+    /// A builder for the planned units (id and label, in plan order).
+    pub fn new(ctx: ReportContext, units: impl IntoIterator<Item = (UnitId, String)>) -> Self {
+        let records: Vec<UnitRecord> = units
+            .into_iter()
+            .map(|(id, label)| UnitRecord::new(id, &label))
+            .collect();
+        let index = records.iter().enumerate().map(|(i, r)| (r.id.clone(), i)).collect();
+        ReportBuilder {
+            warnings: ctx.warnings.clone(),
+            ctx,
+            records,
+            index,
+            calls: Vec::new(),
+            fatal: None,
+            stop_reason: None,
+            errors: Vec::new(),
+            cost: 0.0,
+        }
+    }
+
+    /// An error that is not an event (a failed aggregate write, a failed summary).
+    pub fn add_error(&mut self, error: String) {
+        self.errors.push(error);
+    }
+
+    /// The fatal provider error, if one stopped the run.
+    pub fn fatal(&self) -> Option<&str> {
+        self.fatal.as_deref()
+    }
+
+    /// Whether the run stopped dispatching for any reason other than an interrupt.
+    pub fn stopped(&self) -> Option<&str> {
+        self.fatal.as_deref().or(self.stop_reason.as_deref())
+    }
+
+    /// Spent so far, aggregate calls included.
+    pub fn cost(&self) -> f64 {
+        self.cost
+    }
+
+    /// The failures so far (unreadable files, then failed units), for the aggregate.
+    pub fn failed_so_far(&self) -> Vec<(String, String)> {
+        let unreadable = self.ctx.unreadable.iter().map(|s| (s.path.clone(), s.reason.clone()));
+        let units = self
+            .records
+            .iter()
+            .filter(|r| r.status == UnitStatus::Failed)
+            .map(|r| (r.path.clone(), r.reason.clone().unwrap_or_default()));
+        unreadable.chain(units).collect()
+    }
+
+    /// Why an aggregation call failed, if it did.
+    pub fn aggregate_failure(&self, unit: &UnitId) -> Option<String> {
+        self.calls
+            .iter()
+            .rev()
+            .find(|c| &c.id == unit)
+            .and_then(|c| c.reason.clone())
+    }
+
+    fn record(&mut self, unit: &UnitId) -> Option<&mut UnitRecord> {
+        self.index.get(unit).map(|&i| &mut self.records[i])
+    }
+
+    /// The report as it will be written (the builder is left empty).
+    pub fn finish(&mut self, end: RunEnd) -> RunReport {
+        let ReportBuilder {
+            ctx,
+            mut records,
+            calls,
+            mut warnings,
+            fatal,
+            stop_reason,
+            errors,
+            cost,
+            ..
+        } = std::mem::take(self);
+        let mut candidates = fatal.iter().chain(stop_reason.iter()).chain(errors.iter()).cloned();
+        let error = candidates.next();
+        warnings.extend(candidates);
+
+        let stopped_why = if end.interrupted {
+            "interrupted before it finished".to_string()
+        } else {
+            match error.as_deref() {
+                Some(e) => format!("not run: the run stopped first ({e})"),
+                None => "not run: the run stopped first".to_string(),
+            }
+        };
+        let mut report = RunReport {
+            status: RunStatus::Success,
+            run_id: ctx.run_id,
+            pattern: ctx.pattern,
+            sub_prompt: ctx.sub_prompt,
+            model: ctx.model,
+            provider: ctx.provider,
+            aggregate: ctx.aggregate,
+            max_parallel: ctx.max_parallel,
+            files_matched: ctx.files_matched,
+            succeeded: 0,
+            failed: ctx
+                .unreadable
+                .into_iter()
+                .map(|s| FailedFile {
+                    path: s.path,
+                    reason: s.reason,
+                })
+                .collect(),
+            skipped: ctx.skipped,
+            not_run: Vec::new(),
+            truncated: Vec::new(),
+            cache_hits: 0,
+            cache_misses: 0,
+            tokens_saved: 0,
+            tokens_in: 0,
+            tokens_out: 0,
+            cost_usd: cost,
+            estimated_cost_usd: ctx.estimated_cost_usd,
+            price_known: ctx.price_basis == PriceBasis::Listed,
+            price_basis: ctx.price_basis,
+            duration_ms: end.duration_ms,
+            started_at: end.started_at,
+            finished_at: end.finished_at,
+            output_dir: end.output_dir,
+            aggregate_path: end.aggregate_path,
+            aggregate_json_path: end.aggregate_json_path,
+            report_path: end.report_path,
+            events_path: end.events_path,
+            error,
+            warnings,
+            units: Vec::new(),
+            aggregate_calls: calls,
+        };
+        for record in &mut records {
+            match record.status {
+                UnitStatus::Succeeded => report.succeeded += 1,
+                UnitStatus::Failed => report.failed.push(FailedFile {
+                    path: record.path.clone(),
+                    reason: record.reason.clone().unwrap_or_default(),
+                }),
+                UnitStatus::NotRun => {
+                    record.reason.get_or_insert_with(|| stopped_why.clone());
+                    report.not_run.push(record.path.clone());
+                }
+            }
+            if record.truncated && record.status == UnitStatus::Succeeded {
+                report.truncated.push(record.path.clone());
+            }
+            if record.cached {
+                report.cache_hits += 1;
+            } else {
+                report.cache_misses += 1;
+            }
+            report.tokens_saved += record.tokens_saved;
+            report.tokens_in += record.tokens_in;
+            report.tokens_out += record.tokens_out;
+        }
+        for call in &report.aggregate_calls {
+            report.tokens_in += call.usage.input_tokens;
+            report.tokens_out += call.usage.output_tokens;
+            report.tokens_saved += call.saved.total();
+        }
+        report.units = records;
+        report.status = report.decide_status(end.interrupted, fatal.is_some());
+        report
+    }
+}
+
+impl Reporter for ReportBuilder {
+    fn report(&mut self, event: &Event) {
+        match event {
+            Event::Completed {
+                unit,
+                label,
+                kind,
+                attempts,
+                duration_ms,
+                usage,
+                saved,
+                cost_usd,
+                cached,
+                truncated,
+                result_file,
+            } => {
+                self.cost += cost_usd;
+                if *kind == UnitKind::Aggregate {
+                    self.calls.push(call_record(
+                        unit,
+                        label,
+                        *usage,
+                        *saved,
+                        *cached,
+                        *attempts,
+                        *truncated,
+                        *duration_ms,
+                        *cost_usd,
+                        None,
+                    ));
+                } else if let Some(r) = self.record(unit) {
+                    r.status = UnitStatus::Succeeded;
+                    r.result_file = result_file.clone();
+                    r.cached = *cached;
+                    r.tokens_in = usage.input_tokens;
+                    r.tokens_out = usage.output_tokens;
+                    r.cached_input_tokens = usage.cached_input_tokens;
+                    r.tokens_saved = saved.total();
+                    r.attempts = *attempts;
+                    r.duration_ms = *duration_ms;
+                    r.truncated = *truncated;
+                    r.cost_usd = *cost_usd;
+                    r.reason = None;
+                }
+            }
+            Event::Failed {
+                unit,
+                label,
+                kind,
+                attempts,
+                duration_ms,
+                usage,
+                cost_usd,
+                reason,
+                fatal,
+                ..
+            } => {
+                self.cost += cost_usd;
+                if *fatal && self.fatal.is_none() {
+                    self.fatal = Some(reason.clone());
+                }
+                if *kind == UnitKind::Aggregate {
+                    let record = call_record(
+                        unit,
+                        label,
+                        *usage,
+                        Usage::default(),
+                        false,
+                        *attempts,
+                        false,
+                        *duration_ms,
+                        *cost_usd,
+                        Some(reason.clone()),
+                    );
+                    self.calls.push(record);
+                } else if let Some(r) = self.record(unit) {
+                    r.status = UnitStatus::Failed;
+                    r.reason = Some(reason.clone());
+                    r.tokens_in = usage.input_tokens;
+                    r.tokens_out = usage.output_tokens;
+                    r.attempts = *attempts;
+                    r.duration_ms = *duration_ms;
+                    r.cost_usd = *cost_usd;
+                }
+            }
+            Event::Cancelled { unit, reason, .. } => {
+                if let Some(r) = self.record(unit) {
+                    r.status = UnitStatus::NotRun;
+                    r.reason = Some(reason.clone());
+                }
+            }
+            Event::Warning { message } => self.warnings.push(message.clone()),
+            Event::Stopping { reason } => {
+                self.stop_reason.get_or_insert_with(|| reason.clone());
+            }
+            Event::RunStarted { .. }
+            | Event::Queued { .. }
+            | Event::Started { .. }
+            | Event::Retried { .. }
+            | Event::WidthChanged { .. } => {}
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)] // a record is a row of plain fields
+fn call_record(
+    unit: &UnitId,
+    label: &str,
+    usage: Usage,
+    saved: Usage,
+    cached: bool,
+    attempts: u32,
+    truncated: bool,
+    duration_ms: u64,
+    cost_usd: f64,
+    reason: Option<String>,
+) -> CallRecord {
+    CallRecord {
+        id: unit.clone(),
+        kind: UnitKind::Aggregate,
+        label: label.to_string(),
+        usage,
+        saved,
+        cached,
+        attempts,
+        truncated,
+        duration_ms,
+        cost_usd,
+        reason,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> ReportContext {
+        ReportContext {
+            run_id: "batch-1".into(),
+            pattern: "*.ts".into(),
+            sub_prompt: "p".into(),
+            model: "m".into(),
+            provider: "anthropic".into(),
+            aggregate: "concat".into(),
+            max_parallel: 4,
+            price_basis: PriceBasis::Listed,
+            estimated_cost_usd: 0.0,
+            files_matched: 4,
+            skipped: vec![],
+            unreadable: vec![SkippedFile {
+                path: "locked.ts".into(),
+                reason: "cannot read: Permission denied".into(),
+            }],
+            warnings: vec![],
+        }
+    }
+
+    fn failed(unit: &str, reason: &str, fatal: bool) -> Event {
+        Event::Failed {
+            unit: UnitId::named(unit),
+            label: unit.into(),
+            kind: UnitKind::Map,
+            attempts: 1,
+            duration_ms: 1,
+            usage: Usage::default(),
+            cost_usd: 0.25,
+            error: None,
+            reason: reason.into(),
+            fatal,
+        }
+    }
+
+    #[test]
+    fn an_unreadable_file_makes_the_run_partial_and_the_fatal_error_wins() {
+        let units = ["a", "b", "c"].map(|u| (UnitId::named(u), u.to_string()));
+        let mut b = ReportBuilder::new(ctx(), units.clone());
+        b.report(&Event::Completed {
+            unit: UnitId::named("a"),
+            label: "a".into(),
+            kind: UnitKind::Map,
+            attempts: 1,
+            duration_ms: 1,
+            usage: Usage::default(),
+            saved: Usage::default(),
+            cost_usd: 0.5,
+            cached: false,
+            truncated: false,
+            result_file: Some("a.result.md".into()),
+        });
+        let report = ReportBuilder::new(ctx(), units.clone()).finish(RunEnd::default());
+        assert_eq!(report.status, RunStatus::Failed, "nothing succeeded");
+        b.report(&Event::Stopping {
+            reason: "budget".into(),
+        });
+        b.report(&failed("b", "authentication failed (401)", true));
+        b.add_error("summarize failed".into());
+        let report = b.finish(RunEnd::default());
+        assert_eq!(report.status, RunStatus::Failed, "a fatal error fails the run");
+        assert_eq!(report.error.as_deref(), Some("authentication failed (401)"));
+        assert_eq!(report.warnings, ["budget", "summarize failed"]);
+        assert_eq!(report.failed.len(), 2, "the unreadable file and b");
+        assert_eq!(report.not_run, ["c"]);
+        assert!((report.cost_usd - 0.75).abs() < 1e-9);
+        assert!(report.units[2].reason.as_deref().unwrap().contains("stopped first"));
+
+        let mut ok = ReportBuilder::new(ctx(), [(UnitId::named("a"), "a".to_string())]);
+        ok.report(&Event::Completed {
+            unit: UnitId::named("a"),
+            label: "a".into(),
+            kind: UnitKind::Map,
+            attempts: 1,
+            duration_ms: 1,
+            usage: Usage::default(),
+            saved: Usage::default(),
+            cost_usd: 0.0,
+            cached: true,
+            truncated: false,
+            result_file: None,
+        });
+        assert_eq!(
+            ok.finish(RunEnd::default()).status,
+            RunStatus::Partial,
+            "the unreadable file counts"
+        );
+    }
+}

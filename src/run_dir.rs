@@ -1,0 +1,276 @@
+//! The run directory: where a run's per-unit results, aggregate, report and events live,
+//! and the names they get.
+//!
+//! A default run directory `.aiwg/rlm/batch-{timestamp}/` is created exclusively (two runs
+//! started in the same second get `-2`, `-3`…). An `--output-dir` must be new, empty, or an
+//! earlier run's directory, whose results are replaced cleanly; anything else is refused
+//! before a call is made. Every write is atomic and passes through the run's redactor.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::error::RlmError;
+use crate::fs_atomic::{sweep_temp_files, write_atomic, Durability};
+use crate::input::sha256_hex;
+use crate::secret::Redactor;
+
+/// Longest sanitized stem before it is shortened (file systems allow 255 bytes a name).
+const MAX_STEM: usize = 180;
+/// The marker that makes a directory an rlm run directory.
+const MARKER: &str = ".rlm-run";
+
+/// The directory and files of one run.
+#[derive(Debug, Clone)]
+pub struct RunDir {
+    /// `{output-dir}`: per-unit results, aggregate, report.json, events.jsonl.
+    pub dir: PathBuf,
+    /// The markdown report: `.aiwg/rlm/batch-{timestamp}-report.md` (the seed's place), or
+    /// `report.md` inside an `--output-dir`.
+    pub report_md: PathBuf,
+    /// `batch-YYYY-MM-DD-HHMMSS` (UTC), with `-2`… when taken; unique among this project's runs.
+    pub run_id: String,
+    /// `YYYY-MM-DD-HHMMSS` (UTC), as shown in the aggregate.
+    pub timestamp: String,
+    redactor: Redactor,
+}
+
+impl RunDir {
+    /// Creates the run's directory (or takes over `output_dir`) and proves it writable.
+    pub fn create(rlm_dir: &Path, output_dir: Option<&Path>, redactor: Redactor) -> Result<Self, RlmError> {
+        let timestamp = jiff::Timestamp::now().strftime("%Y-%m-%d-%H%M%S").to_string();
+        fs_err::create_dir_all(rlm_dir)?;
+        let run = match output_dir {
+            Some(dir) => {
+                take_over(dir)?;
+                let run_id = unique_id(rlm_dir, &timestamp, |id| {
+                    rlm_dir.join(format!("{id}-report.md")).exists()
+                });
+                RunDir {
+                    dir: dir.to_path_buf(),
+                    report_md: dir.join("report.md"),
+                    run_id,
+                    timestamp,
+                    redactor,
+                }
+            }
+            None => {
+                let mut created = None;
+                let run_id = unique_id(rlm_dir, &timestamp, |id| match std::fs::create_dir(rlm_dir.join(id)) {
+                    Ok(()) => {
+                        created = Some(Ok(()));
+                        false
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => true,
+                    Err(e) => {
+                        created = Some(Err(RlmError::io(rlm_dir.join(id), e)));
+                        false
+                    }
+                });
+                created.unwrap_or(Ok(()))?;
+                RunDir {
+                    dir: rlm_dir.join(&run_id),
+                    report_md: rlm_dir.join(format!("{run_id}-report.md")),
+                    run_id,
+                    timestamp,
+                    redactor,
+                }
+            }
+        };
+        // The probe: a run directory that cannot take a small file cannot take results.
+        run.write(MARKER, &format!("{{\"run_id\": \"{}\"}}\n", run.run_id))
+            .map_err(|e| RlmError::Usage(format!("the output directory is not writable: {e}")))?;
+        Ok(run)
+    }
+
+    /// Writes a file of the run directory atomically, scrubbed of secrets.
+    pub fn write(&self, name: &str, content: &str) -> std::io::Result<PathBuf> {
+        let path = self.dir.join(name);
+        write_atomic(&path, self.redactor.scrub(content).as_bytes(), Durability::Buffered)?;
+        Ok(path)
+    }
+
+    /// Writes the markdown report, scrubbed.
+    pub fn write_report_md(&self, content: &str) -> std::io::Result<()> {
+        write_atomic(
+            &self.report_md,
+            self.redactor.scrub(content).as_bytes(),
+            Durability::Buffered,
+        )
+    }
+}
+
+/// `batch-{timestamp}`, or with `-2`, `-3`… while `taken` says so.
+fn unique_id(_rlm_dir: &Path, timestamp: &str, mut taken: impl FnMut(&str) -> bool) -> String {
+    let base = format!("batch-{timestamp}");
+    let mut id = base.clone();
+    let mut n = 1;
+    while taken(&id) {
+        n += 1;
+        id = format!("{base}-{n}");
+    }
+    id
+}
+
+/// Files an earlier run left in its directory, replaced by the new run.
+fn is_run_output(name: &str) -> bool {
+    name.ends_with(".result.md")
+        || name.starts_with(crate::fs_atomic::TEMP_PREFIX)
+        || matches!(
+            name,
+            "aggregate.md"
+                | "aggregate.json"
+                | "report.json"
+                | "report.md"
+                | "events.jsonl"
+                | "settings.json"
+                | "plan.json"
+                | MARKER
+        )
+}
+
+/// Makes `dir` ready for a run: created when missing; refused when it is a file or a
+/// non-empty directory that holds no earlier run; an earlier run's outputs removed.
+fn take_over(dir: &Path) -> Result<(), RlmError> {
+    let shown = dir.display();
+    match std::fs::metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return fs_err::create_dir_all(dir).map_err(|e| RlmError::Usage(format!("--output-dir: {e}")));
+        }
+        Err(e) => return Err(RlmError::Usage(format!("--output-dir {shown}: {e}"))),
+        Ok(m) if !m.is_dir() => {
+            return Err(RlmError::Usage(format!(
+                "--output-dir {shown} is a file, not a directory: pass a directory (it is created if missing)"
+            )))
+        }
+        Ok(_) => {}
+    }
+    let names: Vec<String> = fs_err::read_dir(dir)?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    if names.is_empty() {
+        return Ok(());
+    }
+    if !names.iter().any(|n| n == MARKER) {
+        return Err(RlmError::Usage(format!(
+            "--output-dir {shown} is not empty and holds no earlier rlm run: pass a new or empty directory"
+        )));
+    }
+    sweep_temp_files(dir, Duration::ZERO);
+    for name in names.iter().filter(|n| is_run_output(n)) {
+        match std::fs::remove_file(dir.join(name)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(RlmError::Usage(format!(
+                    "--output-dir {shown}: cannot replace {name}: {e}"
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `src/auth/login.ts` → `src-auth-login.ts`: only `[A-Za-z0-9._-]`, never `..`, never a
+/// separator, never empty, never hidden.
+pub fn sanitize(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for c in path.chars() {
+        let c = if c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-' {
+            c
+        } else {
+            '-'
+        };
+        // No "..": a dot never follows a dot.
+        if c == '.' && out.ends_with('.') {
+            continue;
+        }
+        out.push(c);
+    }
+    let trimmed = out.trim_start_matches(['.', '-']).trim_end_matches('.');
+    let mut stem = if trimmed.is_empty() {
+        "file".to_string()
+    } else {
+        trimmed.to_string()
+    };
+    if stem.len() > MAX_STEM {
+        let hash = &sha256_hex(path.as_bytes())[..12];
+        stem.truncate(MAX_STEM - 13);
+        stem = format!("{}-{hash}", stem.trim_end_matches('.'));
+    }
+    stem
+}
+
+/// One unique `{sanitized}.result.md` name per path, in the given order: a collision gets
+/// the first 8 hex characters of the path's hash appended.
+pub fn result_names(paths: &[&str]) -> Vec<String> {
+    let mut seen = HashSet::with_capacity(paths.len());
+    paths
+        .iter()
+        .map(|path| {
+            let stem = sanitize(path);
+            let mut name = format!("{stem}.result.md");
+            let mut salt = 0u32;
+            while !seen.insert(name.to_ascii_lowercase()) {
+                let hash = sha256_hex(format!("{path}#{salt}").as_bytes());
+                name = format!("{stem}-{}.result.md", &hash[..8]);
+                salt += 1;
+            }
+            name
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sanitized_names_stay_inside() {
+        assert_eq!(sanitize("src/auth/login.ts"), "src-auth-login.ts");
+        assert_eq!(sanitize("../../etc/passwd"), "etc-passwd");
+        assert_eq!(sanitize("/abs/a b.py"), "abs-a-b.py");
+        assert_eq!(sanitize("a/..b"), "a-.b");
+        assert_eq!(sanitize(".."), "file");
+        for p in ["../x", "a/../../b", "...", "x/.../y", "C:\\win\\f.txt", "ü/ß.md"] {
+            let s = sanitize(p);
+            assert!(
+                !s.contains("..") && !s.contains('/') && !s.contains('\\') && !s.starts_with('.'),
+                "{p} -> {s}"
+            );
+        }
+        let long = "d/".repeat(200) + "f.rs";
+        assert!(sanitize(&long).len() <= MAX_STEM);
+    }
+
+    #[test]
+    fn names_are_unique() {
+        let names = result_names(&["src/a-b.ts", "src-a/b.ts", "src/a/b.ts", "SRC/a-b.ts"]);
+        assert_eq!(names[0], "src-a-b.ts.result.md");
+        let set: HashSet<String> = names.iter().map(|n| n.to_ascii_lowercase()).collect();
+        assert_eq!(set.len(), 4);
+    }
+
+    #[test]
+    fn default_dirs_are_exclusive_and_output_dirs_are_checked() {
+        let rlm = tempfile::tempdir().unwrap();
+        let a = RunDir::create(rlm.path(), None, Redactor::default()).unwrap();
+        let b = RunDir::create(rlm.path(), None, Redactor::default()).unwrap();
+        assert_ne!(a.dir, b.dir);
+        let out = rlm.path().join("out");
+        let run = RunDir::create(rlm.path(), Some(&out), Redactor::default()).unwrap();
+        run.write("x.result.md", "old").unwrap();
+        std::fs::write(out.join("notes.txt"), "mine").unwrap();
+        RunDir::create(rlm.path(), Some(&out), Redactor::default()).unwrap();
+        assert!(!out.join("x.result.md").exists() && out.join("notes.txt").exists());
+        let foreign = rlm.path().join("foreign");
+        std::fs::create_dir(&foreign).unwrap();
+        std::fs::write(foreign.join("a.txt"), "a").unwrap();
+        assert!(RunDir::create(rlm.path(), Some(&foreign), Redactor::default()).is_err());
+        let file = rlm.path().join("afile.txt");
+        std::fs::write(&file, "a").unwrap();
+        let err = RunDir::create(rlm.path(), Some(&file), Redactor::default()).unwrap_err();
+        assert!(err.to_string().contains("is a file"), "{err}");
+    }
+}

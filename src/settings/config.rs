@@ -1,0 +1,90 @@
+//! The project's `.aiwg/aiwg.config` (JSON), the parts rlm reads, through serde.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::error::RlmError;
+use crate::provider::catalog::Price;
+
+/// `.aiwg/aiwg.config`; every key optional, unknown keys ignored (other tools share it).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ProjectConfig {
+    #[serde(default)]
+    pub parallelism: ParallelismConfig,
+    #[serde(default)]
+    pub rlm: RlmConfig,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ParallelismConfig {
+    /// The project's cap on calls in flight.
+    pub max_parallel_subagents: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct RlmConfig {
+    /// Prices by exact model id, USD per million tokens.
+    #[serde(default)]
+    pub prices: BTreeMap<String, Price>,
+}
+
+impl ProjectConfig {
+    /// Reads `.aiwg/aiwg.config` under `root`; a missing file is an empty config.
+    pub fn load(root: &Path) -> Result<Self, RlmError> {
+        let path = root.join(".aiwg").join("aiwg.config");
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(e) => return Err(RlmError::io(path, e)),
+        };
+        Self::parse(&text).map_err(|msg| {
+            RlmError::Usage(format!(
+                "{}: {msg}; expected JSON such as {{\"parallelism\": {{\"max_parallel_subagents\": 4}}}}",
+                path.display()
+            ))
+        })
+    }
+
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let config: ProjectConfig = serde_json::from_str(text).map_err(|e| format!("invalid ({e})"))?;
+        if config.parallelism.max_parallel_subagents == Some(0) {
+            return Err("parallelism.max_parallel_subagents must be a whole number of at least 1".into());
+        }
+        for (model, price) in &config.rlm.prices {
+            if !(price.input.is_finite() && price.output.is_finite() && price.input >= 0.0 && price.output >= 0.0) {
+                return Err(format!(
+                    "rlm.prices.{model} must hold non-negative input and output prices"
+                ));
+            }
+        }
+        Ok(config)
+    }
+
+    /// The project's width cap, if it sets one.
+    pub fn max_parallel(&self) -> Option<usize> {
+        self.parallelism
+            .max_parallel_subagents
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_rejects_nonsense() {
+        let c = ProjectConfig::parse(
+            r#"{"parallelism":{"max_parallel_subagents":3},"rlm":{"prices":{"m":{"input":1,"output":2}}},"other":1}"#,
+        )
+        .unwrap();
+        assert_eq!(c.max_parallel(), Some(3));
+        assert_eq!(c.rlm.prices["m"].output, 2.0);
+        assert!(ProjectConfig::parse("parallelism: 3").is_err());
+        assert!(ProjectConfig::parse(r#"{"parallelism":{"max_parallel_subagents":0}}"#).is_err());
+        assert!(ProjectConfig::parse(r#"{"parallelism":{"max_parallel_subagents":-1}}"#).is_err());
+        assert!(ProjectConfig::parse(r#"{"rlm":{"prices":{"m":{"input":-1,"output":2}}}}"#).is_err());
+    }
+}

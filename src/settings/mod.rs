@@ -1,0 +1,424 @@
+//! Flags + environment + `.aiwg/aiwg.config` → one immutable [`BatchSettings`], in typed
+//! parts (input, task, provider, budget, execution, output).
+//!
+//! Everything the run needs is decided here, before any work starts and without touching
+//! the network, so a bad flag or a missing key fails in one clear line and the core never
+//! looks at clap or the environment. The model a local server serves is discovered later,
+//! in the run's async start-up.
+
+mod config;
+mod environment;
+mod parallelism;
+
+pub use config::ProjectConfig;
+pub use environment::Environment;
+pub use parallelism::{resolve_parallelism, Parallelism, FALLBACK_PARALLEL, HARD_CAP};
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::aggregate::AggregateStrategy;
+use crate::cache::CacheMode;
+use crate::cli::{AggregateArg, BatchArgs, ColorArg, ProviderArg};
+use crate::error::RlmError;
+use crate::printer::{ColorChoice, PrinterMode};
+use crate::provider::catalog::{self, PriceTable};
+use crate::provider::ProviderKind;
+use crate::secret::{redact_url, ApiKey, Redactor};
+
+/// Everything one `rlm batch` run needs, decided before it starts.
+#[derive(Debug, Clone, Serialize)]
+pub struct BatchSettings {
+    pub cwd: PathBuf,
+    pub input: InputSettings,
+    pub task: TaskSettings,
+    pub provider: ProviderSettings,
+    pub budget: BudgetSettings,
+    pub exec: ExecSettings,
+    pub output: OutputSettings,
+}
+
+/// Which files.
+#[derive(Debug, Clone, Serialize)]
+pub struct InputSettings {
+    pub pattern: String,
+    pub respect_ignore: bool,
+    pub hidden: bool,
+    pub follow_links: bool,
+}
+
+/// What to do with them.
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskSettings {
+    pub sub_prompt: String,
+    pub aggregate: AggregateStrategy,
+}
+
+/// Who answers.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProviderSettings {
+    pub kind: ProviderKind,
+    /// Without a trailing slash. Shown only through [`ProviderSettings::shown_base_url`].
+    #[serde(serialize_with = "serialize_url")]
+    pub base_url: String,
+    /// The provider's own API (prices apply, an unlisted model counts at the ceiling).
+    pub official: bool,
+    #[serde(skip)]
+    pub api_key: Option<ApiKey>,
+    /// `None`: ask the server (OpenAI-compatible servers other than api.openai.com).
+    pub model: Option<String>,
+    pub context_window: Option<u64>,
+    pub temperature: Option<f32>,
+    pub timeout: Duration,
+    pub max_tokens: u32,
+    /// Why no call can be made (no provider or no key), raised once the inputs are known to
+    /// exist, so a mistyped pattern still gets the "No files matched" message first.
+    pub blocker: Option<String>,
+}
+
+/// What it may cost.
+#[derive(Debug, Clone, Serialize)]
+pub struct BudgetSettings {
+    pub max_cost: Option<f64>,
+    pub force: bool,
+    pub yes: bool,
+    pub prices: PriceTable,
+}
+
+/// How calls are made.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExecSettings {
+    pub parallelism: Parallelism,
+    pub retries: u32,
+    /// First delay of the exponential backoff (`RLM_BACKOFF_BASE_MS`, default 500 ms).
+    pub backoff_base: Duration,
+    /// How long one call may wait out 429s before it fails.
+    pub rate_limit_wait: Duration,
+    pub cache_mode: CacheMode,
+}
+
+/// What the user sees and where results go.
+#[derive(Debug, Clone, Serialize)]
+pub struct OutputSettings {
+    pub output_dir: Option<PathBuf>,
+    pub dry_run: bool,
+    pub json: bool,
+    pub quiet: bool,
+    pub color: ColorChoice,
+    pub no_color: bool,
+    pub stderr_is_terminal: bool,
+    pub stdin_is_terminal: bool,
+}
+
+impl OutputSettings {
+    pub fn printer_mode(&self) -> PrinterMode {
+        PrinterMode {
+            quiet: self.quiet,
+            json: self.json,
+            stderr_is_terminal: self.stderr_is_terminal,
+            color: PrinterMode::color_enabled(self.color, self.stderr_is_terminal, self.no_color),
+        }
+    }
+}
+
+impl ProviderSettings {
+    /// The base URL as it may be shown (credentials hidden).
+    pub fn shown_base_url(&self) -> String {
+        redact_url(&self.base_url).into_owned()
+    }
+
+    /// What tells this endpoint apart in cache keys: nothing for the official APIs (so
+    /// existing caches stay valid), the URL without credentials for any other server, so
+    /// two servers serving different models under one name never share entries.
+    pub fn endpoint_identity(&self) -> Option<String> {
+        (!self.official).then(|| redact_url(&crate::provider::versioned_base(&self.base_url)).into_owned())
+    }
+}
+
+fn serialize_url<S: serde::Serializer>(url: &str, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&redact_url(url))
+}
+
+impl BatchSettings {
+    /// Combines flags, environment and the project config; every conflict is one clear error.
+    pub fn resolve(args: BatchArgs, color: ColorArg, env: &Environment) -> Result<Self, RlmError> {
+        // Destructure exhaustively so a new flag is a compile error until it is handled here.
+        let BatchArgs {
+            pattern,
+            sub_prompt,
+            prompt_file,
+            model,
+            provider,
+            base_url,
+            output_dir,
+            aggregate,
+            max_parallel,
+            no_cache,
+            cache_only,
+            force,
+            yes,
+            dry_run,
+            json,
+            quiet,
+            timeout,
+            retries,
+            rate_limit_wait,
+            max_tokens,
+            max_cost,
+            context_window,
+            temperature,
+            no_ignore,
+            hidden,
+            follow_links,
+        } = args;
+
+        if pattern.trim().is_empty() {
+            return Err(RlmError::Usage(
+                "the file pattern is empty: pass a glob such as 'src/**/*.ts'".into(),
+            ));
+        }
+        let sub_prompt = match (sub_prompt, prompt_file) {
+            (Some(p), _) => p,
+            (None, Some(file)) => read_prompt_file(&file, &env.cwd)?,
+            (None, None) => {
+                return Err(RlmError::Usage(
+                    "no prompt: pass it as the second argument or with --prompt-file FILE".into(),
+                ))
+            }
+        };
+        if sub_prompt.trim().is_empty() {
+            return Err(RlmError::Usage(
+                "the sub-prompt is empty: say what to do with each file, e.g. 'List the exported functions in {file}'"
+                    .into(),
+            ));
+        }
+
+        let config = ProjectConfig::load(&env.cwd)?;
+        let provider = resolve_provider(provider, base_url, model, context_window, temperature, env)?;
+        if let (Some(window), Some(model)) = (
+            provider
+                .context_window
+                .or_else(|| provider.model.as_deref().and_then(catalog::context_window)),
+            provider.model.as_deref(),
+        ) {
+            if u64::from(max_tokens) >= window {
+                return Err(RlmError::Usage(format!(
+                    "--max-tokens {max_tokens} leaves no room for input in the {window}-token context \
+                     window of {model}: lower --max-tokens or raise --context-window"
+                )));
+            }
+        }
+        let provider = ProviderSettings {
+            timeout: Duration::from_secs_f64(timeout),
+            max_tokens,
+            ..provider
+        };
+
+        let backoff_base = env
+            .var("RLM_BACKOFF_BASE_MS")
+            .map(|v| match v.trim().parse::<u64>() {
+                Ok(ms) if ms <= 600_000 => Ok(Duration::from_millis(ms)),
+                _ => Err(RlmError::Usage(format!(
+                    "RLM_BACKOFF_BASE_MS='{v}' is not a whole number of milliseconds up to 600000"
+                ))),
+            })
+            .transpose()?
+            .unwrap_or(Duration::from_millis(500));
+
+        Ok(BatchSettings {
+            input: InputSettings {
+                pattern,
+                respect_ignore: !no_ignore,
+                hidden,
+                follow_links,
+            },
+            task: TaskSettings {
+                sub_prompt,
+                aggregate: match aggregate {
+                    AggregateArg::Concat => AggregateStrategy::Concat,
+                    AggregateArg::Merge => AggregateStrategy::Merge,
+                    AggregateArg::Summarize => AggregateStrategy::Summarize,
+                },
+            },
+            provider,
+            budget: BudgetSettings {
+                max_cost,
+                force,
+                yes,
+                prices: PriceTable::new(config.rlm.prices.clone()),
+            },
+            exec: ExecSettings {
+                parallelism: resolve_parallelism(max_parallel, config.max_parallel()),
+                retries,
+                backoff_base,
+                rate_limit_wait: Duration::from_secs_f64(rate_limit_wait),
+                cache_mode: if cache_only {
+                    CacheMode::ReadOnly
+                } else if no_cache {
+                    CacheMode::WriteOnly
+                } else {
+                    CacheMode::ReadWrite
+                },
+            },
+            output: OutputSettings {
+                output_dir: output_dir.map(|d| if d.is_absolute() { d } else { env.cwd.join(d) }),
+                dry_run,
+                json,
+                quiet,
+                color: match color {
+                    ColorArg::Auto => ColorChoice::Auto,
+                    ColorArg::Always => ColorChoice::Always,
+                    ColorArg::Never => ColorChoice::Never,
+                },
+                no_color: env.var("NO_COLOR").is_some(),
+                stderr_is_terminal: env.stderr_is_terminal,
+                stdin_is_terminal: env.stdin_is_terminal,
+            },
+            cwd: env.cwd.clone(),
+        })
+    }
+
+    /// The `.aiwg/rlm` directory of this project.
+    pub fn rlm_dir(&self) -> PathBuf {
+        self.cwd.join(".aiwg").join("rlm")
+    }
+
+    /// The redactor for everything this run writes.
+    pub fn redactor(&self) -> Redactor {
+        Redactor::new(self.provider.api_key.iter())
+    }
+}
+
+/// Provider, endpoint, key and model from flags and environment.
+fn resolve_provider(
+    flag: Option<ProviderArg>,
+    base_url: Option<String>,
+    model: Option<String>,
+    context_window: Option<u64>,
+    temperature: Option<f32>,
+    env: &Environment,
+) -> Result<ProviderSettings, RlmError> {
+    let mut blocker = None;
+    let kind = match flag {
+        Some(ProviderArg::Anthropic) => ProviderKind::Anthropic,
+        Some(ProviderArg::Openai) => ProviderKind::Openai,
+        None => detect_provider(env, base_url.is_some()).unwrap_or_else(|e| {
+            blocker = Some(e);
+            ProviderKind::Anthropic
+        }),
+    };
+    let base_url = base_url
+        .or_else(|| env.var(kind.base_url_var()).map(str::to_string))
+        .unwrap_or_else(|| kind.official_base_url().to_string());
+    let base_url = base_url.trim().trim_end_matches('/').to_string();
+    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+        return Err(RlmError::Usage(format!(
+            "--base-url '{}' is not an http(s) URL: pass e.g. http://127.0.0.1:8080",
+            redact_url(&base_url)
+        )));
+    }
+    let api_key = env.var(kind.key_var()).map(ApiKey::new);
+    let official = base_url == kind.official_base_url();
+    if api_key.is_none() && official && blocker.is_none() {
+        blocker = Some(format!(
+            "{} is not set: export it, or point rlm at a local OpenAI-compatible server with \
+             --base-url http://127.0.0.1:PORT (Ollama, vLLM, llama.cpp, LM Studio)",
+            kind.key_var()
+        ));
+    }
+    let model = match model.map(|m| m.trim().to_string()) {
+        Some(m) if m.is_empty() => {
+            return Err(RlmError::Usage(
+                "--model is empty: pass haiku, sonnet, opus or a model id".into(),
+            ))
+        }
+        Some(m) if kind == ProviderKind::Anthropic => Some(catalog::resolve_alias(&m)),
+        Some(m) => Some(m),
+        None if kind == ProviderKind::Anthropic => Some(catalog::resolve_alias("sonnet")),
+        None if official => Some("gpt-4.1-mini".to_string()),
+        None => None,
+    };
+    Ok(ProviderSettings {
+        kind,
+        base_url,
+        official,
+        api_key,
+        model,
+        context_window,
+        temperature,
+        timeout: Duration::from_secs(120),
+        max_tokens: 4096,
+        blocker,
+    })
+}
+
+/// The provider when `--provider` is not given: a key decides, then a base URL (a URL with
+/// no key means an OpenAI-compatible server).
+fn detect_provider(env: &Environment, base_url_flag: bool) -> Result<ProviderKind, String> {
+    if env.var("ANTHROPIC_API_KEY").is_some() {
+        Ok(ProviderKind::Anthropic)
+    } else if env.var("OPENAI_API_KEY").is_some() || env.var("OPENAI_BASE_URL").is_some() || base_url_flag {
+        Ok(ProviderKind::Openai)
+    } else if env.var("ANTHROPIC_BASE_URL").is_some() {
+        Ok(ProviderKind::Anthropic)
+    } else {
+        Err(
+            "no model provider configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or point rlm at a local \
+             OpenAI-compatible server with --base-url http://127.0.0.1:PORT (Ollama, vLLM, llama.cpp, LM Studio)"
+                .into(),
+        )
+    }
+}
+
+/// The prompt from `--prompt-file` (`-` is stdin).
+fn read_prompt_file(file: &Path, cwd: &Path) -> Result<String, RlmError> {
+    if file == Path::new("-") {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+            .map_err(|e| RlmError::Usage(format!("--prompt-file -: cannot read the prompt from stdin: {e}")))?;
+        return Ok(text);
+    }
+    let path = if file.is_absolute() {
+        file.to_path_buf()
+    } else {
+        cwd.join(file)
+    };
+    fs_err::read_to_string(&path).map_err(|e| RlmError::Usage(format!("--prompt-file: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_base_url_without_a_key_means_openai_compatible() {
+        let env = Environment::with_vars(&[], PathBuf::from("/"));
+        assert_eq!(detect_provider(&env, true), Ok(ProviderKind::Openai));
+        assert!(detect_provider(&env, false).is_err());
+        let env = Environment::with_vars(&[("ANTHROPIC_API_KEY", "k")], PathBuf::from("/"));
+        assert_eq!(detect_provider(&env, true), Ok(ProviderKind::Anthropic));
+    }
+
+    #[test]
+    fn endpoint_identity_only_for_other_servers() {
+        let env = Environment::with_vars(&[("OPENAI_API_KEY", "k")], PathBuf::from("/"));
+        let official = resolve_provider(Some(ProviderArg::Openai), None, None, None, None, &env).unwrap();
+        assert_eq!(official.endpoint_identity(), None);
+        let local = resolve_provider(
+            Some(ProviderArg::Openai),
+            Some("http://u:p@127.0.0.1:8080/".into()),
+            Some("m".into()),
+            None,
+            None,
+            &env,
+        )
+        .unwrap();
+        assert_eq!(
+            local.endpoint_identity().as_deref(),
+            Some("http://***@127.0.0.1:8080/v1")
+        );
+        assert!(local.model.is_some());
+    }
+}
