@@ -67,6 +67,8 @@ struct Inner {
     mode: PrinterMode,
     redactor: Redactor,
     bar: Mutex<Option<ProgressBar>>,
+    /// Errors already said: one error is one line, however many places report it.
+    said: Mutex<std::collections::HashSet<String>>,
 }
 
 impl Printer {
@@ -76,6 +78,7 @@ impl Printer {
                 mode,
                 redactor,
                 bar: Mutex::new(None),
+                said: Mutex::default(),
             }),
         }
     }
@@ -130,8 +133,17 @@ impl Printer {
         self.stderr(&format!("{label} {text}"));
     }
 
-    /// `rlm: error: …`, always shown.
+    /// `rlm: error: …`, always shown, once.
     pub fn error(&self, text: &str) {
+        let first = self
+            .inner
+            .said
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(text.to_string());
+        if !first {
+            return;
+        }
         let label = self.paint("rlm: error:", console::Style::new().red().bold());
         self.stderr(&format!("{label} {text}"));
     }

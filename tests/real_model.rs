@@ -5,7 +5,6 @@
 //! aggregates and reports written, caching — never the quality of the answers. Without
 //! `RLM_LOCAL_MODEL_URL` it is skipped, and says so on the terminal.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -96,31 +95,32 @@ fn sum(report: &Value, pointer_units: &str, pointer_calls: &str) -> u64 {
     units + calls
 }
 
+/// Ignored by `cargo test` (it needs a model server); CI runs it explicitly with
+/// `cargo test --test real_model -- --ignored`, and then a missing server is a failure,
+/// never a silent pass.
 #[test]
+#[ignore = "needs a real model server: RLM_LOCAL_MODEL_URL=$(scripts/local-model start | tail -n1) cargo test --test real_model -- --ignored"]
 fn batch_against_a_real_model_server() {
-    let Ok(url) = std::env::var("RLM_LOCAL_MODEL_URL") else {
-        // Written straight to stderr: libtest captures print! but not this, so the skip
-        // is visible in every test run.
-        let _ = writeln!(
-            std::io::stderr(),
-            "\nSKIPPED real-model end-to-end test: RLM_LOCAL_MODEL_URL is not set \
-             (run `RLM_LOCAL_MODEL_URL=$(scripts/local-model start | tail -n1) cargo test` to include it)\n"
-        );
-        return;
-    };
+    let url = std::env::var("RLM_LOCAL_MODEL_URL").unwrap_or_else(|_| {
+        panic!("RLM_LOCAL_MODEL_URL is not set: start a server with scripts/local-model start and export the URL it prints")
+    });
     let dir = project();
 
-    for aggregate in ["concat", "merge", "summarize"] {
+    for (aggregate, fresh) in [("concat", 3), ("merge", 0), ("summarize", 0)] {
         let report = batch(&dir, &url, aggregate);
         assert_eq!(report["status"], "SUCCESS");
         assert_eq!(report["files_matched"], 3);
         assert_eq!(report["succeeded"], 3);
-        assert_eq!(report["cache_misses"], 3, "{aggregate}: every file is a fresh call");
+        // Per-file answers do not depend on the aggregation: only the first run calls.
+        assert_eq!(report["cache_misses"], fresh, "{aggregate}");
+        assert_eq!(report["cache_hits"], 3 - fresh, "{aggregate}");
         assert_eq!(report["provider"], "openai");
         assert_eq!(report["model"], "smollm2", "the one model scripts/local-model serves");
         let tokens_in = report["tokens_in"].as_u64().unwrap();
         let tokens_out = report["tokens_out"].as_u64().unwrap();
-        assert!(tokens_in > 0 && tokens_out > 0, "{aggregate}: the server reports usage");
+        if aggregate != "merge" {
+            assert!(tokens_in > 0 && tokens_out > 0, "{aggregate}: the server reports usage");
+        }
         assert_eq!(tokens_in, sum(&report, "tokens_in", "/usage/input_tokens"));
         assert_eq!(tokens_out, sum(&report, "tokens_out", "/usage/output_tokens"));
         let calls = report["aggregate_calls"].as_array().unwrap();

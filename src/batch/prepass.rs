@@ -35,6 +35,12 @@ pub fn run(units: &[WorkUnit], cache: &Cache, mode: CacheMode, max_tokens: u32) 
             None => pre.misses.push(i),
         }
     }
+    tracing::debug!(
+        hits = pre.hits.len(),
+        misses = pre.misses.len(),
+        blocked = pre.blocked.len(),
+        "cache pre-pass"
+    );
     Ok(pre)
 }
 

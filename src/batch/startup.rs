@@ -23,6 +23,12 @@ pub fn resolve_inputs(settings: &BatchSettings) -> Result<Manifest, RlmError> {
             exclude_dir: settings.output.output_dir.clone(),
         },
     )?;
+    tracing::debug!(
+        files = manifest.files.len(),
+        skipped = manifest.skipped.len(),
+        unreadable = manifest.unreadable.len(),
+        "inputs resolved"
+    );
     if manifest.matched() == 0 {
         return Err(RlmError::NoMatch(no_match_message(&input.pattern)));
     }

@@ -77,7 +77,7 @@ pub struct BatchArgs {
 
     /// Most model calls in flight at once (hard cap 7; `.aiwg/aiwg.config`
     /// parallelism.max_parallel_subagents lowers it). [default: from config, else 4]
-    #[arg(long, short = 'j', value_name = "N", value_parser = parse_width)]
+    #[arg(long, short = 'j', value_name = "N", value_parser = parse_width, allow_negative_numbers = true)]
     pub max_parallel: Option<usize>,
 
     /// Do not read cached results (fresh results are still written to the cache).
@@ -111,33 +111,33 @@ pub struct BatchArgs {
     pub quiet: bool,
 
     /// Seconds before one model call is abandoned (and retried), up to 86400.
-    #[arg(long, value_name = "SECS", default_value = "120", value_parser = parse_seconds)]
+    #[arg(long, value_name = "SECS", default_value = "120", value_parser = parse_seconds, allow_negative_numbers = true)]
     pub timeout: f64,
 
     /// Retries per call after the first attempt on server errors, timeouts, resets and
     /// malformed replies (0-20). Rate limits (429) do not use them up: see --rate-limit-wait.
-    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=20))]
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=20), allow_negative_numbers = true)]
     pub retries: u32,
 
     /// Seconds one call may spend waiting out rate limits (429) before it fails, up to 86400.
-    #[arg(long, value_name = "SECS", default_value = "600", value_parser = parse_seconds)]
+    #[arg(long, value_name = "SECS", default_value = "600", value_parser = parse_seconds, allow_negative_numbers = true)]
     pub rate_limit_wait: f64,
 
     /// Most output tokens per call (1-1000000).
-    #[arg(long, value_name = "N", default_value = "4096", value_parser = parse_max_tokens)]
+    #[arg(long, value_name = "N", default_value = "4096", value_parser = parse_max_tokens, allow_negative_numbers = true)]
     pub max_tokens: u32,
 
     /// Abort if the estimated cost is above this many USD (also raises the $100 ceiling);
     /// stop dispatching once the real cost passes it.
-    #[arg(long, value_name = "USD", value_parser = parse_max_cost)]
+    #[arg(long, value_name = "USD", value_parser = parse_max_cost, allow_negative_numbers = true)]
     pub max_cost: Option<f64>,
 
     /// The model's context window in tokens, for models rlm does not know (local servers).
-    #[arg(long, value_name = "TOKENS", value_parser = parse_context_window)]
+    #[arg(long, value_name = "TOKENS", value_parser = parse_context_window, allow_negative_numbers = true)]
     pub context_window: Option<u64>,
 
     /// Sampling temperature, 0-2 (sent only when given).
-    #[arg(long, value_parser = parse_temperature)]
+    #[arg(long, value_parser = parse_temperature, allow_negative_numbers = true)]
     pub temperature: Option<f32>,
 
     /// Do not respect .gitignore, .ignore and git exclude files.

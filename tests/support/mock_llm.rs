@@ -122,6 +122,15 @@ struct Inner {
     global: VecDeque<Fault>,
     needles: Vec<(String, VecDeque<Fault>)>,
     recorded: Vec<Recorded>,
+    /// At most this many model requests in flight; more get a 429 (with this retry-after).
+    concurrency_limit: Option<(usize, Option<u64>)>,
+    /// At most this many model requests per window; more get a 429 whose retry-after says
+    /// when the window has room again.
+    rate_limit: Option<(usize, Duration)>,
+    /// Arrival times of the requests admitted by `rate_limit`, oldest first.
+    window: VecDeque<Instant>,
+    /// 429s served by the two limits.
+    throttled: usize,
 }
 
 #[derive(Default)]
@@ -351,6 +360,25 @@ impl MockLlm {
     /// What `GET /v1/models` lists (by default one model, `mock-model`).
     pub fn set_models(&self, ids: &[&str]) {
         self.state.lock().models = Some(ids.iter().map(|s| s.to_string()).collect());
+    }
+
+    /// Like a server that allows `n` requests in flight: one more gets a 429 at once
+    /// (with `retry-after` when given). Faults are not consumed by throttled requests.
+    pub fn limit_concurrency(&self, n: usize, retry_after_secs: Option<u64>) {
+        self.state.lock().concurrency_limit = Some((n, retry_after_secs));
+    }
+
+    /// Like a server that allows `n` requests per `window` (60 a minute, say): more get a
+    /// 429 whose `retry-after` is the whole seconds until the window has room.
+    pub fn limit_rate(&self, n: usize, window: Duration) {
+        let mut inner = self.state.lock();
+        inner.rate_limit = Some((n, window));
+        inner.window.clear();
+    }
+
+    /// 429s served by [`MockLlm::limit_concurrency`] and [`MockLlm::limit_rate`].
+    pub fn throttled(&self) -> usize {
+        self.state.lock().throttled
     }
 
     /// Stop requiring an API key.
@@ -1010,8 +1038,8 @@ async fn handle_model_request(state: &Arc<State>, api: Api, req: Request, receiv
     state.requests.fetch_add(1, Ordering::SeqCst);
     let parsed: Option<Value> = serde_json::from_slice(&req.body).ok();
 
-    // Decide auth + fault under one lock, and record.
-    let (authorized, fault) = {
+    // Decide auth + throttling + fault under one lock, and record.
+    let (authorized, throttle, fault) = {
         let mut inner = state.lock();
         let authorized = match &inner.key {
             None => true,
@@ -1025,7 +1053,12 @@ async fn handle_model_request(state: &Arc<State>, api: Api, req: Request, receiv
                 }
             }
         };
-        let fault = if authorized {
+        let throttle = if authorized {
+            throttle(&mut inner, state.in_flight.load(Ordering::SeqCst))
+        } else {
+            None
+        };
+        let fault = if authorized && throttle.is_none() {
             pop_fault(&mut inner, &req.body)
         } else {
             None
@@ -1034,9 +1067,11 @@ async fn handle_model_request(state: &Arc<State>, api: Api, req: Request, receiv
             path: req.path.clone(),
             headers: req.headers,
             body: parsed.clone().unwrap_or(Value::Null),
-            fault: fault.as_ref().map(|f| format!("{f:?}")),
+            fault: throttle
+                .map(|secs| format!("Throttled {{ retry_after_secs: {secs:?} }}"))
+                .or_else(|| fault.as_ref().map(|f| format!("{f:?}"))),
         });
-        (authorized, fault)
+        (authorized, throttle, fault)
     };
 
     if !authorized {
@@ -1055,6 +1090,15 @@ async fn handle_model_request(state: &Arc<State>, api: Api, req: Request, receiv
             }),
         };
         return Action::Respond(Response::json(401, &body));
+    }
+
+    if let Some(retry_after) = throttle {
+        let mut r = fault_response(api, &Fault::RateLimited { retry_after_secs: 0 });
+        r.extra_headers.clear();
+        if let Some(secs) = retry_after {
+            r.extra_headers.push(("retry-after", secs.to_string()));
+        }
+        return Action::Respond(r);
     }
 
     let mut truncated = false;
@@ -1088,6 +1132,30 @@ async fn handle_model_request(state: &Arc<State>, api: Api, req: Request, receiv
         state.timers.sleep_until(received + latency).await;
     }
     Action::Respond(resp)
+}
+
+/// Whether the limits refuse this request: `Some(retry-after)` when they do.
+fn throttle(inner: &mut Inner, in_flight: usize) -> Option<Option<u64>> {
+    if let Some((n, retry_after)) = inner.concurrency_limit {
+        if in_flight > n {
+            inner.throttled += 1;
+            return Some(retry_after);
+        }
+    }
+    if let Some((n, window)) = inner.rate_limit {
+        let now = Instant::now();
+        while inner.window.front().is_some_and(|t| now.duration_since(*t) >= window) {
+            inner.window.pop_front();
+        }
+        if inner.window.len() >= n {
+            inner.throttled += 1;
+            let free_at = inner.window.front().map_or(now, |t| *t + window);
+            let secs = free_at.saturating_duration_since(now).as_secs_f64().ceil().max(1.0) as u64;
+            return Some(Some(secs));
+        }
+        inner.window.push_back(now);
+    }
+    None
 }
 
 fn pop_fault(inner: &mut Inner, raw_body: &[u8]) -> Option<Fault> {

@@ -111,6 +111,8 @@ impl Project {
             cwd: self.root.clone(),
             env,
             timeout: RUN_TIMEOUT,
+            stdin: None,
+            unprivileged: false,
         }
     }
 
@@ -201,6 +203,16 @@ impl Project {
         v
     }
 
+    /// Makes the project and its home usable by any user (for [`Run::unprivileged`]).
+    pub fn open_to_all(&self) {
+        let status = Command::new("chmod")
+            .args(["-R", "a+rwX"])
+            .arg(&self.base)
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run chmod: {e}"));
+        assert!(status.success(), "chmod -R a+rwX {} failed", self.base.display());
+    }
+
     /// Every file under the project directory, recursively.
     pub fn all_files(&self) -> Vec<PathBuf> {
         files_under(&self.root)
@@ -215,6 +227,16 @@ impl Drop for Project {
             let _ = std::fs::remove_dir_all(&self.base);
         }
     }
+}
+
+/// Whether the tests run as root (then permissions do not stop reads: see
+/// [`Run::unprivileged`]).
+pub fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
 }
 
 /// Parses a JSON file, panicking with the path and content on failure.
@@ -260,6 +282,8 @@ pub struct Run {
     cwd: PathBuf,
     env: BTreeMap<String, String>,
     timeout: Duration,
+    stdin: Option<Vec<u8>>,
+    unprivileged: bool,
 }
 
 impl Run {
@@ -286,20 +310,51 @@ impl Run {
         self
     }
 
+    /// Feeds these bytes to the binary's stdin (else stdin is empty).
+    pub fn stdin(mut self, bytes: &[u8]) -> Run {
+        self.stdin = Some(bytes.to_vec());
+        self
+    }
+
+    /// Runs as an unprivileged user (nobody) when the tests run as root, so that file
+    /// permissions mean what they say; the project must be opened to that user first
+    /// ([`Project::open_to_all`]).
+    pub fn unprivileged(mut self) -> Run {
+        self.unprivileged = true;
+        self
+    }
+
     /// Starts the binary without waiting for it.
     pub fn spawn(self) -> Running {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rlm"));
+        let mut cmd = if self.unprivileged && is_root() {
+            let mut c = Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+                .arg(env!("CARGO_BIN_EXE_rlm"));
+            c
+        } else {
+            Command::new(env!("CARGO_BIN_EXE_rlm"))
+        };
         cmd.args(&self.args)
             .current_dir(&self.cwd)
             .env_clear()
             .envs(&self.env)
-            .stdin(Stdio::null())
+            .stdin(if self.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let started = Instant::now();
         let mut child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", env!("CARGO_BIN_EXE_rlm")));
+        if let (Some(bytes), Some(mut pipe)) = (self.stdin, child.stdin.take()) {
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let _ = pipe.write_all(&bytes);
+            });
+        }
         let stdout = drain(child.stdout.take().expect("piped stdout"));
         let stderr = drain(child.stderr.take().expect("piped stderr"));
         Running {
