@@ -30,7 +30,7 @@ use clap::Parser;
 
 use crate::cli::{Cli, Command};
 use crate::error::{ExitStatus, RlmError};
-use crate::printer::{Printer, PrinterMode};
+use crate::printer::Printer;
 use crate::settings::{BatchSettings, Environment};
 
 /// Parses the command line, runs it, prints any error as one line, and returns the
@@ -43,9 +43,7 @@ pub fn run_cli() -> ExitCode {
     init_tracing(cli.verbose);
     let env = match Environment::from_process() {
         Ok(env) => env,
-        Err(e) => {
-            return ExitCode::from(report_error(&Printer::new(PrinterMode::default(), Default::default()), &e).code())
-        }
+        Err(e) => return ExitCode::from(report_error(&Printer::plain(), &e).code()),
     };
     let status = match cli.command {
         Command::Batch(args) => run_batch(args, cli.color, &env),
@@ -59,10 +57,10 @@ fn usage_error(e: clap::Error) -> u8 {
     if e.kind() == ErrorKind::UnknownArgument {
         if let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) {
             if std::path::Path::new(arg).exists() {
-                eprintln!(
-                    "rlm: error: unexpected argument '{arg}', which is a file: the shell expanded an unquoted \
+                Printer::plain().error(&format!(
+                    "unexpected argument '{arg}', which is a file: the shell expanded an unquoted \
                      pattern; quote it, as in: rlm batch \"src/**/*.ts\" \"your prompt\""
-                );
+                ));
                 return ExitStatus::Usage.code();
             }
         }
@@ -81,7 +79,7 @@ fn usage_error(e: clap::Error) -> u8 {
         Some(c) => format!("rlm {c} --help"),
         None => "rlm --help".to_string(),
     };
-    eprintln!("rlm: error: {first} (see {help})");
+    Printer::plain().error(&format!("{first} (see {help})"));
     ExitStatus::Usage.code()
 }
 
@@ -112,7 +110,7 @@ fn init_tracing(verbose: u8) {
 fn run_batch(args: cli::BatchArgs, color: cli::ColorArg, env: &Environment) -> ExitStatus {
     let settings = match BatchSettings::resolve(args, color, env) {
         Ok(s) => s,
-        Err(e) => return report_error(&Printer::new(PrinterMode::default(), Default::default()), &e),
+        Err(e) => return report_error(&Printer::plain(), &e),
     };
     let printer = Printer::new(settings.output.printer_mode(), settings.redactor());
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {

@@ -83,6 +83,11 @@ impl Printer {
         }
     }
 
+    /// A printer for errors before a run's settings exist (no colour, nothing to scrub).
+    pub fn plain() -> Self {
+        Printer::new(PrinterMode::default(), Redactor::default())
+    }
+
     pub fn mode(&self) -> PrinterMode {
         self.inner.mode
     }

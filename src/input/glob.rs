@@ -225,9 +225,18 @@ fn has_meta(s: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn tree(files: &[(&str, &[u8])]) -> PathBuf {
-        // Kept for the test's lifetime; removed at the end of the test process.
-        let dir = tempfile::tempdir().unwrap().keep();
+    /// A temporary tree, removed when dropped.
+    struct Tree(tempfile::TempDir);
+
+    impl std::ops::Deref for Tree {
+        type Target = Path;
+        fn deref(&self) -> &Path {
+            self.0.path()
+        }
+    }
+
+    fn tree(files: &[(&str, &[u8])]) -> Tree {
+        let dir = Tree(tempfile::tempdir().unwrap());
         for (path, content) in files {
             let p = dir.join(path);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -363,7 +372,7 @@ mod tests {
     fn links_leaving_the_searched_directory_are_skipped_and_listed() {
         let outside = tree(&[("id_rsa", b"PRIVATE"), ("notes.txt", b"n")]);
         let d = tree(&[("src/a.txt", b"a")]);
-        std::os::unix::fs::symlink(&outside, d.join("keys")).unwrap();
+        std::os::unix::fs::symlink(outside.0.path(), d.join("keys")).unwrap();
         std::os::unix::fs::symlink(outside.join("notes.txt"), d.join("src/notes.txt")).unwrap();
         std::os::unix::fs::symlink(d.join("src/a.txt"), d.join("inside.txt")).unwrap();
         std::os::unix::fs::symlink(d.join("gone"), d.join("dangling.txt")).unwrap();

@@ -119,6 +119,8 @@ struct Inner {
     key: Option<String>,
     /// What `GET /v1/models` lists; `None` means the default, one model `mock-model`.
     models: Option<Vec<String>>,
+    /// How long `GET /v1/models` takes (a busy local server).
+    models_latency: Duration,
     global: VecDeque<Fault>,
     needles: Vec<(String, VecDeque<Fault>)>,
     recorded: Vec<Recorded>,
@@ -379,6 +381,11 @@ impl MockLlm {
     /// 429s served by [`MockLlm::limit_concurrency`] and [`MockLlm::limit_rate`].
     pub fn throttled(&self) -> usize {
         self.state.lock().throttled
+    }
+
+    /// `GET /v1/models` answers this long after it was asked.
+    pub fn set_models_latency(&self, d: Duration) {
+        self.state.lock().models_latency = d;
     }
 
     /// Stop requiring an API key.
@@ -984,7 +991,16 @@ async fn handle_conn(mut stream: TcpStream, state: Arc<State>) {
             let resp = if req.method == "GET" && req.path == "/health" {
                 Response::json(200, &json!({"ok": true}))
             } else if req.method == "GET" && req.path == "/v1/models" {
-                let ids = state.lock().models.clone().unwrap_or_else(|| vec!["mock-model".into()]);
+                let (ids, latency) = {
+                    let inner = state.lock();
+                    (
+                        inner.models.clone().unwrap_or_else(|| vec!["mock-model".into()]),
+                        inner.models_latency,
+                    )
+                };
+                if !latency.is_zero() {
+                    state.timers.sleep_until(Instant::now() + latency).await;
+                }
                 let data: Vec<Value> = ids.iter().map(|id| json!({"id": id, "object": "model"})).collect();
                 Response::json(200, &json!({"object": "list", "data": data}))
             } else {

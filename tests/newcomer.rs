@@ -1,0 +1,166 @@
+//! What a newcomer tries in the first ten minutes, through the binary: the rough edges
+//! a first session hit, each with the behaviour they expected.
+
+mod support;
+
+use std::time::Duration;
+
+use support::mock_llm::*;
+use support::*;
+
+#[test]
+fn trying_another_aggregation_is_free() {
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(5);
+    let url = mock.url();
+    p.rlm(&batch("src/*.ts", &url, &[])).run().assert_exit(0);
+    assert_eq!(mock.requests(), 5);
+    for strategy in ["merge", "concat"] {
+        p.rlm(&batch("src/*.ts", &url, &["--aggregate", strategy]))
+            .run()
+            .assert_exit(0);
+    }
+    assert_eq!(mock.requests(), 5, "no per-file answer is paid twice");
+    let out = p.rlm(&batch("src/*.ts", &url, &["--aggregate", "summarize"])).run();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 6, "summarize pays for the summary only");
+    assert!(out.stdout.contains("1 model call)"), "singular: {}", out.stdout);
+}
+
+#[test]
+fn quiet_never_hides_a_failure() {
+    let mock = MockLlm::start();
+    mock.push_faults(vec![Fault::ServerError; 2]);
+    let p = Project::new().ts_files(2);
+    let url = mock.url();
+    let out = p.rlm(&batch("src/f00.ts", &url, &["-q", "--retries", "1"])).run();
+    out.assert_exit(3);
+    assert!(out.stdout.is_empty(), "no aggregate to name: {}", out.stdout);
+    assert!(out.stderr.contains("src/f00.ts: server error (500)"), "{}", out.stderr);
+    assert!(!out.stderr.contains("RLM Batch Initialized"), "quiet hides the banner");
+}
+
+#[test]
+fn a_base_url_alone_means_an_openai_compatible_server() {
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(1);
+    let url = mock.url();
+    let out = p
+        .rlm(&["batch", "src/*.ts", "List {file}", "--base-url", &url])
+        .env_remove("ANTHROPIC_API_KEY")
+        .run();
+    out.assert_exit(0);
+    assert_eq!(mock.recorded()[0].path, "/v1/chat/completions");
+    assert_eq!(mock.recorded()[0].body["model"], "mock-model", "the one model it lists");
+}
+
+#[test]
+fn an_unquoted_glob_gets_a_hint_to_quote_it() {
+    let p = Project::new().ts_files(3);
+    // What the shell passes for an unquoted src/*.ts.
+    let out = p
+        .rlm(&["batch", "src/f00.ts", "src/f01.ts", "src/f02.ts", "List {file}"])
+        .run();
+    out.assert_exit(2);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(out.stderr.contains("quote it"), "{}", out.stderr);
+}
+
+#[test]
+fn output_dirs_hold_the_whole_run_and_are_never_mixed() {
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(3).file("notes/mine.txt", "mine\n");
+    let url = mock.url();
+    let out = p.rlm(&batch("src/*.ts", &url, &["-o", "results"])).run();
+    out.assert_exit(0);
+    assert!(p.exists("results/report.md") && p.exists("results/report.json"));
+    assert!(out.stdout.contains("Report: results/report.md"), "{}", out.stdout);
+    assert!(
+        p.markdown_reports().is_empty(),
+        "nothing lands in .aiwg/rlm/ of the cwd"
+    );
+
+    // Reusing it for a run over fewer files replaces the old results cleanly.
+    p.rlm(&batch("src/f00.ts", &url, &["-o", "results"]))
+        .run()
+        .assert_exit(0);
+    let results: Vec<String> = file_names(&p.path().join("results"))
+        .into_iter()
+        .filter(|n| n.ends_with(".result.md"))
+        .collect();
+    assert_eq!(results, ["src-f00.ts.result.md"]);
+
+    // A directory that is not an earlier run is not touched.
+    let out = p.rlm(&batch("src/*.ts", &url, &["-o", "notes"])).run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("not empty") && out.stderr.contains("notes"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(file_names(&p.path().join("notes")), ["mine.txt"]);
+    let out = p.rlm(&batch("src/*.ts", &url, &["-o", "notes/mine.txt"])).run();
+    out.assert_exit(2);
+    assert!(out.stderr.contains("is a file"), "{}", out.stderr);
+}
+
+#[test]
+fn a_local_model_costs_are_said_once_as_free() {
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(2);
+    let url = mock.url();
+    let out = p
+        .rlm(&[
+            "batch",
+            "src/*.ts",
+            "List {file}",
+            "--base-url",
+            &url,
+            "--model",
+            "llama3",
+        ])
+        .env_remove("ANTHROPIC_API_KEY")
+        .run();
+    out.assert_exit(0);
+    assert!(
+        out.stderr.contains("Estimated cost: free (local model"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stdout.contains("Total cost: free (local model"), "{}", out.stdout);
+    assert!(
+        !out.stderr.contains("rlm.prices") && !out.stdout.contains("rlm.prices"),
+        "no nagging for a price"
+    );
+    assert!(!out.stderr.contains("$0.0000"), "{}", out.stderr);
+}
+
+#[test]
+fn the_clamp_warning_comes_before_the_banner() {
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(1);
+    let url = mock.url();
+    let out = p.rlm(&batch("src/*.ts", &url, &["-j", "50"])).run();
+    out.assert_exit(0);
+    let warning = out.stderr.find("--max-parallel 50 clamped to 7").expect("a warning");
+    let banner = out.stderr.find("Max parallel: 7").expect("the banner");
+    assert!(warning < banner, "{}", out.stderr);
+}
+
+#[test]
+fn model_discovery_waits_for_a_busy_server_and_says_so() {
+    let mock = MockLlm::start();
+    mock.set_models_latency(Duration::from_secs(4));
+    let p = Project::new().ts_files(1);
+    let url = mock.url();
+    let out = p
+        .rlm(&["batch", "src/*.ts", "List {file}", "--base-url", &url])
+        .env_remove("ANTHROPIC_API_KEY")
+        .run();
+    out.assert_exit(0);
+    assert!(
+        out.stderr.contains("waiting for") && out.stderr.contains("/v1/models"),
+        "{}",
+        out.stderr
+    );
+}
