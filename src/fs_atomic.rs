@@ -33,10 +33,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8], durability: Durability) -> std::i
 /// [`write_atomic`] with the temporary file in `temp_dir` (on the same file system), so
 /// leftovers of a killed process gather in one place to sweep.
 pub fn write_atomic_in(path: &Path, bytes: &[u8], durability: Durability, temp_dir: &Path) -> std::io::Result<()> {
-    let mut tmp = tempfile::Builder::new()
-        .prefix(TEMP_PREFIX)
-        .tempfile_in(temp_dir)
-        .map_err(|e| named(e, temp_dir))?;
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(TEMP_PREFIX);
+    // Readable like any file the user creates (tempfile's default is owner-only).
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
+    let mut tmp = builder.tempfile_in(temp_dir).map_err(|e| named(e, temp_dir))?;
     tmp.write_all(bytes).map_err(|e| named(e, path))?;
     if durability == Durability::Synced {
         tmp.as_file().sync_all().map_err(|e| named(e, path))?;

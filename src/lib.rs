@@ -13,6 +13,7 @@ pub mod escape;
 pub mod exec;
 pub mod fs_atomic;
 pub mod input;
+pub mod parallel;
 pub mod plan;
 pub mod printer;
 pub mod prompt;

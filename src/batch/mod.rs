@@ -106,6 +106,7 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
             .map_err(|e| RlmError::Usage(format!("{e}: the cache must be writable before anything is paid for")))?;
     }
     write::plan_files(&run_dir, &settings, &manifest, &units, &printer);
+    tracing::debug!(dir = %run_dir.dir.display(), "run directory ready");
 
     // Execute: one pool, one dispatcher, events to the reporters.
     let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();
@@ -154,6 +155,7 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
         provider: settings.provider.kind.name().to_string(),
     });
     write::cache_hits(&mut exec.dispatcher, &run_dir, &units, pre.hits, pre.blocked);
+    tracing::debug!("cache hits written");
     let misses: Vec<Job> = pre.misses.iter().map(|&i| Job::Unit(units[i].clone())).collect();
     exec.run_phase(misses).await;
 
@@ -192,6 +194,7 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
     }
 
     // Report.
+    tracing::debug!("aggregate written");
     exec.dispatcher.reporters.progress.finish();
     let report = write::report(&mut exec, &run_dir, &settings, paths, started, started_at, &printer);
     output::completion(&printer, &report, settings.output.quiet);

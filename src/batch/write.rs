@@ -39,7 +39,8 @@ pub fn plan_files(
     }
 }
 
-/// Writes the result files of cache hits and records them, with the blocked units.
+/// Writes the result files of cache hits (on a few threads: a fully cached rerun of
+/// thousands of files is mostly this) and records them, with the blocked units.
 pub fn cache_hits(
     dispatcher: &mut Dispatcher,
     run_dir: &RunDir,
@@ -47,9 +48,13 @@ pub fn cache_hits(
     hits: Vec<(usize, CacheEntry)>,
     blocked: Vec<(usize, String)>,
 ) {
-    for (i, entry) in hits {
+    let written = crate::parallel::map(&hits, crate::parallel::io_threads(), |(i, entry)| {
+        run_dir.write(&units[*i].result_name, &entry.text)
+    });
+    for ((i, entry), written) in hits.into_iter().zip(written) {
         let unit = &units[i];
-        let event = match run_dir.write(&unit.result_name, &entry.text) {
+        let written = written.unwrap_or_else(|| Err(std::io::Error::other("the writer thread failed")));
+        let event = match written {
             Ok(_) => {
                 dispatcher.texts.insert(unit.id.clone(), entry.text);
                 Event::Completed {

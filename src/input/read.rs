@@ -49,52 +49,17 @@ pub fn count_lines(bytes: &[u8]) -> u64 {
 /// Hashes every candidate (already sorted) and sorts out the binary, empty and unreadable
 /// ones, keeping the order.
 pub fn read_candidates(candidates: Vec<(PathBuf, String)>) -> Manifest {
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 8);
-    let chunk = candidates.len().div_ceil(threads).max(1);
-    let mut chunks: Vec<Vec<(PathBuf, String)>> = Vec::new();
-    let mut rest = candidates;
-    while rest.len() > chunk {
-        let tail = rest.split_off(chunk);
-        chunks.push(rest);
-        rest = tail;
-    }
-    chunks.push(rest);
-
-    let results: Vec<Vec<Read>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = chunks
-            .into_iter()
-            .map(|c| {
-                let names: Vec<String> = c.iter().map(|(_, d)| d.clone()).collect();
-                (
-                    names,
-                    scope.spawn(move || c.into_iter().map(read_one).collect::<Vec<_>>()),
-                )
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|(names, h)| {
-                h.join().unwrap_or_else(|_| {
-                    names
-                        .into_iter()
-                        .map(|path| {
-                            Read::Unreadable(SkippedFile {
-                                path,
-                                reason: "internal error: the reader thread failed".into(),
-                            })
-                        })
-                        .collect()
-                })
-            })
-            .collect()
-    });
-
+    let reads = crate::parallel::map(&candidates, crate::parallel::io_threads(), |c| read_one(c.clone()));
     let mut manifest = Manifest::default();
-    for read in results.into_iter().flatten() {
+    for (read, (_, display)) in reads.into_iter().zip(candidates) {
         match read {
-            Read::File(f) => manifest.files.push(f),
-            Read::Skip(s) => manifest.skipped.push(s),
-            Read::Unreadable(s) => manifest.unreadable.push(s),
+            Some(Read::File(f)) => manifest.files.push(f),
+            Some(Read::Skip(s)) => manifest.skipped.push(s),
+            Some(Read::Unreadable(s)) => manifest.unreadable.push(s),
+            None => manifest.unreadable.push(SkippedFile {
+                path: display,
+                reason: "internal error: the reader thread failed".into(),
+            }),
         }
     }
     manifest

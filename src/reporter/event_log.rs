@@ -48,14 +48,14 @@ impl EventLog {
             .get_or_insert_with(|| format!("cannot write {}: {e}", self.path.display()));
     }
 
-    /// One line: the envelope (`ts`, `run_id`) and the event's own fields.
+    /// One line: the envelope (`ts`, `run_id`) and then the event's own fields.
     fn line(&self, event: &Event) -> String {
-        let mut value = serde_json::to_value(event).unwrap_or(serde_json::Value::Null);
-        if let Some(map) = value.as_object_mut() {
-            map.insert("ts".into(), jiff::Timestamp::now().to_string().into());
-            map.insert("run_id".into(), self.run_id.clone().into());
-        }
-        self.redactor.scrub(&value.to_string()).into_owned()
+        let fields = serde_json::to_string(event).unwrap_or_else(|_| "{}".into());
+        let rest = fields.strip_prefix('{').unwrap_or("}");
+        let run_id = serde_json::to_string(&self.run_id).unwrap_or_default();
+        let sep = if rest == "}" { "" } else { "," };
+        let line = format!("{{\"ts\":\"{}\",\"run_id\":{run_id}{sep}{rest}", jiff::Timestamp::now());
+        self.redactor.scrub(&line).into_owned()
     }
 }
 
@@ -65,9 +65,15 @@ impl Reporter for EventLog {
             return;
         }
         let line = self.line(event);
-        // Cache hits come by the thousand and carry nothing a crash could lose: buffer them;
-        // flush everything else at once.
-        let flush = !matches!(event, Event::Completed { cached: true, .. });
+        // Flushed when a unit ends (what a crash must not lose); the rest — queued,
+        // started, cache hits, by the thousand — rides along in the buffer.
+        let flush = matches!(
+            event,
+            Event::Completed { cached: false, .. }
+                | Event::Failed { .. }
+                | Event::Cancelled { .. }
+                | Event::Stopping { .. }
+        );
         let result = self
             .out
             .as_mut()

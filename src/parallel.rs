@@ -1,0 +1,53 @@
+//! Blocking work spread over a few threads, in order: hashing thousands of inputs, reading
+//! thousands of cache entries and writing thousands of result files is what a fully cached
+//! rerun spends its time on, and it is file-system bound, so a few more threads than cores
+//! help.
+
+/// Threads for file-system-bound work.
+pub fn io_threads() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 8)
+}
+
+/// `f` over every item, on up to `threads` threads, results in the items' order. A thread
+/// that panics yields `None` for each of its items instead of losing them.
+pub fn map<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> R + Sync) -> Vec<Option<R>> {
+    if items.len() < 64 || threads <= 1 {
+        return items.iter().map(|i| Some(f(i))).collect();
+    }
+    let chunk = items.len().div_ceil(threads).max(1);
+    let f = &f;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| (part.len(), scope.spawn(move || part.iter().map(f).collect::<Vec<R>>())))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|(len, h)| match h.join() {
+                Ok(results) => results.into_iter().map(Some).collect::<Vec<_>>(),
+                Err(_) => (0..len).map(|_| None).collect(),
+            })
+            .collect()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_order_and_survives_a_panicking_thread() {
+        let items: Vec<u32> = (0..200).collect();
+        let out = map(&items, 4, |i| i * 2);
+        assert_eq!(
+            out.iter().map(|o| o.unwrap()).collect::<Vec<_>>(),
+            items.iter().map(|i| i * 2).collect::<Vec<_>>()
+        );
+        let out = map(&items, 4, |i| if *i == 10 { panic!("boom") } else { *i });
+        assert!(
+            out[..50].iter().all(Option::is_none),
+            "the chunk with the panic is lost as None"
+        );
+        assert!(out[50..].iter().all(Option::is_some));
+    }
+}
