@@ -10,6 +10,7 @@ pub mod cache;
 pub mod cli;
 pub mod error;
 pub mod exec;
+pub mod findings;
 pub mod fs_atomic;
 pub mod input;
 pub mod plan;
