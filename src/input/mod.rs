@@ -3,7 +3,9 @@
 //! Today there is the glob resolver; directory mode, graph neighbours, git diffs and JSONL
 //! data sets arrive as further resolvers producing the same type.
 
+pub mod changed;
 mod exclusions;
+pub mod files_from;
 mod glob;
 
 pub use glob::resolve_glob;
