@@ -20,6 +20,7 @@ pub mod provider;
 pub mod report;
 pub mod run_store;
 pub mod settings;
+pub mod skill;
 
 use std::process::ExitCode;
 
