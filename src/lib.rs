@@ -8,11 +8,13 @@ pub mod aggregate;
 pub mod batch;
 pub mod cache;
 pub mod cli;
+pub mod completions;
 pub mod error;
 pub mod exec;
 pub mod findings;
 pub mod fs_atomic;
 pub mod input;
+pub mod man_page;
 pub mod plan;
 pub mod progress;
 pub mod prompt;
@@ -42,6 +44,11 @@ pub fn run_cli() -> ExitCode {
     };
     let outcome = match cli.command {
         Command::Batch(args) => run_batch(args),
+        Command::Skill(action) => run_skill(action),
+        Command::Completions(args) => print_data(&completions::completion_script(args.shell)),
+        Command::Man(args) => man_page::man_page(args.subcommand.as_deref())
+            .map_err(|e| RlmError::Usage(e.to_string()).into())
+            .and_then(|page| print_data(&page)),
     };
     let status = outcome.unwrap_or_else(|e| match e.downcast_ref::<RlmError>() {
         Some(RlmError::NoMatch(message)) => {
@@ -73,4 +80,46 @@ fn run_batch(args: cli::BatchArgs) -> anyhow::Result<ExitStatus> {
     let status = runtime.block_on(batch::run(settings));
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     Ok(status?)
+}
+
+/// `rlm skill install|show`: the status lines of install go to stderr, `show`'s files to stdout.
+fn run_skill(action: cli::SkillAction) -> anyhow::Result<ExitStatus> {
+    let scope = |user: bool| -> Result<skill::Scope, RlmError> {
+        if user {
+            let home = std::env::var_os("HOME")
+                .or_else(|| std::env::var_os("USERPROFILE"))
+                .filter(|h| !h.is_empty())
+                .ok_or_else(|| RlmError::Usage(skill::SkillError::NoHome.to_string()))?;
+            Ok(skill::Scope::User(home.into()))
+        } else {
+            let cwd = std::env::current_dir().map_err(|e| RlmError::io(".", e))?;
+            Ok(skill::Scope::Project(cwd))
+        }
+    };
+    match action {
+        cli::SkillAction::Install { user, force } => {
+            let outcomes = skill::install(&scope(user)?, force).map_err(|e| match e {
+                skill::SkillError::Io { path, source } => RlmError::io(path, source),
+                other => RlmError::Usage(other.to_string()),
+            })?;
+            let _ = skill::write_outcomes(&mut std::io::stderr().lock(), &outcomes);
+            Ok(ExitStatus::Success)
+        }
+        cli::SkillAction::Show { user } => {
+            let mut text = Vec::new();
+            // Into a buffer first: writing to a Vec cannot fail, so only stdout's errors remain.
+            let _ = skill::show(&scope(user)?, &mut text);
+            print_data(&text)
+        }
+    }
+}
+
+/// Writes generated data to stdout; a closed pipe (`| head`) is not an error.
+fn print_data(bytes: &[u8]) -> anyhow::Result<ExitStatus> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(RlmError::io("<stdout>", e).into()),
+        _ => Ok(ExitStatus::Success),
+    }
 }

@@ -228,7 +228,7 @@ mod tests {
         std::fs::write(&p, "my own command\n").unwrap();
         let err = install(&scope, false).unwrap_err();
         assert!(
-            matches!(&err, SkillError::Changed { paths, user: true } if paths == &[p.clone()]),
+            matches!(&err, SkillError::Changed { paths, user: true } if paths == std::slice::from_ref(&p)),
             "{err:?}"
         );
         assert!(err.to_string().contains("`rlm skill install --user --force`"), "{err}");
