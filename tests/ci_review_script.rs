@@ -91,6 +91,7 @@ fn flags_come_from_the_environment() {
         ("RLM_BASE_URL", "http://127.0.0.1:9/v1"),
         ("RLM_MAX_PARALLEL", "3"),
         ("RLM_SARIF", "out/review.sarif"),
+        ("RLM_MAX_COST", "5"),
     ]);
     assert_eq!(ran.code, 0, "{}", ran.stderr);
     assert_eq!(&ran.args[..3], ["batch", "src/**/*.{ts,py}", "Check {file} for \"quotes\" and $dollars"]);
@@ -102,9 +103,11 @@ fn flags_come_from_the_environment() {
         ("--provider", "openai"),
         ("--base-url", "http://127.0.0.1:9/v1"),
         ("--max-parallel", "3"),
+        ("--max-cost", "5"),
     ] {
         assert_eq!(after(&ran.args, flag), Some(value), "{flag} in {:?}", ran.args);
     }
+    assert!(ran.args.iter().any(|a| a == "--force"), "a budget is consent above $10");
     assert!(!ran.args.iter().any(|a| a == "--files-from" || a == "--null" || a == "--aggregate"));
     assert_eq!(ran.stdout, "stdout of rlm\n", "rlm's stdout passes through");
 }
@@ -117,7 +120,7 @@ fn defaults_review_every_matching_file_with_the_findings_prompt() {
     assert_eq!(ran.args[1], "**/*");
     assert!(ran.args[2].contains("{\"findings\": [{\"path\": \"{file}\", \"line\""), "{}", ran.args[2]);
     assert_eq!(after(&ran.args, "--sarif"), Some("results.sarif"));
-    assert!(!ran.args.iter().any(|a| a == "--fail-on" || a == "--changed-since"));
+    assert!(!ran.args.iter().any(|a| a == "--fail-on" || a == "--changed-since" || a == "--force"));
     assert!(ran.stderr.contains("reviewing every file that matches **/*"), "{}", ran.stderr);
 }
 
