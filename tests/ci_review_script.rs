@@ -94,7 +94,10 @@ fn flags_come_from_the_environment() {
         ("RLM_MAX_COST", "5"),
     ]);
     assert_eq!(ran.code, 0, "{}", ran.stderr);
-    assert_eq!(&ran.args[..3], ["batch", "src/**/*.{ts,py}", "Check {file} for \"quotes\" and $dollars"]);
+    assert_eq!(
+        &ran.args[..3],
+        ["batch", "src/**/*.{ts,py}", "Check {file} for \"quotes\" and $dollars"]
+    );
     for (flag, value) in [
         ("--sarif", "out/review.sarif"),
         ("--changed-since", "abc123"),
@@ -108,7 +111,10 @@ fn flags_come_from_the_environment() {
         assert_eq!(after(&ran.args, flag), Some(value), "{flag} in {:?}", ran.args);
     }
     assert!(ran.args.iter().any(|a| a == "--force"), "a budget is consent above $10");
-    assert!(!ran.args.iter().any(|a| a == "--files-from" || a == "--null" || a == "--aggregate"));
+    assert!(!ran
+        .args
+        .iter()
+        .any(|a| a == "--files-from" || a == "--null" || a == "--aggregate"));
     assert_eq!(ran.stdout, "stdout of rlm\n", "rlm's stdout passes through");
 }
 
@@ -118,10 +124,21 @@ fn defaults_review_every_matching_file_with_the_findings_prompt() {
     let ran = stub.run(&[]);
     assert_eq!(ran.code, 0, "{}", ran.stderr);
     assert_eq!(ran.args[1], "**/*");
-    assert!(ran.args[2].contains("{\"findings\": [{\"path\": \"{file}\", \"line\""), "{}", ran.args[2]);
+    assert!(
+        ran.args[2].contains("{\"findings\": [{\"path\": \"{file}\", \"line\""),
+        "{}",
+        ran.args[2]
+    );
     assert_eq!(after(&ran.args, "--sarif"), Some("results.sarif"));
-    assert!(!ran.args.iter().any(|a| a == "--fail-on" || a == "--changed-since" || a == "--force"));
-    assert!(ran.stderr.contains("reviewing every file that matches **/*"), "{}", ran.stderr);
+    assert!(!ran
+        .args
+        .iter()
+        .any(|a| a == "--fail-on" || a == "--changed-since" || a == "--force"));
+    assert!(
+        ran.stderr.contains("reviewing every file that matches **/*"),
+        "{}",
+        ran.stderr
+    );
 }
 
 #[test]
@@ -139,7 +156,11 @@ fn a_bad_fail_on_stops_before_rlm_runs() {
     let ran = stub.run(&[("RLM_FAIL_ON", "high")]);
     assert_eq!(ran.code, 2);
     assert!(ran.args.is_empty(), "rlm was not run");
-    assert!(ran.stderr.contains("RLM_FAIL_ON must be error, warning, note or none"), "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("RLM_FAIL_ON must be error, warning, note or none"),
+        "{}",
+        ran.stderr
+    );
 }
 
 #[test]
@@ -167,7 +188,10 @@ fn rlms_exit_code_passes_through_or_is_deferred_to_the_outputs() {
     let stub = Stub::new();
     let ran = stub.run(&[("STUB_EXIT", "1"), ("STUB_STDERR", "rlm: 2 error findings")]);
     assert_eq!(ran.code, 1);
-    assert!(ran.stderr.contains("rlm: 2 error findings"), "rlm's stderr reaches the log");
+    assert!(
+        ran.stderr.contains("rlm: 2 error findings"),
+        "rlm's stderr reaches the log"
+    );
 
     let output: PathBuf = stub.path().join("github_output");
     std::fs::write(&output, "earlier=1\n").unwrap();
@@ -195,6 +219,9 @@ fn no_changed_file_matching_is_nothing_to_review() {
     ]);
     assert_eq!(ran.code, 0, "{}", ran.stderr);
     assert!(ran.stderr.contains("nothing to review"));
-    let usage = stub.run(&[("STUB_EXIT", "2"), ("STUB_STDERR", "rlm: error: unknown git ref `main`")]);
+    let usage = stub.run(&[
+        ("STUB_EXIT", "2"),
+        ("STUB_STDERR", "rlm: error: unknown git ref `main`"),
+    ]);
     assert_eq!(usage.code, 2, "other usage errors still fail");
 }

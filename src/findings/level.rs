@@ -24,12 +24,13 @@ impl Level {
     /// Maps a model's severity word to a level; `None` for a word we do not know.
     ///
     /// critical/high/error → error; medium/warning → warning; low/info/note → note, plus the
-    /// usual synonyms (blocker, major, minor, hint, …). Case and surrounding space are ignored.
+    /// usual synonyms (blocker → error, major → warning, minor and hint → note, …). Case and surrounding space are ignored.
     pub fn from_severity(word: &str) -> Option<Level> {
         let word = word.trim().to_ascii_lowercase();
         let level = match word.as_str() {
-            "critical" | "high" | "error" | "fatal" | "blocker" | "severe" | "major" => Level::Error,
-            "medium" | "moderate" | "warning" | "warn" => Level::Warning,
+            "critical" | "high" | "error" | "fatal" | "blocker" | "severe" => Level::Error,
+            // SonarQube's scale (blocker > critical > major > minor > info) puts major mid-way.
+            "medium" | "moderate" | "major" | "warning" | "warn" => Level::Warning,
             "low" | "info" | "information" | "informational" | "note" | "minor" | "hint" | "notice" | "suggestion"
             | "style" | "trivial" => Level::Note,
             _ => return None,
