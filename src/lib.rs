@@ -8,11 +8,14 @@ pub mod aggregate;
 pub mod batch;
 pub mod cache;
 pub mod cli;
+pub mod completions;
 pub mod error;
 pub mod escape;
 pub mod exec;
+pub mod findings;
 pub mod fs_atomic;
 pub mod input;
+pub mod man_page;
 pub mod parallel;
 pub mod plan;
 pub mod printer;
@@ -23,6 +26,7 @@ pub mod reporter;
 pub mod run_dir;
 pub mod secret;
 pub mod settings;
+pub mod skill;
 pub mod unit;
 
 use std::process::ExitCode;
@@ -47,7 +51,13 @@ pub fn run_cli() -> ExitCode {
         Err(e) => return ExitCode::from(report_error(&Printer::plain(), &e).code()),
     };
     let status = match cli.command {
-        Command::Batch(args) => run_batch(args, cli.color, &env),
+        Command::Batch(args) => run_batch(*args, cli.color, &env),
+        Command::Skill(action) => run_skill(action, &env),
+        Command::Completions(args) => print_data(&completions::completion_script(args.shell)),
+        Command::Man(args) => match man_page::man_page(args.subcommand.as_deref()) {
+            Ok(page) => print_data(&page),
+            Err(e) => report_error(&Printer::plain(), &RlmError::Usage(e.to_string())),
+        },
     };
     ExitCode::from(status.code())
 }
@@ -136,4 +146,50 @@ fn report_error(printer: &Printer, e: &RlmError) -> ExitStatus {
         other => printer.error(&other.to_string()),
     }
     e.exit_status()
+}
+
+/// `rlm skill install|show`: the status lines of install go to stderr, `show`'s files to stdout.
+fn run_skill(action: cli::SkillAction, env: &Environment) -> ExitStatus {
+    let scope = |user: bool| -> Result<skill::Scope, RlmError> {
+        if user {
+            let home = env
+                .var("HOME")
+                .or_else(|| env.var("USERPROFILE"))
+                .ok_or_else(|| RlmError::Usage(skill::SkillError::NoHome.to_string()))?;
+            Ok(skill::Scope::User(home.into()))
+        } else {
+            Ok(skill::Scope::Project(env.cwd.clone()))
+        }
+    };
+    let printer = Printer::plain();
+    let outcome = match action {
+        cli::SkillAction::Install { user, force } => scope(user).and_then(|scope| {
+            let outcomes = skill::install(&scope, force).map_err(|e| match e {
+                skill::SkillError::Io { path, source } => RlmError::io(path, source),
+                other => RlmError::Usage(other.to_string()),
+            })?;
+            let mut text = Vec::new();
+            let _ = skill::write_outcomes(&mut text, &outcomes);
+            printer.important(String::from_utf8_lossy(&text).trim_end());
+            Ok(ExitStatus::Success)
+        }),
+        cli::SkillAction::Show { user } => scope(user).map(|scope| {
+            let mut text = Vec::new();
+            let _ = skill::show(&scope, &mut text);
+            print_data(&text)
+        }),
+    };
+    outcome.unwrap_or_else(|e| report_error(&printer, &e))
+}
+
+/// Writes generated data to stdout; a closed pipe (`| head`) is not an error.
+fn print_data(bytes: &[u8]) -> ExitStatus {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            report_error(&Printer::plain(), &RlmError::io("<stdout>", e))
+        }
+        _ => ExitStatus::Success,
+    }
 }

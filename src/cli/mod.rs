@@ -9,10 +9,14 @@ use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
 use numeric::{parse_context_window, parse_max_cost, parse_max_tokens, parse_seconds, parse_temperature, parse_width};
 
+/// What `rlm --version` prints after the name: the version and the commit it was built from
+/// (`RLM_GIT_COMMIT`, set by `build.rs`).
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("RLM_GIT_COMMIT"), ")");
+
 /// Fan one prompt out over many files to language models in parallel, then combine the
 /// answers into one result and a completion report.
 #[derive(Debug, Parser)]
-#[command(name = "rlm", version, about, propagate_version = true)]
+#[command(name = "rlm", version = VERSION, about, propagate_version = true)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -29,7 +33,63 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Apply a prompt to every file PATTERN matches, in parallel, and aggregate the answers.
-    Batch(BatchArgs),
+    Batch(Box<BatchArgs>),
+    /// Install the rlm-batch skill for Claude Code, or show what it would write.
+    #[command(subcommand)]
+    Skill(SkillAction),
+    /// Print a completion script for a shell on stdout.
+    #[command(
+        after_help = "Install, for example: rlm completions bash > ~/.local/share/bash-completion/completions/rlm"
+    )]
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) on stdout: `rlm man | man -l -`.
+    Man(ManArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SkillAction {
+    /// Write .claude/skills/rlm-batch/SKILL.md and the /rlm-batch command
+    /// (.claude/commands/rlm-batch.md) in the current directory, or under ~/.claude with
+    /// --user. A file you changed is not replaced without --force.
+    #[command(
+        after_help = "Exit codes: 0 installed or up to date, 2 a file was changed by you (use --force) or \
+could not be written."
+    )]
+    Install {
+        /// Install for every project: into ~/.claude instead of ./.claude.
+        #[arg(long)]
+        user: bool,
+        /// Replace files even if you changed them.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Print the files `rlm skill install` would write, each after its path.
+    Show {
+        /// Show the paths under ~/.claude instead of ./.claude.
+        #[arg(long)]
+        user: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: ShellArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShellArg {
+    Bash,
+    Zsh,
+    Fish,
+    Powershell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// A subcommand's page instead of rlm's (`rlm man batch`).
+    pub subcommand: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -3,7 +3,9 @@
 //! Today there is the glob resolver; directory mode, graph neighbours, git diffs and file
 //! lists arrive as further resolvers producing the same type.
 
+pub mod changed;
 mod exclusions;
+pub mod files_from;
 mod glob;
 mod read;
 
