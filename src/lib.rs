@@ -19,6 +19,7 @@ pub mod provider;
 pub mod report;
 pub mod run_store;
 pub mod settings;
+pub mod store;
 
 use std::process::ExitCode;
 
