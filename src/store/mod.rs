@@ -7,17 +7,20 @@
 //! The engine feeds it: `create_run`, `add_units`, a `transition` per event (or a
 //! [`WriteBatch`] of many), `heartbeat` every few seconds, `record_run_end`.
 
+mod claim;
 mod error;
 mod lifecycle;
 mod liveness;
 mod queries;
 mod records;
+mod run_rows;
 mod schema;
 mod summary;
 mod task_store;
 mod timestamp;
 mod write_batch;
 
+pub use claim::Claim;
 pub use error::StoreError;
 pub use lifecycle::{RunStatus, UnitKind, UnitState};
 pub use liveness::{Liveness, HEARTBEAT_STALE_AFTER};
@@ -26,7 +29,7 @@ pub use schema::SCHEMA_VERSION;
 pub use summary::{Failure, Owner, RunSummary, RunTree, TransitionRecord, UnitCounts, UnitRecord};
 pub use task_store::{TaskStore, STORE_FILE};
 pub use timestamp::Timestamp;
-pub use write_batch::{Claim, WriteBatch};
+pub use write_batch::WriteBatch;
 
 #[cfg(test)]
 mod tests;

@@ -19,11 +19,12 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
+use super::claim::Claim;
 use super::error::StoreError;
 use super::lifecycle::{RunStatus, UnitState};
 use super::records::{Detail, NewRun, NewUnit, RunId};
 use super::schema::{self, VersionCheck};
-use super::write_batch::{Claim, WriteBatch};
+use super::write_batch::WriteBatch;
 
 /// The store's file name inside the rlm directory (`.aiwg/rlm/`).
 pub const STORE_FILE: &str = "store.sqlite3";
