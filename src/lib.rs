@@ -13,6 +13,7 @@ pub mod exec;
 pub mod fs_atomic;
 pub mod input;
 pub mod plan;
+pub mod process;
 pub mod progress;
 pub mod prompt;
 pub mod provider;
