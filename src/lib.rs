@@ -19,6 +19,7 @@ pub mod man_page;
 pub mod parallel;
 pub mod plan;
 pub mod printer;
+pub mod process;
 pub mod prompt;
 pub mod provider;
 pub mod report;
@@ -27,6 +28,7 @@ pub mod run_dir;
 pub mod secret;
 pub mod settings;
 pub mod skill;
+pub mod store;
 pub mod unit;
 
 use std::process::ExitCode;

@@ -1,0 +1,71 @@
+//! `StoreError`: everything that can go wrong with the task store, each one line that
+//! names the database, run or unit at fault and says what to do.
+
+use std::path::PathBuf;
+
+use super::lifecycle::UnitState;
+
+/// An error of the task store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The directory of the store could not be created.
+    #[error("{path}: cannot create the rlm directory: {source}")]
+    CreateDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// SQLite refused an operation (a damaged file, a full disk, a lock held too long).
+    #[error("{path}: task store error: {source}; if the file is damaged, move it aside and rerun")]
+    Sqlite {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The database was written by a newer rlm; it is left untouched.
+    #[error("{path} was written by a newer rlm (schema {found}, this rlm knows up to {known}); upgrade rlm")]
+    NewerSchema { path: PathBuf, found: i64, known: i64 },
+    /// No run has this id (or id prefix).
+    #[error("no run `{0}` in the task store; `rlm list` shows the runs")]
+    UnknownRun(String),
+    /// An id prefix matched several runs.
+    #[error("`{query}` matches several runs ({candidates}); give more of the id")]
+    AmbiguousRun { query: String, candidates: String },
+    /// A run already has this id.
+    #[error("run `{0}` already exists in the task store; choose another id")]
+    RunExists(String),
+    /// The run has no unit with this id.
+    #[error("run `{run}` has no unit `{unit}`")]
+    UnknownUnit { run: String, unit: String },
+    /// A unit with this id was added twice.
+    #[error("run `{run}` already has a unit `{unit}`; unit ids must be unique within a run")]
+    DuplicateUnit { run: String, unit: String },
+    /// The lifecycle forbids this move; nothing was written.
+    #[error("unit `{unit}` of run `{run}`: illegal transition {from} → {to}")]
+    IllegalTransition {
+        run: String,
+        unit: String,
+        from: UnitState,
+        to: UnitState,
+    },
+    /// Another live rlm process owns the run.
+    #[error("run `{run}` is still owned by rlm process {pid} ({why}); wait for it, or stop it first")]
+    RunInUse { run: String, pid: u32, why: String },
+    /// A value in the database is not one this rlm writes (hand-edited or damaged).
+    #[error("{path}: unexpected value `{value}` in {column}; the task store may be damaged")]
+    Corrupt {
+        path: PathBuf,
+        column: &'static str,
+        value: String,
+    },
+}
+
+impl StoreError {
+    /// Wraps a SQLite error with the database it concerns.
+    pub(crate) fn sqlite(path: impl Into<PathBuf>, source: rusqlite::Error) -> Self {
+        StoreError::Sqlite {
+            path: path.into(),
+            source,
+        }
+    }
+}

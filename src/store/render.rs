@@ -1,0 +1,289 @@
+//! What `rlm status [RUN] [--tree] [--json]` and `rlm list [--json]` print, made from the
+//! store's answers. Pure: text in, text out; the caller's Printer puts it on stdout.
+
+use std::fmt::Write;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::lifecycle::UnitState;
+use super::liveness::Liveness;
+use super::summary::{Failure, RunSummary, RunTree};
+use super::timestamp::Timestamp;
+
+/// Longest command shown in `rlm list` before it is cut (the JSON has it whole).
+const LIST_COMMAND_WIDTH: usize = 60;
+
+/// A run as JSON: its summary, plus the status people should read and the ETA.
+#[derive(Serialize)]
+struct RunView<'a> {
+    #[serde(flatten)]
+    run: &'a RunSummary,
+    /// `CRASHED` or `STALLED` where `status` still says `RUNNING`.
+    display_status: &'static str,
+    eta_seconds: Option<u64>,
+}
+
+impl<'a> RunView<'a> {
+    fn new(run: &'a RunSummary, now: Timestamp) -> Self {
+        RunView {
+            run,
+            display_status: run.display_status(),
+            eta_seconds: run.eta(now).map(|d| d.as_secs()),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct StatusView<'a> {
+    #[serde(flatten)]
+    run: RunView<'a>,
+    failures: &'a [Failure],
+}
+
+#[derive(Serialize)]
+struct TreeView<'a> {
+    #[serde(flatten)]
+    run: RunView<'a>,
+    children: Vec<TreeView<'a>>,
+}
+
+impl<'a> TreeView<'a> {
+    fn new(tree: &'a RunTree, now: Timestamp) -> Self {
+        TreeView {
+            run: RunView::new(&tree.run, now),
+            children: tree.children.iter().map(|c| TreeView::new(c, now)).collect(),
+        }
+    }
+}
+
+/// `rlm status RUN`: the run, its unit counts, spend, ETA and failures.
+pub fn status_text(run: &RunSummary, failures: &[Failure], now: Timestamp) -> String {
+    let mut out = String::new();
+    let owner = match &run.owner {
+        Some(o) if o.liveness == Liveness::Gone => {
+            format!(" (its rlm process {} is gone; `rlm resume {}` goes on)", o.pid, run.id)
+        }
+        Some(o) if o.liveness == Liveness::Stalled => {
+            let age = o
+                .heartbeat_at
+                .map_or_else(|| "long".to_string(), |at| duration(now.since(at)));
+            format!(" (rlm process {}, no heartbeat for {age})", o.pid)
+        }
+        Some(o) => format!(" (rlm process {})", o.pid),
+        None => String::new(),
+    };
+    let _ = writeln!(out, "run       {}  {}{owner}", run.id, run.display_status());
+    let _ = writeln!(out, "command   {}", shell_words(&run.command));
+    if let Some(parent) = &run.parent {
+        let _ = writeln!(out, "parent    {parent} (depth {})", run.depth);
+    }
+    let started = run.started_at.unwrap_or(run.created_at);
+    let _ = writeln!(out, "started   {} UTC", started.to_minutes());
+    if let Some(finished) = run.finished_at {
+        let _ = writeln!(out, "finished  {} UTC", finished.to_minutes());
+    }
+    let _ = writeln!(out, "units     {}", unit_counts(run));
+    let _ = writeln!(
+        out,
+        "cost      {} · {} tokens in · {} tokens out",
+        dollars(run.cost_usd),
+        thousands(run.tokens_in),
+        thousands(run.tokens_out)
+    );
+    if let Some(eta) = run.eta(now) {
+        let _ = writeln!(out, "eta       about {}", duration(eta));
+    }
+    let _ = writeln!(out, "output    {}", run.output_dir.display());
+    if !failures.is_empty() {
+        let _ = writeln!(out, "\nfailures ({})", failures.len());
+        for f in failures {
+            let reason = f.reason.as_deref().unwrap_or("no reason recorded");
+            let tries = if f.attempts == 1 { "attempt" } else { "attempts" };
+            let _ = writeln!(out, "  {}  {} after {} {tries}: {reason}", f.label, f.state, f.attempts);
+        }
+    }
+    out
+}
+
+/// `rlm status RUN --json`.
+pub fn status_json(run: &RunSummary, failures: &[Failure], now: Timestamp) -> String {
+    let view = StatusView {
+        run: RunView::new(run, now),
+        failures,
+    };
+    serde_json::to_string_pretty(&view).unwrap_or_default()
+}
+
+/// `rlm list`: one line per run, newest first (as given).
+pub fn list_text(runs: &[RunSummary]) -> String {
+    if runs.is_empty() {
+        return "no runs yet; `rlm batch` starts one\n".to_string();
+    }
+    let header = ["ID", "STATUS", "STARTED (UTC)", "UNITS", "FAILED", "COST", "COMMAND"];
+    let rows: Vec<[String; 7]> = runs
+        .iter()
+        .map(|r| {
+            [
+                r.id.to_string(),
+                r.display_status().to_string(),
+                r.started_at.unwrap_or(r.created_at).to_minutes(),
+                format!("{}/{}", r.units.completed, r.units.total()),
+                r.units.unsuccessful().to_string(),
+                dollars(r.cost_usd),
+                cut(&shell_words(&r.command), LIST_COMMAND_WIDTH),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(|h| h.chars().count());
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: &[String]| {
+        let mut text = String::new();
+        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+            if i + 1 == cells.len() {
+                text.push_str(cell);
+            } else {
+                let _ = write!(text, "{cell:<w$}  ");
+            }
+        }
+        out.push_str(text.trim_end());
+        out.push('\n');
+    };
+    line(&header.map(str::to_string));
+    for row in &rows {
+        line(row);
+    }
+    out
+}
+
+/// `rlm list --json`: an array of runs.
+pub fn list_json(runs: &[RunSummary], now: Timestamp) -> String {
+    let views: Vec<RunView<'_>> = runs.iter().map(|r| RunView::new(r, now)).collect();
+    serde_json::to_string_pretty(&views).unwrap_or_default()
+}
+
+/// `rlm status RUN --tree`: the recursion tree, each node with its state and cost.
+pub fn tree_text(tree: &RunTree) -> String {
+    let mut out = String::new();
+    tree_node(&mut out, tree, "", "");
+    out
+}
+
+fn tree_node(out: &mut String, node: &RunTree, lead: &str, child_lead: &str) {
+    let run = &node.run;
+    let _ = writeln!(
+        out,
+        "{lead}{}  {}  {}/{} units  {}",
+        run.id,
+        run.display_status(),
+        run.units.completed,
+        run.units.total(),
+        dollars(run.cost_usd)
+    );
+    for (i, child) in node.children.iter().enumerate() {
+        let last = i + 1 == node.children.len();
+        let (branch, next) = if last {
+            ("└── ", "    ")
+        } else {
+            ("├── ", "│   ")
+        };
+        tree_node(
+            out,
+            child,
+            &format!("{child_lead}{branch}"),
+            &format!("{child_lead}{next}"),
+        );
+    }
+}
+
+/// `rlm status RUN --tree --json`: nested runs with a `children` array each.
+pub fn tree_json(tree: &RunTree, now: Timestamp) -> String {
+    serde_json::to_string_pretty(&TreeView::new(tree, now)).unwrap_or_default()
+}
+
+/// `100: 60 completed, 10 running, 25 queued, 3 failed, 2 timed out` (zero counts left out).
+fn unit_counts(run: &RunSummary) -> String {
+    let order = [
+        UnitState::Completed,
+        UnitState::Running,
+        UnitState::Queued,
+        UnitState::Failed,
+        UnitState::TimedOut,
+        UnitState::Cancelled,
+    ];
+    let parts: Vec<String> = order
+        .into_iter()
+        .filter(|&s| run.units.get(s) > 0)
+        .map(|s| format!("{} {}", thousands(run.units.get(s)), s.name().replace('_', " ")))
+        .collect();
+    if parts.is_empty() {
+        return "none yet".to_string();
+    }
+    format!("{}: {}", thousands(run.units.total()), parts.join(", "))
+}
+
+/// `$0.0421` under a dollar (cheap runs need the digits), `$12.40` above.
+fn dollars(usd: f64) -> String {
+    if usd.abs() < 1.0 {
+        format!("${usd:.4}")
+    } else {
+        format!("${usd:.2}")
+    }
+}
+
+/// `1234567` → `1,234,567`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `35s`, `4m 10s`, `2h 05m`.
+fn duration(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m {:02}s", s / 60, s % 60),
+        _ => format!("{}h {:02}m", s / 3600, s % 3600 / 60),
+    }
+}
+
+/// The argv as a person would type it: plain words bare, others in single quotes.
+fn shell_words(argv: &[String]) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_./=:@%+,-".contains(c);
+    argv.iter()
+        .map(|w| {
+            if !w.is_empty() && w.chars().all(plain) {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// At most `width` characters, the cut marked with `…`.
+fn cut(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    let mut s: String = text.chars().take(width.saturating_sub(1)).collect();
+    s.push('…');
+    s
+}
+
+#[cfg(test)]
+#[path = "render_tests.rs"]
+mod tests;

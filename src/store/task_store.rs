@@ -1,0 +1,162 @@
+//! `TaskStore`: the open SQLite database at `<project>/.aiwg/rlm/store.sqlite3`.
+//!
+//! Settings, and why:
+//! - WAL journal: readers (`rlm status`) never block the writer and the writer never blocks
+//!   them; a `kill -9` at any instant leaves the database consistent (SQLite's guarantee).
+//! - `synchronous = NORMAL`: in WAL mode a commit is then durable against the process
+//!   dying (the WAL is in the OS's hands) but not against the OS or power failing, which
+//!   may roll back the last commits — never corrupt. FULL would cost an fsync per commit,
+//!   tens of thousands per large run, to save only the last few transitions in a power
+//!   cut; results are on disk and in the cache anyway, so a resume would redo at most the
+//!   calls of those last moments and the cache would answer most of them.
+//! - `busy_timeout`: two rlm processes sharing the store wait for each other's write
+//!   transactions instead of failing. Every write runs in an IMMEDIATE transaction, which
+//!   takes the write lock up front: a deferred one that read first could fail at once
+//!   with "database is locked" when another process wrote in between.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+
+use super::claim::Claim;
+use super::error::StoreError;
+use super::lifecycle::{RunStatus, UnitState};
+use super::records::{Detail, NewRun, NewUnit, RunId};
+use super::schema::{self, VersionCheck};
+use super::write_batch::WriteBatch;
+
+/// The store's file name inside the rlm directory (`.aiwg/rlm/`).
+pub const STORE_FILE: &str = "store.sqlite3";
+
+/// How long a write waits for another process's transaction before giving up. Long,
+/// because a writer holds the lock for milliseconds; reaching it means something is wrong.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The persistent record of runs, units and their transitions.
+#[derive(Debug)]
+pub struct TaskStore {
+    pub(crate) conn: Connection,
+    pub(crate) path: PathBuf,
+    pub(crate) rlm_dir: PathBuf,
+}
+
+impl TaskStore {
+    /// Opens (creating if needed) `rlm_dir/store.sqlite3` and brings its schema forward.
+    /// A store written by a newer rlm is refused and left untouched.
+    pub fn open(rlm_dir: &Path) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(rlm_dir).map_err(|source| StoreError::CreateDir {
+            path: rlm_dir.to_path_buf(),
+            source,
+        })?;
+        let path = rlm_dir.join(STORE_FILE);
+        let sqlite = |e| StoreError::sqlite(&path, e);
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let mut conn = Connection::open_with_flags(&path, flags).map_err(sqlite)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(sqlite)?;
+        // Check the version before anything that writes (even switching to WAL writes).
+        let newer = |found| StoreError::NewerSchema {
+            path: path.clone(),
+            found,
+            known: schema::SCHEMA_VERSION,
+        };
+        if let VersionCheck::Newer(found) = schema::check_version(&conn).map_err(sqlite)? {
+            return Err(newer(found));
+        }
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+            .map_err(sqlite)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::Corrupt {
+                path: path.clone(),
+                column: "journal_mode",
+                value: mode,
+            });
+        }
+        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
+            .map_err(sqlite)?;
+        if let VersionCheck::Newer(found) = schema::migrate(&mut conn).map_err(sqlite)? {
+            return Err(newer(found));
+        }
+        Ok(TaskStore {
+            conn,
+            path,
+            rlm_dir: rlm_dir.to_path_buf(),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Starts a write transaction: many writes, one commit. Dropping the batch without
+    /// [`WriteBatch::commit`] rolls everything back.
+    pub fn begin(&mut self) -> Result<WriteBatch<'_>, StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| StoreError::sqlite(&self.path, e))?;
+        Ok(WriteBatch::new(tx, &self.path, &self.rlm_dir))
+    }
+
+    /// Records a new `RUNNING` run owned by this process; returns its id.
+    pub fn create_run(&mut self, run: &NewRun) -> Result<RunId, StoreError> {
+        let mut batch = self.begin()?;
+        let id = batch.create_run(run)?;
+        batch.commit()?;
+        Ok(id)
+    }
+
+    /// Adds `units` (all `queued`) to `run` in one transaction.
+    pub fn add_units(&mut self, run: &RunId, units: &[NewUnit]) -> Result<(), StoreError> {
+        let mut batch = self.begin()?;
+        batch.add_units(run, units)?;
+        batch.commit()
+    }
+
+    /// Moves one unit to `to`, if the lifecycle allows it; otherwise
+    /// [`StoreError::IllegalTransition`] and nothing is written.
+    pub fn transition(&mut self, run: &RunId, unit: &str, to: UnitState, detail: &Detail) -> Result<(), StoreError> {
+        let mut batch = self.begin()?;
+        batch.transition(run, unit, to, detail)?;
+        batch.commit()
+    }
+
+    /// Moves several units in one transaction: all of them, or (on the first error) none.
+    pub fn transition_many(&mut self, run: &RunId, moves: &[(&str, UnitState, Detail)]) -> Result<(), StoreError> {
+        let mut batch = self.begin()?;
+        for (unit, to, detail) in moves {
+            batch.transition(run, unit, *to, detail)?;
+        }
+        batch.commit()
+    }
+
+    /// Records how the run ended.
+    pub fn record_run_end(&mut self, run: &RunId, status: RunStatus) -> Result<(), StoreError> {
+        let mut batch = self.begin()?;
+        batch.record_run_end(run, status)?;
+        batch.commit()
+    }
+
+    /// Tells `rlm status` this process is still working on `run` (call every few seconds).
+    pub fn heartbeat(&mut self, run: &RunId) -> Result<(), StoreError> {
+        let mut batch = self.begin()?;
+        batch.heartbeat(run)?;
+        batch.commit()
+    }
+
+    /// Takes over `run` for a resume: refuses while another live rlm owns it; requeues the
+    /// units a crash left running, and with `retry_unsuccessful` also the failed, timed-out
+    /// and cancelled ones.
+    pub fn claim_run(&mut self, run: &RunId, retry_unsuccessful: bool) -> Result<Claim, StoreError> {
+        let mut batch = self.begin()?;
+        let claim = batch.claim_run(run, retry_unsuccessful)?;
+        batch.commit()?;
+        Ok(claim)
+    }
+
+    pub(crate) fn sqlite_error(&self, e: rusqlite::Error) -> StoreError {
+        StoreError::sqlite(&self.path, e)
+    }
+}

@@ -1,0 +1,175 @@
+//! Run ids, status, list, failures, resume queries and the recursion tree.
+
+use std::path::{Path, PathBuf};
+
+use super::*;
+use crate::store::*;
+
+#[test]
+fn run_ids_are_unique_even_within_one_second() {
+    let (dir, mut store) = open();
+    let ids: Vec<RunId> = (0..3)
+        .map(|_| store.create_run(&new_run(dir.path())).unwrap())
+        .collect();
+    assert!(ids[0].as_str().starts_with("batch-20"), "{}", ids[0]);
+    assert_ne!(ids[0], ids[1]);
+    assert_ne!(ids[1], ids[2]);
+    let summary = store.run(&ids[0]).unwrap();
+    assert_eq!(summary.output_dir, dir.path().join(".aiwg/rlm").join(ids[0].as_str()));
+    assert_eq!(summary.command[2], "src/**/*.ts");
+    assert_eq!(summary.settings["model"], "haiku");
+
+    let chosen = NewRun {
+        id: Some("my-run".into()),
+        output_dir: Some(PathBuf::from("/tmp/out")),
+        ..new_run(dir.path())
+    };
+    assert_eq!(store.create_run(&chosen).unwrap().as_str(), "my-run");
+    let err = store.create_run(&chosen).unwrap_err();
+    assert!(
+        matches!(err, StoreError::RunExists(ref id) if id == "my-run"),
+        "{err:?}"
+    );
+    assert_eq!(
+        store.run(&RunId::from("my-run")).unwrap().output_dir,
+        PathBuf::from("/tmp/out")
+    );
+}
+
+#[test]
+fn status_list_failures_and_resume_queries() {
+    let (dir, mut store) = open();
+    let run = run_with_units(&mut store, dir.path(), 6);
+    bring_to(&mut store, &run, "u00000", UnitState::Completed);
+    bring_to(&mut store, &run, "u00001", UnitState::Completed);
+    store
+        .transition(&run, "u00002", UnitState::Running, &Detail::default())
+        .unwrap();
+    store
+        .transition(
+            &run,
+            "u00002",
+            UnitState::Failed,
+            &Detail::reason("HTTP 500 after 3 attempts"),
+        )
+        .unwrap();
+    store
+        .transition(&run, "u00003", UnitState::Running, &Detail::default())
+        .unwrap();
+    store
+        .transition(
+            &run,
+            "u00003",
+            UnitState::TimedOut,
+            &Detail::reason("no answer in 300s"),
+        )
+        .unwrap();
+    store
+        .transition(&run, "u00004", UnitState::Cancelled, &Detail::reason("shutdown"))
+        .unwrap();
+    store.record_run_end(&run, RunStatus::Interrupted).unwrap();
+
+    let summary = store.run(&run).unwrap();
+    assert_eq!(summary.status, RunStatus::Interrupted);
+    assert!(summary.finished_at.is_some() && summary.owner.is_none());
+    let expected = UnitCounts {
+        queued: 1,
+        completed: 2,
+        failed: 1,
+        timed_out: 1,
+        cancelled: 1,
+        ..UnitCounts::default()
+    };
+    assert_eq!(summary.units, expected);
+
+    let failures: Vec<(String, UnitState, Option<String>)> = store
+        .failures(&run)
+        .unwrap()
+        .into_iter()
+        .map(|f| (f.unit, f.state, f.reason))
+        .collect();
+    assert_eq!(
+        failures,
+        [
+            (
+                "u00002".to_string(),
+                UnitState::Failed,
+                Some("HTTP 500 after 3 attempts".to_string())
+            ),
+            (
+                "u00003".to_string(),
+                UnitState::TimedOut,
+                Some("no answer in 300s".to_string())
+            ),
+            ("u00004".to_string(), UnitState::Cancelled, Some("shutdown".to_string())),
+        ]
+    );
+    assert_eq!(
+        store.units_in_state(&run, &[UnitState::Completed]).unwrap(),
+        ["u00000", "u00001"]
+    );
+
+    // The interrupted run is the one to resume from this directory, not from another.
+    let latest = store.latest_unfinished_run(dir.path(), 0).unwrap().unwrap();
+    assert_eq!(latest.id, run);
+    assert!(store
+        .latest_unfinished_run(Path::new("/elsewhere"), 0)
+        .unwrap()
+        .is_none());
+    assert!(store.latest_unfinished_run(dir.path(), 1).unwrap().is_none());
+
+    // resume --failed: the three unsuccessful units go back to the queue.
+    let claim = store.claim_run(&run, true).unwrap();
+    assert_eq!((claim.recovered, claim.retried), (0, 3));
+    assert_eq!(store.run(&run).unwrap().units.queued, 4);
+    assert_eq!(store.run(&run).unwrap().status, RunStatus::Running);
+
+    // A finished run with nothing left is not offered for resume.
+    for unit in store.units_in_state(&run, &[UnitState::Queued]).unwrap() {
+        bring_to(&mut store, &run, &unit, UnitState::Completed);
+    }
+    store.record_run_end(&run, RunStatus::Success).unwrap();
+    assert!(store.latest_unfinished_run(dir.path(), 0).unwrap().is_none());
+
+    assert_eq!(store.find_run(run.as_str()).unwrap(), run);
+    assert_eq!(store.find_run("batch-").unwrap(), run);
+    store.create_run(&new_run(dir.path())).unwrap();
+    assert!(matches!(store.find_run("batch-"), Err(StoreError::AmbiguousRun { .. })));
+    assert!(matches!(store.find_run("swarm-"), Err(StoreError::UnknownRun(_))));
+    let listed: Vec<RunId> = store.list_runs(10).unwrap().into_iter().map(|r| r.id).collect();
+    assert_eq!(listed.len(), 2);
+    assert_eq!(listed[1], run, "newest first");
+    assert_eq!(store.list_runs(1).unwrap().len(), 1);
+}
+
+#[test]
+fn the_recursion_tree_links_children_to_parents() {
+    let (dir, mut store) = open();
+    let root = run_with_units(&mut store, dir.path(), 2);
+    let child = |parent: &RunId, depth| NewRun {
+        parent: Some(parent.clone()),
+        depth,
+        ..new_run(dir.path())
+    };
+    let a = store.create_run(&child(&root, 1)).unwrap();
+    let b = store.create_run(&child(&root, 1)).unwrap();
+    let a1 = store.create_run(&child(&a, 2)).unwrap();
+    store.add_units(&a1, &units(1)).unwrap();
+    bring_to(&mut store, &a1, "u00000", UnitState::Running);
+    let spend = Detail {
+        cost_usd: 0.5,
+        ..Detail::default()
+    };
+    store.transition(&a1, "u00000", UnitState::Completed, &spend).unwrap();
+    store.record_run_end(&a1, RunStatus::Success).unwrap();
+
+    let tree = store.tree(&root).unwrap();
+    assert_eq!(tree.run.id, root);
+    let kids: Vec<&RunId> = tree.children.iter().map(|t| &t.run.id).collect();
+    assert_eq!(kids, [&a, &b]);
+    assert_eq!(tree.children[0].children[0].run.id, a1);
+    assert_eq!(tree.children[0].children[0].run.status, RunStatus::Success);
+    assert!((tree.children[0].children[0].run.cost_usd - 0.5).abs() < 1e-9);
+    assert!(tree.children[1].children.is_empty());
+    assert_eq!(store.children(&a).unwrap().len(), 1);
+}

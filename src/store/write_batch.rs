@@ -1,0 +1,315 @@
+//! `WriteBatch`: one immediate transaction holding any number of writes, committed once.
+//!
+//! Every write of the store lives here — the single-write methods of `TaskStore` are a
+//! batch of one — so the lifecycle check in [`WriteBatch::transition`] is the only way a
+//! unit's state changes. A write that returns an error has written nothing, and the batch
+//! stays usable: the caller decides whether to go on or drop (roll back) the batch.
+
+use std::path::Path;
+
+use rusqlite::{params, ErrorCode, OptionalExtension, Transaction};
+
+use super::error::StoreError;
+use super::lifecycle::{RunStatus, UnitState};
+use super::liveness;
+use super::records::{Detail, NewRun, NewUnit, RunId};
+use super::timestamp::Timestamp;
+
+/// Writes in one transaction; see the module doc.
+pub struct WriteBatch<'a> {
+    pub(super) tx: Transaction<'a>,
+    path: &'a Path,
+    rlm_dir: &'a Path,
+}
+
+impl<'a> WriteBatch<'a> {
+    pub(crate) fn new(tx: Transaction<'a>, path: &'a Path, rlm_dir: &'a Path) -> Self {
+        WriteBatch { tx, path, rlm_dir }
+    }
+
+    /// Makes every write of the batch durable at once.
+    pub fn commit(self) -> Result<(), StoreError> {
+        self.tx.commit().map_err(|e| StoreError::sqlite(self.path, e))
+    }
+
+    pub(super) fn sqlite(&self, e: rusqlite::Error) -> StoreError {
+        StoreError::sqlite(self.path, e)
+    }
+
+    /// Records a new `RUNNING` run owned by this process; see [`NewRun`] for its id.
+    pub fn create_run(&mut self, run: &NewRun) -> Result<RunId, StoreError> {
+        let now = Timestamp::now();
+        let command = serde_json::to_string(&run.command).unwrap_or_else(|_| "[]".to_string());
+        let base = run
+            .id
+            .clone()
+            .unwrap_or_else(|| format!("{}-{}", run.kind, now.to_compact()));
+        let mut stmt = self
+            .tx
+            .prepare_cached(
+                "INSERT INTO runs (id, command_json, cwd, output_dir, created_at, started_at, status,
+                     parent_run_id, depth, settings_json, owner_pid, owner_identity, heartbeat_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?5)",
+            )
+            .map_err(|e| StoreError::sqlite(self.path, e))?;
+        // Two runs started in the same second get `-2`, `-3`…; the immediate transaction
+        // makes the check and the insert one step for concurrent rlm processes.
+        for n in 1..1000 {
+            let id = if n == 1 { base.clone() } else { format!("{base}-{n}") };
+            let output_dir = run.output_dir.clone().unwrap_or_else(|| self.rlm_dir.join(&id));
+            let inserted = stmt.execute(params![
+                id,
+                command,
+                run.cwd.to_string_lossy(),
+                output_dir.to_string_lossy(),
+                now.to_rfc3339(),
+                RunStatus::Running.name(),
+                run.parent.as_ref().map(RunId::as_str),
+                run.depth,
+                run.settings.to_string(),
+                std::process::id(),
+                liveness::current_identity(),
+            ]);
+            match inserted {
+                Ok(_) => return Ok(RunId(id)),
+                Err(e) if is_constraint(&e) && run.id.is_none() => continue,
+                Err(e) if is_constraint(&e) => return Err(StoreError::RunExists(id)),
+                Err(e) => return Err(StoreError::sqlite(self.path, e)),
+            }
+        }
+        Err(StoreError::RunExists(base))
+    }
+
+    /// Adds `units`, all `queued`, each with its first history entry.
+    pub fn add_units(&mut self, run: &RunId, units: &[NewUnit]) -> Result<(), StoreError> {
+        self.require_run(run)?;
+        let now = Timestamp::now().to_rfc3339();
+        let next_seq: i64 = self
+            .tx
+            .query_row(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM units WHERE run_id = ?1",
+                [run.as_str()],
+                |row| row.get(0),
+            )
+            .map_err(|e| self.sqlite(e))?;
+        let sqlite = |e| StoreError::sqlite(self.path, e);
+        let mut insert_unit = self
+            .tx
+            .prepare_cached(
+                "INSERT INTO units (run_id, unit_id, seq, label, kind, priority, state, cache_key, queued_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )
+            .map_err(sqlite)?;
+        let mut insert_history = self
+            .tx
+            .prepare_cached(
+                "INSERT INTO transitions (run_id, unit_id, from_state, to_state, at, attempt)
+                 VALUES (?1, ?2, NULL, ?3, ?4, 0)",
+            )
+            .map_err(sqlite)?;
+        for (i, unit) in units.iter().enumerate() {
+            let queued = UnitState::Queued.name();
+            let seq = next_seq + i64::try_from(i).unwrap_or(i64::MAX);
+            let added = insert_unit.execute(params![
+                run.as_str(),
+                unit.id,
+                seq,
+                unit.label,
+                unit.kind.name(),
+                unit.priority,
+                queued,
+                unit.cache_key,
+                now
+            ]);
+            match added {
+                Ok(_) => {}
+                Err(e) if is_constraint(&e) => {
+                    return Err(StoreError::DuplicateUnit {
+                        run: run.to_string(),
+                        unit: unit.id.clone(),
+                    })
+                }
+                Err(e) => return Err(sqlite(e)),
+            }
+            insert_history
+                .execute(params![run.as_str(), unit.id, queued, now])
+                .map_err(sqlite)?;
+        }
+        Ok(())
+    }
+
+    /// Moves `unit` to `to` if the lifecycle allows it ([`UnitState::can_move_to`]), adds
+    /// the detail's spend to the unit and the run, and appends the move to the history.
+    pub fn transition(&mut self, run: &RunId, unit: &str, to: UnitState, detail: &Detail) -> Result<(), StoreError> {
+        let sqlite = |e| StoreError::sqlite(self.path, e);
+        let current = self
+            .tx
+            .prepare_cached("SELECT state, attempts, reason FROM units WHERE run_id = ?1 AND unit_id = ?2")
+            .map_err(sqlite)?
+            .query_row(params![run.as_str(), unit], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, u32>(1)?,
+                    row.get::<_, Option<String>>(2)?,
+                ))
+            })
+            .optional()
+            .map_err(sqlite)?;
+        let Some((from, attempts, reason)) = current else {
+            return Err(StoreError::UnknownUnit {
+                run: run.to_string(),
+                unit: unit.to_string(),
+            });
+        };
+        let from = UnitState::from_name(&from).ok_or_else(|| StoreError::Corrupt {
+            path: self.path.to_path_buf(),
+            column: "units.state",
+            value: from,
+        })?;
+        if !from.can_move_to(to) {
+            return Err(StoreError::IllegalTransition {
+                run: run.to_string(),
+                unit: unit.to_string(),
+                from,
+                to,
+            });
+        }
+        let attempts = attempts + u32::from(to == UnitState::Running) + detail.retries;
+        let reason = match (&detail.reason, to) {
+            (Some(given), _) => Some(given.clone()),
+            (None, UnitState::Completed) => None,
+            (None, _) => reason,
+        };
+        let now = Timestamp::now().to_rfc3339();
+        let duration_ms = detail
+            .duration
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        self.tx
+            .prepare_cached(
+                "UPDATE units SET state = ?3, attempts = ?4, reason = ?5,
+                     tokens_in = tokens_in + ?6, tokens_out = tokens_out + ?7, cost_usd = cost_usd + ?8,
+                     duration_ms = duration_ms + ?9,
+                     result_file = COALESCE(?10, result_file), cache_key = COALESCE(?11, cache_key),
+                     started_at = CASE WHEN ?3 = 'running' THEN ?12 ELSE started_at END,
+                     finished_at = ?13
+                 WHERE run_id = ?1 AND unit_id = ?2",
+            )
+            .map_err(sqlite)?
+            .execute(params![
+                run.as_str(),
+                unit,
+                to.name(),
+                attempts,
+                reason,
+                detail.tokens_in,
+                detail.tokens_out,
+                detail.cost_usd,
+                duration_ms,
+                detail.result_file,
+                detail.cache_key,
+                now,
+                to.is_finished().then_some(&now),
+            ])
+            .map_err(sqlite)?;
+        if detail.tokens_in > 0 || detail.tokens_out > 0 || detail.cost_usd != 0.0 {
+            self.tx
+                .prepare_cached(
+                    "UPDATE runs SET tokens_in = tokens_in + ?2, tokens_out = tokens_out + ?3,
+                         cost_usd = cost_usd + ?4 WHERE id = ?1",
+                )
+                .map_err(sqlite)?
+                .execute(params![
+                    run.as_str(),
+                    detail.tokens_in,
+                    detail.tokens_out,
+                    detail.cost_usd
+                ])
+                .map_err(sqlite)?;
+        }
+        self.tx
+            .prepare_cached(
+                "INSERT INTO transitions (run_id, unit_id, from_state, to_state, at, attempt, detail)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )
+            .map_err(sqlite)?
+            .execute(params![
+                run.as_str(),
+                unit,
+                from.name(),
+                to.name(),
+                now,
+                attempts,
+                detail.reason
+            ])
+            .map_err(sqlite)?;
+        Ok(())
+    }
+
+    /// Records how the run ended (`RUNNING` leaves it unfinished).
+    pub fn record_run_end(&mut self, run: &RunId, status: RunStatus) -> Result<(), StoreError> {
+        let now = Timestamp::now().to_rfc3339();
+        let changed = self
+            .tx
+            .execute(
+                "UPDATE runs SET status = ?2, finished_at = ?3, heartbeat_at = ?4 WHERE id = ?1",
+                params![
+                    run.as_str(),
+                    status.name(),
+                    (status != RunStatus::Running).then_some(&now),
+                    now
+                ],
+            )
+            .map_err(|e| self.sqlite(e))?;
+        self.require_changed(changed, run)
+    }
+
+    /// Refreshes the run's heartbeat.
+    pub fn heartbeat(&mut self, run: &RunId) -> Result<(), StoreError> {
+        let changed = self
+            .tx
+            .execute(
+                "UPDATE runs SET heartbeat_at = ?2 WHERE id = ?1",
+                params![run.as_str(), Timestamp::now().to_rfc3339()],
+            )
+            .map_err(|e| self.sqlite(e))?;
+        self.require_changed(changed, run)
+    }
+
+    pub(super) fn unit_ids(&self, run: &RunId, states: &[UnitState]) -> Result<Vec<String>, StoreError> {
+        let mut ids = Vec::new();
+        let mut stmt = self
+            .tx
+            .prepare_cached("SELECT unit_id FROM units WHERE run_id = ?1 AND state = ?2 ORDER BY seq")
+            .map_err(|e| self.sqlite(e))?;
+        for state in states {
+            let rows = stmt
+                .query_map(params![run.as_str(), state.name()], |row| row.get::<_, String>(0))
+                .map_err(|e| self.sqlite(e))?;
+            for id in rows {
+                ids.push(id.map_err(|e| self.sqlite(e))?);
+            }
+        }
+        Ok(ids)
+    }
+
+    fn require_run(&self, run: &RunId) -> Result<(), StoreError> {
+        let exists = self
+            .tx
+            .query_row("SELECT 1 FROM runs WHERE id = ?1", [run.as_str()], |_| Ok(()))
+            .optional()
+            .map_err(|e| self.sqlite(e))?;
+        exists.ok_or_else(|| StoreError::UnknownRun(run.to_string()))
+    }
+
+    fn require_changed(&self, changed: usize, run: &RunId) -> Result<(), StoreError> {
+        if changed == 0 {
+            return Err(StoreError::UnknownRun(run.to_string()));
+        }
+        Ok(())
+    }
+}
+
+/// A UNIQUE or PRIMARY KEY violation (a duplicate id).
+fn is_constraint(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(f, _) if f.code == ErrorCode::ConstraintViolation)
+}
