@@ -11,6 +11,7 @@ pub mod cli;
 pub mod error;
 pub mod exec;
 pub mod fs_atomic;
+pub mod index;
 pub mod input;
 pub mod plan;
 pub mod progress;
