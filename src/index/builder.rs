@@ -62,10 +62,10 @@ impl BuildReport {
             )
         } else {
             format!(
-                "no dependency index yet: built {} ({} files, {} edges)",
+                "no dependency index yet: built {} ({}, {})",
                 self.index.display(),
-                self.files,
-                self.edges
+                plural(self.files, "file"),
+                plural(self.edges, "edge")
             )
         })
     }
@@ -182,6 +182,15 @@ pub fn is_stale(root: &Path) -> Result<bool, IndexError> {
 pub fn load_or_build(root: &Path) -> Result<(ProjectIndex, Option<String>), IndexError> {
     let (index, report) = build(root)?;
     Ok((index, report.notice()))
+}
+
+/// `1 file`, `2 files`.
+pub(crate) fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
 }
 
 fn config_hashes(root: &Path, files: &ProjectFiles) -> Result<BTreeMap<String, String>, IndexError> {

@@ -27,6 +27,8 @@ mod neighbors;
 mod parse;
 pub mod project_files;
 mod project_index;
+#[cfg(test)]
+mod project_tests;
 mod resolve;
 
 pub use builder::{build, is_stale, load_or_build, BuildReport};
