@@ -7,6 +7,7 @@
 pub mod aggregate;
 pub mod batch;
 pub mod cache;
+pub mod citation;
 pub mod cli;
 pub mod error;
 pub mod exec;
@@ -41,6 +42,8 @@ pub fn run_cli() -> ExitCode {
     };
     let outcome = match cli.command {
         Command::Batch(args) => run_batch(args),
+        Command::Index(command) => Ok(run_index(command)),
+        Command::VerifyCitations(args) => Ok(run_verify_citations(args)),
     };
     let status = outcome.unwrap_or_else(|e| match e.downcast_ref::<RlmError>() {
         Some(RlmError::NoMatch(message)) => {
@@ -72,4 +75,34 @@ fn run_batch(args: cli::BatchArgs) -> anyhow::Result<ExitStatus> {
     let status = runtime.block_on(batch::run(settings));
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     Ok(status?)
+}
+
+/// `rlm index …`: data on stdout; a notice (index built first) or the error on stderr.
+fn run_index(command: cli::IndexCommand) -> ExitStatus {
+    match index::command::run(command, &mut std::io::stdout().lock()) {
+        Ok(outcome) => {
+            if let Some(notice) = outcome.notice {
+                eprintln!("rlm: {notice}");
+            }
+            ExitStatus::Success
+        }
+        // A closed pipe (`| head`) is not an error.
+        Err(index::IndexError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitStatus::Success,
+        Err(e) => {
+            eprintln!("rlm: error: {e}");
+            e.exit_status()
+        }
+    }
+}
+
+/// `rlm verify-citations …`: the report on stdout; 1 when a citation fails, 2 on bad input.
+fn run_verify_citations(args: cli::VerifyCitationsArgs) -> ExitStatus {
+    match citation::command::run(args, &mut std::io::stdout().lock()) {
+        Ok(status) => status,
+        Err(citation::CitationError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitStatus::Success,
+        Err(e) => {
+            eprintln!("rlm: error: {e}");
+            e.exit_status()
+        }
+    }
 }
