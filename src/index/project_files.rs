@@ -36,7 +36,7 @@ pub struct SourceFile {
 pub struct ProjectFiles {
     pub sources: Vec<SourceFile>,
     /// Project-relative paths of files that steer resolution (`tsconfig*.json`,
-    /// `jsconfig*.json`, `go.mod`, `pyproject.toml`, `setup.py`, `setup.cfg`).
+    /// `jsconfig*.json`, `go.mod`, `Cargo.toml`, `pyproject.toml`, `setup.py`, `setup.cfg`).
     pub configs: Vec<String>,
 }
 
@@ -45,7 +45,10 @@ pub fn is_config(name: &str) -> bool {
     let json_config = |prefix: &str| name.starts_with(prefix) && name.ends_with(".json");
     json_config("tsconfig")
         || json_config("jsconfig")
-        || matches!(name, "go.mod" | "pyproject.toml" | "setup.py" | "setup.cfg")
+        || matches!(
+            name,
+            "go.mod" | "Cargo.toml" | "pyproject.toml" | "setup.py" | "setup.cfg"
+        )
 }
 
 /// Walks `root`, respecting .gitignore (also outside a git repository), skipping hidden

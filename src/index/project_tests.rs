@@ -209,7 +209,7 @@ fn rust_crate_with_mod_path_reexports_inline_modules_and_crate_roots() {
         ("src/platform/unix.rs", "pub fn open() {}\n"),
         ("src/main.rs", "mod app;\nuse demo::cli;\nconst VERSION: &str = \"1\";\n"),
         ("src/app.rs", "use super::VERSION;\n"),
-        ("tests/integration.rs", "mod support;\nuse support::fixture;\n"),
+        ("tests/integration.rs", "mod support;\nuse support::fixture;\nuse demo::exec::pool::Pool;\n"),
         ("tests/support/mod.rs", "pub fn fixture() {}\n"),
     ]);
     let (index, graph) = graph_of(&dir);
@@ -235,16 +235,28 @@ fn rust_crate_with_mod_path_reexports_inline_modules_and_crate_roots() {
         vec!["src/cli.rs (use)", "src/exec/retry.rs (use)"]
     );
     assert!(edges(&index, "src/exec/retry.rs").is_empty());
-    assert_eq!(edges(&index, "src/main.rs"), vec!["src/app.rs (mod)"]);
+    assert_eq!(
+        edges(&index, "src/main.rs"),
+        vec!["src/app.rs (mod)", "src/cli.rs (use)"]
+    );
     assert_eq!(edges(&index, "src/app.rs"), vec!["src/main.rs (use)"]);
     assert_eq!(
         edges(&index, "tests/integration.rs"),
-        vec!["tests/support/mod.rs (mod)", "tests/support/mod.rs (use)"]
+        vec![
+            "src/exec/pool.rs (use)",
+            "tests/support/mod.rs (mod)",
+            "tests/support/mod.rs (use)"
+        ]
     );
 
     assert_eq!(
         neighbors(&graph, "src/exec/retry.rs", Direction::Out, 1).unwrap(),
         vec!["src/cli.rs", "src/exec/mod.rs", "src/exec/pool.rs"]
+    );
+    // "What tests exercise the pool?" reaches the integration test through the crate name.
+    assert_eq!(
+        neighbors(&graph, "src/exec/pool.rs", Direction::Out, 1).unwrap(),
+        vec!["src/exec/mod.rs", "src/lib.rs", "tests/integration.rs"]
     );
     assert_eq!(
         neighbors(&graph, "src/cli.rs", Direction::In, 2).unwrap(),

@@ -79,6 +79,9 @@ pub(crate) struct Layout {
     tsconfigs: Tsconfigs,
     /// `(module path, directory of its go.mod)`, longest module path first.
     go_modules: Vec<(String, String)>,
+    /// `(crate name, its library root file)` of every Cargo package with a `src/lib.rs`
+    /// (or `[lib] path`), so `use demo::x` in its tests and binaries reaches it.
+    rust_crates: Vec<(String, String)>,
     /// Directories that hold Python top-level packages, in search order.
     python_roots: Vec<String>,
     /// Directories searched for C/C++ includes after the including file's own.
@@ -109,6 +112,14 @@ impl Layout {
             })
             .collect();
         go_modules.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.cmp(b)));
+        let rust_crates = named("Cargo.toml")
+            .filter_map(|dir| {
+                let text = std::fs::read_to_string(root.join(&dir).join("Cargo.toml")).ok()?;
+                let (name, lib) = rust::crate_library(&text)?;
+                let lib = join(&dir, &lib)?;
+                files.contains(&lib).then_some((name, lib))
+            })
+            .collect();
         let mut python_roots = vec![String::new(), "src".to_string()];
         for marker in ["pyproject.toml", "setup.py", "setup.cfg"] {
             for dir in named(marker) {
@@ -131,6 +142,7 @@ impl Layout {
             files,
             by_dir,
             go_modules,
+            rust_crates,
             python_roots,
             include_roots,
         }

@@ -5,7 +5,9 @@
 //! beside it; in any other `foo.rs` it is under `foo/`. Files no `mod` reaches are crate
 //! roots; walking `mod` edges from them gives every file its crate, so `crate::a::b` can
 //! follow the modules `a`, `a/b` as far as they are files and land on the deepest one
-//! (an item in it, or an inline module, stops the walk there).
+//! (an item in it, or an inline module, stops the walk there). A path that starts with
+//! the name of a Cargo package of the project (`use demo::cli` in `tests/`, in
+//! `src/main.rs` or in another workspace member) walks from that package's `src/lib.rs`.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -24,6 +26,8 @@ pub(super) struct ModuleTree {
     declared_by: HashMap<String, Module>,
     /// The crate root of each file.
     crate_root: HashMap<String, String>,
+    /// Library crates by name (`-` already `_`): their root file.
+    libraries: HashMap<String, String>,
 }
 
 impl ModuleTree {
@@ -64,6 +68,7 @@ impl ModuleTree {
             children,
             declared_by,
             crate_root,
+            libraries: layout.rust_crates.iter().cloned().collect(),
         }
     }
 
@@ -84,6 +89,12 @@ impl ModuleTree {
     }
 
     fn resolve_use(&self, file: &str, spec: &str) -> Option<String> {
+        if let Some(target) = spec
+            .strip_prefix("?self::")
+            .and_then(|rest| self.resolve_in_library(file, rest))
+        {
+            return Some(target);
+        }
         let mut segments = spec.split("::").peekable();
         let own: Module = (file.to_string(), Vec::new());
         let (mut module, local_guess) = match segments.next()? {
@@ -113,6 +124,25 @@ impl ModuleTree {
         // A 2018-style path that does not start with a child module names another crate.
         if local_guess && matched == 0 {
             return None;
+        }
+        Some(module.0)
+    }
+
+    /// `name::a::b` where `name` is a library crate of the project and not a child module
+    /// of `file`: the deepest module file of `a::b` in that library (its root at least).
+    fn resolve_in_library(&self, file: &str, path: &str) -> Option<String> {
+        let mut segments = path.split("::");
+        let first = segments.next()?;
+        let lib = self.libraries.get(first)?;
+        if self.child(&(file.to_string(), Vec::new()), first).is_some() {
+            return None;
+        }
+        let mut module: Module = (lib.clone(), Vec::new());
+        for segment in segments {
+            match self.child(&module, segment) {
+                Some(child) => module = child,
+                None => break,
+            }
         }
         Some(module.0)
     }
@@ -165,4 +195,49 @@ fn mod_target(file: &str, spec: &str, layout: &Layout) -> Option<(String, String
             .find(|candidate| layout.has(candidate))
             .map(|target| (spec.to_string(), target))
     })
+}
+
+/// The library crate of a `Cargo.toml`: its name (`-` as `_`) and root file, when it has
+/// a `[package]` (`[lib] name` / `path` override the defaults `src/lib.rs`). A minimal
+/// reader of the two tables, not a TOML parser.
+pub(super) fn crate_library(cargo_toml: &str) -> Option<(String, String)> {
+    let mut section = "";
+    let (mut package, mut lib_name, mut lib_path) = (None, None, None);
+    for line in cargo_toml.lines() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.starts_with('[') {
+            section = line;
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        let value = value.trim().trim_matches('"').to_string();
+        match (section, key.trim()) {
+            ("[package]", "name") => package = Some(value),
+            ("[lib]", "name") => lib_name = Some(value),
+            ("[lib]", "path") => lib_path = Some(value),
+            _ => {}
+        }
+    }
+    let name = lib_name.or(package)?.replace('-', "_");
+    Some((name, lib_path.unwrap_or_else(|| "src/lib.rs".to_string())))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn crate_library_reads_package_and_lib() {
+        let toml = "[package]\nname = \"my-tool\" # comment\nversion = \"0.1.0\"\n\n[dependencies]\nname = \"x\"\n";
+        assert_eq!(
+            super::crate_library(toml),
+            Some(("my_tool".into(), "src/lib.rs".into()))
+        );
+        let toml = "[package]\nname = \"a\"\n[lib]\nname = \"core_lib\"\npath = \"lib/mod.rs\"\n";
+        assert_eq!(
+            super::crate_library(toml),
+            Some(("core_lib".into(), "lib/mod.rs".into()))
+        );
+        assert_eq!(super::crate_library("[workspace]\nmembers = [\"a\"]\n"), None);
+    }
 }
