@@ -187,7 +187,7 @@ pub struct IndexNeighborsArgs {
     pub graph: String,
 
     /// Query a dependency graph file instead:
-    /// {"<path>": {"upstream": [{"path", "type"}], "downstream": [...]}}.
+    /// `{"<path>": {"upstream": [{"path", "type"}], "downstream": [...]}}`.
     #[arg(long, value_name = "FILE")]
     pub graph_file: Option<PathBuf>,
 

@@ -146,11 +146,19 @@ pub fn normalize_node_name(root: &Path, name: &str) -> Result<String, IndexError
     let trimmed = name.trim();
     let path = Path::new(trimmed);
     let relative = if path.is_absolute() {
+        // `--root .` against an absolute node: compare with the real root, then (symlinks
+        // in the node's path) the real node, which must exist for that.
+        let real_root = root.canonicalize().ok();
         let inside = path.strip_prefix(root).ok().map(Path::to_path_buf).or_else(|| {
-            // `--root .` against an absolute node: compare the real paths.
-            let real_root = root.canonicalize().ok()?;
-            let real = path.canonicalize().ok()?;
-            real.strip_prefix(&real_root).ok().map(Path::to_path_buf)
+            let real_root = real_root.as_deref()?;
+            let lexical = path.strip_prefix(real_root).ok().map(Path::to_path_buf);
+            lexical.or_else(|| {
+                path.canonicalize()
+                    .ok()?
+                    .strip_prefix(real_root)
+                    .ok()
+                    .map(Path::to_path_buf)
+            })
         });
         inside.ok_or_else(outside)?.to_string_lossy().into_owned()
     } else {

@@ -52,7 +52,7 @@ pub fn is_config(name: &str) -> bool {
 }
 
 /// Walks `root`, respecting .gitignore (also outside a git repository), skipping hidden
-/// directories and [`SKIPPED_DIRS`], never following symlinks (no loops, nothing outside).
+/// directories and `SKIPPED_DIRS`, never following symlinks (no loops, nothing outside).
 pub fn walk(root: &Path) -> Result<ProjectFiles, IndexError> {
     if !root.is_dir() {
         return Err(IndexError::NotADirectory(root.to_path_buf()));
