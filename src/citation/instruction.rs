@@ -1,6 +1,14 @@
 //! The seed's CITATION REQUIREMENT block, filled in for one file, for `--require-citations`:
 //! placed after the user's sub-prompt and before the file content.
 
+/// The seed's instruction to the summarizer when `--require-citations` is active (Phase 4,
+/// `summarize`): appended to the summarization prompt, before the results.
+pub const SUMMARIZER_RULE: &str = "You MUST NOT drop or omit citations during summarization. The synthesized
+prose may rephrase findings, but every claim that was citation-backed in
+the input MUST remain citation-backed in the output. If you cannot retain
+a specific citation, omit the underlying claim rather than the citation.
+";
+
 /// The instruction block for the file `path` with its 16-hex `content_hash`, or for a
 /// path-only file (`None`: not index-tracked, no hash to cite).
 pub fn instruction_block(path: &str, content_hash: Option<&str>) -> String {
