@@ -7,6 +7,7 @@
 pub mod aggregate;
 pub mod batch;
 pub mod cache;
+pub mod citation;
 pub mod cli;
 pub mod completions;
 pub mod error;
@@ -14,6 +15,7 @@ pub mod escape;
 pub mod exec;
 pub mod findings;
 pub mod fs_atomic;
+pub mod index;
 pub mod input;
 pub mod man_page;
 pub mod parallel;
@@ -55,6 +57,8 @@ pub fn run_cli() -> ExitCode {
     let status = match cli.command {
         Command::Batch(args) => run_batch(*args, cli.color, &env),
         Command::Skill(action) => run_skill(action, &env),
+        Command::Index(command) => run_index(command),
+        Command::VerifyCitations(args) => run_verify_citations(args),
         Command::Completions(args) => print_data(&completions::completion_script(args.shell)),
         Command::Man(args) => match man_page::man_page(args.subcommand.as_deref()) {
             Ok(page) => print_data(&page),
@@ -193,5 +197,35 @@ fn print_data(bytes: &[u8]) -> ExitStatus {
             report_error(&Printer::plain(), &RlmError::io("<stdout>", e))
         }
         _ => ExitStatus::Success,
+    }
+}
+
+/// `rlm index …`: data on stdout; a notice (index built first) or the error on stderr.
+fn run_index(command: cli::IndexCommand) -> ExitStatus {
+    match index::command::run(command, &mut std::io::stdout().lock()) {
+        Ok(outcome) => {
+            if let Some(notice) = outcome.notice {
+                Printer::plain().important(&format!("rlm: {notice}"));
+            }
+            ExitStatus::Success
+        }
+        // A closed pipe (`| head`) is not an error.
+        Err(index::IndexError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitStatus::Success,
+        Err(e) => {
+            Printer::plain().error(&e.to_string());
+            e.exit_status()
+        }
+    }
+}
+
+/// `rlm verify-citations …`: the report on stdout; 1 when a citation fails, 2 on bad input.
+fn run_verify_citations(args: cli::VerifyCitationsArgs) -> ExitStatus {
+    match citation::command::run(args, &mut std::io::stdout().lock()) {
+        Ok(status) => status,
+        Err(citation::CitationError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitStatus::Success,
+        Err(e) => {
+            Printer::plain().error(&e.to_string());
+            e.exit_status()
+        }
     }
 }

@@ -44,6 +44,11 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the man page (roff) on stdout: `rlm man | man -l -`.
     Man(ManArgs),
+    /// Build or query the project's file-level dependency graph (.aiwg/rlm/index/).
+    #[command(subcommand)]
+    Index(IndexCommand),
+    /// Check every citation in an aggregate against the files it cites.
+    VerifyCitations(VerifyCitationsArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -232,4 +237,103 @@ pub enum ColorArg {
     Auto,
     Always,
     Never,
+}
+
+/// `rlm index …`: the project's file-level dependency graph.
+#[derive(Debug, Subcommand)]
+pub enum IndexCommand {
+    /// Parse the imports of every source file under ROOT and store the dependency graph in
+    /// ROOT/.aiwg/rlm/index/ (only files whose content changed are parsed again).
+    Build(IndexBuildArgs),
+    /// List the files connected to one file in the dependency graph.
+    #[command(
+        after_help = "Directions: in = upstream (what the node depends on), out = downstream \
+(what depends on it), both = either way at every hop.\n\
+Exit codes: 0 success, 2 usage or input error (unknown node, bad graph file)."
+    )]
+    Neighbors(IndexNeighborsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct IndexBuildArgs {
+    /// The project root. [default: the current directory]
+    pub root: Option<PathBuf>,
+
+    /// Print the build report as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct IndexNeighborsArgs {
+    /// The file to start from: project-relative (`src/a.ts`, `./src/a.ts`) or absolute
+    /// inside the root.
+    #[arg(long, value_name = "PATH")]
+    pub node: String,
+
+    /// Which edges to follow.
+    #[arg(long, value_enum, default_value_t = DirectionArg::Both)]
+    pub direction: DirectionArg,
+
+    /// Hops to expand (1 to 10).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10))]
+    pub depth: u32,
+
+    /// The graph to query: `project` is this project's index (built first when it is
+    /// missing or stale).
+    #[arg(long, value_name = "NAME", default_value = "project", conflicts_with = "graph_file")]
+    pub graph: String,
+
+    /// Query a dependency graph file instead:
+    /// `{"<path>": {"upstream": [{"path", "type"}], "downstream": [...]}}`.
+    #[arg(long, value_name = "FILE")]
+    pub graph_file: Option<PathBuf>,
+
+    /// Follow only edges of this type (import, reexport, require, dynamic-import, mod, use,
+    /// include, or a graph file's own types).
+    #[arg(long, value_name = "TYPE")]
+    pub edge_type: Option<String>,
+
+    /// The project root node paths are relative to. [default: the current directory]
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+
+    /// Print {graph, node, direction, edgeType, depth, neighbors, count, records} as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DirectionArg {
+    /// Upstream: what the node depends on.
+    In,
+    /// Downstream: what depends on the node.
+    Out,
+    /// Both directions.
+    Both,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "A stale citation (the file changed since it was cited) fails: it is no longer \
+verifiable evidence.\nExit codes: 0 every citation verified (un-versioned ones only warn without \
+--strict), 1 some citation is broken or stale (or un-versioned under --strict), 2 the aggregate \
+cannot be read."
+)]
+pub struct VerifyCitationsArgs {
+    /// The aggregate to check: markdown (inline citations and the `## Sources` footer) or
+    /// JSON (citation objects {artifact_id, content_hash, lines}).
+    pub file: PathBuf,
+
+    /// Treat path-only (un-versioned) citations as errors.
+    #[arg(long)]
+    pub strict: bool,
+
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+
+    /// The directory cited paths are relative to. [default: the current directory]
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
 }

@@ -1,0 +1,33 @@
+//! The errors of citation verification (a citation that fails is a result, not an error).
+
+use std::path::PathBuf;
+
+use crate::error::ExitStatus;
+
+/// Why `rlm verify-citations` could not check anything.
+#[derive(Debug, thiserror::Error)]
+pub enum CitationError {
+    /// The aggregate could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A `.json` aggregate that is not JSON.
+    #[error("{}: not valid JSON ({message}); give an aggregate.md or aggregate.json", path.display())]
+    Json { path: PathBuf, message: String },
+    /// `--root` is not a directory.
+    #[error("{}: not a directory; --root must name the project the citations are relative to", .0.display())]
+    Root(PathBuf),
+    /// Writing the report failed.
+    #[error("cannot write the output: {0}")]
+    Output(#[source] std::io::Error),
+}
+
+impl CitationError {
+    /// Every such error is an input error (exit 2): nothing was verified.
+    pub fn exit_status(&self) -> ExitStatus {
+        ExitStatus::Usage
+    }
+}

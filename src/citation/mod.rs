@@ -1,0 +1,36 @@
+//! Verifiable citations: the tuple `{artifact_id, content_hash, lines}` that ties a claim
+//! to a file, a version and a line range, and everything done with it.
+//!
+//! Owns: the tuple and its forms ([`Citation`], [`LineRange`]), the strict inline and
+//! `## Sources` parser ([`parse_inline`], [`parse_document`]), the instruction block of
+//! `--require-citations` ([`instruction_block`]), deduplication and the Sources footer
+//! ([`dedupe`], [`sources_footer`]), the merge of findings with their citations
+//! ([`Finding`], [`merge_findings`]), and verification against the files
+//! ([`check`], [`check_all`], `rlm verify-citations` in [`command`]).
+
+pub mod command;
+mod document;
+mod error;
+mod finding;
+mod instruction;
+mod parser;
+mod sources;
+mod tuple;
+mod verify;
+
+pub use document::{in_json, in_markdown, load as load_document, Found};
+pub use error::CitationError;
+pub use finding::{findings_from_markdown, merge_findings, Finding};
+pub use instruction::{instruction_block, SUMMARIZER_RULE};
+pub use parser::{parse_bracket_content, parse_document, parse_inline, parse_source_entry, Located};
+pub use sources::{dedupe, sources_footer};
+pub use tuple::{is_content_hash, Citation, LineRange};
+pub use verify::{check, check_all, Check, Status, Summary};
+
+/// The content hash of a file's bytes: the first 16 lowercase hex characters of its sha256
+/// (the index's convention, so a citation names one exact version).
+pub fn content_hash(bytes: &[u8]) -> String {
+    let mut hex = crate::input::sha256_hex(bytes);
+    hex.truncate(16);
+    hex
+}

@@ -1,0 +1,189 @@
+//! The citation parser on tricky markdown.
+
+use super::*;
+
+const H: &str = "a8f9c2d4e5f60718";
+const H2: &str = "b3d1e9c2f48a5b6c";
+
+fn cites(text: &str) -> Vec<String> {
+    parse_inline(text).into_iter().map(|l| l.citation.inline()).collect()
+}
+
+fn lines(a: u32, b: u32) -> Option<LineRange> {
+    LineRange::new(a, b)
+}
+
+#[test]
+fn the_four_inline_forms() {
+    let text = format!(
+        "- **Plaintext password** [src/auth/login.ts@{H}, L42-58]\n\
+         - **Token expiry** [src/auth/session.ts@{H2}, L101]\n\
+         - whole file [src/auth/logout.ts@{H}]\n\
+         - **Hardcoded credential** [src/legacy/auth.py, L88]\n\
+         - range [src/legacy/auth.py, L88-90]\n"
+    );
+    let found = parse_inline(&text);
+    let got: Vec<&Citation> = found.iter().map(|l| &l.citation).collect();
+    assert_eq!(
+        got,
+        vec![
+            &Citation::versioned("src/auth/login.ts", H, lines(42, 58)),
+            &Citation::versioned("src/auth/session.ts", H2, lines(101, 101)),
+            &Citation::versioned("src/auth/logout.ts", H, None),
+            &Citation::path_only("src/legacy/auth.py", lines(88, 88)),
+            &Citation::path_only("src/legacy/auth.py", lines(88, 90)),
+        ]
+    );
+    assert_eq!(found.iter().map(|l| l.line).collect::<Vec<_>>(), vec![1, 2, 3, 4, 5]);
+    let first = &found[0];
+    assert_eq!(&text[first.span.clone()], format!("[src/auth/login.ts@{H}, L42-58]"));
+}
+
+#[test]
+fn markdown_constructs_are_not_citations() {
+    let text = format!(
+        "See [the guide](docs/guide.md) and [ref link][docs] or [docs].\n\
+         ![diagram](img/arch.png) [^1] [^note, L3]\n\
+         - [x] done\n- [ ] todo\n\
+         [docs]: https://example.com/docs\n\
+         [src/a.ts, L3]: https://example.com\n\
+         A [src/a.ts@{H}, L3](https://x) link whose text looks like a citation.\n\
+         Prose [see above, L5] and [TODO, L1] and [chapter 3.2, L4] and [e.g. this, L2].\n\
+         Escaped \\[src/a.ts@{H}, L3\\] and a bare path [src/a.ts].\n\
+         Placeholders [<file-path>@<content-hash>, L<start>-<end>] [src/db/query.ts@<hash>, L42-58]\n\
+         Email [me@example.com] and url [https://x.io/a.ts, L3].\n"
+    );
+    assert_eq!(cites(&text), Vec::<String>::new());
+}
+
+#[test]
+fn line_range_is_never_part_of_the_path() {
+    let found = parse_inline(&format!("[src/a, b.ts@{H}, L7] [dir/x, y.py, L2-3] [odd.ts@{H}, L9-2]"));
+    let got: Vec<&Citation> = found.iter().map(|l| &l.citation).collect();
+    assert_eq!(
+        got,
+        vec![
+            &Citation::versioned("src/a, b.ts", H, lines(7, 7)),
+            &Citation::path_only("dir/x, y.py", lines(2, 3)),
+        ]
+    );
+    // `L9-2` is not a range, so `odd.ts@…, L9-2` is no citation at all.
+    assert_eq!(found.len(), 2);
+}
+
+#[test]
+fn paths_with_spaces_and_at_signs() {
+    let text = format!(
+        "[docs/My Notes/read me.md@{H}, L1-2] [node_modules/@types/node/fs.d.ts@{H2}] \
+         [packages/@scope/pkg/index.ts, L5] [src/user@host.ts@{H}, L3]"
+    );
+    let found = parse_inline(&text);
+    let got: Vec<&Citation> = found.iter().map(|l| &l.citation).collect();
+    assert_eq!(
+        got,
+        vec![
+            &Citation::versioned("docs/My Notes/read me.md", H, lines(1, 2)),
+            &Citation::versioned("node_modules/@types/node/fs.d.ts", H2, None),
+            &Citation::path_only("packages/@scope/pkg/index.ts", lines(5, 5)),
+            &Citation::versioned("src/user@host.ts", H, lines(3, 3)),
+        ]
+    );
+}
+
+#[test]
+fn nested_brackets_and_several_citations_on_one_line() {
+    let text = format!(
+        "Claims [see [src/a.ts@{H}, L1] and [src/b.ts@{H2}, L2-4]] plus [app/[id]/page.tsx@{H}, L3] \
+         and adjacent [x.ts@{H}, L1][y.ts@{H2}, L2]."
+    );
+    assert_eq!(
+        cites(&text),
+        vec![
+            format!("[src/a.ts@{H}, L1]"),
+            format!("[src/b.ts@{H2}, L2-4]"),
+            format!("[app/[id]/page.tsx@{H}, L3]"),
+            format!("[x.ts@{H}, L1]"),
+            format!("[y.ts@{H2}, L2]"),
+        ]
+    );
+}
+
+#[test]
+fn code_spans_and_fences_are_literal() {
+    let text = format!(
+        "Real [src/a.ts@{H}, L1] but `[src/b.ts@{H}, L2]` and ``x ` [src/c.ts@{H}, L3] ``.\n\
+         ```markdown\n- example [src/d.ts@{H}, L4]\n```\n\
+         ~~~~\n[src/e.ts@{H}, L5]\n```\nstill fenced [src/f.ts@{H}, L6]\n~~~~\n\
+         After [src/g.ts@{H2}, L7] and an unclosed `tick [src/h.ts@{H2}, L8].\n"
+    );
+    assert_eq!(
+        cites(&text),
+        vec![
+            format!("[src/a.ts@{H}, L1]"),
+            format!("[src/g.ts@{H2}, L7]"),
+            format!("[src/h.ts@{H2}, L8]")
+        ]
+    );
+}
+
+#[test]
+fn uppercase_or_short_hashes_are_not_versions() {
+    // After the last `@` there is no valid hash, so these are path-only (with lines) or nothing.
+    let found = parse_inline(&format!(
+        "[src/a.ts@{}, L3] [src/a.ts@abc123] [src/a.ts@nothex, L4]",
+        H.to_uppercase()
+    ));
+    let got: Vec<&Citation> = found.iter().map(|l| &l.citation).collect();
+    assert_eq!(
+        got,
+        vec![
+            &Citation::path_only(format!("src/a.ts@{}", H.to_uppercase()), lines(3, 3)),
+            &Citation::path_only("src/a.ts@nothex", lines(4, 4)),
+        ]
+    );
+}
+
+#[test]
+fn sources_footer_items_are_citations_too() {
+    let text = format!(
+        "# Summary\n\nProse [src/auth/login.ts@{H}, L42-58].\n\n## Sources\n\n\
+         - src/auth/login.ts@{H} (L42-58)\n\
+         - src/auth/sessionManager.ts@{H2} (L101)\n\
+         - src/whole.ts@{H}\n\
+         - src/legacy/auth.py (L88) [un-versioned]\n\
+         - [src/inline.ts@{H}, L1]\n\
+         - not a citation at all\n\n\
+         ## Next\n\n- src/after.ts@{H} (L1)\n"
+    );
+    let found = parse_document(&text);
+    let got: Vec<String> = found
+        .iter()
+        .map(|l| format!("{}:{}", l.line, l.citation.source_entry()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            format!("3:src/auth/login.ts@{H} (L42-58)"),
+            format!("7:src/auth/login.ts@{H} (L42-58)"),
+            format!("8:src/auth/sessionManager.ts@{H2} (L101)"),
+            format!("9:src/whole.ts@{H}"),
+            "10:src/legacy/auth.py (L88) [un-versioned]".to_string(),
+            format!("11:src/inline.ts@{H} (L1)"),
+        ]
+    );
+}
+
+#[test]
+fn source_entries_parse_strictly() {
+    assert_eq!(
+        parse_source_entry(&format!("src/a.ts@{H} (L4-5)")),
+        Some(Citation::versioned("src/a.ts", H, lines(4, 5)))
+    );
+    assert_eq!(
+        parse_source_entry("src/a.ts (L4) [un-versioned]"),
+        Some(Citation::path_only("src/a.ts", lines(4, 4)))
+    );
+    assert_eq!(parse_source_entry(&format!("src/a.ts@{H} [un-versioned]")), None);
+    assert_eq!(parse_source_entry("src/a.ts (lines 4-5)"), None);
+    assert_eq!(parse_source_entry("see the appendix"), None);
+}
