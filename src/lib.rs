@@ -8,6 +8,7 @@ pub mod aggregate;
 pub mod batch;
 pub mod cache;
 pub mod cli;
+pub mod content;
 pub mod error;
 pub mod exec;
 pub mod fs_atomic;
