@@ -293,4 +293,4 @@ fn chunk_log(index: &LineIndex<'_>, opts: &ChunkOptions) -> Vec<Draft> {
 
 #[cfg(test)]
 #[path = "chunk_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -8,10 +8,7 @@ use super::chunk::{all_lines, ChunkContext, ChunkOptions, ChunkStrategy, Draft};
 use super::code_rules::{rules_for, CodeRules};
 use super::content_type::Language;
 use super::line_index::LineIndex;
-use super::line_range::{pack, segments_between, windows, LineRange};
-
-/// How deep the cutter goes into nested items before it falls back to windows.
-const MAX_NESTING: usize = 4;
+use super::line_range::{pack, segments_between, windows, LineRange, Split};
 
 pub(crate) fn chunk_code(index: &LineIndex<'_>, language: Option<Language>, opts: &ChunkOptions) -> Vec<Draft> {
     let rules = rules_for(language);
@@ -30,7 +27,7 @@ pub(crate) fn chunk_code(index: &LineIndex<'_>, language: Option<Language>, opts
         )
     } else {
         let segments = segments_between(whole, &top);
-        let ranges = pack(&segments, max, |item| split_item(index, rules, item, opts, 1));
+        let ranges = pack(&segments, max, |item| split_item(index, rules, item, opts));
         (ranges, ChunkStrategy::Boundaries, None)
     };
     ranges
@@ -84,31 +81,21 @@ fn with_imports(
     out
 }
 
-/// An item longer than the chunk limit: cut at its nested items, packed the same way.
-fn split_item(
-    index: &LineIndex<'_>,
-    rules: &CodeRules,
-    item: LineRange,
-    opts: &ChunkOptions,
-    depth: usize,
-) -> Vec<LineRange> {
-    let inner = if depth <= MAX_NESTING {
-        let body = LineRange::new(item.start + 1, item.end);
-        let own_indent = (item.start..=item.end)
-            .map(|n| split_indent(index.line(n)))
-            .find(|(_, t)| !t.is_empty())
-            .map_or(0, |(indent, _)| indent);
-        item_starts(index, rules, body, Depth::DeeperThan(own_indent))
-    } else {
-        Vec::new()
-    };
-    if inner.is_empty() {
-        return windows(item, opts.fallback.lines, opts.fallback.overlap, 0, |_| false);
-    }
+/// An item longer than the chunk limit: its nested items (methods of a class, functions in
+/// a block) as segments, or windows when it has none.
+fn split_item(index: &LineIndex<'_>, rules: &CodeRules, item: LineRange, opts: &ChunkOptions) -> Split {
+    let own_indent = (item.start..=item.end)
+        .map(|n| split_indent(index.line(n)))
+        .find(|(_, t)| !t.is_empty())
+        .map_or(0, |(indent, _)| indent);
+    let body = LineRange::new(item.start + 1, item.end);
+    let inner = item_starts(index, rules, body, Depth::DeeperThan(own_indent));
     let segments = segments_between(item, &inner);
-    pack(&segments, opts.code_max_lines.max(1), |sub| {
-        split_item(index, rules, sub, opts, depth + 1)
-    })
+    if segments.len() > 1 {
+        Split::Segments(segments)
+    } else {
+        Split::Windows(windows(item, opts.fallback.lines, opts.fallback.overlap, 0, |_| false))
+    }
 }
 
 #[derive(Clone, Copy, PartialEq)]

@@ -68,20 +68,31 @@ pub(crate) fn windows(
     out
 }
 
+/// How [`pack`] is to treat a segment longer than the limit.
+pub(crate) enum Split {
+    /// Consecutive sub-segments (nested items), packed like the others; any still too long
+    /// is split again.
+    Segments(Vec<LineRange>),
+    /// Final ranges (overlapping windows), kept as they are.
+    Windows(Vec<LineRange>),
+}
+
 /// Joins consecutive `segments` (contiguous, in order) into ranges of at most `max` lines,
 /// closing a range before the segment that would overflow it. A segment longer than `max`
-/// is handed to `split_oversize`, whose ranges are kept as they are.
-pub(crate) fn pack(
-    segments: &[LineRange],
-    max: usize,
-    mut split_oversize: impl FnMut(LineRange) -> Vec<LineRange>,
-) -> Vec<LineRange> {
+/// is handed to `split`: nested segments join the packing in its place, windows are kept.
+pub(crate) fn pack(segments: &[LineRange], max: usize, mut split: impl FnMut(LineRange) -> Split) -> Vec<LineRange> {
     let mut out = Vec::new();
     let mut current: Option<LineRange> = None;
-    for &segment in segments {
+    let mut pending: Vec<LineRange> = segments.iter().rev().copied().collect();
+    while let Some(segment) = pending.pop() {
         if segment.len() > max {
-            out.extend(current.take());
-            out.extend(split_oversize(segment));
+            match split(segment) {
+                Split::Segments(parts) if parts.len() > 1 => pending.extend(parts.into_iter().rev()),
+                Split::Segments(parts) | Split::Windows(parts) => {
+                    out.extend(current.take());
+                    out.extend(parts);
+                }
+            }
             continue;
         }
         current = match current {
@@ -143,8 +154,19 @@ mod tests {
     #[test]
     fn packing_keeps_segments_whole() {
         let segs = [r(1, 100), r(101, 250), r(251, 300), r(301, 900), r(901, 950)];
-        let packed = pack(&segs, 300, |s| vec![r(s.start, 600), r(601, s.end)]);
-        assert_eq!(packed, vec![r(1, 300), r(301, 600), r(601, 900), r(901, 950)]);
+        let packed = pack(&segs, 300, |s| Split::Windows(vec![r(s.start, 600), r(581, s.end)]));
+        assert_eq!(packed, vec![r(1, 300), r(301, 600), r(581, 900), r(901, 950)]);
+    }
+
+    #[test]
+    fn nested_segments_join_the_packing() {
+        // 101..=500 splits into 101..=150 (a header), 151..=400 and 401..=500.
+        let segs = [r(1, 100), r(101, 500), r(501, 520)];
+        let packed = pack(&segs, 300, |s| {
+            assert_eq!(s, r(101, 500));
+            Split::Segments(vec![r(101, 150), r(151, 400), r(401, 500)])
+        });
+        assert_eq!(packed, vec![r(1, 150), r(151, 400), r(401, 520)]);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use super::chunk::{all_lines, window_drafts, ChunkContext, ChunkOptions, ChunkStrategy, Draft};
 use super::line_index::LineIndex;
-use super::line_range::{pack, segments_between, windows, LineRange};
+use super::line_range::{pack, segments_between, windows, LineRange, Split};
 
 pub(crate) fn chunk_prose(index: &LineIndex<'_>, opts: &ChunkOptions) -> Vec<Draft> {
     let whole = all_lines(index);
@@ -23,7 +23,7 @@ pub(crate) fn chunk_prose(index: &LineIndex<'_>, opts: &ChunkOptions) -> Vec<Dra
     let ranges = pack(&segments, size.lines.max(1), |section| {
         let parts = windows(section, size.lines, size.overlap, 0, |_| false);
         oversize.extend(parts.iter().copied());
-        parts
+        Split::Windows(parts)
     });
     for lines in ranges {
         let strategy = if oversize.contains(&lines) {
