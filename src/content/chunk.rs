@@ -33,7 +33,11 @@ pub struct Chunk {
     pub start_line: usize,
     /// Last line of the original file this chunk holds (1-based, inclusive).
     pub end_line: usize,
-    /// Exactly what the analyst reads.
+    /// Exactly what the analyst reads. For code, CSV/TSV, JSONL, logs, prose and config it
+    /// is the original text of its lines, after any prepended ones (and, for code, one
+    /// comment line naming the lines left out between them); for JSON it is a valid
+    /// document built from the original text of whole elements, and the line range is
+    /// where those elements are.
     pub content: String,
     pub context: ChunkContext,
 }

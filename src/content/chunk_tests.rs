@@ -16,7 +16,11 @@ pub(crate) fn covers_all_lines(chunks: &[Chunk], lines: usize) -> bool {
         }
         covered = covered.max(r.end);
     }
-    covered == lines && chunks.iter().enumerate().all(|(i, c)| c.index == i && c.total == chunks.len())
+    covered == lines
+        && chunks
+            .iter()
+            .enumerate()
+            .all(|(i, c)| c.index == i && c.total == chunks.len())
 }
 
 /// Whether a chunk's content is its own lines, after any prepended lines (and the one
@@ -44,12 +48,19 @@ fn log_with_trace_at(trace_start: usize, lines: usize) -> String {
             out.push_str("2026-02-11 01:30:00,001 ERROR worker crashed\n");
             out.push_str("Traceback (most recent call last):\n");
             for i in 0..8 {
-                out.push_str(&format!("  File \"/srv/app/jobs.py\", line {}, in run\n    step_{i}()\n", 100 + i));
+                out.push_str(&format!(
+                    "  File \"/srv/app/jobs.py\", line {}, in run\n    step_{i}()\n",
+                    100 + i
+                ));
             }
             out.push_str("ValueError: bad row\n");
             n += 19;
         } else {
-            out.push_str(&format!("2026-02-11 01:{:02}:{:02} INFO request {n} ok\n", n / 60 % 60, n % 60));
+            out.push_str(&format!(
+                "2026-02-11 01:{:02}:{:02} INFO request {n} ok\n",
+                n / 60 % 60,
+                n % 60
+            ));
             n += 1;
         }
     }
@@ -72,8 +83,14 @@ fn a_stack_trace_across_a_window_edge_stays_whole() {
 
 #[test]
 fn plain_logs_are_200_line_windows_with_20_overlap() {
-    let text: String = (1..=500).map(|n| format!("2026-02-11 01:00:00 INFO line {n}\n")).collect();
-    let chunks = chunk(&Detection::given(ContentType::Log, None), &text, &ChunkOptions::default());
+    let text: String = (1..=500)
+        .map(|n| format!("2026-02-11 01:00:00 INFO line {n}\n"))
+        .collect();
+    let chunks = chunk(
+        &Detection::given(ContentType::Log, None),
+        &text,
+        &ChunkOptions::default(),
+    );
     let ranges: Vec<(usize, usize)> = chunks.iter().map(|c| (c.start_line, c.end_line)).collect();
     assert_eq!(ranges, vec![(1, 200), (181, 380), (361, 500)]);
     assert!(chunks.iter().all(|c| c.context.strategy == ChunkStrategy::Windows));
@@ -84,14 +101,22 @@ fn config_and_markup_use_the_fallback_windows() {
     let text: String = (1..=250).map(|n| format!("key_{n} = {n}\r\n")).collect();
     for t in [ContentType::Config, ContentType::Markup] {
         let chunks = chunk(&Detection::given(t, None), &text, &ChunkOptions::default());
-        assert_eq!(chunks.iter().map(|c| (c.start_line, c.end_line)).collect::<Vec<_>>(), vec![(1, 200), (181, 250)]);
+        assert_eq!(
+            chunks.iter().map(|c| (c.start_line, c.end_line)).collect::<Vec<_>>(),
+            vec![(1, 200), (181, 250)]
+        );
         assert!(chunks[1].content.starts_with("key_181 = 181\r\n"));
     }
 }
 
 #[test]
 fn empty_text_has_no_chunks_and_whole_covers_everything() {
-    assert!(chunk(&Detection::given(ContentType::Prose, None), "", &ChunkOptions::default()).is_empty());
+    assert!(chunk(
+        &Detection::given(ContentType::Prose, None),
+        "",
+        &ChunkOptions::default()
+    )
+    .is_empty());
     let whole = Chunk::whole("a\nb");
     assert_eq!((whole.start_line, whole.end_line, whole.total), (1, 2, 1));
     assert_eq!(whole.context.strategy, ChunkStrategy::Whole);
@@ -108,7 +133,11 @@ fn chunking_is_needed_over_1500_lines_or_over_budget() {
 #[test]
 fn chunks_serialize_for_plans() {
     let text: String = (1..=300).map(|n| format!("line {n}\n")).collect();
-    let chunks = chunk(&Detection::given(ContentType::Config, None), &text, &ChunkOptions::default());
+    let chunks = chunk(
+        &Detection::given(ContentType::Config, None),
+        &text,
+        &ChunkOptions::default(),
+    );
     let json = serde_json::to_value(&chunks[1]).unwrap();
     assert_eq!(json["start_line"], 181);
     assert_eq!(json["context"]["strategy"], "windows");

@@ -1,18 +1,27 @@
 //! Code chunker tests on real-shaped files of several languages.
 
-use crate::content::chunk::{chunk, Chunk, ChunkOptions, ChunkStrategy};
 use crate::content::chunk::tests::{content_matches, covers_all_lines};
+use crate::content::chunk::{chunk, Chunk, ChunkOptions, ChunkStrategy};
 use crate::content::content_type::{ContentType, Language};
 use crate::content::detect::Detection;
 use crate::content::line_index::LineIndex;
 use crate::content::line_range::LineRange;
 
 fn code(language: Language, text: &str) -> Vec<Chunk> {
-    let chunks = chunk(&Detection::given(ContentType::SourceCode, Some(language)), text, &ChunkOptions::default());
+    let chunks = chunk(
+        &Detection::given(ContentType::SourceCode, Some(language)),
+        text,
+        &ChunkOptions::default(),
+    );
     assert!(covers_all_lines(&chunks, LineIndex::new(text).len()));
     for c in &chunks {
         assert!(content_matches(c, text), "chunk {} does not hold its lines", c.index);
-        assert!(c.lines().len() <= 300, "chunk {} has {} lines", c.index, c.lines().len());
+        assert!(
+            c.lines().len() <= 300,
+            "chunk {} has {} lines",
+            c.index,
+            c.lines().len()
+        );
     }
     chunks
 }
@@ -24,7 +33,9 @@ fn first_lines<'t>(chunks: &[Chunk], text: &'t str) -> Vec<&'t str> {
 }
 
 fn body(indent: &str, lines: usize, stmt: &str) -> String {
-    (0..lines).map(|i| format!("{indent}{stmt}_{i} = compute({i})\n")).collect()
+    (0..lines)
+        .map(|i| format!("{indent}{stmt}_{i} = compute({i})\n"))
+        .collect()
 }
 
 fn python_pipeline() -> String {
@@ -50,21 +61,31 @@ fn python_is_cut_at_definitions_with_decorators_kept_and_imports_prepended() {
     let chunks = code(Language::Python, &text);
     assert_eq!(
         first_lines(&chunks, &text),
-        vec!["\"\"\"Data pipeline.", "    def query(self, table):", "# Route for the API."]
+        vec![
+            "\"\"\"Data pipeline.",
+            "    def query(self, table):",
+            "# Route for the API."
+        ]
     );
     // The import block runs from the first import to the closing parenthesis.
     let imports = LineRange::new(5, 10);
     assert_eq!(chunks[0].context.prepended, None);
     for c in &chunks[1..] {
         assert_eq!(c.context.prepended, Some(imports));
-        assert!(c.content.starts_with("import os\nimport subprocess\nfrom typing import (\n    Any,\n    Dict,\n)\n# … lines 11–"));
+        assert!(c
+            .content
+            .starts_with("import os\nimport subprocess\nfrom typing import (\n    Any,\n    Dict,\n)\n# … lines 11–"));
         assert_eq!(c.context.strategy, ChunkStrategy::Boundaries);
     }
     // The oversize class was cut between its methods, the decorator staying with `load`,
     // the comment and decorator with `handler`.
     assert!(chunks[0].content.contains("    @staticmethod\n    def load(url):"));
-    assert!(chunks[1].content.contains("    class Inner:\n        def helper(self):"));
-    assert!(chunks[2].content.contains("# Route for the API.\n@app.route(\"/x\")\ndef handler():"));
+    assert!(chunks[1]
+        .content
+        .contains("    class Inner:\n        def helper(self):"));
+    assert!(chunks[2]
+        .content
+        .contains("# Route for the API.\n@app.route(\"/x\")\ndef handler():"));
 }
 
 #[test]
@@ -80,8 +101,19 @@ fn typescript_exports_with_jsdoc_and_multiline_imports() {
     text.push_str(&body("  ", 100, "let z"));
     text.push_str("};\n");
     let chunks = code(Language::TypeScript, &text);
-    assert_eq!(first_lines(&chunks, &text), vec!["import { a } from './a';", "export class Two {", "export const three = () => {"]);
-    let marker = format!("// … lines 7–{} are not in this chunk; it continues at line {}\n", chunks[1].start_line - 1, chunks[1].start_line);
+    assert_eq!(
+        first_lines(&chunks, &text),
+        vec![
+            "import { a } from './a';",
+            "export class Two {",
+            "export const three = () => {"
+        ]
+    );
+    let marker = format!(
+        "// … lines 7–{} are not in this chunk; it continues at line {}\n",
+        chunks[1].start_line - 1,
+        chunks[1].start_line
+    );
     assert!(chunks[1].content.starts_with(&format!("import {{ a }} from './a';\nimport {{\n  b,\n  c,\n}} from './bc';\nconst fs = require('fs');\n{marker}export class Two {{")));
 }
 
@@ -89,20 +121,32 @@ fn typescript_exports_with_jsdoc_and_multiline_imports() {
 fn rust_impl_blocks_are_cut_at_methods_with_doc_comments_and_attributes() {
     let mut text = String::from("use std::collections::HashMap;\nuse std::io::{\n    self,\n    Read,\n};\n\n/// A cache.\npub struct Cache {\n    map: HashMap<String, String>,\n}\n\nimpl Cache {\n");
     for name in ["get", "put", "evict"] {
-        text.push_str(&format!("    /// Does {name}.\n    #[inline]\n    pub fn {name}(&mut self) -> io::Result<()> {{\n"));
+        text.push_str(&format!(
+            "    /// Does {name}.\n    #[inline]\n    pub fn {name}(&mut self) -> io::Result<()> {{\n"
+        ));
         text.push_str(&body("        ", 130, "let v"));
         text.push_str("        Ok(())\n    }\n\n");
     }
     text.push_str("}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn works() {}\n}\n");
     let chunks = code(Language::Rust, &text);
     // `impl Cache` is too long: cut between its methods, each with its doc and attribute.
-    assert_eq!(first_lines(&chunks, &text), vec!["use std::collections::HashMap;", "    /// Does evict."]);
+    assert_eq!(
+        first_lines(&chunks, &text),
+        vec!["use std::collections::HashMap;", "    /// Does evict."]
+    );
     for name in ["get", "put", "evict"] {
-        let holder = chunks.iter().find(|c| c.content.contains(&format!("pub fn {name}("))).unwrap();
-        assert!(holder.content.contains(&format!("    /// Does {name}.\n    #[inline]\n    pub fn {name}(")));
+        let holder = chunks
+            .iter()
+            .find(|c| c.content.contains(&format!("pub fn {name}(")))
+            .unwrap();
+        assert!(holder
+            .content
+            .contains(&format!("    /// Does {name}.\n    #[inline]\n    pub fn {name}(")));
     }
     assert_eq!(chunks[1].context.prepended, Some(LineRange::new(1, 5)));
-    assert!(chunks[1].content.ends_with("#[cfg(test)]\nmod tests {\n    #[test]\n    fn works() {}\n}\n"));
+    assert!(chunks[1]
+        .content
+        .ends_with("#[cfg(test)]\nmod tests {\n    #[test]\n    fn works() {}\n}\n"));
 }
 
 #[test]
@@ -119,13 +163,17 @@ fn go_and_c_keep_their_headers() {
 
     let mut c = String::from("#include <stdio.h>\n#include \"util.h\"\n\n");
     for f in ["parse", "emit"] {
-        c.push_str(&format!("/*\n * {f}: the details.\n */\nstatic int {f}(const char *s)\n{{\n"));
+        c.push_str(&format!(
+            "/*\n * {f}: the details.\n */\nstatic int {f}(const char *s)\n{{\n"
+        ));
         c.push_str(&body("    ", 200, "int v"));
         c.push_str("    return 0;\n}\n\n");
     }
     let chunks = code(Language::C, &c);
     assert_eq!(first_lines(&chunks, &c), vec!["#include <stdio.h>", "/*"]);
-    assert!(chunks[1].content.starts_with("#include <stdio.h>\n#include \"util.h\"\n// … lines 3–"));
+    assert!(chunks[1]
+        .content
+        .starts_with("#include <stdio.h>\n#include \"util.h\"\n// … lines 3–"));
 }
 
 #[test]
@@ -158,7 +206,9 @@ fn no_boundaries_falls_back_to_overlapping_windows() {
     let chunks = code(Language::Python, &text);
     let ranges: Vec<(usize, usize)> = chunks.iter().map(|c| (c.start_line, c.end_line)).collect();
     assert_eq!(ranges, vec![(1, 200), (181, 380), (361, 500)]);
-    assert!(chunks.iter().all(|c| c.context.strategy == ChunkStrategy::Windows && c.context.note.is_some()));
+    assert!(chunks
+        .iter()
+        .all(|c| c.context.strategy == ChunkStrategy::Windows && c.context.note.is_some()));
 }
 
 #[test]
@@ -174,7 +224,10 @@ fn a_huge_import_block_is_capped_and_small_files_stay_whole() {
     let small = "import os\n\ndef main():\n    print(os.name)\n";
     let chunks = code(Language::Python, small);
     assert_eq!(chunks.len(), 1);
-    assert_eq!((chunks[0].context.strategy, chunks[0].content.as_str()), (ChunkStrategy::Whole, small));
+    assert_eq!(
+        (chunks[0].context.strategy, chunks[0].content.as_str()),
+        (ChunkStrategy::Whole, small)
+    );
 }
 
 #[test]
@@ -185,7 +238,13 @@ fn unknown_language_uses_the_seeds_keywords() {
         text.push_str(&body("  ", 150, "v"));
         text.push_str("}\n");
     }
-    let chunks = chunk(&Detection::given(ContentType::SourceCode, None), &text, &ChunkOptions::default());
+    let chunks = chunk(
+        &Detection::given(ContentType::SourceCode, None),
+        &text,
+        &ChunkOptions::default(),
+    );
     assert_eq!(chunks.len(), 3);
-    assert!(chunks.iter().all(|c| c.content.starts_with("function f") || c.content.contains("\nfunction f")));
+    assert!(chunks
+        .iter()
+        .all(|c| c.content.starts_with("function f") || c.content.contains("\nfunction f")));
 }

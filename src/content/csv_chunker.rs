@@ -115,8 +115,11 @@ fn scan_records(text: &str, delimiter: u8) -> Vec<Record> {
         }
     }
     if records.last().map_or(0, |r| r.end_byte) < text.len() {
+        // Text after the last record's end: no final newline, or an unterminated quote
+        // (whose newlines were counted, a final one included).
+        let last_line = if text.ends_with('\n') { line - 1 } else { line };
         records.push(Record {
-            lines: LineRange::new(record_start_line, line),
+            lines: LineRange::new(record_start_line, last_line),
             end_byte: text.len(),
             fields,
         });

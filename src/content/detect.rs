@@ -54,7 +54,8 @@ impl Detection {
 
 /// Detects the content type of the file at `path` (only its name is used) whose first
 /// lines are `head` — pass the first [`SNIFF_LINES`] lines (see
-/// [`super::line_index::head_lines`]); more is harmless, fewer weakens sniffing.
+/// [`super::line_index::head_lines`]); fewer weakens sniffing. Capping the head by bytes
+/// too (say 64 KiB, for minified files) is fine: a last line cut short is tolerated.
 pub fn detect(path: &str, head: &str) -> Detection {
     let by_extension = by_name(path);
     if let Some(d) = by_extension.filter(|d| d.confidence == Confidence::High) {

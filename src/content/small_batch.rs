@@ -190,7 +190,12 @@ fn section_text(lines: &[&str]) -> String {
 /// Which of `paths` a model meant by `named`: the same path, the same without `./`, a
 /// trailing `(280 lines)` dropped, or the only path that ends with it (or it ends with).
 fn match_path(named: &str, paths: &[&str]) -> Option<usize> {
-    let clean = |p: &str| p.trim().trim_start_matches("./").replace('\\', "/");
+    let clean = |p: &str| {
+        p.trim()
+            .trim_matches(['`', '"', '\''])
+            .trim_start_matches("./")
+            .replace('\\', "/")
+    };
     let without_note = named.rsplit_once(" (").map_or(named, |(head, _)| head);
     for candidate in [named, without_note] {
         let candidate = clean(candidate);

@@ -102,7 +102,13 @@ fn sniff_json(head: &str, lines: &[&str]) -> Option<Signal> {
         Err(e) if e.is_eof() => return Some(Signal::strong(ContentType::Json)),
         Err(_) => {}
     }
-    let mut values = lines.iter().filter(|l| !l.trim().is_empty()).peekable();
+    // A head cut by a byte limit may end inside a line: that line is not held against it.
+    let complete = if head.ends_with('\n') {
+        lines
+    } else {
+        &lines[..lines.len().saturating_sub(1)]
+    };
+    let mut values = complete.iter().filter(|l| !l.trim().is_empty()).peekable();
     values.peek()?;
     values
         .all(|l| serde_json::from_str::<IgnoredAny>(l).is_ok())
@@ -337,6 +343,16 @@ mod tests {
         assert_eq!(
             kind("{\"event\": \"click\"}\n{\"event\": \"view\"}\n"),
             Some(ContentType::Jsonl)
+        );
+        assert_eq!(
+            kind("{\"a\": 1}\n{\"a\": 2}\n{\"a\": "),
+            Some(ContentType::Jsonl),
+            "cut by a byte limit"
+        );
+        assert_eq!(
+            kind("{\"a\": 1}\n{\"a\": 2}\n{\"a\": \n"),
+            None,
+            "a broken complete line"
         );
         assert_eq!(kind("{not json at all\n"), None);
     }
