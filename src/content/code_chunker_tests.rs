@@ -174,6 +174,12 @@ fn go_and_c_keep_their_headers() {
     assert!(chunks[1]
         .content
         .starts_with("#include <stdio.h>\n#include \"util.h\"\n// … lines 3–"));
+
+    // A header behind an include guard still has its includes found.
+    let guarded = format!("/* util.h */\n#ifndef UTIL_H\n#define UTIL_H\n\n#include <stddef.h>\n\n{c}#endif\n");
+    let chunks = code(Language::C, &guarded);
+    // Its own include, then those of the body pasted below it.
+    assert_eq!(chunks[1].context.prepended, Some(LineRange::new(5, 8)));
 }
 
 #[test]

@@ -190,7 +190,9 @@ const C_LIKE: CodeRules = CodeRules {
     ],
     attach: &["//", "/*", "*", "template"],
     imports: &["#include", "#import", "#pragma", "using ", "import "],
-    comments: SLASH_COMMENTS,
+    // Include guards and conditionals around the includes are passed over like comments,
+    // so the import block does not end at `#ifndef UTIL_H`.
+    comments: &["//", "/*", "*", "#if", "#endif", "#else", "#elif", "#define "],
     signatures: true,
     ..GENERIC
 };
@@ -411,6 +413,9 @@ mod tests {
         assert!(!rust.imports("mod tests {"));
         assert!(rules_for(Some(Language::C)).imports("#include <stdio.h>"));
         assert!(!rules_for(Some(Language::C)).is_comment("#include <stdio.h>"));
+        // `#define` is passed over in the header but still opens an item.
+        let c = rules_for(Some(Language::C));
+        assert!(c.is_comment("#ifndef UTIL_H") && c.is_comment("#define UTIL_H") && c.opens_item("#define MAX 3"));
     }
 
     #[test]
