@@ -10,6 +10,7 @@ pub mod cache;
 pub mod citation;
 pub mod cli;
 pub mod completions;
+pub mod content;
 pub mod error;
 pub mod escape;
 pub mod exec;

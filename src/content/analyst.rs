@@ -1,0 +1,315 @@
+//! Analyst routing and prompt rendering: which analyst reads a content type (the seed's
+//! routing matrix), how `--focus` steers it, and the system and user messages of analyst,
+//! batch and synthesis calls.
+//!
+//! The system message depends only on the analyst, the focus and the answer format, so it
+//! is the same for every unit of a kind (providers can cache it); everything about the unit
+//! — path, line range, "chunk M of N", schema summary — goes in the user message, before the
+//! content and the instruction. The content block is rendered by the caller (it owns the
+//! delimiters), and line numbers are always those of the original file.
+
+use serde::{Deserialize, Serialize};
+
+use super::answer_format::AnswerFormat;
+use super::chunk::{Chunk, ChunkStrategy};
+use super::content_type::ContentType;
+use super::detect::{DetectedBy, Detection};
+use super::prompt_templates::{fill, TemplateName, Templates};
+
+/// The four analyst families of the seed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Analyst {
+    Code,
+    Data,
+    Json,
+    /// Logs, prose, config, markup and anything unknown.
+    General,
+}
+
+impl Analyst {
+    /// The routing matrix's analyst for a content type.
+    pub fn for_content(content_type: ContentType) -> Analyst {
+        match content_type {
+            ContentType::SourceCode => Analyst::Code,
+            ContentType::StructuredData => Analyst::Data,
+            ContentType::Json | ContentType::Jsonl => Analyst::Json,
+            ContentType::Log | ContentType::Prose | ContentType::Markup | ContentType::Config => Analyst::General,
+        }
+    }
+
+    /// `code`, `data`, `json`, `general`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Analyst::Code => "code",
+            Analyst::Data => "data",
+            Analyst::Json => "json",
+            Analyst::General => "general",
+        }
+    }
+
+    fn template(self) -> TemplateName {
+        match self {
+            Analyst::Code => TemplateName::AnalystCode,
+            Analyst::Data => TemplateName::AnalystData,
+            Analyst::Json => TemplateName::AnalystJson,
+            Analyst::General => TemplateName::AnalystGeneral,
+        }
+    }
+}
+
+/// The analysis goal (`--focus`). Per the routing matrix only the code analyst varies with
+/// it; every other cell of the matrix falls back to the type's general analyst, because the
+/// data and JSON analysts report distributions and shapes whatever the goal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Focus {
+    #[default]
+    General,
+    Security,
+    Architecture,
+    Performance,
+}
+
+impl Focus {
+    /// The focus fragment `analyst` gets, if any.
+    fn template_for(self, analyst: Analyst) -> Option<TemplateName> {
+        match (analyst, self) {
+            (Analyst::Code, Focus::Security) => Some(TemplateName::FocusSecurity),
+            (Analyst::Code, Focus::Architecture) => Some(TemplateName::FocusArchitecture),
+            (Analyst::Code, Focus::Performance) => Some(TemplateName::FocusPerformance),
+            _ => None,
+        }
+    }
+}
+
+impl std::str::FromStr for Focus {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Focus, String> {
+        match s {
+            "general" => Ok(Focus::General),
+            "security" => Ok(Focus::Security),
+            "architecture" => Ok(Focus::Architecture),
+            "performance" => Ok(Focus::Performance),
+            other => Err(format!(
+                "unknown focus {other:?}; use general, security, architecture or performance"
+            )),
+        }
+    }
+}
+
+/// The two messages of one call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Prompt {
+    pub system: String,
+    pub user: String,
+}
+
+/// Everything the analyst prompt of one chunk (or one whole file) needs.
+#[derive(Debug, Clone, Copy)]
+pub struct ChunkPrompt<'a> {
+    /// The user's instruction; `{file}` in it is replaced by the path.
+    pub sub_prompt: &'a str,
+    pub focus: Focus,
+    pub path: &'a str,
+    pub detection: &'a Detection,
+    /// How many lines the whole file has.
+    pub file_lines: usize,
+    /// The chunk ([`Chunk::whole`] for an uncut file).
+    pub chunk: &'a Chunk,
+    /// `chunk.content`, wrapped in the caller's delimiters.
+    pub content_block: &'a str,
+}
+
+/// The system and user messages for one chunk.
+pub fn render_chunk(templates: &Templates, input: &ChunkPrompt<'_>) -> Prompt {
+    let analyst = Analyst::for_content(input.detection.content_type);
+    let format = AnswerFormat::of(input.sub_prompt);
+    let system = system_message(templates, analyst, input.focus, format, None);
+    let chunk = input.chunk;
+    let mut user = format!(
+        "File: {}\nContent type: {}\n",
+        input.path,
+        describe_type(input.detection)
+    );
+    let range = format!("{}–{}", chunk.start_line, chunk.end_line);
+    if chunk.total == 1 && chunk.start_line <= 1 && chunk.end_line >= input.file_lines {
+        user.push_str(&format!("Lines: {range}, the whole file.\n"));
+    } else {
+        user.push_str(&format!(
+            "Lines: {range} of {} ({}). Cite these line numbers of the original file.\n",
+            input.file_lines,
+            chunk.position_label()
+        ));
+    }
+    if let Some(p) = chunk.context.prepended {
+        let what = match chunk.context.strategy {
+            ChunkStrategy::Rows => "the header row",
+            _ => "the file's import block",
+        };
+        user.push_str(&format!(
+            "Prepended for context, not part of this chunk: lines {p}, {what}.\n"
+        ));
+    }
+    if let Some(schema) = &chunk.context.schema {
+        let sample = match input.detection.content_type {
+            ContentType::Jsonl => "fields of the file's first object".to_owned(),
+            _ => format!("field types of the first {} elements", schema.sampled),
+        };
+        user.push_str(&format!("Schema ({sample}): {schema}\n"));
+    }
+    if let Some(path) = &chunk.context.json_path {
+        user.push_str(&format!("Place in the document: {path}\n"));
+    }
+    if let Some(note) = &chunk.context.note {
+        user.push_str(&format!("Note: {note}\n"));
+    }
+    push_body(
+        &mut user,
+        input.content_block,
+        &input.sub_prompt.replace("{file}", input.path),
+    );
+    Prompt { system, user }
+}
+
+/// One file of a batch: its path and line count.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchFile<'a> {
+    pub path: &'a str,
+    pub lines: usize,
+}
+
+/// Everything the prompt of a batch of small files needs.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchPrompt<'a> {
+    pub sub_prompt: &'a str,
+    pub focus: Focus,
+    pub detection: &'a Detection,
+    pub files: &'a [BatchFile<'a>],
+    /// All files' contents, each wrapped in the caller's delimiters (naming its path).
+    pub content_block: &'a str,
+}
+
+/// The system and user messages for a batch of small files of one content type. The answer
+/// is split per file by [`super::split_batch_answer`].
+pub fn render_batch(templates: &Templates, input: &BatchPrompt<'_>) -> Prompt {
+    let analyst = Analyst::for_content(input.detection.content_type);
+    let format = AnswerFormat::of(input.sub_prompt);
+    let system = system_message(templates, analyst, input.focus, format, Some(format));
+    let combined: usize = input.files.iter().map(|f| f.lines).sum();
+    let mut user = format!(
+        "Batch: {} {} files (combined: {combined} lines). Each is shown whole; line numbers count from line 1 of each file.\n",
+        input.files.len(),
+        input.detection.content_type
+    );
+    for (i, f) in input.files.iter().enumerate() {
+        user.push_str(&format!("{}. {} ({} lines)\n", i + 1, f.path, f.lines));
+    }
+    push_body(
+        &mut user,
+        input.content_block,
+        &input.sub_prompt.replace("{file}", "each file"),
+    );
+    Prompt { system, user }
+}
+
+/// Phase 1 of synthesis: one call per content type over its analysts' results (rendered by
+/// the caller, each naming its file and lines).
+pub fn render_type_synthesis(
+    templates: &Templates,
+    sub_prompt: &str,
+    content_type: ContentType,
+    results: &str,
+) -> Prompt {
+    synthesis(
+        templates,
+        TemplateName::SynthesizeType,
+        &[
+            ("query", sub_prompt),
+            ("content_type", content_type.as_str()),
+            ("results", results),
+        ],
+    )
+}
+
+/// Phase 2 of synthesis: the final report over the per-type summaries.
+pub fn render_cross_synthesis(templates: &Templates, sub_prompt: &str, summaries: &str) -> Prompt {
+    synthesis(
+        templates,
+        TemplateName::SynthesizeCross,
+        &[("query", sub_prompt), ("summaries", summaries)],
+    )
+}
+
+/// A synthesis template's `main` section is the system message and its `user` section the
+/// user message; an override without a `user` section is all user message.
+fn synthesis(templates: &Templates, name: TemplateName, values: &[(&str, &str)]) -> Prompt {
+    match templates.section(name, "user") {
+        Some(user) => Prompt {
+            system: templates.section(name, "main").unwrap_or_default().to_owned(),
+            user: fill(user, values),
+        },
+        None => Prompt {
+            system: String::new(),
+            user: fill(templates.get(name).trim(), values),
+        },
+    }
+}
+
+/// The analyst's role, its focus, the answer format, and for batches the per-file shape.
+fn system_message(
+    templates: &Templates,
+    analyst: Analyst,
+    focus: Focus,
+    format: AnswerFormat,
+    batch: Option<AnswerFormat>,
+) -> String {
+    let template = analyst.template();
+    let mut parts: Vec<&str> = vec![templates.section(template, "main").unwrap_or_default()];
+    if let Some(fragment) = focus.template_for(analyst) {
+        parts.push(templates.get(fragment).trim());
+    }
+    match format {
+        AnswerFormat::Findings => parts.extend(templates.section(template, "findings-schema")),
+        AnswerFormat::OwnJson | AnswerFormat::OwnText => {
+            parts.push(templates.get(TemplateName::AnalystOwnFormat).trim())
+        }
+    }
+    match batch {
+        Some(f) if f.is_json() => parts.push(templates.get(TemplateName::BatchFilesJson).trim()),
+        Some(_) => parts.push(templates.get(TemplateName::BatchFiles).trim()),
+        None => {}
+    }
+    let mut system = parts
+        .into_iter()
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    system.push('\n');
+    system
+}
+
+/// `source_code (python), found by extension`.
+fn describe_type(d: &Detection) -> String {
+    let language = d.language.map(|l| format!(" ({l})")).unwrap_or_default();
+    let how = match d.detected_by {
+        DetectedBy::Extension => "by extension",
+        DetectedBy::Sniffing => "by its content",
+        DetectedBy::Default => "by default (nothing more specific matched)",
+    };
+    format!("{}{language}, detected {how}", d.content_type)
+}
+
+/// The content, then the instruction: long input first, the question last.
+fn push_body(user: &mut String, content_block: &str, instruction: &str) {
+    user.push('\n');
+    user.push_str(content_block);
+    if !content_block.ends_with('\n') {
+        user.push('\n');
+    }
+    user.push_str(&format!("\nInstruction: {instruction}\n"));
+}
+
+#[cfg(test)]
+#[path = "analyst_tests.rs"]
+mod tests;

@@ -1,0 +1,221 @@
+//! JSON chunker tests: root arrays and objects, nested splits of oversize members, invalid
+//! and line-delimited input, and properties that every chunk parses and nothing is lost.
+
+use crate::content::chunk::tests::covers_all_lines;
+use crate::content::chunk::{chunk, Chunk, ChunkOptions, ChunkStrategy};
+use crate::content::content_type::ContentType;
+use crate::content::count_lines;
+use crate::content::detect::Detection;
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+fn json_chunks(text: &str, opts: &ChunkOptions) -> Vec<Chunk> {
+    let chunks = chunk(&Detection::given(ContentType::Json, None), text, opts);
+    assert!(covers_all_lines(&chunks, count_lines(text)));
+    chunks
+}
+
+fn parsed(c: &Chunk) -> Value {
+    serde_json::from_str(&c.content).unwrap_or_else(|e| panic!("chunk {} is not JSON ({e}):\n{}", c.index, c.content))
+}
+
+fn events(n: usize) -> Vec<Value> {
+    (0..n)
+        .map(|i| {
+            let mut e = json!({"id": i, "event": "click", "tags": ["a", "b"], "metadata": {"user_id": i * 7}});
+            if i % 3 == 0 {
+                e["metadata"]["source"] = json!("web");
+            }
+            e
+        })
+        .collect()
+}
+
+#[test]
+fn a_root_array_is_split_into_valid_arrays_of_whole_elements() {
+    let original = Value::Array(events(1000));
+    let text = serde_json::to_string_pretty(&original).unwrap();
+    let chunks = json_chunks(&text, &ChunkOptions::default());
+    // 1000 elements / 350 per chunk → 3 chunks of 334, 334, 332.
+    assert_eq!(chunks.len(), 3);
+    let mut all = Vec::new();
+    for c in &chunks {
+        assert_eq!(c.context.strategy, ChunkStrategy::Elements);
+        all.extend(parsed(c).as_array().unwrap().iter().cloned());
+    }
+    assert_eq!(Value::Array(all), original);
+    assert_eq!(chunks[1].context.json_path.as_deref(), Some("$[334..667]"));
+    let schema = chunks[2].context.schema.as_ref().unwrap().to_string();
+    assert_eq!(
+        schema,
+        "event (string), id (number), metadata (object), metadata.source (string; in 2 of 5), \
+         metadata.user_id (number), tags (array)"
+    );
+    // Line ranges point at the elements in the original file: element 334 opens chunk 2.
+    let index = crate::content::LineIndex::new(&text);
+    assert_eq!(index.line(chunks[1].start_line), "  {");
+    assert_eq!(parsed(&chunks[1])[0], original[334]);
+}
+
+#[test]
+fn a_root_object_is_split_by_keys_and_an_oversize_member_inside_a_copy_of_its_parent() {
+    // Written by hand, so the members keep this order whatever serde_json's map order is.
+    let (meta, events, totals) = (json!({"version": 3}), Value::Array(events(900)), json!({"clicks": 900}));
+    let pretty = |v: &Value| serde_json::to_string_pretty(v).unwrap();
+    let text = format!(
+        "{{\n  \"meta\": {},\n  \"events\": {},\n  \"totals\": {}\n}}\n",
+        pretty(&meta),
+        pretty(&events),
+        pretty(&totals)
+    );
+    let opts = ChunkOptions {
+        max_chunk_bytes: 40_000,
+        ..ChunkOptions::default()
+    };
+    let chunks = json_chunks(&text, &opts);
+    let values: Vec<Value> = chunks.iter().map(parsed).collect();
+    assert!(values.len() >= 4, "{} chunks", values.len());
+    assert!(chunks.iter().all(|c| c.content.len() <= 40_000 + 64));
+    // The first chunk holds `meta`, then come pieces of `events`, then `totals`.
+    assert!(values[0] == json!({"meta": meta}), "first chunk: {}", chunks[0].content);
+    assert!(
+        values.last() == Some(&json!({"totals": totals})),
+        "last chunk: {}",
+        chunks.last().unwrap().content
+    );
+    let mut rebuilt = Vec::new();
+    for (c, v) in chunks.iter().zip(&values).skip(1).take(values.len() - 2) {
+        assert!(c.context.json_path.as_deref().unwrap().starts_with("$.events["));
+        rebuilt.extend(v["events"].as_array().unwrap().iter().cloned());
+    }
+    assert!(Value::Array(rebuilt) == events, "the events were not reassembled");
+    assert_eq!(chunks[0].context.json_path.as_deref(), Some("$.meta"));
+    assert!(chunks[1]
+        .context
+        .schema
+        .as_ref()
+        .unwrap()
+        .to_string()
+        .contains("metadata.user_id (number)"));
+}
+
+#[test]
+fn minified_json_on_one_line_is_split_by_bytes() {
+    let original = Value::Array(events(3000));
+    let text = serde_json::to_string(&original).unwrap();
+    let chunks = json_chunks(&text, &ChunkOptions::default());
+    assert!(chunks.len() >= 3);
+    assert!(chunks.iter().all(|c| (c.start_line, c.end_line) == (1, 1)));
+    let all: Vec<Value> = chunks
+        .iter()
+        .flat_map(|c| parsed(c).as_array().unwrap().clone())
+        .collect();
+    assert_eq!(Value::Array(all), original);
+}
+
+#[test]
+fn scalars_empty_containers_invalid_json_and_json_lines() {
+    for text in ["42\n", "[]\n", "{}", "\"text\""] {
+        let chunks = json_chunks(text, &ChunkOptions::default());
+        assert_eq!((chunks.len(), chunks[0].context.strategy), (1, ChunkStrategy::Whole));
+    }
+    let broken: String = std::iter::once("[\n".to_owned())
+        .chain((0..300).map(|i| format!("  {{\"id\": {i}}},\n")))
+        .collect();
+    let chunks = json_chunks(&broken, &ChunkOptions::default());
+    assert_eq!(chunks[0].context.strategy, ChunkStrategy::Windows);
+    assert!(chunks[0].context.note.as_deref().unwrap().starts_with("not valid JSON"));
+    let lines: String = (0..2000).map(|i| format!("{{\"id\": {i}}}\n")).collect();
+    let chunks = json_chunks(&lines, &ChunkOptions::default());
+    assert_eq!(chunks[0].context.strategy, ChunkStrategy::Lines);
+    assert!(chunks[0].context.note.as_deref().unwrap().contains("JSON Lines"));
+}
+
+#[test]
+fn strings_with_brackets_and_escapes_do_not_confuse_the_scanner() {
+    let original = Value::Array(
+        (0..10)
+            .map(|i| json!({"s": format!("]}}{{[\\\"{i}"), "t": "\u{e9}\u{1F600}", "n": null, "b": true}))
+            .collect(),
+    );
+    let text = serde_json::to_string_pretty(&original).unwrap();
+    let opts = ChunkOptions {
+        json_elements: 3,
+        ..ChunkOptions::default()
+    };
+    let chunks = json_chunks(&text, &opts);
+    assert_eq!(chunks.len(), 4);
+    let all: Vec<Value> = chunks
+        .iter()
+        .flat_map(|c| parsed(c).as_array().unwrap().clone())
+        .collect();
+    assert_eq!(Value::Array(all), original);
+}
+
+/// Arbitrary JSON values, nested a few levels.
+fn value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i32>().prop_map(|n| json!(n)),
+        "[a-z\"\\\\\\[\\]{},: \n]{0,12}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(3, 48, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::btree_map("[a-z]{1,4}", inner, 0..6).prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+/// The scalars in all chunks together: wrappers copy keys, never values, so this equals
+/// the original's count exactly when nothing was lost or repeated.
+fn rebuilt_leaves(chunks: &[Chunk]) -> usize {
+    chunks.iter().map(|c| count_leaves(&parsed(c))).sum()
+}
+
+fn count_leaves(v: &Value) -> usize {
+    match v {
+        Value::Array(items) => items.iter().map(count_leaves).sum(),
+        Value::Object(map) => map.values().map(count_leaves).sum(),
+        _ => 1,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_chunk_parses_and_no_leaf_is_lost(
+        root in prop_oneof![
+            prop::collection::vec(value(), 0..40).prop_map(Value::Array),
+            prop::collection::btree_map("[a-z]{1,5}", value(), 0..20).prop_map(|m| Value::Object(m.into_iter().collect())),
+        ],
+        pretty in any::<bool>(),
+        elements in 1usize..8,
+        max_bytes in 16usize..400,
+    ) {
+        let text = if pretty { serde_json::to_string_pretty(&root).unwrap() } else { serde_json::to_string(&root).unwrap() };
+        let opts = ChunkOptions { json_elements: elements, max_chunk_bytes: max_bytes, ..ChunkOptions::default() };
+        let chunks = chunk(&Detection::given(ContentType::Json, None), &text, &opts);
+        prop_assert!(covers_all_lines(&chunks, count_lines(&text)));
+        for c in &chunks {
+            prop_assert!(serde_json::from_str::<Value>(&c.content).is_ok(), "chunk {} invalid:\n{}", c.index, c.content);
+        }
+        // Splitting copies parents' keys but never values: the leaves add up exactly.
+        prop_assert_eq!(rebuilt_leaves(&chunks), count_leaves(&root));
+    }
+
+    #[test]
+    fn root_arrays_concatenate_back_to_the_original(
+        items in prop::collection::vec(value(), 1..60),
+        elements in 1usize..10,
+    ) {
+        let root = Value::Array(items);
+        let text = serde_json::to_string_pretty(&root).unwrap();
+        let opts = ChunkOptions { json_elements: elements, ..ChunkOptions::default() };
+        let chunks = chunk(&Detection::given(ContentType::Json, None), &text, &opts);
+        let all: Vec<Value> = chunks.iter().flat_map(|c| parsed(c).as_array().unwrap().clone()).collect();
+        prop_assert_eq!(Value::Array(all), root);
+    }
+}

@@ -1,0 +1,47 @@
+//! Content awareness (issue 7, the pure parts): what a file is, how to cut it, how to
+//! batch small files, and what to ask of it.
+//!
+//! - [`detect`]: content type by extension, then by sniffing the first 50 lines.
+//! - [`chunk`]: one chunking strategy per content type; every [`Chunk`] names the 1-based
+//!   lines of the original file it holds.
+//! - [`batch_small`] / [`split_batch_answer`]: small files of one type in one call, and
+//!   the answer split back per file.
+//! - [`Analyst`] / [`render_chunk`] / [`render_batch`] / synthesis: the analyst for a
+//!   content type, its prompts (embedded from `prompts/`, overridable), and the
+//!   [`Finding`]s analysts report.
+//!
+//! Nothing here reads files, prints or calls a model: the planner and the engine do that.
+
+mod analyst;
+mod answer_format;
+mod chunk;
+mod code_chunker;
+mod code_rules;
+mod content_type;
+mod csv_chunker;
+mod detect;
+mod finding;
+mod json_chunker;
+mod json_schema;
+mod jsonl_chunker;
+mod line_index;
+mod line_range;
+mod prompt_templates;
+mod prose_chunker;
+mod small_batch;
+mod sniff;
+
+pub use analyst::{
+    render_batch, render_chunk, render_cross_synthesis, render_type_synthesis, Analyst, BatchFile, BatchPrompt,
+    ChunkPrompt, Focus, Prompt,
+};
+pub use answer_format::{asks_for_format, AnswerFormat};
+pub use chunk::{chunk, needs_chunking, Chunk, ChunkContext, ChunkOptions, ChunkStrategy, WindowSize};
+pub use content_type::{ContentType, Language, SizeTier};
+pub use detect::{detect, Confidence, DetectedBy, Detection, SNIFF_LINES};
+pub use finding::{check_lines, map_lines, AnalystReport, Finding, LineCheck, ReportError, ReportMetadata, Severity};
+pub use json_schema::{SchemaField, SchemaSummary};
+pub use line_index::{count_lines, head_lines, LineIndex};
+pub use line_range::LineRange;
+pub use prompt_templates::{TemplateName, Templates, UnknownTemplate};
+pub use small_batch::{batch_small, split_batch_answer, BatchCandidate, BatchSplit};

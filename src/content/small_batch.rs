@@ -1,0 +1,296 @@
+//! Small-file batching (the multi-file seed's section 5): small files of one content type
+//! share one analyst call of at most 1500 combined lines, and the call's answer is split
+//! back into one result per file.
+//!
+//! The batch prompt (see [`super::analyst`]) asks for one of two answer shapes, and
+//! [`split_batch_answer`] reads both, plus the near misses models produce:
+//! - Markdown: a `### File: <path>` heading before each file's section.
+//! - JSON: `{"files": [{"file": "<path>", …}]}`; also accepted: findings that each name
+//!   their `file`, or an object keyed by path.
+//!
+//! Text that names no file of the batch is returned as unattributed, never dropped.
+
+use serde_json::{Map, Value};
+
+use super::content_type::ContentType;
+use super::finding::json_body;
+
+/// One file that may be batched: its content type and line count. Its position in the
+/// slice given to [`batch_small`] is its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchCandidate {
+    pub content_type: ContentType,
+    pub lines: usize,
+}
+
+/// Groups `files` into batches: files of the same content type, smallest first, added to a
+/// batch until the next would take it over `max_lines` combined lines. A file over
+/// `max_lines` on its own, or alone of its type, is a batch of one. Every index appears
+/// exactly once; batches come in [`ContentType`] order, then by creation, and list their
+/// files in input order — the same input always gives the same batches.
+pub fn batch_small(files: &[BatchCandidate], max_lines: usize) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..files.len()).collect();
+    order.sort_by_key(|&i| (files[i].content_type, files[i].lines, i));
+    let mut batches: Vec<Vec<usize>> = Vec::new();
+    let mut current: Vec<usize> = Vec::new();
+    let mut current_lines = 0;
+    let mut current_type = None;
+    for i in order {
+        let f = files[i];
+        let fits = current_type == Some(f.content_type) && current_lines + f.lines <= max_lines;
+        if !fits && !current.is_empty() {
+            batches.push(std::mem::take(&mut current));
+            current_lines = 0;
+        }
+        current.push(i);
+        current_lines += f.lines;
+        current_type = Some(f.content_type);
+    }
+    if !current.is_empty() {
+        batches.push(current);
+    }
+    for batch in &mut batches {
+        batch.sort_unstable();
+    }
+    batches
+}
+
+/// A batch answer split by file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchSplit {
+    /// One entry per path given to [`split_batch_answer`], in that order; `None` when the
+    /// answer has nothing for that file.
+    pub per_file: Vec<Option<String>>,
+    /// Parts of the answer that name no file of the batch, in answer order.
+    pub unattributed: Vec<String>,
+}
+
+impl BatchSplit {
+    /// The indices of the files the answer said nothing about.
+    pub fn missing(&self) -> Vec<usize> {
+        self.per_file
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.is_none())
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    fn new(files: usize) -> BatchSplit {
+        BatchSplit {
+            per_file: vec![None; files],
+            unattributed: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, file: Option<usize>, text: String) {
+        match file {
+            Some(i) => match &mut self.per_file[i] {
+                Some(existing) => {
+                    existing.push_str("\n\n");
+                    existing.push_str(&text);
+                }
+                slot => *slot = Some(text),
+            },
+            None => self.unattributed.push(text),
+        }
+    }
+}
+
+/// Splits the answer of a batch call over `paths` into per-file texts; see the module doc
+/// for the shapes read. JSON results are pretty-printed JSON.
+pub fn split_batch_answer(answer: &str, paths: &[&str]) -> BatchSplit {
+    if let Ok(value) = serde_json::from_str::<Value>(json_body(answer)) {
+        if let Some(split) = split_json(value, paths) {
+            return split;
+        }
+    }
+    split_markdown(answer, paths)
+}
+
+fn split_markdown(answer: &str, paths: &[&str]) -> BatchSplit {
+    let mut split = BatchSplit::new(paths.len());
+    let mut section: Option<(Option<usize>, Vec<&str>)> = None;
+    let mut preamble: Vec<&str> = Vec::new();
+    let mut in_fence = false;
+    for line in answer.lines() {
+        if line.trim_start().starts_with("```") {
+            in_fence = !in_fence;
+        }
+        let header = if in_fence { None } else { file_header(line) };
+        if let Some(named) = header {
+            if let Some((file, lines)) = section.take() {
+                split.add(file, section_text(&lines));
+            }
+            let file = match_path(named, paths);
+            // A section for an unknown file keeps its heading, so its text can be placed.
+            section = Some((file, if file.is_some() { Vec::new() } else { vec![line] }));
+            continue;
+        }
+        match &mut section {
+            Some((_, lines)) => lines.push(line),
+            None => preamble.push(line),
+        }
+    }
+    if let Some((file, lines)) = section {
+        split.add(file, section_text(&lines));
+    }
+    let preamble = section_text(&preamble);
+    if !preamble.is_empty() {
+        split.unattributed.insert(0, preamble);
+    }
+    split.unattributed.retain(|t| !t.is_empty());
+    for slot in &mut split.per_file {
+        if slot.as_deref() == Some("") {
+            *slot = None;
+        }
+    }
+    split
+}
+
+/// The path named by a `### File: <path>` heading (any heading level, or bold).
+fn file_header(line: &str) -> Option<&str> {
+    let t = line
+        .trim()
+        .trim_start_matches('#')
+        .trim_start()
+        .trim_start_matches("**")
+        .trim_start();
+    if t.len() == line.trim().len() {
+        return None; // not a heading or bold line
+    }
+    let rest = t
+        .get(..5)
+        .filter(|p| p.eq_ignore_ascii_case("file:"))
+        .map(|_| &t[5..])?;
+    let named = rest
+        .trim()
+        .trim_end_matches("**")
+        .trim()
+        .trim_matches(['`', '"', '\''])
+        .trim();
+    (!named.is_empty()).then_some(named)
+}
+
+/// The section's text without leading and trailing blank lines or a trailing `---` rule.
+fn section_text(lines: &[&str]) -> String {
+    let mut lines = lines;
+    loop {
+        match lines {
+            [first, rest @ ..] if first.trim().is_empty() => lines = rest,
+            [rest @ .., last] if last.trim().is_empty() || matches!(last.trim(), "---" | "***" | "___") => {
+                lines = rest;
+            }
+            _ => break,
+        }
+    }
+    lines.join("\n")
+}
+
+/// Which of `paths` a model meant by `named`: the same path, the same without `./`, a
+/// trailing `(280 lines)` dropped, or the only path that ends with it (or it ends with).
+fn match_path(named: &str, paths: &[&str]) -> Option<usize> {
+    let clean = |p: &str| {
+        p.trim()
+            .trim_matches(['`', '"', '\''])
+            .trim_start_matches("./")
+            .replace('\\', "/")
+    };
+    let without_note = named.rsplit_once(" (").map_or(named, |(head, _)| head);
+    for candidate in [named, without_note] {
+        let candidate = clean(candidate);
+        if let Some(i) = paths.iter().position(|p| clean(p) == candidate) {
+            return Some(i);
+        }
+        let suffix_matches: Vec<usize> = (0..paths.len())
+            .filter(|&i| {
+                let p = clean(paths[i]);
+                p.ends_with(&format!("/{candidate}")) || candidate.ends_with(&format!("/{p}"))
+            })
+            .collect();
+        if let [only] = suffix_matches.as_slice() {
+            return Some(*only);
+        }
+    }
+    None
+}
+
+/// Reads the JSON shapes; `None` when the document has none of them (then the answer is
+/// treated as text).
+fn split_json(value: Value, paths: &[&str]) -> Option<BatchSplit> {
+    let mut split = BatchSplit::new(paths.len());
+    let pretty = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => serde_json::to_string_pretty(other).unwrap_or_default(),
+    };
+    // The key naming an entry's file, and the name.
+    let named_file = |entry: &Map<String, Value>| {
+        ["file", "file_path", "path"]
+            .into_iter()
+            .find_map(|k| entry.get(k).and_then(Value::as_str).map(|name| (k, name.to_owned())))
+    };
+    let entries = match value {
+        Value::Object(mut map) => {
+            if let Some(Value::Array(files)) = map.remove("files") {
+                files
+            } else if let Some(Value::Array(findings)) = map.remove("findings") {
+                // Findings that each name their file: regrouped per file.
+                let mut grouped: Vec<Vec<Value>> = vec![Vec::new(); paths.len()];
+                for finding in findings {
+                    let file = finding
+                        .as_object()
+                        .and_then(named_file)
+                        .and_then(|(_, n)| match_path(&n, paths));
+                    match file {
+                        Some(i) => grouped[i].push(finding),
+                        None => split.unattributed.push(pretty(&finding)),
+                    }
+                }
+                for (i, findings) in grouped.into_iter().enumerate() {
+                    if !findings.is_empty() {
+                        split.add(Some(i), pretty(&serde_json::json!({ "findings": findings })));
+                    }
+                }
+                if !map.is_empty() {
+                    split.unattributed.push(pretty(&Value::Object(map)));
+                }
+                return Some(split);
+            } else if !map.is_empty() && map.keys().all(|k| match_path(k, paths).is_some()) {
+                for (k, v) in map {
+                    split.add(match_path(&k, paths), pretty(&v));
+                }
+                return Some(split);
+            } else {
+                return None;
+            }
+        }
+        Value::Array(entries) => entries,
+        _ => return None,
+    };
+    for entry in entries {
+        let Value::Object(mut map) = entry else {
+            split.unattributed.push(pretty(&entry));
+            continue;
+        };
+        let Some((key, file)) = named_file(&map).and_then(|(k, n)| Some((k, match_path(&n, paths)?))) else {
+            split.unattributed.push(pretty(&Value::Object(map)));
+            continue;
+        };
+        map.remove(key);
+        let file = Some(file);
+        let result = match map.remove("result") {
+            Some(result) if map.is_empty() => result,
+            Some(result) => {
+                map.insert("result".into(), result);
+                Value::Object(map)
+            }
+            None => Value::Object(map),
+        };
+        split.add(file, pretty(&result));
+    }
+    Some(split)
+}
+
+#[cfg(test)]
+#[path = "small_batch_tests.rs"]
+mod tests;
