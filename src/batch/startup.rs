@@ -8,21 +8,20 @@ use crate::input::{resolve_glob, Manifest, WalkOptions};
 use crate::printer::Printer;
 use crate::provider::discovery::discover_model;
 use crate::provider::{HttpConfig, HttpProvider, ModelInfo, Provider};
-use crate::settings::BatchSettings;
+use crate::settings::{BatchSettings, InputSource};
 
 /// The files of the run; no match, or nothing sendable, ends it here (nothing was called).
 pub fn resolve_inputs(settings: &BatchSettings) -> Result<Manifest, RlmError> {
     let input = &settings.input;
-    let manifest = resolve_glob(
-        &settings.cwd,
-        &input.pattern,
-        &WalkOptions {
-            respect_ignore: input.respect_ignore,
-            hidden: input.hidden,
-            follow_links: input.follow_links,
-            exclude_dir: settings.output.output_dir.clone(),
-        },
-    )?;
+    let walk = WalkOptions {
+        respect_ignore: input.respect_ignore,
+        hidden: input.hidden,
+        follow_links: input.follow_links,
+        exclude_dir: settings.output.output_dir.clone(),
+    };
+    let manifest = match &input.source {
+        InputSource::Glob { pattern } => resolve_glob(&settings.cwd, pattern, &walk)?,
+    };
     tracing::debug!(
         files = manifest.files.len(),
         skipped = manifest.skipped.len(),

@@ -105,15 +105,17 @@ pub struct ManArgs {
 )]
 pub struct BatchArgs {
     /// Files to process: a glob relative to the current directory or absolute
-    /// (`src/**/*.ts`, `**/*.{js,ts}`); quote it so the shell does not expand it.
-    pub pattern: String,
+    /// (`src/**/*.ts`, `**/*.{js,ts}`); quote it so the shell does not expand it. With an
+    /// input flag (such as --files-from) the only argument is the prompt.
+    #[arg(value_name = "PATTERN")]
+    pub pattern: Option<String>,
 
     /// The prompt applied to each file; `{file}` becomes the file's path. Or use --prompt-file.
-    #[arg(required_unless_present = "prompt_file")]
+    #[arg(value_name = "SUB_PROMPT")]
     pub sub_prompt: Option<String>,
 
     /// Read the prompt from FILE (`-` for stdin) instead of the command line.
-    #[arg(long, value_name = "FILE", conflicts_with = "sub_prompt")]
+    #[arg(long, value_name = "FILE")]
     pub prompt_file: Option<PathBuf>,
 
     /// Model: `haiku`, `sonnet`, `opus` (Claude aliases) or any model id the provider knows.

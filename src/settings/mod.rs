@@ -8,10 +8,12 @@
 
 mod config;
 mod environment;
+mod input_source;
 mod parallelism;
 
 pub use config::ProjectConfig;
 pub use environment::Environment;
+pub use input_source::{sort_positionals, InputSource, Positionals};
 pub use parallelism::{resolve_parallelism, Parallelism, FALLBACK_PARALLEL, HARD_CAP};
 
 use std::path::{Path, PathBuf};
@@ -43,7 +45,9 @@ pub struct BatchSettings {
 /// Which files.
 #[derive(Debug, Clone, Serialize)]
 pub struct InputSettings {
+    /// What the user named, as shown in the banner and the report.
     pub pattern: String,
+    pub source: InputSource,
     pub respect_ignore: bool,
     pub hidden: bool,
     pub follow_links: bool,
@@ -174,12 +178,22 @@ impl BatchSettings {
             follow_links,
         } = args;
 
-        if pattern.trim().is_empty() {
-            return Err(RlmError::Usage(
-                "the file pattern is empty: pass a glob such as 'src/**/*.ts'".into(),
-            ));
-        }
-        let sub_prompt = match (sub_prompt, prompt_file) {
+        let Positionals { pattern, prompt } =
+            sort_positionals(pattern, sub_prompt, None, false, prompt_file.is_some())?;
+        let source = match pattern {
+            Some(pattern) if pattern.trim().is_empty() => {
+                return Err(RlmError::Usage(
+                    "the file pattern is empty: pass a glob such as 'src/**/*.ts'".into(),
+                ))
+            }
+            Some(pattern) => InputSource::Glob { pattern },
+            None => {
+                return Err(RlmError::Usage(
+                    "no files named: pass a pattern such as 'src/**/*.ts'".into(),
+                ))
+            }
+        };
+        let sub_prompt = match (prompt, prompt_file) {
             (Some(p), _) => p,
             (None, Some(file)) => read_prompt_file(&file, &env.cwd)?,
             (None, None) => {
@@ -229,7 +243,8 @@ impl BatchSettings {
 
         Ok(BatchSettings {
             input: InputSettings {
-                pattern,
+                pattern: source.label(),
+                source,
                 respect_ignore: !no_ignore,
                 hidden,
                 follow_links,
