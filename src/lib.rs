@@ -50,7 +50,7 @@ pub fn run_cli() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return ExitCode::from(usage_error(e)),
     };
-    init_tracing(cli.verbose);
+    init_tracing(cli.verbose, cli.color);
     let env = match Environment::from_process() {
         Ok(env) => env,
         Err(e) => return ExitCode::from(report_error(&Printer::plain(), &e).code()),
@@ -102,7 +102,7 @@ fn usage_error(e: clap::Error) -> u8 {
 }
 
 /// `-v` / `RLM_LOG` turn on diagnostics on stderr (never the key: it is never logged).
-fn init_tracing(verbose: u8) {
+fn init_tracing(verbose: u8, color: cli::ColorArg) {
     use tracing_subscriber::filter::{LevelFilter, Targets};
     let filter = match std::env::var("RLM_LOG") {
         Ok(spec) if !spec.trim().is_empty() => spec.parse::<Targets>().unwrap_or_else(|_| Targets::new()),
@@ -112,12 +112,20 @@ fn init_tracing(verbose: u8) {
             _ => Targets::new().with_default(LevelFilter::TRACE),
         },
     };
+    use std::io::IsTerminal;
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
+    // The same rule as the Printer: --color, then NO_COLOR and whether stderr is a terminal.
+    let ansi = printer::PrinterMode::color_enabled(
+        color.into(),
+        std::io::stderr().is_terminal(),
+        std::env::var_os("NO_COLOR").is_some(),
+    );
     let _ = tracing_subscriber::registry()
         .with(
             tracing_subscriber::fmt::layer()
                 .with_writer(std::io::stderr)
+                .with_ansi(ansi)
                 .with_target(true),
         )
         .with(filter)

@@ -241,6 +241,16 @@ pub enum ColorArg {
     Never,
 }
 
+impl From<ColorArg> for crate::printer::ColorChoice {
+    fn from(arg: ColorArg) -> Self {
+        match arg {
+            ColorArg::Auto => Self::Auto,
+            ColorArg::Always => Self::Always,
+            ColorArg::Never => Self::Never,
+        }
+    }
+}
+
 /// `rlm index …`: the project's file-level dependency graph.
 #[derive(Debug, Subcommand)]
 pub enum IndexCommand {

@@ -282,11 +282,7 @@ impl BatchSettings {
                 dry_run,
                 json,
                 quiet,
-                color: match color {
-                    ColorArg::Auto => ColorChoice::Auto,
-                    ColorArg::Always => ColorChoice::Always,
-                    ColorArg::Never => ColorChoice::Never,
-                },
+                color: color.into(),
                 no_color: env.var("NO_COLOR").is_some(),
                 stderr_is_terminal: env.stderr_is_terminal,
                 stdin_is_terminal: env.stdin_is_terminal,

@@ -1,0 +1,92 @@
+//! Tests of the report builder: events in, report out.
+use super::*;
+
+fn ctx() -> ReportContext {
+    ReportContext {
+        run_id: "batch-1".into(),
+        pattern: "*.ts".into(),
+        sub_prompt: "p".into(),
+        model: "m".into(),
+        provider: "anthropic".into(),
+        aggregate: "concat".into(),
+        max_parallel: 4,
+        price_basis: PriceBasis::Listed,
+        estimated_cost_usd: 0.0,
+        files_matched: 4,
+        skipped: vec![],
+        unreadable: vec![SkippedFile {
+            path: "locked.ts".into(),
+            reason: "cannot read: Permission denied".into(),
+        }],
+        warnings: vec![],
+    }
+}
+
+fn failed(unit: &str, reason: &str, fatal: bool) -> Event {
+    Event::Failed {
+        unit: UnitId::named(unit),
+        label: unit.into(),
+        kind: UnitKind::Map,
+        attempts: 1,
+        duration_ms: 1,
+        usage: Usage::default(),
+        cost_usd: 0.25,
+        error: None,
+        reason: reason.into(),
+        fatal,
+    }
+}
+
+#[test]
+fn an_unreadable_file_makes_the_run_partial_and_the_fatal_error_wins() {
+    let units = ["a", "b", "c"].map(|u| (UnitId::named(u), u.to_string()));
+    let mut b = ReportBuilder::new(ctx(), units.clone());
+    b.report(&Event::Completed {
+        unit: UnitId::named("a"),
+        label: "a".into(),
+        kind: UnitKind::Map,
+        attempts: 1,
+        duration_ms: 1,
+        usage: Usage::default(),
+        saved: Usage::default(),
+        cost_usd: 0.5,
+        cached: false,
+        truncated: false,
+        result_file: Some("a.result.md".into()),
+    });
+    let report = ReportBuilder::new(ctx(), units.clone()).finish(RunEnd::default());
+    assert_eq!(report.status, RunStatus::Failed, "nothing succeeded");
+    b.report(&Event::Stopping {
+        reason: "budget".into(),
+    });
+    b.report(&failed("b", "authentication failed (401)", true));
+    b.add_error("summarize failed".into());
+    let report = b.finish(RunEnd::default());
+    assert_eq!(report.status, RunStatus::Failed, "a fatal error fails the run");
+    assert_eq!(report.error.as_deref(), Some("authentication failed (401)"));
+    assert_eq!(report.warnings, ["budget", "summarize failed"]);
+    assert_eq!(report.failed.len(), 2, "the unreadable file and b");
+    assert_eq!(report.not_run, ["c"]);
+    assert!((report.cost_usd - 0.75).abs() < 1e-9);
+    assert!(report.units[2].reason.as_deref().unwrap().contains("stopped first"));
+
+    let mut ok = ReportBuilder::new(ctx(), [(UnitId::named("a"), "a".to_string())]);
+    ok.report(&Event::Completed {
+        unit: UnitId::named("a"),
+        label: "a".into(),
+        kind: UnitKind::Map,
+        attempts: 1,
+        duration_ms: 1,
+        usage: Usage::default(),
+        saved: Usage::default(),
+        cost_usd: 0.0,
+        cached: true,
+        truncated: false,
+        result_file: None,
+    });
+    assert_eq!(
+        ok.finish(RunEnd::default()).status,
+        RunStatus::Partial,
+        "the unreadable file counts"
+    );
+}
