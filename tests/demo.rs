@@ -1,0 +1,87 @@
+//! `scripts/demo`, as a newcomer runs it on a fresh clone: against the mock model (through
+//! `RLM_BASE_URL`, as the script documents), it must leave `git status` clean and every
+//! path it prints must exist from where it was run.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use support::mock_llm::*;
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("git {args:?} could not run: {e} (the demo test needs git)"));
+    assert!(
+        out.status.success(),
+        "git {args:?} failed in {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A clean clone of the committed repository (what a newcomer gets).
+fn fresh_clone() -> (tempfile::TempDir, PathBuf) {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let clone = tmp.path().join("rlm");
+    git(
+        tmp.path(),
+        &["clone", "--quiet", "--no-hardlinks", &repo.display().to_string(), "rlm"],
+    );
+    (tmp, clone)
+}
+
+/// Absolute paths the demo printed after a label (`demo: report:        /…/report.md`).
+fn printed_paths(stderr: &str) -> Vec<PathBuf> {
+    stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("demo: "))
+        .filter_map(|l| l.split_once(": ").map(|(_, rest)| rest.trim()))
+        .filter(|rest| rest.starts_with('/'))
+        .map(|rest| PathBuf::from(rest.split(" (").next().unwrap_or(rest).trim()))
+        .collect()
+}
+
+fn run_demo(clone: &Path, cwd: &Path, url: &str) -> std::process::Output {
+    Command::new(clone.join("scripts/demo"))
+        .current_dir(cwd)
+        .env("RLM_BIN", env!("CARGO_BIN_EXE_rlm"))
+        .env("RLM_BASE_URL", url)
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .env_remove("OPENAI_BASE_URL")
+        .output()
+        .expect("scripts/demo runs")
+}
+
+#[test]
+fn the_demo_on_a_fresh_clone_keeps_git_clean_and_prints_paths_that_exist() {
+    let mock = MockLlm::start();
+    let (_tmp, clone) = fresh_clone();
+    // Run it from a subdirectory, as a user might: printed paths must still work.
+    let cwd = clone.join("examples");
+    let out = run_demo(&clone, &cwd, &mock.url());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "scripts/demo failed:\n{stderr}");
+    assert_eq!(mock.requests(), 6, "one call per demo file:\n{stderr}");
+    assert!(stderr.contains("demo: answered by"), "the summary names the model:\n{stderr}");
+
+    let paths = printed_paths(&stderr);
+    assert!(paths.len() >= 3, "the demo prints where its outputs are:\n{stderr}");
+    for path in &paths {
+        assert!(path.exists(), "printed path {} does not exist:\n{stderr}", path.display());
+    }
+    assert_eq!(git(&clone, &["status", "--porcelain"]), "", "the demo leaves git status clean");
+
+    // A second run is served from the cache and still clean.
+    let again = run_demo(&clone, &clone, &mock.url());
+    assert_eq!(again.status.code(), Some(0), "{}", String::from_utf8_lossy(&again.stderr));
+    assert_eq!(mock.requests(), 6, "the rerun pays for nothing");
+    assert_eq!(git(&clone, &["status", "--porcelain"]), "");
+}
