@@ -70,18 +70,34 @@ fn the_demo_on_a_fresh_clone_keeps_git_clean_and_prints_paths_that_exist() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "scripts/demo failed:\n{stderr}");
     assert_eq!(mock.requests(), 6, "one call per demo file:\n{stderr}");
-    assert!(stderr.contains("demo: answered by"), "the summary names the model:\n{stderr}");
+    assert!(
+        stderr.contains("demo: answered by"),
+        "the summary names the model:\n{stderr}"
+    );
 
     let paths = printed_paths(&stderr);
     assert!(paths.len() >= 3, "the demo prints where its outputs are:\n{stderr}");
     for path in &paths {
-        assert!(path.exists(), "printed path {} does not exist:\n{stderr}", path.display());
+        assert!(
+            path.exists(),
+            "printed path {} does not exist:\n{stderr}",
+            path.display()
+        );
     }
-    assert_eq!(git(&clone, &["status", "--porcelain"]), "", "the demo leaves git status clean");
+    assert_eq!(
+        git(&clone, &["status", "--porcelain"]),
+        "",
+        "the demo leaves git status clean"
+    );
 
     // A second run is served from the cache and still clean.
     let again = run_demo(&clone, &clone, &mock.url());
-    assert_eq!(again.status.code(), Some(0), "{}", String::from_utf8_lossy(&again.stderr));
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
     assert_eq!(mock.requests(), 6, "the rerun pays for nothing");
     assert_eq!(git(&clone, &["status", "--porcelain"]), "");
 }
