@@ -28,6 +28,7 @@ pub mod provider;
 pub mod report;
 pub mod reporter;
 pub mod run_dir;
+pub mod schema;
 pub mod secret;
 pub mod settings;
 pub mod skill;

@@ -6,6 +6,7 @@ use crate::input::{sha256_hex, Manifest};
 use crate::prompt;
 use crate::provider::ModelInfo;
 use crate::run_dir::result_names;
+use crate::schema::OutputSchema;
 use crate::unit::{UnitId, UnitInput, WorkUnit};
 
 /// What planning needs beyond the manifest.
@@ -28,9 +29,13 @@ pub struct KeyParts {
 }
 
 /// The `query` field of per-file cache keys: names the prompt template and system prompt,
-/// so editing either invalidates old results.
-pub fn batch_query() -> String {
-    format!("rlm-batch/v2:{}", &sha256_hex(prompt::BATCH_SYSTEM.as_bytes())[..16])
+/// so editing either invalidates old results, and the `--schema` the answers conform to.
+pub fn batch_query(schema: Option<&OutputSchema>) -> String {
+    let base = format!("rlm-batch/v2:{}", &sha256_hex(prompt::BATCH_SYSTEM.as_bytes())[..16]);
+    match schema {
+        Some(s) => format!("{base}+schema:{}", s.hash16),
+        None => base,
+    }
 }
 
 /// Builds one unit per file with its cache key and budget check.

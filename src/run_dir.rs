@@ -115,6 +115,7 @@ fn unique_id(_rlm_dir: &Path, timestamp: &str, mut taken: impl FnMut(&str) -> bo
 /// Files an earlier run left in its directory, replaced by the new run.
 fn is_run_output(name: &str) -> bool {
     name.ends_with(".result.md")
+        || name.ends_with(".rejected.md")
         || name.starts_with(crate::fs_atomic::TEMP_PREFIX)
         || matches!(
             name,

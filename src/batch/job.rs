@@ -16,6 +16,7 @@ use crate::plan::{unit_key, KeyParts};
 use crate::prompt::{self, Delimiter};
 use crate::provider::{CompletionRequest, ErrorKind, Usage};
 use crate::run_dir::RunDir;
+use crate::schema::{self, OutputSchema};
 use crate::unit::{UnitId, UnitKind, WorkUnit};
 
 /// What every job of a run shares, read-only.
@@ -26,6 +27,8 @@ pub struct JobContext {
     pub keys: KeyParts,
     pub delimiter: Delimiter,
     pub max_tokens: u32,
+    /// `--schema`: unit answers must conform to it.
+    pub schema: Option<OutputSchema>,
     /// Aggregation calls look in the cache first (per-unit hits are found by the pre-pass).
     pub read_cache: bool,
     /// False under `--cache-only`: an uncached aggregation call fails instead of calling.
@@ -151,11 +154,18 @@ async fn run_unit(ctx: Arc<JobContext>, unit: WorkUnit, outcome: JobOutcome, pla
         Err(e) => return outcome.failed(format!("internal error while reading: {e}")),
     };
     let request = CompletionRequest {
-        system: prompt::BATCH_SYSTEM.to_string(),
+        system: match &ctx.schema {
+            Some(s) => format!("{}{}", prompt::BATCH_SYSTEM, s.instruction()),
+            None => prompt::BATCH_SYSTEM.to_string(),
+        },
         user: prepared.user,
         max_tokens: ctx.max_tokens,
+        schema: ctx.schema.as_ref().map(|s| s.value.clone()),
     };
-    let outcome = call(&ctx, &request, (&unit.id, &unit.label), outcome, started, place).await;
+    let mut outcome = call(&ctx, &request, (&unit.id, &unit.label), outcome, started, place).await;
+    if let Some(schema) = &ctx.schema {
+        outcome = conform(&ctx, schema, &request, &unit, outcome, started).await;
+    }
     let Some(text) = outcome.text.clone().filter(|_| outcome.failure.is_none()) else {
         return outcome;
     };
@@ -211,6 +221,7 @@ async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutc
         system: prompt::SUMMARIZE_SYSTEM.to_string(),
         user: job.user,
         max_tokens: ctx.max_tokens,
+        schema: None,
     };
     let outcome = call(&ctx, &request, (&job.id, &job.label), outcome, started, place).await;
     let Some(text) = outcome.text.clone().filter(|_| outcome.failure.is_none()) else {
@@ -258,6 +269,68 @@ async fn call(
         Err(CallFailure::Halted) => outcome.failure = Some(JobFailure::Halted),
     }
     outcome
+}
+
+/// `--schema`: keeps a conforming answer in canonical form; asks once more, with the
+/// errors, when the answer does not conform; fails the unit when the second answer does not
+/// either. A rejected answer is kept in the run directory (`*.rejected.md`), never cached.
+async fn conform(
+    ctx: &JobContext,
+    schema: &OutputSchema,
+    request: &CompletionRequest,
+    unit: &WorkUnit,
+    mut outcome: JobOutcome,
+    started: Instant,
+) -> JobOutcome {
+    let Some(first) = outcome.text.clone().filter(|_| outcome.failure.is_none()) else {
+        return outcome;
+    };
+    let rejection = match schema.check(&first) {
+        Ok(value) => {
+            outcome.text = Some(schema::canonical_text(&value));
+            return outcome;
+        }
+        Err(r) => r,
+    };
+    tracing::debug!(unit = %unit.label, reason = %rejection.first(), "answer does not conform to --schema: asking again");
+    let again = CompletionRequest {
+        user: schema.retry_message(&request.user, &first, &rejection),
+        ..request.clone()
+    };
+    let first_usage = outcome.usage;
+    let first_attempts = outcome.attempts;
+    outcome.text = None;
+    let place = ctx.call.limiter.place();
+    let mut outcome = call(ctx, &again, (&unit.id, &unit.label), outcome, started, place).await;
+    outcome.usage.add(first_usage);
+    outcome.attempts += first_attempts;
+    let Some(second) = outcome.text.clone().filter(|_| outcome.failure.is_none()) else {
+        return outcome;
+    };
+    match schema.check(&second) {
+        Ok(value) => outcome.text = Some(schema::canonical_text(&value)),
+        Err(rejection) => {
+            let kept = rejected_name(&unit.result_name);
+            let saved = ctx.run_dir.write(&kept, &second).is_ok();
+            outcome.text = None;
+            let mut reason = format!(
+                "the answer does not conform to --schema {} after one retry: {}",
+                schema.path.display(),
+                rejection.first()
+            );
+            if saved {
+                reason.push_str(&format!(" (the answer is in {kept})"));
+            }
+            outcome.failure = Some(JobFailure::Unit { kind: None, reason });
+        }
+    }
+    outcome
+}
+
+/// Where a rejected answer is kept: `x.ts.result.md` → `x.ts.rejected.md`.
+fn rejected_name(result_name: &str) -> String {
+    let stem = result_name.strip_suffix(".result.md").unwrap_or(result_name);
+    format!("{stem}.rejected.md")
 }
 
 /// Reads a unit's inputs, re-hashes what it read and renders the message.

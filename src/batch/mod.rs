@@ -57,7 +57,7 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
 
     // Manifest → plan.
     let keys = KeyParts {
-        query: plan::batch_query(),
+        query: plan::batch_query(settings.task.schema.as_ref()),
         sub_prompt: settings.task.sub_prompt.clone(),
         model: model.id.clone(),
         endpoint: settings.provider.endpoint_identity(),
@@ -141,6 +141,7 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
         keys,
         delimiter: Delimiter::new(),
         max_tokens: settings.provider.max_tokens,
+        schema: settings.task.schema.clone(),
         read_cache: settings.exec.cache_mode.reads(),
         may_call: settings.exec.cache_mode != CacheMode::ReadOnly,
     });

@@ -118,6 +118,12 @@ pub struct BatchArgs {
     #[arg(long, value_name = "FILE")]
     pub prompt_file: Option<PathBuf>,
 
+    /// Every answer must be one JSON value that conforms to this JSON Schema: the provider
+    /// is asked to constrain its output, each answer is validated, and one that does not
+    /// conform is asked for again once with the errors, then counted as failed.
+    #[arg(long, value_name = "FILE")]
+    pub schema: Option<PathBuf>,
+
     /// Model: `haiku`, `sonnet`, `opus` (Claude aliases) or any model id the provider knows.
     /// [default: sonnet on Anthropic, gpt-4.1-mini on api.openai.com, the one model another
     /// OpenAI-compatible server lists at /v1/models]

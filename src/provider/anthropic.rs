@@ -18,20 +18,58 @@ pub fn request_body(model: &str, request: &CompletionRequest, temperature: Optio
     if let Some(t) = temperature {
         body["temperature"] = json!(t);
     }
+    if let Some(schema) = &request.schema {
+        // A forced tool: the answer arrives as the tool's input, shaped by the schema.
+        // Tool inputs must be objects, so another schema is wrapped in one.
+        let input_schema = if wraps(schema) {
+            json!({"type": "object", "properties": {WRAPPED: &**schema}, "required": [WRAPPED]})
+        } else {
+            (**schema).clone()
+        };
+        body["tools"] = json!([{
+            "name": TOOL,
+            "description": "Record the answer. Its input is the whole answer, shaped by the schema.",
+            "input_schema": input_schema,
+        }]);
+        body["tool_choice"] = json!({"type": "tool", "name": TOOL});
+    }
     body
 }
 
-pub fn parse_reply(bytes: &[u8]) -> Result<Completion, String> {
+/// The forced tool's name.
+const TOOL: &str = "answer";
+/// The property a non-object schema is wrapped in.
+const WRAPPED: &str = "value";
+
+/// Whether `schema` must be wrapped in an object to be a tool's input schema.
+fn wraps(schema: &Value) -> bool {
+    schema.get("type").and_then(Value::as_str) != Some("object")
+}
+
+/// The answer carried by a forced tool call, as JSON text.
+fn tool_answer(content: &[Value], request: &CompletionRequest) -> Option<String> {
+    let schema = request.schema.as_deref()?;
+    let input = content
+        .iter()
+        .find(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))?
+        .get("input")?;
+    let value = if wraps(schema) { input.get(WRAPPED)? } else { input };
+    Some(value.to_string())
+}
+
+pub fn parse_reply(bytes: &[u8], request: &CompletionRequest) -> Result<Completion, String> {
     let value: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON ({e})"))?;
     let content = value
         .get("content")
         .and_then(Value::as_array)
         .ok_or("no `content` array")?;
-    let text: String = content
-        .iter()
-        .filter(|block| block.get("type").and_then(Value::as_str) == Some("text"))
-        .filter_map(|block| block.get("text").and_then(Value::as_str))
-        .collect();
+    let text: String = tool_answer(content, request).unwrap_or_else(|| {
+        content
+            .iter()
+            .filter(|block| block.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|block| block.get("text").and_then(Value::as_str))
+            .collect()
+    });
     let stop_reason = value.get("stop_reason").and_then(Value::as_str).map(str::to_string);
     let usage = value.get("usage");
     let field = |name: &str| usage.and_then(|u| u.get(name)).and_then(Value::as_u64).unwrap_or(0);
@@ -75,7 +113,7 @@ mod tests {
     fn parses_text_usage_and_truncation() {
         let reply = br#"{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"stop_reason":"max_tokens",
             "usage":{"input_tokens":10,"output_tokens":3,"cache_read_input_tokens":5,"cache_creation_input_tokens":2}}"#;
-        let c = parse_reply(reply).unwrap();
+        let c = parse_reply(reply, &plain()).unwrap();
         assert_eq!(c.text, "ab");
         assert!(c.truncated);
         assert_eq!(
@@ -90,17 +128,48 @@ mod tests {
 
     #[test]
     fn malformed_is_an_error() {
-        assert!(parse_reply(b"{\"content\": [").is_err());
-        assert!(parse_reply(b"{}").is_err());
+        assert!(parse_reply(b"{\"content\": [", &plain()).is_err());
+        assert!(parse_reply(b"{}", &plain()).is_err());
+    }
+
+    fn plain() -> CompletionRequest {
+        CompletionRequest {
+            system: "s".into(),
+            user: "u".into(),
+            max_tokens: 5,
+            schema: None,
+        }
+    }
+
+    #[test]
+    fn a_schema_is_a_forced_tool_and_its_input_the_answer() {
+        let object = CompletionRequest {
+            schema: Some(std::sync::Arc::new(json!({"type": "object"}))),
+            ..plain()
+        };
+        let body = request_body("m", &object, None);
+        assert_eq!(body["tool_choice"], json!({"type": "tool", "name": "answer"}));
+        assert_eq!(body["tools"][0]["input_schema"], json!({"type": "object"}));
+        let reply =
+            br#"{"content":[{"type":"tool_use","id":"t","name":"answer","input":{"a":1}}],"stop_reason":"tool_use"}"#;
+        assert_eq!(parse_reply(reply, &object).unwrap().text, r#"{"a":1}"#);
+
+        let array = CompletionRequest {
+            schema: Some(std::sync::Arc::new(json!({"type": "array"}))),
+            ..plain()
+        };
+        let body = request_body("m", &array, None);
+        assert_eq!(body["tools"][0]["input_schema"]["properties"]["value"]["type"], "array");
+        let reply = br#"{"content":[{"type":"tool_use","id":"t","name":"answer","input":{"value":[1]}}]}"#;
+        assert_eq!(parse_reply(reply, &array).unwrap().text, "[1]");
+        // A model that answered in text anyway: the text is checked later.
+        let reply = br#"{"content":[{"type":"text","text":"[2]"}]}"#;
+        assert_eq!(parse_reply(reply, &array).unwrap().text, "[2]");
     }
 
     #[test]
     fn temperature_only_when_asked() {
-        let r = CompletionRequest {
-            system: "s".into(),
-            user: "u".into(),
-            max_tokens: 5,
-        };
+        let r = plain();
         assert!(request_body("m", &r, None).get("temperature").is_none());
         assert!(request_body("m", &r, Some(0.0)).get("temperature").is_some());
     }

@@ -1,8 +1,10 @@
 //! The HTTP providers: Anthropic Messages and OpenAI-compatible Chat Completions over one
 //! shared `reqwest` client (connections are reused across calls).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use super::openai::SchemaFormat;
 use super::status::{classify_status, parse_retry_after};
 use super::{
     anthropic, openai, BoxFuture, CallError, Completion, CompletionRequest, ErrorKind, Provider, ProviderKind,
@@ -34,6 +36,9 @@ pub struct HttpProvider {
     /// Local OpenAI-compatible servers want `max_tokens`, api.openai.com
     /// `max_completion_tokens`.
     legacy_max_tokens: bool,
+    /// The server refused the `json_schema` response format once: `--schema` is asked for
+    /// as `json_object` with the schema beside it from then on.
+    schema_as_json_object: AtomicBool,
     redactor: Redactor,
 }
 
@@ -49,6 +54,7 @@ impl HttpProvider {
             kind: config.kind,
             http,
             legacy_max_tokens: !config.base_url.contains("api.openai.com"),
+            schema_as_json_object: AtomicBool::new(false),
             endpoint,
             redactor: Redactor::new(config.api_key.iter()),
             api_key: config.api_key,
@@ -59,6 +65,36 @@ impl HttpProvider {
     }
 
     async fn call(&self, request: &CompletionRequest) -> Result<Completion, CallError> {
+        if request.schema.is_none() || self.kind != ProviderKind::Openai {
+            return self.send(request, SchemaFormat::JsonSchema).await.map_err(|(e, _)| e);
+        }
+        let format = if self.schema_as_json_object.load(Ordering::Relaxed) {
+            SchemaFormat::JsonObject
+        } else {
+            SchemaFormat::JsonSchema
+        };
+        match self.send(request, format).await {
+            Err((_, Some((status, body))))
+                if format == SchemaFormat::JsonSchema && openai::rejects_json_schema(status, &body) =>
+            {
+                // Some servers (llama-cpp-python) take a schema only beside `json_object`.
+                tracing::debug!(
+                    status,
+                    "the server refused response_format json_schema: retrying with json_object"
+                );
+                self.schema_as_json_object.store(true, Ordering::Relaxed);
+                self.send(request, SchemaFormat::JsonObject).await.map_err(|(e, _)| e)
+            }
+            other => other.map_err(|(e, _)| e),
+        }
+    }
+
+    /// One HTTP exchange. A refusal also returns its status and (scrubbed) body.
+    async fn send(
+        &self,
+        request: &CompletionRequest,
+        schema_format: SchemaFormat,
+    ) -> Result<Completion, (CallError, Option<(u16, String)>)> {
         let (body, builder) = match self.kind {
             ProviderKind::Anthropic => {
                 let body = anthropic::request_body(&self.model, request, self.temperature);
@@ -72,7 +108,13 @@ impl HttpProvider {
                 (body, b)
             }
             ProviderKind::Openai => {
-                let body = openai::request_body(&self.model, request, self.temperature, self.legacy_max_tokens);
+                let body = openai::request_body(
+                    &self.model,
+                    request,
+                    self.temperature,
+                    self.legacy_max_tokens,
+                    schema_format,
+                );
                 let mut b = self.http.post(&self.endpoint);
                 if let Some(key) = &self.api_key {
                     b = b.bearer_auth(key.expose());
@@ -87,27 +129,35 @@ impl HttpProvider {
             .body(body.to_string())
             .send()
             .await
-            .map_err(|e| transport_error(&e, self.timeout))?;
+            .map_err(|e| (transport_error(&e, self.timeout), None))?;
         let status = response.status().as_u16();
         let retry_after = response
             .headers()
             .get("retry-after")
             .and_then(|v| v.to_str().ok())
             .and_then(parse_retry_after);
-        let bytes = response.bytes().await.map_err(|e| transport_error(&e, self.timeout))?;
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| (transport_error(&e, self.timeout), None))?;
         tracing::debug!(status, bytes = bytes.len(), "reply");
         if !(200..300).contains(&status) {
             // An error body can echo what we sent, the key included; scrubbed here, the
             // reason is safe everywhere it goes.
             let body = self.redactor.scrub(&String::from_utf8_lossy(&bytes)).into_owned();
-            return Err(classify_status(self.kind, status, &body, retry_after, &self.model));
+            let error = classify_status(self.kind, status, &body, retry_after, &self.model);
+            return Err((error, Some((status, body))));
         }
         let parsed = match self.kind {
-            ProviderKind::Anthropic => anthropic::parse_reply(&bytes),
+            ProviderKind::Anthropic => anthropic::parse_reply(&bytes, request),
             ProviderKind::Openai => openai::parse_reply(&bytes),
         };
-        let mut completion =
-            parsed.map_err(|reason| CallError::new(ErrorKind::Transient, format!("malformed reply: {reason}")))?;
+        let mut completion = parsed.map_err(|reason| {
+            (
+                CallError::new(ErrorKind::Transient, format!("malformed reply: {reason}")),
+                None,
+            )
+        })?;
         // A model that echoes the key (it was in an input file, say) must not put it in a
         // result file or the cache.
         if let std::borrow::Cow::Owned(clean) = self.redactor.scrub(&completion.text) {

@@ -70,6 +70,8 @@ pub struct CompletionRequest {
     pub system: String,
     pub user: String,
     pub max_tokens: u32,
+    /// `--schema`: ask the provider to answer with JSON that conforms to this schema.
+    pub schema: Option<std::sync::Arc<serde_json::Value>>,
 }
 
 /// Token usage of one call. `input_tokens` counts every prompt token, cached or not.

@@ -6,11 +6,21 @@ use serde_json::{json, Value};
 use super::status::ErrorDetail;
 use super::{Completion, CompletionRequest, Usage};
 
+/// How a schema is asked for: the official `json_schema` response format, or the
+/// `json_object` format with the schema beside it (llama-cpp-python and other servers that
+/// reject `json_schema` but constrain `json_object` answers to a `schema`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchemaFormat {
+    JsonSchema,
+    JsonObject,
+}
+
 pub fn request_body(
     model: &str,
     request: &CompletionRequest,
     temperature: Option<f32>,
     legacy_max_tokens: bool,
+    schema_format: SchemaFormat,
 ) -> Value {
     let mut body = json!({
         "model": model,
@@ -28,7 +38,24 @@ pub fn request_body(
     if let Some(t) = temperature {
         body["temperature"] = json!(t);
     }
+    if let Some(schema) = &request.schema {
+        body["response_format"] = match schema_format {
+            SchemaFormat::JsonSchema => json!({
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": &**schema, "strict": false},
+            }),
+            SchemaFormat::JsonObject => json!({"type": "json_object", "schema": &**schema}),
+        };
+    }
     body
+}
+
+/// The server refused the `json_schema` response format (and would take `json_object`).
+pub fn rejects_json_schema(status: u16, body: &str) -> bool {
+    (400..600).contains(&status)
+        && status != 429
+        && status != 503
+        && (body.contains("json_schema") || body.contains("response_format") || body.contains("json_object"))
 }
 
 pub fn parse_reply(bytes: &[u8]) -> Result<Completion, String> {
@@ -118,8 +145,35 @@ mod tests {
             system: "s".into(),
             user: "u".into(),
             max_tokens: 9,
+            schema: None,
         };
-        assert_eq!(request_body("m", &r, None, true)["max_tokens"], 9);
-        assert_eq!(request_body("m", &r, None, false)["max_completion_tokens"], 9);
+        assert_eq!(
+            request_body("m", &r, None, true, SchemaFormat::JsonSchema)["max_tokens"],
+            9
+        );
+        let body = request_body("m", &r, None, false, SchemaFormat::JsonSchema);
+        assert_eq!(body["max_completion_tokens"], 9);
+        assert!(body.get("response_format").is_none());
+    }
+
+    #[test]
+    fn a_schema_becomes_the_response_format() {
+        let r = CompletionRequest {
+            system: "s".into(),
+            user: "u".into(),
+            max_tokens: 9,
+            schema: Some(std::sync::Arc::new(json!({"type": "object"}))),
+        };
+        let body = request_body("m", &r, None, false, SchemaFormat::JsonSchema);
+        assert_eq!(body["response_format"]["type"], "json_schema");
+        assert_eq!(body["response_format"]["json_schema"]["schema"]["type"], "object");
+        let body = request_body("m", &r, None, false, SchemaFormat::JsonObject);
+        assert_eq!(
+            body["response_format"],
+            json!({"type": "json_object", "schema": {"type": "object"}})
+        );
+        assert!(rejects_json_schema(500, "Input should be 'text' or 'json_object'"));
+        assert!(!rejects_json_schema(429, "json_schema"));
+        assert!(!rejects_json_schema(500, "internal error"));
     }
 }

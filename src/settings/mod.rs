@@ -28,6 +28,7 @@ use crate::error::RlmError;
 use crate::printer::{ColorChoice, PrinterMode};
 use crate::provider::catalog::{self, PriceTable};
 use crate::provider::ProviderKind;
+use crate::schema::OutputSchema;
 use crate::secret::{redact_url, ApiKey, Redactor};
 
 /// Everything one `rlm batch` run needs, decided before it starts.
@@ -58,6 +59,8 @@ pub struct InputSettings {
 pub struct TaskSettings {
     pub sub_prompt: String,
     pub aggregate: AggregateStrategy,
+    /// `--schema`: the JSON Schema every answer conforms to.
+    pub schema: Option<OutputSchema>,
 }
 
 /// Who answers.
@@ -153,6 +156,7 @@ impl BatchSettings {
             pattern,
             sub_prompt,
             prompt_file,
+            schema,
             model,
             provider,
             base_url,
@@ -209,6 +213,7 @@ impl BatchSettings {
             ));
         }
 
+        let schema = schema.map(|file| OutputSchema::load(&file, &env.cwd)).transpose()?;
         let config = ProjectConfig::load(&env.cwd)?;
         let provider = resolve_provider(provider, base_url, model, context_window, temperature, env)?;
         if let (Some(window), Some(model)) = (
@@ -256,6 +261,7 @@ impl BatchSettings {
                     AggregateArg::Merge => AggregateStrategy::Merge,
                     AggregateArg::Summarize => AggregateStrategy::Summarize,
                 },
+                schema,
             },
             provider,
             budget: BudgetSettings {

@@ -772,9 +772,87 @@ fn fault_response(api: Api, fault: &Fault) -> Response {
     }
 }
 
+/// The JSON Schema a request constrains its answer to: OpenAI `response_format`
+/// (`json_schema`, or `json_object` with a `schema` beside it) or an Anthropic forced tool.
+fn requested_schema(api: Api, body: &Value) -> Option<Value> {
+    match api {
+        Api::OpenAi => {
+            let format = body.get("response_format")?;
+            format
+                .pointer("/json_schema/schema")
+                .or_else(|| format.get("schema"))
+                .cloned()
+        }
+        Api::Anthropic => {
+            let name = body.pointer("/tool_choice/name")?.as_str()?;
+            let tools = body.get("tools")?.as_array()?;
+            let tool = tools
+                .iter()
+                .find(|t| t.get("name").and_then(Value::as_str) == Some(name))?;
+            tool.get("input_schema").cloned()
+        }
+    }
+}
+
+/// A small value that conforms to `schema` (the first choice wherever there is one):
+/// what the mock answers when a schema is requested and no reply marker says otherwise.
+pub fn instance_of(schema: &Value) -> Value {
+    if let Some(c) = schema.get("const") {
+        return c.clone();
+    }
+    if let Some(first) = schema.get("enum").and_then(Value::as_array).and_then(|e| e.first()) {
+        return first.clone();
+    }
+    for key in ["anyOf", "oneOf", "allOf"] {
+        if let Some(first) = schema.get(key).and_then(Value::as_array).and_then(|e| e.first()) {
+            return instance_of(first);
+        }
+    }
+    let ty = match schema.get("type") {
+        Some(Value::String(t)) => t.as_str(),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|t| *t != "null")
+            .unwrap_or("null"),
+        _ if schema.get("properties").is_some() => "object",
+        _ if schema.get("items").is_some() => "array",
+        _ => "string",
+    };
+    match ty {
+        "object" => {
+            let mut map = serde_json::Map::new();
+            if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+                for (k, v) in props {
+                    map.insert(k.clone(), instance_of(v));
+                }
+            }
+            Value::Object(map)
+        }
+        "array" => {
+            let n = schema.get("minItems").and_then(Value::as_u64).unwrap_or(1).max(1);
+            let item = schema.get("items").map(instance_of).unwrap_or(Value::Null);
+            Value::Array((0..n).map(|_| item.clone()).collect())
+        }
+        "integer" | "number" => schema.get("minimum").cloned().unwrap_or(json!(1)),
+        "boolean" => json!(true),
+        "null" => Value::Null,
+        _ => json!("mock"),
+    }
+}
+
 fn normal_response(state: &State, api: Api, body: &Value, truncated: bool) -> Response {
     let texts = extract_texts(api, body);
-    let reply = reply_for(&texts.system, &texts.user);
+    let schema = requested_schema(api, body);
+    let reply = match &schema {
+        Some(schema) if !texts.user.contains(REPLY_OPEN) => instance_of(schema).to_string(),
+        _ => reply_for(&texts.system, &texts.user),
+    };
+    // A forced Anthropic tool answers with a tool_use block when the reply is JSON.
+    let tool_input = match (api, &schema) {
+        (Api::Anthropic, Some(_)) => serde_json::from_str::<Value>(&reply).ok(),
+        _ => None,
+    };
     let input = ceil_div4(texts.total_chars);
     let output = ceil_div4(reply.chars().count()).max(1);
     let id = state.next_id.fetch_add(1, Ordering::Relaxed);
@@ -785,8 +863,12 @@ fn normal_response(state: &State, api: Api, body: &Value, truncated: bool) -> Re
             "type": "message",
             "role": "assistant",
             "model": model,
-            "content": [{"type": "text", "text": reply}],
-            "stop_reason": if truncated { "max_tokens" } else { "end_turn" },
+            "content": match &tool_input {
+                Some(input) => json!([{"type": "tool_use", "id": format!("toolu_mock_{id}"),
+                    "name": body.pointer("/tool_choice/name").cloned().unwrap_or(Value::Null), "input": input}]),
+                None => json!([{"type": "text", "text": reply}]),
+            },
+            "stop_reason": if truncated { "max_tokens" } else if tool_input.is_some() { "tool_use" } else { "end_turn" },
             "stop_sequence": null,
             "usage": {
                 "input_tokens": input,

@@ -1,0 +1,277 @@
+//! `--schema FILE`: every answer is one JSON value that conforms to a JSON Schema.
+//!
+//! The schema is loaded and compiled once, before anything is sent, so a broken schema is a
+//! usage error. Providers are asked to constrain their output to it (OpenAI
+//! `response_format`, an Anthropic forced tool); whatever comes back is still parsed and
+//! validated here, because a local server may ignore the request. The answer that is kept is
+//! the canonical pretty-printed JSON, so `--aggregate merge` works on typed data.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::RlmError;
+use crate::input::sha256_hex;
+
+/// Most validation errors quoted back to the model or the user.
+const MAX_ERRORS: usize = 8;
+
+/// A loaded, compiled `--schema`.
+#[derive(Clone, Serialize)]
+pub struct OutputSchema {
+    /// As the user gave it (shown in messages).
+    pub path: PathBuf,
+    /// First 16 hex of sha256 of the canonical schema JSON: part of every cache key.
+    pub hash16: String,
+    #[serde(skip)]
+    pub value: Arc<Value>,
+    #[serde(skip)]
+    validator: Arc<jsonschema::Validator>,
+}
+
+impl std::fmt::Debug for OutputSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OutputSchema")
+            .field("path", &self.path)
+            .field("hash16", &self.hash16)
+            .finish()
+    }
+}
+
+/// Why an answer was not accepted.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Rejection {
+    /// No JSON value could be read from the answer.
+    NotJson(String),
+    /// JSON, but not what the schema allows (one line per error, at most [`MAX_ERRORS`]).
+    Invalid(Vec<String>),
+}
+
+impl Rejection {
+    /// The errors as a bulleted list, for the model's second attempt.
+    pub fn bullets(&self) -> String {
+        match self {
+            Rejection::NotJson(e) => format!("- the answer is not a JSON value ({e})\n"),
+            Rejection::Invalid(errors) => errors.iter().fold(String::new(), |mut s, e| {
+                let _ = writeln!(s, "- {e}");
+                s
+            }),
+        }
+    }
+
+    /// The first error, for the report.
+    pub fn first(&self) -> String {
+        match self {
+            Rejection::NotJson(e) => format!("the answer is not JSON ({e})"),
+            Rejection::Invalid(errors) => {
+                let more = errors.len().saturating_sub(1);
+                let first = errors.first().cloned().unwrap_or_default();
+                if more == 0 {
+                    first
+                } else {
+                    format!("{first} (and {more} more)")
+                }
+            }
+        }
+    }
+}
+
+impl OutputSchema {
+    /// Reads and compiles FILE (relative to `cwd`). Remote `$ref`s are not fetched: a schema
+    /// that needs one fails here with the reason.
+    pub fn load(file: &Path, cwd: &Path) -> Result<Self, RlmError> {
+        let full = if file.is_absolute() {
+            file.to_path_buf()
+        } else {
+            cwd.join(file)
+        };
+        let shown = file.display();
+        let text = std::fs::read_to_string(&full)
+            .map_err(|e| RlmError::Usage(format!("cannot read --schema {shown}: {e}: pass a JSON Schema file")))?;
+        Self::from_text(&text, file)
+    }
+
+    /// Compiles a schema given as text; `path` names it in messages.
+    pub fn from_text(text: &str, path: &Path) -> Result<Self, RlmError> {
+        let shown = path.display();
+        let value: Value = serde_json::from_str(text).map_err(|e| {
+            RlmError::Usage(format!(
+                "--schema {shown} is not JSON (line {}, column {}: {e}): fix the file",
+                e.line(),
+                e.column()
+            ))
+        })?;
+        if !matches!(value, Value::Object(_) | Value::Bool(_)) {
+            return Err(RlmError::Usage(format!(
+                "--schema {shown} is not a JSON Schema (a schema is a JSON object such as \
+                 {{\"type\": \"object\", \"properties\": {{…}}}})"
+            )));
+        }
+        let validator = jsonschema::validator_for(&value).map_err(|e| {
+            RlmError::Usage(format!(
+                "--schema {shown} is not a valid JSON Schema: {}",
+                one_line(&e.to_string())
+            ))
+        })?;
+        let hash16 = sha256_hex(value.to_string().as_bytes())[..16].to_string();
+        Ok(OutputSchema {
+            path: path.to_path_buf(),
+            hash16,
+            value: Arc::new(value),
+            validator: Arc::new(validator),
+        })
+    }
+
+    /// The JSON value in `answer`, if it conforms; else why not.
+    pub fn check(&self, answer: &str) -> Result<Value, Rejection> {
+        let value = extract_json(answer).map_err(Rejection::NotJson)?;
+        let errors: Vec<String> = self
+            .validator
+            .iter_errors(&value)
+            .take(MAX_ERRORS)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                let at = if at.is_empty() { "/".to_string() } else { at };
+                format!("at {at}: {}", one_line(&e.to_string()))
+            })
+            .collect();
+        if errors.is_empty() {
+            Ok(value)
+        } else {
+            Err(Rejection::Invalid(errors))
+        }
+    }
+
+    /// What the system prompt adds: the schema itself and the one-JSON-value rule.
+    pub fn instruction(&self) -> String {
+        let pretty = serde_json::to_string_pretty(&*self.value).unwrap_or_default();
+        format!(
+            "\n\nAnswer with one JSON value and nothing else (no prose, no code fence). It must \
+             conform to this JSON Schema:\n{pretty}\n"
+        )
+    }
+
+    /// The user message of the second attempt: the first answer and what was wrong with it.
+    pub fn retry_message(&self, user: &str, answer: &str, rejection: &Rejection) -> String {
+        let mut answer = answer.trim().to_string();
+        if answer.len() > 4000 {
+            let cut = (0..=4000).rev().find(|i| answer.is_char_boundary(*i)).unwrap_or(0);
+            answer.truncate(cut);
+            answer.push_str(" …");
+        }
+        format!(
+            "{user}\n\nYour previous answer was:\n{answer}\n\nIt was rejected because it does \
+             not conform to the JSON Schema:\n{}\nAnswer again with only a JSON value that \
+             conforms to the schema.\n",
+            rejection.bullets()
+        )
+    }
+}
+
+/// The canonical text kept for a conforming answer.
+pub fn canonical_text(value: &Value) -> String {
+    let mut s = serde_json::to_string_pretty(value).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// Reads one JSON value from a model's answer: the whole answer, the inside of a code
+/// fence, or the outermost `{…}` / `[…]` span when the model wrapped it in prose.
+pub fn extract_json(answer: &str) -> Result<Value, String> {
+    let t = answer.trim();
+    let first_error = match serde_json::from_str::<Value>(t) {
+        Ok(v) => return Ok(v),
+        Err(e) => e.to_string(),
+    };
+    if let Some(inner) = fenced(t) {
+        if let Ok(v) = serde_json::from_str::<Value>(inner.trim()) {
+            return Ok(v);
+        }
+    }
+    for (open, close) in [('{', '}'), ('[', ']')] {
+        if let (Some(start), Some(end)) = (t.find(open), t.rfind(close)) {
+            if start < end {
+                if let Ok(v) = serde_json::from_str::<Value>(&t[start..=end]) {
+                    return Ok(v);
+                }
+            }
+        }
+    }
+    Err(first_error)
+}
+
+/// The body of the first ``` fence in `text`.
+fn fenced(text: &str) -> Option<&str> {
+    let start = text.find("```")?;
+    let rest = &text[start + 3..];
+    let body_start = rest.find('\n')? + 1;
+    let body = &rest[body_start..];
+    let end = body.find("```")?;
+    Some(&body[..end])
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schema() -> OutputSchema {
+        OutputSchema::from_text(
+            r#"{"type":"object","properties":{"functions":{"type":"array","items":{"type":"string"}}},
+                "required":["functions"],"additionalProperties":false}"#,
+            Path::new("f.json"),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn accepts_conforming_answers_in_prose_or_fences() {
+        let s = schema();
+        assert_eq!(s.check(r#"{"functions":["a"]}"#).unwrap()["functions"][0], "a");
+        assert!(s.check("```json\n{\"functions\":[]}\n```").is_ok());
+        assert!(s.check("Here it is: {\"functions\":[\"b\"]} hope it helps").is_ok());
+    }
+
+    #[test]
+    fn rejects_with_located_errors() {
+        let s = schema();
+        match s.check(r#"{"functions":[1], "extra": true}"#) {
+            Err(Rejection::Invalid(errors)) => {
+                assert!(errors.iter().any(|e| e.starts_with("at /functions/0:")), "{errors:?}");
+                assert!(errors.len() >= 2);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(s.check("no json here"), Err(Rejection::NotJson(_))));
+        let retry = s.retry_message("U", "bad", &Rejection::NotJson("x".into()));
+        assert!(retry.starts_with("U\n") && retry.contains("bad") && retry.contains("- the answer is not"));
+    }
+
+    #[test]
+    fn broken_schemas_are_usage_errors() {
+        let p = Path::new("s.json");
+        for (text, needle) in [
+            ("{", "is not JSON"),
+            ("[1]", "is not a JSON Schema"),
+            (r#"{"type": "no-such-type"}"#, "not a valid JSON Schema"),
+        ] {
+            let e = OutputSchema::from_text(text, p).unwrap_err().to_string();
+            assert!(e.contains("--schema s.json") && e.contains(needle), "{e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+    }
+
+    #[test]
+    fn the_hash_follows_the_schema() {
+        let a = OutputSchema::from_text(r#"{"type":"object"}"#, Path::new("a")).unwrap();
+        let b = OutputSchema::from_text(r#"{"type":"array"}"#, Path::new("a")).unwrap();
+        assert_ne!(a.hash16, b.hash16);
+        assert_eq!(a.hash16.len(), 16);
+    }
+}
