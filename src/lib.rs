@@ -11,6 +11,7 @@ pub mod citation;
 pub mod cli;
 pub mod completions;
 pub mod content;
+pub mod content_plan;
 pub mod error;
 pub mod escape;
 pub mod exec;

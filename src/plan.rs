@@ -2,7 +2,7 @@
 //! small-file batching produce more units of the same shape.
 
 use crate::cache::{ArtifactRef, CacheKey};
-use crate::input::{sha256_hex, Manifest};
+use crate::input::{sha256_hex, InputFile, Manifest};
 use crate::prompt;
 use crate::provider::ModelInfo;
 use crate::run_dir::result_names;
@@ -41,41 +41,45 @@ pub fn batch_query(schema: Option<&OutputSchema>) -> String {
 /// Builds one unit per file with its cache key and budget check.
 pub fn plan(manifest: &Manifest, ctx: &PlanContext<'_>) -> Vec<WorkUnit> {
     let names = result_names(&manifest.files.iter().map(|f| f.display.as_str()).collect::<Vec<_>>());
-    let overhead = (prompt::BATCH_SYSTEM.len() + ctx.keys.sub_prompt.len() + 200) as u64;
     manifest
         .files
         .iter()
         .zip(names)
-        .map(|(file, result_name)| {
-            let inputs = vec![UnitInput {
-                path: file.path.clone(),
-                display: file.display.clone(),
-                content_hash: file.content_hash.clone(),
-                span: None,
-            }];
-            let bytes = file.size + 2 * file.display.len() as u64 + overhead;
-            // Conservative for the budget (3 bytes a token), rough for the estimate (4).
-            let budget_tokens = bytes.div_ceil(3);
-            let window = ctx.model.context_window;
-            let available = window.saturating_sub(u64::from(ctx.max_tokens));
-            let blocked = (ctx.model.context_window_known && budget_tokens > available).then(|| {
-                format!(
-                    "too large for the model's context budget: ~{budget_tokens} input tokens + {} output > {window} \
-                     ({}); chunking is not available yet — split the file or pass --context-window",
-                    ctx.max_tokens, ctx.model.id
-                )
-            });
-            WorkUnit {
-                id: UnitId::for_inputs(&inputs),
-                label: file.display.clone(),
-                cache_key: unit_key(&inputs, ctx.keys),
-                inputs,
-                result_name,
-                estimated_input_tokens: bytes.div_ceil(4),
-                blocked,
-            }
-        })
+        .map(|(file, result_name)| whole_file_unit(file, result_name, ctx))
         .collect()
+}
+
+/// The unit of one whole file, rendered with the generic prompt when it is dispatched.
+pub fn whole_file_unit(file: &InputFile, result_name: String, ctx: &PlanContext<'_>) -> WorkUnit {
+    let overhead = (prompt::BATCH_SYSTEM.len() + ctx.keys.sub_prompt.len() + 200) as u64;
+    let inputs = vec![UnitInput {
+        path: file.path.clone(),
+        display: file.display.clone(),
+        content_hash: file.content_hash.clone(),
+        span: None,
+    }];
+    let bytes = file.size + 2 * file.display.len() as u64 + overhead;
+    // Conservative for the budget (3 bytes a token), rough for the estimate (4).
+    let budget_tokens = bytes.div_ceil(3);
+    let window = ctx.model.context_window;
+    let available = window.saturating_sub(u64::from(ctx.max_tokens));
+    let blocked = (ctx.model.context_window_known && budget_tokens > available).then(|| {
+        format!(
+            "too large for the model's context budget: ~{budget_tokens} input tokens + {} output > {window} \
+             ({}); drop --chunking off so it is cut into chunks, or pass --context-window",
+            ctx.max_tokens, ctx.model.id
+        )
+    });
+    WorkUnit {
+        id: UnitId::for_inputs(&inputs),
+        label: file.display.clone(),
+        cache_key: unit_key(&inputs, ctx.keys),
+        inputs,
+        result_name,
+        estimated_input_tokens: bytes.div_ceil(4),
+        blocked,
+        content: None,
+    }
 }
 
 /// The cache key of a unit over these inputs (recomputed at dispatch with the hashes of

@@ -49,6 +49,18 @@ impl Delimiter {
     }
 }
 
+impl Delimiter {
+    /// `content` between delimiters it cannot forge, the tag naming `path`.
+    pub fn block(&self, path: &str, content: &str) -> String {
+        let tag = self.tag_for(content);
+        let newline = if content.ends_with('\n') { "" } else { "\n" };
+        format!(
+            "<{tag} path=\"{}\">\n{content}{newline}</{tag}>\n",
+            escape::attribute(path)
+        )
+    }
+}
+
 impl Default for Delimiter {
     fn default() -> Self {
         Self::new()

@@ -159,6 +159,9 @@ fn take_over(dir: &Path) -> Result<(), RlmError> {
         )));
     }
     sweep_temp_files(dir, Duration::ZERO);
+    if names.iter().any(|n| n == "prompts") {
+        let _ = std::fs::remove_dir_all(dir.join("prompts"));
+    }
     for name in names.iter().filter(|n| is_run_output(n)) {
         match std::fs::remove_file(dir.join(name)) {
             Ok(()) => {}

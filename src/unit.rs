@@ -100,6 +100,34 @@ pub struct WorkUnit {
     /// this reason and is never silently truncated.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub blocked: Option<String>,
+    /// Content-aware units (chunks, batches of small files) carry the prompt they send,
+    /// rendered when planned; a whole-file unit without it is rendered at dispatch.
+    #[serde(skip_serializing_if = "Option::is_none", flatten)]
+    pub content: Option<Box<UnitContent>>,
+}
+
+/// What a content-aware unit sends, and for a batch the files its answer is split into.
+#[derive(Debug, Clone, Serialize)]
+pub struct UnitContent {
+    pub content_type: crate::content::ContentType,
+    pub analyst: crate::content::Analyst,
+    /// Exactly what the analyst reads, without the delimiters.
+    #[serde(skip)]
+    pub content: String,
+    #[serde(skip)]
+    pub system: String,
+    #[serde(skip)]
+    pub user: String,
+    /// A batch's files, each with its own result file.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<BatchMember>,
+}
+
+/// One file of a batch of small files.
+#[derive(Debug, Clone, Serialize)]
+pub struct BatchMember {
+    pub path: String,
+    pub result_file: String,
 }
 
 #[cfg(test)]

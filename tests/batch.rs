@@ -608,7 +608,16 @@ fn an_unknown_model_on_a_local_server_is_not_limited_by_a_guessed_window() {
         .rlm(&batch(
             "src/*.ts",
             &url,
-            &["--provider", "openai", "--model", "local-x", "-o", "out"],
+            &[
+                "--provider",
+                "openai",
+                "--model",
+                "local-x",
+                "-o",
+                "out",
+                "--chunking",
+                "off",
+            ],
         ))
         .env_remove("ANTHROPIC_API_KEY")
         .run();
@@ -628,6 +637,8 @@ fn an_unknown_model_on_a_local_server_is_not_limited_by_a_guessed_window() {
                 "--context-window",
                 "8192",
                 "--no-cache",
+                "--chunking",
+                "off",
             ],
         ))
         .env_remove("ANTHROPIC_API_KEY")

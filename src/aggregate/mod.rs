@@ -19,6 +19,8 @@ pub enum AggregateStrategy {
     Concat,
     Merge,
     Summarize,
+    /// Phase 1 one synthesis per content type, phase 2 one cross-type report.
+    Synthesize,
 }
 
 impl AggregateStrategy {
@@ -27,6 +29,7 @@ impl AggregateStrategy {
             AggregateStrategy::Concat => "concat",
             AggregateStrategy::Merge => "merge",
             AggregateStrategy::Summarize => "summarize",
+            AggregateStrategy::Synthesize => "synthesize",
         }
     }
 }

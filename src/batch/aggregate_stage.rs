@@ -13,6 +13,10 @@ pub struct AggregateInput<'a> {
     pub pattern: &'a str,
     pub timestamp: &'a str,
     pub results: &'a [ResultItem],
+    /// The content type of each result (synthesis groups by it).
+    pub types: &'a [crate::content::ContentType],
+    pub sub_prompt: &'a str,
+    pub templates: &'a crate::content::Templates,
     pub failed: &'a [(String, String)],
     pub context_window: u64,
     pub max_tokens: u32,
@@ -24,14 +28,33 @@ pub async fn build(input: AggregateInput<'_>, exec: &mut Execution) -> Aggregate
     match input.strategy {
         AggregateStrategy::Concat => concat(),
         AggregateStrategy::Merge => aggregate::merge(input.results),
-        AggregateStrategy::Summarize if !exec.may_call() => {
+        AggregateStrategy::Summarize | AggregateStrategy::Synthesize if !exec.may_call() => {
             let message = format!(
-                "summarize skipped because {}; aggregate.md holds the concatenated results",
+                "{} skipped because {}; aggregate.md holds the concatenated results",
+                input.strategy.name(),
                 exec.why_stopped()
             );
             exec.dispatcher.emit(crate::exec::Event::Warning { message });
             concat()
         }
+        AggregateStrategy::Synthesize => match super::synthesize::synthesize(&input, exec).await {
+            Ok(text) => Aggregate {
+                markdown: format!("{}\n", text.trim_end()),
+                json: aggregate::results_as_json(input.results),
+            },
+            Err(_) if exec.interrupted => {
+                exec.dispatcher.emit(crate::exec::Event::Warning {
+                    message: "synthesize interrupted; aggregate.md holds the concatenated results".into(),
+                });
+                concat()
+            }
+            Err(reason) => {
+                exec.dispatcher.reporters.builder.add_error(format!(
+                    "synthesize failed: {reason}; aggregate.md holds the concatenated results instead"
+                ));
+                concat()
+            }
+        },
         AggregateStrategy::Summarize => match summarize(&input, exec).await {
             Ok(text) => Aggregate {
                 markdown: format!("{}\n", text.trim_end()),
@@ -71,6 +94,7 @@ async fn summarize(input: &AggregateInput<'_>, exec: &mut Execution) -> Result<S
                 } else {
                     format!("summarize (final, level {level})")
                 },
+                system: None,
                 user: prompt::render_summarize(text),
             }],
             SummaryStep::Groups(groups) => groups
@@ -79,6 +103,7 @@ async fn summarize(input: &AggregateInput<'_>, exec: &mut Execution) -> Result<S
                 .map(|(i, group)| SummaryJob {
                     id: UnitId::named(format!("summarize-{}-{}", level + 1, i + 1)),
                     label: format!("summarize (level {}, group {}/{})", level + 1, i + 1, groups.len()),
+                    system: None,
                     user: prompt::render_summarize(group),
                 })
                 .collect(),

@@ -47,6 +47,8 @@ pub enum Job {
 pub struct SummaryJob {
     pub id: UnitId,
     pub label: String,
+    /// The system message; `None` is the summarize prompt's.
+    pub system: Option<String>,
     /// The whole user message.
     pub user: String,
 }
@@ -136,6 +138,8 @@ pub fn run_job(ctx: Arc<JobContext>, job: Job) -> impl std::future::Future<Outpu
 
 /// What a unit sends, read and keyed by what is on disk now.
 struct Prepared {
+    /// A content-aware unit's analyst system message.
+    system: Option<String>,
     user: String,
     key: CacheKey,
     artifacts: Vec<ArtifactRef>,
@@ -153,10 +157,11 @@ async fn run_unit(ctx: Arc<JobContext>, unit: WorkUnit, outcome: JobOutcome, pla
         Ok(Err(reason)) => return outcome.failed(reason),
         Err(e) => return outcome.failed(format!("internal error while reading: {e}")),
     };
+    let system = prepared.system.as_deref().unwrap_or(prompt::BATCH_SYSTEM);
     let request = CompletionRequest {
         system: match &ctx.schema {
-            Some(s) => format!("{}{}", prompt::BATCH_SYSTEM, s.instruction()),
-            None => prompt::BATCH_SYSTEM.to_string(),
+            Some(s) => format!("{system}{}", s.instruction()),
+            None => system.to_string(),
         },
         user: prepared.user,
         max_tokens: ctx.max_tokens,
@@ -173,7 +178,15 @@ async fn run_unit(ctx: Arc<JobContext>, unit: WorkUnit, outcome: JobOutcome, pla
     let result_name = unit.result_name.clone();
     let persisted = {
         let ctx = ctx.clone();
-        tokio::task::spawn_blocking(move || persist(&ctx, &entry, Some(&result_name))).await
+        let unit = unit.clone();
+        tokio::task::spawn_blocking(move || {
+            let persisted = persist(&ctx, &entry, Some(&result_name));
+            if matches!(persisted, Persisted::Done) {
+                write_members(&ctx.run_dir, &unit, &entry.text);
+            }
+            persisted
+        })
+        .await
     };
     finish_persist(outcome, persisted, Some(unit.result_name))
 }
@@ -184,10 +197,11 @@ async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutc
         artifact_id: "summarize-input".to_string(),
         content_hash: sha256_hex(job.user.as_bytes()),
     }];
-    let query = format!(
-        "rlm-summarize/v1:{}",
-        &sha256_hex(prompt::SUMMARIZE_SYSTEM.as_bytes())[..16]
-    );
+    let system = job
+        .system
+        .clone()
+        .unwrap_or_else(|| prompt::SUMMARIZE_SYSTEM.to_string());
+    let query = format!("rlm-summarize/v1:{}", &sha256_hex(system.as_bytes())[..16]);
     let key = CacheKey::new(
         &artifacts,
         &query,
@@ -218,7 +232,7 @@ async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutc
         return outcome.failed("--cache-only: this summary is not cached".into());
     }
     let request = CompletionRequest {
-        system: prompt::SUMMARIZE_SYSTEM.to_string(),
+        system,
         user: job.user,
         max_tokens: ctx.max_tokens,
         schema: None,
@@ -269,6 +283,25 @@ async fn call(
         Err(CallFailure::Halted) => outcome.failure = Some(JobFailure::Halted),
     }
     outcome
+}
+
+/// A batch's answer split into one result file per member file (best effort: the batch's
+/// own result file holds the whole answer).
+pub fn write_members(run_dir: &RunDir, unit: &WorkUnit, text: &str) {
+    let Some(content) = unit.content.as_deref().filter(|c| !c.members.is_empty()) else {
+        return;
+    };
+    let paths: Vec<&str> = content.members.iter().map(|m| m.path.as_str()).collect();
+    let split = crate::content::split_batch_answer(text, &paths);
+    for (member, part) in content.members.iter().zip(split.per_file) {
+        let body = part.unwrap_or_else(|| {
+            format!(
+                "(the batch answer has no section for this file: see {} for the whole answer)\n",
+                unit.result_name
+            )
+        });
+        let _ = run_dir.write(&member.result_file, &body);
+    }
 }
 
 /// `--schema`: keeps a conforming answer in canonical form; asks once more, with the
@@ -335,6 +368,23 @@ fn rejected_name(result_name: &str) -> String {
 
 /// Reads a unit's inputs, re-hashes what it read and renders the message.
 fn prepare(ctx: &JobContext, unit: &WorkUnit) -> Result<Prepared, String> {
+    if let Some(content) = &unit.content {
+        // Rendered when planned, keyed by the hashes read then.
+        keep_prompt(ctx, unit, &content.system, &content.user);
+        return Ok(Prepared {
+            system: Some(content.system.clone()),
+            user: content.user.clone(),
+            key: unit.cache_key.clone(),
+            artifacts: unit
+                .inputs
+                .iter()
+                .map(|i| ArtifactRef {
+                    artifact_id: i.artifact_id(),
+                    content_hash: i.content_hash.clone(),
+                })
+                .collect(),
+        });
+    }
     let mut inputs = unit.inputs.clone();
     let mut user = String::new();
     for input in &mut inputs {
@@ -360,11 +410,20 @@ fn prepare(ctx: &JobContext, unit: &WorkUnit) -> Result<Prepared, String> {
             content_hash: i.content_hash.clone(),
         })
         .collect();
+    keep_prompt(ctx, unit, prompt::BATCH_SYSTEM, &user);
     Ok(Prepared {
+        system: None,
         user,
         key: unit_key(&inputs, &ctx.keys),
         artifacts,
     })
+}
+
+/// `prompts/<unit id>.md` in the run directory: what this unit sends, to inspect or replay.
+/// Best effort: a prompt that cannot be kept does not stop the call.
+fn keep_prompt(ctx: &JobContext, unit: &WorkUnit, system: &str, user: &str) {
+    let text = format!("<!-- system -->\n{system}\n<!-- user -->\n{user}");
+    let _ = ctx.run_dir.write(&format!("prompts/{}.md", unit.id), &text);
 }
 
 /// Lines `start..=end` (1-based) of `text`, with their line endings.

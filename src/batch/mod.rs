@@ -10,8 +10,10 @@ mod estimate;
 mod execution;
 mod job;
 mod output;
+mod plan_json;
 mod prepass;
 mod startup;
+mod synthesize;
 mod write;
 
 use std::sync::Arc;
@@ -19,6 +21,7 @@ use std::time::Instant;
 
 use crate::aggregate::ResultItem;
 use crate::cache::{Cache, CacheMode};
+use crate::content_plan::{self, ContentOptions};
 use crate::error::{ExitStatus, RlmError};
 use crate::exec::{CallContext, Event, Limiter, RetryPolicy};
 use crate::plan::{self, KeyParts, PlanContext};
@@ -62,13 +65,22 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
         model: model.id.clone(),
         endpoint: settings.provider.endpoint_identity(),
     };
-    let units = plan::plan(
+    let delimiter = Delimiter::new();
+    let content = ContentOptions {
+        chunking: settings.task.chunking,
+        batch_small: settings.task.batch_small,
+        focus: settings.task.focus,
+        templates: content_plan::load_templates(&settings.rlm_dir())?,
+    };
+    let units = content_plan::plan(
         &manifest,
         &PlanContext {
             keys: &keys,
             model: &model,
             max_tokens: settings.provider.max_tokens,
         },
+        &content,
+        &delimiter,
     );
 
     // Cache pre-pass, estimate, and the checks that come before any call.
@@ -85,6 +97,7 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
         units: &units,
         pre: &pre,
         estimate: &estimate,
+        delimiter: &delimiter,
     };
     if let Some(w) = &settings.exec.parallelism.warning {
         printer.warn(w);
@@ -139,7 +152,7 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
         cache: cache.clone(),
         run_dir: run_dir.clone(),
         keys,
-        delimiter: Delimiter::new(),
+        delimiter,
         max_tokens: settings.provider.max_tokens,
         schema: settings.task.schema.clone(),
         read_cache: settings.exec.cache_mode.reads(),
@@ -170,6 +183,14 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
             })
         })
         .collect();
+    let types: Vec<crate::content::ContentType> = units
+        .iter()
+        .filter(|u| exec.dispatcher.texts.contains_key(&u.id))
+        .map(|u| match &u.content {
+            Some(c) => c.content_type,
+            None => crate::content::detect(&u.label, "").content_type,
+        })
+        .collect();
     let mut paths = write::AggregatePaths::default();
     if !results.is_empty() {
         let failed = exec.dispatcher.reporters.builder.failed_so_far();
@@ -179,6 +200,9 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
                 pattern: &settings.input.pattern,
                 timestamp: &run_dir.timestamp,
                 results: &results,
+                types: &types,
+                sub_prompt: &settings.task.sub_prompt,
+                templates: &content.templates,
                 failed: &failed,
                 context_window: model.context_window,
                 max_tokens: settings.provider.max_tokens,

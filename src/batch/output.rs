@@ -29,6 +29,7 @@ pub struct PlanView<'a> {
     pub units: &'a [WorkUnit],
     pub pre: &'a Prepass,
     pub estimate: &'a Estimate,
+    pub delimiter: &'a crate::prompt::Delimiter,
 }
 
 /// The seed's "RLM Batch Initialized" block.
@@ -87,6 +88,7 @@ pub fn dry_run(printer: &Printer, view: &PlanView<'_>, blocker: Option<&str>) {
         units,
         pre,
         estimate,
+        delimiter,
     } = view;
     let verdict = match (blocker, estimate::verdict(settings, estimate.usd)) {
         (Some(b), _) => format!("cannot start: {b}"),
@@ -106,10 +108,9 @@ pub fn dry_run(printer: &Printer, view: &PlanView<'_>, blocker: Option<&str>) {
                     .filter_map(|input| manifest.files.iter().find(|f| f.display == input.display))
                     .map(|f| f.size)
                     .sum();
-                json!({
+                let mut entry = json!({
                     "id": u.id,
                     "path": u.label,
-                    "inputs": u.inputs,
                     "bytes": size,
                     "content_hash": u.inputs.first().map(|i| i.content_hash.as_str()),
                     "cache_key": u.cache_key.as_str(),
@@ -117,7 +118,19 @@ pub fn dry_run(printer: &Printer, view: &PlanView<'_>, blocker: Option<&str>) {
                     "result_file": u.result_name,
                     "estimated_input_tokens": u.estimated_input_tokens,
                     "blocked": u.blocked,
-                })
+                    "batch_files": u.content.as_ref().map(|c| &c.members),
+                });
+                let extra = super::plan_json::unit(
+                    u,
+                    &manifest.files,
+                    &settings.task.sub_prompt,
+                    delimiter,
+                    settings.task.schema.as_ref(),
+                );
+                if let (Some(entry), serde_json::Value::Object(extra)) = (entry.as_object_mut(), extra) {
+                    entry.extend(extra);
+                }
+                entry
             })
             .collect();
         let estimate_json = json!({
@@ -133,7 +146,7 @@ pub fn dry_run(printer: &Printer, view: &PlanView<'_>, blocker: Option<&str>) {
             "provider": settings.provider.kind.name(),
             "max_parallel": settings.exec.parallelism.width,
             "aggregate": settings.task.aggregate.name(),
-            "files": manifest.files,
+            "files": manifest.files.iter().map(super::plan_json::file).collect::<Vec<_>>(),
             "skipped": manifest.skipped,
             "unreadable": manifest.unreadable,
             "cache_hits": pre.hits.len(),

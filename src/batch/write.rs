@@ -29,6 +29,10 @@ pub fn plan_files(
     printer: &Printer,
 ) {
     let plan = serde_json::json!({ "manifest": manifest, "units": units });
+    // Each dispatched unit's prompt goes in prompts/ (see job::keep_prompt).
+    if let Err(e) = std::fs::create_dir_all(run_dir.dir.join("prompts")) {
+        printer.warn(&format!("cannot create the prompts directory: {e}"));
+    }
     for (name, value) in [
         ("settings.json", serde_json::to_value(settings).unwrap_or_default()),
         ("plan.json", plan),
@@ -49,7 +53,11 @@ pub fn cache_hits(
     blocked: Vec<(usize, String)>,
 ) {
     let written = crate::parallel::map(&hits, crate::parallel::io_threads(), |(i, entry)| {
-        run_dir.write(&units[*i].result_name, &entry.text)
+        let written = run_dir.write(&units[*i].result_name, &entry.text);
+        if written.is_ok() {
+            super::job::write_members(run_dir, &units[*i], &entry.text);
+        }
+        written
     });
     for ((i, entry), written) in hits.into_iter().zip(written) {
         let unit = &units[i];

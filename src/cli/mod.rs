@@ -124,6 +124,21 @@ pub struct BatchArgs {
     #[arg(long, value_name = "FILE")]
     pub schema: Option<PathBuf>,
 
+    /// Cut files over 1500 lines, or over the model's context budget, into chunks along
+    /// their structure (functions, CSV rows, JSON elements, headings, log windows), each
+    /// read by an analyst for its content type. `off` sends every file whole.
+    #[arg(long, value_enum, default_value_t = ChunkingArg::Auto, value_name = "WHEN")]
+    pub chunking: ChunkingArg,
+
+    /// Batch small files of one content type into shared calls (at most 1500 combined
+    /// lines); each file still gets its own result file, split from the batch's answer.
+    #[arg(long)]
+    pub batch_small: bool,
+
+    /// What the code analyst looks for in chunks and batches.
+    #[arg(long, value_enum, default_value_t = FocusArg::General)]
+    pub focus: FocusArg,
+
     /// Model: `haiku`, `sonnet`, `opus` (Claude aliases) or any model id the provider knows.
     /// [default: sonnet on Anthropic, gpt-4.1-mini on api.openai.com, the one model another
     /// OpenAI-compatible server lists at /v1/models]
@@ -238,6 +253,33 @@ pub enum AggregateArg {
     Concat,
     Merge,
     Summarize,
+    /// One synthesis per content type, then one cross-type report.
+    Synthesize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ChunkingArg {
+    Auto,
+    Off,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FocusArg {
+    General,
+    Security,
+    Architecture,
+    Performance,
+}
+
+impl From<FocusArg> for crate::content::Focus {
+    fn from(arg: FocusArg) -> Self {
+        match arg {
+            FocusArg::General => Self::General,
+            FocusArg::Security => Self::Security,
+            FocusArg::Architecture => Self::Architecture,
+            FocusArg::Performance => Self::Performance,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

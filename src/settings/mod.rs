@@ -23,7 +23,7 @@ use serde::Serialize;
 
 use crate::aggregate::AggregateStrategy;
 use crate::cache::CacheMode;
-use crate::cli::{AggregateArg, BatchArgs, ColorArg, ProviderArg};
+use crate::cli::{AggregateArg, BatchArgs, ChunkingArg, ColorArg, ProviderArg};
 use crate::error::RlmError;
 use crate::printer::{ColorChoice, PrinterMode};
 use crate::provider::catalog::{self, PriceTable};
@@ -61,6 +61,11 @@ pub struct TaskSettings {
     pub aggregate: AggregateStrategy,
     /// `--schema`: the JSON Schema every answer conforms to.
     pub schema: Option<OutputSchema>,
+    /// `--chunking auto` (true) or `off`.
+    pub chunking: bool,
+    /// `--batch-small`.
+    pub batch_small: bool,
+    pub focus: crate::content::Focus,
 }
 
 /// Who answers.
@@ -157,6 +162,9 @@ impl BatchSettings {
             sub_prompt,
             prompt_file,
             schema,
+            chunking,
+            batch_small,
+            focus,
             model,
             provider,
             base_url,
@@ -260,8 +268,12 @@ impl BatchSettings {
                     AggregateArg::Concat => AggregateStrategy::Concat,
                     AggregateArg::Merge => AggregateStrategy::Merge,
                     AggregateArg::Summarize => AggregateStrategy::Summarize,
+                    AggregateArg::Synthesize => AggregateStrategy::Synthesize,
                 },
                 schema,
+                chunking: chunking == ChunkingArg::Auto,
+                batch_small,
+                focus: focus.into(),
             },
             provider,
             budget: BudgetSettings {

@@ -1,0 +1,70 @@
+//! `--aggregate synthesize`: phase 1 one synthesis call per content type (in parallel, in
+//! the run's pool), phase 2 one cross-type call that writes the final report (per-file
+//! findings, cross-file analysis, recommendations).
+
+use std::collections::BTreeMap;
+
+use super::aggregate_stage::AggregateInput;
+use super::execution::Execution;
+use super::job::{Job, SummaryJob};
+use crate::content::{render_cross_synthesis, render_type_synthesis, ContentType};
+use crate::escape;
+use crate::unit::UnitId;
+
+/// The final report's text, or why it could not be written.
+pub async fn synthesize(input: &AggregateInput<'_>, exec: &mut Execution) -> Result<String, String> {
+    let mut groups: BTreeMap<ContentType, String> = BTreeMap::new();
+    for (result, content_type) in input.results.iter().zip(input.types) {
+        let text = groups.entry(*content_type).or_default();
+        text.push_str(&format!(
+            "### {}\n\n{}\n\n",
+            escape::name(&result.path),
+            result.text.trim()
+        ));
+    }
+
+    // Phase 1: one call per content type.
+    let jobs: Vec<SummaryJob> = groups
+        .iter()
+        .map(|(content_type, results)| {
+            let prompt = render_type_synthesis(input.templates, input.sub_prompt, *content_type, results);
+            SummaryJob {
+                id: UnitId::named(format!("synthesize-{content_type}")),
+                label: format!("synthesize {content_type}"),
+                system: Some(prompt.system),
+                user: prompt.user,
+            }
+        })
+        .collect();
+    let ids: Vec<(ContentType, UnitId)> = groups.keys().copied().zip(jobs.iter().map(|j| j.id.clone())).collect();
+    exec.run_phase(jobs.into_iter().map(Job::Summary).collect()).await;
+    let mut summaries = String::new();
+    for (content_type, id) in &ids {
+        let text = phase_text(exec, id)?;
+        summaries.push_str(&format!("## {content_type}\n\n{}\n\n", text.trim()));
+    }
+
+    // Phase 2: the cross-type report.
+    let prompt = render_cross_synthesis(input.templates, input.sub_prompt, &summaries);
+    let id = UnitId::named("synthesize");
+    let job = SummaryJob {
+        id: id.clone(),
+        label: "synthesize (cross-type report)".to_string(),
+        system: Some(prompt.system),
+        user: prompt.user,
+    };
+    exec.run_phase(vec![Job::Summary(job)]).await;
+    phase_text(exec, &id)
+}
+
+fn phase_text(exec: &Execution, id: &UnitId) -> Result<String, String> {
+    match exec.dispatcher.texts.get(id) {
+        Some(t) => Ok(t.clone()),
+        None => Err(exec
+            .dispatcher
+            .reporters
+            .builder
+            .aggregate_failure(id)
+            .unwrap_or_else(|| exec.why_stopped().to_string())),
+    }
+}
