@@ -8,6 +8,7 @@ mod aggregate_stage;
 mod dispatcher;
 mod estimate;
 mod execution;
+mod findings_stage;
 mod job;
 mod output;
 mod plan_json;
@@ -45,6 +46,10 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
 
     // Inputs → manifest.
     let manifest = startup::resolve_inputs(&settings)?;
+    if manifest.files.is_empty() {
+        // A list-based axis (changed files, a file list) selected nothing: nothing to do.
+        return Ok(nothing_to_do(&settings, &manifest, &printer));
+    }
     let mut blocker = settings.provider.blocker.clone();
     if let (Some(b), false) = (&blocker, settings.output.dry_run) {
         return Err(RlmError::Usage(b.clone()));
@@ -221,9 +226,42 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
     // Report.
     tracing::debug!("aggregate written");
     exec.dispatcher.reporters.progress.finish();
-    let report = write::report(&mut exec, &run_dir, &settings, paths, started, started_at, &printer);
+    let collected = findings_stage::collect(&settings, &units, &exec.dispatcher.texts);
+    let findings = findings_stage::write(&settings, &run_dir, &collected, &printer);
+    let report = write::report(
+        &mut exec, &run_dir, &settings, paths, started, started_at, &printer, findings,
+    );
+    findings_stage::publish(&settings, &collected, &report.to_markdown(), &printer);
     output::completion(&printer, &report, settings.output.quiet);
     Ok(report.status.exit_status())
+}
+
+/// The end of a run whose input list selected no file: said plainly, exit 0, and with
+/// `--json` one document that says so (plus an empty SARIF log at `--sarif`).
+fn nothing_to_do(settings: &BatchSettings, manifest: &crate::input::Manifest, printer: &Printer) -> ExitStatus {
+    findings_stage::write_empty(settings, printer);
+    let message = format!(
+        "no files to process: {} selected none{}; nothing was sent",
+        settings.input.pattern,
+        if manifest.skipped.is_empty() {
+            String::new()
+        } else {
+            format!(" ({} listed but skipped)", manifest.skipped.len())
+        }
+    );
+    if settings.output.json {
+        printer.json(&serde_json::json!({
+            "status": "success",
+            "files_matched": manifest.matched(),
+            "succeeded": 0,
+            "skipped": manifest.skipped,
+            "message": message,
+            "findings": {"error": 0, "warning": 0, "note": 0},
+        }));
+    } else {
+        printer.banner(&format!("rlm: {message}"));
+    }
+    ExitStatus::Success
 }
 
 /// What the report says that events do not.

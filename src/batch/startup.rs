@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use crate::error::RlmError;
-use crate::input::{resolve_glob, Manifest, WalkOptions};
+use crate::input::changed::changed_since;
+use crate::input::files_from::{read_files_from, ListSeparator};
+use crate::input::{resolve_glob, resolve_list, ListFilter, Manifest, WalkOptions};
 use crate::printer::Printer;
 use crate::provider::discovery::discover_model;
 use crate::provider::{HttpConfig, HttpProvider, ModelInfo, Provider};
@@ -21,7 +23,32 @@ pub fn resolve_inputs(settings: &BatchSettings) -> Result<Manifest, RlmError> {
     };
     let manifest = match &input.source {
         InputSource::Glob { pattern } => resolve_glob(&settings.cwd, pattern, &walk)?,
+        InputSource::FilesFrom { list, null, filter } => {
+            let separator = if *null {
+                ListSeparator::Nul
+            } else {
+                ListSeparator::Newline
+            };
+            let paths =
+                read_files_from(list, separator, &mut std::io::stdin()).map_err(|e| RlmError::Usage(e.to_string()))?;
+            let filter = ListFilter {
+                pattern: filter.as_deref(),
+                default_exclusions: false,
+            };
+            resolve_list(&settings.cwd, paths, filter, &walk)?
+        }
+        InputSource::ChangedSince { reference, filter } => {
+            let paths = changed_since(reference, &settings.cwd).map_err(|e| RlmError::Usage(e.to_string()))?;
+            let filter = ListFilter {
+                pattern: filter.as_deref(),
+                default_exclusions: true,
+            };
+            resolve_list(&settings.cwd, paths, filter, &walk)?
+        }
     };
+    if manifest.files.is_empty() && input.source.empty_is_success() {
+        return Ok(manifest);
+    }
     tracing::debug!(
         files = manifest.files.len(),
         skipped = manifest.skipped.len(),

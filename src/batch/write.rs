@@ -127,6 +127,7 @@ pub fn aggregate(run_dir: &RunDir, cwd: &Path, aggregate: &Aggregate, builder: &
 }
 
 /// Builds the report and writes it (`report.json` and the markdown report).
+#[allow(clippy::too_many_arguments)]
 pub fn report(
     exec: &mut Execution,
     run_dir: &RunDir,
@@ -135,6 +136,7 @@ pub fn report(
     started: Instant,
     started_at: jiff::Timestamp,
     printer: &Printer,
+    findings: Option<crate::report::FindingsSummary>,
 ) -> RunReport {
     let reporters = &mut exec.dispatcher.reporters;
     let events_path = reporters.log.as_mut().map(|log| {
@@ -154,6 +156,12 @@ pub fn report(
         aggregate_json_path: paths.json,
         events_path,
     });
+    if let Some(f) = &findings {
+        if f.failed_on.is_some() && report.status == RunStatus::Success {
+            report.status = RunStatus::Partial;
+        }
+    }
+    report.findings = findings;
     let json = serde_json::to_string_pretty(&report).unwrap_or_default();
     let written = run_dir
         .write("report.json", &json)

@@ -101,7 +101,7 @@ pub struct ManArgs {
 #[command(
     after_help = "Exit codes: 0 success, 1 some files failed (answers already paid for are cached), \
 2 usage or input error (nothing was sent), 3 nothing succeeded or the provider refused the request, \
-130 interrupted."
+130 interrupted. With --fail-on LEVEL, 1 also when a finding at or above LEVEL exists."
 )]
 pub struct BatchArgs {
     /// Files to process: a glob relative to the current directory or absolute
@@ -117,6 +117,31 @@ pub struct BatchArgs {
     /// Read the prompt from FILE (`-` for stdin) instead of the command line.
     #[arg(long, value_name = "FILE")]
     pub prompt_file: Option<PathBuf>,
+
+    /// Process the files listed in LIST (one path per line; `-` reads stdin) instead of a
+    /// pattern; a pattern given too keeps only the listed files it matches.
+    #[arg(long, value_name = "LIST", conflicts_with = "changed_since")]
+    pub files_from: Option<PathBuf>,
+
+    /// The --files-from list is NUL-separated (as `git diff -z` and `find -print0` write).
+    #[arg(long, requires = "files_from")]
+    pub null: bool,
+
+    /// Process the files added or modified since REF (a branch, tag or commit: its merge
+    /// base with HEAD, as a pull request sees it); deleted files are never inputs. A pattern
+    /// given too keeps only the changed files it matches. No changed file: exit 0.
+    #[arg(long, value_name = "REF")]
+    pub changed_since: Option<String>,
+
+    /// Also write the findings as SARIF 2.1.0 to PATH (always written as results.sarif in
+    /// the run directory when there are findings).
+    #[arg(long, value_name = "PATH")]
+    pub sarif: Option<PathBuf>,
+
+    /// Exit 1 when a finding at or above this level exists (without it, findings never
+    /// change the exit code).
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    pub fail_on: Option<FailOnArg>,
 
     /// Every answer must be one JSON value that conforms to this JSON Schema: the provider
     /// is asked to constrain its output, each answer is validated, and one that does not
@@ -255,6 +280,23 @@ pub enum AggregateArg {
     Summarize,
     /// One synthesis per content type, then one cross-type report.
     Synthesize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOnArg {
+    Error,
+    Warning,
+    Note,
+}
+
+impl From<FailOnArg> for crate::findings::FailOn {
+    fn from(arg: FailOnArg) -> Self {
+        match arg {
+            FailOnArg::Error => Self::Error,
+            FailOnArg::Warning => Self::Warning,
+            FailOnArg::Note => Self::Note,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -165,7 +165,7 @@ pub fn resolve_glob(cwd: &Path, pattern: &str, opts: &WalkOptions) -> Result<Man
 }
 
 /// Why a symbolic link is not followed: its target lies outside `boundary`, or it has none.
-fn link_leaves(link: &Path, boundary: &Path) -> Option<String> {
+pub(super) fn link_leaves(link: &Path, boundary: &Path) -> Option<String> {
     match link.canonicalize() {
         Ok(target) if target.starts_with(boundary) => None,
         Ok(target) => Some(format!(

@@ -7,9 +7,11 @@ pub mod changed;
 mod exclusions;
 pub mod files_from;
 mod glob;
+mod list;
 mod read;
 
 pub use glob::resolve_glob;
+pub use list::{resolve_list, ListFilter};
 pub use read::count_lines;
 
 use std::path::PathBuf;

@@ -93,6 +93,19 @@ impl RunReport {
         if let Some(p) = &self.aggregate_json_path {
             let _ = writeln!(md, "Aggregate (JSON): {p}");
         }
+        if let Some(f) = &self.findings {
+            let _ = writeln!(
+                md,
+                "Findings: {} error, {} warning, {} note{}",
+                f.error,
+                f.warning,
+                f.note,
+                f.sarif.as_deref().map(|p| format!(" (SARIF: {p})")).unwrap_or_default()
+            );
+            if let Some(why) = &f.failed_on {
+                let _ = writeln!(md, "Failed on: {why}");
+            }
+        }
         let _ = write!(md, "\n## Next Steps\n\n");
         for step in self.next_steps() {
             let _ = writeln!(md, "- {step}");

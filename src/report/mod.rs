@@ -166,6 +166,21 @@ pub struct RunReport {
     pub warnings: Vec<String>,
     pub units: Vec<UnitRecord>,
     pub aggregate_calls: Vec<CallRecord>,
+    /// Located findings read from the answers (CI): counts per level and the SARIF file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub findings: Option<FindingsSummary>,
+}
+
+/// What the findings of a run came to.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FindingsSummary {
+    pub error: usize,
+    pub warning: usize,
+    pub note: usize,
+    /// `results.sarif` in the run directory, as printed.
+    pub sarif: Option<String>,
+    /// `--fail-on` was given and a finding reached it.
+    pub failed_on: Option<String>,
 }
 
 impl RunReport {

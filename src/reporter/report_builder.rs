@@ -195,6 +195,7 @@ impl ReportBuilder {
             warnings,
             units: Vec::new(),
             aggregate_calls: calls,
+            findings: None,
         };
         for record in &mut records {
             match record.status {

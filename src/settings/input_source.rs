@@ -15,14 +15,40 @@ use crate::error::RlmError;
 pub enum InputSource {
     /// A glob relative to the working directory, or absolute.
     Glob { pattern: String },
+    /// `--files-from LIST` (`-` for stdin; `--null` for NUL-separated), optionally filtered
+    /// by a pattern.
+    FilesFrom {
+        list: std::path::PathBuf,
+        null: bool,
+        filter: Option<String>,
+    },
+    /// `--changed-since REF`: files added, copied, modified or renamed between the merge
+    /// base of REF and HEAD, optionally filtered by a pattern.
+    ChangedSince { reference: String, filter: Option<String> },
 }
 
 impl InputSource {
     /// What the user named, as the banner and the report show it.
     pub fn label(&self) -> String {
+        let filtered = |what: String, filter: &Option<String>| match filter {
+            Some(f) => format!("{what} matching {f}"),
+            None => what,
+        };
         match self {
             InputSource::Glob { pattern } => pattern.clone(),
+            InputSource::FilesFrom { list, filter, .. } => {
+                filtered(format!("files listed in {}", list.display()), filter)
+            }
+            InputSource::ChangedSince { reference, filter } => {
+                filtered(format!("files changed since {reference}"), filter)
+            }
         }
+    }
+
+    /// A list-based axis: an empty selection is a successful run with nothing to do (a pull
+    /// request that touches no matching file), not a usage error.
+    pub fn empty_is_success(&self) -> bool {
+        !matches!(self, InputSource::Glob { .. })
     }
 }
 

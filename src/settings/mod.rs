@@ -61,6 +61,11 @@ pub struct TaskSettings {
     pub aggregate: AggregateStrategy,
     /// `--schema`: the JSON Schema every answer conforms to.
     pub schema: Option<OutputSchema>,
+    /// `--sarif PATH`: where the findings also go as SARIF.
+    pub sarif: Option<PathBuf>,
+    /// `--fail-on`: the finding level that fails the run.
+    #[serde(skip)]
+    pub fail_on: Option<crate::findings::FailOn>,
     /// `--chunking auto` (true) or `off`.
     pub chunking: bool,
     /// `--batch-small`.
@@ -122,6 +127,10 @@ pub struct OutputSettings {
     pub no_color: bool,
     pub stderr_is_terminal: bool,
     pub stdin_is_terminal: bool,
+    /// `GITHUB_ACTIONS=true`: findings are also printed as workflow-command annotations.
+    pub github_actions: bool,
+    /// `GITHUB_STEP_SUMMARY`: the completion report (and findings) are appended to it.
+    pub step_summary: Option<PathBuf>,
 }
 
 impl OutputSettings {
@@ -161,6 +170,11 @@ impl BatchSettings {
             pattern,
             sub_prompt,
             prompt_file,
+            files_from,
+            null,
+            changed_since,
+            sarif,
+            fail_on,
             schema,
             chunking,
             batch_small,
@@ -190,20 +204,44 @@ impl BatchSettings {
             follow_links,
         } = args;
 
+        if prompt_file.as_deref() == Some(Path::new("-")) && files_from.as_deref() == Some(Path::new("-")) {
+            return Err(RlmError::Usage(
+                "--prompt-file - and --files-from - both read standard input: put one of them in a file".into(),
+            ));
+        }
+        let axis_flag = if files_from.is_some() {
+            Some("--files-from")
+        } else if changed_since.is_some() {
+            Some("--changed-since")
+        } else {
+            None
+        };
         let Positionals { pattern, prompt } =
-            sort_positionals(pattern, sub_prompt, None, false, prompt_file.is_some())?;
-        let source = match pattern {
-            Some(pattern) if pattern.trim().is_empty() => {
-                return Err(RlmError::Usage(
-                    "the file pattern is empty: pass a glob such as 'src/**/*.ts'".into(),
-                ))
-            }
-            Some(pattern) => InputSource::Glob { pattern },
-            None => {
-                return Err(RlmError::Usage(
-                    "no files named: pass a pattern such as 'src/**/*.ts'".into(),
-                ))
-            }
+            sort_positionals(pattern, sub_prompt, axis_flag, true, prompt_file.is_some())?;
+        let source = match (pattern, files_from, changed_since) {
+            (filter, Some(list), _) => InputSource::FilesFrom {
+                list: if list == Path::new("-") || list.is_absolute() {
+                    list
+                } else {
+                    env.cwd.join(list)
+                },
+                null,
+                filter,
+            },
+            (filter, None, Some(reference)) => InputSource::ChangedSince { reference, filter },
+            (pattern, None, None) => match pattern {
+                Some(pattern) if pattern.trim().is_empty() => {
+                    return Err(RlmError::Usage(
+                        "the file pattern is empty: pass a glob such as 'src/**/*.ts'".into(),
+                    ))
+                }
+                Some(pattern) => InputSource::Glob { pattern },
+                None => {
+                    return Err(RlmError::Usage(
+                        "no files named: pass a pattern such as 'src/**/*.ts'".into(),
+                    ))
+                }
+            },
         };
         let sub_prompt = match (prompt, prompt_file) {
             (Some(p), _) => p,
@@ -271,6 +309,8 @@ impl BatchSettings {
                     AggregateArg::Synthesize => AggregateStrategy::Synthesize,
                 },
                 schema,
+                sarif: sarif.map(|p| if p.is_absolute() { p } else { env.cwd.join(p) }),
+                fail_on: fail_on.map(Into::into),
                 chunking: chunking == ChunkingArg::Auto,
                 batch_small,
                 focus: focus.into(),
@@ -304,6 +344,8 @@ impl BatchSettings {
                 no_color: env.var("NO_COLOR").is_some(),
                 stderr_is_terminal: env.stderr_is_terminal,
                 stdin_is_terminal: env.stdin_is_terminal,
+                github_actions: env.var("GITHUB_ACTIONS") == Some("true"),
+                step_summary: env.var("GITHUB_STEP_SUMMARY").map(PathBuf::from),
             },
             cwd: env.cwd.clone(),
         })

@@ -1,0 +1,379 @@
+//! CI inputs and outputs through the binary: `--changed-since` in a real git repository,
+//! `--files-from` (and `--null`), a pattern as their filter, findings written as SARIF,
+//! GitHub annotations and step summary, `--fail-on`, and an empty change set exiting 0.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+use support::mock_llm::*;
+use support::*;
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .expect("git runs (the CI tests need git)");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A file whose call the mock answers with one finding at `line` of `level`.
+fn with_finding(path: &str, line: u32, level: &str) -> String {
+    let answer = format!(
+        r#"{{"findings": [{{"path": "{path}", "line": {line}, "severity": "{level}", "type": "bug", "message": "a {level} here"}}]}}"#
+    );
+    format!("export const x = 1;\n// {}\n", reply_marker(&answer))
+}
+
+/// A repository with a base commit (tagged `base`) and a head commit that modifies a.ts,
+/// adds c.ts and c.md, and deletes b.ts.
+fn repo() -> Project {
+    let p = Project::new()
+        .file("src/a.ts", "export const a = 1;\n")
+        .file("src/b.ts", "export const b = 1;\n")
+        .file("src/keep.ts", "export const k = 1;\n");
+    git(p.path(), &["init", "-q", "-b", "main"]);
+    git(p.path(), &["add", "."]);
+    git(p.path(), &["commit", "-qm", "base"]);
+    git(p.path(), &["tag", "base"]);
+    p.write("src/a.ts", &with_finding("src/a.ts", 2, "error"));
+    p.write("src/c.ts", "export const c = 1;\n");
+    p.write("docs/c.md", "# c\n");
+    std::fs::remove_file(p.path().join("src/b.ts")).unwrap();
+    git(p.path(), &["add", "-A"]);
+    git(p.path(), &["commit", "-qm", "head"]);
+    p
+}
+
+/// Git must not see the repository the tests run inside (target/ of rlm's own checkout).
+fn isolated(p: &Project, args: &[&str]) -> Run {
+    let parent = p.path().parent().unwrap().display().to_string();
+    p.rlm(args).env("GIT_CEILING_DIRECTORIES", &parent)
+}
+
+fn sent_paths(mock: &MockLlm) -> Vec<String> {
+    let mut paths: Vec<String> = mock
+        .recorded()
+        .iter()
+        .filter_map(|r| {
+            let user = r.user_text();
+            user.lines()
+                .next()
+                .and_then(|l| l.strip_prefix("File: "))
+                .map(str::to_string)
+        })
+        .collect();
+    paths.sort();
+    paths
+}
+
+#[test]
+fn changed_since_sends_only_added_and_modified_files_and_a_pattern_filters_them() {
+    let mock = MockLlm::start();
+    let p = repo();
+    let url = mock.url();
+    isolated(
+        &p,
+        &[
+            "batch",
+            "Review {file}",
+            "--changed-since",
+            "base",
+            "--base-url",
+            &url,
+            "-o",
+            "out",
+        ],
+    )
+    .run()
+    .assert_exit(0);
+    assert_eq!(
+        sent_paths(&mock),
+        ["docs/c.md", "src/a.ts", "src/c.ts"],
+        "deleted b.ts is not an input"
+    );
+    mock.reset_counts();
+    isolated(
+        &p,
+        &[
+            "batch",
+            "src/**/*.ts",
+            "Review {file}",
+            "--changed-since",
+            "base",
+            "--base-url",
+            &url,
+            "-o",
+            "out",
+            "--no-cache",
+        ],
+    )
+    .run()
+    .assert_exit(0);
+    assert_eq!(sent_paths(&mock), ["src/a.ts", "src/c.ts"]);
+    assert_eq!(p.report()["pattern"], "files changed since base matching src/**/*.ts");
+}
+
+#[test]
+fn no_changed_file_is_success_with_an_empty_sarif_and_no_key_needed() {
+    let mock = MockLlm::start();
+    let p = repo();
+    let url = mock.url();
+    let out = isolated(
+        &p,
+        &[
+            "batch",
+            "**/*.py",
+            "Review {file}",
+            "--changed-since",
+            "HEAD",
+            "--base-url",
+            &url,
+            "--sarif",
+            "empty.sarif",
+        ],
+    )
+    .env_remove("ANTHROPIC_API_KEY")
+    .run();
+    out.assert_exit(0);
+    assert!(out.stderr.contains("no files to process"), "{}", out.stderr);
+    assert_eq!(mock.requests(), 0);
+    let sarif: Value = serde_json::from_str(&p.read("empty.sarif")).unwrap();
+    assert_eq!(sarif["version"], "2.1.0");
+    assert_eq!(sarif["runs"][0]["results"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn a_bad_ref_or_no_repository_is_one_clear_usage_error() {
+    let mock = MockLlm::start();
+    let p = repo();
+    let url = mock.url();
+    let out = isolated(
+        &p,
+        &[
+            "batch",
+            "Review {file}",
+            "--changed-since",
+            "no-such-branch",
+            "--base-url",
+            &url,
+        ],
+    )
+    .run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("unknown git ref `no-such-branch`"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    let plain = Project::new().file("a.ts", "x\n");
+    let out = isolated(
+        &plain,
+        &["batch", "Review {file}", "--changed-since", "main", "--base-url", &url],
+    )
+    .run();
+    out.assert_exit(2);
+    assert!(out.stderr.contains("not inside a git work tree"), "{}", out.stderr);
+    assert_eq!(mock.requests(), 0);
+}
+
+#[test]
+fn files_from_reads_a_list_or_stdin_skips_missing_files_and_links_out_of_the_tree() {
+    let mock = MockLlm::start();
+    let p = Project::new()
+        .file("src/a.ts", "export const a = 1;\n")
+        .file("src/b.py", "b = 1\n")
+        .file("list.txt", "src/a.ts\n./src/b.py\nsrc/gone.ts\n");
+    let url = mock.url();
+    let out = isolated(
+        &p,
+        &[
+            "batch",
+            "Review {file}",
+            "--files-from",
+            "list.txt",
+            "--base-url",
+            &url,
+            "-o",
+            "out",
+        ],
+    )
+    .run();
+    out.assert_exit(0);
+    assert_eq!(sent_paths(&mock), ["src/a.ts", "src/b.py"]);
+    let skipped = p.report()["skipped"].to_string();
+    assert!(
+        skipped.contains("src/gone.ts") && skipped.contains("does not exist"),
+        "{skipped}"
+    );
+
+    // NUL-separated on stdin, with a pattern as the filter.
+    mock.reset_counts();
+    isolated(
+        &p,
+        &[
+            "batch",
+            "**/*.py",
+            "Review {file}",
+            "--files-from",
+            "-",
+            "--null",
+            "--base-url",
+            &url,
+            "-o",
+            "out",
+            "--no-cache",
+        ],
+    )
+    .stdin(b"src/a.ts\0src/b.py\0")
+    .run()
+    .assert_exit(0);
+    assert_eq!(sent_paths(&mock), ["src/b.py"]);
+
+    // A listed link that leads out of the working directory is not followed.
+    #[cfg(unix)]
+    {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "KEY=1\n").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret"), p.path().join("link.txt")).unwrap();
+        p.write("list2.txt", "link.txt\nsrc/a.ts\n");
+        mock.reset_counts();
+        isolated(
+            &p,
+            &[
+                "batch",
+                "Review {file}",
+                "--files-from",
+                "list2.txt",
+                "--base-url",
+                &url,
+                "-o",
+                "out",
+                "--no-cache",
+            ],
+        )
+        .run()
+        .assert_exit(0);
+        assert_eq!(sent_paths(&mock), ["src/a.ts"]);
+        assert!(!mock.recorded().iter().any(|r| r.user_text().contains("KEY=1")));
+    }
+}
+
+#[test]
+fn findings_become_sarif_annotations_a_step_summary_and_fail_on_decides_the_exit() {
+    let mock = MockLlm::start();
+    let p = Project::new()
+        .file("src/a.ts", &with_finding("src/a.ts", 2, "error"))
+        .file("src/b.ts", &with_finding("src/b.ts", 1, "note"))
+        .file("summary.md", "");
+    let url = mock.url();
+    let summary = p.path().join("summary.md").display().to_string();
+    let out = isolated(
+        &p,
+        &[
+            "batch",
+            "src/*.ts",
+            "Review {file}",
+            "--base-url",
+            &url,
+            "-o",
+            "out",
+            "--sarif",
+            "review.sarif",
+        ],
+    )
+    .env("GITHUB_ACTIONS", "true")
+    .env("GITHUB_STEP_SUMMARY", &summary)
+    .run();
+    out.assert_exit(0);
+    let sarif: Value = serde_json::from_str(&p.read("review.sarif")).unwrap();
+    assert_eq!(
+        sarif,
+        serde_json::from_str::<Value>(&p.read("out/results.sarif")).unwrap()
+    );
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    let error = results.iter().find(|r| r["level"] == "error").unwrap();
+    let location = &error["locations"][0]["physicalLocation"];
+    assert_eq!(location["artifactLocation"]["uri"], "src/a.ts");
+    assert_eq!(location["region"]["startLine"], 2);
+    assert!(out.stderr.contains("::error file=src/a.ts,line=2"), "{}", out.stderr);
+    assert!(out.stderr.contains("::notice file=src/b.ts,line=1"), "{}", out.stderr);
+    assert!(p.read("summary.md").contains("RLM Batch Completion Report"));
+    let report = p.report();
+    assert_eq!(report["findings"]["error"], 1);
+    assert_eq!(report["findings"]["note"], 1);
+
+    // --fail-on: an error fails the run; only notes under --fail-on warning do not.
+    let out = isolated(
+        &p,
+        &[
+            "batch",
+            "src/*.ts",
+            "Review {file}",
+            "--base-url",
+            &url,
+            "-o",
+            "out",
+            "--fail-on",
+            "error",
+        ],
+    )
+    .run();
+    out.assert_exit(1);
+    assert_eq!(mock.requests(), 2, "the rerun is served from the cache");
+    isolated(
+        &p,
+        &[
+            "batch",
+            "src/b.ts",
+            "Review {file}",
+            "--base-url",
+            &url,
+            "-o",
+            "out",
+            "--fail-on",
+            "warning",
+        ],
+    )
+    .run()
+    .assert_exit(0);
+}
+
+#[test]
+fn json_stdout_is_one_document_even_with_annotations() {
+    let mock = MockLlm::start();
+    let p = Project::new().file("src/a.ts", &with_finding("src/a.ts", 2, "warning"));
+    let url = mock.url();
+    let out = isolated(
+        &p,
+        &[
+            "batch",
+            "src/*.ts",
+            "Review {file}",
+            "--base-url",
+            &url,
+            "--json",
+            "--fail-on",
+            "warning",
+        ],
+    )
+    .env("GITHUB_ACTIONS", "true")
+    .run();
+    out.assert_exit(1);
+    let report: Value = serde_json::from_str(&out.stdout).expect("stdout is one JSON document");
+    assert_eq!(report["findings"]["warning"], 1);
+    assert!(out.stderr.contains("::warning file=src/a.ts,line=2"));
+}
