@@ -42,7 +42,8 @@ fn repo() -> Project {
     let p = Project::new()
         .file("src/a.ts", "export const a = 1;\n")
         .file("src/b.ts", "export const b = 1;\n")
-        .file("src/keep.ts", "export const k = 1;\n");
+        .file("src/keep.ts", "export const k = 1;\n")
+        .file("src/old_name.ts", "export const renamed = 1;\n");
     git(p.path(), &["init", "-q", "-b", "main"]);
     git(p.path(), &["add", "."]);
     git(p.path(), &["commit", "-qm", "base"]);
@@ -52,6 +53,7 @@ fn repo() -> Project {
     p.write("docs/c.md", "# c\n");
     std::fs::remove_file(p.path().join("src/b.ts")).unwrap();
     git(p.path(), &["add", "-A"]);
+    git(p.path(), &["mv", "src/old_name.ts", "src/new_name.ts"]);
     git(p.path(), &["commit", "-qm", "head"]);
     p
 }
@@ -100,8 +102,8 @@ fn changed_since_sends_only_added_and_modified_files_and_a_pattern_filters_them(
     .assert_exit(0);
     assert_eq!(
         sent_paths(&mock),
-        ["docs/c.md", "src/a.ts", "src/c.ts"],
-        "deleted b.ts is not an input"
+        ["docs/c.md", "src/a.ts", "src/c.ts", "src/new_name.ts"],
+        "added, modified and renamed; deleted b.ts is not an input"
     );
     mock.reset_counts();
     isolated(
@@ -121,7 +123,7 @@ fn changed_since_sends_only_added_and_modified_files_and_a_pattern_filters_them(
     )
     .run()
     .assert_exit(0);
-    assert_eq!(sent_paths(&mock), ["src/a.ts", "src/c.ts"]);
+    assert_eq!(sent_paths(&mock), ["src/a.ts", "src/c.ts", "src/new_name.ts"]);
     assert_eq!(p.report()["pattern"], "files changed since base matching src/**/*.ts");
 }
 
@@ -376,4 +378,70 @@ fn json_stdout_is_one_document_even_with_annotations() {
     let report: Value = serde_json::from_str(&out.stdout).expect("stdout is one JSON document");
     assert_eq!(report["findings"]["warning"], 1);
     assert!(out.stderr.contains("::warning file=src/a.ts,line=2"));
+}
+
+/// Validates against the published SARIF 2.1.0 schema (tests/data, no network). Its two
+/// `language` patterns have a stray `]` that the validator rejects as a regex: escaped here.
+fn assert_valid_sarif(sarif: &Value) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/sarif-2.1.0-rtm.5.json");
+    let bad = "^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}]?$";
+    let text = std::fs::read_to_string(path).unwrap().replace(
+        &serde_json::to_string(bad).unwrap(),
+        &serde_json::to_string(&bad.replace("}]", "}\\]")).unwrap(),
+    );
+    let schema: Value = serde_json::from_str(&text).unwrap();
+    let validator = jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft4)
+        .build(&schema)
+        .expect("the SARIF schema compiles");
+    let errors: Vec<String> = validator.iter_errors(sarif).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "invalid SARIF: {errors:?}\n{sarif:#}");
+}
+
+#[test]
+fn the_action_script_reviews_a_pull_request_end_to_end() {
+    let mock = MockLlm::start();
+    let p = repo();
+    let summary = p.path().join("summary.md");
+    let output = p.path().join("github_output");
+    std::fs::write(&summary, "").unwrap();
+    let parent = p.path().parent().unwrap().display().to_string();
+    let run = |fail_on: &str| {
+        Command::new("bash")
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/ci-review"))
+            .current_dir(p.path())
+            .env("RLM_BIN", env!("CARGO_BIN_EXE_rlm"))
+            .env("RLM_CHANGED_SINCE", "base")
+            .env("RLM_PATTERN", "src/**/*.ts")
+            .env("RLM_BASE_URL", mock.url())
+            .env("RLM_FAIL_ON", fail_on)
+            .env("RLM_SARIF", "review.sarif")
+            .env("RLM_API_KEY", TEST_KEY)
+            .env("GITHUB_ACTIONS", "true")
+            .env("GITHUB_STEP_SUMMARY", &summary)
+            .env("GITHUB_OUTPUT", &output)
+            .env("GIT_CEILING_DIRECTORIES", &parent)
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("OPENAI_API_KEY")
+            .output()
+            .expect("bash runs")
+    };
+    let out = run("error");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "an error finding fails the step: {stderr}");
+    assert_eq!(sent_paths(&mock), ["src/a.ts", "src/c.ts", "src/new_name.ts"]);
+    assert!(stderr.contains("::error file=src/a.ts,line=2"), "{stderr}");
+    assert!(!stderr.contains(TEST_KEY), "the key never reaches the log");
+    let sarif: Value = serde_json::from_str(&p.read("review.sarif")).unwrap();
+    assert_valid_sarif(&sarif);
+    assert!(p.read("summary.md").contains("RLM Batch Completion Report"));
+    let outputs = p.read("github_output");
+    assert!(
+        outputs.contains("exit-code=1") && outputs.contains("sarif=review.sarif"),
+        "{outputs}"
+    );
+    // fail-on none: the same findings, exit 0, nothing paid twice.
+    let out = run("none");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(mock.requests(), 3);
 }
