@@ -29,6 +29,8 @@ pub struct ContentOptions {
     pub chunking: bool,
     /// `--batch-small`: small files of one type share a call.
     pub batch_small: bool,
+    /// `rlm query`: every file goes to its analyst, cut when it is longer than one chunk.
+    pub chunk_always: bool,
     pub focus: Focus,
     pub templates: Templates,
 }
@@ -80,7 +82,7 @@ pub fn plan(manifest: &Manifest, ctx: &PlanContext<'_>, opts: &ContentOptions, d
         .files
         .iter()
         .map(|f| {
-            if opts.chunking && needs_chunking(f.lines as usize, f.size, budget_bytes) {
+            if opts.chunking && (opts.chunk_always || needs_chunking(f.lines as usize, f.size, budget_bytes)) {
                 Treatment::Chunked
             } else if opts.batch_small {
                 Treatment::Batched

@@ -59,6 +59,7 @@ pub fn run_cli() -> ExitCode {
     };
     let status = match cli.command {
         Command::Batch(args) => run_batch(*args, cli.color, &env),
+        Command::Query(args) => run_query(args, cli.color, &env),
         Command::Skill(action) => run_skill(action, &env),
         Command::Index(command) => run_index(command),
         Command::VerifyCitations(args) => run_verify_citations(args),
@@ -136,10 +137,69 @@ fn init_tracing(verbose: u8, color: cli::ColorArg) {
 
 /// `rlm batch`: settings, a runtime, the run.
 fn run_batch(args: cli::BatchArgs, color: cli::ColorArg, env: &Environment) -> ExitStatus {
-    let settings = match BatchSettings::resolve(args, color, env) {
-        Ok(s) => s,
-        Err(e) => return report_error(&Printer::plain(), &e),
+    match BatchSettings::resolve(args, color, env) {
+        Ok(settings) => run_settings(settings),
+        Err(e) => report_error(&Printer::plain(), &e),
+    }
+}
+
+/// `rlm query FILE PROMPT [batch flags]`: a batch over that one file, always read by the
+/// analyst of its type in chunks, synthesized, and the answer printed on stdout.
+fn run_query(args: cli::QueryArgs, color: cli::ColorArg, env: &Environment) -> ExitStatus {
+    let plain = Printer::plain();
+    let full = env.cwd.join(&args.file);
+    if !full.is_file() {
+        let e = RlmError::Usage(format!(
+            "rlm query: {} is not a file: name one file (use rlm batch for many)",
+            args.file.display()
+        ));
+        return report_error(&plain, &e);
+    }
+    let literal = escape_glob(&args.file.to_string_lossy());
+    let mut argv = vec![
+        "rlm".to_string(),
+        "batch".to_string(),
+        literal,
+        args.prompt,
+        "--aggregate".to_string(),
+        "synthesize".to_string(),
+    ];
+    argv.extend(args.rest);
+    let batch = match Cli::try_parse_from(&argv) {
+        Ok(Cli {
+            command: Command::Batch(batch),
+            ..
+        }) => batch,
+        Ok(_) => return report_error(&plain, &RlmError::Usage("rlm query: unexpected arguments".into())),
+        Err(e) => {
+            let first = e.to_string();
+            let line = first.lines().next().unwrap_or("").trim_start_matches("error: ");
+            return report_error(&plain, &RlmError::Usage(format!("rlm query: {line}")));
+        }
     };
+    match BatchSettings::resolve(*batch, color, env) {
+        Ok(mut settings) => {
+            settings.task.chunk_always = true;
+            settings.output.answer_on_stdout = true;
+            run_settings(settings)
+        }
+        Err(e) => report_error(&plain, &e),
+    }
+}
+
+/// A path as a glob that matches only itself.
+fn escape_glob(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for c in path.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '{' | '}' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn run_settings(settings: BatchSettings) -> ExitStatus {
     let printer = Printer::new(settings.output.printer_mode(), settings.redactor());
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,

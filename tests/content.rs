@@ -174,3 +174,66 @@ fn synthesize_runs_one_call_per_type_then_one_cross_type_report() {
     local(&p, &mock.url(), &["--aggregate", "synthesize"]).assert_exit(0);
     assert_eq!(mock.requests(), 0);
 }
+
+#[test]
+fn query_reads_one_file_through_its_analyst_and_prints_the_answer_on_stdout() {
+    let mock = MockLlm::start();
+    let p = Project::new()
+        .file(
+            "notes.md",
+            &format!("# Notes\n\n{}\n", reply_marker("The answer is 42.")),
+        )
+        .file("src/big.py", &python(100));
+    let url = mock.url();
+    let out = p
+        .rlm(&[
+            "query",
+            "notes.md",
+            "What is the answer?",
+            "--base-url",
+            &url,
+            "--provider",
+            "openai",
+        ])
+        .env_remove("ANTHROPIC_API_KEY")
+        .run();
+    out.assert_exit(0);
+    assert_eq!(
+        out.stdout.trim(),
+        "The answer is 42.",
+        "stdout is the answer: {}",
+        out.stdout
+    );
+    assert_eq!(mock.requests(), 1, "one piece, no synthesis needed");
+    assert!(mock.recorded()[0].user_text().contains("Content type: prose"));
+
+    // A long file: chunks, one synthesis for its type, one final report.
+    mock.reset_counts();
+    let out = p
+        .rlm(&[
+            "query",
+            "src/big.py",
+            "Where is x changed?",
+            "--base-url",
+            &url,
+            "--provider",
+            "openai",
+            "-q",
+        ])
+        .env_remove("ANTHROPIC_API_KEY")
+        .run();
+    out.assert_exit(0);
+    let recorded = mock.recorded();
+    let chunks = recorded.iter().filter(|r| r.user_text().contains("(chunk ")).count();
+    assert!(chunks >= 7, "{chunks}");
+    assert_eq!(recorded.len(), chunks + 2);
+    let last = recorded.last().unwrap();
+    assert_eq!(
+        out.stdout.trim(),
+        reply_for(&last.system_text(), &last.user_text()).trim()
+    );
+
+    let out = p.rlm(&["query", "src", "x", "--base-url", &url]).run();
+    out.assert_exit(2);
+    assert!(out.stderr.contains("rlm query: src is not a file"), "{}", out.stderr);
+}

@@ -20,7 +20,7 @@ mod write;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::aggregate::ResultItem;
+use crate::aggregate::{AggregateStrategy, ResultItem};
 use crate::cache::{Cache, CacheMode};
 use crate::content_plan::{self, ContentOptions};
 use crate::error::{ExitStatus, RlmError};
@@ -74,6 +74,7 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
     let content = ContentOptions {
         chunking: settings.task.chunking,
         batch_small: settings.task.batch_small,
+        chunk_always: settings.task.chunk_always,
         focus: settings.task.focus,
         templates: content_plan::load_templates(&settings.rlm_dir())?,
     };
@@ -197,11 +198,17 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
         })
         .collect();
     let mut paths = write::AggregatePaths::default();
+    let mut answer = None;
     if !results.is_empty() {
         let failed = exec.dispatcher.reporters.builder.failed_so_far();
+        let strategy = match (settings.output.answer_on_stdout, results.len()) {
+            // `rlm query` on a file read in one piece: its answer is the answer.
+            (true, 1) => AggregateStrategy::Concat,
+            _ => settings.task.aggregate,
+        };
         let aggregate = aggregate_stage::build(
             aggregate_stage::AggregateInput {
-                strategy: settings.task.aggregate,
+                strategy,
                 pattern: &settings.input.pattern,
                 timestamp: &run_dir.timestamp,
                 results: &results,
@@ -215,6 +222,12 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
             &mut exec,
         )
         .await;
+        if settings.output.answer_on_stdout {
+            answer = Some(match results.as_slice() {
+                [one] => one.text.clone(),
+                _ => aggregate.markdown.clone(),
+            });
+        }
         paths = write::aggregate(
             &run_dir,
             &settings.cwd,
@@ -232,7 +245,7 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
         &mut exec, &run_dir, &settings, paths, started, started_at, &printer, findings,
     );
     findings_stage::publish(&settings, &collected, &report.to_markdown(), &printer);
-    output::completion(&printer, &report, settings.output.quiet);
+    output::completion(&printer, &report, settings.output.quiet, answer.as_deref());
     Ok(report.status.exit_status())
 }
 

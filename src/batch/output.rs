@@ -190,7 +190,9 @@ pub fn dry_run(printer: &Printer, view: &PlanView<'_>, blocker: Option<&str>) {
 
 /// The seed's completion block on stdout (the report with `--json`, the aggregate's path
 /// with `--quiet`), and the failures on stderr, which `--quiet` never hides.
-pub fn completion(printer: &Printer, report: &RunReport, quiet: bool) {
+/// With an `answer` (`rlm query`), stdout holds only the answer and the completion block
+/// goes to stderr.
+pub fn completion(printer: &Printer, report: &RunReport, quiet: bool, answer: Option<&str>) {
     if report.status != RunStatus::Success && (quiet || printer.mode().json) {
         if let Some(e) = &report.error {
             printer.error(e);
@@ -201,6 +203,10 @@ pub fn completion(printer: &Printer, report: &RunReport, quiet: bool) {
     }
     if printer.mode().json {
         printer.json(&serde_json::to_value(report).unwrap_or_default());
+        return;
+    }
+    if let (Some(answer), true) = (answer, quiet) {
+        printer.data(answer.trim_end());
         return;
     }
     if quiet {
@@ -243,7 +249,13 @@ pub fn completion(printer: &Printer, report: &RunReport, quiet: bool) {
         text.push_str(&format!("\nError: {e}\n"));
     }
     text.push_str(&format!("\nSummary:\n{}\n{rule}", report.summary_line()));
-    printer.data(&text);
+    match answer {
+        Some(answer) => {
+            printer.banner(&text);
+            printer.data(answer.trim_end());
+        }
+        None => printer.data(&text),
+    }
 }
 
 /// The first failed files with their reasons.

@@ -49,6 +49,26 @@ pub enum Command {
     Index(IndexCommand),
     /// Check every citation in an aggregate against the files it cites.
     VerifyCitations(VerifyCitationsArgs),
+    /// Ask one question about one file: it is cut into chunks by its content type, each
+    /// read by an analyst, the findings synthesized, and the answer printed on stdout.
+    #[command(
+        after_help = "Any `rlm batch` flag may follow the prompt (--model, --focus, --json, --output-dir, …). \
+Exit codes as for rlm batch."
+    )]
+    Query(QueryArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct QueryArgs {
+    /// The file to read.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// The question; `{file}` becomes the file's path.
+    #[arg(value_name = "PROMPT")]
+    pub prompt: String,
+    /// Flags passed on to `rlm batch`.
+    #[arg(value_name = "BATCH_FLAGS", trailing_var_arg = true, allow_hyphen_values = true)]
+    pub rest: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -70,6 +70,9 @@ pub struct TaskSettings {
     pub chunking: bool,
     /// `--batch-small`.
     pub batch_small: bool,
+    /// `rlm query`: every file is read by its type's analyst, in chunks when it is longer
+    /// than one.
+    pub chunk_always: bool,
     pub focus: crate::content::Focus,
 }
 
@@ -127,6 +130,8 @@ pub struct OutputSettings {
     pub no_color: bool,
     pub stderr_is_terminal: bool,
     pub stdin_is_terminal: bool,
+    /// `rlm query`: the answer (the aggregate) goes to stdout.
+    pub answer_on_stdout: bool,
     /// `GITHUB_ACTIONS=true`: findings are also printed as workflow-command annotations.
     pub github_actions: bool,
     /// `GITHUB_STEP_SUMMARY`: the completion report (and findings) are appended to it.
@@ -313,6 +318,7 @@ impl BatchSettings {
                 fail_on: fail_on.map(Into::into),
                 chunking: chunking == ChunkingArg::Auto,
                 batch_small,
+                chunk_always: false,
                 focus: focus.into(),
             },
             provider,
@@ -344,6 +350,7 @@ impl BatchSettings {
                 no_color: env.var("NO_COLOR").is_some(),
                 stderr_is_terminal: env.stderr_is_terminal,
                 stdin_is_terminal: env.stdin_is_terminal,
+                answer_on_stdout: false,
                 github_actions: env.var("GITHUB_ACTIONS") == Some("true"),
                 step_summary: env.var("GITHUB_STEP_SUMMARY").map(PathBuf::from),
             },
