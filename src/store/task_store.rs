@@ -63,9 +63,24 @@ impl TaskStore {
         if let VersionCheck::Newer(found) = schema::check_version(&conn).map_err(sqlite)? {
             return Err(newer(found));
         }
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
-            .map_err(sqlite)?;
+        // Switching to WAL takes an exclusive lock, and SQLite may report "database is locked"
+        // at once (without its busy handler) while another process opens the same new store:
+        // retried here for as long as the busy timeout.
+        let started = std::time::Instant::now();
+        let mode: String = loop {
+            match conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)) {
+                Ok(mode) => break mode,
+                Err(rusqlite::Error::SqliteFailure(e, _))
+                    if matches!(
+                        e.code,
+                        rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                    ) && started.elapsed() < BUSY_TIMEOUT =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(e) => return Err(sqlite(e)),
+            }
+        };
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(StoreError::Corrupt {
                 path: path.clone(),
