@@ -132,7 +132,7 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
     let width = settings.exec.parallelism.width;
     let limiter = Limiter::new(width);
     let call = CallContext::new(
-        startup::provider(&settings, &model)?,
+        startup::provider(&settings, &model, &run_dir.run_id)?,
         RetryPolicy {
             retries: settings.exec.retries,
             rate_limit_wait: settings.exec.rate_limit_wait,

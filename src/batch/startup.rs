@@ -8,6 +8,7 @@ use crate::input::changed::changed_since;
 use crate::input::files_from::{read_files_from, ListSeparator};
 use crate::input::{resolve_glob, resolve_list, ListFilter, Manifest, WalkOptions};
 use crate::printer::Printer;
+use crate::provider::command::CommandProvider;
 use crate::provider::discovery::discover_model;
 use crate::provider::{HttpConfig, HttpProvider, ModelInfo, Provider};
 use crate::settings::{BatchSettings, InputSource};
@@ -92,6 +93,10 @@ fn no_match_message(pattern: &str) -> String {
 /// can be made (the caller decides whether that ends the run or a dry run reports it).
 pub async fn resolve_model(settings: &BatchSettings, printer: &Printer) -> Result<ModelInfo, String> {
     let provider = &settings.provider;
+    if provider.kind == crate::provider::ProviderKind::Command {
+        let id = provider.model.clone().unwrap_or_else(|| "command".into());
+        return Ok(ModelInfo::external(id, provider.context_window));
+    }
     let id = match &provider.model {
         Some(id) => id.clone(),
         None => {
@@ -108,8 +113,16 @@ pub async fn resolve_model(settings: &BatchSettings, printer: &Printer) -> Resul
 }
 
 /// The provider that makes the calls.
-pub fn provider(settings: &BatchSettings, model: &ModelInfo) -> Result<Arc<dyn Provider>, RlmError> {
+pub fn provider(settings: &BatchSettings, model: &ModelInfo, run_id: &str) -> Result<Arc<dyn Provider>, RlmError> {
     let p = &settings.provider;
+    if let Some(argv) = &p.command {
+        // Its children know how deep they are and which run started them.
+        let env = vec![
+            ("RLM_DEPTH".to_string(), (p.depth + 1).to_string()),
+            ("RLM_PARENT_RUN".to_string(), run_id.to_string()),
+        ];
+        return Ok(Arc::new(CommandProvider::new(argv.clone(), env, p.timeout)));
+    }
     let http = HttpProvider::new(HttpConfig {
         kind: p.kind,
         base_url: p.base_url.clone(),

@@ -191,9 +191,20 @@ pub struct BatchArgs {
     pub model: Option<String>,
 
     /// Provider wire format. [default: anthropic if ANTHROPIC_API_KEY is set; else openai if
-    /// OPENAI_API_KEY, OPENAI_BASE_URL or --base-url is set]
+    /// OPENAI_API_KEY, OPENAI_BASE_URL or --base-url is set; command with --command]
     #[arg(long, value_enum)]
     pub provider: Option<ProviderArg>,
+
+    /// A command-line agent to run once per unit instead of an API (`--provider command`):
+    /// split like a shell would but never run by one, the prompt on stdin, stdout the answer,
+    /// a non-zero exit a failure. E.g. --command 'claude -p --model haiku'.
+    #[arg(long, value_name = "CMD")]
+    pub command: Option<String>,
+
+    /// Refuse to start when RLM_DEPTH (set by a parent rlm for its command agents) has
+    /// reached this many levels of nested runs (1-10).
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=10), allow_negative_numbers = true)]
+    pub max_depth: u32,
 
     /// Base URL of the API (also ANTHROPIC_BASE_URL / OPENAI_BASE_URL). A URL with no key
     /// means an OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio).
@@ -291,6 +302,8 @@ pub struct BatchArgs {
 pub enum ProviderArg {
     Anthropic,
     Openai,
+    /// A command-line agent given with --command.
+    Command,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -44,11 +44,14 @@ pub struct HttpProvider {
 
 impl HttpProvider {
     pub fn new(config: HttpConfig) -> Result<Self, String> {
+        if config.kind == ProviderKind::Command {
+            return Err("internal error: a command provider is not an HTTP provider".into());
+        }
         let http = client()?;
         let versioned = versioned_base(&config.base_url);
         let endpoint = match config.kind {
             ProviderKind::Anthropic => format!("{versioned}/messages"),
-            ProviderKind::Openai => format!("{versioned}/chat/completions"),
+            ProviderKind::Openai | ProviderKind::Command => format!("{versioned}/chat/completions"),
         };
         Ok(HttpProvider {
             kind: config.kind,
@@ -107,7 +110,7 @@ impl HttpProvider {
                 }
                 (body, b)
             }
-            ProviderKind::Openai => {
+            ProviderKind::Openai | ProviderKind::Command => {
                 let body = openai::request_body(
                     &self.model,
                     request,
@@ -150,7 +153,7 @@ impl HttpProvider {
         }
         let parsed = match self.kind {
             ProviderKind::Anthropic => anthropic::parse_reply(&bytes, request),
-            ProviderKind::Openai => openai::parse_reply(&bytes),
+            ProviderKind::Openai | ProviderKind::Command => openai::parse_reply(&bytes),
         };
         let mut completion = parsed.map_err(|reason| {
             (

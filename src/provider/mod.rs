@@ -7,6 +7,7 @@
 
 pub mod anthropic;
 pub mod catalog;
+pub mod command;
 pub mod discovery;
 mod http;
 pub mod model;
@@ -29,6 +30,9 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub enum ProviderKind {
     Anthropic,
     Openai,
+    /// A command-line agent (`--provider command --command 'claude -p'`): prompt on stdin,
+    /// answer on stdout.
+    Command,
 }
 
 impl ProviderKind {
@@ -36,6 +40,7 @@ impl ProviderKind {
         match self {
             ProviderKind::Anthropic => "anthropic",
             ProviderKind::Openai => "openai",
+            ProviderKind::Command => "command",
         }
     }
 
@@ -44,6 +49,7 @@ impl ProviderKind {
         match self {
             ProviderKind::Anthropic => "ANTHROPIC_API_KEY",
             ProviderKind::Openai => "OPENAI_API_KEY",
+            ProviderKind::Command => "",
         }
     }
 
@@ -52,6 +58,7 @@ impl ProviderKind {
         match self {
             ProviderKind::Anthropic => "ANTHROPIC_BASE_URL",
             ProviderKind::Openai => "OPENAI_BASE_URL",
+            ProviderKind::Command => "",
         }
     }
 
@@ -60,6 +67,7 @@ impl ProviderKind {
         match self {
             ProviderKind::Anthropic => "https://api.anthropic.com",
             ProviderKind::Openai => "https://api.openai.com",
+            ProviderKind::Command => "",
         }
     }
 }

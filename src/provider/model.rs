@@ -14,6 +14,8 @@ pub enum PriceBasis {
     /// Not listed, on another server (usually local and free): costs count as 0.
     #[default]
     Unknown,
+    /// A command-line agent (`--provider command`) bills its own use: rlm cannot count it.
+    External,
 }
 
 /// Everything rlm knows about the run's model.
@@ -58,7 +60,18 @@ impl ModelInfo {
 
     /// Whether the model runs for free as far as rlm knows (a local server, no price).
     pub fn is_free(&self) -> bool {
-        self.price_basis == PriceBasis::Unknown
+        matches!(self.price_basis, PriceBasis::Unknown | PriceBasis::External)
+    }
+
+    /// A command-line agent's "model": its cost is its own business.
+    pub fn external(id: String, context_window: Option<u64>) -> Self {
+        ModelInfo {
+            context_window: context_window.unwrap_or(catalog::DEFAULT_CONTEXT_WINDOW),
+            context_window_known: context_window.is_some(),
+            id,
+            price: None,
+            price_basis: PriceBasis::External,
+        }
     }
 
     /// A cost as the user reads it (see [`cost_text`]).
@@ -73,6 +86,7 @@ pub fn cost_text(basis: PriceBasis, model: &str, usd: f64) -> String {
     let ceiling = catalog::CEILING_PRICE;
     match basis {
         PriceBasis::Unknown => "free (local model, no price listed)".to_string(),
+        PriceBasis::External => "unknown (the command's agent bills its own use; rlm cannot count it)".to_string(),
         PriceBasis::Ceiling if usd > 0.0 => format!(
             "${usd:.4} (an upper bound: no price listed for {model}, counted at ${}/${} per million tokens; \
              add its price under rlm.prices in .aiwg/aiwg.config)",

@@ -14,7 +14,7 @@ pub fn classify_status(
 ) -> CallError {
     let detail = match kind {
         ProviderKind::Anthropic => anthropic::error_detail(body),
-        ProviderKind::Openai => openai::error_detail(body),
+        ProviderKind::Openai | ProviderKind::Command => openai::error_detail(body),
     };
     let message = detail.message.clone().unwrap_or_else(|| short(body));
     let key = kind.key_var();

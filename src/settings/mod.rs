@@ -93,6 +93,10 @@ pub struct ProviderSettings {
     pub temperature: Option<f32>,
     pub timeout: Duration,
     pub max_tokens: u32,
+    /// `--provider command`: the agent's argv.
+    pub command: Option<Vec<String>>,
+    /// How deep in nested rlm runs this one is (`RLM_DEPTH`, 0 at the top).
+    pub depth: u32,
     /// Why no call can be made (no provider or no key), raised once the inputs are known to
     /// exist, so a mistyped pattern still gets the "No files matched" message first.
     pub blocker: Option<String>,
@@ -152,6 +156,9 @@ impl OutputSettings {
 impl ProviderSettings {
     /// The base URL as it may be shown (credentials hidden).
     pub fn shown_base_url(&self) -> String {
+        if let Some(argv) = &self.command {
+            return argv.join(" ");
+        }
         redact_url(&self.base_url).into_owned()
     }
 
@@ -159,6 +166,10 @@ impl ProviderSettings {
     /// existing caches stay valid), the URL without credentials for any other server, so
     /// two servers serving different models under one name never share entries.
     pub fn endpoint_identity(&self) -> Option<String> {
+        if let Some(argv) = &self.command {
+            // The whole command line: `claude -p --model haiku` and `--model opus` differ.
+            return Some(format!("command:{}", argv.join("\u{1f}")));
+        }
         (!self.official).then(|| redact_url(&crate::provider::versioned_base(&self.base_url)).into_owned())
     }
 }
@@ -186,6 +197,8 @@ impl BatchSettings {
             focus,
             model,
             provider,
+            command,
+            max_depth,
             base_url,
             output_dir,
             aggregate,
@@ -266,7 +279,36 @@ impl BatchSettings {
 
         let schema = schema.map(|file| OutputSchema::load(&file, &env.cwd)).transpose()?;
         let config = ProjectConfig::load(&env.cwd)?;
-        let provider = resolve_provider(provider, base_url, model, context_window, temperature, env)?;
+        let depth = current_depth(env)?;
+        if depth >= max_depth {
+            return Err(RlmError::Usage(format!(
+                "RLM_DEPTH is {depth}: this rlm was started by rlm runs nested {depth} deep, at --max-depth \
+                 {max_depth}; refusing to go deeper (raise --max-depth if the recursion is meant)"
+            )));
+        }
+        let provider = match (provider, command) {
+            (Some(ProviderArg::Command) | None, Some(command)) => {
+                if base_url.is_some() {
+                    return Err(RlmError::Usage(
+                        "--base-url is for HTTP providers; --command runs a program instead: drop one".into(),
+                    ));
+                }
+                command_provider(&command, context_window, depth)?
+            }
+            (Some(ProviderArg::Command), None) => {
+                return Err(RlmError::Usage(
+                    "--provider command needs the program: add --command 'claude -p' (or any CLI that reads the \
+                     prompt on stdin)"
+                        .into(),
+                ))
+            }
+            (Some(_), Some(_)) => {
+                return Err(RlmError::Usage(
+                    "--command runs a command-line agent, so --provider must be command (or left out)".into(),
+                ))
+            }
+            (flag, None) => resolve_provider(flag, base_url, model, context_window, temperature, env)?,
+        };
         if let (Some(window), Some(model)) = (
             provider
                 .context_window
@@ -283,6 +325,7 @@ impl BatchSettings {
         let provider = ProviderSettings {
             timeout: Duration::from_secs_f64(timeout),
             max_tokens,
+            depth,
             ..provider
         };
 
@@ -382,6 +425,8 @@ fn resolve_provider(
     let kind = match flag {
         Some(ProviderArg::Anthropic) => ProviderKind::Anthropic,
         Some(ProviderArg::Openai) => ProviderKind::Openai,
+        // Handled before (it needs --command); unreachable here.
+        Some(ProviderArg::Command) => ProviderKind::Command,
         None => detect_provider(env, base_url.is_some()).unwrap_or_else(|e| {
             blocker = Some(e);
             ProviderKind::Anthropic
@@ -428,7 +473,45 @@ fn resolve_provider(
         temperature,
         timeout: Duration::from_secs(120),
         max_tokens: 4096,
+        command: None,
+        depth: 0,
         blocker,
+    })
+}
+
+/// `RLM_DEPTH`: 0 unless a parent rlm set it.
+fn current_depth(env: &Environment) -> Result<u32, RlmError> {
+    match env.var("RLM_DEPTH") {
+        None => Ok(0),
+        Some(v) => v.trim().parse::<u32>().map_err(|_| {
+            RlmError::Usage(format!(
+                "RLM_DEPTH='{v}' is not a whole number: unset it, or set it to 0"
+            ))
+        }),
+    }
+}
+
+/// `--provider command --command CMD`.
+fn command_provider(command: &str, context_window: Option<u64>, depth: u32) -> Result<ProviderSettings, RlmError> {
+    let argv = crate::process::split_command(command).map_err(|e| RlmError::Usage(format!("--command: {e}")))?;
+    if argv.is_empty() {
+        return Err(RlmError::Usage(
+            "--command is empty: give the program to run, e.g. --command 'claude -p'".into(),
+        ));
+    }
+    Ok(ProviderSettings {
+        kind: ProviderKind::Command,
+        base_url: String::new(),
+        official: false,
+        api_key: None,
+        model: Some(crate::provider::command::label(&argv)),
+        context_window,
+        temperature: None,
+        timeout: Duration::from_secs(120),
+        max_tokens: 4096,
+        command: Some(argv),
+        depth,
+        blocker: None,
     })
 }
 
