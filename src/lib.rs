@@ -29,6 +29,7 @@ pub mod provider;
 pub mod report;
 pub mod reporter;
 pub mod run_dir;
+pub mod runs;
 pub mod schema;
 pub mod secret;
 pub mod settings;
@@ -60,6 +61,12 @@ pub fn run_cli() -> ExitCode {
     let status = match cli.command {
         Command::Batch(args) => run_batch(*args, cli.color, &env),
         Command::Query(args) => run_query(args, cli.color, &env),
+        Command::Status(args) => simple(runs::status(args, &env, &Printer::plain())),
+        Command::List(args) => simple(runs::list(args, &env, &Printer::plain())),
+        Command::Resume(args) => match runs::resume(args, cli.color, &env) {
+            Ok(settings) => run_settings(settings),
+            Err(e) => report_error(&Printer::plain(), &e),
+        },
         Command::Skill(action) => run_skill(action, &env),
         Command::Index(command) => run_index(command),
         Command::VerifyCitations(args) => run_verify_citations(args),
@@ -213,6 +220,14 @@ fn run_settings(settings: BatchSettings) -> ExitStatus {
     let outcome = runtime.block_on(batch::run(settings, printer.clone()));
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     outcome.unwrap_or_else(|e| report_error(&printer, &e))
+}
+
+/// A command that prints and succeeds, or fails with one error.
+fn simple(result: Result<(), RlmError>) -> ExitStatus {
+    match result {
+        Ok(()) => ExitStatus::Success,
+        Err(e) => report_error(&Printer::plain(), &e),
+    }
 }
 
 /// Prints an error that ended a command and returns its exit code.

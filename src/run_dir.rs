@@ -36,15 +36,47 @@ pub struct RunDir {
 }
 
 impl RunDir {
+    /// Takes up the directory of run `run_id` again (`rlm resume`): its earlier outputs are
+    /// replaced as the run goes on, under the same id.
+    pub fn reopen(rlm_dir: &Path, dir: &Path, run_id: &str, redactor: Redactor) -> Result<Self, RlmError> {
+        let timestamp = jiff::Timestamp::now().strftime("%Y-%m-%d-%H%M%S").to_string();
+        take_over(dir)?;
+        let report_md = if dir == rlm_dir.join(run_id) {
+            rlm_dir.join(format!("{run_id}-report.md"))
+        } else {
+            dir.join("report.md")
+        };
+        let run = RunDir {
+            dir: dir.to_path_buf(),
+            report_md,
+            run_id: run_id.to_string(),
+            timestamp,
+            redactor,
+        };
+        run.write(MARKER, &format!("{{\"run_id\": \"{run_id}\"}}\n"))
+            .map_err(|e| RlmError::Usage(format!("the run directory {} is not writable: {e}", dir.display())))?;
+        Ok(run)
+    }
+
     /// Creates the run's directory (or takes over `output_dir`) and proves it writable.
     pub fn create(rlm_dir: &Path, output_dir: Option<&Path>, redactor: Redactor) -> Result<Self, RlmError> {
+        Self::create_unique(rlm_dir, output_dir, redactor, &|_| false)
+    }
+
+    /// [`RunDir::create`], with an id that `taken` (the task store) does not know either.
+    pub fn create_unique(
+        rlm_dir: &Path,
+        output_dir: Option<&Path>,
+        redactor: Redactor,
+        taken: &dyn Fn(&str) -> bool,
+    ) -> Result<Self, RlmError> {
         let timestamp = jiff::Timestamp::now().strftime("%Y-%m-%d-%H%M%S").to_string();
         fs_err::create_dir_all(rlm_dir)?;
         let run = match output_dir {
             Some(dir) => {
                 take_over(dir)?;
                 let run_id = unique_id(rlm_dir, &timestamp, |id| {
-                    rlm_dir.join(format!("{id}-report.md")).exists()
+                    taken(id) || rlm_dir.join(format!("{id}-report.md")).exists()
                 });
                 RunDir {
                     dir: dir.to_path_buf(),
@@ -56,15 +88,20 @@ impl RunDir {
             }
             None => {
                 let mut created = None;
-                let run_id = unique_id(rlm_dir, &timestamp, |id| match std::fs::create_dir(rlm_dir.join(id)) {
-                    Ok(()) => {
-                        created = Some(Ok(()));
-                        false
+                let run_id = unique_id(rlm_dir, &timestamp, |id| {
+                    if taken(id) {
+                        return true;
                     }
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => true,
-                    Err(e) => {
-                        created = Some(Err(RlmError::io(rlm_dir.join(id), e)));
-                        false
+                    match std::fs::create_dir(rlm_dir.join(id)) {
+                        Ok(()) => {
+                            created = Some(Ok(()));
+                            false
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => true,
+                        Err(e) => {
+                            created = Some(Err(RlmError::io(rlm_dir.join(id), e)));
+                            false
+                        }
                     }
                 });
                 created.unwrap_or(Ok(()))?;

@@ -29,8 +29,10 @@ use crate::plan::{self, KeyParts, PlanContext};
 use crate::printer::Printer;
 use crate::prompt::Delimiter;
 use crate::reporter::{EventLog, ProgressReporter, ReportBuilder, ReportContext, Reporters};
+use crate::reporter::{StoreReporter, StoreTarget};
 use crate::run_dir::RunDir;
 use crate::settings::BatchSettings;
+use crate::store::{NewRun, RunId, RunStatus as StoreRunStatus, TaskStore};
 
 use dispatcher::Dispatcher;
 use execution::Execution;
@@ -114,11 +116,28 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
         return Ok(ExitStatus::Success);
     }
     estimate::confirm(&settings, &estimate, &printer)?;
-    let run_dir = RunDir::create(
-        &settings.rlm_dir(),
-        settings.output.output_dir.as_deref(),
-        settings.redactor(),
-    )?;
+    // The task store: `rlm status`, `list` and `resume` know the run from it.
+    let store = match TaskStore::open(&settings.rlm_dir()) {
+        Ok(store) => Some(store),
+        Err(e) => {
+            printer.warn(&format!("{e}; rlm status and rlm resume will not know this run"));
+            None
+        }
+    };
+    let run_dir = match &settings.resume {
+        Some(target) => RunDir::reopen(
+            &settings.rlm_dir(),
+            &target.output_dir,
+            &target.run_id,
+            settings.redactor(),
+        )?,
+        None => RunDir::create_unique(
+            &settings.rlm_dir(),
+            settings.output.output_dir.as_deref(),
+            settings.redactor(),
+            &|id| store.as_ref().is_some_and(|s| s.run(&RunId::from(id)).is_ok()),
+        )?,
+    };
     if settings.exec.cache_mode != CacheMode::ReadOnly {
         cache
             .prepare()
@@ -152,6 +171,15 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
             report_context(&settings, &model, &run_dir, &manifest, estimate.usd),
             units.iter().map(|u| (u.id.clone(), u.label.clone())),
         ),
+        store: store.and_then(|store| {
+            let target = match &settings.resume {
+                Some(t) => StoreTarget::Resumed(RunId::from(t.run_id.as_str())),
+                None => StoreTarget::New(Box::new(new_run(&settings, &run_dir))),
+            };
+            StoreReporter::start(store, target, &units, settings.provider.depth)
+                .map_err(|e| printer.warn(&format!("{e}; rlm status and rlm resume will not know this run")))
+                .ok()
+        }),
     };
     let jobs = Arc::new(JobContext {
         call: Arc::new(call),
@@ -176,7 +204,21 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
     });
     write::cache_hits(&mut exec.dispatcher, &run_dir, &units, pre.hits, pre.blocked);
     tracing::debug!("cache hits written");
-    let misses: Vec<Job> = pre.misses.iter().map(|&i| Job::Unit(units[i].clone())).collect();
+    let skip = settings.resume.as_ref().map(|t| &t.skip);
+    let mut misses: Vec<Job> = Vec::with_capacity(pre.misses.len());
+    for &i in &pre.misses {
+        let unit = &units[i];
+        if skip.is_some_and(|s| s.contains(unit.id.as_str())) {
+            exec.dispatcher.emit(Event::Cancelled {
+                unit: unit.id.clone(),
+                label: unit.label.clone(),
+                kind: crate::unit::UnitKind::Map,
+                reason: "failed in the earlier run: rlm resume --failed tries it again".into(),
+            });
+        } else {
+            misses.push(Job::Unit(unit.clone()));
+        }
+    }
     exec.run_phase(misses).await;
 
     // Aggregate what succeeded, in plan order.
@@ -245,6 +287,12 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
         &mut exec, &run_dir, &settings, paths, started, started_at, &printer, findings,
     );
     findings_stage::publish(&settings, &collected, &report.to_markdown(), &printer);
+    if let Some(store) = &mut exec.dispatcher.reporters.store {
+        store.finish(store_status(&report));
+        if let Some(e) = &store.failure {
+            printer.warn(&format!("the task store could not record all of this run: {e}"));
+        }
+    }
     output::completion(&printer, &report, settings.output.quiet, answer.as_deref());
     Ok(report.status.exit_status())
 }
@@ -275,6 +323,45 @@ fn nothing_to_do(settings: &BatchSettings, manifest: &crate::input::Manifest, pr
         printer.banner(&format!("rlm: {message}"));
     }
     ExitStatus::Success
+}
+
+/// The run as the task store records it.
+fn new_run(settings: &BatchSettings, run_dir: &RunDir) -> NewRun {
+    let redactor = settings.redactor();
+    NewRun {
+        id: Some(run_dir.run_id.clone()),
+        kind: "batch".into(),
+        // Keys and URL credentials are never stored (a resumed run needs them given again).
+        command: settings
+            .argv
+            .iter()
+            .map(|a| {
+                let a = redactor.scrub(a);
+                match a.find("http://").or_else(|| a.find("https://")) {
+                    Some(at) => format!("{}{}", &a[..at], crate::secret::redact_url(&a[at..])),
+                    None => a.into_owned(),
+                }
+            })
+            .collect(),
+        cwd: settings.cwd.clone(),
+        output_dir: Some(run_dir.dir.clone()),
+        parent: settings.parent_run.as_deref().map(RunId::from),
+        depth: settings.provider.depth,
+        settings: serde_json::to_value(settings).unwrap_or_default(),
+    }
+}
+
+/// The store's status for a finished run.
+fn store_status(report: &crate::report::RunReport) -> StoreRunStatus {
+    use crate::report::RunStatus as R;
+    let budget = report.error.as_deref().is_some_and(|e| e.contains("--max-cost"));
+    match report.status {
+        _ if budget => StoreRunStatus::BudgetExceeded,
+        R::Success => StoreRunStatus::Success,
+        R::Partial => StoreRunStatus::Partial,
+        R::Failed => StoreRunStatus::Failed,
+        R::Interrupted => StoreRunStatus::Interrupted,
+    }
 }
 
 /// What the report says that events do not.

@@ -56,6 +56,59 @@ pub enum Command {
 Exit codes as for rlm batch."
     )]
     Query(QueryArgs),
+    /// Show a run from the task store: unit states, cost so far, ETA, failures.
+    Status(StatusArgs),
+    /// List the runs in the task store, newest first.
+    List(ListArgs),
+    /// Go on with a run that stopped (crash, Ctrl-C, budget): only units that did not
+    /// complete are dispatched; completed answers cost nothing.
+    #[command(
+        after_help = "Exit codes as for rlm batch; 2 also when there is no run to resume or another rlm owns it."
+    )]
+    Resume(ResumeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The run id (or its unique beginning). [default: the latest run in this directory]
+    pub run: Option<String>,
+    /// The recursion tree: the run and the runs its command agents started.
+    #[arg(long)]
+    pub tree: bool,
+    /// One JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// One JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Most runs listed (1-10000).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10_000), allow_negative_numbers = true)]
+    pub limit: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The run id (or its unique beginning). [default: the latest unfinished run in this directory]
+    pub run: Option<String>,
+    /// Also try the units that failed or timed out again.
+    #[arg(long)]
+    pub failed: bool,
+    /// As for rlm batch: a new budget in USD.
+    #[arg(long, value_name = "USD", value_parser = parse_max_cost, allow_negative_numbers = true)]
+    pub max_cost: Option<f64>,
+    /// As for rlm batch.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// As for rlm batch.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// As for rlm batch.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -5,10 +5,12 @@
 mod event_log;
 mod progress;
 mod report_builder;
+mod store_reporter;
 
 pub use event_log::EventLog;
 pub use progress::ProgressReporter;
 pub use report_builder::{ReportBuilder, ReportContext, RunEnd};
+pub use store_reporter::{StoreReporter, StoreTarget};
 
 use crate::exec::Event;
 
@@ -22,6 +24,8 @@ pub struct Reporters {
     pub progress: ProgressReporter,
     pub log: Option<EventLog>,
     pub builder: ReportBuilder,
+    /// The task store (`rlm status`, `list`, `resume`); `None` when it cannot be opened.
+    pub store: Option<StoreReporter>,
 }
 
 impl Reporters {
@@ -31,5 +35,8 @@ impl Reporters {
             log.report(event);
         }
         self.progress.report(event);
+        if let Some(store) = &mut self.store {
+            store.report(event);
+        }
     }
 }

@@ -14,6 +14,8 @@ pub struct Environment {
     pub cwd: PathBuf,
     pub stderr_is_terminal: bool,
     pub stdin_is_terminal: bool,
+    /// The command line, as given.
+    pub argv: Vec<String>,
 }
 
 impl std::fmt::Debug for Environment {
@@ -41,6 +43,7 @@ impl Environment {
             cwd,
             stderr_is_terminal: std::io::stderr().is_terminal(),
             stdin_is_terminal: std::io::stdin().is_terminal(),
+            argv: std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect(),
         })
     }
 

@@ -35,12 +35,29 @@ use crate::secret::{redact_url, ApiKey, Redactor};
 #[derive(Debug, Clone, Serialize)]
 pub struct BatchSettings {
     pub cwd: PathBuf,
+    /// The command line as given (recorded in the task store, replayed by `rlm resume`).
+    #[serde(skip)]
+    pub argv: Vec<String>,
+    /// `rlm resume`: the run taken up again.
+    #[serde(skip)]
+    pub resume: Option<ResumeTarget>,
+    /// `RLM_PARENT_RUN`: the run whose command agent started this one.
+    pub parent_run: Option<String>,
     pub input: InputSettings,
     pub task: TaskSettings,
     pub provider: ProviderSettings,
     pub budget: BudgetSettings,
     pub exec: ExecSettings,
     pub output: OutputSettings,
+}
+
+/// A run `rlm resume` takes up: its id and directory, and the units not to dispatch again
+/// (failed ones, unless `--failed`).
+#[derive(Debug, Clone)]
+pub struct ResumeTarget {
+    pub run_id: String,
+    pub output_dir: PathBuf,
+    pub skip: std::collections::HashSet<String>,
 }
 
 /// Which files.
@@ -398,6 +415,9 @@ impl BatchSettings {
                 step_summary: env.var("GITHUB_STEP_SUMMARY").map(PathBuf::from),
             },
             cwd: env.cwd.clone(),
+            argv: env.argv.clone(),
+            resume: None,
+            parent_run: env.var("RLM_PARENT_RUN").map(str::to_string),
         })
     }
 

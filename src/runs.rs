@@ -1,0 +1,149 @@
+//! `rlm status`, `rlm list` and `rlm resume`: the task store read back, and a stopped run
+//! taken up again under its own id.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use clap::Parser;
+
+use crate::cli::{Cli, ColorArg, Command, ListArgs, ResumeArgs, StatusArgs};
+use crate::error::RlmError;
+use crate::printer::Printer;
+use crate::settings::{BatchSettings, Environment, ResumeTarget};
+use crate::store::{
+    list_json, list_text, status_json, status_text, tree_json, tree_text, RunId, RunSummary, TaskStore, Timestamp,
+    UnitState, STORE_FILE,
+};
+
+/// The store of this directory; a clear error when no run was ever recorded here.
+fn open(cwd: &Path) -> Result<TaskStore, RlmError> {
+    let rlm_dir = cwd.join(".aiwg").join("rlm");
+    if !rlm_dir.join(STORE_FILE).exists() {
+        return Err(RlmError::Usage(format!(
+            "no runs recorded in {}: start one with rlm batch",
+            rlm_dir.display()
+        )));
+    }
+    TaskStore::open(&rlm_dir).map_err(|e| RlmError::Usage(e.to_string()))
+}
+
+fn usage(e: impl std::fmt::Display) -> RlmError {
+    RlmError::Usage(e.to_string())
+}
+
+/// The run named, or the latest one of this directory.
+fn pick(store: &TaskStore, run: Option<&str>, cwd: &Path) -> Result<RunSummary, RlmError> {
+    match run {
+        Some(query) => {
+            let id = store.find_run(query).map_err(usage)?;
+            store.run(&id).map_err(usage)
+        }
+        None => store
+            .list_runs(200)
+            .map_err(usage)?
+            .into_iter()
+            .find(|r| r.cwd == cwd)
+            .ok_or_else(|| RlmError::Usage("no run was started in this directory: rlm list shows every run".into())),
+    }
+}
+
+/// `rlm status [RUN] [--tree] [--json]`.
+pub fn status(args: StatusArgs, env: &Environment, printer: &Printer) -> Result<(), RlmError> {
+    let store = open(&env.cwd)?;
+    let run = pick(&store, args.run.as_deref(), &env.cwd)?;
+    let now = Timestamp::now();
+    let text = if args.tree {
+        let tree = store.tree(&run.id).map_err(usage)?;
+        if args.json {
+            tree_json(&tree, now)
+        } else {
+            tree_text(&tree)
+        }
+    } else {
+        let failures = store.failures(&run.id).map_err(usage)?;
+        if args.json {
+            status_json(&run, &failures, now)
+        } else {
+            status_text(&run, &failures, now)
+        }
+    };
+    printer.data(text.trim_end());
+    Ok(())
+}
+
+/// `rlm list [--json]`.
+pub fn list(args: ListArgs, env: &Environment, printer: &Printer) -> Result<(), RlmError> {
+    let store = open(&env.cwd)?;
+    let runs = store.list_runs(args.limit as usize).map_err(usage)?;
+    let text = if args.json {
+        list_json(&runs, Timestamp::now())
+    } else {
+        list_text(&runs)
+    };
+    printer.data(text.trim_end());
+    Ok(())
+}
+
+/// `rlm resume [RUN] [--failed]`: the settings of the run's own command, with the budget and
+/// output flags given now, set to go on in the run's directory under its id.
+pub fn resume(args: ResumeArgs, color: ColorArg, env: &Environment) -> Result<BatchSettings, RlmError> {
+    let mut store = open(&env.cwd)?;
+    let run = match args.run.as_deref() {
+        Some(query) => {
+            let id = store.find_run(query).map_err(usage)?;
+            store.run(&id).map_err(usage)?
+        }
+        None => {
+            let depth = env.var("RLM_DEPTH").and_then(|d| d.trim().parse().ok()).unwrap_or(0);
+            store
+                .latest_unfinished_run(&env.cwd, depth)
+                .map_err(usage)?
+                .ok_or_else(|| {
+                    RlmError::Usage(
+                        "no unfinished run in this directory: rlm list shows the runs (name one to resume it)".into(),
+                    )
+                })?
+        }
+    };
+    let mut batch = match Cli::try_parse_from(&run.command) {
+        Ok(Cli {
+            command: Command::Batch(batch),
+            ..
+        }) => batch,
+        _ => {
+            return Err(RlmError::Usage(format!(
+                "run {} was not started by rlm batch ({}): run its command again instead (finished answers are cached)",
+                run.id,
+                run.command.join(" ")
+            )))
+        }
+    };
+    let claim = store.claim_run(&run.id, args.failed).map_err(usage)?;
+    tracing::debug!(run = %run.id, recovered = claim.recovered, retried = claim.retried, "run claimed");
+    let skip: HashSet<String> = if args.failed {
+        HashSet::new()
+    } else {
+        store
+            .units_in_state(&run.id, &[UnitState::Failed, UnitState::TimedOut])
+            .map_err(usage)?
+            .into_iter()
+            .collect()
+    };
+    drop(store);
+    if args.max_cost.is_some() {
+        batch.max_cost = args.max_cost;
+    }
+    batch.yes |= args.yes;
+    batch.quiet |= args.quiet;
+    batch.json |= args.json;
+    let mut run_env = env.clone();
+    run_env.cwd = run.cwd.clone();
+    run_env.argv = run.command.clone();
+    let mut settings = BatchSettings::resolve(*batch, color, &run_env)?;
+    settings.resume = Some(ResumeTarget {
+        run_id: RunId::as_str(&run.id).to_string(),
+        output_dir: run.output_dir.clone(),
+        skip,
+    });
+    Ok(settings)
+}

@@ -1,0 +1,236 @@
+//! Durable runs through the binary: every run is recorded in the task store; `kill -9`,
+//! SIGTERM and a budget stop are taken up again by `rlm resume` without paying twice for a
+//! completed unit; `rlm status` and `rlm list` read the store.
+#![cfg(unix)]
+
+mod support;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde_json::Value;
+use support::mock_llm::*;
+use support::*;
+
+/// How many requests the mock received per file (by the `File:` line of the prompt).
+fn requests_per_file(mock: &MockLlm) -> HashMap<String, usize> {
+    let mut counts = HashMap::new();
+    for r in mock.recorded() {
+        if let Some(path) = r.user_text().lines().next().and_then(|l| l.strip_prefix("File: ")) {
+            *counts.entry(path.to_string()).or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
+fn batch_args<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "batch",
+        "src/*.ts",
+        "List {file}",
+        "--base-url",
+        url,
+        "--model",
+        "haiku",
+        "-o",
+        "out",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+/// The result files written so far (each is written after its answer was cached).
+fn finished(p: &Project) -> Vec<String> {
+    let dir = p.path().join("out");
+    if !dir.is_dir() {
+        return Vec::new();
+    }
+    file_names(&dir)
+        .into_iter()
+        .filter_map(|n| n.strip_suffix(".result.md").map(|s| s.replacen("src-", "src/", 1)))
+        .collect()
+}
+
+#[test]
+fn kill_9_mid_run_then_resume_pays_for_no_completed_unit() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(250));
+    let p = Project::new().ts_files(16);
+    let url = mock.url();
+    let running = p.rlm(&batch_args(&url, &["-j", "2"])).spawn();
+    assert!(
+        wait_until(Duration::from_secs(20), || finished(&p).len() >= 4),
+        "the run makes progress"
+    );
+    running.signal("KILL");
+    let _ = running.wait();
+    let done_before = finished(&p);
+    assert!(done_before.len() < 16, "killed mid-run: {done_before:?}");
+
+    let status = p.rlm(&["status", "--json"]).run();
+    status.assert_exit(0);
+    let s: Value = serde_json::from_str(&status.stdout).unwrap();
+    assert!(
+        s.to_string().contains("crashed") || s.to_string().contains("CRASHED"),
+        "{s}"
+    );
+
+    mock.set_latency(Duration::ZERO);
+    let out = p.rlm(&["resume", "--yes"]).run();
+    out.assert_exit(0);
+    let counts = requests_per_file(&mock);
+    for file in &done_before {
+        assert_eq!(
+            counts.get(file),
+            Some(&1),
+            "{file} completed before the kill and was requested again"
+        );
+    }
+    assert_eq!(finished(&p).len(), 16);
+    let report = p.report();
+    assert_eq!(report["succeeded"], 16);
+    let list = p.rlm(&["list", "--json"]).run();
+    list.assert_exit(0);
+    let runs: Value = serde_json::from_str(&list.stdout).unwrap();
+    assert_eq!(
+        runs.as_array().map(Vec::len).or(runs["runs"].as_array().map(Vec::len)),
+        Some(1),
+        "{runs}"
+    );
+    // Nothing is left to resume.
+    let again = p.rlm(&["resume"]).run();
+    again.assert_exit(2);
+    assert!(again.stderr.contains("no unfinished run"), "{}", again.stderr);
+}
+
+#[test]
+fn sigterm_stops_the_run_and_resume_finishes_it() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(300));
+    let p = Project::new().ts_files(12);
+    let url = mock.url();
+    let running = p.rlm(&batch_args(&url, &["-j", "2"])).spawn();
+    assert!(wait_until(Duration::from_secs(20), || finished(&p).len() >= 2));
+    running.signal("TERM");
+    let out = running.wait();
+    out.assert_exit(130);
+    let done_before = finished(&p);
+    mock.set_latency(Duration::ZERO);
+    p.rlm(&["resume", "--yes", "--quiet"]).run().assert_exit(0);
+    let counts = requests_per_file(&mock);
+    for file in &done_before {
+        assert_eq!(counts.get(file), Some(&1), "{file} was paid for twice");
+    }
+    assert_eq!(p.report()["succeeded"], 12);
+}
+
+/// Files whose answers are long: the real cost runs to about twice the estimate, so a
+/// --max-cost at the estimate passes the check before the run and stops it halfway.
+fn long_answers(n: usize) -> Project {
+    let mut p = Project::new();
+    for i in 0..n {
+        p = p.file(
+            &format!("src/f{i:02}.ts"),
+            &format!("// {i}\n{}\n", reply_marker(&"long answer ".repeat(400))),
+        );
+    }
+    p
+}
+
+fn budget_at_estimate(p: &Project, url: &str) -> String {
+    let plan = p.rlm(&batch_args(url, &["--dry-run", "--json"])).run();
+    let estimate = plan.json()["estimated_cost_usd"].as_f64().unwrap();
+    format!("{:.4}", estimate * 1.01)
+}
+
+#[test]
+fn a_budget_stop_is_resumable_with_a_higher_budget() {
+    let mock = MockLlm::start();
+    let p = long_answers(12);
+    let url = mock.url();
+    let budget = budget_at_estimate(&p, &url);
+    let out = p
+        .rlm(&batch_args(&url, &["-j", "1", "--max-cost", &budget, "--yes"]))
+        .run();
+    out.assert_exit(1);
+    let stopped_after = mock.requests();
+    assert!(stopped_after < 12, "the budget stopped dispatching: {stopped_after}");
+    let status = p.rlm(&["status"]).run();
+    status.assert_exit(0);
+    assert!(status.stdout.to_lowercase().contains("budget"), "{}", status.stdout);
+    p.rlm(&["resume", "--max-cost", "10", "--yes"]).run().assert_exit(0);
+    assert_eq!(mock.requests(), 12, "each file requested once over both runs");
+    assert_eq!(p.report()["succeeded"], 12);
+}
+
+#[test]
+fn resume_leaves_failed_units_alone_unless_asked() {
+    let mock = MockLlm::start();
+    let p = long_answers(12);
+    mock.fault_when("// 0\n", vec![Fault::Status(500, "mock: server error".into())]);
+    let url = mock.url();
+    let budget = budget_at_estimate(&p, &url);
+    let out = p
+        .rlm(&batch_args(
+            &url,
+            &["-j", "1", "--max-cost", &budget, "--yes", "--retries", "0"],
+        ))
+        .run();
+    out.assert_exit(1);
+    assert_eq!(
+        requests_per_file(&mock).get("src/f00.ts"),
+        Some(&1),
+        "the first file failed"
+    );
+    // Resume (budget raised): the failed unit stays failed, the rest completes.
+    mock.reset_counts();
+    let out = p.rlm(&["resume", "--max-cost", "10", "--yes"]).run();
+    out.assert_exit(1);
+    let counts = requests_per_file(&mock);
+    assert!(
+        !counts.contains_key("src/f00.ts"),
+        "a failed unit is not retried without --failed: {counts:?}"
+    );
+    assert_eq!(p.report()["succeeded"], 11);
+    let run_id = p.report()["run_id"].as_str().unwrap().to_string();
+    mock.reset_counts();
+    p.rlm(&["resume", &run_id, "--failed", "--yes"]).run().assert_exit(0);
+    assert_eq!(requests_per_file(&mock).get("src/f00.ts"), Some(&1));
+    assert_eq!(p.report()["succeeded"], 12);
+}
+
+#[test]
+fn two_runs_at_once_share_the_cache_and_the_store() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(50));
+    let p = Project::new().ts_files(10);
+    let url = mock.url();
+    let a = p
+        .rlm(&["batch", "src/*.ts", "List {file}", "--base-url", &url, "-o", "out-a"])
+        .spawn();
+    let b = p
+        .rlm(&["batch", "src/*.ts", "List {file}", "--base-url", &url, "-o", "out-b"])
+        .spawn();
+    a.wait().assert_exit(0);
+    b.wait().assert_exit(0);
+    let list = p.rlm(&["list"]).run();
+    list.assert_exit(0);
+    assert!(!list.stderr.contains("warning"), "{}", list.stderr);
+    let runs: Value = serde_json::from_str(&p.rlm(&["list", "--json"]).run().stdout).unwrap();
+    let text = runs.to_string();
+    assert_eq!(
+        text.matches("\"success\"").count() + text.matches("\"SUCCESS\"").count(),
+        2,
+        "{runs}"
+    );
+}
+
+#[test]
+fn status_and_list_say_so_when_there_is_nothing() {
+    let p = Project::new();
+    let out = p.rlm(&["status"]).run();
+    out.assert_exit(2);
+    assert!(out.stderr.contains("no runs recorded"), "{}", out.stderr);
+    let out = p.rlm(&["resume"]).run();
+    out.assert_exit(2);
+}
