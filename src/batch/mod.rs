@@ -176,11 +176,13 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
                 Some(t) => StoreTarget::Resumed(RunId::from(t.run_id.as_str())),
                 None => StoreTarget::New(Box::new(new_run(&settings, &run_dir))),
             };
-            StoreReporter::start(store, target, &units, settings.provider.depth)
+            let served: Vec<usize> = pre.hits.iter().map(|(i, _)| *i).collect();
+            StoreReporter::start(store, target, &units, &served, settings.provider.depth)
                 .map_err(|e| printer.warn(&format!("{e}; rlm status and rlm resume will not know this run")))
                 .ok()
         }),
     };
+    tracing::debug!(store = reporters.store.is_some(), "reporters ready");
     let jobs = Arc::new(JobContext {
         call: Arc::new(call),
         cache: cache.clone(),

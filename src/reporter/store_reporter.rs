@@ -43,7 +43,14 @@ pub struct StoreReporter {
 impl StoreReporter {
     /// Opens the store under `rlm_dir` and records the run and its units (`queued`), or
     /// takes up a resumed run's units in the states the store has them.
-    pub fn start(mut store: TaskStore, target: StoreTarget, units: &[WorkUnit], depth: u32) -> Result<Self, String> {
+    /// `served`: indexes of the units the cache answers (recorded `completed` at once).
+    pub fn start(
+        mut store: TaskStore,
+        target: StoreTarget,
+        units: &[WorkUnit],
+        served: &[usize],
+        depth: u32,
+    ) -> Result<Self, String> {
         let run = match target {
             StoreTarget::New(new_run) => {
                 let run = store.create_run(&new_run).map_err(|e| e.to_string())?;
@@ -57,8 +64,22 @@ impl StoreReporter {
                         cache_key: Some(u.cache_key.as_str().to_string()),
                     })
                     .collect();
-                store.add_units(&run, &new_units).map_err(|e| e.to_string())?;
-                run
+                store
+                    .add_units_served(&run, &new_units, served)
+                    .map_err(|e| e.to_string())?;
+                let mut states: HashMap<UnitId, UnitState> =
+                    units.iter().map(|u| (u.id.clone(), UnitState::Queued)).collect();
+                for &i in served {
+                    states.insert(units[i].id.clone(), UnitState::Completed);
+                }
+                return Ok(StoreReporter {
+                    store,
+                    run,
+                    states,
+                    pending: Vec::new(),
+                    last_flush: Instant::now(),
+                    failure: None,
+                });
             }
             StoreTarget::Resumed(run) => run,
         };

@@ -130,6 +130,13 @@ impl TaskStore {
         batch.commit()
     }
 
+    /// Adds `units`, those at the indexes in `served` already `completed` (from the cache).
+    pub fn add_units_served(&mut self, run: &RunId, units: &[NewUnit], served: &[usize]) -> Result<(), StoreError> {
+        let mut batch = self.begin()?;
+        batch.add_units_served(run, units, served)?;
+        batch.commit()
+    }
+
     /// Moves one unit to `to`, if the lifecycle allows it; otherwise
     /// [`StoreError::IllegalTransition`] and nothing is written.
     pub fn transition(&mut self, run: &RunId, unit: &str, to: UnitState, detail: &Detail) -> Result<(), StoreError> {

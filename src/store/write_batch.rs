@@ -82,7 +82,15 @@ impl<'a> WriteBatch<'a> {
 
     /// Adds `units`, all `queued`, each with its first history entry.
     pub fn add_units(&mut self, run: &RunId, units: &[NewUnit]) -> Result<(), StoreError> {
+        self.add_units_served(run, units, &[])
+    }
+
+    /// [`WriteBatch::add_units`], where the units whose index is in `served` are added
+    /// `completed` at once: their answers came from the cache, so they never run (a fully
+    /// cached rerun of thousands of files costs one insert per unit, not three transitions).
+    pub fn add_units_served(&mut self, run: &RunId, units: &[NewUnit], served: &[usize]) -> Result<(), StoreError> {
         self.require_run(run)?;
+        let served: std::collections::HashSet<usize> = served.iter().copied().collect();
         let now = Timestamp::now().to_rfc3339();
         let next_seq: i64 = self
             .tx
@@ -96,8 +104,9 @@ impl<'a> WriteBatch<'a> {
         let mut insert_unit = self
             .tx
             .prepare_cached(
-                "INSERT INTO units (run_id, unit_id, seq, label, kind, priority, state, cache_key, queued_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                "INSERT INTO units (run_id, unit_id, seq, label, kind, priority, state, cache_key, queued_at,
+                                    finished_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             )
             .map_err(sqlite)?;
         let mut insert_history = self
@@ -108,7 +117,12 @@ impl<'a> WriteBatch<'a> {
             )
             .map_err(sqlite)?;
         for (i, unit) in units.iter().enumerate() {
-            let queued = UnitState::Queued.name();
+            let done = served.contains(&i);
+            let queued = if done {
+                UnitState::Completed.name()
+            } else {
+                UnitState::Queued.name()
+            };
             let seq = next_seq + i64::try_from(i).unwrap_or(i64::MAX);
             let added = insert_unit.execute(params![
                 run.as_str(),
@@ -119,7 +133,8 @@ impl<'a> WriteBatch<'a> {
                 unit.priority,
                 queued,
                 unit.cache_key,
-                now
+                now,
+                done.then_some(&now)
             ]);
             match added {
                 Ok(_) => {}
