@@ -97,17 +97,22 @@ pub fn dry_run(printer: &Printer, view: &PlanView<'_>, blocker: Option<&str>) {
         (None, Err(e)) => format!("refused: {e}"),
     };
     let hit: HashSet<usize> = pre.hits.iter().map(|(i, _)| *i).collect();
+    let by_path: std::collections::HashMap<&str, &crate::input::InputFile> =
+        manifest.files.iter().map(|f| (f.display.as_str(), f)).collect();
+    // What a unit reads: the sizes of its inputs (a chunk counts its whole file).
+    let size_of = |u: &WorkUnit| -> u64 {
+        u.inputs
+            .iter()
+            .filter_map(|i| by_path.get(i.display.as_str()))
+            .map(|f| f.size)
+            .sum()
+    };
     if settings.output.json {
         let plan: Vec<serde_json::Value> = units
             .iter()
             .enumerate()
             .map(|(i, u)| {
-                let size: u64 = u
-                    .inputs
-                    .iter()
-                    .filter_map(|input| manifest.files.iter().find(|f| f.display == input.display))
-                    .map(|f| f.size)
-                    .sum();
+                let size = size_of(u);
                 let mut entry = json!({
                     "id": u.id,
                     "path": u.label,
@@ -122,7 +127,7 @@ pub fn dry_run(printer: &Printer, view: &PlanView<'_>, blocker: Option<&str>) {
                 });
                 let extra = super::plan_json::unit(
                     u,
-                    &manifest.files,
+                    &by_path,
                     &settings.task.sub_prompt,
                     delimiter,
                     settings.task.schema.as_ref(),
@@ -169,12 +174,7 @@ pub fn dry_run(printer: &Printer, view: &PlanView<'_>, blocker: Option<&str>) {
             (None, true) => "cached",
             (None, false) => "call",
         };
-        let size: u64 = manifest
-            .files
-            .iter()
-            .filter(|f| u.inputs.iter().any(|i| i.display == f.display))
-            .map(|f| f.size)
-            .sum();
+        let size = size_of(u);
         text.push_str(&format!("{state:<9} {size:>9} B  {}\n", escape::name(&u.label)));
     }
     text.push_str(&format!(

@@ -23,7 +23,7 @@ pub fn file(file: &InputFile) -> Value {
 /// The content-aware fields of a unit (merged into its plan entry).
 pub fn unit(
     unit: &WorkUnit,
-    files: &[InputFile],
+    files: &std::collections::HashMap<&str, &InputFile>,
     sub_prompt: &str,
     delimiter: &Delimiter,
     schema: Option<&OutputSchema>,
@@ -36,7 +36,7 @@ pub fn unit(
         .inputs
         .iter()
         .map(|i| {
-            let lines = files.iter().find(|f| f.display == i.display).map_or(0, |f| f.lines);
+            let lines = files.get(i.display.as_str()).map_or(0, |f| f.lines);
             let (start, end) = i.span.map_or((1, lines.max(1)), |s| (s.start, s.end));
             json!({"path": i.display, "start_line": start, "end_line": end, "content_hash": i.content_hash})
         })
