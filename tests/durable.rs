@@ -234,3 +234,45 @@ fn status_and_list_say_so_when_there_is_nothing() {
     let out = p.rlm(&["resume"]).run();
     out.assert_exit(2);
 }
+
+#[test]
+fn a_deadline_stops_dispatching_and_resume_goes_on() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(400));
+    let p = Project::new().ts_files(12);
+    let url = mock.url();
+    let out = p.rlm(&batch_args(&url, &["-j", "1", "--deadline", "1s"])).run();
+    out.assert_exit(1);
+    let report = p.report();
+    assert!(report["error"].as_str().unwrap().contains("--deadline"), "{report:#}");
+    let done = report["succeeded"].as_u64().unwrap();
+    assert!((1..12).contains(&done), "{done}");
+    assert!(p.rlm(&["status"]).run().stdout.to_lowercase().contains("deadline"));
+    mock.set_latency(Duration::ZERO);
+    p.rlm(&["resume", "--yes"]).run().assert_exit(0);
+    assert_eq!(p.report()["succeeded"], 12);
+    let bad = p.rlm(&batch_args(&url, &["--deadline", "soon"])).run();
+    bad.assert_exit(2);
+    assert!(bad.stderr.contains("not a duration"), "{}", bad.stderr);
+}
+
+#[test]
+fn save_trajectory_writes_one_line_per_call_without_the_key() {
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(3);
+    let url = mock.url();
+    p.rlm(&batch_args(&url, &["--save-trajectory", "traj/calls.jsonl"]))
+        .run()
+        .assert_exit(0);
+    let text = p.read("traj/calls.jsonl");
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 3);
+    for line in &lines {
+        assert_eq!(line["success"], true);
+        assert_eq!(line["model"], "claude-haiku-5-5");
+        assert!(line["prompt"]["user"].as_str().unwrap().contains("export const"));
+        assert!(line["response"].as_str().unwrap().starts_with("mock result"));
+        assert!(line["tokens_in"].as_u64().unwrap() > 0);
+    }
+    assert!(!text.contains(TEST_KEY));
+}

@@ -31,13 +31,14 @@ impl Execution {
         events: UnboundedReceiver<Event>,
         limiter: Arc<Limiter>,
         width: usize,
+        deadline: Option<std::time::Instant>,
     ) -> Self {
         Execution {
             dispatcher,
             jobs,
             events,
             // From here on, Ctrl-C and SIGTERM are heard instead of killing the process.
-            interrupt: Interrupt::new(),
+            interrupt: Interrupt::new().with_deadline(deadline),
             limiter,
             width,
             interrupted: false,
@@ -78,9 +79,16 @@ impl Execution {
         !self.interrupted && !self.limiter.is_halted() && self.dispatcher.over_budget().is_none()
     }
 
+    /// `--deadline` is what stopped the run.
+    pub fn deadline_passed(&self) -> bool {
+        self.interrupt.deadline_passed
+    }
+
     /// Why no more calls may be made, for the report.
     pub fn why_stopped(&self) -> &'static str {
-        if self.interrupted {
+        if self.interrupt.deadline_passed {
+            "the --deadline passed"
+        } else if self.interrupted {
             "the run was interrupted"
         } else {
             "the run stopped early"

@@ -29,6 +29,8 @@ pub struct JobContext {
     pub max_tokens: u32,
     /// `--schema`: unit answers must conform to it.
     pub schema: Option<OutputSchema>,
+    /// `--save-trajectory`: every call logged.
+    pub trajectory: Option<super::trajectory::Trajectory>,
     /// Aggregation calls look in the cache first (per-unit hits are found by the pre-pass).
     pub read_cache: bool,
     /// False under `--cache-only`: an uncached aggregation call fails instead of calling.
@@ -258,9 +260,32 @@ async fn call(
     started: Instant,
     place: Place,
 ) -> JobOutcome {
+    let call_started = Instant::now();
     let result = call_with_retries(&ctx.call, request, unit, label, place).await;
     outcome.attempts = result.attempts;
     outcome.duration_ms = started.elapsed().as_millis() as u64;
+    if let Some(trajectory) = &ctx.trajectory {
+        let (response, error, usage) = match &result.outcome {
+            Ok(c) => (Some(c.text.as_str()), None, c.usage),
+            Err(CallFailure::Unit { reason, .. }) => (None, Some(reason.clone()), Usage::default()),
+            Err(CallFailure::Fatal(reason)) => (None, Some(reason.clone()), Usage::default()),
+            Err(CallFailure::Halted) => (None, Some("the run stopped first".to_string()), Usage::default()),
+        };
+        let warning = trajectory.record(&super::trajectory::CallRecord {
+            unit: unit.as_str(),
+            label,
+            model: ctx.call.provider.model(),
+            request,
+            response,
+            error: error.as_deref(),
+            usage,
+            duration_ms: call_started.elapsed().as_millis() as u64,
+            attempts: result.attempts,
+        });
+        if let Some(message) = warning {
+            let _ = ctx.call.events.send(exec::Event::Warning { message });
+        }
+    }
     match result.outcome {
         Ok(completion) => {
             outcome.usage = completion.usage;

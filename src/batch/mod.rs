@@ -15,6 +15,7 @@ mod plan_json;
 mod prepass;
 mod startup;
 mod synthesize;
+mod trajectory;
 mod write;
 
 use std::sync::Arc;
@@ -191,11 +192,16 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
         delimiter,
         max_tokens: settings.provider.max_tokens,
         schema: settings.task.schema.clone(),
+        trajectory: match &settings.exec.trajectory {
+            Some(path) => Some(trajectory::Trajectory::open(path, settings.redactor()).map_err(RlmError::Usage)?),
+            None => None,
+        },
         read_cache: settings.exec.cache_mode.reads(),
         may_call: settings.exec.cache_mode != CacheMode::ReadOnly,
     });
     let dispatcher = Dispatcher::new(reporters, model.clone(), settings.budget.max_cost, printer.clone());
-    let mut exec = Execution::new(dispatcher, jobs, events_rx, limiter, width);
+    let deadline = settings.exec.deadline.map(|d| started + d);
+    let mut exec = Execution::new(dispatcher, jobs, events_rx, limiter, width, deadline);
     exec.dispatcher.emit(Event::RunStarted {
         units: units.len(),
         cached: pre.hits.len(),
@@ -283,6 +289,12 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
     // Report.
     tracing::debug!("aggregate written");
     exec.dispatcher.reporters.progress.finish();
+    if exec.deadline_passed() {
+        let limit = settings.exec.deadline.map(|d| d.as_secs_f64()).unwrap_or_default();
+        exec.dispatcher.reporters.builder.add_error(format!(
+            "the --deadline ({limit}s) passed: dispatching stopped; rlm resume goes on with the units not run"
+        ));
+    }
     let collected = findings_stage::collect(&settings, &units, &exec.dispatcher.texts);
     let findings = findings_stage::write(&settings, &run_dir, &collected, &printer);
     let report = write::report(
@@ -357,8 +369,10 @@ fn new_run(settings: &BatchSettings, run_dir: &RunDir) -> NewRun {
 fn store_status(report: &crate::report::RunReport) -> StoreRunStatus {
     use crate::report::RunStatus as R;
     let budget = report.error.as_deref().is_some_and(|e| e.contains("--max-cost"));
+    let deadline = report.error.as_deref().is_some_and(|e| e.contains("--deadline"));
     match report.status {
         _ if budget => StoreRunStatus::BudgetExceeded,
+        _ if deadline => StoreRunStatus::DeadlineExceeded,
         R::Success => StoreRunStatus::Success,
         R::Partial => StoreRunStatus::Partial,
         R::Failed => StoreRunStatus::Failed,

@@ -138,6 +138,7 @@ pub fn report(
     printer: &Printer,
     findings: Option<crate::report::FindingsSummary>,
 ) -> RunReport {
+    let interrupted = exec.interrupted && !exec.deadline_passed();
     let reporters = &mut exec.dispatcher.reporters;
     let events_path = reporters.log.as_mut().map(|log| {
         if let Some(warning) = log.finish() {
@@ -146,7 +147,8 @@ pub fn report(
         shown(&run_dir.dir.join("events.jsonl"), &settings.cwd)
     });
     let mut report = reporters.builder.finish(RunEnd {
-        interrupted: exec.interrupted,
+        // A --deadline stop is not an interrupt: the run ends partial and resumable.
+        interrupted,
         duration_ms: started.elapsed().as_millis() as u64,
         started_at: started_at.to_string(),
         finished_at: jiff::Timestamp::now().to_string(),

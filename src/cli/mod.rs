@@ -7,7 +7,10 @@ use std::path::PathBuf;
 
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
-use numeric::{parse_context_window, parse_max_cost, parse_max_tokens, parse_seconds, parse_temperature, parse_width};
+use numeric::{
+    parse_context_window, parse_duration, parse_max_cost, parse_max_tokens, parse_seconds, parse_temperature,
+    parse_width,
+};
 
 /// What `rlm --version` prints after the name: the version and the commit it was built from
 /// (`RLM_GIT_COMMIT`, set by `build.rs`).
@@ -315,6 +318,16 @@ pub struct BatchArgs {
     /// malformed replies (0-20). Rate limits (429) do not use them up: see --rate-limit-wait.
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=20), allow_negative_numbers = true)]
     pub retries: u32,
+
+    /// Stop dispatching when the whole run has taken this long (`90s`, `15m`, `2h`); calls in
+    /// flight get a grace period, and `rlm resume` goes on later.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_negative_numbers = true)]
+    pub deadline: Option<f64>,
+
+    /// Append one JSON line per model call to PATH: prompt, response, model, tokens,
+    /// duration, attempts, success.
+    #[arg(long, value_name = "PATH")]
+    pub save_trajectory: Option<PathBuf>,
 
     /// Seconds one call may spend waiting out rate limits (429) before it fails, up to 86400.
     #[arg(long, value_name = "SECS", default_value = "600", value_parser = parse_seconds, allow_negative_numbers = true)]

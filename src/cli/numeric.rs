@@ -11,6 +11,27 @@ pub fn parse_seconds(s: &str) -> Result<f64, String> {
     }
 }
 
+/// A duration for the whole run: `90`, `90s`, `15m`, `2h`; more than 0, at most a week.
+pub fn parse_duration(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let (number, unit) = match t.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
+        Some((i, _)) => (&t[..i], &t[i..]),
+        None => (t, "s"),
+    };
+    let factor = match unit {
+        "s" | "sec" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(format!("'{s}' is not a duration: write 90s, 15m or 2h")),
+    };
+    let v = parse_f64(number.trim()).map_err(|_| format!("'{s}' is not a duration: write 90s, 15m or 2h"))? * factor;
+    if v > 0.0 && v <= 604_800.0 {
+        Ok(v)
+    } else {
+        Err("must be more than 0 and at most a week (168h)".into())
+    }
+}
+
 /// A sampling temperature: 0 to 2, as both APIs accept.
 pub fn parse_temperature(s: &str) -> Result<f32, String> {
     let v = parse_f64(s)?;

@@ -4,6 +4,10 @@
 pub struct Interrupt {
     #[cfg(unix)]
     signals: Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,
+    /// `--deadline`: when it passes, the run stops as if interrupted (once).
+    deadline: Option<tokio::time::Instant>,
+    /// The deadline is what stopped the run.
+    pub deadline_passed: bool,
 }
 
 impl Interrupt {
@@ -16,14 +20,39 @@ impl Interrupt {
                 signals: signal(SignalKind::interrupt())
                     .and_then(|i| Ok((i, signal(SignalKind::terminate())?)))
                     .ok(),
+                deadline: None,
+                deadline_passed: false,
             }
         }
         #[cfg(not(unix))]
-        Interrupt {}
+        Interrupt {
+            deadline: None,
+            deadline_passed: false,
+        }
+    }
+
+    /// Also stops the run when `deadline` passes.
+    pub fn with_deadline(mut self, deadline: Option<std::time::Instant>) -> Self {
+        self.deadline = deadline.map(tokio::time::Instant::from_std);
+        self
+    }
+
+    /// Returns when the next signal arrives, or the deadline passes (the first time).
+    pub async fn recv(&mut self) {
+        let deadline = if self.deadline_passed { None } else { self.deadline };
+        tokio::select! {
+            () = self.signal() => {}
+            () = async {
+                match deadline {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            } => self.deadline_passed = true,
+        }
     }
 
     /// Returns when the next signal arrives.
-    pub async fn recv(&mut self) {
+    async fn signal(&mut self) {
         #[cfg(unix)]
         match &mut self.signals {
             Some((int, term)) => {

@@ -138,6 +138,10 @@ pub struct ExecSettings {
     /// How long one call may wait out 429s before it fails.
     pub rate_limit_wait: Duration,
     pub cache_mode: CacheMode,
+    /// `--deadline`: the whole run's time limit.
+    pub deadline: Option<Duration>,
+    /// `--save-trajectory`: where each call is logged.
+    pub trajectory: Option<PathBuf>,
 }
 
 /// What the user sees and where results go.
@@ -228,6 +232,8 @@ impl BatchSettings {
             json,
             quiet,
             timeout,
+            deadline,
+            save_trajectory,
             retries,
             rate_limit_wait,
             max_tokens,
@@ -393,6 +399,8 @@ impl BatchSettings {
                 retries,
                 backoff_base,
                 rate_limit_wait: Duration::from_secs_f64(rate_limit_wait),
+                deadline: deadline.map(Duration::from_secs_f64),
+                trajectory: save_trajectory.map(|p| if p.is_absolute() { p } else { env.cwd.join(p) }),
                 cache_mode: if cache_only {
                     CacheMode::ReadOnly
                 } else if no_cache {
