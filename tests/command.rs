@@ -167,3 +167,31 @@ fn command_flags_are_checked() {
         .run();
     out.assert_exit(2);
 }
+
+#[test]
+fn an_agent_that_runs_rlm_makes_a_child_run_shown_in_the_tree() {
+    let p = Project::new().file("src/a.txt", "a\n").file("sub/x.txt", "x\n");
+    script(&p, "leaf.sh", "cat >/dev/null\necho leaf\n");
+    script(
+        &p,
+        "agent.sh",
+        "cat >/dev/null\n\"$RLM_TEST_BIN\" batch 'sub/*.txt' 'inner {file}' --command ./leaf.sh -o child-out -q >/dev/null 2>&1\necho \"child exit $?\"\n",
+    );
+    let out = p
+        .rlm(&["batch", "src/*.txt", "outer", "--command", "./agent.sh", "-o", "out"])
+        .env("RLM_TEST_BIN", env!("CARGO_BIN_EXE_rlm"))
+        .env_remove("RLM_DEPTH")
+        .run();
+    out.assert_exit(0);
+    assert!(p.read("out/src-a.txt.result.md").contains("child exit 0"));
+    let parent = p.report()["run_id"].as_str().unwrap().to_string();
+    let tree = p.rlm(&["status", &parent, "--tree"]).run();
+    tree.assert_exit(0);
+    let lines: Vec<&str> = tree.stdout.lines().collect();
+    assert!(lines.len() >= 2, "the parent and its child: {}", tree.stdout);
+    assert!(lines[0].contains(&parent), "{}", tree.stdout);
+    let json = p.rlm(&["status", &parent, "--tree", "--json"]).run();
+    json.assert_exit(0);
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert!(v.to_string().contains("\"depth\":1"), "{v}");
+}
