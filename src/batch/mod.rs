@@ -42,6 +42,9 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
 
     // Inputs → manifest.
     let manifest = startup::resolve_inputs(&settings)?;
+    for warning in &manifest.warnings {
+        printer.warn(warning);
+    }
     let mut blocker = settings.provider.blocker.clone();
     if let (Some(b), false) = (&blocker, settings.output.dry_run) {
         return Err(RlmError::Usage(b.clone()));

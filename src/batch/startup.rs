@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::error::RlmError;
-use crate::input::{resolve_glob, Manifest, WalkOptions};
+use crate::input::{cap_largest, resolve_directory, resolve_glob, DirectoryQuery, Manifest, WalkOptions};
 use crate::printer::Printer;
 use crate::provider::discovery::discover_model;
 use crate::provider::{HttpConfig, HttpProvider, ModelInfo, Provider};
@@ -20,7 +20,30 @@ pub fn resolve_inputs(settings: &BatchSettings) -> Result<Manifest, RlmError> {
         exclude_dir: settings.output.output_dir.clone(),
     };
     let manifest = match &input.source {
-        InputSource::Glob { pattern } => resolve_glob(&settings.cwd, pattern, &walk)?,
+        InputSource::Glob { pattern } => {
+            let mut manifest = resolve_glob(&settings.cwd, pattern, &walk)?;
+            if let Some(max_files) = input.max_files {
+                cap_largest(&mut manifest, max_files);
+            }
+            manifest
+        }
+        InputSource::Directory {
+            dir,
+            include,
+            exclude,
+            recursive,
+            max_files,
+        } => resolve_directory(
+            &settings.cwd,
+            &DirectoryQuery {
+                dir,
+                include,
+                exclude,
+                recursive: *recursive,
+                max_files: *max_files,
+            },
+            &walk,
+        )?,
     };
     tracing::debug!(
         files = manifest.files.len(),

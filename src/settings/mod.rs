@@ -13,7 +13,9 @@ mod parallelism;
 
 pub use config::ProjectConfig;
 pub use environment::Environment;
-pub use input_source::{sort_positionals, InputSource, Positionals};
+pub use input_source::{
+    sort_positionals, source_for_pattern, DirectoryFlags, InputSource, Positionals, DEFAULT_DIRECTORY_MAX_FILES,
+};
 pub use parallelism::{resolve_parallelism, Parallelism, FALLBACK_PARALLEL, HARD_CAP};
 
 use std::path::{Path, PathBuf};
@@ -52,6 +54,17 @@ pub struct InputSettings {
     pub respect_ignore: bool,
     pub hidden: bool,
     pub follow_links: bool,
+    /// `--max-files`: the largest this many files are processed (directory mode: default
+    /// [`DEFAULT_DIRECTORY_MAX_FILES`]; a glob: no limit unless given).
+    pub max_files: Option<usize>,
+}
+
+impl InputSettings {
+    /// Whether the inputs are a directory (`rlm batch DIR "prompt"`), whose defaults differ:
+    /// small files batched, per-type synthesis.
+    pub fn is_directory_mode(&self) -> bool {
+        matches!(self.source, InputSource::Directory { .. })
+    }
 }
 
 /// What to do with them.
@@ -180,6 +193,10 @@ impl BatchSettings {
             no_ignore,
             hidden,
             follow_links,
+            include,
+            exclude,
+            no_recursive,
+            max_files,
         } = args;
 
         let Positionals { pattern, prompt } =
@@ -190,12 +207,25 @@ impl BatchSettings {
                     "the file pattern is empty: pass a glob such as 'src/**/*.ts'".into(),
                 ))
             }
-            Some(pattern) => InputSource::Glob { pattern },
+            Some(pattern) => source_for_pattern(
+                pattern,
+                &env.cwd,
+                DirectoryFlags {
+                    include,
+                    exclude,
+                    no_recursive,
+                    max_files,
+                },
+            )?,
             None => {
                 return Err(RlmError::Usage(
                     "no files named: pass a pattern such as 'src/**/*.ts'".into(),
                 ))
             }
+        };
+        let max_files = match &source {
+            InputSource::Directory { max_files, .. } => Some(*max_files),
+            InputSource::Glob { .. } => max_files,
         };
         let sub_prompt = match (prompt, prompt_file) {
             (Some(p), _) => p,
@@ -253,6 +283,7 @@ impl BatchSettings {
                 respect_ignore: !no_ignore,
                 hidden,
                 follow_links,
+                max_files,
             },
             task: TaskSettings {
                 sub_prompt,
