@@ -343,11 +343,23 @@ fn directory_flags_with_a_glob_are_a_usage_error() {
         let out = p.rlm(&args).run();
         out.assert_exit(2);
         assert!(
-            out.stderr.contains(&format!("{} apply to a directory", flag[0])),
+            out.stderr.contains(&format!(
+                "{} applies to a directory, not to the glob 'src/*.py'",
+                flag[0]
+            )),
             "{}",
             out.stderr
         );
     }
+    let out = p
+        .rlm(&["batch", "src/*.py", "List", "--include", "*.py", "--no-recursive"])
+        .run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("--include, --no-recursive apply to a directory"),
+        "{}",
+        out.stderr
+    );
     let out = p.rlm(&["batch", "src/a.py", "List", "--include", "*.py"]).run();
     out.assert_exit(2);
     assert!(out.stderr.contains("not to the file 'src/a.py'"), "{}", out.stderr);

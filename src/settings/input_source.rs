@@ -47,7 +47,8 @@ impl InputSource {
                 recursive,
                 max_files,
             } => {
-                let mut parts = vec![format!("directory, at most {max_files} files")];
+                let files = if *max_files == 1 { "file" } else { "files" };
+                let mut parts = vec![format!("directory, at most {max_files} {files}")];
                 if !include.is_empty() {
                     parts.push(format!("include {}", include.join(", ")));
                 }
@@ -114,8 +115,10 @@ pub fn source_for_pattern(pattern: String, cwd: &Path, flags: DirectoryFlags) ->
     }
     if !given.is_empty() {
         let what = if literal { "the file" } else { "the glob" };
+        let verb = if given.len() == 1 { "applies" } else { "apply" };
         return Err(RlmError::Usage(format!(
-            "{} apply to a directory, not to {what} '{}': pass a directory, as in              rlm batch src \"prompt\" --include '*.py', or put the filter in the glob",
+            "{} {verb} to a directory, not to {what} '{}': pass a directory, as in \
+             rlm batch src \"prompt\" --include '*.py', or put the filter in the glob",
             given.join(", "),
             crate::escape::name(trimmed)
         )));
@@ -243,7 +246,7 @@ mod tests {
             ..DirectoryFlags::default()
         };
         let e = source_for_pattern("src/*.rs".into(), d.path(), flags.clone()).unwrap_err();
-        assert!(e.to_string().contains("--no-recursive apply to a directory"), "{e}");
+        assert!(e.to_string().contains("--no-recursive applies to a directory"), "{e}");
         let e = source_for_pattern("a.txt".into(), d.path(), flags.clone()).unwrap_err();
         assert!(e.to_string().contains("not to the file 'a.txt'"), "{e}");
         let missing = source_for_pattern("nope".into(), d.path(), flags).unwrap();
