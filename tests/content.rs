@@ -207,7 +207,7 @@ fn query_reads_one_file_through_its_analyst_and_prints_the_answer_on_stdout() {
     assert_eq!(mock.requests(), 1, "one piece, no synthesis needed");
     assert!(mock.recorded()[0].user_text().contains("Content type: prose"));
 
-    // A long file: chunks, one synthesis for its type, one final report.
+    // A long file: chunks, then one final report (one content type needs no per-type phase).
     mock.reset_counts();
     let out = p
         .rlm(&[
@@ -226,7 +226,11 @@ fn query_reads_one_file_through_its_analyst_and_prints_the_answer_on_stdout() {
     let recorded = mock.recorded();
     let chunks = recorded.iter().filter(|r| r.user_text().contains("(chunk ")).count();
     assert!(chunks >= 7, "{chunks}");
-    assert_eq!(recorded.len(), chunks + 2);
+    assert_eq!(
+        recorded.len(),
+        chunks + 1,
+        "one type: the chunks, then the final report"
+    );
     let last = recorded.last().unwrap();
     assert_eq!(
         out.stdout.trim(),

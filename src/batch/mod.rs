@@ -53,6 +53,9 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
         // A list-based axis (changed files, a file list) selected nothing: nothing to do.
         return Ok(nothing_to_do(&settings, &manifest, &printer));
     }
+    for warning in &manifest.warnings {
+        printer.warn(warning);
+    }
     let mut blocker = settings.provider.blocker.clone();
     if let (Some(b), false) = (&blocker, settings.output.dry_run) {
         return Err(RlmError::Usage(b.clone()));

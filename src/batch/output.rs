@@ -46,7 +46,7 @@ pub fn init_block(view: &PlanView<'_>) -> String {
     let skipped = if not_sent == 0 {
         String::new()
     } else {
-        format!(" ({not_sent} not sent: binary, empty, unreadable or outside the searched directory)")
+        format!(" ({not_sent} not sent: binary, empty, unreadable, outside the searched directory or over --max-files)")
     };
     let cost = if model.is_free() {
         model.cost_text(0.0)

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use crate::error::RlmError;
 use crate::input::changed::changed_since;
 use crate::input::files_from::{read_files_from, ListSeparator};
-use crate::input::{resolve_glob, resolve_list, ListFilter, Manifest, WalkOptions};
+use crate::input::{
+    cap_largest, resolve_directory, resolve_glob, resolve_list, DirectoryQuery, ListFilter, Manifest, WalkOptions,
+};
 use crate::printer::Printer;
 use crate::provider::command::CommandProvider;
 use crate::provider::discovery::discover_model;
@@ -22,8 +24,25 @@ pub fn resolve_inputs(settings: &BatchSettings) -> Result<Manifest, RlmError> {
         follow_links: input.follow_links,
         exclude_dir: settings.output.output_dir.clone(),
     };
-    let manifest = match &input.source {
+    let mut manifest = match &input.source {
         InputSource::Glob { pattern } => resolve_glob(&settings.cwd, pattern, &walk)?,
+        InputSource::Directory {
+            dir,
+            include,
+            exclude,
+            recursive,
+            max_files,
+        } => resolve_directory(
+            &settings.cwd,
+            &DirectoryQuery {
+                dir,
+                include,
+                exclude,
+                recursive: *recursive,
+                max_files: *max_files,
+            },
+            &walk,
+        )?,
         InputSource::FilesFrom { list, null, filter } => {
             let separator = if *null {
                 ListSeparator::Nul
@@ -47,6 +66,10 @@ pub fn resolve_inputs(settings: &BatchSettings) -> Result<Manifest, RlmError> {
             resolve_list(&settings.cwd, paths, filter, &walk)?
         }
     };
+    // The directory resolver caps itself (with its own default); other axes only when asked.
+    if let (false, Some(max_files)) = (matches!(input.source, InputSource::Directory { .. }), input.max_files) {
+        cap_largest(&mut manifest, max_files);
+    }
     if manifest.files.is_empty() && input.source.empty_is_success() {
         return Ok(manifest);
     }

@@ -1,5 +1,5 @@
 //! `--aggregate synthesize`: phase 1 one synthesis call per content type (in parallel, in
-//! the run's pool), phase 2 one cross-type call that writes the final report (per-file
+//! the run's pool; skipped when all results share one type), phase 2 one cross-type call that writes the final report (per-file
 //! findings, cross-file analysis, recommendations).
 
 use std::collections::BTreeMap;
@@ -23,7 +23,15 @@ pub async fn synthesize(input: &AggregateInput<'_>, exec: &mut Execution) -> Res
         ));
     }
 
-    // Phase 1: one call per content type.
+    // Phase 1: one call per content type. With one type there is nothing to group across:
+    // the cross-type call reads the per-file results directly, and the run saves a call.
+    if groups.len() == 1 {
+        let mut summaries = String::new();
+        for (content_type, results) in &groups {
+            summaries.push_str(&format!("## {content_type}\n\n{}\n\n", results.trim()));
+        }
+        return cross_type(input, exec, &summaries).await;
+    }
     let jobs: Vec<SummaryJob> = groups
         .iter()
         .map(|(content_type, results)| {
@@ -44,8 +52,12 @@ pub async fn synthesize(input: &AggregateInput<'_>, exec: &mut Execution) -> Res
         summaries.push_str(&format!("## {content_type}\n\n{}\n\n", text.trim()));
     }
 
-    // Phase 2: the cross-type report.
-    let prompt = render_cross_synthesis(input.templates, input.sub_prompt, &summaries);
+    cross_type(input, exec, &summaries).await
+}
+
+/// Phase 2: the cross-type report.
+async fn cross_type(input: &AggregateInput<'_>, exec: &mut Execution, summaries: &str) -> Result<String, String> {
+    let prompt = render_cross_synthesis(input.templates, input.sub_prompt, summaries);
     let id = UnitId::named("synthesize");
     let job = SummaryJob {
         id: id.clone(),

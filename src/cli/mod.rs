@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
 use numeric::{
-    parse_context_window, parse_duration, parse_max_cost, parse_max_tokens, parse_seconds, parse_temperature,
-    parse_width,
+    parse_context_window, parse_duration, parse_max_cost, parse_max_files, parse_max_tokens, parse_seconds,
+    parse_temperature, parse_width,
 };
 
 /// What `rlm --version` prints after the name: the version and the commit it was built from
@@ -181,7 +181,8 @@ pub struct ManArgs {
 )]
 pub struct BatchArgs {
     /// Files to process: a glob relative to the current directory or absolute
-    /// (`src/**/*.ts`, `**/*.{js,ts}`); quote it so the shell does not expand it. With an
+    /// (`src/**/*.ts`, `**/*.{js,ts}`); quote it so the shell does not expand it. An
+    /// existing directory means directory mode (see --include, --max-files). With an
     /// input flag (such as --files-from) the only argument is the prompt.
     #[arg(value_name = "PATTERN")]
     pub pattern: Option<String>,
@@ -233,8 +234,13 @@ pub struct BatchArgs {
 
     /// Batch small files of one content type into shared calls (at most 1500 combined
     /// lines); each file still gets its own result file, split from the batch's answer.
-    #[arg(long)]
+    /// On by default in directory mode.
+    #[arg(long, overrides_with = "no_batch_small")]
     pub batch_small: bool,
+
+    /// Send every small file in its own call, also in directory mode.
+    #[arg(long, overrides_with = "batch_small")]
+    pub no_batch_small: bool,
 
     /// What the code analyst looks for in chunks and batches.
     #[arg(long, value_enum, default_value_t = FocusArg::General)]
@@ -271,9 +277,9 @@ pub struct BatchArgs {
     #[arg(long, short = 'o', value_name = "DIR")]
     pub output_dir: Option<PathBuf>,
 
-    /// How to combine the per-file results.
-    #[arg(long, value_enum, default_value_t = AggregateArg::Concat)]
-    pub aggregate: AggregateArg,
+    /// How to combine the per-file results. [default: concat; synthesize in directory mode]
+    #[arg(long, value_enum)]
+    pub aggregate: Option<AggregateArg>,
 
     /// Most model calls in flight at once (hard cap 7; `.aiwg/aiwg.config`
     /// parallelism.max_parallel_subagents lowers it). [default: from config, else 4]
@@ -362,6 +368,27 @@ pub struct BatchArgs {
     /// are skipped and listed in the report).
     #[arg(long, short = 'L')]
     pub follow_links: bool,
+
+    // Directory mode (issue 7): `rlm batch DIR "prompt"`.
+    /// Directory mode: process only files matching GLOB, relative to DIR (repeatable; a
+    /// glob without `/` such as `*.py` matches at any depth). Naming an excluded-by-default
+    /// file or folder (`vendor/**`, `*.min.js`) includes it.
+    #[arg(long, value_name = "GLOB", action = ArgAction::Append)]
+    pub include: Vec<String>,
+
+    /// Directory mode: skip files (and folders) matching GLOB, relative to DIR (repeatable),
+    /// on top of the default exclusions.
+    #[arg(long, value_name = "GLOB", action = ArgAction::Append)]
+    pub exclude: Vec<String>,
+
+    /// Directory mode: only the files directly in DIR, not in its subdirectories.
+    #[arg(long)]
+    pub no_recursive: bool,
+
+    /// Process at most N files, the largest (1-100000); the others are listed as skipped.
+    /// [default: 20 for a directory, no limit for a glob]
+    #[arg(long, value_name = "N", value_parser = parse_max_files, allow_negative_numbers = true)]
+    pub max_files: Option<usize>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -68,6 +68,11 @@ pub fn parse_width(s: &str) -> Result<usize, String> {
     parse_whole(s, 1, 1_000_000).map(|v| v as usize)
 }
 
+/// Files per run: 1 to 100000.
+pub fn parse_max_files(s: &str) -> Result<usize, String> {
+    parse_whole(s, 1, 100_000).map(|v| v as usize)
+}
+
 fn parse_f64(s: &str) -> Result<f64, String> {
     let v: f64 = s.trim().parse().map_err(|_| format!("'{s}' is not a number"))?;
     if v.is_finite() {

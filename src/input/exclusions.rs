@@ -53,7 +53,16 @@ impl Exclusions {
     /// Drops every default the pattern names explicitly, in any of its brace alternatives
     /// (`*.{png,jpg}` names `.png`).
     pub fn for_pattern(pattern: &str) -> Self {
-        let alternatives = expand_braces(pattern);
+        Self::lifted_by(expand_braces(pattern))
+    }
+
+    /// The exclusions in force under the directory mode's `--include` globs: a default is
+    /// lifted when any of them names it; with none, every default applies.
+    pub fn for_patterns(patterns: &[String]) -> Self {
+        Self::lifted_by(patterns.iter().flat_map(|p| expand_braces(p)).collect())
+    }
+
+    fn lifted_by(alternatives: Vec<String>) -> Self {
         let names_dir = |d: &str| alternatives.iter().any(|a| a.split('/').any(|c| c == d));
         let mentions = |text: &str| alternatives.iter().any(|a| a.contains(text));
         Exclusions {
@@ -177,6 +186,15 @@ mod tests {
         assert!(e.excludes_dir("dist"));
         let e = Exclusions::for_pattern("{a,{dist,out}}/x");
         assert!(!e.excludes_dir("dist") && !e.excludes_dir("out"));
+    }
+
+    #[test]
+    fn includes_lift_what_they_name() {
+        let e = Exclusions::for_patterns(&[]);
+        assert!(e.excludes_dir("vendor") && e.excludes_file("a.min.js"));
+        let e = Exclusions::for_patterns(&["*.py".into(), "vendor/**".into(), "*.min.js".into()]);
+        assert!(!e.excludes_dir("vendor") && !e.excludes_file("a.min.js"));
+        assert!(e.excludes_dir("dist") && e.excludes_file("a.map"));
     }
 
     #[test]

@@ -11,14 +11,13 @@
 //! absolute patterns behave like relative ones.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
 use globset::GlobBuilder;
-use ignore::WalkBuilder;
 
 use super::exclusions::Exclusions;
 use super::read::read_candidates;
-use super::{Manifest, SkippedFile, WalkOptions};
+use super::walk::{Found, Walk};
+use super::{Manifest, WalkOptions};
 use crate::error::RlmError;
 
 /// Resolves `pattern` against `cwd` into a manifest. No match is not an error here: the
@@ -75,87 +74,20 @@ pub fn resolve_glob(cwd: &Path, pattern: &str, opts: &WalkOptions) -> Result<Man
         }
     };
 
-    let exclusions = Exclusions::for_pattern(&pattern);
     let names_hidden = components.iter().any(|c| c.starts_with('.') && *c != "." && *c != "..");
-    let respect = opts.respect_ignore;
-    let mut builder = WalkBuilder::new(&root);
-    builder
-        .hidden(!(opts.hidden || names_hidden))
-        .git_ignore(respect)
-        .git_global(respect)
-        .git_exclude(respect)
-        .ignore(respect)
-        .parents(respect)
-        .require_git(false)
-        .follow_links(true);
-    // Compared canonically: the pattern may reach it as `../x/out` and the flag as `out`.
-    let excluded_dir = opts.exclude_dir.as_deref().and_then(|d| d.canonicalize().ok());
-    let boundary = (!opts.follow_links).then(|| root.canonicalize().unwrap_or_else(|_| root.clone()));
-    // Filled by the walker's filter (which may run on any thread).
-    let outside: Arc<Mutex<Vec<(PathBuf, String)>>> = Arc::default();
-    let filter_exclusions = exclusions.clone();
-    let filter_outside = outside.clone();
-    builder.filter_entry(move |entry| {
-        if entry.depth() == 0 {
-            return true;
-        }
-        if entry.path_is_symlink() {
-            if let Some(boundary) = &boundary {
-                if let Some(reason) = link_leaves(entry.path(), boundary) {
-                    lock(&filter_outside).push((entry.path().to_path_buf(), reason));
-                    return false;
-                }
-            }
-        }
-        let name = entry.file_name().to_string_lossy();
-        match entry.file_type() {
-            Some(t) if t.is_dir() => {
-                !filter_exclusions.excludes_dir(&name) && !is_same_dir(entry.path(), excluded_dir.as_deref())
-            }
-            _ => !filter_exclusions.excludes_file(&name),
-        }
-    });
-
-    let mut candidates: Vec<(PathBuf, String)> = Vec::new();
-    let mut skipped: Vec<SkippedFile> = Vec::new();
-    for result in builder.build() {
-        let entry = match result {
-            Ok(entry) => entry,
-            Err(e) => {
-                // An unreadable directory, a dangling link, a loop: listed, never dropped.
-                let (path, reason) = walk_error(&e);
-                let path = path.map_or_else(|| "(walk)".to_string(), |p| display_of(&p));
-                if reason.contains("File system loop") {
-                    continue; // a loop only repeats what the walk already visits
-                }
-                skipped.push(SkippedFile { path, reason });
-                continue;
-            }
-        };
-        let Some(file_type) = entry.file_type() else { continue };
-        if file_type.is_dir() {
-            continue;
-        }
-        let display = display_of(entry.path());
-        if !matcher.is_match(&display) {
-            continue;
-        }
-        if file_type.is_file() {
-            candidates.push((entry.into_path(), display));
-        } else {
-            skipped.push(SkippedFile {
-                path: display,
-                reason: format!("not a regular file ({})", special_kind(&file_type)),
-            });
-        }
+    let found = Walk {
+        root: &root,
+        opts,
+        exclusions: Exclusions::for_pattern(&pattern),
+        hidden: opts.hidden || names_hidden,
+        max_depth: None,
+        keep: None,
     }
-    for (path, reason) in lock(&outside).drain(..) {
-        let display = display_of(&path);
-        // Listed when it matches, or when it is a directory a match could lie under.
-        if matcher.is_match(&display) || path.is_dir() {
-            skipped.push(SkippedFile { path: display, reason });
-        }
-    }
+    .run(&display_of, &|_, display| matcher.is_match(display));
+    let Found {
+        mut candidates,
+        skipped,
+    } = found;
     candidates.sort_by(|a, b| a.1.cmp(&b.1));
     candidates.dedup_by(|a, b| a.1 == b.1);
     let mut manifest = read_candidates(candidates);
@@ -164,60 +96,8 @@ pub fn resolve_glob(cwd: &Path, pattern: &str, opts: &WalkOptions) -> Result<Man
     Ok(manifest)
 }
 
-/// Why a symbolic link is not followed: its target lies outside `boundary`, or it has none.
-pub(super) fn link_leaves(link: &Path, boundary: &Path) -> Option<String> {
-    match link.canonicalize() {
-        Ok(target) if target.starts_with(boundary) => None,
-        Ok(target) => Some(format!(
-            "symbolic link to {} outside the searched directory: skipped (pass --follow-links to include it)",
-            target.display()
-        )),
-        Err(e) => Some(format!("dangling symbolic link ({e})")),
-    }
-}
-
-/// The path and message of a walk error.
-fn walk_error(e: &ignore::Error) -> (Option<PathBuf>, String) {
-    match e {
-        ignore::Error::WithPath { path, err } => (Some(path.clone()), walk_error(err).1),
-        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => walk_error(err),
-        ignore::Error::Loop { child, .. } => (Some(child.clone()), "File system loop".into()),
-        ignore::Error::Io(io) => (None, format!("cannot read: {io}")),
-        other => (None, other.to_string()),
-    }
-}
-
-fn special_kind(t: &std::fs::FileType) -> &'static str {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if t.is_fifo() {
-            return "FIFO";
-        } else if t.is_socket() {
-            return "socket";
-        } else if t.is_block_device() || t.is_char_device() {
-            return "device";
-        }
-    }
-    if t.is_symlink() {
-        "symbolic link"
-    } else {
-        "special file"
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Whether `dir` is `excluded` (a canonical path); only a directory of the same name is
-/// canonicalized, so the walk stays cheap.
-fn is_same_dir(dir: &Path, excluded: Option<&Path>) -> bool {
-    excluded.is_some_and(|ex| ex.file_name() == dir.file_name() && dir.canonicalize().is_ok_and(|d| d == ex))
-}
-
 /// Whether a glob component contains a metacharacter.
-fn has_meta(s: &str) -> bool {
+pub fn has_meta(s: &str) -> bool {
     s.contains(['*', '?', '[', '{'])
 }
 

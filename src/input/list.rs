@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use globset::GlobBuilder;
 
 use super::exclusions::Exclusions;
-use super::glob::link_leaves;
 use super::read::read_candidates;
+use super::walk::link_leaves;
 use super::{Manifest, SkippedFile, WalkOptions};
 use crate::error::RlmError;
 

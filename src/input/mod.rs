@@ -1,16 +1,18 @@
 //! Input resolvers: each turns what the user named into a [`Manifest`] of files.
 //!
-//! Today there is the glob resolver; directory mode, graph neighbours, git diffs and file
-//! lists arrive as further resolvers producing the same type.
+//! Globs, directories, file lists and git diffs each have a resolver producing the same type.
 
 pub mod changed;
+mod directory;
 mod exclusions;
 pub mod files_from;
 mod glob;
 mod list;
 mod read;
+mod walk;
 
-pub use glob::resolve_glob;
+pub use directory::{cap_largest, resolve_directory, DirectoryQuery, OVER_MAX_FILES};
+pub use glob::{has_meta, resolve_glob};
 pub use list::{resolve_list, ListFilter};
 pub use read::count_lines;
 
@@ -52,6 +54,9 @@ pub struct Manifest {
     pub skipped: Vec<SkippedFile>,
     /// Matched text files that could not be read: failures of the run, not skips.
     pub unreadable: Vec<SkippedFile>,
+    /// Said to the user before the run starts (files dropped by `--max-files`).
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
 impl Manifest {

@@ -5,6 +5,8 @@
 //! way, and then the one positional left is the prompt. Every input axis is a variant of
 //! [`InputSource`]; the resolvers in [`crate::input`] turn it into a manifest.
 
+use std::path::{Path, PathBuf};
+
 use serde::Serialize;
 
 use crate::error::RlmError;
@@ -25,7 +27,23 @@ pub enum InputSource {
     /// `--changed-since REF`: files added, copied, modified or renamed between the merge
     /// base of REF and HEAD, optionally filtered by a pattern.
     ChangedSince { reference: String, filter: Option<String> },
+    /// Directory mode: the text files below a directory, filtered, largest first, capped.
+    Directory {
+        /// As the user wrote it, relative to the working directory or absolute.
+        dir: String,
+        /// `--include` globs (relative to `dir`; none means every file).
+        include: Vec<String>,
+        /// `--exclude` globs, on top of the default exclusions.
+        exclude: Vec<String>,
+        /// `false` with `--no-recursive`.
+        recursive: bool,
+        /// `--max-files` (default [`DEFAULT_DIRECTORY_MAX_FILES`]).
+        max_files: usize,
+    },
 }
+
+/// The directory mode's `--max-files` when none is given (the seed's safety cap).
+pub const DEFAULT_DIRECTORY_MAX_FILES: usize = 20;
 
 impl InputSource {
     /// What the user named, as the banner and the report show it.
@@ -42,14 +60,101 @@ impl InputSource {
             InputSource::ChangedSince { reference, filter } => {
                 filtered(format!("files changed since {reference}"), filter)
             }
+            InputSource::Directory {
+                dir,
+                include,
+                exclude,
+                recursive,
+                max_files,
+            } => {
+                let files = if *max_files == 1 { "file" } else { "files" };
+                let mut parts = vec![format!("directory, at most {max_files} {files}")];
+                if !include.is_empty() {
+                    parts.push(format!("include {}", include.join(", ")));
+                }
+                if !exclude.is_empty() {
+                    parts.push(format!("exclude {}", exclude.join(", ")));
+                }
+                if !recursive {
+                    parts.push("not recursive".into());
+                }
+                format!("{dir} ({})", parts.join("; "))
+            }
         }
     }
 
     /// A list-based axis: an empty selection is a successful run with nothing to do (a pull
     /// request that touches no matching file), not a usage error.
     pub fn empty_is_success(&self) -> bool {
-        !matches!(self, InputSource::Glob { .. })
+        matches!(self, InputSource::FilesFrom { .. } | InputSource::ChangedSince { .. })
     }
+}
+
+/// The directory mode's flags, as given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DirectoryFlags {
+    pub include: Vec<String>,
+    pub exclude: Vec<String>,
+    pub no_recursive: bool,
+    pub max_files: Option<usize>,
+}
+
+impl DirectoryFlags {
+    /// The flags that only mean something for a directory, as the user typed them.
+    fn given(&self) -> Vec<&'static str> {
+        let mut given = Vec::new();
+        if !self.include.is_empty() {
+            given.push("--include");
+        }
+        if !self.exclude.is_empty() {
+            given.push("--exclude");
+        }
+        if self.no_recursive {
+            given.push("--no-recursive");
+        }
+        given
+    }
+
+    /// The first directory-only flag given, if any.
+    pub fn first_given(&self) -> Option<&'static str> {
+        self.given().first().copied()
+    }
+}
+
+/// The source a pattern names: an existing directory (no glob characters) means directory
+/// mode, anything else a glob. The directory-only flags with a glob, or with a path that is
+/// a file, are usage errors; with a path that does not exist they keep directory mode, so
+/// the user hears "No files matched" naming it.
+pub fn source_for_pattern(pattern: String, cwd: &Path, flags: DirectoryFlags) -> Result<InputSource, RlmError> {
+    let trimmed = pattern.trim();
+    let literal = !crate::input::has_meta(trimmed);
+    let path = if Path::new(trimmed).is_absolute() {
+        PathBuf::from(trimmed)
+    } else {
+        cwd.join(trimmed)
+    };
+    let given = flags.given();
+    let directory = literal && (path.is_dir() || (!given.is_empty() && std::fs::symlink_metadata(&path).is_err()));
+    if directory {
+        return Ok(InputSource::Directory {
+            dir: trimmed.to_string(),
+            include: flags.include,
+            exclude: flags.exclude,
+            recursive: !flags.no_recursive,
+            max_files: flags.max_files.unwrap_or(DEFAULT_DIRECTORY_MAX_FILES),
+        });
+    }
+    if !given.is_empty() {
+        let what = if literal { "the file" } else { "the glob" };
+        let verb = if given.len() == 1 { "applies" } else { "apply" };
+        return Err(RlmError::Usage(format!(
+            "{} {verb} to a directory, not to {what} '{}': pass a directory, as in \
+             rlm batch src \"prompt\" --include '*.py', or put the filter in the glob",
+            given.join(", "),
+            crate::escape::name(trimmed)
+        )));
+    }
+    Ok(InputSource::Glob { pattern })
 }
 
 /// The positionals of `rlm batch`, sorted into the pattern and the prompt.
@@ -144,6 +249,39 @@ mod tests {
         assert!(e.to_string().contains("given twice"), "{e}");
         let p = sort_positionals(None, None, Some("--changed-since"), true, true).unwrap();
         assert_eq!((p.pattern, p.prompt), (None, None));
+    }
+
+    #[test]
+    fn an_existing_directory_means_directory_mode() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("src")).unwrap();
+        std::fs::write(d.path().join("a.txt"), "a").unwrap();
+        let source = source_for_pattern("src".into(), d.path(), DirectoryFlags::default()).unwrap();
+        assert!(matches!(
+            source,
+            InputSource::Directory {
+                max_files: 20,
+                recursive: true,
+                ..
+            }
+        ));
+        let glob = source_for_pattern("src/*.rs".into(), d.path(), DirectoryFlags::default()).unwrap();
+        assert_eq!(
+            glob,
+            InputSource::Glob {
+                pattern: "src/*.rs".into()
+            }
+        );
+        let flags = DirectoryFlags {
+            no_recursive: true,
+            ..DirectoryFlags::default()
+        };
+        let e = source_for_pattern("src/*.rs".into(), d.path(), flags.clone()).unwrap_err();
+        assert!(e.to_string().contains("--no-recursive applies to a directory"), "{e}");
+        let e = source_for_pattern("a.txt".into(), d.path(), flags.clone()).unwrap_err();
+        assert!(e.to_string().contains("not to the file 'a.txt'"), "{e}");
+        let missing = source_for_pattern("nope".into(), d.path(), flags).unwrap();
+        assert!(matches!(missing, InputSource::Directory { .. }));
     }
 
     #[test]

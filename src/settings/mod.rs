@@ -13,7 +13,9 @@ mod parallelism;
 
 pub use config::ProjectConfig;
 pub use environment::Environment;
-pub use input_source::{sort_positionals, InputSource, Positionals};
+pub use input_source::{
+    sort_positionals, source_for_pattern, DirectoryFlags, InputSource, Positionals, DEFAULT_DIRECTORY_MAX_FILES,
+};
 pub use parallelism::{resolve_parallelism, Parallelism, FALLBACK_PARALLEL, HARD_CAP};
 
 use std::path::{Path, PathBuf};
@@ -69,6 +71,17 @@ pub struct InputSettings {
     pub respect_ignore: bool,
     pub hidden: bool,
     pub follow_links: bool,
+    /// `--max-files`: the largest this many files are processed (directory mode: default
+    /// [`DEFAULT_DIRECTORY_MAX_FILES`]; a glob: no limit unless given).
+    pub max_files: Option<usize>,
+}
+
+impl InputSettings {
+    /// Whether the inputs are a directory (`rlm batch DIR "prompt"`), whose defaults differ:
+    /// small files batched, per-type synthesis.
+    pub fn is_directory_mode(&self) -> bool {
+        matches!(self.source, InputSource::Directory { .. })
+    }
 }
 
 /// What to do with them.
@@ -215,6 +228,7 @@ impl BatchSettings {
             schema,
             chunking,
             batch_small,
+            no_batch_small,
             focus,
             model,
             provider,
@@ -243,6 +257,10 @@ impl BatchSettings {
             no_ignore,
             hidden,
             follow_links,
+            include,
+            exclude,
+            no_recursive,
+            max_files,
         } = args;
 
         if prompt_file.as_deref() == Some(Path::new("-")) && files_from.as_deref() == Some(Path::new("-")) {
@@ -259,6 +277,17 @@ impl BatchSettings {
         };
         let Positionals { pattern, prompt } =
             sort_positionals(pattern, sub_prompt, axis_flag, true, prompt_file.is_some())?;
+        let directory_flags = DirectoryFlags {
+            include,
+            exclude,
+            no_recursive,
+            max_files,
+        };
+        if let (Some(axis), Some(flag)) = (axis_flag, directory_flags.first_given()) {
+            return Err(RlmError::Usage(format!(
+                "{flag} applies to a directory, not to {axis}: put the filter in the pattern after {axis}"
+            )));
+        }
         let source = match (pattern, files_from, changed_since) {
             (filter, Some(list), _) => InputSource::FilesFrom {
                 list: if list == Path::new("-") || list.is_absolute() {
@@ -273,16 +302,21 @@ impl BatchSettings {
             (pattern, None, None) => match pattern {
                 Some(pattern) if pattern.trim().is_empty() => {
                     return Err(RlmError::Usage(
-                        "the file pattern is empty: pass a glob such as 'src/**/*.ts'".into(),
+                        "the file pattern is empty: pass a glob such as 'src/**/*.ts' or a directory".into(),
                     ))
                 }
-                Some(pattern) => InputSource::Glob { pattern },
+                Some(pattern) => source_for_pattern(pattern, &env.cwd, directory_flags)?,
                 None => {
                     return Err(RlmError::Usage(
-                        "no files named: pass a pattern such as 'src/**/*.ts'".into(),
+                        "no files named: pass a pattern such as 'src/**/*.ts' or a directory".into(),
                     ))
                 }
             },
+        };
+        let directory_mode = matches!(source, InputSource::Directory { .. });
+        let max_files = match &source {
+            InputSource::Directory { max_files, .. } => Some(*max_files),
+            _ => max_files,
         };
         let sub_prompt = match (prompt, prompt_file) {
             (Some(p), _) => p,
@@ -370,10 +404,15 @@ impl BatchSettings {
                 respect_ignore: !no_ignore,
                 hidden,
                 follow_links,
+                max_files,
             },
             task: TaskSettings {
                 sub_prompt,
-                aggregate: match aggregate {
+                aggregate: match aggregate.unwrap_or(if directory_mode {
+                    AggregateArg::Synthesize
+                } else {
+                    AggregateArg::Concat
+                }) {
                     AggregateArg::Concat => AggregateStrategy::Concat,
                     AggregateArg::Merge => AggregateStrategy::Merge,
                     AggregateArg::Summarize => AggregateStrategy::Summarize,
@@ -383,7 +422,7 @@ impl BatchSettings {
                 sarif: sarif.map(|p| if p.is_absolute() { p } else { env.cwd.join(p) }),
                 fail_on: fail_on.map(Into::into),
                 chunking: chunking == ChunkingArg::Auto,
-                batch_small,
+                batch_small: !no_batch_small && (batch_small || directory_mode),
                 chunk_always: false,
                 focus: focus.into(),
             },

@@ -1,0 +1,191 @@
+//! The directory walk shared by the glob and directory resolvers: ignore files, hidden
+//! files, default exclusions, the run's output directory, and the symbolic-link policy.
+//!
+//! Symbolic links are followed only while they stay inside the directory being walked: a
+//! link such as `keys -> ~/.ssh` is skipped and listed unless `--follow-links` is given
+//! (ripgrep and fd do not follow links by default either), so only what the user pointed
+//! at leaves the machine. Walk errors, dangling links and special files (FIFOs, sockets)
+//! that match are listed, never dropped.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use ignore::{DirEntry, WalkBuilder};
+
+use super::exclusions::Exclusions;
+use super::{SkippedFile, WalkOptions};
+
+/// Decides, for a path below the walk's root, whether the walk keeps it: called for
+/// directories (false prunes them) and files (false drops them) before the default
+/// exclusions are checked.
+pub type Prune = Box<dyn Fn(&Path, bool) -> bool + Send + Sync>;
+
+/// One walk below `root`.
+pub struct Walk<'a> {
+    pub root: &'a Path,
+    pub opts: &'a WalkOptions,
+    pub exclusions: Exclusions,
+    /// Walk into hidden files and directories.
+    pub hidden: bool,
+    /// `Some(1)`: only the root's own entries.
+    pub max_depth: Option<usize>,
+    /// An extra filter of the resolver (the directory mode's `--exclude`); `None` keeps all.
+    pub keep: Option<Prune>,
+}
+
+/// What a walk found: files `(path, display)` that match, unsorted, and what matched but
+/// cannot be sent.
+#[derive(Debug, Default)]
+pub struct Found {
+    pub candidates: Vec<(PathBuf, String)>,
+    pub skipped: Vec<SkippedFile>,
+}
+
+impl Walk<'_> {
+    /// Walks, naming every entry with `display_of` and keeping the files `matches` accepts
+    /// (given the path and its display).
+    pub fn run(self, display_of: &dyn Fn(&Path) -> String, matches: &dyn Fn(&Path, &str) -> bool) -> Found {
+        let Walk {
+            root,
+            opts,
+            exclusions,
+            hidden,
+            max_depth,
+            keep,
+        } = self;
+        let respect = opts.respect_ignore;
+        let mut builder = WalkBuilder::new(root);
+        builder
+            .hidden(!hidden)
+            .git_ignore(respect)
+            .git_global(respect)
+            .git_exclude(respect)
+            .ignore(respect)
+            .parents(respect)
+            .require_git(false)
+            .max_depth(max_depth)
+            .follow_links(true);
+        // Compared canonically: the pattern may reach it as `../x/out` and the flag as `out`.
+        let excluded_dir = opts.exclude_dir.as_deref().and_then(|d| d.canonicalize().ok());
+        let boundary = (!opts.follow_links).then(|| root.canonicalize().unwrap_or_else(|_| root.to_path_buf()));
+        // Filled by the walker's filter (which may run on any thread).
+        let outside: Arc<Mutex<Vec<(PathBuf, String)>>> = Arc::default();
+        let filter_outside = outside.clone();
+        builder.filter_entry(move |entry: &DirEntry| {
+            if entry.depth() == 0 {
+                return true;
+            }
+            if entry.path_is_symlink() {
+                if let Some(boundary) = &boundary {
+                    if let Some(reason) = link_leaves(entry.path(), boundary) {
+                        lock(&filter_outside).push((entry.path().to_path_buf(), reason));
+                        return false;
+                    }
+                }
+            }
+            let name = entry.file_name().to_string_lossy();
+            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+            if keep.as_ref().is_some_and(|keep| !keep(entry.path(), is_dir)) {
+                return false;
+            }
+            if is_dir {
+                !exclusions.excludes_dir(&name) && !is_same_dir(entry.path(), excluded_dir.as_deref())
+            } else {
+                !exclusions.excludes_file(&name)
+            }
+        });
+
+        let mut found = Found::default();
+        for result in builder.build() {
+            let entry = match result {
+                Ok(entry) => entry,
+                Err(e) => {
+                    // An unreadable directory, a dangling link, a loop: listed, never dropped.
+                    let (path, reason) = walk_error(&e);
+                    let path = path.map_or_else(|| "(walk)".to_string(), |p| display_of(&p));
+                    if reason.contains("File system loop") {
+                        continue; // a loop only repeats what the walk already visits
+                    }
+                    found.skipped.push(SkippedFile { path, reason });
+                    continue;
+                }
+            };
+            let Some(file_type) = entry.file_type() else { continue };
+            if file_type.is_dir() {
+                continue;
+            }
+            let display = display_of(entry.path());
+            if !matches(entry.path(), &display) {
+                continue;
+            }
+            if file_type.is_file() {
+                found.candidates.push((entry.into_path(), display));
+            } else {
+                found.skipped.push(SkippedFile {
+                    path: display,
+                    reason: format!("not a regular file ({})", special_kind(&file_type)),
+                });
+            }
+        }
+        for (path, reason) in lock(&outside).drain(..) {
+            let display = display_of(&path);
+            // Listed when it matches, or when it is a directory a match could lie under.
+            if matches(&path, &display) || path.is_dir() {
+                found.skipped.push(SkippedFile { path: display, reason });
+            }
+        }
+        found
+    }
+}
+
+/// Why a symbolic link is not followed: its target lies outside `boundary`, or it has none.
+pub(super) fn link_leaves(link: &Path, boundary: &Path) -> Option<String> {
+    match link.canonicalize() {
+        Ok(target) if target.starts_with(boundary) => None,
+        Ok(target) => Some(format!(
+            "symbolic link to {} outside the searched directory: skipped (pass --follow-links to include it)",
+            target.display()
+        )),
+        Err(e) => Some(format!("dangling symbolic link ({e})")),
+    }
+}
+
+/// The path and message of a walk error.
+fn walk_error(e: &ignore::Error) -> (Option<PathBuf>, String) {
+    match e {
+        ignore::Error::WithPath { path, err } => (Some(path.clone()), walk_error(err).1),
+        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => walk_error(err),
+        ignore::Error::Loop { child, .. } => (Some(child.clone()), "File system loop".into()),
+        ignore::Error::Io(io) => (None, format!("cannot read: {io}")),
+        other => (None, other.to_string()),
+    }
+}
+
+fn special_kind(t: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "FIFO";
+        } else if t.is_socket() {
+            return "socket";
+        } else if t.is_block_device() || t.is_char_device() {
+            return "device";
+        }
+    }
+    if t.is_symlink() {
+        "symbolic link"
+    } else {
+        "special file"
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether `dir` is `excluded` (a canonical path); only a directory of the same name is
+/// canonicalized, so the walk stays cheap.
+fn is_same_dir(dir: &Path, excluded: Option<&Path>) -> bool {
+    excluded.is_some_and(|ex| ex.file_name() == dir.file_name() && dir.canonicalize().is_ok_and(|d| d == ex))
+}
