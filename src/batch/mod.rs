@@ -8,6 +8,7 @@ mod aggregate_stage;
 mod dispatcher;
 mod estimate;
 mod execution;
+mod graph_inputs;
 mod job;
 mod output;
 mod prepass;
@@ -41,7 +42,7 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
     let started_at = jiff::Timestamp::now();
 
     // Inputs → manifest.
-    let manifest = startup::resolve_inputs(&settings)?;
+    let manifest = startup::resolve_inputs(&settings, &printer)?;
     let mut blocker = settings.provider.blocker.clone();
     if let (Some(b), false) = (&blocker, settings.output.dry_run) {
         return Err(RlmError::Usage(b.clone()));

@@ -11,7 +11,7 @@ use crate::provider::{HttpConfig, HttpProvider, ModelInfo, Provider};
 use crate::settings::{BatchSettings, InputSource};
 
 /// The files of the run; no match, or nothing sendable, ends it here (nothing was called).
-pub fn resolve_inputs(settings: &BatchSettings) -> Result<Manifest, RlmError> {
+pub fn resolve_inputs(settings: &BatchSettings, printer: &Printer) -> Result<Manifest, RlmError> {
     let input = &settings.input;
     let walk = WalkOptions {
         respect_ignore: input.respect_ignore,
@@ -21,6 +21,7 @@ pub fn resolve_inputs(settings: &BatchSettings) -> Result<Manifest, RlmError> {
     };
     let manifest = match &input.source {
         InputSource::Glob { pattern } => resolve_glob(&settings.cwd, pattern, &walk)?,
+        InputSource::Neighbors { .. } => super::graph_inputs::resolve(settings, printer)?,
     };
     tracing::debug!(
         files = manifest.files.len(),

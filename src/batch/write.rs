@@ -28,7 +28,7 @@ pub fn plan_files(
     units: &[WorkUnit],
     printer: &Printer,
 ) {
-    let plan = serde_json::json!({ "manifest": manifest, "units": units });
+    let plan = serde_json::json!({ "input": settings.input.source, "manifest": manifest, "units": units });
     for (name, value) in [
         ("settings.json", serde_json::to_value(settings).unwrap_or_default()),
         ("plan.json", plan),

@@ -7,9 +7,11 @@ pub mod changed;
 mod exclusions;
 pub mod files_from;
 mod glob;
+pub mod neighbors;
 mod read;
 
 pub use glob::resolve_glob;
+pub use neighbors::{resolve_neighbors, NeighborInputs, NeighborsQuery};
 pub use read::count_lines;
 
 use std::path::PathBuf;

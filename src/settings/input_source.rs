@@ -15,6 +15,18 @@ use crate::error::RlmError;
 pub enum InputSource {
     /// A glob relative to the working directory, or absolute.
     Glob { pattern: String },
+    /// `--neighbors-of`: the files within `depth` hops of `node` in a dependency graph
+    /// (the node itself excluded).
+    Neighbors {
+        node: String,
+        direction: crate::index::Direction,
+        depth: u32,
+        /// `project` (this project's index) or the `--graph-file` given.
+        graph: String,
+        /// The `--graph-file`, when one was given.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        graph_file: Option<std::path::PathBuf>,
+    },
 }
 
 impl InputSource {
@@ -22,6 +34,13 @@ impl InputSource {
     pub fn label(&self) -> String {
         match self {
             InputSource::Glob { pattern } => pattern.clone(),
+            InputSource::Neighbors {
+                node,
+                direction,
+                depth,
+                graph,
+                ..
+            } => format!("--neighbors-of {node} (direction {direction}, depth {depth}, graph {graph})"),
         }
     }
 }

@@ -57,6 +57,9 @@ pub struct InputSettings {
 #[derive(Debug, Clone, Serialize)]
 pub struct TaskSettings {
     pub sub_prompt: String,
+    /// `--require-citations` (issue 10): a citation on every finding, kept through
+    /// aggregation.
+    pub require_citations: bool,
     pub aggregate: AggregateStrategy,
 }
 
@@ -176,22 +179,49 @@ impl BatchSettings {
             no_ignore,
             hidden,
             follow_links,
+            neighbors_of,
+            direction,
+            depth,
+            graph,
+            graph_file,
+            require_citations,
         } = args;
 
+        // Graph-bounded inputs (issue 10): --neighbors-of replaces the pattern.
+        let axis_flag = neighbors_of.as_ref().map(|_| "--neighbors-of");
+        if neighbors_of.is_none() {
+            let graph_flags = [
+                ("--direction", direction.is_some()),
+                ("--depth", depth.is_some()),
+                ("--graph", graph.is_some()),
+                ("--graph-file", graph_file.is_some()),
+            ];
+            if let Some((flag, _)) = graph_flags.iter().find(|(_, given)| *given) {
+                return Err(RlmError::Usage(format!(
+                    "{flag} needs --neighbors-of PATH: it chooses the neighbours of PATH in the dependency graph"
+                )));
+            }
+        }
         let Positionals { pattern, prompt } =
-            sort_positionals(pattern, sub_prompt, None, false, prompt_file.is_some())?;
-        let source = match pattern {
-            Some(pattern) if pattern.trim().is_empty() => {
-                return Err(RlmError::Usage(
-                    "the file pattern is empty: pass a glob such as 'src/**/*.ts'".into(),
-                ))
-            }
-            Some(pattern) => InputSource::Glob { pattern },
-            None => {
-                return Err(RlmError::Usage(
-                    "no files named: pass a pattern such as 'src/**/*.ts'".into(),
-                ))
-            }
+            sort_positionals(pattern, sub_prompt, axis_flag, false, prompt_file.is_some())?;
+        let neighbors = neighbors_of
+            .map(|node| neighbors_source(node, direction, depth, graph, graph_file, &env.cwd))
+            .transpose()?;
+        let source = match (neighbors, pattern) {
+            (Some(source), _) => source,
+            (None, pattern) => match pattern {
+                Some(pattern) if pattern.trim().is_empty() => {
+                    return Err(RlmError::Usage(
+                        "the file pattern is empty: pass a glob such as 'src/**/*.ts'".into(),
+                    ))
+                }
+                Some(pattern) => InputSource::Glob { pattern },
+                None => {
+                    return Err(RlmError::Usage(
+                        "no files named: pass a pattern such as 'src/**/*.ts'".into(),
+                    ))
+                }
+            },
         };
         let sub_prompt = match (prompt, prompt_file) {
             (Some(p), _) => p,
@@ -251,6 +281,7 @@ impl BatchSettings {
             },
             task: TaskSettings {
                 sub_prompt,
+                require_citations,
                 aggregate: match aggregate {
                     AggregateArg::Concat => AggregateStrategy::Concat,
                     AggregateArg::Merge => AggregateStrategy::Merge,
@@ -300,6 +331,44 @@ impl BatchSettings {
     pub fn redactor(&self) -> Redactor {
         Redactor::new(self.provider.api_key.iter())
     }
+}
+
+/// The `--neighbors-of` input axis from its flags (issue 10).
+fn neighbors_source(
+    node: String,
+    direction: Option<crate::cli::DirectionArg>,
+    depth: Option<u32>,
+    graph: Option<String>,
+    graph_file: Option<PathBuf>,
+    cwd: &Path,
+) -> Result<InputSource, RlmError> {
+    use crate::cli::DirectionArg;
+    use crate::index::{command::PROJECT_GRAPH, Direction, IndexError};
+    if node.trim().is_empty() {
+        return Err(RlmError::Usage(
+            "--neighbors-of is empty: pass a project file such as src/auth/session.ts".into(),
+        ));
+    }
+    let graph = graph.unwrap_or_else(|| PROJECT_GRAPH.to_string());
+    if graph_file.is_none() && graph != PROJECT_GRAPH {
+        return Err(RlmError::Usage(IndexError::UnknownGraph(graph).to_string()));
+    }
+    let graph = match &graph_file {
+        Some(f) => f.display().to_string(),
+        None => graph,
+    };
+    let graph_file = graph_file.map(|f| if f.is_absolute() { f } else { cwd.join(f) });
+    Ok(InputSource::Neighbors {
+        node,
+        direction: match direction.unwrap_or(DirectionArg::Both) {
+            DirectionArg::In => Direction::In,
+            DirectionArg::Out => Direction::Out,
+            DirectionArg::Both => Direction::Both,
+        },
+        depth: depth.unwrap_or(1),
+        graph,
+        graph_file,
+    })
 }
 
 /// Provider, endpoint, key and model from flags and environment.
