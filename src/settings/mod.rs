@@ -207,21 +207,15 @@ impl BatchSettings {
         let neighbors = neighbors_of
             .map(|node| neighbors_source(node, direction, depth, graph, graph_file, &env.cwd))
             .transpose()?;
-        let source = match (neighbors, pattern) {
-            (Some(source), _) => source,
-            (None, pattern) => match pattern {
-                Some(pattern) if pattern.trim().is_empty() => {
-                    return Err(RlmError::Usage(
-                        "the file pattern is empty: pass a glob such as 'src/**/*.ts'".into(),
-                    ))
-                }
-                Some(pattern) => InputSource::Glob { pattern },
-                None => {
-                    return Err(RlmError::Usage(
-                        "no files named: pass a pattern such as 'src/**/*.ts'".into(),
-                    ))
-                }
-            },
+        let source = match pattern {
+            Some(pattern) if pattern.trim().is_empty() => {
+                return Err(RlmError::Usage(
+                    "the file pattern is empty: pass a glob such as 'src/**/*.ts'".into(),
+                ))
+            }
+            Some(pattern) => InputSource::Glob { pattern },
+            None => neighbors
+                .ok_or_else(|| RlmError::Usage("no files named: pass a pattern such as 'src/**/*.ts'".into()))?,
         };
         let sub_prompt = match (prompt, prompt_file) {
             (Some(p), _) => p,
