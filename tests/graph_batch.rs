@@ -228,3 +228,143 @@ fn graph_flags_need_neighbors_of_and_depth_is_range_checked() {
     out.assert_exit(2);
     assert!(out.stderr.contains("unknown graph `ssot`"), "{}", out.stderr);
 }
+
+// ---------------------------------------------------------------------------
+// --require-citations
+
+/// The first 16 hex characters of the sha256 of a project file.
+fn hash16(p: &Project, path: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(p.read(path).as_bytes());
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn require_citations_puts_each_files_hash_in_its_prompt_and_changes_the_cache_key() {
+    let mock = MockLlm::start();
+    let p = ts_project();
+    let url = mock.url();
+    let plain = neighbors_batch("src/session.ts", "List {file}", &url, &[]);
+    p.rlm(&plain).run().assert_exit(0);
+    assert_eq!(mock.requests(), 3);
+    assert!(mock
+        .recorded()
+        .iter()
+        .all(|r| !r.user_text().contains("CITATION REQUIREMENT")));
+
+    mock.reset_counts();
+    let cited = neighbors_batch("src/session.ts", "List {file}", &url, &["--require-citations"]);
+    p.rlm(&cited).run().assert_exit(0);
+    assert_eq!(
+        mock.requests(),
+        3,
+        "a cited answer is not the uncited one from the cache"
+    );
+    let recorded = mock.recorded();
+    for path in ["src/api.ts", "src/db.ts", "test/session.test.ts"] {
+        let hash = hash16(&p, path);
+        let prompt = recorded
+            .iter()
+            .map(|r| r.user_text())
+            .find(|t| t.starts_with(&format!("File: {path}\n")))
+            .unwrap_or_else(|| panic!("no prompt for {path}"));
+        assert!(
+            prompt.contains("CITATION REQUIREMENT (--require-citations is active):"),
+            "{prompt}"
+        );
+        assert!(prompt.contains(&format!("[{path}@{hash}, L<start>-<end>]")), "{prompt}");
+        assert!(
+            prompt.contains(&format!("content_hash is {hash}. Use it verbatim.")),
+            "{prompt}"
+        );
+    }
+
+    mock.reset_counts();
+    p.rlm(&cited).run().assert_exit(0);
+    assert_eq!(mock.requests(), 0, "the cited answers are cached under their own key");
+}
+
+#[test]
+fn cited_aggregates_verify_when_fresh_and_fail_after_an_edit() {
+    let mock = MockLlm::start();
+    let p = ts_project();
+    let url = mock.url();
+    let (db, session) = (hash16(&p, "src/db.ts"), hash16(&p, "src/session.ts"));
+    let reply = format!(
+        "- **Shared db object** [src/db.ts@{db}, L1]\n- **Session wraps db** [src/session.ts@{session}, L1-2]\n"
+    );
+    let prompt = format!("List issues in {{file}} {}", reply_marker(&reply));
+    for strategy in ["concat", "merge", "summarize"] {
+        let out_dir = format!("out-{strategy}");
+        let args = neighbors_batch(
+            "src/api.ts",
+            &prompt,
+            &url,
+            &[
+                "--direction",
+                "in",
+                "--depth",
+                "2",
+                "--require-citations",
+                "--aggregate",
+                strategy,
+                "-o",
+                &out_dir,
+            ],
+        );
+        p.rlm(&args).run().assert_exit(0);
+        let aggregate = p.read(&format!("{out_dir}/aggregate.md"));
+        match strategy {
+            "merge" => assert!(
+                aggregate.contains(&format!("- **Shared db object** [src/db.ts@{db}, L1]\n")),
+                "{aggregate}"
+            ),
+            "summarize" => assert!(
+                aggregate.contains(&format!(
+                    "## Sources\n\n- src/db.ts@{db} (L1)\n- src/session.ts@{session} (L1-2)\n"
+                )),
+                "{aggregate}"
+            ),
+            _ => assert!(aggregate.contains(&reply.replace('\n', "\n")), "{aggregate}"),
+        }
+        let out = p.rlm(&["verify-citations", &format!("{out_dir}/aggregate.md")]).run();
+        out.assert_exit(0);
+    }
+    let json = read_json(&p.path().join("out-merge/aggregate.json"));
+    assert_eq!(
+        json["citations"],
+        serde_json::json!([
+            {"artifact_id": "src/db.ts", "content_hash": db, "lines": "L1"},
+            {"artifact_id": "src/session.ts", "content_hash": session, "lines": "L1-2"}
+        ])
+    );
+    p.rlm(&["verify-citations", "out-merge/aggregate.json"])
+        .run()
+        .assert_exit(0);
+    // The summarizer was told not to drop citations.
+    let summary_call = mock
+        .recorded()
+        .into_iter()
+        .find(|r| r.user_text().contains(SUMMARY_PHRASE))
+        .expect("a summary call");
+    assert!(summary_call
+        .system_text()
+        .contains("You MUST NOT drop or omit citations"));
+
+    p.write("src/db.ts", "export const db = { edited: true };\n");
+    for file in [
+        "out-concat/aggregate.md",
+        "out-merge/aggregate.md",
+        "out-summarize/aggregate.md",
+        "out-merge/aggregate.json",
+    ] {
+        let out = p.rlm(&["verify-citations", file]).run();
+        out.assert_exit(1);
+        assert!(
+            out.stdout.contains("stale") || out.stderr.contains("stale"),
+            "{file}: {}{}",
+            out.stdout,
+            out.stderr
+        );
+    }
+}

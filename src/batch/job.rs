@@ -16,7 +16,7 @@ use crate::plan::{unit_key, KeyParts};
 use crate::prompt::{self, Delimiter};
 use crate::provider::{CompletionRequest, ErrorKind, Usage};
 use crate::run_dir::RunDir;
-use crate::unit::{UnitId, UnitKind, WorkUnit};
+use crate::unit::{UnitId, UnitInput, UnitKind, WorkUnit};
 
 /// What every job of a run shares, read-only.
 pub struct JobContext {
@@ -174,10 +174,8 @@ async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutc
         artifact_id: "summarize-input".to_string(),
         content_hash: sha256_hex(job.user.as_bytes()),
     }];
-    let query = format!(
-        "rlm-summarize/v1:{}",
-        &sha256_hex(prompt::SUMMARIZE_SYSTEM.as_bytes())[..16]
-    );
+    let system = summary_system(ctx.keys.require_citations);
+    let query = format!("rlm-summarize/v1:{}", &sha256_hex(system.as_bytes())[..16]);
     let key = CacheKey::new(
         &artifacts,
         &query,
@@ -208,7 +206,7 @@ async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutc
         return outcome.failed("--cache-only: this summary is not cached".into());
     }
     let request = CompletionRequest {
-        system: prompt::SUMMARIZE_SYSTEM.to_string(),
+        system,
         user: job.user,
         max_tokens: ctx.max_tokens,
     };
@@ -222,6 +220,20 @@ async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutc
         tokio::task::spawn_blocking(move || persist(&ctx, &entry, None)).await
     };
     finish_persist(outcome, persisted, None)
+}
+
+/// The summarizer's system prompt; with `--require-citations`, the seed's rule never to drop
+/// a citation (issue 10). Without it, exactly the old prompt (so old summaries stay cached).
+fn summary_system(require_citations: bool) -> String {
+    if require_citations {
+        format!(
+            "{}\n\n{}",
+            prompt::SUMMARIZE_SYSTEM.trim_end(),
+            crate::citation::SUMMARIZER_RULE
+        )
+    } else {
+        prompt::SUMMARIZE_SYSTEM.to_string()
+    }
 }
 
 /// The model call, its retries, and an empty answer counted as a failure.
@@ -273,11 +285,14 @@ fn prepare(ctx: &JobContext, unit: &WorkUnit) -> Result<Prepared, String> {
             Some(span) => slice_lines(&text, span.start, span.end),
             None => &text,
         };
-        user.push_str(&prompt::render_file_message(
+        // --require-citations (issue 10): the block names the hash of what is sent.
+        let citation_block = ctx.keys.require_citations.then(|| citation_instruction(input));
+        user.push_str(&prompt::render_cited_file_message(
             &ctx.keys.sub_prompt,
             &input.display,
             content,
             &ctx.delimiter,
+            citation_block.as_deref(),
         ));
     }
     let artifacts = inputs
@@ -292,6 +307,20 @@ fn prepare(ctx: &JobContext, unit: &WorkUnit) -> Result<Prepared, String> {
         key: unit_key(&inputs, &ctx.keys),
         artifacts,
     })
+}
+
+/// The seed's citation instruction block for one input, with its content hash (the first
+/// 16 hex characters of the sha256 of the whole file) and, for a span, the lines it covers.
+fn citation_instruction(input: &UnitInput) -> String {
+    let hash = &input.content_hash[..input.content_hash.len().min(16)];
+    let mut block = crate::citation::instruction_block(&input.display, Some(hash));
+    if let Some(span) = input.span {
+        block.push_str(&format!(
+            "\nThis part of the file is lines L{}-{}: cite line numbers of the whole file, within that range.\n",
+            span.start, span.end
+        ));
+    }
+    block
 }
 
 /// Lines `start..=end` (1-based) of `text`, with their line endings.

@@ -62,6 +62,7 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
         sub_prompt: settings.task.sub_prompt.clone(),
         model: model.id.clone(),
         endpoint: settings.provider.endpoint_identity(),
+        require_citations: settings.task.require_citations,
     };
     let units = plan::plan(
         &manifest,
@@ -182,6 +183,7 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
                 failed: &failed,
                 context_window: model.context_window,
                 max_tokens: settings.provider.max_tokens,
+                require_citations: settings.task.require_citations,
             },
             &mut exec,
         )
