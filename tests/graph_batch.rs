@@ -325,7 +325,7 @@ fn cited_aggregates_verify_when_fresh_and_fail_after_an_edit() {
                 )),
                 "{aggregate}"
             ),
-            _ => assert!(aggregate.contains(&reply.replace('\n', "\n")), "{aggregate}"),
+            _ => assert!(aggregate.contains(reply.trim_end()), "{aggregate}"),
         }
         let out = p.rlm(&["verify-citations", &format!("{out_dir}/aggregate.md")]).run();
         out.assert_exit(0);
