@@ -406,6 +406,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn citation_instruction_has_the_hash16_and_a_span_s_lines() {
+        let mut input = UnitInput {
+            path: "src/a.py".into(),
+            display: "src/a.py".into(),
+            content_hash: "0123456789abcdef".repeat(4),
+            span: None,
+        };
+        let whole = citation_instruction(&input);
+        assert!(whole.contains("[src/a.py@0123456789abcdef, L<start>-<end>]"), "{whole}");
+        assert!(!whole.contains("This part of the file"));
+        input.span = Some(crate::unit::LineSpan { start: 201, end: 400 });
+        let span = citation_instruction(&input);
+        assert!(span.contains("This part of the file is lines L201-400"), "{span}");
+    }
+
+    #[test]
     fn slices_lines_inclusively() {
         let text = "a\nb\nc\nd";
         assert_eq!(slice_lines(text, 1, 1), "a\n");
