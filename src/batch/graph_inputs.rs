@@ -7,17 +7,18 @@ use crate::input::{resolve_neighbors, Manifest, NeighborsQuery};
 use crate::printer::Printer;
 use crate::settings::{BatchSettings, InputSource};
 
-/// The files connected to the node; none at all ends the run, naming the node.
-pub fn resolve(settings: &BatchSettings, printer: &Printer) -> Result<Manifest, RlmError> {
+/// The files connected to the node of `source` (a [`InputSource::Neighbors`]); none at
+/// all ends the run, naming the node.
+pub fn resolve(settings: &BatchSettings, source: &InputSource, printer: &Printer) -> Result<Manifest, RlmError> {
     let InputSource::Neighbors {
         node,
         direction,
         depth,
         graph,
         graph_file,
-    } = &settings.input.source
+    } = source
     else {
-        unreachable!("graph_inputs::resolve is called for --neighbors-of only");
+        return Err(RlmError::Usage("--neighbors-of was not given".into()));
     };
     let query = NeighborsQuery {
         node,

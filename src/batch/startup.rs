@@ -21,7 +21,7 @@ pub fn resolve_inputs(settings: &BatchSettings, printer: &Printer) -> Result<Man
     };
     let manifest = match &input.source {
         InputSource::Glob { pattern } => resolve_glob(&settings.cwd, pattern, &walk)?,
-        InputSource::Neighbors { .. } => super::graph_inputs::resolve(settings, printer)?,
+        source @ InputSource::Neighbors { .. } => super::graph_inputs::resolve(settings, source, printer)?,
     };
     tracing::debug!(
         files = manifest.files.len(),
