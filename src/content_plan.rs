@@ -379,6 +379,14 @@ fn finish(
     members: Vec<BatchMember>,
 ) -> WorkUnit {
     let analyst = Analyst::for_content(detection.content_type);
+    let mut prompt = prompt;
+    if ctx.keys.require_citations {
+        // --require-citations: each input's hash16 (and a chunk's lines) after the content.
+        for input in &inputs {
+            prompt.user.push_str("\n\n");
+            prompt.user.push_str(&crate::citation::input_block(input));
+        }
+    }
     let bytes = (prompt.system.len() + prompt.user.len()) as u64;
     let budget_tokens = bytes.div_ceil(3);
     let window = ctx.model.context_window;

@@ -26,7 +26,14 @@ pub struct KeyParts {
     pub model: String,
     /// See [`crate::settings::ProviderSettings::endpoint_identity`].
     pub endpoint: Option<String>,
+    /// `--require-citations` (issue 10): the prompt carries the citation instruction block,
+    /// so the answer is keyed apart from an uncited one.
+    pub require_citations: bool,
 }
+
+/// What `--require-citations` adds to the `query` of a key: the version of the citation
+/// instruction block, so editing it invalidates cited answers only.
+pub const CITATIONS_QUERY: &str = "+citations/v1";
 
 /// The `query` field of per-file cache keys: names the prompt template and system prompt,
 /// so editing either invalidates old results, and the `--schema` the answers conform to.
@@ -93,9 +100,14 @@ pub fn unit_key(inputs: &[UnitInput], keys: &KeyParts) -> CacheKey {
             content_hash: i.content_hash.clone(),
         })
         .collect();
+    let query = if keys.require_citations {
+        format!("{}{CITATIONS_QUERY}", keys.query)
+    } else {
+        keys.query.clone()
+    };
     CacheKey::new(
         &artifacts,
-        &keys.query,
+        &query,
         &keys.sub_prompt,
         &keys.model,
         None,

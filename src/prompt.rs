@@ -85,11 +85,25 @@ pub fn render_sub_prompt(sub_prompt: &str, file: &str) -> String {
 /// The user message of a per-file call: the file between delimiters it cannot forge, then
 /// the instruction (long content first, the question last).
 pub fn render_file_message(sub_prompt: &str, file: &str, content: &str, delimiter: &Delimiter) -> String {
+    render_cited_file_message(sub_prompt, file, content, delimiter, None)
+}
+
+/// [`render_file_message`] with the `--require-citations` instruction block for this file
+/// (issue 10) between the file's name and its content, as the seed places it: after the
+/// sub-prompt's subject, before the content.
+pub fn render_cited_file_message(
+    sub_prompt: &str,
+    file: &str,
+    content: &str,
+    delimiter: &Delimiter,
+    citation_block: Option<&str>,
+) -> String {
+    let citation_block = citation_block.map_or(String::new(), |b| format!("{}\n\n", b.trim_end()));
     let instruction = render_sub_prompt(sub_prompt, file);
     let tag = delimiter.tag_for(content);
     let newline = if content.ends_with('\n') { "" } else { "\n" };
     format!(
-        "File: {}\n\n<{tag} path=\"{}\">\n{content}{newline}</{tag}>\n\nInstruction: {instruction}\n",
+        "File: {}\n\n{citation_block}<{tag} path=\"{}\">\n{content}{newline}</{tag}>\n\nInstruction: {instruction}\n",
         escape::name(file),
         escape::attribute(file),
     )

@@ -118,7 +118,8 @@ fn when_results_cannot_be_written_mid_run_dispatching_stops_and_nothing_is_paid_
     let running = p.rlm(&batch("src/*.ts", &url, &["-j", "1", "-o", "out"])).spawn();
     assert!(wait_until(Duration::from_secs(10), || mock.requests() >= 2));
     // The output directory turns into a file: every later result write fails.
-    std::fs::remove_dir_all(p.path().join("out")).unwrap();
+    // (Moved aside, not removed: the run is writing into it, so removal can race.)
+    std::fs::rename(p.path().join("out"), p.path().join("out-moved")).unwrap();
     std::fs::write(p.path().join("out"), "in the way").unwrap();
     let out = running.wait();
     let paid = mock.requests();

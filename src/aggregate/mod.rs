@@ -1,6 +1,7 @@
 //! Aggregation: combine the per-unit results into `aggregate.md` (and `aggregate.json`
 //! when the results are JSON).
 
+pub mod cited;
 mod concat;
 mod merge;
 mod summarize;

@@ -20,10 +20,40 @@ pub struct AggregateInput<'a> {
     pub failed: &'a [(String, String)],
     pub context_window: u64,
     pub max_tokens: u32,
+    /// `--require-citations` (issue 10): citations are kept through aggregation.
+    pub require_citations: bool,
 }
 
 /// Builds the aggregate; errors (a failed summary) go to the report as errors.
 pub async fn build(input: AggregateInput<'_>, exec: &mut Execution) -> Aggregate {
+    if input.require_citations {
+        return build_cited(input, exec).await;
+    }
+    build_plain(input, exec).await
+}
+
+/// The aggregate under `--require-citations` (see [`aggregate::cited`]): concat as is,
+/// merge with citation tuples, summarize and synthesize with a `## Sources` footer; `aggregate.json`
+/// lists the citations.
+async fn build_cited(input: AggregateInput<'_>, exec: &mut Execution) -> Aggregate {
+    let results = input.results;
+    let concat = aggregate::concat(input.pattern, input.timestamp, results, input.failed);
+    let strategy = input.strategy;
+    let mut aggregate = match strategy {
+        AggregateStrategy::Merge => return aggregate::cited::merge_with_citations(results),
+        _ => build_plain(input, exec).await,
+    };
+    // A summary that could not finish falls back to the concatenation, which passes
+    // citations through as they are.
+    let model_written = matches!(strategy, AggregateStrategy::Summarize | AggregateStrategy::Synthesize);
+    if model_written && aggregate.markdown != concat.markdown {
+        aggregate.markdown = aggregate::cited::with_sources(&aggregate.markdown, results);
+    }
+    aggregate::cited::add_citations_to_json(&mut aggregate, results);
+    aggregate
+}
+
+async fn build_plain(input: AggregateInput<'_>, exec: &mut Execution) -> Aggregate {
     let concat = || aggregate::concat(input.pattern, input.timestamp, input.results, input.failed);
     match input.strategy {
         AggregateStrategy::Concat => concat(),

@@ -199,10 +199,7 @@ async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutc
         artifact_id: "summarize-input".to_string(),
         content_hash: sha256_hex(job.user.as_bytes()),
     }];
-    let system = job
-        .system
-        .clone()
-        .unwrap_or_else(|| prompt::SUMMARIZE_SYSTEM.to_string());
+    let system = summary_system(job.system.as_deref(), ctx.keys.require_citations);
     let query = format!("rlm-summarize/v1:{}", &sha256_hex(system.as_bytes())[..16]);
     let key = CacheKey::new(
         &artifacts,
@@ -249,6 +246,18 @@ async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutc
         tokio::task::spawn_blocking(move || persist(&ctx, &entry, None)).await
     };
     finish_persist(outcome, persisted, None)
+}
+
+/// The system prompt of a summary or synthesis call (the summarizer's unless the job brings
+/// its own); with `--require-citations`, the seed's rule never to drop a citation (issue 10).
+/// Without it, exactly the base prompt (so old summaries stay cached).
+fn summary_system(system: Option<&str>, require_citations: bool) -> String {
+    let base = system.unwrap_or(prompt::SUMMARIZE_SYSTEM);
+    if require_citations {
+        format!("{}\n\n{}", base.trim_end(), crate::citation::SUMMARIZER_RULE)
+    } else {
+        base.to_string()
+    }
 }
 
 /// The model call, its retries, and an empty answer counted as a failure.
@@ -421,11 +430,14 @@ fn prepare(ctx: &JobContext, unit: &WorkUnit) -> Result<Prepared, String> {
             Some(span) => slice_lines(&text, span.start, span.end),
             None => &text,
         };
-        user.push_str(&prompt::render_file_message(
+        // --require-citations (issue 10): the block names the hash of what is sent.
+        let citation_block = ctx.keys.require_citations.then(|| crate::citation::input_block(input));
+        user.push_str(&prompt::render_cited_file_message(
             &ctx.keys.sub_prompt,
             &input.display,
             content,
             &ctx.delimiter,
+            citation_block.as_deref(),
         ));
     }
     let artifacts = inputs

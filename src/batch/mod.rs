@@ -9,6 +9,7 @@ mod dispatcher;
 mod estimate;
 mod execution;
 mod findings_stage;
+mod graph_inputs;
 mod job;
 mod output;
 mod plan_json;
@@ -48,7 +49,7 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
     let started_at = jiff::Timestamp::now();
 
     // Inputs → manifest.
-    let manifest = startup::resolve_inputs(&settings)?;
+    let manifest = startup::resolve_inputs(&settings, &printer)?;
     if manifest.files.is_empty() {
         // A list-based axis (changed files, a file list) selected nothing: nothing to do.
         return Ok(nothing_to_do(&settings, &manifest, &printer));
@@ -75,6 +76,7 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
         sub_prompt: settings.task.sub_prompt.clone(),
         model: model.id.clone(),
         endpoint: settings.provider.endpoint_identity(),
+        require_citations: settings.task.require_citations,
     };
     let delimiter = Delimiter::new();
     let content = ContentOptions {
@@ -271,6 +273,7 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
                 failed: &failed,
                 context_window: model.context_window,
                 max_tokens: settings.provider.max_tokens,
+                require_citations: settings.task.require_citations,
             },
             &mut exec,
         )

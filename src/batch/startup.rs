@@ -16,7 +16,7 @@ use crate::provider::{HttpConfig, HttpProvider, ModelInfo, Provider};
 use crate::settings::{BatchSettings, InputSource};
 
 /// The files of the run; no match, or nothing sendable, ends it here (nothing was called).
-pub fn resolve_inputs(settings: &BatchSettings) -> Result<Manifest, RlmError> {
+pub fn resolve_inputs(settings: &BatchSettings, printer: &Printer) -> Result<Manifest, RlmError> {
     let input = &settings.input;
     let walk = WalkOptions {
         respect_ignore: input.respect_ignore,
@@ -65,6 +65,7 @@ pub fn resolve_inputs(settings: &BatchSettings) -> Result<Manifest, RlmError> {
             };
             resolve_list(&settings.cwd, paths, filter, &walk)?
         }
+        source @ InputSource::Neighbors { .. } => super::graph_inputs::resolve(settings, source, printer)?,
     };
     // The directory resolver caps itself (with its own default); other axes only when asked.
     if let (false, Some(max_files)) = (matches!(input.source, InputSource::Directory { .. }), input.max_files) {

@@ -28,7 +28,7 @@ pub fn plan_files(
     units: &[WorkUnit],
     printer: &Printer,
 ) {
-    let plan = serde_json::json!({ "manifest": manifest, "units": units });
+    let plan = serde_json::json!({ "input": settings.input.source, "manifest": manifest, "units": units });
     // Each dispatched unit's prompt goes in prompts/ (see job::keep_prompt).
     if let Err(e) = std::fs::create_dir_all(run_dir.dir.join("prompts")) {
         printer.warn(&format!("cannot create the prompts directory: {e}"));

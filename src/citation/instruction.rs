@@ -44,6 +44,20 @@ pub fn instruction_block(path: &str, content_hash: Option<&str>) -> String {
     )
 }
 
+/// The block for one input of a unit: its hash16 and, for a span, the lines it covers
+/// (citations name lines of the whole file).
+pub fn input_block(input: &crate::unit::UnitInput) -> String {
+    let hash = &input.content_hash[..input.content_hash.len().min(16)];
+    let mut block = instruction_block(&input.display, Some(hash));
+    if let Some(span) = input.span {
+        block.push_str(&format!(
+            "\nThis part of the file is lines L{}-{}: cite line numbers of the whole file, within that range.\n",
+            span.start, span.end
+        ));
+    }
+    block
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,5 +87,21 @@ mod tests {
         assert!(block.contains("\n  [src/legacy/auth.py, L<start>-<end>]\n"));
         assert!(block.contains("This file is path-only"));
         assert!(!block.contains('@'));
+    }
+
+    #[test]
+    fn an_input_block_has_the_hash16_and_a_span_s_lines() {
+        let mut input = crate::unit::UnitInput {
+            path: "src/a.py".into(),
+            display: "src/a.py".into(),
+            content_hash: "0123456789abcdef".repeat(4),
+            span: None,
+        };
+        let whole = input_block(&input);
+        assert!(whole.contains("[src/a.py@0123456789abcdef, L<start>-<end>]"), "{whole}");
+        assert!(!whole.contains("This part of the file"));
+        input.span = Some(crate::unit::LineSpan { start: 201, end: 400 });
+        let span = input_block(&input);
+        assert!(span.contains("This part of the file is lines L201-400"), "{span}");
     }
 }

@@ -389,6 +389,37 @@ pub struct BatchArgs {
     /// [default: 20 for a directory, no limit for a glob]
     #[arg(long, value_name = "N", value_parser = parse_max_files, allow_negative_numbers = true)]
     pub max_files: Option<usize>,
+
+    // --- Graph-bounded inputs and citations (issue 10) ---
+    /// Process the files connected to PATH in the dependency graph instead of a pattern
+    /// (the only argument is then the prompt); PATH itself is not sent. The project index
+    /// (.aiwg/rlm/index/) is built first when it is missing or stale.
+    #[arg(long, value_name = "PATH")]
+    pub neighbors_of: Option<String>,
+
+    /// With --neighbors-of: in = upstream (what PATH depends on), out = downstream (what
+    /// depends on it), both = either way at every hop. [default: both]
+    #[arg(long, value_enum, value_name = "DIR")]
+    pub direction: Option<DirectionArg>,
+
+    /// With --neighbors-of: hops to expand (1 to 10). [default: 1]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10))]
+    pub depth: Option<u32>,
+
+    /// With --neighbors-of: the graph to query; `project` is this project's index. [default: project]
+    #[arg(long, value_name = "NAME", conflicts_with = "graph_file")]
+    pub graph: Option<String>,
+
+    /// With --neighbors-of: query a dependency graph file instead:
+    /// `{"<path>": {"upstream": [{"path", "type"}], "downstream": [...]}}`.
+    #[arg(long, value_name = "FILE")]
+    pub graph_file: Option<PathBuf>,
+
+    /// Ask for a citation `[path@hash16, L42-58]` on every finding (each file's content
+    /// hash is put in its prompt) and keep citations through aggregation; check the
+    /// aggregate later with `rlm verify-citations`.
+    #[arg(long)]
+    pub require_citations: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

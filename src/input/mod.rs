@@ -1,6 +1,7 @@
 //! Input resolvers: each turns what the user named into a [`Manifest`] of files.
 //!
-//! Globs, directories, file lists and git diffs each have a resolver producing the same type.
+//! Globs, directories, file lists, git diffs and graph neighbours each have a resolver
+//! producing the same type.
 
 pub mod changed;
 mod directory;
@@ -8,12 +9,14 @@ mod exclusions;
 pub mod files_from;
 mod glob;
 mod list;
+pub mod neighbors;
 mod read;
 mod walk;
 
 pub use directory::{cap_largest, resolve_directory, DirectoryQuery, OVER_MAX_FILES};
 pub use glob::{has_meta, resolve_glob};
 pub use list::{resolve_list, ListFilter};
+pub use neighbors::{resolve_neighbors, NeighborInputs, NeighborsQuery};
 pub use read::count_lines;
 
 use std::path::PathBuf;

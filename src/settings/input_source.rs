@@ -40,6 +40,18 @@ pub enum InputSource {
         /// `--max-files` (default [`DEFAULT_DIRECTORY_MAX_FILES`]).
         max_files: usize,
     },
+    /// `--neighbors-of`: the files within `depth` hops of `node` in a dependency graph
+    /// (the node itself excluded).
+    Neighbors {
+        node: String,
+        direction: crate::index::Direction,
+        depth: u32,
+        /// `project` (this project's index) or the `--graph-file` given.
+        graph: String,
+        /// The `--graph-file`, when one was given.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        graph_file: Option<std::path::PathBuf>,
+    },
 }
 
 /// The directory mode's `--max-files` when none is given (the seed's safety cap).
@@ -80,6 +92,13 @@ impl InputSource {
                 }
                 format!("{dir} ({})", parts.join("; "))
             }
+            InputSource::Neighbors {
+                node,
+                direction,
+                depth,
+                graph,
+                ..
+            } => format!("--neighbors-of {node} (direction {direction}, depth {depth}, graph {graph})"),
         }
     }
 

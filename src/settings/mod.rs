@@ -88,6 +88,9 @@ impl InputSettings {
 #[derive(Debug, Clone, Serialize)]
 pub struct TaskSettings {
     pub sub_prompt: String,
+    /// `--require-citations` (issue 10): a citation on every finding, kept through
+    /// aggregation.
+    pub require_citations: bool,
     pub aggregate: AggregateStrategy,
     /// `--schema`: the JSON Schema every answer conforms to.
     pub schema: Option<OutputSchema>,
@@ -261,6 +264,12 @@ impl BatchSettings {
             exclude,
             no_recursive,
             max_files,
+            neighbors_of,
+            direction,
+            depth,
+            graph,
+            graph_file,
+            require_citations,
         } = args;
 
         if prompt_file.as_deref() == Some(Path::new("-")) && files_from.as_deref() == Some(Path::new("-")) {
@@ -268,15 +277,39 @@ impl BatchSettings {
                 "--prompt-file - and --files-from - both read standard input: put one of them in a file".into(),
             ));
         }
-        let axis_flag = if files_from.is_some() {
-            Some("--files-from")
-        } else if changed_since.is_some() {
-            Some("--changed-since")
-        } else {
-            None
-        };
+        // Graph-bounded inputs (issue 10): --neighbors-of replaces the pattern.
+        if neighbors_of.is_none() {
+            let graph_flags = [
+                ("--direction", direction.is_some()),
+                ("--depth", depth.is_some()),
+                ("--graph", graph.is_some()),
+                ("--graph-file", graph_file.is_some()),
+            ];
+            if let Some((flag, _)) = graph_flags.iter().find(|(_, given)| *given) {
+                return Err(RlmError::Usage(format!(
+                    "{flag} needs --neighbors-of PATH: it chooses the neighbours of PATH in the dependency graph"
+                )));
+            }
+        }
+        let axes: Vec<&str> = [
+            ("--files-from", files_from.is_some()),
+            ("--changed-since", changed_since.is_some()),
+            ("--neighbors-of", neighbors_of.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(flag, given)| given.then_some(flag))
+        .collect();
+        if axes.len() > 1 {
+            return Err(RlmError::Usage(format!(
+                "{} each choose the input files: keep one input axis per run",
+                axes.join(" and ")
+            )));
+        }
+        let axis_flag = axes.first().copied();
+        // A list-based axis may be narrowed by a pattern; graph neighbours may not.
+        let filter_allowed = neighbors_of.is_none();
         let Positionals { pattern, prompt } =
-            sort_positionals(pattern, sub_prompt, axis_flag, true, prompt_file.is_some())?;
+            sort_positionals(pattern, sub_prompt, axis_flag, filter_allowed, prompt_file.is_some())?;
         let directory_flags = DirectoryFlags {
             include,
             exclude,
@@ -288,6 +321,9 @@ impl BatchSettings {
                 "{flag} applies to a directory, not to {axis}: put the filter in the pattern after {axis}"
             )));
         }
+        let neighbors = neighbors_of
+            .map(|node| neighbors_source(node, direction, depth, graph, graph_file, &env.cwd))
+            .transpose()?;
         let source = match (pattern, files_from, changed_since) {
             (filter, Some(list), _) => InputSource::FilesFrom {
                 list: if list == Path::new("-") || list.is_absolute() {
@@ -306,11 +342,9 @@ impl BatchSettings {
                     ))
                 }
                 Some(pattern) => source_for_pattern(pattern, &env.cwd, directory_flags)?,
-                None => {
-                    return Err(RlmError::Usage(
-                        "no files named: pass a pattern such as 'src/**/*.ts' or a directory".into(),
-                    ))
-                }
+                None => neighbors.ok_or_else(|| {
+                    RlmError::Usage("no files named: pass a pattern such as 'src/**/*.ts' or a directory".into())
+                })?,
             },
         };
         let directory_mode = matches!(source, InputSource::Directory { .. });
@@ -408,6 +442,7 @@ impl BatchSettings {
             },
             task: TaskSettings {
                 sub_prompt,
+                require_citations,
                 aggregate: match aggregate.unwrap_or(if directory_mode {
                     AggregateArg::Synthesize
                 } else {
@@ -477,6 +512,44 @@ impl BatchSettings {
     pub fn redactor(&self) -> Redactor {
         Redactor::new(self.provider.api_key.iter())
     }
+}
+
+/// The `--neighbors-of` input axis from its flags (issue 10).
+fn neighbors_source(
+    node: String,
+    direction: Option<crate::cli::DirectionArg>,
+    depth: Option<u32>,
+    graph: Option<String>,
+    graph_file: Option<PathBuf>,
+    cwd: &Path,
+) -> Result<InputSource, RlmError> {
+    use crate::cli::DirectionArg;
+    use crate::index::{command::PROJECT_GRAPH, Direction, IndexError};
+    if node.trim().is_empty() {
+        return Err(RlmError::Usage(
+            "--neighbors-of is empty: pass a project file such as src/auth/session.ts".into(),
+        ));
+    }
+    let graph = graph.unwrap_or_else(|| PROJECT_GRAPH.to_string());
+    if graph_file.is_none() && graph != PROJECT_GRAPH {
+        return Err(RlmError::Usage(IndexError::UnknownGraph(graph).to_string()));
+    }
+    let graph = match &graph_file {
+        Some(f) => f.display().to_string(),
+        None => graph,
+    };
+    let graph_file = graph_file.map(|f| if f.is_absolute() { f } else { cwd.join(f) });
+    Ok(InputSource::Neighbors {
+        node,
+        direction: match direction.unwrap_or(DirectionArg::Both) {
+            DirectionArg::In => Direction::In,
+            DirectionArg::Out => Direction::Out,
+            DirectionArg::Both => Direction::Both,
+        },
+        depth: depth.unwrap_or(1),
+        graph,
+        graph_file,
+    })
 }
 
 /// Provider, endpoint, key and model from flags and environment.
