@@ -227,6 +227,33 @@ fn graph_flags_need_neighbors_of_and_depth_is_range_checked() {
         .run();
     out.assert_exit(2);
     assert!(out.stderr.contains("unknown graph `ssot`"), "{}", out.stderr);
+    let out = p
+        .rlm(&[
+            "batch",
+            "--neighbors-of",
+            "src/db.ts",
+            "List",
+            "--changed-since",
+            "main",
+        ])
+        .run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr
+            .contains("--changed-since and --neighbors-of each choose the input files"),
+        "{}",
+        out.stderr
+    );
+    let out = p
+        .rlm(&["batch", "--neighbors-of", "src/db.ts", "List", "--include", "*.ts"])
+        .run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr
+            .contains("--include applies to a directory, not to --neighbors-of"),
+        "{}",
+        out.stderr
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -367,4 +394,45 @@ fn cited_aggregates_verify_when_fresh_and_fail_after_an_edit() {
             out.stderr
         );
     }
+}
+
+#[test]
+fn require_citations_reaches_batched_and_chunked_units() {
+    let mock = MockLlm::start();
+    let long: String = (0..1800).map(|i| format!("export const v{i} = {i};\n")).collect();
+    let p = ts_project().file("big/long.ts", &long);
+    let url = mock.url();
+    // Small files batched together: every member's hash is in the one prompt.
+    let out = p
+        .rlm(&batch(
+            "src/*.ts",
+            &url,
+            &["--batch-small", "--require-citations", "--dry-run", "--json"],
+        ))
+        .run();
+    out.assert_exit(0);
+    let plan = out.stdout.clone();
+    for path in ["src/api.ts", "src/db.ts", "src/session.ts"] {
+        let cite = format!("[{path}@{}, L<start>-<end>]", hash16(&p, path));
+        assert!(plan.contains(&cite), "{cite} missing from {plan}");
+    }
+    // A file cut into chunks: each chunk cites the whole file's hash within its own lines.
+    let out = p
+        .rlm(&batch(
+            "big/long.ts",
+            &url,
+            &["--require-citations", "--dry-run", "--json"],
+        ))
+        .run();
+    out.assert_exit(0);
+    let plan = out.json();
+    let units = plan["units"].as_array().expect("units");
+    assert!(units.len() >= 2, "{plan}");
+    let cite = format!("[big/long.ts@{}, L<start>-<end>]", hash16(&p, "big/long.ts"));
+    for unit in units {
+        let text = unit.to_string();
+        assert!(text.contains(&cite.replace('"', "\\\"")), "{text}");
+        assert!(text.contains("This part of the file is lines L"), "{text}");
+    }
+    assert_eq!(mock.requests(), 0, "a dry run calls nothing");
 }
