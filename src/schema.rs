@@ -156,12 +156,7 @@ impl OutputSchema {
 
     /// The user message of the second attempt: the first answer and what was wrong with it.
     pub fn retry_message(&self, user: &str, answer: &str, rejection: &Rejection) -> String {
-        let mut answer = answer.trim().to_string();
-        if answer.len() > 4000 {
-            let cut = (0..=4000).rev().find(|i| answer.is_char_boundary(*i)).unwrap_or(0);
-            answer.truncate(cut);
-            answer.push_str(" …");
-        }
+        let answer = clip(answer);
         format!(
             "{user}\n\nYour previous answer was:\n{answer}\n\nIt was rejected because it does \
              not conform to the JSON Schema:\n{}\nAnswer again with only a JSON value that \
@@ -169,6 +164,27 @@ impl OutputSchema {
             rejection.bullets()
         )
     }
+}
+
+/// The user message of the second attempt when an answer that had to be JSON was not.
+pub fn json_retry_message(user: &str, answer: &str, rejection: &Rejection) -> String {
+    format!(
+        "{user}\n\nYour previous answer was:\n{}\n\nIt was rejected because it is not valid JSON:\n{}\
+         Answer again with only the JSON asked for: no prose, no code fence.\n",
+        clip(answer),
+        rejection.bullets()
+    )
+}
+
+/// An earlier answer as quoted back to the model: at most 4000 bytes.
+fn clip(answer: &str) -> String {
+    let mut answer = answer.trim().to_string();
+    if answer.len() > 4000 {
+        let cut = (0..=4000).rev().find(|i| answer.is_char_boundary(*i)).unwrap_or(0);
+        answer.truncate(cut);
+        answer.push_str(" …");
+    }
+    answer
 }
 
 /// The canonical text kept for a conforming answer.

@@ -189,7 +189,7 @@ fn query_reads_one_file_through_its_analyst_and_prints_the_answer_on_stdout() {
         .rlm(&[
             "query",
             "notes.md",
-            "What is the answer?",
+            "What is the answer? Answer in one sentence.",
             "--base-url",
             &url,
             "--provider",
@@ -240,4 +240,58 @@ fn query_reads_one_file_through_its_analyst_and_prints_the_answer_on_stdout() {
     let out = p.rlm(&["query", "src", "x", "--base-url", &url]).run();
     out.assert_exit(2);
     assert!(out.stderr.contains("rlm query: src is not a file"), "{}", out.stderr);
+}
+
+#[test]
+fn an_analyst_answer_that_is_not_the_json_asked_for_is_asked_again_once_then_fails() {
+    let mock = MockLlm::start();
+    // The last function of a long file makes the mock answer in prose, whatever it is asked.
+    let source = format!(
+        "{}def chatty():\n    # {}\n    return 1\n",
+        python(100),
+        reply_marker("Sure! Here is what I found: nothing much.")
+    );
+    let p = Project::new().file("src/big.py", &source);
+    let url = mock.url();
+    // A prompt that names no format of its own: the analyst asks for the findings JSON.
+    let args = [
+        "batch",
+        "src/*.py",
+        "Review {file}",
+        "--base-url",
+        &url,
+        "--provider",
+        "openai",
+        "-o",
+        "out",
+        "-j",
+        "1",
+    ];
+    let out = p.rlm(&args).env_remove("ANTHROPIC_API_KEY").run();
+    out.assert_exit(1);
+    let recorded = mock.recorded();
+    let chatty: Vec<String> = recorded
+        .iter()
+        .map(|r| r.user_text())
+        .filter(|t| t.contains("def chatty"))
+        .collect();
+    assert_eq!(chatty.len(), 2, "the prose answer is asked for again once");
+    assert!(
+        chatty[1].contains("It was rejected because it is not valid JSON"),
+        "{}",
+        chatty[1]
+    );
+    assert!(
+        out.stderr
+            .contains("the analyst asked for JSON; after one retry the answer is not JSON"),
+        "{}",
+        out.stderr
+    );
+    let report = p.report();
+    assert_eq!(report["failed"].as_array().unwrap().len(), 1, "{report}");
+    assert!(report["succeeded"].as_u64().unwrap() >= 6, "{report}");
+    // The other chunks answered JSON findings and are cached: a rerun pays for the bad one.
+    mock.reset_counts();
+    p.rlm(&args).env_remove("ANTHROPIC_API_KEY").run().assert_exit(1);
+    assert_eq!(mock.requests(), 2);
 }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::cache::{ArtifactRef, Cache, CacheEntry, CacheKey};
+use crate::content::AnswerFormat;
 use crate::exec::{self, call_with_retries, CallContext, CallFailure, JobMeta, Place};
 use crate::input::sha256_hex;
 use crate::plan::{unit_key, KeyParts};
@@ -170,8 +171,16 @@ async fn run_unit(ctx: Arc<JobContext>, unit: WorkUnit, outcome: JobOutcome, pla
         schema: ctx.schema.as_ref().map(|s| s.value.clone()),
     };
     let mut outcome = call(&ctx, &request, (&unit.id, &unit.label), outcome, started, place).await;
-    if let Some(schema) = &ctx.schema {
-        outcome = conform(&ctx, schema, &request, &unit, outcome, started).await;
+    let expect = match (&ctx.schema, unit.content.as_deref()) {
+        (Some(schema), _) => Some(Expect::Schema(schema)),
+        // A batch's answer is split per file, from JSON or from Markdown sections.
+        (None, Some(c)) if c.members.is_empty() && AnswerFormat::of(&ctx.keys.sub_prompt).is_json() => {
+            Some(Expect::Json)
+        }
+        _ => None,
+    };
+    if let Some(expect) = expect {
+        outcome = conform(&ctx, expect, &request, &unit, outcome, started).await;
     }
     let Some(text) = outcome.text.clone().filter(|_| outcome.failure.is_none()) else {
         return outcome;
@@ -338,12 +347,52 @@ pub fn write_members(run_dir: &RunDir, unit: &WorkUnit, text: &str) {
     }
 }
 
-/// `--schema`: keeps a conforming answer in canonical form; asks once more, with the
-/// errors, when the answer does not conform; fails the unit when the second answer does not
-/// either. A rejected answer is kept in the run directory (`*.rejected.md`), never cached.
+/// What a unit's answer must be: valid against `--schema`, or — for an analyst that asked
+/// for JSON (the findings schema, or JSON the user's prompt asked for) — JSON at all.
+#[derive(Clone, Copy)]
+enum Expect<'a> {
+    Schema(&'a OutputSchema),
+    Json,
+}
+
+impl Expect<'_> {
+    /// What to keep of an accepted answer (`--schema`: its canonical JSON), or why not.
+    fn check(self, answer: &str) -> Result<String, schema::Rejection> {
+        match self {
+            Expect::Schema(s) => s.check(answer).map(|v| schema::canonical_text(&v)),
+            Expect::Json => schema::extract_json(answer)
+                .map(|_| answer.to_string())
+                .map_err(schema::Rejection::NotJson),
+        }
+    }
+
+    /// The user message of the second attempt.
+    fn retry_message(self, user: &str, answer: &str, rejection: &schema::Rejection) -> String {
+        match self {
+            Expect::Schema(s) => s.retry_message(user, answer, rejection),
+            Expect::Json => schema::json_retry_message(user, answer, rejection),
+        }
+    }
+
+    /// Why the unit failed after the second attempt.
+    fn failure(self, rejection: &schema::Rejection) -> String {
+        match self {
+            Expect::Schema(s) => format!(
+                "the answer does not conform to --schema {} after one retry: {}",
+                s.path.display(),
+                rejection.first()
+            ),
+            Expect::Json => format!("the analyst asked for JSON; after one retry {}", rejection.first()),
+        }
+    }
+}
+
+/// Keeps an accepted answer (in canonical form under `--schema`); asks once more, with
+/// the errors, when it is not; fails the unit when the second answer is not either. A
+/// rejected answer is kept in the run directory (`*.rejected.md`), never cached.
 async fn conform(
     ctx: &JobContext,
-    schema: &OutputSchema,
+    expect: Expect<'_>,
     request: &CompletionRequest,
     unit: &WorkUnit,
     mut outcome: JobOutcome,
@@ -352,16 +401,16 @@ async fn conform(
     let Some(first) = outcome.text.clone().filter(|_| outcome.failure.is_none()) else {
         return outcome;
     };
-    let rejection = match schema.check(&first) {
-        Ok(value) => {
-            outcome.text = Some(schema::canonical_text(&value));
+    let rejection = match expect.check(&first) {
+        Ok(text) => {
+            outcome.text = Some(text);
             return outcome;
         }
         Err(r) => r,
     };
-    tracing::debug!(unit = %unit.label, reason = %rejection.first(), "answer does not conform to --schema: asking again");
+    tracing::debug!(unit = %unit.label, reason = %rejection.first(), "answer rejected: asking again");
     let again = CompletionRequest {
-        user: schema.retry_message(&request.user, &first, &rejection),
+        user: expect.retry_message(&request.user, &first, &rejection),
         ..request.clone()
     };
     let first_usage = outcome.usage;
@@ -374,17 +423,13 @@ async fn conform(
     let Some(second) = outcome.text.clone().filter(|_| outcome.failure.is_none()) else {
         return outcome;
     };
-    match schema.check(&second) {
-        Ok(value) => outcome.text = Some(schema::canonical_text(&value)),
+    match expect.check(&second) {
+        Ok(text) => outcome.text = Some(text),
         Err(rejection) => {
             let kept = rejected_name(&unit.result_name);
             let saved = ctx.run_dir.write(&kept, &second).is_ok();
             outcome.text = None;
-            let mut reason = format!(
-                "the answer does not conform to --schema {} after one retry: {}",
-                schema.path.display(),
-                rejection.first()
-            );
+            let mut reason = expect.failure(&rejection);
             if saved {
                 reason.push_str(&format!(" (the answer is in {kept})"));
             }
