@@ -417,7 +417,15 @@ fn every_run_leaves_an_event_log() {
     for e in &events {
         assert_eq!(e["run_id"], report["run_id"]);
         assert!(e["ts"].is_string());
+        assert_eq!(e["depth"], 0, "a top-level run: {e}");
     }
+    // The last line closes the run, with its outcome.
+    let last = events.last().unwrap();
+    assert_eq!(last["event"], "batch:completed");
+    assert_eq!(last["status"], "SUCCESS");
+    assert_eq!(last["succeeded"], 3);
+    assert_eq!(last["failed"], 0);
+    assert_eq!(last["cost_usd"], report["cost_usd"]);
     let done = events
         .iter()
         .find(|e| e["event"] == "task:completed" && e["label"] == "src/target.ts")

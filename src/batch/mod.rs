@@ -170,9 +170,14 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
     );
     let reporters = Reporters {
         progress: ProgressReporter::new(printer.clone(), model.is_free()),
-        log: EventLog::create(&run_dir.dir.join("events.jsonl"), &run_dir.run_id, settings.redactor())
-            .map_err(|e| printer.warn(&format!("no event log: {e}")))
-            .ok(),
+        log: EventLog::create(
+            &run_dir.dir.join("events.jsonl"),
+            &run_dir.run_id,
+            settings.provider.depth,
+            settings.redactor(),
+        )
+        .map_err(|e| printer.warn(&format!("no event log: {e}")))
+        .ok(),
         builder: ReportBuilder::new(
             report_context(&settings, &model, &run_dir, &manifest, estimate.usd),
             units.iter().map(|u| (u.id.clone(), u.label.clone())),

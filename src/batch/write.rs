@@ -164,6 +164,18 @@ pub fn report(
         }
     }
     report.findings = findings;
+    if let Some(log) = exec.dispatcher.reporters.log.as_mut() {
+        let outcome = serde_json::json!({
+            "status": report.status.name(),
+            "succeeded": report.succeeded,
+            "failed": report.failed.len(),
+            "cost_usd": report.cost_usd,
+            "duration_ms": report.duration_ms,
+        });
+        if let Some(warning) = log.complete(&outcome) {
+            report.warnings.push(warning);
+        }
+    }
     let json = serde_json::to_string_pretty(&report).unwrap_or_default();
     let written = run_dir
         .write("report.json", &json)

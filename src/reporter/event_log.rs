@@ -14,6 +14,8 @@ pub struct EventLog {
     path: PathBuf,
     out: Option<BufWriter<File>>,
     run_id: String,
+    /// How deep in nested rlm runs this one is (`RLM_DEPTH`), on every line.
+    depth: u32,
     redactor: Redactor,
     /// The first write error (the log then stops; the run does not).
     error: Option<String>,
@@ -21,12 +23,13 @@ pub struct EventLog {
 
 impl EventLog {
     /// Creates (or replaces) `path`.
-    pub fn create(path: &Path, run_id: &str, redactor: Redactor) -> std::io::Result<Self> {
+    pub fn create(path: &Path, run_id: &str, depth: u32, redactor: Redactor) -> std::io::Result<Self> {
         let file = fs_err::File::create(path)?;
         Ok(EventLog {
             path: path.to_path_buf(),
             out: Some(BufWriter::new(file.into_parts().0)),
             run_id: run_id.to_string(),
+            depth,
             redactor,
             error: None,
         })
@@ -48,13 +51,47 @@ impl EventLog {
             .get_or_insert_with(|| format!("cannot write {}: {e}", self.path.display()));
     }
 
-    /// One line: the envelope (`ts`, `run_id`) and then the event's own fields.
+    /// The last line, `batch:completed`, with the run's outcome; then flushes. Written
+    /// after the report, so a log without it is a run that did not finish.
+    pub fn complete(&mut self, outcome: &serde_json::Value) -> Option<String> {
+        let known = self.error.is_some();
+        if self.out.is_some() {
+            let mut fields = serde_json::json!({ "event": "batch:completed" });
+            if let (Some(target), Some(source)) = (fields.as_object_mut(), outcome.as_object()) {
+                target.extend(source.clone());
+            }
+            let line = self.envelope(&fields.to_string());
+            if let Some(Err(e)) = self.out.as_mut().map(|out| writeln!(out, "{line}")) {
+                self.fail(e);
+            }
+        }
+        // An error already reported by `finish` is not reported twice.
+        self.finish().filter(|_| !known)
+    }
+
+    /// One line: the envelope (`ts`, `run_id`, `depth`) and then the event's own fields. A
+    /// failure by timeout is the seed's `task:timeout`.
     fn line(&self, event: &Event) -> String {
-        let fields = serde_json::to_string(event).unwrap_or_else(|_| "{}".into());
+        let mut fields = serde_json::to_value(event).unwrap_or_default();
+        if let Event::Failed {
+            error: Some(crate::provider::ErrorKind::Timeout),
+            ..
+        } = event
+        {
+            fields["event"] = "task:timeout".into();
+        }
+        self.envelope(&fields.to_string())
+    }
+
+    fn envelope(&self, fields: &str) -> String {
         let rest = fields.strip_prefix('{').unwrap_or("}");
         let run_id = serde_json::to_string(&self.run_id).unwrap_or_default();
         let sep = if rest == "}" { "" } else { "," };
-        let line = format!("{{\"ts\":\"{}\",\"run_id\":{run_id}{sep}{rest}", jiff::Timestamp::now());
+        let line = format!(
+            "{{\"ts\":\"{}\",\"run_id\":{run_id},\"depth\":{}{sep}{rest}",
+            jiff::Timestamp::now(),
+            self.depth
+        );
         self.redactor.scrub(&line).into_owned()
     }
 }
@@ -95,7 +132,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("events.jsonl");
         let key = ApiKey::new("sk-secret-key");
-        let mut log = EventLog::create(&path, "batch-1", Redactor::new([&key])).unwrap();
+        let mut log = EventLog::create(&path, "batch-1", 0, Redactor::new([&key])).unwrap();
         log.report(&Event::Started {
             unit: UnitId::named("u-1"),
             attempt: 1,
@@ -112,5 +149,36 @@ mod tests {
         assert_eq!(lines[0]["unit"], "u-1");
         assert!(lines[0]["ts"].as_str().unwrap().ends_with('Z'));
         assert!(!text.contains("sk-secret-key"));
+    }
+
+    #[test]
+    fn a_timeout_is_task_timeout_and_the_run_closes_with_batch_completed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let mut log = EventLog::create(&path, "batch-2", 2, Redactor::new([])).unwrap();
+        log.report(&Event::Failed {
+            unit: UnitId::named("u-1"),
+            label: "a.ts".into(),
+            kind: crate::unit::UnitKind::Map,
+            attempts: 4,
+            duration_ms: 120_000,
+            usage: Default::default(),
+            cost_usd: 0.0,
+            error: Some(crate::provider::ErrorKind::Timeout),
+            reason: "timed out after 30 s".into(),
+            fatal: false,
+        });
+        assert!(log
+            .complete(&serde_json::json!({"status": "PARTIAL", "failed": 1}))
+            .is_none());
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0]["event"], "task:timeout");
+        assert_eq!(lines[0]["depth"], 2);
+        assert_eq!(lines[0]["attempts"], 4);
+        assert_eq!(lines[1]["event"], "batch:completed");
+        assert_eq!(lines[1]["status"], "PARTIAL");
+        assert_eq!(lines[1]["run_id"], "batch-2");
     }
 }
