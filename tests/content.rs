@@ -290,6 +290,10 @@ fn an_analyst_answer_that_is_not_the_json_asked_for_is_asked_again_once_then_fai
     let report = p.report();
     assert_eq!(report["failed"].as_array().unwrap().len(), 1, "{report}");
     assert!(report["succeeded"].as_u64().unwrap() >= 6, "{report}");
+    assert_eq!(
+        report["files_succeeded"], 0,
+        "one chunk failed, so the file did: {report}"
+    );
     // The other chunks answered JSON findings and are cached: a rerun pays for the bad one.
     mock.reset_counts();
     p.rlm(&args).env_remove("ANTHROPIC_API_KEY").run().assert_exit(1);

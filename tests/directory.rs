@@ -430,6 +430,9 @@ fn a_directory_batches_small_files_and_synthesizes_by_default() {
     );
     let report = p.report();
     assert_eq!(report["succeeded"], 2, "two batches: {report}");
+    assert_eq!(report["files_succeeded"], 4, "{report}");
+    let shown = format!("{}{}", out.stdout, out.stderr);
+    assert!(shown.contains("Files processed: 4/4"), "{shown}");
     let settings: Value = read_json(&p.out_dir().join("settings.json"));
     assert_eq!(settings["task"]["aggregate"], "synthesize", "{settings}");
     assert_eq!(settings["task"]["batch_small"], true, "{settings}");

@@ -178,10 +178,18 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
         )
         .map_err(|e| printer.warn(&format!("no event log: {e}")))
         .ok(),
-        builder: ReportBuilder::new(
-            report_context(&settings, &model, &run_dir, &manifest, estimate.usd),
-            units.iter().map(|u| (u.id.clone(), u.label.clone())),
-        ),
+        builder: {
+            let mut builder = ReportBuilder::new(
+                report_context(&settings, &model, &run_dir, &manifest, estimate.usd),
+                units.iter().map(|u| (u.id.clone(), u.label.clone())),
+            );
+            builder.set_unit_files(
+                units
+                    .iter()
+                    .map(|u| (u.id.clone(), u.inputs.iter().map(|i| i.display.clone()).collect())),
+            );
+            builder
+        },
         store: store.and_then(|store| {
             let target = match &settings.resume {
                 Some(t) => StoreTarget::Resumed(RunId::from(t.run_id.as_str())),

@@ -220,7 +220,7 @@ pub fn completion(printer: &Printer, report: &RunReport, quiet: bool, answer: Op
         "{rule}\nRLM Batch: {}\n{rule}\n\nPattern: {}\nFiles processed: {}/{} ({} from cache)\n",
         report.status.name(),
         escape::name(&report.pattern),
-        report.succeeded,
+        report.files_succeeded,
         report.files_matched,
         report.cache_hits
     );

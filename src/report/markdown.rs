@@ -28,11 +28,12 @@ impl RunReport {
         let _ = write!(
             md,
             "## Statistics\n\n\
-             - Total files matched: {}\n- Successfully processed: {}\n- Failed: {}\n- Skipped: {}\n\
+             - Total files matched: {}\n- Successfully processed: {}\n- Units succeeded: {}\n- Failed: {}\n- Skipped: {}\n\
              - Not run: {}\n- Truncated results: {}\n- Cache hits: {}\n- Cache misses: {}\n\
              - Tokens saved by the cache: {}\n- Total tokens used: {} ({} in, {} out)\n- Total cost: {}\n\
              - Estimated cost before the run: {}\n- Max parallel: {}\n\n",
             self.files_matched,
+            self.files_succeeded,
             self.succeeded,
             self.failed.len(),
             self.skipped.len(),
@@ -119,7 +120,7 @@ impl RunReport {
             + self.aggregate_calls.iter().filter(|c| !c.cached).count();
         format!(
             "Processed {} of {} matched files with {} ({} from the cache, {} model call{}); {} failed, {} skipped{}.",
-            self.succeeded,
+            self.files_succeeded,
             self.files_matched,
             self.model,
             self.cache_hits,

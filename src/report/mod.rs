@@ -136,6 +136,10 @@ pub struct RunReport {
     pub aggregate: String,
     pub max_parallel: usize,
     pub files_matched: usize,
+    /// Files whose every unit succeeded (a file cut into chunks counts once; each file of a
+    /// batch counts).
+    pub files_succeeded: usize,
+    /// Units that succeeded (a whole file, a chunk or a batch each count one).
     pub succeeded: usize,
     pub failed: Vec<FailedFile>,
     pub skipped: Vec<SkippedFile>,

@@ -60,6 +60,8 @@ pub struct ReportBuilder {
     stop_reason: Option<String>,
     errors: Vec<String>,
     cost: f64,
+    /// The files each unit reads, when known (else each unit counts as one file).
+    unit_files: HashMap<UnitId, Vec<String>>,
 }
 
 impl ReportBuilder {
@@ -80,7 +82,13 @@ impl ReportBuilder {
             stop_reason: None,
             errors: Vec::new(),
             cost: 0.0,
+            unit_files: HashMap::new(),
         }
+    }
+
+    /// The files each unit reads, so the report counts files, not units.
+    pub fn set_unit_files(&mut self, files: impl IntoIterator<Item = (UnitId, Vec<String>)>) {
+        self.unit_files = files.into_iter().collect();
     }
 
     /// An error that is not an event (a failed aggregate write, a failed summary).
@@ -138,6 +146,7 @@ impl ReportBuilder {
             stop_reason,
             errors,
             cost,
+            unit_files,
             ..
         } = std::mem::take(self);
         let mut candidates = fatal.iter().chain(stop_reason.iter()).chain(errors.iter()).cloned();
@@ -162,6 +171,7 @@ impl ReportBuilder {
             aggregate: ctx.aggregate,
             max_parallel: ctx.max_parallel,
             files_matched: ctx.files_matched,
+            files_succeeded: 0,
             succeeded: 0,
             failed: ctx
                 .unreadable
@@ -226,10 +236,29 @@ impl ReportBuilder {
             report.tokens_out += call.usage.output_tokens;
             report.tokens_saved += call.saved.total();
         }
+        report.files_succeeded = files_succeeded(&records, &unit_files);
         report.units = records;
         report.status = report.decide_status(end.interrupted, fatal.is_some());
         report
     }
+}
+
+/// The files all of whose units succeeded; a unit with no known files counts as one.
+fn files_succeeded(records: &[UnitRecord], unit_files: &HashMap<UnitId, Vec<String>>) -> usize {
+    let mut ok: HashMap<&str, bool> = HashMap::new();
+    let mut unknown = 0;
+    for record in records {
+        let succeeded = record.status == UnitStatus::Succeeded;
+        match unit_files.get(&record.id) {
+            Some(files) => {
+                for file in files {
+                    *ok.entry(file.as_str()).or_insert(true) &= succeeded;
+                }
+            }
+            None => unknown += usize::from(succeeded),
+        }
+    }
+    unknown + ok.values().filter(|v| **v).count()
 }
 
 impl Reporter for ReportBuilder {

@@ -90,3 +90,40 @@ fn an_unreadable_file_makes_the_run_partial_and_the_fatal_error_wins() {
         "the unreadable file counts"
     );
 }
+
+#[test]
+fn files_are_counted_once_and_a_file_succeeds_only_when_all_its_units_do() {
+    let units = ["chunk1", "chunk2", "batch", "whole"].map(|u| (UnitId::named(u), u.to_string()));
+    let mut b = ReportBuilder::new(ctx(), units);
+    b.set_unit_files([
+        (UnitId::named("chunk1"), vec!["big.py".to_string()]),
+        (UnitId::named("chunk2"), vec!["big.py".to_string()]),
+        (
+            UnitId::named("batch"),
+            vec!["a.py".to_string(), "b.py".to_string(), "d.py".to_string()],
+        ),
+        (UnitId::named("whole"), vec!["c.py".to_string()]),
+    ]);
+    for unit in ["chunk1", "batch", "whole"] {
+        b.report(&Event::Completed {
+            unit: UnitId::named(unit),
+            label: unit.into(),
+            kind: UnitKind::Map,
+            attempts: 1,
+            duration_ms: 1,
+            usage: Usage::default(),
+            saved: Usage::default(),
+            cost_usd: 0.0,
+            cached: false,
+            truncated: false,
+            result_file: None,
+        });
+    }
+    b.report(&failed("chunk2", "bad", false));
+    let report = b.finish(RunEnd::default());
+    assert_eq!(report.succeeded, 3, "units");
+    assert_eq!(
+        report.files_succeeded, 4,
+        "a.py, b.py, d.py and c.py; big.py lost a chunk"
+    );
+}
