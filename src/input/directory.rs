@@ -13,8 +13,7 @@ use std::path::{Path, PathBuf};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 use super::exclusions::Exclusions;
-use super::read::read_candidates;
-use super::walk::{Found, Walk};
+use super::walk::Walk;
 use super::{Manifest, SkippedFile, WalkOptions};
 use crate::error::RlmError;
 
@@ -93,18 +92,10 @@ pub fn resolve_directory(cwd: &Path, query: &DirectoryQuery<'_>, opts: &WalkOpti
         let rel = relative(path);
         (query.include.is_empty() || include.is_match(&rel)) && !exclude.is_match(&rel)
     });
-    let Found {
-        mut candidates,
-        skipped,
-    } = found;
-    candidates.sort_by(|a, b| a.1.cmp(&b.1));
-    candidates.dedup_by(|a, b| a.1 == b.1);
-    let mut manifest = read_candidates(candidates);
+    let mut manifest = found.into_manifest();
     manifest
         .files
         .sort_by(|a, b| b.size.cmp(&a.size).then_with(|| a.display.cmp(&b.display)));
-    manifest.skipped.extend(skipped);
-    manifest.skipped.sort_by(|a, b| a.path.cmp(&b.path));
     cap_largest(&mut manifest, query.max_files);
     Ok(manifest)
 }

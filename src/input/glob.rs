@@ -15,8 +15,7 @@ use std::path::{Path, PathBuf};
 use globset::GlobBuilder;
 
 use super::exclusions::Exclusions;
-use super::read::read_candidates;
-use super::walk::{Found, Walk};
+use super::walk::Walk;
 use super::{Manifest, WalkOptions};
 use crate::error::RlmError;
 
@@ -84,16 +83,7 @@ pub fn resolve_glob(cwd: &Path, pattern: &str, opts: &WalkOptions) -> Result<Man
         keep: None,
     }
     .run(&display_of, &|_, display| matcher.is_match(display));
-    let Found {
-        mut candidates,
-        skipped,
-    } = found;
-    candidates.sort_by(|a, b| a.1.cmp(&b.1));
-    candidates.dedup_by(|a, b| a.1 == b.1);
-    let mut manifest = read_candidates(candidates);
-    manifest.skipped.extend(skipped);
-    manifest.skipped.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(manifest)
+    Ok(found.into_manifest())
 }
 
 /// Whether a glob component contains a metacharacter.

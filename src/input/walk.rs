@@ -41,6 +41,23 @@ pub struct Found {
     pub skipped: Vec<SkippedFile>,
 }
 
+impl Found {
+    /// The manifest of what was found: each file once (sorted by path), read; the walk's
+    /// skips and the reader's together, sorted by path.
+    pub fn into_manifest(self) -> super::Manifest {
+        let Found {
+            mut candidates,
+            skipped,
+        } = self;
+        candidates.sort_by(|a, b| a.1.cmp(&b.1));
+        candidates.dedup_by(|a, b| a.1 == b.1);
+        let mut manifest = super::read::read_candidates(candidates);
+        manifest.skipped.extend(skipped);
+        manifest.skipped.sort_by(|a, b| a.path.cmp(&b.path));
+        manifest
+    }
+}
+
 impl Walk<'_> {
     /// Walks, naming every entry with `display_of` and keeping the files `matches` accepts
     /// (given the path and its display).
