@@ -208,6 +208,9 @@ fn escape_glob(path: &str) -> String {
 
 fn run_settings(settings: BatchSettings) -> ExitStatus {
     let printer = Printer::new(settings.output.printer_mode(), settings.redactor());
+    // A nested run (RLM_DEPTH > 0) yields the machine to the runs above it. Before the
+    // runtime starts: on Linux the nice value is per thread, and threads inherit it.
+    process::lower_for_depth(settings.provider.depth);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => {

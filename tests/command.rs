@@ -137,6 +137,47 @@ fn recursion_stops_at_max_depth_before_anything_runs() {
     answer_env.assert_exit(2);
 }
 
+#[cfg(target_os = "linux")]
+#[test]
+fn a_nested_run_runs_at_lower_priority_the_deeper_it_is() {
+    // The agent prints its own nice value (field 19 of /proc/self/stat).
+    let p = Project::new().file("src/a.txt", "a\n");
+    script(
+        &p,
+        "agent.sh",
+        "cat >/dev/null\nawk '{print \"nice=\" $19}' /proc/self/stat\n",
+    );
+    let base: i32 = std::fs::read_to_string("/proc/self/stat")
+        .unwrap()
+        .split_whitespace()
+        .nth(18)
+        .unwrap()
+        .parse()
+        .unwrap();
+    for depth in [0, 2] {
+        let args = [
+            "batch",
+            "src/*.txt",
+            "x",
+            "--command",
+            "./agent.sh",
+            "-o",
+            "out",
+            "--no-cache",
+        ];
+        let mut cmd = p.rlm(&args);
+        cmd = if depth == 0 {
+            cmd.env_remove("RLM_DEPTH")
+        } else {
+            cmd.env("RLM_DEPTH", "2")
+        };
+        cmd.run().assert_exit(0);
+        let answer = p.read("out/src-a.txt.result.md");
+        let expected = (base + depth).min(19);
+        assert!(answer.contains(&format!("nice={expected}")), "depth {depth}: {answer}");
+    }
+}
+
 #[test]
 fn command_flags_are_checked() {
     let p = Project::new().file("src/a.txt", "a\n");

@@ -5,12 +5,14 @@
 //! running it is aborted.
 
 mod error;
+mod priority;
 mod process_group;
 mod split;
 mod stderr_tail;
 mod supervised;
 
 pub use error::{FailureKind, ProcessError};
+pub use priority::lower_for_depth;
 pub use process_group::{group_alive, wait_for_group_death, ProcessGroup};
 pub use split::{split_command, SplitError};
 pub use supervised::{run, CommandSpec, ProcessOutput, DEFAULT_GRACE, DEFAULT_MAX_STDOUT};
