@@ -169,10 +169,15 @@ pub fn plan(manifest: &Manifest, ctx: &PlanContext<'_>, opts: &ContentOptions, d
             Draft::Whole(i) => plan::whole_file_unit(&manifest.files[i], result_name, ctx),
             Draft::Chunk { file, chunk } => {
                 let read = reads[file].as_ref().expect("chunked files are read");
+                let span = LineSpan {
+                    start: chunk.start_line as u64,
+                    end: chunk.end_line as u64,
+                };
                 chunk_unit(
                     &manifest.files[file],
                     read,
                     &chunk,
+                    Some(span),
                     label,
                     result_name,
                     ctx,
@@ -244,10 +249,13 @@ fn read(file: &InputFile) -> Option<Read> {
 }
 
 #[allow(clippy::too_many_arguments)]
+/// A unit that reads one piece of a file through its type's analyst: a chunk (`span`), or
+/// the whole file (`None`).
 fn chunk_unit(
     file: &InputFile,
     read: &Read,
     chunk: &Chunk,
+    span: Option<LineSpan>,
     label: String,
     result_name: String,
     ctx: &PlanContext<'_>,
@@ -271,10 +279,7 @@ fn chunk_unit(
         path: file.path.clone(),
         display: file.display.clone(),
         content_hash: file.content_hash.clone(),
-        span: Some(LineSpan {
-            start: chunk.start_line as u64,
-            end: chunk.end_line as u64,
-        }),
+        span,
     }];
     finish(
         inputs,
@@ -297,6 +302,11 @@ fn batch_unit(
     opts: &ContentOptions,
     delimiter: &Delimiter,
 ) -> WorkUnit {
+    if let [(file, read)] = members {
+        // Alone of its type: the analyst reads it whole.
+        let whole = Chunk::whole(&read.text);
+        return chunk_unit(file, read, &whole, None, label, result_name, ctx, opts, delimiter);
+    }
     let detection = members[0].1.detection;
     let inputs: Vec<UnitInput> = members
         .iter()
@@ -307,34 +317,6 @@ fn batch_unit(
             span: None,
         })
         .collect();
-    if members.len() == 1 {
-        // Alone of its type: the analyst reads it whole.
-        let (file, read) = members[0];
-        let whole = Chunk::whole(&read.text);
-        let block = delimiter.block(&file.display, &read.text);
-        let prompt = render_chunk(
-            &opts.templates,
-            &ChunkPrompt {
-                sub_prompt: &ctx.keys.sub_prompt,
-                focus: opts.focus,
-                path: &file.display,
-                detection: &read.detection,
-                file_lines: read.lines,
-                chunk: &whole,
-                content_block: &block,
-            },
-        );
-        return finish(
-            inputs,
-            label,
-            result_name,
-            ctx,
-            detection,
-            read.text.clone(),
-            prompt,
-            Vec::new(),
-        );
-    }
     let files: Vec<BatchFile<'_>> = members
         .iter()
         .map(|(f, r)| BatchFile {
