@@ -51,7 +51,7 @@ impl StoreReporter {
         served: &[usize],
         depth: u32,
     ) -> Result<Self, String> {
-        let run = match target {
+        let (run, states) = match target {
             StoreTarget::New(new_run) => {
                 let run = store.create_run(&new_run).map_err(|e| e.to_string())?;
                 let new_units: Vec<NewUnit> = units
@@ -72,25 +72,25 @@ impl StoreReporter {
                 for &i in served {
                     states.insert(units[i].id.clone(), UnitState::Completed);
                 }
-                return Ok(StoreReporter {
-                    store,
-                    run,
-                    states,
-                    pending: Vec::new(),
-                    last_flush: Instant::now(),
-                    failure: None,
-                });
+                (run, states)
             }
-            StoreTarget::Resumed(run) => run,
+            StoreTarget::Resumed(run) => {
+                // One query for the run's states; a unit the store does not know is queued.
+                let known: HashMap<String, UnitState> = store
+                    .unit_states(&run)
+                    .map_err(|e| e.to_string())?
+                    .into_iter()
+                    .collect();
+                let states = units
+                    .iter()
+                    .map(|u| {
+                        let state = known.get(u.id.as_str()).copied().unwrap_or(UnitState::Queued);
+                        (u.id.clone(), state)
+                    })
+                    .collect();
+                (run, states)
+            }
         };
-        let mut states = HashMap::with_capacity(units.len());
-        for u in units {
-            let state = store
-                .unit(&run, u.id.as_str())
-                .map(|r| r.state)
-                .unwrap_or(UnitState::Queued);
-            states.insert(u.id.clone(), state);
-        }
         Ok(StoreReporter {
             store,
             run,

@@ -143,9 +143,8 @@ impl TaskStore {
             .collect()
     }
 
-    /// The ids of `run`'s units in any of `states`, in the order they were added (resume
-    /// asks for `completed` to skip, or `queued` to dispatch).
-    pub fn units_in_state(&self, run: &RunId, states: &[UnitState]) -> Result<Vec<String>, StoreError> {
+    /// Every unit of `run` with its state, in the order they were added.
+    pub fn unit_states(&self, run: &RunId) -> Result<Vec<(String, UnitState)>, StoreError> {
         let mut stmt = self
             .conn
             .prepare_cached("SELECT unit_id, state FROM units WHERE run_id = ?1 ORDER BY seq")
@@ -156,10 +155,18 @@ impl TaskStore {
             })
             .and_then(Iterator::collect::<Result<Vec<_>, _>>)
             .map_err(|e| self.sqlite_error(e))?;
-        let wanted: Vec<&str> = states.iter().map(|s| s.name()).collect();
-        Ok(rows
+        rows.into_iter()
+            .map(|(id, state)| Ok((id, self.unit_state(state)?)))
+            .collect()
+    }
+
+    /// The ids of `run`'s units in any of `states`, in the order they were added (resume
+    /// asks for `completed` to skip, or `queued` to dispatch).
+    pub fn units_in_state(&self, run: &RunId, states: &[UnitState]) -> Result<Vec<String>, StoreError> {
+        Ok(self
+            .unit_states(run)?
             .into_iter()
-            .filter(|(_, state)| wanted.contains(&state.as_str()))
+            .filter(|(_, state)| states.contains(state))
             .map(|(id, _)| id)
             .collect())
     }
