@@ -8,15 +8,17 @@
 
 mod config;
 mod environment;
+mod input_flags;
 mod input_source;
 mod parallelism;
+mod provider_choice;
 
 pub use config::ProjectConfig;
 pub use environment::Environment;
-pub use input_source::{
-    sort_positionals, source_for_pattern, DirectoryFlags, InputSource, Positionals, DEFAULT_DIRECTORY_MAX_FILES,
-};
+use input_flags::{resolve_input, InputFlags, ResolvedInput};
+pub use input_source::{DirectoryFlags, InputSource, DEFAULT_DIRECTORY_MAX_FILES};
 pub use parallelism::{resolve_parallelism, Parallelism, FALLBACK_PARALLEL, HARD_CAP};
+use provider_choice::{command_provider, current_depth, resolve_provider};
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -277,81 +279,33 @@ impl BatchSettings {
                 "--prompt-file - and --files-from - both read standard input: put one of them in a file".into(),
             ));
         }
-        // Graph-bounded inputs (issue 10): --neighbors-of replaces the pattern.
-        if neighbors_of.is_none() {
-            let graph_flags = [
-                ("--direction", direction.is_some()),
-                ("--depth", depth.is_some()),
-                ("--graph", graph.is_some()),
-                ("--graph-file", graph_file.is_some()),
-            ];
-            if let Some((flag, _)) = graph_flags.iter().find(|(_, given)| *given) {
-                return Err(RlmError::Usage(format!(
-                    "{flag} needs --neighbors-of PATH: it chooses the neighbours of PATH in the dependency graph"
-                )));
-            }
-        }
-        let axes: Vec<&str> = [
-            ("--files-from", files_from.is_some()),
-            ("--changed-since", changed_since.is_some()),
-            ("--neighbors-of", neighbors_of.is_some()),
-        ]
-        .into_iter()
-        .filter_map(|(flag, given)| given.then_some(flag))
-        .collect();
-        if axes.len() > 1 {
-            return Err(RlmError::Usage(format!(
-                "{} each choose the input files: keep one input axis per run",
-                axes.join(" and ")
-            )));
-        }
-        let axis_flag = axes.first().copied();
-        // A list-based axis may be narrowed by a pattern; graph neighbours may not.
-        let filter_allowed = neighbors_of.is_none();
-        let Positionals { pattern, prompt } =
-            sort_positionals(pattern, sub_prompt, axis_flag, filter_allowed, prompt_file.is_some())?;
-        let directory_flags = DirectoryFlags {
-            include,
-            exclude,
-            no_recursive,
+        let ResolvedInput {
+            source,
+            prompt,
             max_files,
-        };
-        if let (Some(axis), Some(flag)) = (axis_flag, directory_flags.first_given()) {
-            return Err(RlmError::Usage(format!(
-                "{flag} applies to a directory, not to {axis}: put the filter in the pattern after {axis}"
-            )));
-        }
-        let neighbors = neighbors_of
-            .map(|node| neighbors_source(node, direction, depth, graph, graph_file, &env.cwd))
-            .transpose()?;
-        let source = match (pattern, files_from, changed_since) {
-            (filter, Some(list), _) => InputSource::FilesFrom {
-                list: if list == Path::new("-") || list.is_absolute() {
-                    list
-                } else {
-                    env.cwd.join(list)
-                },
+        } = resolve_input(
+            InputFlags {
+                first: pattern,
+                second: sub_prompt,
+                prompt_from_file: prompt_file.is_some(),
+                files_from,
                 null,
-                filter,
+                changed_since,
+                directory: DirectoryFlags {
+                    include,
+                    exclude,
+                    no_recursive,
+                    max_files,
+                },
+                neighbors_of,
+                direction,
+                depth,
+                graph,
+                graph_file,
             },
-            (filter, None, Some(reference)) => InputSource::ChangedSince { reference, filter },
-            (pattern, None, None) => match pattern {
-                Some(pattern) if pattern.trim().is_empty() => {
-                    return Err(RlmError::Usage(
-                        "the file pattern is empty: pass a glob such as 'src/**/*.ts' or a directory".into(),
-                    ))
-                }
-                Some(pattern) => source_for_pattern(pattern, &env.cwd, directory_flags)?,
-                None => neighbors.ok_or_else(|| {
-                    RlmError::Usage("no files named: pass a pattern such as 'src/**/*.ts' or a directory".into())
-                })?,
-            },
-        };
+            &env.cwd,
+        )?;
         let directory_mode = matches!(source, InputSource::Directory { .. });
-        let max_files = match &source {
-            InputSource::Directory { max_files, .. } => Some(*max_files),
-            _ => max_files,
-        };
         let sub_prompt = match (prompt, prompt_file) {
             (Some(p), _) => p,
             (None, Some(file)) => read_prompt_file(&file, &env.cwd)?,
@@ -514,165 +468,6 @@ impl BatchSettings {
     }
 }
 
-/// The `--neighbors-of` input axis from its flags (issue 10).
-fn neighbors_source(
-    node: String,
-    direction: Option<crate::cli::DirectionArg>,
-    depth: Option<u32>,
-    graph: Option<String>,
-    graph_file: Option<PathBuf>,
-    cwd: &Path,
-) -> Result<InputSource, RlmError> {
-    use crate::cli::DirectionArg;
-    use crate::index::{command::PROJECT_GRAPH, Direction, IndexError};
-    if node.trim().is_empty() {
-        return Err(RlmError::Usage(
-            "--neighbors-of is empty: pass a project file such as src/auth/session.ts".into(),
-        ));
-    }
-    let graph = graph.unwrap_or_else(|| PROJECT_GRAPH.to_string());
-    if graph_file.is_none() && graph != PROJECT_GRAPH {
-        return Err(RlmError::Usage(IndexError::UnknownGraph(graph).to_string()));
-    }
-    let graph = match &graph_file {
-        Some(f) => f.display().to_string(),
-        None => graph,
-    };
-    let graph_file = graph_file.map(|f| if f.is_absolute() { f } else { cwd.join(f) });
-    Ok(InputSource::Neighbors {
-        node,
-        direction: match direction.unwrap_or(DirectionArg::Both) {
-            DirectionArg::In => Direction::In,
-            DirectionArg::Out => Direction::Out,
-            DirectionArg::Both => Direction::Both,
-        },
-        depth: depth.unwrap_or(1),
-        graph,
-        graph_file,
-    })
-}
-
-/// Provider, endpoint, key and model from flags and environment.
-fn resolve_provider(
-    flag: Option<ProviderArg>,
-    base_url: Option<String>,
-    model: Option<String>,
-    context_window: Option<u64>,
-    temperature: Option<f32>,
-    env: &Environment,
-) -> Result<ProviderSettings, RlmError> {
-    let mut blocker = None;
-    let kind = match flag {
-        Some(ProviderArg::Anthropic) => ProviderKind::Anthropic,
-        Some(ProviderArg::Openai) => ProviderKind::Openai,
-        // Handled before (it needs --command); unreachable here.
-        Some(ProviderArg::Command) => ProviderKind::Command,
-        None => detect_provider(env, base_url.is_some()).unwrap_or_else(|e| {
-            blocker = Some(e);
-            ProviderKind::Anthropic
-        }),
-    };
-    let base_url = base_url
-        .or_else(|| env.var(kind.base_url_var()).map(str::to_string))
-        .unwrap_or_else(|| kind.official_base_url().to_string());
-    let base_url = base_url.trim().trim_end_matches('/').to_string();
-    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-        return Err(RlmError::Usage(format!(
-            "--base-url '{}' is not an http(s) URL: pass e.g. http://127.0.0.1:8080",
-            redact_url(&base_url)
-        )));
-    }
-    let api_key = env.var(kind.key_var()).map(ApiKey::new);
-    let official = base_url == kind.official_base_url();
-    if api_key.is_none() && official && blocker.is_none() {
-        blocker = Some(format!(
-            "{} is not set: export it, or point rlm at a local OpenAI-compatible server with \
-             --base-url http://127.0.0.1:PORT (Ollama, vLLM, llama.cpp, LM Studio)",
-            kind.key_var()
-        ));
-    }
-    let model = match model.map(|m| m.trim().to_string()) {
-        Some(m) if m.is_empty() => {
-            return Err(RlmError::Usage(
-                "--model is empty: pass haiku, sonnet, opus or a model id".into(),
-            ))
-        }
-        Some(m) if kind == ProviderKind::Anthropic => Some(catalog::resolve_alias(&m)),
-        Some(m) => Some(m),
-        None if kind == ProviderKind::Anthropic => Some(catalog::resolve_alias("sonnet")),
-        None if official => Some("gpt-4.1-mini".to_string()),
-        None => None,
-    };
-    Ok(ProviderSettings {
-        kind,
-        base_url,
-        official,
-        api_key,
-        model,
-        context_window,
-        temperature,
-        timeout: Duration::from_secs(120),
-        max_tokens: 4096,
-        command: None,
-        depth: 0,
-        blocker,
-    })
-}
-
-/// `RLM_DEPTH`: 0 unless a parent rlm set it.
-fn current_depth(env: &Environment) -> Result<u32, RlmError> {
-    match env.var("RLM_DEPTH") {
-        None => Ok(0),
-        Some(v) => v.trim().parse::<u32>().map_err(|_| {
-            RlmError::Usage(format!(
-                "RLM_DEPTH='{v}' is not a whole number: unset it, or set it to 0"
-            ))
-        }),
-    }
-}
-
-/// `--provider command --command CMD`.
-fn command_provider(command: &str, context_window: Option<u64>, depth: u32) -> Result<ProviderSettings, RlmError> {
-    let argv = crate::process::split_command(command).map_err(|e| RlmError::Usage(format!("--command: {e}")))?;
-    if argv.is_empty() {
-        return Err(RlmError::Usage(
-            "--command is empty: give the program to run, e.g. --command 'claude -p'".into(),
-        ));
-    }
-    Ok(ProviderSettings {
-        kind: ProviderKind::Command,
-        base_url: String::new(),
-        official: false,
-        api_key: None,
-        model: Some(crate::provider::command::label(&argv)),
-        context_window,
-        temperature: None,
-        timeout: Duration::from_secs(120),
-        max_tokens: 4096,
-        command: Some(argv),
-        depth,
-        blocker: None,
-    })
-}
-
-/// The provider when `--provider` is not given: a key decides, then a base URL (a URL with
-/// no key means an OpenAI-compatible server).
-fn detect_provider(env: &Environment, base_url_flag: bool) -> Result<ProviderKind, String> {
-    if env.var("ANTHROPIC_API_KEY").is_some() {
-        Ok(ProviderKind::Anthropic)
-    } else if env.var("OPENAI_API_KEY").is_some() || env.var("OPENAI_BASE_URL").is_some() || base_url_flag {
-        Ok(ProviderKind::Openai)
-    } else if env.var("ANTHROPIC_BASE_URL").is_some() {
-        Ok(ProviderKind::Anthropic)
-    } else {
-        Err(
-            "no model provider configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or point rlm at a local \
-             OpenAI-compatible server with --base-url http://127.0.0.1:PORT (Ollama, vLLM, llama.cpp, LM Studio)"
-                .into(),
-        )
-    }
-}
-
 /// The prompt from `--prompt-file` (`-` is stdin).
 fn read_prompt_file(file: &Path, cwd: &Path) -> Result<String, RlmError> {
     if file == Path::new("-") {
@@ -692,15 +487,6 @@ fn read_prompt_file(file: &Path, cwd: &Path) -> Result<String, RlmError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_base_url_without_a_key_means_openai_compatible() {
-        let env = Environment::with_vars(&[], PathBuf::from("/"));
-        assert_eq!(detect_provider(&env, true), Ok(ProviderKind::Openai));
-        assert!(detect_provider(&env, false).is_err());
-        let env = Environment::with_vars(&[("ANTHROPIC_API_KEY", "k")], PathBuf::from("/"));
-        assert_eq!(detect_provider(&env, true), Ok(ProviderKind::Anthropic));
-    }
 
     #[test]
     fn endpoint_identity_only_for_other_servers() {
