@@ -9,15 +9,15 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::conform::{conform, Expect};
 use crate::cache::{ArtifactRef, Cache, CacheEntry, CacheKey};
-use crate::content::AnswerFormat;
 use crate::exec::{self, call_with_retries, CallContext, CallFailure, JobMeta, Place};
 use crate::input::sha256_hex;
 use crate::plan::{unit_key, KeyParts};
 use crate::prompt::{self, Delimiter};
 use crate::provider::{CompletionRequest, ErrorKind, Usage};
 use crate::run_dir::RunDir;
-use crate::schema::{self, OutputSchema};
+use crate::schema::OutputSchema;
 use crate::unit::{UnitId, UnitKind, WorkUnit};
 
 /// What every job of a run shares, read-only.
@@ -171,15 +171,7 @@ async fn run_unit(ctx: Arc<JobContext>, unit: WorkUnit, outcome: JobOutcome, pla
         schema: ctx.schema.as_ref().map(|s| s.value.clone()),
     };
     let mut outcome = call(&ctx, &request, (&unit.id, &unit.label), outcome, started, place).await;
-    let expect = match (&ctx.schema, unit.content.as_deref()) {
-        (Some(schema), _) => Some(Expect::Schema(schema)),
-        // A batch's answer is split per file, from JSON or from Markdown sections.
-        (None, Some(c)) if c.members.is_empty() && AnswerFormat::of(&ctx.keys.sub_prompt).is_json() => {
-            Some(Expect::Json)
-        }
-        _ => None,
-    };
-    if let Some(expect) = expect {
+    if let Some(expect) = Expect::for_unit(&ctx, &unit) {
         outcome = conform(&ctx, expect, &request, &unit, outcome, started).await;
     }
     let Some(text) = outcome.text.clone().filter(|_| outcome.failure.is_none()) else {
@@ -270,7 +262,7 @@ fn summary_system(system: Option<&str>, require_citations: bool) -> String {
 }
 
 /// The model call, its retries, and an empty answer counted as a failure.
-async fn call(
+pub(super) async fn call(
     ctx: &JobContext,
     request: &CompletionRequest,
     (unit, label): (&UnitId, &str),
@@ -345,104 +337,6 @@ pub fn write_members(run_dir: &RunDir, unit: &WorkUnit, text: &str) {
         });
         let _ = run_dir.write(&member.result_file, &body);
     }
-}
-
-/// What a unit's answer must be: valid against `--schema`, or — for an analyst that asked
-/// for JSON (the findings schema, or JSON the user's prompt asked for) — JSON at all.
-#[derive(Clone, Copy)]
-enum Expect<'a> {
-    Schema(&'a OutputSchema),
-    Json,
-}
-
-impl Expect<'_> {
-    /// What to keep of an accepted answer (`--schema`: its canonical JSON), or why not.
-    fn check(self, answer: &str) -> Result<String, schema::Rejection> {
-        match self {
-            Expect::Schema(s) => s.check(answer).map(|v| schema::canonical_text(&v)),
-            Expect::Json => schema::extract_json(answer)
-                .map(|_| answer.to_string())
-                .map_err(schema::Rejection::NotJson),
-        }
-    }
-
-    /// The user message of the second attempt.
-    fn retry_message(self, user: &str, answer: &str, rejection: &schema::Rejection) -> String {
-        match self {
-            Expect::Schema(s) => s.retry_message(user, answer, rejection),
-            Expect::Json => schema::json_retry_message(user, answer, rejection),
-        }
-    }
-
-    /// Why the unit failed after the second attempt.
-    fn failure(self, rejection: &schema::Rejection) -> String {
-        match self {
-            Expect::Schema(s) => format!(
-                "the answer does not conform to --schema {} after one retry: {}",
-                s.path.display(),
-                rejection.first()
-            ),
-            Expect::Json => format!("the analyst asked for JSON; after one retry {}", rejection.first()),
-        }
-    }
-}
-
-/// Keeps an accepted answer (in canonical form under `--schema`); asks once more, with
-/// the errors, when it is not; fails the unit when the second answer is not either. A
-/// rejected answer is kept in the run directory (`*.rejected.md`), never cached.
-async fn conform(
-    ctx: &JobContext,
-    expect: Expect<'_>,
-    request: &CompletionRequest,
-    unit: &WorkUnit,
-    mut outcome: JobOutcome,
-    started: Instant,
-) -> JobOutcome {
-    let Some(first) = outcome.text.clone().filter(|_| outcome.failure.is_none()) else {
-        return outcome;
-    };
-    let rejection = match expect.check(&first) {
-        Ok(text) => {
-            outcome.text = Some(text);
-            return outcome;
-        }
-        Err(r) => r,
-    };
-    tracing::debug!(unit = %unit.label, reason = %rejection.first(), "answer rejected: asking again");
-    let again = CompletionRequest {
-        user: expect.retry_message(&request.user, &first, &rejection),
-        ..request.clone()
-    };
-    let first_usage = outcome.usage;
-    let first_attempts = outcome.attempts;
-    outcome.text = None;
-    let place = ctx.call.limiter.place();
-    let mut outcome = call(ctx, &again, (&unit.id, &unit.label), outcome, started, place).await;
-    outcome.usage.add(first_usage);
-    outcome.attempts += first_attempts;
-    let Some(second) = outcome.text.clone().filter(|_| outcome.failure.is_none()) else {
-        return outcome;
-    };
-    match expect.check(&second) {
-        Ok(text) => outcome.text = Some(text),
-        Err(rejection) => {
-            let kept = rejected_name(&unit.result_name);
-            let saved = ctx.run_dir.write(&kept, &second).is_ok();
-            outcome.text = None;
-            let mut reason = expect.failure(&rejection);
-            if saved {
-                reason.push_str(&format!(" (the answer is in {kept})"));
-            }
-            outcome.failure = Some(JobFailure::Unit { kind: None, reason });
-        }
-    }
-    outcome
-}
-
-/// Where a rejected answer is kept: `x.ts.result.md` → `x.ts.rejected.md`.
-fn rejected_name(result_name: &str) -> String {
-    let stem = result_name.strip_suffix(".result.md").unwrap_or(result_name);
-    format!("{stem}.rejected.md")
 }
 
 /// Reads a unit's inputs, re-hashes what it read and renders the message.

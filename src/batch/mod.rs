@@ -5,6 +5,7 @@
 //! the cache, then their result file) before they count as done.
 
 mod aggregate_stage;
+mod conform;
 mod dispatcher;
 mod estimate;
 mod execution;
