@@ -31,7 +31,7 @@ pub fn resolve_inputs(settings: &BatchSettings, printer: &Printer) -> Result<Man
             include,
             exclude,
             recursive,
-            max_files,
+            ..
         } => resolve_directory(
             &settings.cwd,
             &DirectoryQuery {
@@ -39,7 +39,6 @@ pub fn resolve_inputs(settings: &BatchSettings, printer: &Printer) -> Result<Man
                 include,
                 exclude,
                 recursive: *recursive,
-                max_files: *max_files,
             },
             &walk,
         )?,
@@ -67,8 +66,8 @@ pub fn resolve_inputs(settings: &BatchSettings, printer: &Printer) -> Result<Man
         }
         source @ InputSource::Neighbors { .. } => super::graph_inputs::resolve(settings, source, printer)?,
     };
-    // The directory resolver caps itself (with its own default); other axes only when asked.
-    if let (false, Some(max_files)) = (matches!(input.source, InputSource::Directory { .. }), input.max_files) {
+    // `--max-files` (a directory always has one: 20 unless given).
+    if let Some(max_files) = input.max_files {
         cap_largest(&mut manifest, max_files);
     }
     if manifest.files.is_empty() && input.source.empty_is_success() {

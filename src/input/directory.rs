@@ -25,15 +25,14 @@ pub struct DirectoryQuery<'a> {
     pub include: &'a [String],
     pub exclude: &'a [String],
     pub recursive: bool,
-    pub max_files: usize,
 }
 
 /// The reason listed for each file dropped by `--max-files`.
 pub const OVER_MAX_FILES: &str = "over --max-files";
 
-/// Resolves a directory into a manifest, largest files first and capped at `max_files`
-/// (the warning, when files were dropped, is in [`Manifest::warnings`]). A directory that
-/// does not exist gives an empty manifest: the caller says "No files matched".
+/// Resolves a directory into a manifest, largest files first (the caller caps it with
+/// [`cap_largest`]). A directory that does not exist gives an empty manifest: the caller
+/// says "No files matched".
 pub fn resolve_directory(cwd: &Path, query: &DirectoryQuery<'_>, opts: &WalkOptions) -> Result<Manifest, RlmError> {
     let mut shown = query.dir.trim();
     while let Some(rest) = shown.strip_prefix("./") {
@@ -96,7 +95,6 @@ pub fn resolve_directory(cwd: &Path, query: &DirectoryQuery<'_>, opts: &WalkOpti
     manifest
         .files
         .sort_by(|a, b| b.size.cmp(&a.size).then_with(|| a.display.cmp(&b.display)));
-    cap_largest(&mut manifest, query.max_files);
     Ok(manifest)
 }
 
@@ -186,7 +184,6 @@ mod tests {
             include,
             exclude,
             recursive: true,
-            max_files: 100,
         }
     }
 
@@ -229,9 +226,8 @@ mod tests {
     #[test]
     fn cap_keeps_the_largest_and_lists_the_rest() {
         let d = tree(&[("a", b"1"), ("b", b"333"), ("c", b"22"), ("d", b"22")]);
-        let mut q = query(".", &[], &[]);
-        q.max_files = 2;
-        let m = resolve_directory(d.path(), &q, &OPTS).unwrap();
+        let mut m = resolve_directory(d.path(), &query(".", &[], &[]), &OPTS).unwrap();
+        cap_largest(&mut m, 2);
         assert_eq!(displays(&m), ["b", "c"]);
         let dropped: Vec<(&str, &str)> = m.skipped.iter().map(|s| (s.path.as_str(), s.reason.as_str())).collect();
         assert_eq!(dropped, [("a", OVER_MAX_FILES), ("d", OVER_MAX_FILES)]);
