@@ -299,3 +299,40 @@ fn an_analyst_answer_that_is_not_the_json_asked_for_is_asked_again_once_then_fai
     p.rlm(&args).env_remove("ANTHROPIC_API_KEY").run().assert_exit(1);
     assert_eq!(mock.requests(), 2);
 }
+
+#[test]
+fn focus_steers_the_code_analyst_and_only_it() {
+    let mock = MockLlm::start();
+    let p = Project::new()
+        .file("src/big.py", &python(100))
+        .file("src/notes.md", &"# Notes\n\nsome prose\n".repeat(600));
+    let url = mock.url();
+    let plan = |focus: &str| {
+        let out = p
+            .rlm(&batch("src/*", &url, &["--focus", focus, "--dry-run", "--json"]))
+            .run();
+        out.assert_exit(0);
+        out.json()
+    };
+    let units_of = |plan: &Value, path: &str| -> Vec<String> {
+        plan["units"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|u| u["inputs"][0]["path"] == path)
+            .map(|u| u["prompt"].to_string())
+            .collect()
+    };
+    let security = plan("security");
+    let code = units_of(&security, "src/big.py");
+    assert!(code.len() >= 2, "{security}");
+    assert!(code.iter().all(|p| p.contains("Analysis focus: security")), "{code:?}");
+    let prose = units_of(&security, "src/notes.md");
+    assert!(!prose.is_empty());
+    assert!(prose.iter().all(|p| !p.contains("Analysis focus")), "{prose:?}");
+    let general = plan("general");
+    assert!(units_of(&general, "src/big.py")
+        .iter()
+        .all(|p| !p.contains("Analysis focus: security")));
+    assert_eq!(mock.requests(), 0);
+}

@@ -585,3 +585,35 @@ fn a_model_that_echoes_the_key_does_not_put_it_in_results_or_the_cache() {
     ));
     assert!(result.contains("found the key [REDACTED] here"), "{result}");
 }
+
+#[test]
+fn a_unit_that_times_out_for_good_is_task_timeout_in_the_event_log() {
+    let mock = MockLlm::start();
+    mock.fault_when("HANG_NEEDLE", vec![Fault::Hang, Fault::Hang]);
+    let p = Project::new()
+        .file("src/a.ts", "export const a = 1;\n")
+        .file("src/h.ts", "export const HANG_NEEDLE = 1;\n");
+    let url = mock.url();
+    let out = p
+        .rlm(&batch(
+            "src/*.ts",
+            &url,
+            &["--timeout", "1", "--retries", "1", "-o", "out"],
+        ))
+        .run();
+    out.assert_exit(1);
+    let events: Vec<Value> = p
+        .read("out/events.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let timed_out: Vec<&Value> = events.iter().filter(|e| e["event"] == "task:timeout").collect();
+    assert_eq!(timed_out.len(), 1, "{events:?}");
+    assert_eq!(timed_out[0]["label"], "src/h.ts");
+    assert_eq!(timed_out[0]["attempts"], 2);
+    assert!(!events.iter().any(|e| e["event"] == "task:failed"), "{events:?}");
+    let last = events.last().unwrap();
+    assert_eq!(last["event"], "batch:completed");
+    assert_eq!(last["status"], "PARTIAL");
+    assert_eq!(last["failed"], 1);
+}
