@@ -275,12 +275,7 @@ fn chunk_unit(
             content_block: &block,
         },
     );
-    let inputs = vec![UnitInput {
-        path: file.path.clone(),
-        display: file.display.clone(),
-        content_hash: file.content_hash.clone(),
-        span,
-    }];
+    let inputs = vec![UnitInput::of_file(file, span)];
     finish(
         inputs,
         label,
@@ -308,15 +303,7 @@ fn batch_unit(
         return chunk_unit(file, read, &whole, None, label, result_name, ctx, opts, delimiter);
     }
     let detection = members[0].1.detection;
-    let inputs: Vec<UnitInput> = members
-        .iter()
-        .map(|(f, _)| UnitInput {
-            path: f.path.clone(),
-            display: f.display.clone(),
-            content_hash: f.content_hash.clone(),
-            span: None,
-        })
-        .collect();
+    let inputs: Vec<UnitInput> = members.iter().map(|(f, _)| UnitInput::of_file(f, None)).collect();
     let files: Vec<BatchFile<'_>> = members
         .iter()
         .map(|(f, r)| BatchFile {

@@ -59,12 +59,7 @@ pub fn plan(manifest: &Manifest, ctx: &PlanContext<'_>) -> Vec<WorkUnit> {
 /// The unit of one whole file, rendered with the generic prompt when it is dispatched.
 pub fn whole_file_unit(file: &InputFile, result_name: String, ctx: &PlanContext<'_>) -> WorkUnit {
     let overhead = (prompt::BATCH_SYSTEM.len() + ctx.keys.sub_prompt.len() + 200) as u64;
-    let inputs = vec![UnitInput {
-        path: file.path.clone(),
-        display: file.display.clone(),
-        content_hash: file.content_hash.clone(),
-        span: None,
-    }];
+    let inputs = vec![UnitInput::of_file(file, None)];
     let bytes = file.size + 2 * file.display.len() as u64 + overhead;
     // Conservative for the budget (3 bytes a token), rough for the estimate (4).
     let budget_tokens = bytes.div_ceil(3);

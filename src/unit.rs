@@ -75,6 +75,16 @@ pub struct UnitInput {
 }
 
 impl UnitInput {
+    /// `file`, whole (`span: None`) or the lines of `span`.
+    pub fn of_file(file: &crate::input::InputFile, span: Option<LineSpan>) -> UnitInput {
+        UnitInput {
+            path: file.path.clone(),
+            display: file.display.clone(),
+            content_hash: file.content_hash.clone(),
+            span,
+        }
+    }
+
     /// The cache key's `artifactId`: the path, or `path#Lstart-Lend` for a span.
     pub fn artifact_id(&self) -> String {
         match self.span {
