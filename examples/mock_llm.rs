@@ -6,7 +6,7 @@
 //! line, then serves until SIGTERM / Ctrl-C, and finally prints
 //! `requests=N max_in_flight=M` to stderr.
 
-#[path = "../tests/support/mock_llm.rs"]
+#[path = "../tests/it/support/mock_llm.rs"]
 mod mock_llm;
 
 use std::io::Write;

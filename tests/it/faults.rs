@@ -1,13 +1,11 @@
 //! Provider faults end to end: what is retried (and how the pool slows down), what stops
 //! the run, what the user is told, what never leaks, and Ctrl-C.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
+use crate::support::mock_llm::*;
+use crate::support::*;
 use serde_json::Value;
-use support::mock_llm::*;
-use support::*;
 
 /// The report entry of one unit.
 fn unit<'a>(report: &'a Value, path: &str) -> &'a Value {

@@ -3,13 +3,11 @@
 //! and contents cannot forge structure, bad numbers are refused, the budget lets paid calls
 //! finish, and every run leaves an event log.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::mock_llm::*;
+use crate::support::*;
 use serde_json::Value;
-use support::mock_llm::*;
-use support::*;
 
 fn cached_entries(p: &Project) -> usize {
     p.all_files()

@@ -1,11 +1,9 @@
 //! Through the binary: `rlm skill install|show` (fresh install, reinstall, refusal on a file
 //! the user changed, `--force`, `--user`), `rlm completions`, `rlm man` and `rlm --version`.
 
-mod support;
-
 use std::path::PathBuf;
 
-use support::*;
+use crate::support::*;
 
 const SKILL: &str = ".claude/skills/rlm-batch/SKILL.md";
 const COMMAND: &str = ".claude/commands/rlm-batch.md";

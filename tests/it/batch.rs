@@ -1,14 +1,12 @@
 //! End-to-end tests of `rlm batch` against the mock LLM: concurrency, aggregation, inputs,
 //! output names, usage errors, the JSON summary and the wire formats.
 
-mod support;
-
 use std::collections::HashSet;
 use std::time::Duration;
 
+use crate::support::mock_llm::*;
+use crate::support::*;
 use serde_json::{json, Value};
-use support::mock_llm::*;
-use support::*;
 
 /// A file whose per-file call the mock answers with exactly `reply`.
 fn answering(reply: &str) -> String {

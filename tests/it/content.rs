@@ -1,11 +1,9 @@
 //! Content-aware units through the binary: large files cut into chunks along their
 //! structure, small files batched, analyst prompts, inspectable plans, two-phase synthesis.
 
-mod support;
-
+use crate::support::mock_llm::*;
+use crate::support::*;
 use serde_json::Value;
-use support::mock_llm::*;
-use support::*;
 
 /// A Python file of `n` functions, 20 lines each, after an import block.
 fn python(n: usize) -> String {

@@ -2,12 +2,10 @@
 //! `RLM_BASE_URL`, as the script documents), it must leave `git status` clean and every
 //! path it prints must exist from where it was run.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use support::mock_llm::*;
+use crate::support::mock_llm::*;
 
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")

@@ -1,11 +1,9 @@
 //! `rlm batch --schema FILE`: answers constrained to a JSON Schema, on both wire formats,
 //! validated, retried once with the errors, cached by schema, merged as typed data.
 
-mod support;
-
+use crate::support::mock_llm::*;
+use crate::support::*;
 use serde_json::{json, Value};
-use support::mock_llm::*;
-use support::*;
 
 const SCHEMA: &str = r#"{
   "type": "object",

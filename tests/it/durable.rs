@@ -3,14 +3,12 @@
 //! completed unit; `rlm status` and `rlm list` read the store.
 #![cfg(unix)]
 
-mod support;
-
 use std::collections::HashMap;
 use std::time::Duration;
 
+use crate::support::mock_llm::*;
+use crate::support::*;
 use serde_json::Value;
-use support::mock_llm::*;
-use support::*;
 
 /// How many requests the mock received per file (by the `File:` line of the prompt).
 fn requests_per_file(mock: &MockLlm) -> HashMap<String, usize> {

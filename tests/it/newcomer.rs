@@ -1,12 +1,10 @@
 //! What a newcomer tries in the first ten minutes, through the binary: the rough edges
 //! a first session hit, each with the behaviour they expected.
 
-mod support;
-
 use std::time::Duration;
 
-use support::mock_llm::*;
-use support::*;
+use crate::support::mock_llm::*;
+use crate::support::*;
 
 #[test]
 fn trying_another_aggregation_is_free() {

@@ -1,9 +1,7 @@
 //! `rlm index build`, `rlm index neighbors` and `rlm verify-citations` through the binary.
 
-mod support;
-
+use crate::support::*;
 use serde_json::json;
-use support::*;
 
 /// api → session → db; test → session (a TypeScript project).
 fn ts_project() -> Project {

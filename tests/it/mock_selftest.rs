@@ -1,15 +1,13 @@
-//! Self-test of the mock LLM server in tests/support/mock_llm.rs, using only
+//! Self-test of the mock LLM server in tests/it/support/mock_llm.rs, using only
 //! std networking and hand-written HTTP/1.1 requests.
-
-mod support;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
+use crate::support::mock_llm::*;
 use serde_json::{json, Value};
-use support::mock_llm::*;
 
 const ANTHROPIC: &str = "/v1/messages";
 const OPENAI: &str = "/v1/chat/completions";

@@ -2,11 +2,9 @@
 //! `--include` / `--exclude`, `--no-recursive`, `--max-files`, the symbolic-link policy and
 //! the usage errors, against the mock LLM.
 
-mod support;
-
+use crate::support::mock_llm::*;
+use crate::support::*;
 use serde_json::Value;
-use support::mock_llm::*;
-use support::*;
 
 /// The paths of a dry run's `files`, in order.
 fn planned(out: &Output) -> Vec<String> {

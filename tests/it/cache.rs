@@ -1,16 +1,14 @@
 //! The result cache end to end: reruns are free, changes are re-sent, and `--no-cache` /
 //! `--cache-only` do what they say.
 
-mod support;
-
-use support::mock_llm::*;
-use support::*;
+use crate::support::mock_llm::*;
+use crate::support::*;
 
 const N: usize = 5;
 
 /// `rlm batch src/*.ts "List {file}" --base-url URL EXTRA...`
 fn batch<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
-    support::batch("src/*.ts", url, extra)
+    crate::support::batch("src/*.ts", url, extra)
 }
 
 /// A project whose N files have all been processed once.

@@ -2,14 +2,12 @@
 //! `--files-from` (and `--null`), a pattern as their filter, findings written as SARIF,
 //! GitHub annotations and step summary, `--fail-on`, and an empty change set exiting 0.
 
-mod support;
-
 use std::path::Path;
 use std::process::Command;
 
+use crate::support::mock_llm::*;
+use crate::support::*;
 use serde_json::Value;
-use support::mock_llm::*;
-use support::*;
 
 fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")
@@ -383,7 +381,7 @@ fn json_stdout_is_one_document_even_with_annotations() {
 /// Validates against the published SARIF 2.1.0 schema (tests/data, no network). Its two
 /// `language` patterns have a stray `]` that the validator rejects as a regex: escaped here.
 fn assert_valid_sarif(sarif: &Value) {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/sarif-2.1.0-rtm.5.json");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/data/sarif-2.1.0-rtm.5.json");
     let bad = "^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}]?$";
     let text = std::fs::read_to_string(path).unwrap().replace(
         &serde_json::to_string(bad).unwrap(),

@@ -2,12 +2,10 @@
 //! depth passed down and enforced.
 #![cfg(unix)]
 
-mod support;
-
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
-use support::*;
+use crate::support::*;
 
 /// Writes an executable script `name` into the project.
 fn script(p: &Project, name: &str, body: &str) {

@@ -1,12 +1,10 @@
 //! `rlm batch --neighbors-of` (graph-bounded inputs) and `--require-citations` through the
 //! binary, against the mock LLM (issue 10).
 
-mod support;
-
 use std::collections::BTreeSet;
 
-use support::mock_llm::*;
-use support::*;
+use crate::support::mock_llm::*;
+use crate::support::*;
 
 /// session → db; api → session; test → session; `src/other.ts` is unconnected.
 fn ts_project() -> Project {

@@ -96,10 +96,10 @@ fn sum(report: &Value, pointer_units: &str, pointer_calls: &str) -> u64 {
 }
 
 /// Ignored by `cargo test` (it needs a model server); CI runs it explicitly with
-/// `cargo test --test real_model -- --ignored`, and then a missing server is a failure,
+/// `cargo test --test it real_model -- --ignored`, and then a missing server is a failure,
 /// never a silent pass.
 #[test]
-#[ignore = "needs a real model server: RLM_LOCAL_MODEL_URL=$(scripts/local-model start | tail -n1) cargo test --test real_model -- --ignored"]
+#[ignore = "needs a real model server: RLM_LOCAL_MODEL_URL=$(scripts/local-model start | tail -n1) cargo test --test it real_model -- --ignored"]
 fn batch_against_a_real_model_server() {
     let url = std::env::var("RLM_LOCAL_MODEL_URL").unwrap_or_else(|_| {
         panic!("RLM_LOCAL_MODEL_URL is not set: start a server with scripts/local-model start and export the URL it prints")

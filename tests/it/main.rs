@@ -1,0 +1,24 @@
+//! The integration tests: one binary (linking one is cheaper than linking eighteen), one
+//! module per area. Every test runs the real `rlm` binary, against the mock model server of
+//! `support::mock_llm` where it needs one.
+
+mod support;
+
+mod batch;
+mod cache;
+mod ci;
+mod ci_review_script;
+mod command;
+mod content;
+mod demo;
+mod directory;
+mod durable;
+mod engine;
+mod faults;
+mod graph_batch;
+mod index;
+mod mock_selftest;
+mod newcomer;
+mod real_model;
+mod schema;
+mod skill;
