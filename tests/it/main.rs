@@ -2,6 +2,8 @@
 //! module per area. Every test runs the real `rlm` binary, against the mock model server of
 //! `support::mock_llm` where it needs one.
 
+#![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+
 mod support;
 
 mod batch;
