@@ -35,6 +35,7 @@ pub mod secret;
 pub mod settings;
 pub mod skill;
 pub mod store;
+pub mod tokens;
 pub mod unit;
 
 use std::process::ExitCode;

@@ -73,7 +73,7 @@ impl ProviderKind {
 }
 
 /// One model call.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct CompletionRequest {
     pub system: String,
     pub user: String,
