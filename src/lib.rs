@@ -5,13 +5,13 @@
 //! aggregate → report — with one module per stage and a plain data type between stages.
 
 pub mod aggregate;
+pub mod answer;
 pub mod batch;
 pub mod cache;
 pub mod citation;
 pub mod cli;
 pub mod completions;
 pub mod content;
-pub mod content_plan;
 pub mod error;
 pub mod escape;
 pub mod exec;
@@ -28,12 +28,14 @@ pub mod prompt;
 pub mod provider;
 pub mod report;
 pub mod reporter;
+pub mod request;
 pub mod run_dir;
 pub mod runs;
 pub mod schema;
 pub mod secret;
 pub mod settings;
 pub mod skill;
+pub mod source;
 pub mod store;
 pub mod tokens;
 pub mod unit;

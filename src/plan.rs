@@ -1,111 +1,406 @@
-//! Manifest → work units. Today one unit is one whole file; content-aware chunking and
-//! small-file batching produce more units of the same shape.
+//! Manifest → work units: which files are sent whole, which are cut into chunks, which small
+//! files share a call, and the key and size of every unit.
+//!
+//! A file is cut when it is over 1500 lines or over the model's context budget (`--chunking
+//! off` never cuts; `rlm query` always reads through the analyst); small files are batched
+//! only when asked (`--batch-small`, directory mode's default). Every other file is a
+//! [`UnitBody::Plain`] unit with the generic per-file prompt.
+//!
+//! Chunks are sized from the budget: the model's window, minus the answer (`--max-tokens`),
+//! minus the rest of the prompt, measured with [`crate::tokens::upper_bound`] — the same
+//! rule as the block check below, so a planned chunk is never blocked. Each unit is then
+//! rendered once ([`crate::request::render`]) for its cache key and size.
 
-use crate::cache::{ArtifactRef, CacheKey};
-use crate::input::{sha256_hex, InputFile, Manifest};
-use crate::prompt;
+use std::path::Path;
+
+use crate::content::{
+    self, batch_small, chunk, detect, head_lines, needs_chunking, BatchCandidate, Chunk, ChunkOptions, Detection,
+    SizeTier, Templates, SNIFF_LINES,
+};
+use crate::error::RlmError;
+use crate::input::{InputFile, Manifest};
 use crate::provider::ModelInfo;
+use crate::request::{self, RequestContext};
 use crate::run_dir::result_names;
-use crate::schema::OutputSchema;
-use crate::unit::{UnitId, UnitInput, WorkUnit};
+use crate::tokens;
+use crate::unit::{Batch, BatchMember, LineSpan, Piece, UnitBody, UnitId, UnitInput, WorkUnit};
 
-/// What planning needs beyond the manifest.
-#[derive(Debug, Clone)]
-pub struct PlanContext<'a> {
-    pub keys: &'a KeyParts,
-    pub model: &'a ModelInfo,
-    pub max_tokens: u32,
+/// How units are cut and grouped.
+#[derive(Debug, Clone, Copy)]
+pub struct PlanOptions {
+    /// `--chunking auto` (true) or `off`.
+    pub chunking: bool,
+    /// `--batch-small`: small files of one type share a call.
+    pub batch_small: bool,
+    /// `rlm query`: every file goes to its analyst, cut when it is longer than one chunk.
+    pub chunk_always: bool,
 }
 
-/// Everything in a per-unit cache key besides the inputs; shared by the planner and the
-/// jobs, which re-key a unit by what they actually sent.
-#[derive(Debug, Clone)]
-pub struct KeyParts {
-    pub query: String,
-    pub sub_prompt: String,
-    pub model: String,
-    /// See [`crate::settings::ProviderSettings::endpoint_identity`].
-    pub endpoint: Option<String>,
-    /// `--require-citations` (issue 10): the prompt carries the citation instruction block,
-    /// so the answer is keyed apart from an uncited one.
-    pub require_citations: bool,
+/// Prompt bytes a unit may need besides its content: the analyst's header lines (file,
+/// type, lines, position, a schema summary, a JSON path, a note) and the citation block.
+const HEADER_ALLOWANCE: u64 = 2_048;
+
+/// Prompt templates: the embedded ones, each replaced by `.aiwg/rlm/prompts/<name>.md` when
+/// that file exists.
+pub fn load_templates(rlm_dir: &Path) -> Result<Templates, RlmError> {
+    let mut templates = Templates::embedded();
+    let dir = rlm_dir.join("prompts");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(templates);
+    };
+    let mut names: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+    names.sort();
+    for path in names {
+        let Some(name) = path.file_name().and_then(|n| n.to_str()).map(str::to_string) else {
+            continue;
+        };
+        if !name.ends_with(".md") {
+            continue;
+        }
+        let text = fs_err::read_to_string(&path)
+            .map_err(|e| RlmError::Usage(format!("cannot read the prompt override: {e}")))?;
+        templates
+            .set(&name, text)
+            .map_err(|e| RlmError::Usage(format!("{}: {e}", path.display())))?;
+    }
+    Ok(templates)
 }
 
-/// What `--require-citations` adds to the `query` of a key: the version of the citation
-/// instruction block, so editing it invalidates cited answers only.
-pub const CITATIONS_QUERY: &str = "+citations/v1";
+/// What happens to one file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Treatment {
+    Whole,
+    Chunked,
+    Batched,
+}
 
-/// The `query` field of per-file cache keys: names the prompt template and system prompt,
-/// so editing either invalidates old results, and the `--schema` the answers conform to.
-pub fn batch_query(schema: Option<&OutputSchema>) -> String {
-    let base = format!("rlm-batch/v2:{}", &sha256_hex(prompt::BATCH_SYSTEM.as_bytes())[..16]);
-    match schema {
-        Some(s) => format!("{base}+schema:{}", s.hash16),
-        None => base,
+/// The budget of one unit's prompt, in [`tokens::upper_bound`] tokens.
+#[derive(Debug, Clone, Copy)]
+pub struct Budget {
+    /// The model's window minus the answer.
+    pub input_tokens: u64,
+    /// Whether the window is the model's (known, or given with `--context-window`) rather
+    /// than rlm's assumption.
+    pub known: bool,
+}
+
+impl Budget {
+    pub fn of(model: &ModelInfo, max_tokens: u32) -> Budget {
+        Budget {
+            input_tokens: model.context_window.saturating_sub(u64::from(max_tokens)),
+            known: model.context_window_known,
+        }
+    }
+
+    /// The tokens left for content once `overhead_bytes` of prompt are taken (at least a
+    /// little, so a tiny window still makes progress: the block check then says why).
+    fn for_content(self, overhead_bytes: u64) -> u64 {
+        self.input_tokens
+            .saturating_sub(tokens::upper_bound(overhead_bytes + HEADER_ALLOWANCE))
+            .max(64)
     }
 }
 
-/// Builds one unit per file with its cache key and budget check.
-pub fn plan(manifest: &Manifest, ctx: &PlanContext<'_>) -> Vec<WorkUnit> {
-    let names = result_names(&manifest.files.iter().map(|f| f.display.as_str()).collect::<Vec<_>>());
-    manifest
-        .files
+/// Plans the units of a run (see the module doc).
+pub fn plan(manifest: &Manifest, opts: &PlanOptions, ctx: &RequestContext, model: &ModelInfo) -> Vec<WorkUnit> {
+    let budget = Budget::of(model, ctx.max_tokens);
+    let files = &manifest.files;
+    // The prompt around a whole file or a chunk, without content.
+    let overhead = overhead_bytes(ctx);
+    let content_budget = budget.for_content(overhead);
+    let treatments: Vec<Treatment> = files
         .iter()
-        .zip(names)
-        .map(|(file, result_name)| whole_file_unit(file, result_name, ctx))
-        .collect()
-}
-
-/// The unit of one whole file, rendered with the generic prompt when it is dispatched.
-pub fn whole_file_unit(file: &InputFile, result_name: String, ctx: &PlanContext<'_>) -> WorkUnit {
-    let overhead = (prompt::BATCH_SYSTEM.len() + ctx.keys.sub_prompt.len() + 200) as u64;
-    let inputs = vec![UnitInput::of_file(file, None)];
-    let bytes = file.size + 2 * file.display.len() as u64 + overhead;
-    // Conservative for the budget (3 bytes a token), rough for the estimate (4).
-    let budget_tokens = bytes.div_ceil(3);
-    let window = ctx.model.context_window;
-    let available = window.saturating_sub(u64::from(ctx.max_tokens));
-    let blocked = (ctx.model.context_window_known && budget_tokens > available).then(|| {
-        format!(
-            "too large for the model's context budget: ~{budget_tokens} input tokens + {} output > {window} \
-             ({}); drop --chunking off so it is cut into chunks, or pass --context-window",
-            ctx.max_tokens, ctx.model.id
-        )
-    });
-    WorkUnit {
-        id: UnitId::for_inputs(&inputs),
-        label: file.display.clone(),
-        cache_key: unit_key(&inputs, ctx.keys),
-        inputs,
-        result_name,
-        estimated_input_tokens: bytes.div_ceil(4),
-        blocked,
-        content: None,
-    }
-}
-
-/// The cache key of a unit over these inputs (recomputed at dispatch with the hashes of
-/// what was actually sent). Per-file answers do not depend on the aggregation strategy,
-/// so it is not part of their key: trying another `--aggregate` is free.
-pub fn unit_key(inputs: &[UnitInput], keys: &KeyParts) -> CacheKey {
-    let artifacts: Vec<ArtifactRef> = inputs
-        .iter()
-        .map(|i| ArtifactRef {
-            artifact_id: i.artifact_id(),
-            content_hash: i.content_hash.clone(),
+        .map(|f| {
+            let over_budget = tokens::upper_bound(f.size) > content_budget;
+            if opts.chunking && (opts.chunk_always || needs_chunking(f.lines as usize, f.size, None) || over_budget) {
+                Treatment::Chunked
+            } else if opts.batch_small {
+                Treatment::Batched
+            } else {
+                Treatment::Whole
+            }
         })
         .collect();
-    let query = if keys.require_citations {
-        format!("{}{CITATIONS_QUERY}", keys.query)
-    } else {
-        keys.query.clone()
+    let detections: Vec<Option<Detection>> = files
+        .iter()
+        .zip(&treatments)
+        .map(|(f, t)| (*t != Treatment::Whole).then(|| detection(f)))
+        .collect();
+
+    // Drafts in file order: a chunked file's chunks in its place, the batches where the
+    // first batched file was.
+    let mut drafts: Vec<Draft> = Vec::new();
+    let mut batchable: Vec<usize> = Vec::new();
+    for (i, file) in files.iter().enumerate() {
+        match (treatments[i], &detections[i]) {
+            (Treatment::Chunked, Some(d)) => {
+                let chunk_opts = ChunkOptions {
+                    max_chunk_bytes: tokens::bytes_within(content_budget) as usize,
+                    ..ChunkOptions::default()
+                };
+                let text = text_of(file);
+                for c in chunk(d, text, &chunk_opts) {
+                    drafts.push(Draft::Chunk { file: i, chunk: c });
+                }
+            }
+            (Treatment::Batched, Some(_)) => {
+                if batchable.is_empty() {
+                    drafts.push(Draft::Batch(Vec::new()));
+                }
+                batchable.push(i);
+            }
+            _ => drafts.push(Draft::Whole(i)),
+        }
+    }
+    let batches = group_batches(files, &detections, &batchable, content_budget);
+    if let Some(at) = drafts.iter().position(|d| matches!(d, Draft::Batch(_))) {
+        drafts.splice(at..=at, batches.into_iter().map(Draft::Batch));
+    }
+
+    // Names: every unit's label and every batch member's path, unique together.
+    let labels: Vec<String> = drafts.iter().map(|d| d.label(manifest)).collect();
+    let mut wanted: Vec<&str> = labels.iter().map(String::as_str).collect();
+    for d in &drafts {
+        if let Draft::Batch(members) = d {
+            if members.len() > 1 {
+                wanted.extend(members.iter().map(|&i| files[i].display.as_str()));
+            }
+        }
+    }
+    let mut names = result_names(&wanted).into_iter();
+    let unit_names: Vec<String> = names.by_ref().take(drafts.len()).collect();
+    let mut member_names = names;
+
+    let units: Vec<WorkUnit> = drafts
+        .into_iter()
+        .zip(unit_names)
+        .zip(labels)
+        .map(|((draft, result_name), label)| {
+            let (inputs, body) = match draft {
+                Draft::Whole(i) => (vec![UnitInput::of_file(&files[i], None)], UnitBody::Plain),
+                Draft::Chunk { file, chunk } => {
+                    let f = &files[file];
+                    let whole = chunk.total == 1 && chunk.start_line <= 1 && chunk.end_line as u64 >= f.lines;
+                    let span = (!whole).then_some(LineSpan {
+                        start: chunk.start_line as u64,
+                        end: chunk.end_line as u64,
+                    });
+                    let piece = Piece {
+                        detection: detections[file].unwrap_or_else(|| detection(f)),
+                        file_lines: f.lines as usize,
+                        chunk,
+                    };
+                    (vec![UnitInput::of_file(f, span)], UnitBody::Piece(Box::new(piece)))
+                }
+                Draft::Batch(members) => batch_body(files, &detections, &members, &mut member_names),
+            };
+            finish(inputs, body, label, result_name, ctx, budget)
+        })
+        .collect();
+    units
+}
+
+/// The prompt bytes besides content: the longest system message a unit of this run can get,
+/// and the instruction (which may be repeated per file of a batch and once more at the end).
+fn overhead_bytes(ctx: &RequestContext) -> u64 {
+    let system = ctx
+        .templates
+        .longest_analyst_system()
+        .max(crate::prompt::BATCH_SYSTEM.len());
+    let schema = ctx.schema.as_ref().map_or(0, |s| s.instruction().len());
+    (system + schema + ctx.sub_prompt.len()) as u64
+}
+
+/// A file's content type.
+fn detection(file: &InputFile) -> Detection {
+    detect(&file.display, head_lines(text_of(file), SNIFF_LINES))
+}
+
+fn text_of(file: &InputFile) -> &str {
+    file.source.as_deref().map_or("", |s| s.text.as_str())
+}
+
+/// Small files in batches: files of one type, up to 1500 lines together and within the
+/// content budget together; a file alone of its type is read whole by its analyst.
+fn group_batches(
+    files: &[InputFile],
+    detections: &[Option<Detection>],
+    batchable: &[usize],
+    content_budget: u64,
+) -> Vec<Vec<usize>> {
+    let candidates: Vec<BatchCandidate> = batchable
+        .iter()
+        .map(|&i| BatchCandidate {
+            content_type: detections[i].map_or(content::ContentType::Prose, |d| d.content_type),
+            lines: files[i].lines as usize,
+        })
+        .collect();
+    let mut out = Vec::new();
+    for group in batch_small(&candidates, SizeTier::SMALL_MAX_LINES) {
+        // Each file is delimited and listed: count its bytes and a little for that.
+        let mut current: Vec<usize> = Vec::new();
+        let mut tokens_so_far = 0;
+        for k in group {
+            let i = batchable[k];
+            let t = tokens::upper_bound(files[i].size + 2 * files[i].display.len() as u64 + 120);
+            if !current.is_empty() && tokens_so_far + t > content_budget {
+                out.push(std::mem::take(&mut current));
+                tokens_so_far = 0;
+            }
+            current.push(i);
+            tokens_so_far += t;
+        }
+        if !current.is_empty() {
+            out.push(current);
+        }
+    }
+    out
+}
+
+/// The inputs and body of a batch (a batch of one is its file, read whole by its analyst).
+fn batch_body(
+    files: &[InputFile],
+    detections: &[Option<Detection>],
+    members: &[usize],
+    member_names: &mut impl Iterator<Item = String>,
+) -> (Vec<UnitInput>, UnitBody) {
+    let first = members.first().copied().unwrap_or_default();
+    let detection = detections[first].unwrap_or_else(|| detection(&files[first]));
+    if let [one] = members {
+        let f = &files[*one];
+        let piece = Piece {
+            detection,
+            file_lines: f.lines as usize,
+            chunk: Chunk::whole(text_of(f)),
+        };
+        return (vec![UnitInput::of_file(f, None)], UnitBody::Piece(Box::new(piece)));
+    }
+    let inputs: Vec<UnitInput> = members.iter().map(|&i| UnitInput::of_file(&files[i], None)).collect();
+    let members = members
+        .iter()
+        .map(|&i| BatchMember {
+            path: files[i].display.clone(),
+            lines: files[i].lines as usize,
+            result_file: member_names.next().unwrap_or_default(),
+        })
+        .collect();
+    (inputs, UnitBody::Batch(Box::new(Batch { detection, members })))
+}
+
+/// A unit with its key, its size and, when it cannot be sent, why.
+fn finish(
+    inputs: Vec<UnitInput>,
+    body: UnitBody,
+    label: String,
+    result_name: String,
+    ctx: &RequestContext,
+    budget: Budget,
+) -> WorkUnit {
+    let mut unit = WorkUnit {
+        id: UnitId::for_inputs(&inputs),
+        label,
+        inputs,
+        result_name,
+        body,
+        cache_key: crate::cache::CacheKey(String::new()),
+        estimated_input_tokens: 0,
+        prompt_bytes: 0,
+        blocked: None,
     };
-    CacheKey::new(
-        &artifacts,
-        &query,
-        &keys.sub_prompt,
-        &keys.model,
-        None,
-        keys.endpoint.as_deref(),
-    )
+    let rendered = request::render(&unit, ctx);
+    let bytes = rendered.prompt_bytes();
+    let needed = tokens::upper_bound(bytes);
+    unit.cache_key = rendered.key;
+    unit.estimated_input_tokens = tokens::expected(bytes);
+    unit.prompt_bytes = bytes;
+    if needed > budget.input_tokens && budget.known {
+        unit.blocked = Some(format!(
+            "too large for the model's context budget: ~{needed} input tokens + {} output > {} tokens; {}",
+            ctx.max_tokens,
+            budget.input_tokens + u64::from(ctx.max_tokens),
+            match unit.body {
+                UnitBody::Plain => "drop --chunking off so it is cut into chunks, or pass --context-window",
+                _ => "pass --context-window or use a model with a larger window",
+            }
+        ));
+    }
+    unit
+}
+
+/// A unit before its name is known.
+enum Draft {
+    Whole(usize),
+    Chunk { file: usize, chunk: Chunk },
+    Batch(Vec<usize>),
+}
+
+impl Draft {
+    fn label(&self, manifest: &Manifest) -> String {
+        match self {
+            Draft::Whole(i) => manifest.files[*i].display.clone(),
+            Draft::Chunk { file, chunk } => {
+                let f = &manifest.files[*file];
+                if chunk.total == 1 && chunk.start_line <= 1 && chunk.end_line as u64 >= f.lines {
+                    f.display.clone()
+                } else {
+                    format!("{}:{}-{}", f.display, chunk.start_line, chunk.end_line)
+                }
+            }
+            Draft::Batch(files) => match files.as_slice() {
+                [one] => manifest.files[*one].display.clone(),
+                [first, rest @ ..] => format!("{} +{} more", manifest.files[*first].display, rest.len()),
+                [] => "batch".to_string(),
+            },
+        }
+    }
+}
+
+/// The units over the budget of a model whose window rlm does not know: sent anyway (the
+/// server decides), and said.
+pub fn unknown_window_warnings(units: &[WorkUnit], model: &ModelInfo, max_tokens: u32) -> Vec<String> {
+    if model.context_window_known {
+        return Vec::new();
+    }
+    let budget = Budget::of(model, max_tokens);
+    let over: Vec<&WorkUnit> = units
+        .iter()
+        .filter(|u| tokens::upper_bound(u.prompt_bytes) > budget.input_tokens)
+        .collect();
+    match over.as_slice() {
+        [] => Vec::new(),
+        [first, ..] => vec![format!(
+            "{} unit{} ({}{}) may not fit the context window rlm assumes for {} ({} tokens): pass --context-window \
+             with the model's real window",
+            over.len(),
+            if over.len() == 1 { "" } else { "s" },
+            crate::escape::name(&first.label),
+            if over.len() > 1 { ", …" } else { "" },
+            model.id,
+            model.context_window
+        )],
+    }
+}
+
+/// Member `index` of a batch unit, as a unit of its own: read whole by its type's analyst
+/// and written to the member's result file. A file a batch's answer left out (or answered
+/// invalidly) is retried this way, alone.
+pub fn member_unit(unit: &WorkUnit, index: usize, ctx: &RequestContext, budget: Budget) -> Option<WorkUnit> {
+    let UnitBody::Batch(batch) = &unit.body else {
+        return None;
+    };
+    let member = batch.members.get(index)?;
+    let input = unit.inputs.get(index)?.clone();
+    let piece = Piece {
+        detection: batch.detection,
+        file_lines: member.lines,
+        chunk: Chunk::whole(&input.source.text),
+    };
+    Some(finish(
+        vec![input],
+        UnitBody::Piece(Box::new(piece)),
+        member.path.clone(),
+        member.result_file.clone(),
+        ctx,
+        budget,
+    ))
 }

@@ -127,7 +127,7 @@ impl OutputSchema {
 
     /// The JSON value in `answer`, if it conforms; else why not.
     pub fn check(&self, answer: &str) -> Result<Value, Rejection> {
-        let value = extract_json(answer).map_err(Rejection::NotJson)?;
+        let value = crate::answer::json::find_json(answer).map_err(Rejection::NotJson)?;
         let errors: Vec<String> = self
             .validator
             .iter_errors(&value)
@@ -154,6 +154,12 @@ impl OutputSchema {
         )
     }
 
+    /// What a batch's system message says of this schema: each file's `answer` conforms.
+    pub fn member_instruction(&self) -> String {
+        let pretty = serde_json::to_string_pretty(&*self.value).unwrap_or_default();
+        format!("\n\nThe JSON Schema every file's `answer` must conform to:\n{pretty}\n")
+    }
+
     /// The user message of the second attempt: the first answer and what was wrong with it.
     pub fn retry_message(&self, user: &str, answer: &str, rejection: &Rejection) -> String {
         let answer = clip(answer);
@@ -164,16 +170,6 @@ impl OutputSchema {
             rejection.bullets()
         )
     }
-}
-
-/// The user message of the second attempt when an answer that had to be JSON was not.
-pub fn json_retry_message(user: &str, answer: &str, rejection: &Rejection) -> String {
-    format!(
-        "{user}\n\nYour previous answer was:\n{}\n\nIt was rejected because it is not valid JSON:\n{}\
-         Answer again with only the JSON asked for: no prose, no code fence.\n",
-        clip(answer),
-        rejection.bullets()
-    )
 }
 
 /// An earlier answer as quoted back to the model: at most 4000 bytes.
@@ -192,41 +188,6 @@ pub fn canonical_text(value: &Value) -> String {
     let mut s = serde_json::to_string_pretty(value).unwrap_or_default();
     s.push('\n');
     s
-}
-
-/// Reads one JSON value from a model's answer: the whole answer, the inside of a code
-/// fence, or the outermost `{…}` / `[…]` span when the model wrapped it in prose.
-pub fn extract_json(answer: &str) -> Result<Value, String> {
-    let t = answer.trim();
-    let first_error = match serde_json::from_str::<Value>(t) {
-        Ok(v) => return Ok(v),
-        Err(e) => e.to_string(),
-    };
-    if let Some(inner) = fenced(t) {
-        if let Ok(v) = serde_json::from_str::<Value>(inner.trim()) {
-            return Ok(v);
-        }
-    }
-    for (open, close) in [('{', '}'), ('[', ']')] {
-        if let (Some(start), Some(end)) = (t.find(open), t.rfind(close)) {
-            if start < end {
-                if let Ok(v) = serde_json::from_str::<Value>(&t[start..=end]) {
-                    return Ok(v);
-                }
-            }
-        }
-    }
-    Err(first_error)
-}
-
-/// The body of the first ``` fence in `text`.
-fn fenced(text: &str) -> Option<&str> {
-    let start = text.find("```")?;
-    let rest = &text[start + 3..];
-    let body_start = rest.find('\n')? + 1;
-    let body = &rest[body_start..];
-    let end = body.find("```")?;
-    Some(&body[..end])
 }
 
 fn one_line(s: &str) -> String {

@@ -1,16 +1,21 @@
 //! The unit of work: one model call's worth of input.
 //!
 //! A unit has a stable id derived from its inputs (never its position in a list), one or
-//! more inputs — each a file with its content hash and an optional 1-based line span — and
-//! the name of its result file. A whole file is the special case of one input without a
-//! span; chunks of a file and batches of small files are units of the same shape.
+//! more inputs — each a file with its content hash, its text and an optional 1-based line
+//! span — and the name of its result file. Its [`UnitBody`] says how it is asked: a whole
+//! file with the generic prompt, one piece of a file through its type's analyst, or a batch
+//! of small files. What it sends is rendered from this by [`crate::request::render`], the
+//! one place a unit becomes a request.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::Serialize;
 
 use crate::cache::CacheKey;
+use crate::content::{Chunk, Detection};
 use crate::input::sha256_hex;
+use crate::source::SourceText;
 
 /// A unit's id: `u-` and 16 hex characters of the hash of its inputs' artifact ids, so the
 /// same inputs get the same id in every run (resume and events rely on it).
@@ -58,20 +63,29 @@ pub struct LineSpan {
     pub end: u64,
 }
 
+impl LineSpan {
+    pub fn contains(&self, line: u64) -> bool {
+        (self.start..=self.end).contains(&line)
+    }
+}
+
 /// One input of a unit.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct UnitInput {
-    /// Where to read it.
+    /// Where it was read from.
     #[serde(skip)]
     pub path: PathBuf,
     /// The path as the user sees it (see [`crate::input::InputFile::display`]).
     #[serde(rename = "path")]
     pub display: String,
-    /// sha256 of the whole file as planned.
+    /// sha256 of the whole file as read.
     pub content_hash: String,
     /// The lines this unit covers; `None` is the whole file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub span: Option<LineSpan>,
+    /// The whole file's text, from the run's one read of it.
+    #[serde(skip)]
+    pub source: Arc<SourceText>,
 }
 
 impl UnitInput {
@@ -82,6 +96,7 @@ impl UnitInput {
             display: file.display.clone(),
             content_hash: file.content_hash.clone(),
             span,
+            source: file.source.clone().unwrap_or_default(),
         }
     }
 
@@ -91,6 +106,11 @@ impl UnitInput {
             Some(s) => format!("{}#L{}-L{}", self.display, s.start, s.end),
             None => self.display.clone(),
         }
+    }
+
+    /// The first 16 hex characters of the content hash (citations name it).
+    pub fn hash16(&self) -> &str {
+        &self.content_hash[..self.content_hash.len().min(16)]
     }
 }
 
@@ -103,33 +123,51 @@ pub struct WorkUnit {
     pub inputs: Vec<UnitInput>,
     /// `{sanitized}.result.md`, unique within the run.
     pub result_name: String,
+    /// How it is asked.
+    #[serde(flatten)]
+    pub body: UnitBody,
+    /// Keyed by exactly what it sends (set when planned, from the rendered request).
     pub cache_key: CacheKey,
-    /// A rough count (bytes / 4) for cost estimates.
+    /// Tokens of the rendered request, by [`crate::tokens::expected`] (for cost estimates).
     pub estimated_input_tokens: u64,
+    /// Bytes of the rendered prompt (system and user).
+    #[serde(skip)]
+    pub prompt_bytes: u64,
     /// Set when the unit cannot be sent (too large for the context budget): it fails with
     /// this reason and is never silently truncated.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub blocked: Option<String>,
-    /// Content-aware units (chunks, batches of small files) carry the prompt they send,
-    /// rendered when planned; a whole-file unit without it is rendered at dispatch.
-    #[serde(skip_serializing_if = "Option::is_none", flatten)]
-    pub content: Option<Box<UnitContent>>,
 }
 
-/// What a content-aware unit sends, and for a batch the files its answer is split into.
+/// How a unit is asked.
 #[derive(Debug, Clone, Serialize)]
-pub struct UnitContent {
-    pub content_type: crate::content::ContentType,
-    pub analyst: crate::content::Analyst,
-    /// Exactly what the analyst reads, without the delimiters.
+#[serde(tag = "unit_kind", rename_all = "snake_case")]
+pub enum UnitBody {
+    /// One whole file with the generic per-file prompt (glob mode's default).
+    Plain,
+    /// One piece of one file — a chunk, or the whole file — read by its type's analyst.
+    Piece(Box<Piece>),
+    /// Small files of one type in one call, the answer split back per file.
+    Batch(Box<Batch>),
+}
+
+/// A piece of a file read by an analyst.
+#[derive(Debug, Clone, Serialize)]
+pub struct Piece {
+    pub detection: Detection,
+    /// Lines in the whole file.
+    pub file_lines: usize,
+    /// What the analyst reads ([`Chunk::whole`] for an uncut file).
     #[serde(skip)]
-    pub content: String,
-    #[serde(skip)]
-    pub system: String,
-    #[serde(skip)]
-    pub user: String,
-    /// A batch's files, each with its own result file.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub chunk: Chunk,
+}
+
+/// A batch of small files.
+#[derive(Debug, Clone, Serialize)]
+pub struct Batch {
+    pub detection: Detection,
+    /// One per input, in the same order.
+    #[serde(rename = "batch_files")]
     pub members: Vec<BatchMember>,
 }
 
@@ -137,7 +175,36 @@ pub struct UnitContent {
 #[derive(Debug, Clone, Serialize)]
 pub struct BatchMember {
     pub path: String,
+    pub lines: usize,
     pub result_file: String,
+}
+
+impl WorkUnit {
+    /// The files a unit answers for, each with its result file: the batch's members, or
+    /// the unit's one file.
+    pub fn answer_files(&self) -> Vec<(&str, &str)> {
+        match &self.body {
+            UnitBody::Batch(b) => b
+                .members
+                .iter()
+                .map(|m| (m.path.as_str(), m.result_file.as_str()))
+                .collect(),
+            _ => self
+                .inputs
+                .first()
+                .map(|i| vec![(i.display.as_str(), self.result_name.as_str())])
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The content type of what the unit reads, when it was detected.
+    pub fn detection(&self) -> Option<&Detection> {
+        match &self.body {
+            UnitBody::Plain => None,
+            UnitBody::Piece(p) => Some(&p.detection),
+            UnitBody::Batch(b) => Some(&b.detection),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -150,6 +217,7 @@ mod tests {
             display: path.into(),
             content_hash: "h".into(),
             span,
+            source: Arc::default(),
         }
     }
 

@@ -142,14 +142,14 @@ async fn summarize(input: &AggregateInput<'_>, exec: &mut Execution) -> Result<S
         exec.run_phase(jobs.into_iter().map(Job::Summary).collect()).await;
         let mut texts = Vec::with_capacity(ids.len());
         for id in &ids {
-            match exec.dispatcher.texts.get(id) {
+            match exec.dispatcher.aggregate_texts.get(id) {
                 Some(t) => texts.push(t.clone()),
                 None => {
                     let reason = exec
                         .dispatcher
-                        .reporters
-                        .builder
-                        .aggregate_failure(id)
+                        .aggregate_failures
+                        .get(id)
+                        .cloned()
                         .unwrap_or_else(|| exec.why_stopped().to_string());
                     return Err(reason);
                 }

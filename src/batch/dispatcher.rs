@@ -1,17 +1,32 @@
-//! The dispatcher: owns what the user sees of a run. It hears the pool (job outcomes and
-//! the events jobs send), turns outcomes into events with their cost, fans every event out
-//! to the reporters, and decides whether dispatching goes on: a fatal error aborts, the
-//! budget and a write failure drain (calls in flight finish: they are paid for).
+//! The dispatcher: owns what the user sees of a run and what the run has produced. It hears
+//! the pool (job outcomes and the events jobs send), turns outcomes into events with their
+//! cost, fans every event out to the reporters, keeps the answers and the spend, and
+//! decides whether dispatching goes on: a fatal error aborts; the budget and a write
+//! failure drain (calls in flight finish: they are paid for).
+//!
+//! Reporters only listen: nothing is read back out of them.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
+use super::answers::UnitAnswers;
 use super::job::{JobFailure, JobOutcome};
 use crate::exec::{Event, Flow, JobMeta, Lost, PoolHandler};
 use crate::printer::Printer;
 use crate::provider::ModelInfo;
 use crate::reporter::Reporters;
-use crate::unit::UnitId;
+use crate::unit::{UnitId, UnitKind};
+
+/// Why a run stopped dispatching before it ran out of work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopReason {
+    /// The spend reached `--max-cost`.
+    Budget(String),
+    /// An answer could not be kept (cache or result file).
+    WriteFailed(String),
+    /// The provider refused the run (a bad key, no quota, an unreachable server).
+    Fatal(String),
+}
 
 /// The run's dispatcher.
 pub struct Dispatcher {
@@ -19,47 +34,102 @@ pub struct Dispatcher {
     model: ModelInfo,
     max_cost: Option<f64>,
     printer: Printer,
-    /// The answers of the units and calls that succeeded (cache hits included).
-    pub texts: HashMap<UnitId, String>,
-    stopped: bool,
+    /// Spent by this run so far (every call, aggregation included).
+    spent: f64,
+    /// Spent by earlier attempts of this run (`rlm resume`): counts against `--max-cost`.
+    spent_before: f64,
+    /// The answers of the units that succeeded (cache hits included), per file.
+    pub answers: HashMap<UnitId, UnitAnswers>,
+    /// The answers of aggregation calls that succeeded, and why the others failed.
+    pub aggregate_texts: HashMap<UnitId, String>,
+    pub aggregate_failures: HashMap<UnitId, String>,
+    /// Why dispatching stopped, first reason first.
+    pub stop: Option<StopReason>,
+    /// The units that failed, with why (label, reason), in the order they failed.
+    failed: Vec<(String, String)>,
 }
 
 impl Dispatcher {
-    pub fn new(reporters: Reporters, model: ModelInfo, max_cost: Option<f64>, printer: Printer) -> Self {
+    pub fn new(
+        reporters: Reporters,
+        model: ModelInfo,
+        max_cost: Option<f64>,
+        spent_before: f64,
+        printer: Printer,
+    ) -> Self {
         Dispatcher {
             reporters,
             model,
             max_cost,
             printer,
-            texts: HashMap::new(),
-            stopped: false,
+            spent: 0.0,
+            spent_before,
+            answers: HashMap::new(),
+            aggregate_texts: HashMap::new(),
+            aggregate_failures: HashMap::new(),
+            stop: None,
+            failed: Vec::new(),
         }
     }
 
-    /// Sends an event to every reporter.
+    /// Sends an event to every reporter (and keeps the failures of units).
     pub fn emit(&mut self, event: Event) {
+        if let Event::Failed {
+            label,
+            reason,
+            kind: UnitKind::Map,
+            ..
+        } = &event
+        {
+            self.failed.push((label.clone(), reason.clone()));
+        }
         self.reporters.emit(&event);
     }
 
-    /// Stops dispatching for `reason` (once).
-    fn stop(&mut self, reason: String) -> Flow {
-        if !self.stopped {
-            self.stopped = true;
+    /// The units that failed so far, with why.
+    pub fn failures(&self) -> Vec<(String, String)> {
+        self.failed.clone()
+    }
+
+    /// Stops dispatching (the first reason is kept).
+    fn stop(&mut self, why: StopReason) -> Flow {
+        if self.stop.is_none() {
+            let reason = match &why {
+                StopReason::Budget(r) | StopReason::WriteFailed(r) | StopReason::Fatal(r) => r.clone(),
+            };
+            self.stop = Some(why);
             self.emit(Event::Stopping { reason });
         }
         Flow::Drain
     }
 
-    /// Whether the spend has reached `--max-cost`.
+    /// Whether the spend (of every attempt of the run) has reached `--max-cost`.
     pub fn over_budget(&self) -> Option<String> {
         let max = self.max_cost?;
-        let spent = self.reporters.builder.cost();
+        let spent = self.spent + self.spent_before;
         (spent >= max && (spent > 0.0 || max == 0.0)).then(|| {
             format!(
-                "the cost so far (${spent:.4}) reached --max-cost (${max:.2}): dispatching stopped; calls in flight \
-                 finish and are recorded (raise --max-cost and run again to go on: finished answers are cached)"
+                "the cost so far ({}) reached --max-cost ({}): dispatching stopped; calls in flight finish and are \
+                 recorded (raise --max-cost and run rlm resume to go on: finished answers are cached)",
+                crate::report::usd(spent),
+                crate::report::usd(max)
             )
         })
+    }
+
+    /// Records a unit served from the cache before the pool started.
+    pub fn served(&mut self, unit: UnitId, answers: UnitAnswers) {
+        self.warn_about(&answers);
+        self.answers.insert(unit, answers);
+    }
+
+    fn warn_about(&mut self, answers: &UnitAnswers) {
+        for file in &answers.files {
+            if let Some(w) = &file.answer.warning {
+                let message = format!("{}: {w}", crate::escape::name(&file.label));
+                self.emit(Event::Warning { message });
+            }
+        }
     }
 }
 
@@ -67,11 +137,18 @@ impl PoolHandler<JobOutcome> for Dispatcher {
     fn finished(&mut self, outcome: JobOutcome) -> Flow {
         let JobMeta { unit, label, kind } = outcome.meta;
         let cost_usd = self.model.cost(outcome.usage);
+        self.spent += cost_usd;
         let mut flow = Flow::Continue;
         match outcome.failure {
             None => {
-                if let Some(text) = outcome.text {
-                    self.texts.insert(unit.clone(), text);
+                if let Some(answers) = outcome.answers {
+                    self.warn_about(&answers);
+                    self.answers.insert(unit.clone(), answers);
+                }
+                if kind == UnitKind::Aggregate {
+                    if let Some(text) = outcome.text {
+                        self.aggregate_texts.insert(unit.clone(), text);
+                    }
                 }
                 self.emit(Event::Completed {
                     unit,
@@ -93,20 +170,30 @@ impl PoolHandler<JobOutcome> for Dispatcher {
                 kind,
                 reason: "not started: the run stopped dispatching".into(),
             }),
-            Some(JobFailure::Unit { kind: error, reason }) => self.emit(Event::Failed {
-                unit,
-                label,
-                kind,
-                attempts: outcome.attempts,
-                duration_ms: outcome.duration_ms,
-                usage: outcome.usage,
-                cost_usd,
-                error,
-                reason,
-                fatal: false,
-            }),
+            Some(JobFailure::Unit { kind: error, reason }) => {
+                if kind == UnitKind::Aggregate {
+                    self.aggregate_failures.insert(unit.clone(), reason.clone());
+                }
+                self.emit(Event::Failed {
+                    unit,
+                    label,
+                    kind,
+                    attempts: outcome.attempts,
+                    duration_ms: outcome.duration_ms,
+                    usage: outcome.usage,
+                    cost_usd,
+                    error,
+                    reason,
+                    fatal: false,
+                })
+            }
             Some(JobFailure::Fatal(reason)) => {
-                self.stopped = true;
+                if kind == UnitKind::Aggregate {
+                    self.aggregate_failures.insert(unit.clone(), reason.clone());
+                }
+                if self.stop.is_none() {
+                    self.stop = Some(StopReason::Fatal(reason.clone()));
+                }
                 self.emit(Event::Failed {
                     unit,
                     label,
@@ -125,15 +212,15 @@ impl PoolHandler<JobOutcome> for Dispatcher {
         if let Some(error) = outcome.write_error {
             flow = flow_max(
                 flow,
-                self.stop(format!(
-                    "{error}: dispatching stopped — every answer paid for so far is cached, so running again \
-                     after fixing this pays nothing for them"
-                )),
+                self.stop(StopReason::WriteFailed(format!(
+                    "{error}: dispatching stopped; the answers paid for so far are in the run directory, so running \
+                     rlm resume after fixing this pays nothing for them"
+                ))),
             );
         }
         if flow == Flow::Continue {
             if let Some(reason) = self.over_budget() {
-                flow = self.stop(reason);
+                flow = self.stop(StopReason::Budget(reason));
             }
         }
         flow
@@ -152,18 +239,24 @@ impl PoolHandler<JobOutcome> for Dispatcher {
                 kind,
                 reason: "cancelled while its call was in flight".into(),
             }),
-            Lost::Panicked(message) => self.emit(Event::Failed {
-                unit,
-                label,
-                kind,
-                attempts: 0,
-                duration_ms: 0,
-                usage: Default::default(),
-                cost_usd: 0.0,
-                error: None,
-                reason: format!("internal error: {message} (this is a bug in rlm; please report it)"),
-                fatal: false,
-            }),
+            Lost::Panicked(message) => {
+                let reason = format!("internal error: {message} (this is a bug in rlm; please report it)");
+                if kind == UnitKind::Aggregate {
+                    self.aggregate_failures.insert(unit.clone(), reason.clone());
+                }
+                self.emit(Event::Failed {
+                    unit,
+                    label,
+                    kind,
+                    attempts: 0,
+                    duration_ms: 0,
+                    usage: Default::default(),
+                    cost_usd: 0.0,
+                    error: None,
+                    reason,
+                    fatal: false,
+                })
+            }
         }
     }
 

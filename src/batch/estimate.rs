@@ -22,10 +22,18 @@ const ABORT_ABOVE: f64 = 100.0;
 /// What a run is expected to call and cost.
 #[derive(Debug, Clone, Copy)]
 pub struct Estimate {
+    /// Model calls in all: per-unit calls and aggregation calls.
     pub calls: usize,
+    /// Of `calls`, the aggregation calls (summaries, syntheses).
+    pub aggregate_calls: usize,
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub usd: f64,
+}
+
+/// The expected answer of a unit with `input` prompt tokens.
+fn answer_tokens(input: u64, max_out: u64) -> u64 {
+    (64 + input / 4).min(max_out)
 }
 
 pub fn estimate(units: &[WorkUnit], pre: &Prepass, settings: &BatchSettings, model: &ModelInfo) -> Estimate {
@@ -35,20 +43,80 @@ pub fn estimate(units: &[WorkUnit], pre: &Prepass, settings: &BatchSettings, mod
     for &i in &pre.misses {
         let tokens = units[i].estimated_input_tokens;
         input += tokens;
-        output += (64 + tokens / 4).min(max_out);
+        output += answer_tokens(tokens, max_out);
     }
-    let mut calls = pre.misses.len();
-    if settings.task.aggregate == AggregateStrategy::Summarize && !pre.misses.is_empty() {
-        // One call over all answers (more when they need grouping: roughly proportional).
-        calls += 1;
-        input += output;
-        output += max_out.min(2048);
-    }
+    // Every answer (cached or not) is read by the aggregation calls.
+    let answers: u64 = pre
+        .hits
+        .iter()
+        .map(|(_, entry)| crate::tokens::expected(entry.text.len() as u64))
+        .sum::<u64>()
+        + pre
+            .misses
+            .iter()
+            .map(|&i| answer_tokens(units[i].estimated_input_tokens, max_out))
+            .sum::<u64>();
+    let aggregate_calls = aggregate_calls(units, pre, settings, model, answers);
+    let summary_out = max_out.min(2048);
+    input += answers + (aggregate_calls as u64).saturating_sub(1) * summary_out;
+    output += aggregate_calls as u64 * summary_out;
+    let calls = pre.misses.len() + aggregate_calls;
     Estimate {
         calls,
+        aggregate_calls,
         input_tokens: input,
         output_tokens: output,
         usd: model.price.map_or(0.0, |p| p.cost(input, 0, output)),
+    }
+}
+
+/// The aggregation calls the strategy will make: summarize one (or one per group of
+/// answers that fills the context, and one over their summaries); synthesize one per
+/// content type when there are several, and the cross-type report.
+fn aggregate_calls(
+    units: &[WorkUnit],
+    pre: &Prepass,
+    settings: &BatchSettings,
+    model: &ModelInfo,
+    answers: u64,
+) -> usize {
+    let answered = pre.hits.len() + pre.misses.len();
+    if answered == 0 {
+        return 0;
+    }
+    match settings.task.aggregate {
+        AggregateStrategy::Concat | AggregateStrategy::Merge => 0,
+        AggregateStrategy::Summarize => {
+            let room = model
+                .context_window
+                .saturating_sub(u64::from(settings.provider.max_tokens))
+                .max(1);
+            let groups = answers.div_ceil(room).max(1) as usize;
+            if groups > 1 {
+                groups + 1
+            } else {
+                1
+            }
+        }
+        AggregateStrategy::Synthesize => {
+            if settings.output.answer_on_stdout && answered == 1 {
+                // `rlm query` on a file read in one piece: its answer is the answer.
+                return 0;
+            }
+            let types: std::collections::BTreeSet<_> = units
+                .iter()
+                .filter(|u| u.blocked.is_none())
+                .map(|u| match u.detection() {
+                    Some(d) => d.content_type,
+                    None => crate::content::detect(&u.label, "").content_type,
+                })
+                .collect();
+            if types.len() > 1 {
+                types.len() + 1
+            } else {
+                1
+            }
+        }
     }
 }
 
@@ -57,8 +125,10 @@ pub fn estimate(units: &[WorkUnit], pre: &Prepass, settings: &BatchSettings, mod
 pub fn verdict(settings: &BatchSettings, usd: f64) -> Result<bool, RlmError> {
     let over = |limit: f64, how: &str| {
         RlmError::Usage(format!(
-            "Estimated cost (${usd:.2}) exceeds safety threshold (${limit:.2}). Options: {how}; reduce scope with a \
-             more specific glob; use a cheaper model (--model haiku)"
+            "Estimated cost ({}) exceeds safety threshold ({}). Options: {how}; reduce scope with a \
+             more specific glob; use a cheaper model (--model haiku)",
+            crate::report::usd(usd),
+            crate::report::usd(limit)
         ))
     };
     let budget = &settings.budget;
@@ -83,7 +153,10 @@ pub fn confirm(settings: &BatchSettings, estimate: &Estimate, printer: &Printer)
     }
     let output = &settings.output;
     if output.stdin_is_terminal && output.stderr_is_terminal {
-        printer.important(&format!("Estimated cost is ${usd:.2}. Proceed? (y/n)"));
+        printer.important(&format!(
+            "Estimated cost is {}. Proceed? (y/n)",
+            crate::report::usd(usd)
+        ));
         let mut answer = String::new();
         let _ = std::io::stdin().lock().read_line(&mut answer);
         if !matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
@@ -91,7 +164,8 @@ pub fn confirm(settings: &BatchSettings, estimate: &Estimate, printer: &Printer)
         }
     } else {
         printer.warn(&format!(
-            "estimated cost ${usd:.2} is above $1; no terminal to ask, proceeding (--yes silences this)"
+            "estimated cost {} is above $1; no terminal to ask, proceeding (--yes silences this)",
+            crate::report::usd(usd)
         ));
     }
     Ok(())

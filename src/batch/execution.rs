@@ -1,6 +1,7 @@
 //! The executing part of a run: one pool, one limiter, one dispatcher and one interrupt
 //! listener for every phase — the per-unit calls and the aggregation calls alike.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -8,6 +9,8 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use super::dispatcher::Dispatcher;
 use super::job::{run_job, Job, JobContext};
 use crate::exec::{self, run_pool, Event, Interrupt, Limiter, PoolContext, PoolEnd, GRACE};
+use crate::plan::Budget;
+use crate::unit::{UnitId, UnitKind, WorkUnit};
 
 /// How many more jobs than calls are admitted: a freed slot finds a job ready.
 const ADMISSION_FACTOR: usize = 2;
@@ -15,7 +18,7 @@ const ADMISSION_FACTOR: usize = 2;
 /// A run from its first call to its last.
 pub struct Execution {
     pub dispatcher: Dispatcher,
-    jobs: Arc<JobContext>,
+    pub jobs: Arc<JobContext>,
     events: UnboundedReceiver<Event>,
     interrupt: Interrupt,
     limiter: Arc<Limiter>,
@@ -71,6 +74,68 @@ impl Execution {
             self.interrupted = true;
         }
         end
+    }
+
+    /// The map phase: every planned unit that missed the cache (those failed in an earlier
+    /// attempt only under `rlm resume --failed`), then the files a batch's answer left out,
+    /// each retried alone.
+    pub async fn run_units(
+        &mut self,
+        units: &[WorkUnit],
+        misses: &[usize],
+        skip: Option<&HashSet<String>>,
+        budget: Budget,
+    ) {
+        let mut jobs: Vec<Job> = Vec::with_capacity(misses.len());
+        for &i in misses {
+            let unit = &units[i];
+            if skip.is_some_and(|s| s.contains(unit.id.as_str())) {
+                self.dispatcher.emit(Event::Cancelled {
+                    unit: unit.id.clone(),
+                    label: unit.label.clone(),
+                    kind: UnitKind::Map,
+                    reason: "failed in the earlier run: rlm resume --failed tries it again".into(),
+                });
+            } else {
+                jobs.push(Job::Unit(unit.clone()));
+            }
+        }
+        self.run_phase(jobs).await;
+        self.retry_members(units, budget).await;
+    }
+
+    /// Batch members without a usable answer, each as a unit of its own.
+    async fn retry_members(&mut self, units: &[WorkUnit], budget: Budget) {
+        let mut retried: Vec<(UnitId, WorkUnit)> = Vec::new();
+        for unit in units {
+            let Some(answers) = self.dispatcher.answers.get(&unit.id) else {
+                continue;
+            };
+            for (index, why) in &answers.retry {
+                if let Some(member) = crate::plan::member_unit(unit, *index, &self.jobs.requests, budget) {
+                    tracing::debug!(unit = %unit.label, member = %member.label, why, "retrying a batch member alone");
+                    retried.push((unit.id.clone(), member));
+                }
+            }
+        }
+        if retried.is_empty() || !self.may_call() {
+            return;
+        }
+        self.dispatcher.reporters.builder.set_unit_files(
+            retried
+                .iter()
+                .map(|(_, m)| (m.id.clone(), m.inputs.iter().map(|i| i.display.clone()).collect())),
+        );
+        let jobs = retried.iter().map(|(_, m)| Job::Unit(m.clone())).collect();
+        self.run_phase(jobs).await;
+        for (parent, member) in retried {
+            let Some(answers) = self.dispatcher.answers.remove(&member.id) else {
+                continue;
+            };
+            if let Some(parent) = self.dispatcher.answers.get_mut(&parent) {
+                parent.files.extend(answers.files);
+            }
+        }
     }
 
     /// Whether more calls may be made: not interrupted, not halted (fatal error, budget,

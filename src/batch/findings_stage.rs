@@ -3,15 +3,13 @@
 //! annotations under GitHub Actions, append the report to the step summary, and decide
 //! `--fail-on`.
 
-use std::collections::HashMap;
-
+use super::answers::FileAnswer;
 use crate::findings::{self, github, sarif, ArtifactBase, Finding, LevelCounts};
 use crate::fs_atomic::{write_atomic, Durability};
 use crate::printer::Printer;
 use crate::report::FindingsSummary;
 use crate::run_dir::RunDir;
 use crate::settings::BatchSettings;
-use crate::unit::{UnitId, WorkUnit};
 
 /// The findings of a run and where paths are relative to.
 pub struct Collected {
@@ -19,46 +17,18 @@ pub struct Collected {
     pub base: ArtifactBase,
 }
 
-/// Every finding in the answers, in plan order.
-pub fn collect(settings: &BatchSettings, units: &[WorkUnit], texts: &HashMap<UnitId, String>) -> Collected {
-    let mut all = Vec::new();
-    for unit in units {
-        let Some(text) = texts.get(&unit.id) else { continue };
-        let default_path = unit.inputs.first().map_or(unit.label.as_str(), |i| i.display.as_str());
-        let mut found = findings::extract(text, default_path);
-        if let Some((path, span)) = unit
-            .inputs
-            .first()
-            .and_then(|i| i.span.map(|s| (i.display.as_str(), s)))
-        {
-            for finding in found.iter_mut().filter(|f| f.path == path) {
-                finding.region = to_original_lines(finding.region, span.start, span.end);
-            }
-        }
-        all.extend(found);
-    }
+/// Every finding in the answers, in plan order (a batch's members in their order, then
+/// members retried alone), each once.
+pub fn collect(settings: &BatchSettings, answers: &[&FileAnswer]) -> Collected {
+    let all = answers.iter().flat_map(|a| a.answer.findings.iter().cloned()).collect();
     let base = match findings_root(settings) {
         Some(root) => ArtifactBase::new(&root, &settings.cwd),
         None => ArtifactBase::at_root(),
     };
-    Collected { findings: all, base }
-}
-
-/// A chunk's finding, in lines of the original file. The analyst was told the chunk's
-/// original line range; a line inside it is kept, a line that only makes sense counted from
-/// the chunk's first line is moved there, and any other is dropped (the finding stays, for
-/// its file, without a line) rather than pointing at the wrong code.
-fn to_original_lines(region: Option<findings::Region>, start: u64, end: u64) -> Option<findings::Region> {
-    let r = region?;
-    let inside = |line: u64| (start..=end).contains(&line);
-    if inside(r.start_line) {
-        return Some(r);
+    Collected {
+        findings: crate::answer::dedupe(all),
+        base,
     }
-    let shift = start - 1;
-    if inside(r.start_line + shift) {
-        return findings::Region::new(r.start_line + shift, r.end_line.map(|e| (e + shift).min(end)));
-    }
-    None
 }
 
 fn findings_root(settings: &BatchSettings) -> Option<std::path::PathBuf> {
@@ -127,25 +97,5 @@ pub fn write_empty(settings: &BatchSettings, printer: &Printer) {
         if let Err(e) = write_atomic(path, sarif.as_bytes(), Durability::Buffered) {
             printer.error(&format!("--sarif {}: {e}", path.display()));
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::findings::Region;
-
-    #[test]
-    fn chunk_lines_map_to_the_original_file() {
-        let r = |s, e| Region::new(s, e);
-        // Inside the chunk (lines 301-600): kept.
-        assert_eq!(to_original_lines(r(350, Some(360)), 301, 600), r(350, Some(360)));
-        // Counted from the chunk's first line: moved.
-        assert_eq!(to_original_lines(r(5, Some(9)), 301, 600), r(305, Some(309)));
-        // Neither: no line rather than a wrong one.
-        assert_eq!(to_original_lines(r(900, None), 301, 600), None);
-        assert_eq!(to_original_lines(None, 301, 600), None);
-        // The first chunk: original and chunk lines agree.
-        assert_eq!(to_original_lines(r(12, None), 1, 300), r(12, None));
     }
 }

@@ -9,15 +9,15 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::conform::{conform, Expect};
+use super::answers::{self, UnitAnswers};
+use super::conform::conform;
 use crate::cache::{ArtifactRef, Cache, CacheEntry, CacheKey};
 use crate::exec::{self, call_with_retries, CallContext, CallFailure, JobMeta, Place};
 use crate::input::sha256_hex;
-use crate::plan::{unit_key, KeyParts};
-use crate::prompt::{self, Delimiter};
+use crate::prompt;
 use crate::provider::{CompletionRequest, ErrorKind, Usage};
+use crate::request::{self, Expect, Rendered, RequestContext};
 use crate::run_dir::RunDir;
-use crate::schema::OutputSchema;
 use crate::unit::{UnitId, UnitKind, WorkUnit};
 
 /// What every job of a run shares, read-only.
@@ -25,16 +25,14 @@ pub struct JobContext {
     pub call: Arc<CallContext>,
     pub cache: Cache,
     pub run_dir: RunDir,
-    pub keys: KeyParts,
-    pub delimiter: Delimiter,
-    pub max_tokens: u32,
-    /// `--schema`: unit answers must conform to it.
-    pub schema: Option<OutputSchema>,
+    /// How a unit becomes its request.
+    pub requests: RequestContext,
     /// `--save-trajectory`: every call logged.
     pub trajectory: Option<super::trajectory::Trajectory>,
-    /// Aggregation calls look in the cache first (per-unit hits are found by the pre-pass).
+    /// Jobs look in the cache first (units the pre-pass did not see: a batch member
+    /// retried alone, aggregation calls).
     pub read_cache: bool,
-    /// False under `--cache-only`: an uncached aggregation call fails instead of calling.
+    /// False under `--cache-only`: an uncached call fails instead of calling.
     pub may_call: bool,
 }
 
@@ -97,7 +95,10 @@ pub struct JobOutcome {
     pub cached: bool,
     pub truncated: bool,
     pub result_file: Option<String>,
+    /// An aggregation call's answer.
     pub text: Option<String>,
+    /// A unit's answers, per file.
+    pub answers: Option<UnitAnswers>,
     pub failure: Option<JobFailure>,
     /// The answer could not be persisted (cache or result file): dispatching must stop.
     pub write_error: Option<String>,
@@ -115,6 +116,7 @@ impl JobOutcome {
             truncated: false,
             result_file: None,
             text: None,
+            answers: None,
             failure: None,
             write_error: None,
         }
@@ -139,59 +141,101 @@ pub fn run_job(ctx: Arc<JobContext>, job: Job) -> impl std::future::Future<Outpu
     }
 }
 
-/// What a unit sends, read and keyed by what is on disk now.
-struct Prepared {
-    /// A content-aware unit's analyst system message.
-    system: Option<String>,
-    user: String,
-    key: CacheKey,
-    artifacts: Vec<ArtifactRef>,
-}
-
-async fn run_unit(ctx: Arc<JobContext>, unit: WorkUnit, outcome: JobOutcome, place: Place) -> JobOutcome {
+async fn run_unit(ctx: Arc<JobContext>, unit: WorkUnit, mut outcome: JobOutcome, place: Place) -> JobOutcome {
     let started = Instant::now();
-    let prepared = {
-        let ctx = ctx.clone();
-        let unit = unit.clone();
-        tokio::task::spawn_blocking(move || prepare(&ctx, &unit)).await
-    };
-    let prepared = match prepared {
-        Ok(Ok(p)) => p,
-        Ok(Err(reason)) => return outcome.failed(reason),
-        Err(e) => return outcome.failed(format!("internal error while reading: {e}")),
-    };
-    let system = prepared.system.as_deref().unwrap_or(prompt::BATCH_SYSTEM);
-    let request = CompletionRequest {
-        system: match &ctx.schema {
-            Some(s) => format!("{system}{}", s.instruction()),
-            None => system.to_string(),
-        },
-        user: prepared.user,
-        max_tokens: ctx.max_tokens,
-        schema: ctx.schema.as_ref().map(|s| s.value.clone()),
-    };
-    let mut outcome = call(&ctx, &request, (&unit.id, &unit.label), outcome, started, place).await;
-    if let Some(expect) = Expect::for_unit(&ctx, &unit) {
-        outcome = conform(&ctx, expect, &request, &unit, outcome, started).await;
+    let rendered = request::render(&unit, &ctx.requests);
+    if ctx.read_cache {
+        match lookup(&ctx, &rendered.key).await {
+            Ok(Some(entry)) => {
+                outcome.cached = true;
+                outcome.saved = entry.usage;
+                outcome.truncated = entry.truncated;
+                return keep(ctx, unit, rendered, entry.text, outcome).await;
+            }
+            Ok(None) => {}
+            Err(reason) => return outcome.failed(reason),
+        }
     }
-    let Some(text) = outcome.text.clone().filter(|_| outcome.failure.is_none()) else {
+    if !ctx.may_call {
+        return outcome.failed("--cache-only: this unit is not cached".into());
+    }
+    keep_prompt(&ctx, &unit, &rendered.request);
+    let mut outcome = call(
+        &ctx,
+        &rendered.request,
+        (&unit.id, &unit.label),
+        outcome,
+        started,
+        place,
+    )
+    .await;
+    if rendered.expect == Expect::Schema {
+        if let Some(schema) = &ctx.requests.schema {
+            outcome = conform(&ctx, schema, &rendered.request, &unit, outcome, started).await;
+        }
+    }
+    let Some(text) = outcome.text.take().filter(|_| outcome.failure.is_none()) else {
         return outcome;
     };
-    let entry = cache_entry(&ctx, prepared.key, prepared.artifacts, &text, &outcome);
-    let result_name = unit.result_name.clone();
+    let entry = cache_entry(&ctx, rendered.key.clone(), &unit, &text, &outcome);
     let persisted = {
         let ctx = ctx.clone();
-        let unit = unit.clone();
-        tokio::task::spawn_blocking(move || {
-            let persisted = persist(&ctx, &entry, Some(&result_name));
-            if matches!(persisted, Persisted::Done) {
-                write_members(&ctx.run_dir, &unit, &entry.text);
-            }
-            persisted
-        })
-        .await
+        tokio::task::spawn_blocking(move || ctx.cache.put(&entry)).await
     };
-    finish_persist(outcome, persisted, Some(unit.result_name))
+    match persisted {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => outcome.write_error = Some(format!("the answer cannot be cached: {e}")),
+        Err(e) => outcome.write_error = Some(format!("internal error while caching the answer: {e}")),
+    }
+    keep(ctx, unit, rendered, text, outcome).await
+}
+
+/// Reads an answer into its files' answers and writes their result files.
+async fn keep(
+    ctx: Arc<JobContext>,
+    unit: WorkUnit,
+    rendered: Rendered,
+    text: String,
+    mut outcome: JobOutcome,
+) -> JobOutcome {
+    let written = tokio::task::spawn_blocking(move || {
+        let read = answers::read(&unit, &text, rendered.expect, ctx.requests.schema.as_ref());
+        let written = answers::write(&ctx.run_dir, &unit, &text, &read);
+        (read, written, unit.result_name)
+    })
+    .await;
+    match written {
+        Ok((read, Ok(()), result_name)) => {
+            outcome.result_file = Some(result_name);
+            outcome.answers = Some(read);
+        }
+        Ok((read, Err(e), _)) => {
+            let e = if outcome.cached {
+                format!("cannot write its result file: {e}")
+            } else {
+                format!("the answer is cached, but its result file cannot be written: {e}")
+            };
+            outcome.answers = Some(read);
+            outcome.write_error = Some(e.clone());
+            outcome.failure = Some(JobFailure::Unit { kind: None, reason: e });
+        }
+        Err(e) => {
+            let e = format!("internal error while writing the answer: {e}");
+            outcome.write_error = Some(e.clone());
+            outcome.failure = Some(JobFailure::Unit { kind: None, reason: e });
+        }
+    }
+    outcome
+}
+
+/// The cache entry at `key`, looked up off the async workers.
+async fn lookup(ctx: &Arc<JobContext>, key: &CacheKey) -> Result<Option<CacheEntry>, String> {
+    let (cache, key, max) = (ctx.cache.clone(), key.clone(), ctx.requests.max_tokens);
+    match tokio::task::spawn_blocking(move || cache.get(&key, max)).await {
+        Ok(Ok(entry)) => Ok(entry),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(e) => Err(format!("internal error while reading the cache: {e}")),
+    }
 }
 
 async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutcome, place: Place) -> JobOutcome {
@@ -200,32 +244,27 @@ async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutc
         artifact_id: "summarize-input".to_string(),
         content_hash: sha256_hex(job.user.as_bytes()),
     }];
-    let system = summary_system(job.system.as_deref(), ctx.keys.require_citations);
+    let system = summary_system(job.system.as_deref(), ctx.requests.require_citations);
     let query = format!("rlm-summarize/v1:{}", &sha256_hex(system.as_bytes())[..16]);
     let key = CacheKey::new(
         &artifacts,
         &query,
         "",
-        &ctx.keys.model,
+        &ctx.requests.model,
         Some("summarize"),
-        ctx.keys.endpoint.as_deref(),
+        ctx.requests.endpoint.as_deref(),
     );
     if ctx.read_cache {
-        let lookup = {
-            let (cache, key, max) = (ctx.cache.clone(), key.clone(), ctx.max_tokens);
-            tokio::task::spawn_blocking(move || cache.get(&key, max)).await
-        };
-        match lookup {
-            Ok(Ok(Some(entry))) => {
+        match lookup(&ctx, &key).await {
+            Ok(Some(entry)) => {
                 outcome.cached = true;
                 outcome.saved = entry.usage;
                 outcome.truncated = entry.truncated;
                 outcome.text = Some(entry.text);
                 return outcome;
             }
-            Ok(Ok(None)) => {}
-            Ok(Err(e)) => return outcome.failed(e.to_string()),
-            Err(e) => return outcome.failed(format!("internal error while reading the cache: {e}")),
+            Ok(None) => {}
+            Err(reason) => return outcome.failed(reason),
         }
     }
     if !ctx.may_call {
@@ -234,19 +273,27 @@ async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutc
     let request = CompletionRequest {
         system,
         user: job.user,
-        max_tokens: ctx.max_tokens,
-        schema: None,
+        max_tokens: ctx.requests.max_tokens,
+        ..CompletionRequest::default()
     };
-    let outcome = call(&ctx, &request, (&job.id, &job.label), outcome, started, place).await;
+    let mut outcome = call(&ctx, &request, (&job.id, &job.label), outcome, started, place).await;
     let Some(text) = outcome.text.clone().filter(|_| outcome.failure.is_none()) else {
         return outcome;
     };
-    let entry = cache_entry(&ctx, key, artifacts, &text, &outcome);
+    let entry = CacheEntry {
+        inputs: artifacts,
+        ..cache_entry_text(&ctx, key, &text, &outcome)
+    };
     let persisted = {
         let ctx = ctx.clone();
-        tokio::task::spawn_blocking(move || persist(&ctx, &entry, None)).await
+        tokio::task::spawn_blocking(move || ctx.cache.put(&entry)).await
     };
-    finish_persist(outcome, persisted, None)
+    match persisted {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => outcome.write_error = Some(format!("the summary cannot be cached: {e}")),
+        Err(e) => outcome.write_error = Some(format!("internal error while caching the summary: {e}")),
+    }
+    outcome
 }
 
 /// The system prompt of a summary or synthesis call (the summarizer's unless the job brings
@@ -320,176 +367,40 @@ pub(super) async fn call(
     outcome
 }
 
-/// A batch's answer split into one result file per member file (best effort: the batch's
-/// own result file holds the whole answer).
-pub fn write_members(run_dir: &RunDir, unit: &WorkUnit, text: &str) {
-    let Some(content) = unit.content.as_deref().filter(|c| !c.members.is_empty()) else {
-        return;
-    };
-    let paths: Vec<&str> = content.members.iter().map(|m| m.path.as_str()).collect();
-    let split = crate::content::split_batch_answer(text, &paths);
-    for (member, part) in content.members.iter().zip(split.per_file) {
-        let body = part.unwrap_or_else(|| {
-            format!(
-                "(the batch answer has no section for this file: see {} for the whole answer)\n",
-                unit.result_name
-            )
-        });
-        let _ = run_dir.write(&member.result_file, &body);
-    }
-}
-
-/// Reads a unit's inputs, re-hashes what it read and renders the message.
-fn prepare(ctx: &JobContext, unit: &WorkUnit) -> Result<Prepared, String> {
-    if let Some(content) = &unit.content {
-        // Rendered when planned, keyed by the hashes read then.
-        keep_prompt(ctx, unit, &content.system, &content.user);
-        return Ok(Prepared {
-            system: Some(content.system.clone()),
-            user: content.user.clone(),
-            key: unit.cache_key.clone(),
-            artifacts: unit
-                .inputs
-                .iter()
-                .map(|i| ArtifactRef {
-                    artifact_id: i.artifact_id(),
-                    content_hash: i.content_hash.clone(),
-                })
-                .collect(),
-        });
-    }
-    let mut inputs = unit.inputs.clone();
-    let mut user = String::new();
-    for input in &mut inputs {
-        let bytes = fs_err::read(&input.path).map_err(|e| format!("cannot read: {e}"))?;
-        // The file may have changed since it was planned: key the answer by what was sent.
-        input.content_hash = sha256_hex(&bytes);
-        let text = String::from_utf8_lossy(&bytes);
-        let content = match input.span {
-            Some(span) => slice_lines(&text, span.start, span.end),
-            None => &text,
-        };
-        // --require-citations (issue 10): the block names the hash of what is sent.
-        let citation_block = ctx.keys.require_citations.then(|| crate::citation::input_block(input));
-        user.push_str(&prompt::render_cited_file_message(
-            &ctx.keys.sub_prompt,
-            &input.display,
-            content,
-            &ctx.delimiter,
-            citation_block.as_deref(),
-        ));
-    }
-    let artifacts = inputs
-        .iter()
-        .map(|i| ArtifactRef {
-            artifact_id: i.artifact_id(),
-            content_hash: i.content_hash.clone(),
-        })
-        .collect();
-    keep_prompt(ctx, unit, prompt::BATCH_SYSTEM, &user);
-    Ok(Prepared {
-        system: None,
-        user,
-        key: unit_key(&inputs, &ctx.keys),
-        artifacts,
-    })
-}
-
 /// `prompts/<unit id>.md` in the run directory: what this unit sends, to inspect or replay.
 /// Best effort: a prompt that cannot be kept does not stop the call.
-fn keep_prompt(ctx: &JobContext, unit: &WorkUnit, system: &str, user: &str) {
-    let text = format!("<!-- system -->\n{system}\n<!-- user -->\n{user}");
+fn keep_prompt(ctx: &JobContext, unit: &WorkUnit, request: &CompletionRequest) {
+    let text = format!(
+        "<!-- system -->\n{}\n<!-- user -->\n{}",
+        request.system,
+        request.user_text()
+    );
     let _ = ctx.run_dir.write(&format!("prompts/{}.md", unit.id), &text);
 }
 
-/// Lines `start..=end` (1-based) of `text`, with their line endings.
-fn slice_lines(text: &str, start: u64, end: u64) -> &str {
-    let mut offsets = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1));
-    let from = offsets.nth((start.saturating_sub(1)) as usize).unwrap_or(text.len());
-    let mut to_iter = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1));
-    let to = to_iter.nth(end as usize).unwrap_or(text.len());
-    &text[from.min(text.len())..to.max(from).min(text.len())]
+fn cache_entry(ctx: &JobContext, key: CacheKey, unit: &WorkUnit, text: &str, outcome: &JobOutcome) -> CacheEntry {
+    CacheEntry {
+        inputs: unit
+            .inputs
+            .iter()
+            .map(|i| ArtifactRef {
+                artifact_id: i.artifact_id(),
+                content_hash: i.content_hash.clone(),
+            })
+            .collect(),
+        ..cache_entry_text(ctx, key, text, outcome)
+    }
 }
 
-fn cache_entry(
-    ctx: &JobContext,
-    key: CacheKey,
-    inputs: Vec<ArtifactRef>,
-    text: &str,
-    outcome: &JobOutcome,
-) -> CacheEntry {
+fn cache_entry_text(ctx: &JobContext, key: CacheKey, text: &str, outcome: &JobOutcome) -> CacheEntry {
     CacheEntry {
         key: key.0,
-        model: ctx.keys.model.clone(),
-        inputs,
+        model: ctx.requests.model.clone(),
+        inputs: Vec::new(),
         text: text.to_string(),
         usage: outcome.usage,
         truncated: outcome.truncated,
-        max_tokens: ctx.max_tokens,
+        max_tokens: ctx.requests.max_tokens,
         created_unix: jiff::Timestamp::now().as_second().max(0) as u64,
-    }
-}
-
-/// What persisting an answer came to.
-enum Persisted {
-    Done,
-    /// The cache write failed (the result file may still exist).
-    CacheFailed(String),
-    /// Cached, but the result file could not be written.
-    ResultFailed(String),
-}
-
-/// Cache first (durably), then the result file.
-fn persist(ctx: &JobContext, entry: &CacheEntry, result_name: Option<&str>) -> Persisted {
-    let cached = ctx.cache.put(entry);
-    let written = result_name.map(|name| ctx.run_dir.write(name, &entry.text));
-    match (cached, written) {
-        (Ok(()), None | Some(Ok(_))) => Persisted::Done,
-        (Ok(()), Some(Err(e))) => Persisted::ResultFailed(format!(
-            "the answer is cached, but its result file cannot be written: {e}"
-        )),
-        (Err(e), Some(Ok(_))) => Persisted::CacheFailed(format!("the answer cannot be cached: {e}")),
-        (Err(e), None) => Persisted::CacheFailed(format!("the answer cannot be cached: {e}")),
-        (Err(e), Some(Err(w))) => {
-            Persisted::ResultFailed(format!("the answer can be neither cached ({e}) nor written ({w})"))
-        }
-    }
-}
-
-fn finish_persist(
-    mut outcome: JobOutcome,
-    persisted: Result<Persisted, tokio::task::JoinError>,
-    result_file: Option<String>,
-) -> JobOutcome {
-    match persisted {
-        Ok(Persisted::Done) => outcome.result_file = result_file,
-        Ok(Persisted::CacheFailed(e)) => {
-            outcome.result_file = result_file;
-            outcome.write_error = Some(e);
-        }
-        Ok(Persisted::ResultFailed(e)) => {
-            outcome.write_error = Some(e.clone());
-            outcome.failure = Some(JobFailure::Unit { kind: None, reason: e });
-        }
-        Err(e) => {
-            let e = format!("internal error while writing the answer: {e}");
-            outcome.write_error = Some(e.clone());
-            outcome.failure = Some(JobFailure::Unit { kind: None, reason: e });
-        }
-    }
-    outcome
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slices_lines_inclusively() {
-        let text = "a\nb\nc\nd";
-        assert_eq!(slice_lines(text, 1, 1), "a\n");
-        assert_eq!(slice_lines(text, 2, 3), "b\nc\n");
-        assert_eq!(slice_lines(text, 4, 4), "d");
-        assert_eq!(slice_lines(text, 3, 10), "c\nd");
     }
 }

@@ -1,19 +1,24 @@
-//! `rlm batch`: inputs → manifest → plan → cache pre-pass → execute → aggregate → report.
+//! `rlm batch`: plan → execute → aggregate → report.
 //!
-//! [`run`] reads as that flow; each stage is a call into the module that owns it. The
-//! dispatcher owns what the user sees; units run in the pool and write their answer (to
-//! the cache, then their result file) before they count as done.
+//! [`run`] reads as that flow. [`planning::plan`] resolves the inputs and the model, cuts
+//! the files into units, renders each unit's request once for its key and size, looks in
+//! the cache and estimates the cost; the dry run prints that plan. The execution stage
+//! runs the misses through one pool ([`execution::Execution`]), whose dispatcher keeps
+//! every answer ([`answers::FileAnswer`]) and the spend; reporters only listen. Aggregation
+//! and the findings read those answers; the report is built from the events.
 
 mod aggregate_stage;
+mod answers;
 mod conform;
 mod dispatcher;
+mod dry_run;
 mod estimate;
 mod execution;
 mod findings_stage;
 mod graph_inputs;
 mod job;
 mod output;
-mod plan_json;
+mod planning;
 mod prepass;
 mod startup;
 mod synthesize;
@@ -24,23 +29,23 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::aggregate::{AggregateStrategy, ResultItem};
-use crate::cache::{Cache, CacheMode};
-use crate::content_plan::{self, ContentOptions};
+use crate::cache::CacheMode;
 use crate::error::{ExitStatus, RlmError};
 use crate::exec::{CallContext, Event, Limiter, RetryPolicy};
-use crate::plan::{self, KeyParts, PlanContext};
+use crate::plan::Budget;
 use crate::printer::Printer;
-use crate::prompt::Delimiter;
+use crate::report::{RunEndReason, RunReport};
 use crate::reporter::{EventLog, ProgressReporter, ReportBuilder, ReportContext, Reporters};
 use crate::reporter::{StoreReporter, StoreTarget};
 use crate::run_dir::RunDir;
 use crate::settings::BatchSettings;
 use crate::store::{NewRun, RunId, RunStatus as StoreRunStatus, TaskStore};
 
-use dispatcher::Dispatcher;
+use answers::FileAnswer;
+use dispatcher::{Dispatcher, StopReason};
 use execution::Execution;
-use job::{Job, JobContext};
-use output::PlanView;
+use job::JobContext;
+use planning::{Plan, Planned};
 
 /// Runs one batch and returns its exit status. An error is something that stopped the
 /// run before any call was made (exit 2) or a refusal at the start; everything after the
@@ -48,89 +53,40 @@ use output::PlanView;
 pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus, RlmError> {
     let started = Instant::now();
     let started_at = jiff::Timestamp::now();
-
-    // Inputs → manifest.
-    let manifest = startup::resolve_inputs(&settings, &printer)?;
-    if manifest.files.is_empty() {
-        // A list-based axis (changed files, a file list) selected nothing: nothing to do.
-        return Ok(nothing_to_do(&settings, &manifest, &printer));
-    }
-    for warning in &manifest.warnings {
+    let plan = match planning::plan(&settings, &printer).await? {
+        Planned::Plan(plan) => plan,
+        Planned::Nothing(manifest) => return Ok(nothing_to_do(&settings, &manifest, &printer)),
+    };
+    for warning in &plan.warnings {
         printer.warn(warning);
     }
-    let mut blocker = settings.provider.blocker.clone();
-    if let (Some(b), false) = (&blocker, settings.output.dry_run) {
-        return Err(RlmError::Usage(b.clone()));
-    }
-    let model = match startup::resolve_model(&settings, &printer).await {
-        Ok(model) => model,
-        Err(e) if settings.output.dry_run => {
-            blocker = blocker.or(Some(e));
-            crate::provider::ModelInfo::resolve("unknown".into(), None, &settings.budget.prices, false)
-        }
-        Err(e) => return Err(RlmError::Usage(e)),
-    };
-
-    // Manifest → plan.
-    let keys = KeyParts {
-        query: plan::batch_query(settings.task.schema.as_ref()),
-        sub_prompt: settings.task.sub_prompt.clone(),
-        model: model.id.clone(),
-        endpoint: settings.provider.endpoint_identity(),
-        require_citations: settings.task.require_citations,
-    };
-    let delimiter = Delimiter::new();
-    let content = ContentOptions {
-        chunking: settings.task.chunking,
-        batch_small: settings.task.batch_small,
-        chunk_always: settings.task.chunk_always,
-        focus: settings.task.focus,
-        templates: content_plan::load_templates(&settings.rlm_dir())?,
-    };
-    let units = content_plan::plan(
-        &manifest,
-        &PlanContext {
-            keys: &keys,
-            model: &model,
-            max_tokens: settings.provider.max_tokens,
-        },
-        &content,
-        &delimiter,
-    );
-
-    // Cache pre-pass, estimate, and the checks that come before any call.
-    let cache = Cache::new(&settings.rlm_dir());
-    let pre = prepass::run(&units, &cache, settings.exec.cache_mode, settings.provider.max_tokens)?;
-    if settings.exec.cache_mode == CacheMode::ReadOnly && !pre.misses.is_empty() {
-        return Err(RlmError::Usage(prepass::cache_only_message(&units, &pre.misses)));
-    }
-    let estimate = estimate::estimate(&units, &pre, &settings, &model);
-    let view = PlanView {
-        settings: &settings,
-        model: &model,
-        manifest: &manifest,
-        units: &units,
-        pre: &pre,
-        estimate: &estimate,
-        delimiter: &delimiter,
-    };
-    if let Some(w) = &settings.exec.parallelism.warning {
-        printer.warn(w);
-    }
-    printer.banner(&output::init_block(&view));
+    printer.banner(&output::init_block(&settings, &plan));
     if settings.output.dry_run {
-        output::dry_run(&printer, &view, blocker.as_deref());
+        dry_run::show(&printer, &settings, &plan);
         return Ok(ExitStatus::Success);
     }
-    estimate::confirm(&settings, &estimate, &printer)?;
-    // The task store: `rlm status`, `list` and `resume` know the run from it.
-    let store = match TaskStore::open(&settings.rlm_dir()) {
-        Ok(store) => Some(store),
-        Err(e) => {
-            printer.warn(&format!("{e}; rlm status and rlm resume will not know this run"));
-            None
-        }
-    };
+    estimate::confirm(&settings, &plan.estimate, &printer)?;
+    let run_dir = open_run_dir(&settings, &plan, &printer)?;
+    let mut exec = start(&settings, &plan, &run_dir, &printer)?;
+    execute(&settings, &plan, &mut exec).await;
+    let (paths, answer) = aggregate(&settings, &plan, &run_dir, &mut exec).await;
+    let report = finish(
+        &settings,
+        &plan,
+        &run_dir,
+        &mut exec,
+        paths,
+        (started, started_at),
+        &printer,
+    );
+    output::completion(&printer, &report, settings.output.quiet, answer.as_deref());
+    Ok(report.exit_status())
+}
+
+/// The run directory (a resumed run's own), with the plan and settings written into it,
+/// and the cache made ready: nothing is paid for that could not be kept.
+fn open_run_dir(settings: &BatchSettings, plan: &Plan, printer: &Printer) -> Result<RunDir, RlmError> {
+    let known = |id: &str| TaskStore::open(&settings.rlm_dir()).is_ok_and(|s| s.run(&RunId::from(id)).is_ok());
     let run_dir = match &settings.resume {
         Some(target) => RunDir::reopen(
             &settings.rlm_dir(),
@@ -142,23 +98,27 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
             &settings.rlm_dir(),
             settings.output.output_dir.as_deref(),
             settings.redactor(),
-            &|id| store.as_ref().is_some_and(|s| s.run(&RunId::from(id)).is_ok()),
+            &known,
         )?,
     };
     if settings.exec.cache_mode != CacheMode::ReadOnly {
-        cache
+        plan.cache
             .prepare()
             .map_err(|e| RlmError::Usage(format!("{e}: the cache must be writable before anything is paid for")))?;
     }
-    write::plan_files(&run_dir, &settings, &manifest, &units, &printer);
+    write::plan_files(&run_dir, settings, &plan.manifest, &plan.units, printer);
     tracing::debug!(dir = %run_dir.dir.display(), "run directory ready");
+    Ok(run_dir)
+}
 
-    // Execute: one pool, one dispatcher, events to the reporters.
+/// The execution machinery: the provider, the pool's limiter, the dispatcher and its
+/// reporters (progress, events.jsonl, the report builder, the task store).
+fn start(settings: &BatchSettings, plan: &Plan, run_dir: &RunDir, printer: &Printer) -> Result<Execution, RlmError> {
     let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();
     let width = settings.exec.parallelism.width;
     let limiter = Limiter::new(width);
     let call = CallContext::new(
-        startup::provider(&settings, &model, &run_dir.run_id)?,
+        startup::provider(settings, &plan.model, &run_dir.run_id)?,
         RetryPolicy {
             retries: settings.exec.retries,
             rate_limit_wait: settings.exec.rate_limit_wait,
@@ -169,8 +129,25 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
         events_tx,
         settings.provider.shown_base_url(),
     );
+    let store = match TaskStore::open(&settings.rlm_dir()) {
+        Ok(store) => Some(store),
+        Err(e) => {
+            printer.warn(&format!("{e}; rlm status and rlm resume will not know this run"));
+            None
+        }
+    };
+    let units = &plan.units;
+    let mut builder = ReportBuilder::new(
+        report_context(settings, plan, run_dir),
+        units.iter().map(|u| (u.id.clone(), u.label.clone())),
+    );
+    builder.set_unit_files(
+        units
+            .iter()
+            .map(|u| (u.id.clone(), u.inputs.iter().map(|i| i.display.clone()).collect())),
+    );
     let reporters = Reporters {
-        progress: ProgressReporter::new(printer.clone(), model.is_free()),
+        progress: ProgressReporter::new(printer.clone(), plan.model.is_free()),
         log: EventLog::create(
             &run_dir.dir.join("events.jsonl"),
             &run_dir.run_id,
@@ -179,38 +156,23 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
         )
         .map_err(|e| printer.warn(&format!("no event log: {e}")))
         .ok(),
-        builder: {
-            let mut builder = ReportBuilder::new(
-                report_context(&settings, &model, &run_dir, &manifest, estimate.usd),
-                units.iter().map(|u| (u.id.clone(), u.label.clone())),
-            );
-            builder.set_unit_files(
-                units
-                    .iter()
-                    .map(|u| (u.id.clone(), u.inputs.iter().map(|i| i.display.clone()).collect())),
-            );
-            builder
-        },
+        builder,
         store: store.and_then(|store| {
             let target = match &settings.resume {
                 Some(t) => StoreTarget::Resumed(RunId::from(t.run_id.as_str())),
-                None => StoreTarget::New(Box::new(new_run(&settings, &run_dir))),
+                None => StoreTarget::New(Box::new(new_run(settings, run_dir))),
             };
-            let served: Vec<usize> = pre.hits.iter().map(|(i, _)| *i).collect();
-            StoreReporter::start(store, target, &units, &served, settings.provider.depth)
+            let served: Vec<usize> = plan.pre.hits.iter().map(|(i, _)| *i).collect();
+            StoreReporter::start(store, target, units, &served, settings.provider.depth)
                 .map_err(|e| printer.warn(&format!("{e}; rlm status and rlm resume will not know this run")))
                 .ok()
         }),
     };
-    tracing::debug!(store = reporters.store.is_some(), "reporters ready");
     let jobs = Arc::new(JobContext {
         call: Arc::new(call),
-        cache: cache.clone(),
+        cache: plan.cache.clone(),
         run_dir: run_dir.clone(),
-        keys,
-        delimiter,
-        max_tokens: settings.provider.max_tokens,
-        schema: settings.task.schema.clone(),
+        requests: plan.requests.clone(),
         trajectory: match &settings.exec.trajectory {
             Some(path) => Some(trajectory::Trajectory::open(path, settings.redactor()).map_err(RlmError::Usage)?),
             None => None,
@@ -218,96 +180,130 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
         read_cache: settings.exec.cache_mode.reads(),
         may_call: settings.exec.cache_mode != CacheMode::ReadOnly,
     });
-    let dispatcher = Dispatcher::new(reporters, model.clone(), settings.budget.max_cost, printer.clone());
-    let deadline = settings.exec.deadline.map(|d| started + d);
-    let mut exec = Execution::new(dispatcher, jobs, events_rx, limiter, width, deadline);
+    let dispatcher = Dispatcher::new(
+        reporters,
+        plan.model.clone(),
+        settings.budget.max_cost,
+        0.0,
+        printer.clone(),
+    );
+    let deadline = settings.exec.deadline.map(|d| Instant::now() + d);
+    Ok(Execution::new(dispatcher, jobs, events_rx, limiter, width, deadline))
+}
+
+/// The map phase: cache hits served, misses called, batch members retried alone.
+async fn execute(settings: &BatchSettings, plan: &Plan, exec: &mut Execution) {
+    let width = settings.exec.parallelism.width;
     exec.dispatcher.emit(Event::RunStarted {
-        units: units.len(),
-        cached: pre.hits.len(),
-        to_call: pre.misses.len(),
+        units: plan.units.len(),
+        cached: plan.pre.hits.len(),
+        to_call: plan.pre.misses.len(),
         width,
-        model: model.id.clone(),
+        model: plan.model.id.clone(),
         provider: settings.provider.kind.name().to_string(),
     });
-    write::cache_hits(&mut exec.dispatcher, &run_dir, &units, pre.hits, pre.blocked);
-    tracing::debug!("cache hits written");
+    let run_dir = exec.jobs.run_dir.clone();
+    write::cache_hits(
+        &mut exec.dispatcher,
+        &run_dir,
+        &plan.units,
+        &plan.requests,
+        plan.pre.hits.clone(),
+        plan.pre.blocked.clone(),
+    );
     let skip = settings.resume.as_ref().map(|t| &t.skip);
-    let mut misses: Vec<Job> = Vec::with_capacity(pre.misses.len());
-    for &i in &pre.misses {
-        let unit = &units[i];
-        if skip.is_some_and(|s| s.contains(unit.id.as_str())) {
-            exec.dispatcher.emit(Event::Cancelled {
-                unit: unit.id.clone(),
-                label: unit.label.clone(),
-                kind: crate::unit::UnitKind::Map,
-                reason: "failed in the earlier run: rlm resume --failed tries it again".into(),
-            });
-        } else {
-            misses.push(Job::Unit(unit.clone()));
-        }
-    }
-    exec.run_phase(misses).await;
+    let budget = Budget::of(&plan.model, settings.provider.max_tokens);
+    exec.run_units(&plan.units, &plan.pre.misses, skip, budget).await;
+}
 
-    // Aggregate what succeeded, in plan order.
-    let results: Vec<ResultItem> = units
+/// The answers of the run's files, in plan order.
+fn answers_in_order<'a>(plan: &Plan, exec: &'a Execution) -> Vec<&'a FileAnswer> {
+    plan.units
         .iter()
-        .filter_map(|u| {
-            exec.dispatcher.texts.get(&u.id).map(|text| ResultItem {
-                path: u.label.clone(),
-                text: text.clone(),
-            })
+        .filter_map(|u| exec.dispatcher.answers.get(&u.id))
+        .flat_map(|a| a.files.iter())
+        .collect()
+}
+
+/// The aggregate of what succeeded, written to the run directory; and for `rlm query`,
+/// the answer to print.
+async fn aggregate(
+    settings: &BatchSettings,
+    plan: &Plan,
+    run_dir: &RunDir,
+    exec: &mut Execution,
+) -> (write::AggregatePaths, Option<String>) {
+    let files = answers_in_order(plan, exec);
+    let results: Vec<ResultItem> = files
+        .iter()
+        .map(|f| ResultItem {
+            path: f.label.clone(),
+            text: f.answer.text.clone(),
         })
         .collect();
-    let types: Vec<crate::content::ContentType> = units
+    let types: Vec<crate::content::ContentType> = files
         .iter()
-        .filter(|u| exec.dispatcher.texts.contains_key(&u.id))
-        .map(|u| match &u.content {
-            Some(c) => c.content_type,
-            None => crate::content::detect(&u.label, "").content_type,
+        .map(|f| {
+            f.content_type
+                .unwrap_or_else(|| crate::content::detect(&f.path, "").content_type)
         })
         .collect();
-    let mut paths = write::AggregatePaths::default();
-    let mut answer = None;
-    if !results.is_empty() {
-        let failed = exec.dispatcher.reporters.builder.failed_so_far();
-        let strategy = match (settings.output.answer_on_stdout, results.len()) {
-            // `rlm query` on a file read in one piece: its answer is the answer.
-            (true, 1) => AggregateStrategy::Concat,
-            _ => settings.task.aggregate,
-        };
-        let aggregate = aggregate_stage::build(
-            aggregate_stage::AggregateInput {
-                strategy,
-                pattern: &settings.input.pattern,
-                timestamp: &run_dir.timestamp,
-                results: &results,
-                types: &types,
-                sub_prompt: &settings.task.sub_prompt,
-                templates: &content.templates,
-                failed: &failed,
-                context_window: model.context_window,
-                max_tokens: settings.provider.max_tokens,
-                require_citations: settings.task.require_citations,
-            },
-            &mut exec,
-        )
-        .await;
-        if settings.output.answer_on_stdout {
-            answer = Some(match results.as_slice() {
-                [one] => one.text.clone(),
-                _ => aggregate.markdown.clone(),
-            });
-        }
-        paths = write::aggregate(
-            &run_dir,
-            &settings.cwd,
-            &aggregate,
-            &mut exec.dispatcher.reporters.builder,
-        );
+    if results.is_empty() {
+        return (write::AggregatePaths::default(), None);
     }
-
-    // Report.
+    let failed: Vec<(String, String)> = plan
+        .manifest
+        .unreadable
+        .iter()
+        .map(|s| (s.path.clone(), s.reason.clone()))
+        .chain(exec.dispatcher.failures())
+        .collect();
+    let strategy = match (settings.output.answer_on_stdout, results.len()) {
+        // `rlm query` on a file read in one piece: its answer is the answer.
+        (true, 1) => AggregateStrategy::Concat,
+        _ => settings.task.aggregate,
+    };
+    let aggregate = aggregate_stage::build(
+        aggregate_stage::AggregateInput {
+            strategy,
+            pattern: &settings.input.pattern,
+            timestamp: &run_dir.timestamp,
+            results: &results,
+            types: &types,
+            sub_prompt: &settings.task.sub_prompt,
+            templates: &plan.requests.templates,
+            failed: &failed,
+            context_window: plan.model.context_window,
+            max_tokens: settings.provider.max_tokens,
+            require_citations: settings.task.require_citations,
+        },
+        exec,
+    )
+    .await;
+    let answer = settings.output.answer_on_stdout.then(|| match results.as_slice() {
+        [one] => one.text.clone(),
+        _ => aggregate.markdown.clone(),
+    });
+    let paths = write::aggregate(
+        run_dir,
+        &settings.cwd,
+        &aggregate,
+        &mut exec.dispatcher.reporters.builder,
+    );
     tracing::debug!("aggregate written");
+    (paths, answer)
+}
+
+/// The findings, the report and the store's last word on the run.
+fn finish(
+    settings: &BatchSettings,
+    plan: &Plan,
+    run_dir: &RunDir,
+    exec: &mut Execution,
+    paths: write::AggregatePaths,
+    (started, started_at): (Instant, jiff::Timestamp),
+    printer: &Printer,
+) -> RunReport {
     exec.dispatcher.reporters.progress.finish();
     if exec.deadline_passed() {
         let limit = settings.exec.deadline.map(|d| d.as_secs_f64()).unwrap_or_default();
@@ -315,20 +311,40 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
             "the --deadline ({limit}s) passed: dispatching stopped; rlm resume goes on with the units not run"
         ));
     }
-    let collected = findings_stage::collect(&settings, &units, &exec.dispatcher.texts);
-    let findings = findings_stage::write(&settings, &run_dir, &collected, &printer);
-    let report = write::report(
-        &mut exec, &run_dir, &settings, paths, started, started_at, &printer, findings,
-    );
-    findings_stage::publish(&settings, &collected, &report.to_markdown(), &printer);
+    let collected = findings_stage::collect(settings, &answers_in_order(plan, exec));
+    let findings = findings_stage::write(settings, run_dir, &collected, printer);
+    let reason = end_reason(exec);
+    let end = write::ReportEnd {
+        paths,
+        started,
+        started_at,
+        reason,
+        findings,
+    };
+    let report = write::report(exec, run_dir, settings, end, printer);
+    findings_stage::publish(settings, &collected, &report.to_markdown(), printer);
     if let Some(store) = &mut exec.dispatcher.reporters.store {
         store.finish(store_status(&report));
         if let Some(e) = &store.failure {
             printer.warn(&format!("the task store could not record all of this run: {e}"));
         }
     }
-    output::completion(&printer, &report, settings.output.quiet, answer.as_deref());
-    Ok(report.status.exit_status())
+    report
+}
+
+/// Why dispatching ended, as the status sees it.
+fn end_reason(exec: &Execution) -> RunEndReason {
+    if exec.deadline_passed() {
+        RunEndReason::Deadline
+    } else if exec.interrupted {
+        RunEndReason::Interrupted
+    } else {
+        match exec.dispatcher.stop {
+            Some(StopReason::Budget(_)) => RunEndReason::Budget,
+            Some(StopReason::Fatal(_)) => RunEndReason::Fatal,
+            Some(StopReason::WriteFailed(_)) | None => RunEndReason::Completed,
+        }
+    }
 }
 
 /// The end of a run whose input list selected no file: said plainly, exit 0, and with
@@ -385,42 +401,34 @@ fn new_run(settings: &BatchSettings, run_dir: &RunDir) -> NewRun {
     }
 }
 
-/// The store's status for a finished run.
-fn store_status(report: &crate::report::RunReport) -> StoreRunStatus {
+/// The store's status for a finished run: the report's, in the store's words.
+fn store_status(report: &RunReport) -> StoreRunStatus {
     use crate::report::RunStatus as R;
-    let budget = report.error.as_deref().is_some_and(|e| e.contains("--max-cost"));
-    let deadline = report.error.as_deref().is_some_and(|e| e.contains("--deadline"));
     match report.status {
-        _ if budget => StoreRunStatus::BudgetExceeded,
-        _ if deadline => StoreRunStatus::DeadlineExceeded,
         R::Success => StoreRunStatus::Success,
         R::Partial => StoreRunStatus::Partial,
         R::Failed => StoreRunStatus::Failed,
         R::Interrupted => StoreRunStatus::Interrupted,
+        R::BudgetExceeded => StoreRunStatus::BudgetExceeded,
+        R::DeadlineExceeded => StoreRunStatus::DeadlineExceeded,
     }
 }
 
 /// What the report says that events do not.
-fn report_context(
-    settings: &BatchSettings,
-    model: &crate::provider::ModelInfo,
-    run_dir: &RunDir,
-    manifest: &crate::input::Manifest,
-    estimated_cost_usd: f64,
-) -> ReportContext {
+fn report_context(settings: &BatchSettings, plan: &Plan, run_dir: &RunDir) -> ReportContext {
     ReportContext {
         run_id: run_dir.run_id.clone(),
         pattern: settings.input.pattern.clone(),
         sub_prompt: settings.task.sub_prompt.clone(),
-        model: model.id.clone(),
+        model: plan.model.id.clone(),
         provider: settings.provider.kind.name().to_string(),
         aggregate: settings.task.aggregate.name().to_string(),
         max_parallel: settings.exec.parallelism.width,
-        price_basis: model.price_basis,
-        estimated_cost_usd,
-        files_matched: manifest.matched(),
-        skipped: manifest.skipped.clone(),
-        unreadable: manifest.unreadable.clone(),
-        warnings: settings.exec.parallelism.warning.iter().cloned().collect(),
+        price_basis: plan.model.price_basis,
+        estimated_cost_usd: plan.estimate.usd,
+        files_matched: plan.manifest.matched(),
+        skipped: plan.manifest.skipped.clone(),
+        unreadable: plan.manifest.unreadable.clone(),
+        warnings: plan.warnings.clone(),
     }
 }

@@ -1,47 +1,30 @@
 //! What a run says: the start-up banner, the dry-run plan, and the completion summary.
 //! Rendering only; everything is printed through the run's [`Printer`].
 
-use std::collections::HashSet;
-
-use serde_json::json;
-
-use super::estimate::{self, Estimate};
-use super::prepass::Prepass;
+use super::estimate::Estimate;
+use super::planning::Plan;
 use crate::escape;
-use crate::input::Manifest;
 use crate::printer::Printer;
 use crate::prompt;
-use crate::provider::ModelInfo;
 use crate::report::{format_duration, RunReport, RunStatus};
 use crate::settings::BatchSettings;
-use crate::unit::WorkUnit;
+use crate::unit::{UnitBody, WorkUnit};
 
 /// Prompts longer than this are shortened on the banner.
 const PROMPT_SHOWN: usize = 160;
 /// Failed files listed on the terminal (the report has them all).
 const FAILURES_SHOWN: usize = 5;
 
-/// A run's plan, as the banner and the dry run show it.
-pub struct PlanView<'a> {
-    pub settings: &'a BatchSettings,
-    pub model: &'a ModelInfo,
-    pub manifest: &'a Manifest,
-    pub units: &'a [WorkUnit],
-    pub pre: &'a Prepass,
-    pub estimate: &'a Estimate,
-    pub delimiter: &'a crate::prompt::Delimiter,
-}
-
 /// The seed's "RLM Batch Initialized" block.
-pub fn init_block(view: &PlanView<'_>) -> String {
-    let PlanView {
-        settings,
+pub fn init_block(settings: &BatchSettings, plan: &Plan) -> String {
+    let Plan {
         model,
         manifest,
         pre,
         estimate,
+        units,
         ..
-    } = view;
+    } = plan;
     let not_sent = manifest.skipped.len() + manifest.unreadable.len();
     let skipped = if not_sent == 0 {
         String::new()
@@ -53,11 +36,15 @@ pub fn init_block(view: &PlanView<'_>) -> String {
     } else {
         model.cost_text(estimate.usd)
     };
-    let calls = if estimate.calls == 1 { "call" } else { "calls" };
+    let units_line = if units.len() == manifest.files.len() {
+        String::new()
+    } else {
+        format!("Units: {} ({})\n", units.len(), unit_breakdown(units))
+    };
     format!(
-        "RLM Batch Initialized\nPattern: {}\nFiles matched: {}{skipped}\nSub-prompt: {}\nModel: {} ({} at {})\n\
+        "RLM Batch Initialized\nPattern: {}\nFiles matched: {}{skipped}\n{units_line}Sub-prompt: {}\nModel: {} ({} at {})\n\
          Max parallel: {}\nAggregate: {}\nCache: {} hits, {} misses{}\n\
-         Estimated cost: {cost} ({} {calls}, ~{} input tokens, ~{} output tokens)\n",
+         Estimated cost: {cost} ({}, ~{} input tokens, ~{} output tokens)\n",
         escape::name(&settings.input.pattern),
         manifest.matched(),
         prompt::shorten(&settings.task.sub_prompt, PROMPT_SHOWN),
@@ -73,119 +60,49 @@ pub fn init_block(view: &PlanView<'_>) -> String {
         } else {
             format!(", {} too large to send", pre.blocked.len())
         },
-        estimate.calls,
+        calls_text(estimate),
         estimate.input_tokens,
         estimate.output_tokens,
     )
 }
 
-/// What a dry run prints: the plan, and what the real run would do.
-pub fn dry_run(printer: &Printer, view: &PlanView<'_>, blocker: Option<&str>) {
-    let PlanView {
-        settings,
-        model,
-        manifest,
-        units,
-        pre,
-        estimate,
-        delimiter,
-    } = view;
-    let verdict = match (blocker, estimate::verdict(settings, estimate.usd)) {
-        (Some(b), _) => format!("cannot start: {b}"),
-        (None, Ok(false)) => "proceeds".to_string(),
-        (None, Ok(true)) => format!("asks to confirm the ${:.2} (pass --yes)", estimate.usd),
-        (None, Err(e)) => format!("refused: {e}"),
-    };
-    let hit: HashSet<usize> = pre.hits.iter().map(|(i, _)| *i).collect();
-    let by_path: std::collections::HashMap<&str, &crate::input::InputFile> =
-        manifest.files.iter().map(|f| (f.display.as_str(), f)).collect();
-    // What a unit reads: the sizes of its inputs (a chunk counts its whole file).
-    let size_of = |u: &WorkUnit| -> u64 {
-        u.inputs
-            .iter()
-            .filter_map(|i| by_path.get(i.display.as_str()))
-            .map(|f| f.size)
-            .sum()
-    };
-    if settings.output.json {
-        let plan: Vec<serde_json::Value> = units
-            .iter()
-            .enumerate()
-            .map(|(i, u)| {
-                let size = size_of(u);
-                let mut entry = json!({
-                    "id": u.id,
-                    "path": u.label,
-                    "bytes": size,
-                    "content_hash": u.inputs.first().map(|i| i.content_hash.as_str()),
-                    "cache_key": u.cache_key.as_str(),
-                    "cached": hit.contains(&i),
-                    "result_file": u.result_name,
-                    "estimated_input_tokens": u.estimated_input_tokens,
-                    "blocked": u.blocked,
-                    "batch_files": u.content.as_ref().map(|c| &c.members),
-                });
-                let extra = super::plan_json::unit(
-                    u,
-                    &by_path,
-                    &settings.task.sub_prompt,
-                    delimiter,
-                    settings.task.schema.as_ref(),
-                );
-                if let (Some(entry), serde_json::Value::Object(extra)) = (entry.as_object_mut(), extra) {
-                    entry.extend(extra);
-                }
-                entry
-            })
-            .collect();
-        let estimate_json = json!({
-            "calls": estimate.calls,
-            "input_tokens": estimate.input_tokens,
-            "output_tokens": estimate.output_tokens,
-            "cost_usd": estimate.usd,
-            "price_basis": model.price_basis,
-        });
-        printer.json(&json!({
-            "dry_run": true,
-            "model": model.id,
-            "provider": settings.provider.kind.name(),
-            "max_parallel": settings.exec.parallelism.width,
-            "aggregate": settings.task.aggregate.name(),
-            "files": manifest.files.iter().map(super::plan_json::file).collect::<Vec<_>>(),
-            "skipped": manifest.skipped,
-            "unreadable": manifest.unreadable,
-            "cache_hits": pre.hits.len(),
-            "cache_misses": pre.misses.len(),
-            "estimated_calls": estimate.calls,
-            "estimated_input_tokens": estimate.input_tokens,
-            "estimated_output_tokens": estimate.output_tokens,
-            "estimated_cost_usd": estimate.usd,
-            "price_known": model.price_basis == crate::provider::model::PriceBasis::Listed,
-            "estimate": estimate_json,
-            "cost_check": verdict,
-            "units": plan,
-        }));
-        return;
+/// `12 calls` or `12 calls: 10 per unit, 2 to aggregate`.
+pub fn calls_text(estimate: &Estimate) -> String {
+    let plural = |n: usize| if n == 1 { "call" } else { "calls" };
+    if estimate.aggregate_calls == 0 {
+        format!("{} {}", estimate.calls, plural(estimate.calls))
+    } else {
+        format!(
+            "{} {}: {} per unit, {} to aggregate",
+            estimate.calls,
+            plural(estimate.calls),
+            estimate.calls - estimate.aggregate_calls,
+            estimate.aggregate_calls
+        )
     }
-    let mut text = String::new();
-    for (i, u) in units.iter().enumerate() {
-        let state = match (&u.blocked, hit.contains(&i)) {
-            (Some(_), _) => "too-large",
-            (None, true) => "cached",
-            (None, false) => "call",
-        };
-        let size = size_of(u);
-        text.push_str(&format!("{state:<9} {size:>9} B  {}\n", escape::name(&u.label)));
+}
+
+/// `3 whole files, 14 chunks, 2 batches`.
+pub fn unit_breakdown(units: &[WorkUnit]) -> String {
+    let (mut whole, mut chunks, mut batches) = (0, 0, 0);
+    for u in units {
+        match &u.body {
+            UnitBody::Batch(_) => batches += 1,
+            _ if u.inputs.first().is_some_and(|i| i.span.is_some()) => chunks += 1,
+            _ => whole += 1,
+        }
     }
-    text.push_str(&format!(
-        "dry run: {} files, {} cached, {} call{}, estimated {}; nothing was called\nthe real run {verdict}",
-        units.len(),
-        pre.hits.len(),
-        estimate.calls,
-        if estimate.calls == 1 { "" } else { "s" },
-        model.cost_text(estimate.usd)
-    ));
-    printer.data(&text);
+    let mut parts = Vec::new();
+    for (n, one, many) in [
+        (whole, "whole file", "whole files"),
+        (chunks, "chunk", "chunks"),
+        (batches, "batch", "batches"),
+    ] {
+        if n > 0 {
+            parts.push(format!("{n} {}", if n == 1 { one } else { many }));
+        }
+    }
+    parts.join(", ")
 }
 
 /// The seed's completion block on stdout (the report with `--json`, the aggregate's path

@@ -35,7 +35,7 @@ pub async fn synthesize(input: &AggregateInput<'_>, exec: &mut Execution) -> Res
     let jobs: Vec<SummaryJob> = groups
         .iter()
         .map(|(content_type, results)| {
-            let prompt = render_type_synthesis(input.templates, input.sub_prompt, *content_type, results);
+            let prompt = render_type_synthesis(input.templates, &query(input.sub_prompt), *content_type, results);
             SummaryJob {
                 id: UnitId::named(format!("synthesize-{content_type}")),
                 label: format!("synthesize {content_type}"),
@@ -57,7 +57,7 @@ pub async fn synthesize(input: &AggregateInput<'_>, exec: &mut Execution) -> Res
 
 /// Phase 2: the cross-type report.
 async fn cross_type(input: &AggregateInput<'_>, exec: &mut Execution, summaries: &str) -> Result<String, String> {
-    let prompt = render_cross_synthesis(input.templates, input.sub_prompt, summaries);
+    let prompt = render_cross_synthesis(input.templates, &query(input.sub_prompt), summaries);
     let id = UnitId::named("synthesize");
     let job = SummaryJob {
         id: id.clone(),
@@ -69,14 +69,19 @@ async fn cross_type(input: &AggregateInput<'_>, exec: &mut Execution, summaries:
     phase_text(exec, &id)
 }
 
+/// The instruction as the synthesizer reads it: it was applied to each file.
+fn query(sub_prompt: &str) -> String {
+    sub_prompt.replace("{file}", "each file")
+}
+
 fn phase_text(exec: &Execution, id: &UnitId) -> Result<String, String> {
-    match exec.dispatcher.texts.get(id) {
+    match exec.dispatcher.aggregate_texts.get(id) {
         Some(t) => Ok(t.clone()),
         None => Err(exec
             .dispatcher
-            .reporters
-            .builder
-            .aggregate_failure(id)
+            .aggregate_failures
+            .get(id)
+            .cloned()
             .unwrap_or_else(|| exec.why_stopped().to_string())),
     }
 }

@@ -13,8 +13,9 @@ use crate::exec::Event;
 use crate::input::Manifest;
 use crate::printer::Printer;
 use crate::provider::Usage;
-use crate::report::{RunReport, RunStatus};
+use crate::report::{Gate, RunEndReason, RunReport, RunStatus};
 use crate::reporter::{ReportBuilder, RunEnd};
+use crate::request::RequestContext;
 use crate::run_dir::RunDir;
 use crate::settings::BatchSettings;
 use crate::unit::{UnitKind, WorkUnit};
@@ -43,28 +44,29 @@ pub fn plan_files(
     }
 }
 
-/// Writes the result files of cache hits (on a few threads: a fully cached rerun of
-/// thousands of files is mostly this) and records them, with the blocked units.
+/// Reads the answers of cache hits and writes their result files (on a few threads: a
+/// fully cached rerun of thousands of files is mostly this), and records them, with the
+/// blocked units.
 pub fn cache_hits(
     dispatcher: &mut Dispatcher,
     run_dir: &RunDir,
     units: &[WorkUnit],
+    requests: &RequestContext,
     hits: Vec<(usize, CacheEntry)>,
     blocked: Vec<(usize, String)>,
 ) {
-    let written = crate::parallel::map(&hits, crate::parallel::io_threads(), |(i, entry)| {
-        let written = run_dir.write(&units[*i].result_name, &entry.text);
-        if written.is_ok() {
-            super::job::write_members(run_dir, &units[*i], &entry.text);
-        }
-        written
+    let read = crate::parallel::map(&hits, crate::parallel::io_threads(), |(i, entry)| {
+        let unit = &units[*i];
+        let expect = crate::request::expect_of(unit, requests);
+        let read = super::answers::read(unit, &entry.text, expect, requests.schema.as_ref());
+        let written = super::answers::write(run_dir, unit, &entry.text, &read);
+        (read, written)
     });
-    for ((i, entry), written) in hits.into_iter().zip(written) {
+    for ((i, entry), read) in hits.into_iter().zip(read) {
         let unit = &units[i];
-        let written = written.unwrap_or_else(|| Err(std::io::Error::other("the writer thread failed")));
-        let event = match written {
-            Ok(_) => {
-                dispatcher.texts.insert(unit.id.clone(), entry.text);
+        let event = match read {
+            Some((answers, Ok(()))) => {
+                dispatcher.served(unit.id.clone(), answers);
                 Event::Completed {
                     unit: unit.id.clone(),
                     label: unit.label.clone(),
@@ -79,7 +81,8 @@ pub fn cache_hits(
                     result_file: Some(unit.result_name.clone()),
                 }
             }
-            Err(e) => failed(unit, format!("cannot write its result file: {e}")),
+            Some((_, Err(e))) => failed(unit, format!("cannot write its result file: {e}")),
+            None => failed(unit, "internal error: the writer thread failed".into()),
         };
         dispatcher.emit(event);
     }
@@ -126,19 +129,23 @@ pub fn aggregate(run_dir: &RunDir, cwd: &Path, aggregate: &Aggregate, builder: &
     paths
 }
 
+/// How the report is finished: where the run's files went, when it ran, why it ended.
+pub struct ReportEnd {
+    pub paths: AggregatePaths,
+    pub started: Instant,
+    pub started_at: jiff::Timestamp,
+    pub reason: RunEndReason,
+    pub findings: Option<crate::report::FindingsSummary>,
+}
+
 /// Builds the report and writes it (`report.json` and the markdown report).
-#[allow(clippy::too_many_arguments)]
 pub fn report(
     exec: &mut Execution,
     run_dir: &RunDir,
     settings: &BatchSettings,
-    paths: AggregatePaths,
-    started: Instant,
-    started_at: jiff::Timestamp,
+    end: ReportEnd,
     printer: &Printer,
-    findings: Option<crate::report::FindingsSummary>,
 ) -> RunReport {
-    let interrupted = exec.interrupted && !exec.deadline_passed();
     let reporters = &mut exec.dispatcher.reporters;
     let events_path = reporters.log.as_mut().map(|log| {
         if let Some(warning) = log.finish() {
@@ -147,26 +154,30 @@ pub fn report(
         shown(&run_dir.dir.join("events.jsonl"), &settings.cwd)
     });
     let mut report = reporters.builder.finish(RunEnd {
-        // A --deadline stop is not an interrupt: the run ends partial and resumable.
-        interrupted,
-        duration_ms: started.elapsed().as_millis() as u64,
-        started_at: started_at.to_string(),
+        reason: end.reason,
+        duration_ms: end.started.elapsed().as_millis() as u64,
+        started_at: end.started_at.to_string(),
         finished_at: jiff::Timestamp::now().to_string(),
         output_dir: shown(&run_dir.dir, &settings.cwd),
         report_path: shown(&run_dir.report_md, &settings.cwd),
-        aggregate_path: paths.markdown,
-        aggregate_json_path: paths.json,
+        aggregate_path: end.paths.markdown,
+        aggregate_json_path: end.paths.json,
         events_path,
     });
-    if let Some(f) = &findings {
-        if f.failed_on.is_some() && report.status == RunStatus::Success {
-            report.status = RunStatus::Partial;
+    if let Some(f) = &end.findings {
+        if settings.task.fail_on.is_some() {
+            report.gate = Some(if f.failed_on.is_some() {
+                Gate::Failed
+            } else {
+                Gate::Passed
+            });
         }
     }
-    report.findings = findings;
+    report.findings = end.findings;
     if let Some(log) = exec.dispatcher.reporters.log.as_mut() {
         let outcome = serde_json::json!({
             "status": report.status.name(),
+            "gate": report.gate,
             "succeeded": report.succeeded,
             "failed": report.failed.len(),
             "cost_usd": report.cost_usd,

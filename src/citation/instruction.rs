@@ -96,6 +96,7 @@ mod tests {
             display: "src/a.py".into(),
             content_hash: "0123456789abcdef".repeat(4),
             span: None,
+            source: Default::default(),
         };
         let whole = input_block(&input);
         assert!(whole.contains("[src/a.py@0123456789abcdef, L<start>-<end>]"), "{whole}");

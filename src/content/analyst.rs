@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::answer_format::AnswerFormat;
+use super::answer_format::Shape;
 use super::chunk::{Chunk, ChunkStrategy};
 use super::content_type::ContentType;
 use super::detect::{DetectedBy, Detection};
@@ -98,6 +98,42 @@ impl std::str::FromStr for Focus {
     }
 }
 
+impl Analyst {
+    /// The JSON Schema of this analyst's answer, sent as structured output (OpenAI
+    /// `response_format`, an Anthropic forced tool), so a model that can be constrained
+    /// answers in the shape the prompt describes. Lenient where models differ (any extra
+    /// field is allowed; only `findings` and each finding's `summary` are required).
+    pub fn findings_schema(self) -> serde_json::Value {
+        let place = match self {
+            Analyst::Code | Analyst::General => "scope",
+            Analyst::Data => "column",
+            Analyst::Json => "path",
+        };
+        serde_json::json!({
+            "type": "object",
+            "properties": {
+                "findings": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "type": {"type": "string"},
+                            place: {"type": "string"},
+                            "summary": {"type": "string"},
+                            "evidence": {"type": "string"},
+                            "line": {"type": "integer", "minimum": 1},
+                            "severity": {"type": "string", "enum": ["high", "medium", "low"]},
+                        },
+                        "required": ["type", "summary", "severity"],
+                    },
+                },
+                "metadata": {"type": "object"},
+            },
+            "required": ["findings"],
+        })
+    }
+}
+
 /// The two messages of one call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Prompt {
@@ -119,17 +155,18 @@ pub struct ChunkPrompt<'a> {
     pub chunk: &'a Chunk,
     /// `chunk.content`, wrapped in the caller's delimiters.
     pub content_block: &'a str,
+    /// What the answer must be.
+    pub shape: Shape,
 }
 
 /// The system and user messages for one chunk.
 pub fn render_chunk(templates: &Templates, input: &ChunkPrompt<'_>) -> Prompt {
     let analyst = Analyst::for_content(input.detection.content_type);
-    let format = AnswerFormat::of(input.sub_prompt);
-    let system = system_message(templates, analyst, input.focus, format, None);
+    let system = system_message(templates, analyst, input.focus, input.shape, false);
     let chunk = input.chunk;
     let mut user = format!(
         "File: {}\nContent type: {}\n",
-        input.path,
+        crate::escape::name(input.path),
         describe_type(input.detection)
     );
     let range = format!("{}–{}", chunk.start_line, chunk.end_line);
@@ -167,7 +204,7 @@ pub fn render_chunk(templates: &Templates, input: &ChunkPrompt<'_>) -> Prompt {
     push_body(
         &mut user,
         input.content_block,
-        &input.sub_prompt.replace("{file}", input.path),
+        &input.sub_prompt.replace("{file}", &crate::escape::name(input.path)),
     );
     Prompt { system, user }
 }
@@ -188,14 +225,17 @@ pub struct BatchPrompt<'a> {
     pub files: &'a [BatchFile<'a>],
     /// All files' contents, each wrapped in the caller's delimiters (naming its path).
     pub content_block: &'a str,
+    /// What each file's answer must be.
+    pub shape: Shape,
 }
 
-/// The system and user messages for a batch of small files of one content type. The answer
-/// is split per file by [`super::split_batch_answer`].
+/// The system and user messages for a batch of small files of one content type. The
+/// answer is one JSON object, `{"files": [{"file", …}]}`, whatever each file's answer is
+/// (findings, the user's schema, their own JSON or text), so there is one format to ask
+/// for and one to read.
 pub fn render_batch(templates: &Templates, input: &BatchPrompt<'_>) -> Prompt {
     let analyst = Analyst::for_content(input.detection.content_type);
-    let format = AnswerFormat::of(input.sub_prompt);
-    let system = system_message(templates, analyst, input.focus, format, Some(format));
+    let system = system_message(templates, analyst, input.focus, input.shape, true);
     let combined: usize = input.files.iter().map(|f| f.lines).sum();
     let mut user = format!(
         "Batch: {} {} files (combined: {combined} lines). Each is shown whole; line numbers count from line 1 of each file.\n",
@@ -203,12 +243,23 @@ pub fn render_batch(templates: &Templates, input: &BatchPrompt<'_>) -> Prompt {
         input.detection.content_type
     );
     for (i, f) in input.files.iter().enumerate() {
-        user.push_str(&format!("{}. {} ({} lines)\n", i + 1, f.path, f.lines));
+        user.push_str(&format!(
+            "{}. {} ({} lines)\n",
+            i + 1,
+            crate::escape::name(f.path),
+            f.lines
+        ));
     }
+    // `{file}` names the batch's files: the instruction applies to each of them.
+    let names: Vec<String> = input
+        .files
+        .iter()
+        .map(|f| crate::escape::name(f.path).into_owned())
+        .collect();
     push_body(
         &mut user,
         input.content_block,
-        &input.sub_prompt.replace("{file}", "each file"),
+        &input.sub_prompt.replace("{file}", &names.join(", ")),
     );
     Prompt { system, user }
 }
@@ -256,29 +307,38 @@ fn synthesis(templates: &Templates, name: TemplateName, values: &[(&str, &str)])
     }
 }
 
-/// The analyst's role, its focus, the answer format, and for batches the per-file shape.
-fn system_message(
-    templates: &Templates,
-    analyst: Analyst,
-    focus: Focus,
-    format: AnswerFormat,
-    batch: Option<AnswerFormat>,
-) -> String {
+/// The analyst's role, its focus, and exactly one answer format: for one file the shape of
+/// its answer, for a batch the `{"files": […]}` object with that shape per file.
+fn system_message(templates: &Templates, analyst: Analyst, focus: Focus, shape: Shape, batch: bool) -> String {
     let template = analyst.template();
     let mut parts: Vec<&str> = vec![templates.section(template, "main").unwrap_or_default()];
     if let Some(fragment) = focus.template_for(analyst) {
         parts.push(templates.get(fragment).trim());
     }
-    match format {
-        AnswerFormat::Findings => parts.extend(templates.section(template, "findings-schema")),
-        AnswerFormat::OwnJson | AnswerFormat::OwnText => {
-            parts.push(templates.get(TemplateName::AnalystOwnFormat).trim())
+    let findings = templates.section(template, "findings-schema").unwrap_or_default();
+    if batch {
+        let batch_files = TemplateName::BatchFiles;
+        parts.push(templates.section(batch_files, "main").unwrap_or_default());
+        let member = match shape {
+            Shape::Findings => "member-findings",
+            Shape::OwnJson => "member-json",
+            Shape::OwnText => "member-text",
+            Shape::Schema => "member-schema",
+        };
+        parts.extend(templates.section(batch_files, member));
+        if shape == Shape::Findings {
+            parts.push(findings);
         }
-    }
-    match batch {
-        Some(f) if f.is_json() => parts.push(templates.get(TemplateName::BatchFilesJson).trim()),
-        Some(_) => parts.push(templates.get(TemplateName::BatchFiles).trim()),
-        None => {}
+    } else {
+        match shape {
+            Shape::Findings => {
+                parts.push(FINDINGS_ONLY);
+                parts.push(findings);
+            }
+            Shape::OwnJson | Shape::OwnText => parts.push(templates.get(TemplateName::AnalystOwnFormat).trim()),
+            // The schema's own instruction is added by the request (it names the schema).
+            Shape::Schema => {}
+        }
     }
     let mut system = parts
         .into_iter()
@@ -288,6 +348,10 @@ fn system_message(
     system.push('\n');
     system
 }
+
+/// Before the findings schema of a single unit.
+const FINDINGS_ONLY: &str =
+    "Answer with one JSON object and nothing else: no code fences, no text before or after it. Its shape:";
 
 /// `source_code (python), found by extension`.
 fn describe_type(d: &Detection) -> String {

@@ -28,6 +28,7 @@ fn render(sub_prompt: &str, focus: Focus, detection: &Detection, chunk: &Chunk) 
         file_lines: 2800,
         chunk,
         content_block: "<file_content path=\"src/data_pipeline.py\">\ncode\n</file_content>",
+        shape: crate::content::Shape::of(sub_prompt, false),
     };
     render_chunk(&Templates::embedded(), &input)
 }
@@ -126,6 +127,7 @@ fn json_chunks_carry_schema_and_place() {
         file_lines: lines,
         chunk: &chunks[1],
         content_block: &chunks[1].content,
+        shape: crate::content::Shape::Findings,
     };
     let p = render_chunk(&Templates::embedded(), &input);
     assert!(p.system.starts_with("You are a JSON analyst"));
@@ -160,20 +162,27 @@ fn batch_prompts_list_files_and_ask_for_a_splittable_answer() {
         detection: &d,
         files: &files,
         content_block: "B",
+        shape: crate::content::Shape::Findings,
     };
     let p = render_batch(&Templates::embedded(), &input);
     assert!(p.user.starts_with(
         "Batch: 2 json files (combined: 430 lines). Each is shown whole; line numbers count from line 1 of each file.\n\
-         1. config.json (250 lines)\n2. schema.json (180 lines)\n\nB\n\nInstruction: Check each file\n"
+         1. config.json (250 lines)\n2. schema.json (180 lines)\n\nB\n\nInstruction: Check config.json, schema.json\n"
     ));
+    // One format: the files object, with each file's findings in the analyst's shape —
+    // and never the single-unit "one JSON object" findings instruction beside it.
     assert!(p.system.contains("{\"files\": [{\"file\": \"<path>\""));
+    assert!(p.system.contains("\"findings\": [...], \"metadata\": {...}"));
+    assert!(!p.system.contains("Its shape:"));
+    assert!(!p.system.contains("### File:"));
     let text = BatchPrompt {
         sub_prompt: "Answer yes or no: is it valid?",
+        shape: crate::content::Shape::OwnText,
         ..input
     };
     let p = render_batch(&Templates::embedded(), &text);
-    assert!(p.system.contains("### File: <path>"));
-    assert!(!p.system.contains("\"files\""));
+    assert!(p.system.contains("\"answer\": \"<text>\""));
+    assert!(!p.system.contains("\"findings\": [...]"));
 }
 
 #[test]

@@ -37,6 +37,35 @@ impl AnswerFormat {
     }
 }
 
+/// What one answer (one file's answer, in a batch) must be: the format the user's prompt
+/// asks for, or — under `--schema` — the user's schema, which wins over everything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Shape {
+    /// The analyst's findings JSON.
+    Findings,
+    /// JSON of the user's own shape (their prompt shows or names it).
+    OwnJson,
+    /// Another format of the user's: a list, a table, a number…
+    OwnText,
+    /// `--schema`.
+    Schema,
+}
+
+impl Shape {
+    /// The shape of the answers to `sub_prompt`, with or without `--schema`.
+    pub fn of(sub_prompt: &str, schema: bool) -> Shape {
+        if schema {
+            return Shape::Schema;
+        }
+        match AnswerFormat::of(sub_prompt) {
+            AnswerFormat::Findings => Shape::Findings,
+            AnswerFormat::OwnJson => Shape::OwnJson,
+            AnswerFormat::OwnText => Shape::OwnText,
+        }
+    }
+}
+
 /// Whether `sub_prompt` asks for its own output format (JSON, a list, yes/no, a table…).
 pub fn asks_for_format(sub_prompt: &str) -> bool {
     AnswerFormat::of(sub_prompt) != AnswerFormat::Findings

@@ -7,8 +7,7 @@
 //! - [`batch_small`] / [`split_batch_answer`]: small files of one type in one call, and
 //!   the answer split back per file.
 //! - [`Analyst`] / [`render_chunk`] / [`render_batch`] / synthesis: the analyst for a
-//!   content type, its prompts (embedded from `prompts/`, overridable), and the
-//!   [`Finding`]s analysts report.
+//!   content type and its prompts (embedded from `prompts/`, overridable).
 //!
 //! Nothing here reads files, prints or calls a model: the planner and the engine do that.
 
@@ -20,7 +19,6 @@ mod code_rules;
 mod content_type;
 mod csv_chunker;
 mod detect;
-mod finding;
 mod json_chunker;
 mod json_schema;
 mod jsonl_chunker;
@@ -35,11 +33,10 @@ pub use analyst::{
     render_batch, render_chunk, render_cross_synthesis, render_type_synthesis, Analyst, BatchFile, BatchPrompt,
     ChunkPrompt, Focus, Prompt,
 };
-pub use answer_format::{asks_for_format, AnswerFormat};
+pub use answer_format::{asks_for_format, AnswerFormat, Shape};
 pub use chunk::{chunk, needs_chunking, Chunk, ChunkContext, ChunkOptions, ChunkStrategy, WindowSize};
 pub use content_type::{ContentType, Language, SizeTier};
 pub use detect::{detect, Confidence, DetectedBy, Detection, SNIFF_LINES};
-pub use finding::{check_lines, map_lines, AnalystReport, Finding, LineCheck, ReportError, ReportMetadata, Severity};
 pub use json_schema::{SchemaField, SchemaSummary};
 pub use line_index::{count_lines, head_lines, LineIndex};
 pub use line_range::LineRange;

@@ -22,14 +22,13 @@ pub enum TemplateName {
     FocusArchitecture,
     FocusPerformance,
     BatchFiles,
-    BatchFilesJson,
     SynthesizeType,
     SynthesizeCross,
 }
 
 impl TemplateName {
     /// All templates, in a fixed order.
-    pub const ALL: [TemplateName; 12] = [
+    pub const ALL: [TemplateName; 11] = [
         TemplateName::AnalystCode,
         TemplateName::AnalystData,
         TemplateName::AnalystJson,
@@ -39,7 +38,6 @@ impl TemplateName {
         TemplateName::FocusArchitecture,
         TemplateName::FocusPerformance,
         TemplateName::BatchFiles,
-        TemplateName::BatchFilesJson,
         TemplateName::SynthesizeType,
         TemplateName::SynthesizeCross,
     ];
@@ -56,7 +54,6 @@ impl TemplateName {
             TemplateName::FocusArchitecture => "focus-architecture.md",
             TemplateName::FocusPerformance => "focus-performance.md",
             TemplateName::BatchFiles => "batch-files.md",
-            TemplateName::BatchFilesJson => "batch-files-json.md",
             TemplateName::SynthesizeType => "synthesize-type.md",
             TemplateName::SynthesizeCross => "synthesize-cross.md",
         }
@@ -78,7 +75,6 @@ impl TemplateName {
             TemplateName::FocusArchitecture => include_str!("../../prompts/focus-architecture.md"),
             TemplateName::FocusPerformance => include_str!("../../prompts/focus-performance.md"),
             TemplateName::BatchFiles => include_str!("../../prompts/batch-files.md"),
-            TemplateName::BatchFilesJson => include_str!("../../prompts/batch-files-json.md"),
             TemplateName::SynthesizeType => include_str!("../../prompts/synthesize-type.md"),
             TemplateName::SynthesizeCross => include_str!("../../prompts/synthesize-cross.md"),
         }
@@ -137,6 +133,18 @@ impl Templates {
         sections(self.get(name))
             .find(|(n, _)| *n == section)
             .map(|(_, text)| text.trim())
+    }
+
+    /// An upper bound on the bytes of an analyst's system message: the longest analyst
+    /// template, the longest focus fragment, and the batch and format instructions.
+    pub fn longest_analyst_system(&self) -> usize {
+        use TemplateName as T;
+        let longest = |names: &[TemplateName]| names.iter().map(|n| self.get(*n).len()).max().unwrap_or(0);
+        longest(&[T::AnalystCode, T::AnalystData, T::AnalystJson, T::AnalystGeneral])
+            + longest(&[T::FocusSecurity, T::FocusArchitecture, T::FocusPerformance])
+            + self.get(T::BatchFiles).len()
+            + self.get(T::AnalystOwnFormat).len()
+            + 256
     }
 
     fn slot(name: TemplateName) -> usize {

@@ -13,7 +13,6 @@
 use serde_json::{Map, Value};
 
 use super::content_type::ContentType;
-use super::finding::json_body;
 
 /// One file that may be batched: its content type and line count. Its position in the
 /// slice given to [`batch_small`] is its id.
@@ -100,7 +99,7 @@ impl BatchSplit {
 /// Splits the answer of a batch call over `paths` into per-file texts; see the module doc
 /// for the shapes read. JSON results are pretty-printed JSON.
 pub fn split_batch_answer(answer: &str, paths: &[&str]) -> BatchSplit {
-    if let Ok(value) = serde_json::from_str::<Value>(json_body(answer)) {
+    if let Ok(value) = crate::answer::json::find_json(answer) {
         if let Some(split) = split_json(value, paths) {
             return split;
         }
@@ -199,7 +198,11 @@ fn match_path(named: &str, paths: &[&str]) -> Option<usize> {
     let without_note = named.rsplit_once(" (").map_or(named, |(head, _)| head);
     for candidate in [named, without_note] {
         let candidate = clean(candidate);
-        if let Some(i) = paths.iter().position(|p| clean(p) == candidate) {
+        // The prompt shows names escaped (a newline as `\n`): a model names them so.
+        if let Some(i) = paths
+            .iter()
+            .position(|p| clean(p) == candidate || clean(&crate::escape::name(p)) == candidate)
+        {
             return Some(i);
         }
         let suffix_matches: Vec<usize> = (0..paths.len())
@@ -278,7 +281,7 @@ fn split_json(value: Value, paths: &[&str]) -> Option<BatchSplit> {
         };
         map.remove(key);
         let file = Some(file);
-        let result = match map.remove("result") {
+        let result = match map.remove("result").or_else(|| map.remove("answer")) {
             Some(result) if map.is_empty() => result,
             Some(result) => {
                 map.insert("result".into(), result);

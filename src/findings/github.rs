@@ -185,6 +185,8 @@ mod tests {
             level,
             message: message.into(),
             rule: rule.map(str::to_string),
+            scope: None,
+            evidence: None,
         }
     }
 

@@ -148,6 +148,8 @@ mod tests {
             level,
             message: "m".into(),
             rule: None,
+            scope: None,
+            evidence: None,
         }
     }
 

@@ -1,7 +1,7 @@
 //! Located findings: what a model reported about a file, with a path, maybe a line range, a
 //! severity level and a message — and the outputs that CI shows them in.
 //!
-//! - [`extract`] reads findings out of one answer (JSON, fenced or bare);
+//! - [`crate::answer`] reads them out of every answer (whole files, chunks, batch members);
 //! - [`FailOn`] decides whether they fail the run (`--fail-on`);
 //! - [`sarif`] writes them as SARIF 2.1.0 for code scanning;
 //! - [`github`] turns them into workflow-command annotations and a step summary.
@@ -10,16 +10,15 @@
 //! [`ArtifactBase`] makes them relative to the repository root, which SARIF and GitHub want.
 
 mod artifact_base;
-mod extract;
 pub mod github;
 mod level;
 pub mod sarif;
 
 pub use artifact_base::ArtifactBase;
-pub use extract::extract;
 pub use level::{FailOn, Level, LevelCounts, UnknownLevel};
 
-/// One located finding.
+/// One located finding: what every answer's findings become, whatever shape the model
+/// wrote them in, with its path and its line in the original file.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Finding {
     /// The file, relative to the working directory (forward slashes, no leading `./`).
@@ -31,6 +30,10 @@ pub struct Finding {
     pub message: String,
     /// The finding's type or rule (`sql-injection`); `None` when the answer gave none.
     pub rule: Option<String>,
+    /// Where in the file, structurally: `function:login`, a CSV column, a JSON path.
+    pub scope: Option<String>,
+    /// The line or phrase that shows it, quoted by the model.
+    pub evidence: Option<String>,
 }
 
 /// A 1-based, inclusive line range.

@@ -197,7 +197,7 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::*;
-    use crate::findings::{extract, Level, Region};
+    use crate::findings::{Level, Region};
 
     fn finding(path: &str, line: Option<(u64, Option<u64>)>, level: Level, rule: Option<&str>) -> Finding {
         Finding {
@@ -206,6 +206,8 @@ mod tests {
             level,
             message: format!("{level} in {path}"),
             rule: rule.map(str::to_string),
+            scope: None,
+            evidence: None,
         }
     }
 
@@ -344,7 +346,7 @@ mod tests {
   {"path": "/etc/passwd", "line": 1, "message": "outside"}
 ]}
 ```"#;
-        let mut findings = extract(answer, "src/auth/login.ts");
+        let mut findings = crate::answer::read_findings(&crate::answer::json::json_values(answer), "src/auth/login.ts");
         findings.extend(sample());
         for (base, tool) in [
             (ArtifactBase::with_prefix("pkg dir"), tool()),

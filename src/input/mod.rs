@@ -39,6 +39,10 @@ pub struct InputFile {
     pub lines: u64,
     /// sha256 of the content, lowercase hex.
     pub content_hash: String,
+    /// The decoded text, from the one read that hashed it (`None` only for files that are
+    /// not read, such as a list's entries in tests).
+    #[serde(skip)]
+    pub source: Option<std::sync::Arc<crate::source::SourceText>>,
 }
 
 /// A matched file that will not be processed, with the reason.

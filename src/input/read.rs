@@ -34,6 +34,7 @@ fn read_one((path, display): (PathBuf, String)) -> Read {
             size: bytes.len() as u64,
             lines: count_lines(&bytes),
             content_hash: sha256_hex(&bytes),
+            source: Some(crate::source::SourceText::decode(&bytes)),
             path,
             display,
         }),

@@ -137,7 +137,7 @@ mod tests {
             system: "s".into(),
             user: "u".into(),
             max_tokens: 5,
-            schema: None,
+            ..CompletionRequest::default()
         }
     }
 

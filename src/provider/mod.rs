@@ -76,10 +76,23 @@ impl ProviderKind {
 #[derive(Debug, Clone, Default)]
 pub struct CompletionRequest {
     pub system: String,
+    /// The start of the user message that every unit of a run shares (analyst
+    /// instructions, a shared document), sent before `user`; empty when nothing is shared.
+    pub shared: String,
+    /// The rest of the user message: this unit's content, then its instruction.
     pub user: String,
     pub max_tokens: u32,
     /// `--schema`: ask the provider to answer with JSON that conforms to this schema.
     pub schema: Option<std::sync::Arc<serde_json::Value>>,
+    /// Mark the shared prefix (system + `shared`) for provider prompt caching.
+    pub cache_prefix: bool,
+}
+
+impl CompletionRequest {
+    /// The whole user message: the shared part, then the unit's own.
+    pub fn user_text(&self) -> String {
+        format!("{}{}", self.shared, self.user)
+    }
 }
 
 /// Token usage of one call. `input_tokens` counts every prompt token, cached or not.

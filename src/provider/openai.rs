@@ -145,7 +145,7 @@ mod tests {
             system: "s".into(),
             user: "u".into(),
             max_tokens: 9,
-            schema: None,
+            ..CompletionRequest::default()
         };
         assert_eq!(
             request_body("m", &r, None, true, SchemaFormat::JsonSchema)["max_tokens"],
@@ -163,6 +163,7 @@ mod tests {
             user: "u".into(),
             max_tokens: 9,
             schema: Some(std::sync::Arc::new(json!({"type": "object"}))),
+            ..CompletionRequest::default()
         };
         let body = request_body("m", &r, None, false, SchemaFormat::JsonSchema);
         assert_eq!(body["response_format"]["type"], "json_schema");

@@ -14,14 +14,21 @@ use crate::provider::model::PriceBasis;
 use crate::provider::Usage;
 use crate::unit::{UnitId, UnitKind};
 
-/// How the run ended.
+/// The version of `report.json`'s layout; bumped when a field changes meaning.
+pub const REPORT_SCHEMA_VERSION: u32 = 2;
+
+/// How the run ended: one vocabulary for `report.json`, the store and `rlm status`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "UPPERCASE")]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum RunStatus {
     Success,
     Partial,
     Failed,
     Interrupted,
+    /// Dispatching stopped at `--max-cost`; `rlm resume` with a higher budget goes on.
+    BudgetExceeded,
+    /// Dispatching stopped at `--deadline`; `rlm resume` goes on.
+    DeadlineExceeded,
 }
 
 impl RunStatus {
@@ -31,17 +38,38 @@ impl RunStatus {
             RunStatus::Partial => "PARTIAL",
             RunStatus::Failed => "FAILED",
             RunStatus::Interrupted => "INTERRUPTED",
+            RunStatus::BudgetExceeded => "BUDGET_EXCEEDED",
+            RunStatus::DeadlineExceeded => "DEADLINE_EXCEEDED",
         }
     }
 
     pub fn exit_status(self) -> ExitStatus {
         match self {
             RunStatus::Success => ExitStatus::Success,
-            RunStatus::Partial => ExitStatus::Partial,
+            RunStatus::Partial | RunStatus::BudgetExceeded | RunStatus::DeadlineExceeded => ExitStatus::Partial,
             RunStatus::Failed => ExitStatus::Failed,
             RunStatus::Interrupted => ExitStatus::Interrupted,
         }
     }
+}
+
+/// Whether `--fail-on` let the run pass: apart from the run's status (a run whose every
+/// unit succeeded stays SUCCESS when a finding fails the gate; the exit code is 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Gate {
+    Passed,
+    Failed,
+}
+
+/// An amount of money as shown everywhere: at least two decimals, and as many more (up to
+/// six) as it takes to be true — `$0.0283`, never `$0.03` for it; `$1.52`.
+pub fn usd(amount: f64) -> String {
+    let fixed = format!("{:.6}", amount.max(0.0));
+    let (whole, frac) = fixed.split_once('.').unwrap_or((fixed.as_str(), "000000"));
+    let trimmed = frac.trim_end_matches('0');
+    let frac = if trimmed.len() < 2 { &frac[..2] } else { trimmed };
+    format!("${whole}.{frac}")
 }
 
 /// What became of one unit.
@@ -126,7 +154,12 @@ pub struct FailedFile {
 /// Everything `report.json` holds.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunReport {
+    /// [`REPORT_SCHEMA_VERSION`].
+    pub schema_version: u32,
     pub status: RunStatus,
+    /// `--fail-on`'s verdict, when it was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gate: Option<Gate>,
     /// The run's id (`batch-{timestamp}`), as in `events.jsonl`.
     pub run_id: String,
     pub pattern: String,
@@ -189,15 +222,55 @@ pub struct FindingsSummary {
 
 impl RunReport {
     /// The run's status from its counts (see the README's exit codes).
-    pub fn decide_status(&self, interrupted: bool, fatal: bool) -> RunStatus {
-        if interrupted {
+    pub fn decide_status(&self, end: RunEndReason) -> RunStatus {
+        if end == RunEndReason::Interrupted {
             RunStatus::Interrupted
-        } else if fatal || self.succeeded == 0 {
+        } else if end == RunEndReason::Fatal || self.succeeded == 0 {
             RunStatus::Failed
+        } else if end == RunEndReason::Budget {
+            RunStatus::BudgetExceeded
+        } else if end == RunEndReason::Deadline {
+            RunStatus::DeadlineExceeded
         } else if !self.failed.is_empty() || !self.not_run.is_empty() || self.error.is_some() {
             RunStatus::Partial
         } else {
             RunStatus::Success
         }
+    }
+
+    /// The exit status: the run's, or 1 when it succeeded but `--fail-on` did not pass.
+    pub fn exit_status(&self) -> ExitStatus {
+        match (self.status, self.gate) {
+            (RunStatus::Success, Some(Gate::Failed)) => ExitStatus::Partial,
+            (status, _) => status.exit_status(),
+        }
+    }
+}
+
+/// Why dispatching ended, as far as the status goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RunEndReason {
+    /// It ran out of work (failures or not).
+    #[default]
+    Completed,
+    Interrupted,
+    Fatal,
+    Budget,
+    Deadline,
+}
+
+#[cfg(test)]
+mod money_tests {
+    use super::usd;
+
+    #[test]
+    fn amounts_show_enough_digits_to_be_true() {
+        assert_eq!(usd(0.0), "$0.00");
+        assert_eq!(usd(0.03), "$0.03");
+        assert_eq!(usd(0.0283), "$0.0283");
+        assert_eq!(usd(1.52), "$1.52");
+        assert_eq!(usd(2.0), "$2.00");
+        assert_eq!(usd(0.000_001_2), "$0.000001");
+        assert_ne!(usd(0.0283), usd(0.03));
     }
 }

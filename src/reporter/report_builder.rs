@@ -37,7 +37,8 @@ pub struct ReportContext {
 /// How the run ended, and where its outputs are.
 #[derive(Debug, Clone, Default)]
 pub struct RunEnd {
-    pub interrupted: bool,
+    /// Why dispatching ended (a fatal error heard as an event counts too).
+    pub reason: crate::report::RunEndReason,
     pub duration_ms: u64,
     pub started_at: String,
     pub finished_at: String,
@@ -88,47 +89,12 @@ impl ReportBuilder {
 
     /// The files each unit reads, so the report counts files, not units.
     pub fn set_unit_files(&mut self, files: impl IntoIterator<Item = (UnitId, Vec<String>)>) {
-        self.unit_files = files.into_iter().collect();
+        self.unit_files.extend(files);
     }
 
     /// An error that is not an event (a failed aggregate write, a failed summary).
     pub fn add_error(&mut self, error: String) {
         self.errors.push(error);
-    }
-
-    /// The fatal provider error, if one stopped the run.
-    pub fn fatal(&self) -> Option<&str> {
-        self.fatal.as_deref()
-    }
-
-    /// Whether the run stopped dispatching for any reason other than an interrupt.
-    pub fn stopped(&self) -> Option<&str> {
-        self.fatal.as_deref().or(self.stop_reason.as_deref())
-    }
-
-    /// Spent so far, aggregate calls included.
-    pub fn cost(&self) -> f64 {
-        self.cost
-    }
-
-    /// The failures so far (unreadable files, then failed units), for the aggregate.
-    pub fn failed_so_far(&self) -> Vec<(String, String)> {
-        let unreadable = self.ctx.unreadable.iter().map(|s| (s.path.clone(), s.reason.clone()));
-        let units = self
-            .records
-            .iter()
-            .filter(|r| r.status == UnitStatus::Failed)
-            .map(|r| (r.path.clone(), r.reason.clone().unwrap_or_default()));
-        unreadable.chain(units).collect()
-    }
-
-    /// Why an aggregation call failed, if it did.
-    pub fn aggregate_failure(&self, unit: &UnitId) -> Option<String> {
-        self.calls
-            .iter()
-            .rev()
-            .find(|c| &c.id == unit)
-            .and_then(|c| c.reason.clone())
     }
 
     fn record(&mut self, unit: &UnitId) -> Option<&mut UnitRecord> {
@@ -153,7 +119,8 @@ impl ReportBuilder {
         let error = candidates.next();
         warnings.extend(candidates);
 
-        let stopped_why = if end.interrupted {
+        let interrupted = end.reason == crate::report::RunEndReason::Interrupted;
+        let stopped_why = if interrupted {
             "interrupted before it finished".to_string()
         } else {
             match error.as_deref() {
@@ -162,7 +129,9 @@ impl ReportBuilder {
             }
         };
         let mut report = RunReport {
+            schema_version: crate::report::REPORT_SCHEMA_VERSION,
             status: RunStatus::Success,
+            gate: None,
             run_id: ctx.run_id,
             pattern: ctx.pattern,
             sub_prompt: ctx.sub_prompt,
@@ -238,7 +207,12 @@ impl ReportBuilder {
         }
         report.files_succeeded = files_succeeded(&records, &unit_files);
         report.units = records;
-        report.status = report.decide_status(end.interrupted, fatal.is_some());
+        let reason = match (end.reason, fatal.is_some()) {
+            (crate::report::RunEndReason::Interrupted, _) => crate::report::RunEndReason::Interrupted,
+            (_, true) => crate::report::RunEndReason::Fatal,
+            (reason, false) => reason,
+        };
+        report.status = report.decide_status(reason);
         report
     }
 }
@@ -355,6 +329,15 @@ impl Reporter for ReportBuilder {
             Event::Warning { message } => self.warnings.push(message.clone()),
             Event::Stopping { reason } => {
                 self.stop_reason.get_or_insert_with(|| reason.clone());
+            }
+            Event::Queued {
+                unit,
+                label,
+                kind: UnitKind::Map,
+            } if !self.index.contains_key(unit) => {
+                // A unit planned after the start (a batch's file retried alone).
+                self.index.insert(unit.clone(), self.records.len());
+                self.records.push(UnitRecord::new(unit.clone(), label));
             }
             Event::RunStarted { .. }
             | Event::Queued { .. }

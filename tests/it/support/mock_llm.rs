@@ -805,6 +805,73 @@ fn requested_schema(api: Api, body: &Value) -> Option<Value> {
     }
 }
 
+/// What the mock answers to a request for structured output: for a batch (`{"files":
+/// [...]}`), one entry per file delimited in the message; for an analyst's findings schema,
+/// one finding naming a hash of the message (so answers differ per unit); else a small
+/// instance of the schema.
+pub fn schema_reply(schema: &Value, user: &str) -> Value {
+    let finding = |seed: &str| {
+        json!({"type": "pattern", "scope": "module", "summary": format!("mock result {}", short_hash(seed)),
+               "evidence": "", "line": 1, "severity": "low"})
+    };
+    if let Some(item) = schema.pointer("/properties/files/items") {
+        let entries: Vec<Value> = delimited_paths(user)
+            .into_iter()
+            .map(|path| {
+                let mut entry = serde_json::Map::new();
+                entry.insert("file".into(), json!(path));
+                let seed = format!("{path}\n{user}");
+                if let Some(props) = item.get("properties").and_then(Value::as_object) {
+                    for (k, v) in props {
+                        let value = match k.as_str() {
+                            "file" => continue,
+                            "findings" => json!([finding(&seed)]),
+                            "metadata" => json!({}),
+                            "answer" if v.get("type").and_then(Value::as_str) == Some("string") => {
+                                json!(format!("mock result {}", short_hash(&seed)))
+                            }
+                            _ => instance_of(v),
+                        };
+                        entry.insert(k.clone(), value);
+                    }
+                }
+                Value::Object(entry)
+            })
+            .collect();
+        return json!({ "files": entries });
+    }
+    if schema.pointer("/properties/findings").is_some() && schema.pointer("/properties/metadata").is_some() {
+        return json!({"findings": [finding(user)], "metadata": {}});
+    }
+    instance_of(schema)
+}
+
+/// The `path` attributes of the file delimiters in a message, in order.
+pub fn delimited_paths(user: &str) -> Vec<String> {
+    let mut paths = Vec::new();
+    let mut rest = user;
+    while let Some(at) = rest.find("<file_content_") {
+        rest = &rest[at + 1..];
+        let Some(open) = rest.find(" path=\"") else { break };
+        let after = &rest[open + 7..];
+        let Some(close) = after.find("\">") else { break };
+        let raw = &after[..close];
+        paths.push(
+            raw.replace("&quot;", "\"")
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&amp;", "&"),
+        );
+        // Skip this file's content: up to its closing tag.
+        let tag: String = rest.chars().take_while(|c| *c != ' ').collect();
+        match rest.find(&format!("</{tag}>")) {
+            Some(end) => rest = &rest[end..],
+            None => break,
+        }
+    }
+    paths
+}
+
 /// A small value that conforms to `schema` (the first choice wherever there is one):
 /// what the mock answers when a schema is requested and no reply marker says otherwise.
 pub fn instance_of(schema: &Value) -> Value {
@@ -856,7 +923,7 @@ fn normal_response(state: &State, api: Api, body: &Value, truncated: bool) -> Re
     let texts = extract_texts(api, body);
     let schema = requested_schema(api, body);
     let reply = match &schema {
-        Some(schema) if !texts.user.contains(REPLY_OPEN) => instance_of(schema).to_string(),
+        Some(schema) if !texts.user.contains(REPLY_OPEN) => schema_reply(schema, &texts.user).to_string(),
         _ => reply_for(&texts.system, &texts.user),
     };
     // A forced Anthropic tool answers with a tool_use block when the reply is JSON.

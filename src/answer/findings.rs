@@ -1,112 +1,100 @@
-//! Reads findings out of one model answer.
+//! Reads findings out of one answer's JSON: the one reader for every answer of a run.
 //!
-//! The answer shape is `{"findings": [{"path", "line", "severity", "message", "type"?,
-//! "end_line"?}]}` or a bare array of such objects, either as the whole answer, inside
-//! fenced code blocks (```` ```json ````), or embedded in prose. Models drift from any
-//! schema, so the reader is lenient where the meaning is clear (a line given as `"L42-58"`,
-//! `file` for `path`, `rule` for `type`) and drops only what it cannot place: an item with
-//! no message. Anything that is not findings-shaped JSON yields no findings, never an error.
+//! Three shapes mean the same thing and are all read: the analysts' (`{"findings":
+//! [{"type", "scope", "summary", "evidence", "line", "severity": "high|medium|low"}]}`), the
+//! CI prompt's (`{"findings": [{"path", "line", "end_line", "severity":
+//! "error|warning|note", "type", "message"}]}`), and what models commonly drift to: a bare
+//! array of findings, `file` for `path`, `description` for `message`, a line written as
+//! `"L42-58"`. The reader drops only what it cannot place: an item with no text at all.
+//! Anything that is not findings-shaped yields no findings, never an error.
 
 use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use super::{Finding, Level, Region};
+use crate::findings::{Finding, Level, Region};
 
-/// The findings in `answer`, in the order written, exact duplicates removed.
+/// The findings in the answer's JSON values (see [`super::json::json_values`]), in the
+/// order written, exact duplicates removed.
 ///
 /// `default_path` is the file the answer is about: it is used when a finding names no path,
 /// and when the finding names a shorter form of it (`login.ts` for `src/auth/login.ts`),
 /// since models often shorten the path they were given. Other paths are kept as written.
 /// A finding without a usable line keeps its path and has no region; a missing or unknown
 /// severity is a warning (SARIF's default level).
-pub fn extract(answer: &str, default_path: &str) -> Vec<Finding> {
-    let items = findings_values(answer);
+pub fn read_findings(values: &[Value], default_path: &str) -> Vec<Finding> {
     let mut seen = HashSet::new();
-    items
+    values
         .iter()
+        .filter_map(findings_items)
+        .flatten()
         .filter_map(|item| finding_from(item, default_path))
         .filter(|f| seen.insert(f.clone()))
         .collect()
 }
 
-/// The finding objects of the first place that holds findings-shaped JSON: the whole
-/// answer, else every fenced block, else the outermost `{…}` or `[…]` span.
-fn findings_values(answer: &str) -> Vec<Value> {
-    if let Some(items) = parse_findings(answer) {
-        return items;
-    }
-    let fenced: Vec<Value> = fenced_blocks(answer).filter_map(parse_findings).flatten().collect();
-    if !fenced.is_empty() {
-        return fenced;
-    }
-    for (open, close) in [('{', '}'), ('[', ']')] {
-        if let (Some(start), Some(end)) = (answer.find(open), answer.rfind(close)) {
-            if start < end {
-                if let Some(items) = parse_findings(&answer[start..=end]) {
-                    return items;
-                }
-            }
-        }
-    }
-    Vec::new()
+/// Whether `value` has the findings shape (an object with a `findings` array, or a bare
+/// array of objects).
+pub fn is_findings_shaped(value: &Value) -> bool {
+    findings_items(value).is_some()
 }
 
-/// `Some(items)` when `text` is JSON of the findings shape.
-fn parse_findings(text: &str) -> Option<Vec<Value>> {
-    let value: Value = serde_json::from_str(text.trim()).ok()?;
+/// The finding objects of a value of the findings shape.
+fn findings_items(value: &Value) -> Option<&[Value]> {
     match value {
-        Value::Object(mut map) => match map.remove("findings")? {
+        Value::Object(map) => match map.get("findings")? {
             Value::Array(items) => Some(items),
-            Value::Null => Some(Vec::new()),
+            Value::Null => Some(&[]),
             _ => None,
         },
         // A bare array counts only if it holds objects: `["a", "b"]` is a list, not findings.
-        Value::Array(items) if items.iter().all(Value::is_object) => Some(items),
+        Value::Array(items) if !items.is_empty() && items.iter().all(Value::is_object) => Some(items),
         _ => None,
     }
 }
 
-/// The bodies of the fenced code blocks whose info string is empty or names JSON.
-fn fenced_blocks(answer: &str) -> impl Iterator<Item = &str> {
-    let mut blocks = Vec::new();
-    let mut rest = answer;
-    while let Some(open) = rest.find("```") {
-        let after = &rest[open + 3..];
-        let Some(line_end) = after.find('\n') else { break };
-        let info = after[..line_end].trim().to_ascii_lowercase();
-        let body = &after[line_end + 1..];
-        let Some(close) = body.find("```") else { break };
-        if info.is_empty() || info == "json" || info == "jsonc" || info == "json5" {
-            blocks.push(&body[..close]);
-        }
-        rest = &body[close + 3..];
-    }
-    blocks.into_iter()
-}
-
 fn finding_from(item: &Value, default_path: &str) -> Option<Finding> {
     let obj = item.as_object()?;
-    let message = text_field(obj, &["message", "description", "title", "text"])?;
-    let path = match text_field(obj, &["path", "file", "file_path", "filePath", "uri"]) {
+    let message = text_field(obj, &["message", "summary", "description", "title", "text", "issue"])?;
+    // The JSON analyst names a JSON path (`$.events[*]`) in `path`: that is a place in the
+    // file, not another file.
+    let named_path = text_field(obj, &["path", "file", "file_path", "filePath", "uri"]).filter(|p| !p.starts_with('$'));
+    let path = match named_path {
         Some(p) => resolve_path(&p, default_path),
         None => normalize_path(default_path),
     };
-    let start = field(obj, &["line", "start_line", "startLine", "line_start", "lines"]).and_then(line_range);
+    let start = field(
+        obj,
+        &[
+            "line",
+            "start_line",
+            "startLine",
+            "line_start",
+            "line_number",
+            "lineNumber",
+            "lines",
+        ],
+    )
+    .and_then(line_range);
     let end = field(obj, &["end_line", "endLine", "line_end"])
         .and_then(line_range)
         .map(|(first, _)| first);
     let region = start.and_then(|(first, range_end)| Region::new(first, end.or(range_end)));
-    let level = text_field(obj, &["severity", "level"])
+    let level = text_field(obj, &["severity", "level", "priority"])
         .and_then(|w| Level::from_severity(&w))
         .unwrap_or(Level::Warning);
-    let rule = text_field(obj, &["type", "rule", "ruleId", "rule_id", "category"]);
+    let rule = text_field(obj, &["type", "rule", "ruleId", "rule_id", "category", "kind"]);
+    let scope = text_field(obj, &["scope", "column", "function", "symbol"])
+        .or_else(|| text_field(obj, &["path"]).filter(|p| p.starts_with('$')));
+    let evidence = text_field(obj, &["evidence", "snippet", "code"]);
     Some(Finding {
         path,
         region,
         level,
         message,
         rule,
+        scope,
+        evidence,
     })
 }
 
@@ -167,6 +155,10 @@ fn resolve_path(path: &str, default_path: &str) -> String {
 mod tests {
     use super::*;
 
+    fn extract(answer: &str, default_path: &str) -> Vec<Finding> {
+        read_findings(&crate::answer::json::json_values(answer), default_path)
+    }
+
     fn one(answer: &str) -> Finding {
         let mut all = extract(answer, "src/auth/login.ts");
         assert_eq!(all.len(), 1, "{all:?}");
@@ -187,6 +179,8 @@ mod tests {
                 level: Level::Error,
                 message: "SQL built from user input".into(),
                 rule: Some("sql-injection".into()),
+                scope: None,
+                evidence: None,
             }
         );
     }
@@ -280,6 +274,27 @@ mod tests {
         // A different file the model points at is kept: it may be the real location.
         let f = one(r#"[{"path": "src/auth/session.ts", "line": 1, "message": "m"}]"#);
         assert_eq!(f.path, "src/auth/session.ts");
+    }
+
+    #[test]
+    fn the_analyst_shape_is_read() {
+        let f = one(
+            r##"{"findings": [{"type": "bug", "scope": "function:login", "summary": "TODO left in", "evidence": "# TODO", "line": 7, "severity": "medium"}], "metadata": {"content_type": "source_code"}}"##,
+        );
+        assert_eq!(f.message, "TODO left in");
+        assert_eq!(f.level, Level::Warning);
+        assert_eq!(f.rule.as_deref(), Some("bug"));
+        assert_eq!(f.scope.as_deref(), Some("function:login"));
+        assert_eq!(f.evidence.as_deref(), Some("# TODO"));
+        assert_eq!(f.region, Region::new(7, None));
+        assert_eq!(f.path, "src/auth/login.ts");
+        // The JSON analyst's `path` is a JSON path, not a file.
+        let f = one(
+            r#"{"findings": [{"type": "schema_variation", "path": "$.events[*]", "summary": "s", "severity": "high"}]}"#,
+        );
+        assert_eq!(f.path, "src/auth/login.ts");
+        assert_eq!(f.scope.as_deref(), Some("$.events[*]"));
+        assert_eq!(f.level, Level::Error);
     }
 
     #[test]

@@ -1,0 +1,116 @@
+//! A unit's answer, turned into the answers of its files — once, whether it was just paid
+//! for or came from the cache — and written to their result files.
+//!
+//! A whole file or a chunk has one file answer. A batch's answer is one JSON object with an
+//! entry per file; each entry is read on its own (and, under `--schema`, validated on its
+//! own). A file the answer has no valid entry for is not an answer: it is retried alone
+//! (see [`crate::plan::member_unit`]), never reported as a success it is not.
+
+use crate::answer::{self, Answer, Scope};
+use crate::content::{split_batch_answer, ContentType, Shape};
+use crate::request::Expect;
+use crate::run_dir::RunDir;
+use crate::schema::{self, OutputSchema};
+use crate::unit::{UnitBody, WorkUnit};
+
+/// One file's answer within a unit's.
+#[derive(Debug, Clone)]
+pub struct FileAnswer {
+    /// The file (a chunk's file; a batch member).
+    pub path: String,
+    /// How the aggregate names it: the unit's label for a chunk (`a.py:301-600`), the path
+    /// otherwise.
+    pub label: String,
+    /// Relative to the run directory.
+    pub result_file: String,
+    pub content_type: Option<ContentType>,
+    pub answer: Answer,
+}
+
+/// What a unit's answer came to.
+#[derive(Debug, Clone, Default)]
+pub struct UnitAnswers {
+    pub files: Vec<FileAnswer>,
+    /// Members of a batch to retry alone, with why (their index in the batch).
+    pub retry: Vec<(usize, String)>,
+}
+
+/// Reads `text`, the answer of `unit` (see the module doc).
+pub fn read(unit: &WorkUnit, text: &str, expect: Expect, schema: Option<&OutputSchema>) -> UnitAnswers {
+    match &unit.body {
+        UnitBody::Batch(batch) => {
+            let paths: Vec<&str> = batch.members.iter().map(|m| m.path.as_str()).collect();
+            let split = split_batch_answer(text, &paths);
+            let shape = match expect {
+                Expect::Batch(shape) => shape,
+                _ => Shape::OwnText,
+            };
+            let mut out = UnitAnswers::default();
+            for (i, (member, part)) in batch.members.iter().zip(split.per_file).enumerate() {
+                let Some(part) = part else {
+                    out.retry
+                        .push((i, "the batch answer has no entry for this file".to_string()));
+                    continue;
+                };
+                let part = match (shape, schema) {
+                    (Shape::Schema, Some(s)) => match s.check(&part) {
+                        Ok(value) => schema::canonical_text(&value),
+                        Err(rejection) => {
+                            out.retry
+                                .push((i, format!("its entry in the batch answer {}", rejection.first())));
+                            continue;
+                        }
+                    },
+                    _ => part,
+                };
+                let scope = Scope {
+                    path: &member.path,
+                    chunk: None,
+                    expects_findings: shape == Shape::Findings,
+                };
+                out.files.push(FileAnswer {
+                    path: member.path.clone(),
+                    label: member.path.clone(),
+                    result_file: member.result_file.clone(),
+                    content_type: Some(batch.detection.content_type),
+                    answer: answer::read(part, &scope),
+                });
+            }
+            out
+        }
+        UnitBody::Plain | UnitBody::Piece(_) => {
+            let path = unit.inputs.first().map_or(unit.label.as_str(), |i| i.display.as_str());
+            let (chunk, content_type) = match &unit.body {
+                UnitBody::Piece(p) => (Some(&p.chunk), Some(p.detection.content_type)),
+                _ => (None, None),
+            };
+            let scope = Scope {
+                path,
+                chunk,
+                expects_findings: expect == Expect::Findings,
+            };
+            UnitAnswers {
+                files: vec![FileAnswer {
+                    path: path.to_string(),
+                    label: unit.label.clone(),
+                    result_file: unit.result_name.clone(),
+                    content_type,
+                    answer: answer::read(text.to_string(), &scope),
+                }],
+                retry: Vec::new(),
+            }
+        }
+    }
+}
+
+/// Writes the unit's result file (the whole answer) and, for a batch, each answered
+/// member's result file.
+pub fn write(run_dir: &RunDir, unit: &WorkUnit, text: &str, answers: &UnitAnswers) -> std::io::Result<()> {
+    run_dir.write(&unit.result_name, text)?;
+    if matches!(unit.body, UnitBody::Batch(_)) {
+        for file in &answers.files {
+            run_dir.write(&file.result_file, &file.answer.text)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,244 @@
+//! `--dry-run`: the plan and what the real run would do, without calling or writing.
+//!
+//! With `--json`, one document on stdout, written as it is rendered — a unit at a time, so
+//! a plan of tens of thousands of units never sits in memory twice. Each unit shows its
+//! inputs with their line ranges, the exact content the model reads, and the request
+//! exactly as it would be sent (from [`crate::request::render`], the executor's renderer).
+
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+
+use serde_json::{json, Map, Value};
+
+use super::estimate;
+use super::output::{calls_text, unit_breakdown};
+use super::planning::Plan;
+use crate::content::{self, head_lines, Analyst, SNIFF_LINES};
+use crate::escape;
+use crate::input::InputFile;
+use crate::printer::Printer;
+use crate::request;
+use crate::settings::BatchSettings;
+use crate::unit::{UnitBody, WorkUnit};
+
+/// Prints the plan.
+pub fn show(printer: &Printer, settings: &BatchSettings, plan: &Plan) {
+    let verdict = match (&plan.blocker, estimate::verdict(settings, plan.estimate.usd)) {
+        (Some(b), _) => format!("cannot start: {b}"),
+        (None, Ok(false)) => "proceeds".to_string(),
+        (None, Ok(true)) => format!(
+            "asks to confirm the {} (pass --yes)",
+            crate::report::usd(plan.estimate.usd)
+        ),
+        (None, Err(e)) => format!("refused: {e}"),
+    };
+    if settings.output.json {
+        let stdout = std::io::stdout();
+        let mut out = std::io::BufWriter::new(stdout.lock());
+        let written = write_json(&mut out, settings, plan, &verdict).and_then(|()| out.flush());
+        if let Err(e) = written {
+            if e.kind() != std::io::ErrorKind::BrokenPipe {
+                printer.error(&format!("cannot write the plan to stdout: {e}"));
+            }
+        }
+        return;
+    }
+    let hit: HashSet<usize> = plan.pre.hits.iter().map(|(i, _)| *i).collect();
+    let files = files_of(plan);
+    let mut text = String::new();
+    for (i, u) in plan.units.iter().enumerate() {
+        let state = match (&u.blocked, hit.contains(&i)) {
+            (Some(_), _) => "too-large",
+            (None, true) => "cached",
+            (None, false) => "call",
+        };
+        text.push_str(&format!(
+            "{state:<9} {:>9} B  {}\n",
+            size_of(&files, u),
+            escape::name(&u.label)
+        ));
+    }
+    let files = plan.manifest.files.len();
+    let units = if plan.units.len() == files && plan.units.iter().all(|u| u.inputs.len() == 1) {
+        String::new()
+    } else {
+        format!(" in {} units ({})", plan.units.len(), unit_breakdown(&plan.units))
+    };
+    text.push_str(&format!(
+        "dry run: {files} file{}{units}, {} cached, {}, estimated {}; nothing was called\nthe real run {verdict}",
+        if files == 1 { "" } else { "s" },
+        plan.pre.hits.len(),
+        calls_text(&plan.estimate),
+        plan.model.cost_text(plan.estimate.usd)
+    ));
+    printer.data(&text);
+}
+
+/// The manifest's files by path.
+type Files<'a> = HashMap<&'a str, &'a InputFile>;
+
+fn files_of(plan: &Plan) -> Files<'_> {
+    plan.manifest.files.iter().map(|f| (f.display.as_str(), f)).collect()
+}
+
+/// What a unit reads, in bytes: the sizes of its files (a chunk counts its whole file).
+fn size_of(files: &Files<'_>, unit: &WorkUnit) -> u64 {
+    unit.inputs
+        .iter()
+        .filter_map(|i| files.get(i.display.as_str()))
+        .map(|f| f.size)
+        .sum()
+}
+
+fn write_json(out: &mut impl Write, settings: &BatchSettings, plan: &Plan, verdict: &str) -> std::io::Result<()> {
+    let Plan {
+        model,
+        manifest,
+        pre,
+        estimate,
+        units,
+        ..
+    } = plan;
+    let mut head = Map::new();
+    let mut put = |k: &str, v: Value| {
+        head.insert(k.to_string(), v);
+    };
+    put("dry_run", json!(true));
+    put("model", json!(model.id));
+    put("provider", json!(settings.provider.kind.name()));
+    put("max_parallel", json!(settings.exec.parallelism.width));
+    put("aggregate", json!(settings.task.aggregate.name()));
+    put("files_matched", json!(manifest.matched()));
+    put("files_sent", json!(manifest.files.len()));
+    put("units_planned", json!(units.len()));
+    put("skipped", json!(manifest.skipped));
+    put("unreadable", json!(manifest.unreadable));
+    put("cache_hits", json!(pre.hits.len()));
+    put("cache_misses", json!(pre.misses.len()));
+    put("estimated_calls", json!(estimate.calls));
+    put("estimated_aggregate_calls", json!(estimate.aggregate_calls));
+    put("estimated_input_tokens", json!(estimate.input_tokens));
+    put("estimated_output_tokens", json!(estimate.output_tokens));
+    put("estimated_cost_usd", json!(estimate.usd));
+    put(
+        "price_known",
+        json!(model.price_basis == crate::provider::model::PriceBasis::Listed),
+    );
+    put(
+        "estimate",
+        json!({
+            "calls": estimate.calls,
+            "aggregate_calls": estimate.aggregate_calls,
+            "input_tokens": estimate.input_tokens,
+            "output_tokens": estimate.output_tokens,
+            "cost_usd": estimate.usd,
+            "price_basis": model.price_basis,
+        }),
+    );
+    put("cost_check", json!(verdict));
+    put("warnings", json!(plan.warnings));
+    // The head's fields, then the two long lists, each element as it is rendered.
+    let head = serde_json::to_string(&Value::Object(head)).map_err(std::io::Error::other)?;
+    out.write_all(head.trim_end_matches('}').as_bytes())?;
+    out.write_all(b",\"files\":[")?;
+    for (i, file) in manifest.files.iter().enumerate() {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        serde_json::to_writer(&mut *out, &file_entry(file))?;
+    }
+    out.write_all(b"],\"units\":[")?;
+    let hit: HashSet<usize> = pre.hits.iter().map(|(i, _)| *i).collect();
+    let files = files_of(plan);
+    for (i, unit) in units.iter().enumerate() {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        serde_json::to_writer(&mut *out, &unit_entry(plan, &files, unit, hit.contains(&i)))?;
+    }
+    out.write_all(b"]}\n")
+}
+
+/// A file of the manifest, with its detected content type.
+fn file_entry(file: &InputFile) -> Value {
+    let mut value = serde_json::to_value(file).unwrap_or_default();
+    let text = file.source.as_deref().map_or("", |s| s.text.as_str());
+    let detection = content::detect(&file.display, head_lines(text, SNIFF_LINES));
+    value["content_type"] = json!(detection.content_type);
+    value["detected_by"] = json!(detection.detected_by);
+    value["language"] = json!(detection.language);
+    if let Some(source) = file.source.as_deref() {
+        value["encoding"] = json!(source.encoding);
+    }
+    value
+}
+
+/// One unit: the plan's fields, what the model reads, and the request exactly as sent.
+fn unit_entry(plan: &Plan, files: &Files<'_>, unit: &WorkUnit, cached: bool) -> Value {
+    let rendered = request::render(unit, &plan.requests);
+    let inputs: Vec<Value> = unit
+        .inputs
+        .iter()
+        .map(|i| {
+            let lines = files.get(i.display.as_str()).map_or(0, |f| f.lines);
+            let (start, end) = i.span.map_or((1, lines.max(1)), |s| (s.start, s.end));
+            json!({"path": i.display, "start_line": start, "end_line": end, "content_hash": i.content_hash})
+        })
+        .collect();
+    let (content_type, analyst, content) = match &unit.body {
+        UnitBody::Plain => {
+            let input = unit.inputs.first();
+            let text = input.map_or("", |i| i.source.text.as_str());
+            let detection = content::detect(&unit.label, head_lines(text, SNIFF_LINES));
+            (detection.content_type, "generic", text.to_string())
+        }
+        UnitBody::Piece(p) => (
+            p.detection.content_type,
+            Analyst::for_content(p.detection.content_type).as_str(),
+            p.chunk.content.clone(),
+        ),
+        UnitBody::Batch(b) => (
+            b.detection.content_type,
+            Analyst::for_content(b.detection.content_type).as_str(),
+            unit.inputs
+                .iter()
+                .map(|i| i.source.text.as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
+    };
+    let mut entry = json!({
+        "id": unit.id,
+        "path": unit.label,
+        "kind": match &unit.body {
+            UnitBody::Plain => "whole_file",
+            UnitBody::Piece(_) if unit.inputs.first().is_some_and(|i| i.span.is_some()) => "chunk",
+            UnitBody::Piece(_) => "whole_file_analyst",
+            UnitBody::Batch(_) => "batch",
+        },
+        "bytes": size_of(files, unit),
+        "content_hash": unit.inputs.first().map(|i| i.content_hash.as_str()),
+        "cache_key": unit.cache_key.as_str(),
+        "cached": cached,
+        "result_file": unit.result_name,
+        "estimated_input_tokens": unit.estimated_input_tokens,
+        "blocked": unit.blocked,
+        "content_type": content_type,
+        "analyst": analyst,
+        "inputs": inputs,
+        "content": content,
+        "expect": rendered.expect,
+        "prompt": {
+            "system": rendered.request.system,
+            "user": rendered.request.user_text(),
+        },
+        "schema": rendered.request.schema.as_deref(),
+    });
+    if let UnitBody::Batch(b) = &unit.body {
+        entry["batch_files"] = json!(b.members);
+    }
+    if let UnitBody::Plain = &unit.body {
+        entry["analyst_for_type"] = json!(Analyst::for_content(content_type).as_str());
+    }
+    entry
+}

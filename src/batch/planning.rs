@@ -1,0 +1,117 @@
+//! The first stage of a run: inputs → manifest → model → units → cache pre-pass → estimate,
+//! as one [`Plan`] that nothing after it changes. The dry run prints it; the real run
+//! executes it.
+
+use super::estimate::{self, Estimate};
+use super::prepass::{self, Prepass};
+use super::startup;
+use crate::cache::{Cache, CacheMode};
+use crate::error::RlmError;
+use crate::input::Manifest;
+use crate::plan::{self, PlanOptions};
+use crate::printer::Printer;
+use crate::provider::ModelInfo;
+use crate::request::RequestContext;
+use crate::settings::BatchSettings;
+use crate::unit::WorkUnit;
+
+/// Everything a run will do, decided before any call.
+pub struct Plan {
+    pub manifest: Manifest,
+    pub model: ModelInfo,
+    /// How units become requests (the same for the dry run and the real run).
+    pub requests: RequestContext,
+    pub units: Vec<WorkUnit>,
+    pub pre: Prepass,
+    pub estimate: Estimate,
+    /// Why a real run could not start (a dry run reports it instead of failing).
+    pub blocker: Option<String>,
+    /// Said at the start, and kept in `report.json`.
+    pub warnings: Vec<String>,
+    pub cache: Cache,
+}
+
+/// What planning came to.
+pub enum Planned {
+    Plan(Box<Plan>),
+    /// The input list selected no file: nothing to do (exit 0).
+    Nothing(Manifest),
+}
+
+/// Plans a run (see the module doc). An error ends it before anything was called.
+pub async fn plan(settings: &BatchSettings, printer: &Printer) -> Result<Planned, RlmError> {
+    let manifest = startup::resolve_inputs(settings, printer)?;
+    if manifest.files.is_empty() {
+        return Ok(Planned::Nothing(manifest));
+    }
+    let mut warnings = manifest.warnings.clone();
+    warnings.extend(settings.exec.parallelism.warning.iter().cloned());
+    let mut blocker = settings.provider.blocker.clone();
+    if let (Some(b), false) = (&blocker, settings.output.dry_run) {
+        return Err(RlmError::Usage(b.clone()));
+    }
+    let model = match startup::resolve_model(settings, printer).await {
+        Ok(model) => model,
+        Err(e) if settings.output.dry_run => {
+            blocker = blocker.or(Some(e));
+            ModelInfo::resolve("unknown".into(), None, &settings.budget.prices, false)
+        }
+        Err(e) => return Err(RlmError::Usage(e)),
+    };
+    if !model.context_window_known && settings.provider.kind != crate::provider::ProviderKind::Command {
+        warnings.push(format!(
+            "the context window of {} is not known: rlm assumes {} tokens to size chunks (pass --context-window \
+             with the model's real window)",
+            model.id, model.context_window
+        ));
+    }
+    let requests = RequestContext {
+        sub_prompt: settings.task.sub_prompt.clone(),
+        templates: plan::load_templates(&settings.rlm_dir())?,
+        focus: settings.task.focus,
+        schema: settings.task.schema.clone(),
+        require_citations: settings.task.require_citations,
+        max_tokens: settings.provider.max_tokens,
+        model: model.id.clone(),
+        endpoint: settings.provider.endpoint_identity(),
+    };
+    let options = PlanOptions {
+        chunking: settings.task.chunking,
+        batch_small: settings.task.batch_small,
+        chunk_always: settings.task.chunk_always,
+    };
+    let units = plan::plan(&manifest, &options, &requests, &model);
+    warnings.extend(plan::unknown_window_warnings(
+        &units,
+        &model,
+        settings.provider.max_tokens,
+    ));
+    warnings.extend(manifest.files.iter().filter_map(|f| {
+        let source = f.source.as_deref()?;
+        source.lossy.then(|| {
+            format!(
+                "{}: not valid {}; undecodable bytes were replaced (U+FFFD) in what is sent",
+                crate::escape::name(&f.display),
+                source.encoding
+            )
+        })
+    }));
+
+    let cache = Cache::new(&settings.rlm_dir());
+    let pre = prepass::run(&units, &cache, settings.exec.cache_mode, settings.provider.max_tokens)?;
+    if settings.exec.cache_mode == CacheMode::ReadOnly && !pre.misses.is_empty() {
+        return Err(RlmError::Usage(prepass::cache_only_message(&units, &pre.misses)));
+    }
+    let estimate = estimate::estimate(&units, &pre, settings, &model);
+    Ok(Planned::Plan(Box::new(Plan {
+        manifest,
+        model,
+        requests,
+        units,
+        pre,
+        estimate,
+        blocker,
+        warnings,
+        cache,
+    })))
+}

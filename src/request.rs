@@ -1,0 +1,304 @@
+//! The one place a planned unit becomes the request that is sent.
+//!
+//! [`render`] turns a [`WorkUnit`] into its [`Rendered`] request — system message, user
+//! message, the structured-output schema — what its answer must be ([`Expect`]), and the
+//! cache key of exactly those bytes. The planner (keys, sizes), `--dry-run --json`, the
+//! executor, the prompt kept in the run directory and the trajectory all use its output,
+//! so what the dry run shows is what is sent. Rendering is deterministic: the delimiters
+//! are derived from the content (see [`crate::prompt::Delimiter`]), so the same inputs give
+//! byte-identical requests, and rendering twice (to plan, then to send) costs only time.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::cache::{ArtifactRef, CacheKey};
+use crate::content::{
+    render_batch, render_chunk, Analyst, BatchFile, BatchPrompt, ChunkPrompt, Focus, Shape, Templates,
+};
+use crate::input::sha256_hex;
+use crate::prompt::{self, Delimiter};
+use crate::provider::CompletionRequest;
+use crate::schema::OutputSchema;
+use crate::unit::{UnitBody, UnitInput, WorkUnit};
+
+/// What every request of a run shares.
+#[derive(Debug, Clone)]
+pub struct RequestContext {
+    /// The user's instruction; `{file}` in it names the unit's file(s).
+    pub sub_prompt: String,
+    pub templates: Templates,
+    pub focus: Focus,
+    /// `--schema`: answers must conform to it.
+    pub schema: Option<OutputSchema>,
+    /// `--require-citations`: each input's citation block is in the prompt.
+    pub require_citations: bool,
+    pub max_tokens: u32,
+    /// The model id and (for servers other than the providers' own) the endpoint: part of
+    /// every cache key.
+    pub model: String,
+    pub endpoint: Option<String>,
+}
+
+/// What a unit's answer must be, and so how it is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "shape")]
+pub enum Expect {
+    /// Any text; JSON and findings are read from it when it holds them.
+    Text,
+    /// The analyst's findings JSON, asked for through structured output. An answer in prose
+    /// is kept as it is, with a warning that its findings could not be read: a paid answer
+    /// is never failed for its format.
+    Findings,
+    /// `--schema`: JSON valid against it, after at most one retry; else the unit fails.
+    Schema,
+    /// A batch of small files: `{"files": [{"file", …}]}`, each file's entry of this shape;
+    /// a file missing from the answer (or invalid under `--schema`) is retried alone.
+    Batch(Shape),
+}
+
+/// A unit's request, exactly as it is sent.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    pub request: CompletionRequest,
+    pub expect: Expect,
+    /// Keyed by exactly what is sent, and the unit's inputs.
+    pub key: CacheKey,
+}
+
+impl Rendered {
+    /// The characters of the prompt (system and user).
+    pub fn prompt_bytes(&self) -> u64 {
+        (self.request.system.len() + self.request.shared.len() + self.request.user.len()) as u64
+    }
+}
+
+/// What `unit`'s answer must be (the [`Rendered::expect`] of its request, without
+/// rendering it).
+pub fn expect_of(unit: &WorkUnit, ctx: &RequestContext) -> Expect {
+    let shape = Shape::of(&ctx.sub_prompt, ctx.schema.is_some());
+    match (&unit.body, shape) {
+        (UnitBody::Plain, _) if ctx.schema.is_some() => Expect::Schema,
+        (UnitBody::Plain, _) => Expect::Text,
+        (UnitBody::Piece(_), Shape::Findings) => Expect::Findings,
+        (UnitBody::Piece(_), Shape::Schema) => Expect::Schema,
+        (UnitBody::Piece(_), _) => Expect::Text,
+        (UnitBody::Batch(_), shape) => Expect::Batch(shape),
+    }
+}
+
+/// Renders `unit` (see the module doc).
+pub fn render(unit: &WorkUnit, ctx: &RequestContext) -> Rendered {
+    let delimiter = Delimiter::salted(&ctx.sub_prompt);
+    let (system, mut user, expect, schema) = match &unit.body {
+        UnitBody::Plain => plain(unit, ctx, &delimiter),
+        UnitBody::Piece(piece) => {
+            let input = unit.inputs.first();
+            let path = input.map_or("", |i| i.display.as_str());
+            let shape = Shape::of(&ctx.sub_prompt, ctx.schema.is_some());
+            let block = delimiter.block(path, &piece.chunk.content);
+            let prompt = render_chunk(
+                &ctx.templates,
+                &ChunkPrompt {
+                    sub_prompt: &ctx.sub_prompt,
+                    focus: ctx.focus,
+                    path,
+                    detection: &piece.detection,
+                    file_lines: piece.file_lines,
+                    chunk: &piece.chunk,
+                    content_block: &block,
+                    shape,
+                },
+            );
+            let analyst = Analyst::for_content(piece.detection.content_type);
+            let (expect, schema) = match shape {
+                Shape::Findings => (Expect::Findings, Some(Arc::new(analyst.findings_schema()))),
+                Shape::Schema => (Expect::Schema, ctx.schema.as_ref().map(|s| s.value.clone())),
+                Shape::OwnJson | Shape::OwnText => (Expect::Text, None),
+            };
+            let system = match (&ctx.schema, shape) {
+                (Some(s), Shape::Schema) => format!("{}{}", prompt.system, s.instruction()),
+                _ => prompt.system,
+            };
+            (system, prompt.user, expect, schema)
+        }
+        UnitBody::Batch(batch) => {
+            let shape = Shape::of(&ctx.sub_prompt, ctx.schema.is_some());
+            let content: String = unit
+                .inputs
+                .iter()
+                .map(|i| delimiter.block(&i.display, &i.source.text))
+                .collect();
+            let files: Vec<BatchFile<'_>> = batch
+                .members
+                .iter()
+                .map(|m| BatchFile {
+                    path: &m.path,
+                    lines: m.lines,
+                })
+                .collect();
+            let prompt = render_batch(
+                &ctx.templates,
+                &BatchPrompt {
+                    sub_prompt: &ctx.sub_prompt,
+                    focus: ctx.focus,
+                    detection: &batch.detection,
+                    files: &files,
+                    content_block: &content,
+                    shape,
+                },
+            );
+            let analyst = Analyst::for_content(batch.detection.content_type);
+            let system = match (&ctx.schema, shape) {
+                (Some(s), Shape::Schema) => format!("{}{}", prompt.system, s.member_instruction()),
+                _ => prompt.system,
+            };
+            let schema = batch_schema(shape, analyst, ctx.schema.as_ref());
+            (system, prompt.user, Expect::Batch(shape), Some(Arc::new(schema)))
+        }
+    };
+    if ctx.require_citations && !matches!(unit.body, UnitBody::Plain) {
+        // --require-citations: each input's hash16 (and a chunk's lines) after the content.
+        for input in &unit.inputs {
+            user.push_str("\n\n");
+            user.push_str(&crate::citation::input_block(input));
+        }
+    }
+    let request = CompletionRequest {
+        system,
+        user,
+        max_tokens: ctx.max_tokens,
+        schema,
+        ..CompletionRequest::default()
+    };
+    let key = key(&unit.inputs, &request, ctx);
+    Rendered { request, expect, key }
+}
+
+/// A whole file with the generic prompt: its name, its citation block, its content, the
+/// instruction.
+fn plain(unit: &WorkUnit, ctx: &RequestContext, delimiter: &Delimiter) -> (String, String, Expect, Option<Arc<Value>>) {
+    let mut user = String::new();
+    for input in &unit.inputs {
+        let citation_block = ctx.require_citations.then(|| crate::citation::input_block(input));
+        user.push_str(&prompt::render_cited_file_message(
+            &ctx.sub_prompt,
+            &input.display,
+            content_of(input),
+            delimiter,
+            citation_block.as_deref(),
+        ));
+    }
+    match &ctx.schema {
+        Some(s) => (
+            format!("{}{}", prompt::BATCH_SYSTEM, s.instruction()),
+            user,
+            Expect::Schema,
+            Some(s.value.clone()),
+        ),
+        None => (prompt::BATCH_SYSTEM.to_string(), user, Expect::Text, None),
+    }
+}
+
+/// What an input sends: its span's lines, or the whole text.
+fn content_of(input: &UnitInput) -> &str {
+    match input.span {
+        Some(span) => slice_lines(&input.source.text, span.start, span.end),
+        None => &input.source.text,
+    }
+}
+
+/// Lines `start..=end` (1-based) of `text`, with their line endings.
+pub fn slice_lines(text: &str, start: u64, end: u64) -> &str {
+    let mut offsets = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1));
+    let from = offsets.nth((start.saturating_sub(1)) as usize).unwrap_or(text.len());
+    let mut to_iter = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1));
+    let to = to_iter.nth(end as usize).unwrap_or(text.len());
+    &text[from.min(text.len())..to.max(from).min(text.len())]
+}
+
+/// The structured-output schema of a batch's answer: `{"files": [{"file", …}]}` with each
+/// file's answer in its shape.
+fn batch_schema(shape: Shape, analyst: Analyst, user_schema: Option<&OutputSchema>) -> Value {
+    let (answer, required): (Value, Vec<&str>) = match shape {
+        Shape::Findings => {
+            let findings = analyst.findings_schema();
+            (
+                json!({
+                    "findings": findings["properties"]["findings"].clone(),
+                    "metadata": {"type": "object"},
+                }),
+                vec!["file", "findings"],
+            )
+        }
+        Shape::Schema => (
+            json!({"answer": user_schema.map_or(json!({}), |s| (*s.value).clone())}),
+            vec!["file", "answer"],
+        ),
+        Shape::OwnJson => (json!({"answer": {}}), vec!["file", "answer"]),
+        Shape::OwnText => (json!({"answer": {"type": "string"}}), vec!["file", "answer"]),
+    };
+    let mut properties = json!({"file": {"type": "string"}});
+    if let (Some(p), Value::Object(extra)) = (properties.as_object_mut(), answer) {
+        p.extend(extra);
+    }
+    json!({
+        "type": "object",
+        "properties": {
+            "files": {
+                "type": "array",
+                "items": {"type": "object", "properties": properties, "required": required},
+            },
+        },
+        "required": ["files"],
+    })
+}
+
+/// The cache key of a request: the seed's fields, with a `query` that names the hash of
+/// every byte sent (system, user, schema), so any change to what is sent — a template, the
+/// citation block, a schema, a chunk boundary — asks again, and nothing else does.
+fn key(inputs: &[UnitInput], request: &CompletionRequest, ctx: &RequestContext) -> CacheKey {
+    let artifacts: Vec<ArtifactRef> = inputs
+        .iter()
+        .map(|i| ArtifactRef {
+            artifact_id: i.artifact_id(),
+            content_hash: i.content_hash.clone(),
+        })
+        .collect();
+    CacheKey::new(
+        &artifacts,
+        &request_query(request),
+        &ctx.sub_prompt,
+        &ctx.model,
+        None,
+        ctx.endpoint.as_deref(),
+    )
+}
+
+/// `rlm-request/v3:` and 16 hex digits of the hash of what a request sends.
+pub fn request_query(request: &CompletionRequest) -> String {
+    let schema = request.schema.as_ref().map(|s| s.to_string()).unwrap_or_default();
+    let sent = [
+        request.system.as_str(),
+        request.shared.as_str(),
+        request.user.as_str(),
+        schema.as_str(),
+    ]
+    .join("\u{0}");
+    format!("rlm-request/v3:{}", &sha256_hex(sent.as_bytes())[..16])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slices_lines_inclusively() {
+        let text = "a\nb\nc\nd";
+        assert_eq!(slice_lines(text, 1, 1), "a\n");
+        assert_eq!(slice_lines(text, 2, 3), "b\nc\n");
+        assert_eq!(slice_lines(text, 4, 4), "d");
+        assert_eq!(slice_lines(text, 3, 10), "c\nd");
+    }
+}
