@@ -41,6 +41,8 @@ pub(super) async fn conform(
     let first_usage = outcome.usage;
     let first_attempts = outcome.attempts;
     outcome.text = None;
+    // The second call queues for a slot of its own.
+    outcome.slot = None;
     let place = ctx.call.limiter.place();
     let mut outcome = call(ctx, &again, (&unit.id, &unit.label), outcome, started, place).await;
     outcome.usage.add(first_usage);

@@ -47,6 +47,8 @@ pub struct Dispatcher {
     pub stop: Option<StopReason>,
     /// The units that failed, with why (label, reason), in the order they failed.
     failed: Vec<(String, String)>,
+    /// Halted when dispatching stops, before the finished job's slot is released.
+    limiter: Option<std::sync::Arc<crate::exec::Limiter>>,
 }
 
 impl Dispatcher {
@@ -69,7 +71,14 @@ impl Dispatcher {
             aggregate_failures: HashMap::new(),
             stop: None,
             failed: Vec::new(),
+            limiter: None,
         }
+    }
+
+    /// The pool's limiter, halted as soon as dispatching stops.
+    pub fn with_limiter(mut self, limiter: std::sync::Arc<crate::exec::Limiter>) -> Self {
+        self.limiter = Some(limiter);
+        self
     }
 
     /// Sends an event to every reporter (and keeps the failures of units).
@@ -134,7 +143,9 @@ impl Dispatcher {
 }
 
 impl PoolHandler<JobOutcome> for Dispatcher {
-    fn finished(&mut self, outcome: JobOutcome) -> Flow {
+    fn finished(&mut self, mut outcome: JobOutcome) -> Flow {
+        // Released last: no call can start on it before the budget has been checked.
+        let slot = outcome.slot.take();
         let JobMeta { unit, label, kind } = outcome.meta;
         let cost_usd = self.model.cost(outcome.usage);
         self.spent += cost_usd;
@@ -223,6 +234,12 @@ impl PoolHandler<JobOutcome> for Dispatcher {
                 flow = self.stop(StopReason::Budget(reason));
             }
         }
+        if flow != Flow::Continue {
+            if let Some(limiter) = &self.limiter {
+                limiter.halt();
+            }
+        }
+        drop(slot);
         flow
     }
 

@@ -102,6 +102,9 @@ pub struct JobOutcome {
     pub failure: Option<JobFailure>,
     /// The answer could not be persisted (cache or result file): dispatching must stop.
     pub write_error: Option<String>,
+    /// The call's slot, held until the answer is written and the dispatcher has heard of
+    /// it: a budget or a write failure stops the pool before another call can start.
+    pub slot: Option<crate::exec::Slot>,
 }
 
 impl JobOutcome {
@@ -119,6 +122,7 @@ impl JobOutcome {
             answers: None,
             failure: None,
             write_error: None,
+            slot: None,
         }
     }
 
@@ -320,6 +324,7 @@ pub(super) async fn call(
     let call_started = Instant::now();
     let result = call_with_retries(&ctx.call, request, unit, label, place).await;
     outcome.attempts = result.attempts;
+    outcome.slot = result.slot;
     outcome.duration_ms = started.elapsed().as_millis() as u64;
     if let Some(trajectory) = &ctx.trajectory {
         let (response, error, usage) = match &result.outcome {

@@ -186,7 +186,8 @@ fn start(settings: &BatchSettings, plan: &Plan, run_dir: &RunDir, printer: &Prin
         settings.budget.max_cost,
         0.0,
         printer.clone(),
-    );
+    )
+    .with_limiter(limiter.clone());
     let deadline = settings.exec.deadline.map(|d| Instant::now() + d);
     Ok(Execution::new(dispatcher, jobs, events_rx, limiter, width, deadline))
 }

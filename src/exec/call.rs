@@ -69,6 +69,9 @@ pub enum CallFailure {
 pub struct CallResult {
     pub outcome: Result<Completion, CallFailure>,
     pub attempts: u32,
+    /// A successful call's slot, still held: the caller releases it once the answer is
+    /// written (see [`super::Slot::note_success`]).
+    pub slot: Option<super::Slot>,
 }
 
 /// Calls the provider until it answers, a final error arrives, or a budget runs out. The
@@ -88,6 +91,7 @@ pub async fn call_with_retries(
     let failed = |failure: CallFailure, attempts: u32| CallResult {
         outcome: Err(failure),
         attempts,
+        slot: None,
     };
     loop {
         ctx.cooldown.wait().await;
@@ -105,7 +109,7 @@ pub async fn call_with_retries(
         let error = match ctx.provider.complete(request).await {
             Ok(completion) => {
                 ctx.reached.store(true, Ordering::Relaxed);
-                if let Some(change) = slot.succeeded() {
+                if let Some(change) = slot.note_success() {
                     ctx.emit(Event::WidthChanged {
                         from: change.from,
                         to: change.to,
@@ -114,6 +118,7 @@ pub async fn call_with_retries(
                 return CallResult {
                     outcome: Ok(completion),
                     attempts,
+                    slot: Some(slot),
                 };
             }
             Err(e) => e,

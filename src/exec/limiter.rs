@@ -168,6 +168,12 @@ pub struct Slot {
 impl Slot {
     /// The attempt succeeded: one step towards a wider pool.
     pub fn succeeded(self) -> Option<WidthChange> {
+        self.note_success()
+    }
+
+    /// [`Slot::succeeded`], keeping the slot: a job holds it until its answer is written,
+    /// so at most `width` answers are ever paid for but not yet kept.
+    pub fn note_success(&self) -> Option<WidthChange> {
         let change = {
             let mut s = self.limiter.state();
             s.successes += 1;
@@ -182,7 +188,6 @@ impl Slot {
                 None
             }
         };
-        drop(self);
         change
     }
 

@@ -109,9 +109,10 @@ pub fn context_window(model: &str) -> Option<u64> {
     }
 }
 
-/// Context window assumed for a model rlm does not know, only to size summarize groups
-/// (most local servers run 4k-8k); it never blocks a file.
-pub const DEFAULT_CONTEXT_WINDOW: u64 = 8192;
+/// Context window assumed for a model rlm does not know: chunks and summary groups are
+/// sized for it, and the run says so (`--context-window` gives the real one). It never
+/// blocks a unit: the server decides.
+pub const DEFAULT_CONTEXT_WINDOW: u64 = 32_000;
 
 #[cfg(test)]
 mod tests {

@@ -24,3 +24,4 @@ mod newcomer;
 mod real_model;
 mod schema;
 mod skill;
+mod spine;
