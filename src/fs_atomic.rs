@@ -2,8 +2,10 @@
 //! (or a crash) sees the old file or the new one, never half of one.
 //!
 //! Temporary files are named `.rlm-tmp-*` so a run can sweep those a `kill -9` left behind
-//! ([`sweep_temp_files`]). Durable writes are fsynced before the rename: a paid answer in
-//! the cache must survive a power loss; files derived from the cache need not.
+//! ([`sweep_temp_files`]). Durable writes are fsynced before the rename, and the directory
+//! after it (the rename itself is durable only then): a paid answer in the cache must
+//! survive a power loss; files derived from the cache need not. This is the one atomic
+//! write of the code base.
 
 use std::io::Write;
 use std::path::Path;
@@ -44,6 +46,16 @@ pub fn write_atomic_in(path: &Path, bytes: &[u8], durability: Durability, temp_d
         tmp.as_file().sync_all().map_err(|e| named(e, path))?;
     }
     tmp.persist(path).map_err(|e| named(e.error, path))?;
+    if durability == Durability::Synced {
+        // Best effort: not every platform can open a directory.
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
     Ok(())
 }
 

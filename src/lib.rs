@@ -17,6 +17,7 @@ pub mod escape;
 pub mod exec;
 pub mod findings;
 pub mod fs_atomic;
+pub mod hash;
 pub mod index;
 pub mod input;
 pub mod man_page;

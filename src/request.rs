@@ -17,7 +17,7 @@ use crate::cache::{ArtifactRef, CacheKey};
 use crate::content::{
     render_batch, render_chunk, Analyst, BatchFile, BatchPrompt, ChunkPrompt, Focus, Shape, Templates,
 };
-use crate::input::sha256_hex;
+use crate::hash::sha256_hex;
 use crate::prompt::{self, Delimiter};
 use crate::provider::CompletionRequest;
 use crate::schema::OutputSchema;

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::error::RlmError;
 use crate::fs_atomic::{sweep_temp_files, write_atomic, Durability};
-use crate::input::sha256_hex;
+use crate::hash::sha256_hex;
 use crate::secret::Redactor;
 
 /// Longest sanitized stem before it is shortened (file systems allow 255 bytes a name).

@@ -14,7 +14,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::RlmError;
-use crate::input::sha256_hex;
+use crate::hash::sha256_hex;
 
 /// Most validation errors quoted back to the model or the user.
 const MAX_ERRORS: usize = 8;

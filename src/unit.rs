@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::cache::CacheKey;
 use crate::content::{Chunk, Detection};
-use crate::input::sha256_hex;
+use crate::hash::sha256_hex;
 use crate::source::SourceText;
 
 /// A unit's id: `u-` and 16 hex characters of the hash of its inputs' artifact ids, so the

@@ -13,7 +13,7 @@ use super::answers::{self, UnitAnswers};
 use super::conform::conform;
 use crate::cache::{ArtifactRef, Cache, CacheEntry, CacheKey};
 use crate::exec::{self, call_with_retries, CallContext, CallFailure, JobMeta, Place};
-use crate::input::sha256_hex;
+use crate::hash::sha256_hex;
 use crate::prompt;
 use crate::provider::{CompletionRequest, ErrorKind, Usage};
 use crate::request::{self, Expect, Rendered, RequestContext};

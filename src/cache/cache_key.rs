@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::input::sha256_hex;
+use crate::hash::sha256_hex;
 
 /// One input of a cached call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -30,7 +30,7 @@ pub use verify::{check, check_all, Check, Status, Summary};
 /// The content hash of a file's bytes: the first 16 lowercase hex characters of its sha256
 /// (the index's convention, so a citation names one exact version).
 pub fn content_hash(bytes: &[u8]) -> String {
-    let mut hex = crate::input::sha256_hex(bytes);
+    let mut hex = crate::hash::sha256_hex(bytes);
     hex.truncate(16);
     hex
 }

@@ -15,7 +15,7 @@ use super::parse::extract_imports;
 use super::project_files::{walk, ProjectFiles};
 use super::project_index::{FileRecord, ProjectIndex, INDEX_VERSION};
 use super::resolve::{resolve_all, SourceImports};
-use crate::input::sha256_hex;
+use crate::hash::sha256_hex;
 
 /// Files larger than this are nodes but are not parsed (minified bundles, generated code).
 const MAX_PARSE_BYTES: usize = 4 * 1024 * 1024;

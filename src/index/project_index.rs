@@ -4,7 +4,6 @@
 //! format change never reads old data wrongly (an unreadable index is rebuilt).
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -76,22 +75,10 @@ impl ProjectIndex {
         let path = Self::path(root);
         let dir = root.join(INDEX_DIR);
         std::fs::create_dir_all(&dir).map_err(|e| IndexError::io(&dir, e))?;
-        let json = serde_json::to_vec_pretty(self).map_err(|e| IndexError::io(&path, e.into()))?;
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".graph-v1.")
-            .suffix(".tmp")
-            .tempfile_in(&dir)
-            .map_err(|e| IndexError::io(&dir, e))?;
-        tmp.write_all(&json)
-            .and_then(|()| tmp.write_all(b"\n"))
-            .and_then(|()| tmp.as_file().sync_all())
-            .map_err(|e| IndexError::io(tmp.path(), e))?;
-        tmp.persist(&path).map_err(|e| IndexError::io(&path, e.error))?;
-        // The rename itself is durable only once the directory is synced (best effort:
-        // not every platform can open a directory).
-        if let Ok(d) = std::fs::File::open(&dir) {
-            let _ = d.sync_all();
-        }
+        let mut json = serde_json::to_vec_pretty(self).map_err(|e| IndexError::io(&path, e.into()))?;
+        json.push(b'\n');
+        crate::fs_atomic::write_atomic(&path, &json, crate::fs_atomic::Durability::Synced)
+            .map_err(|e| IndexError::io(&path, e))?;
         Ok(path)
     }
 }

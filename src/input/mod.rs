@@ -84,15 +84,3 @@ pub struct WalkOptions {
     /// become the next run's inputs (unless the pattern starts inside it).
     pub exclude_dir: Option<PathBuf>,
 }
-
-/// Lowercase hex of sha256(bytes).
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    for b in digest {
-        use std::fmt::Write;
-        let _ = write!(out, "{b:02x}");
-    }
-    out
-}

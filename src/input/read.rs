@@ -5,7 +5,8 @@
 
 use std::path::PathBuf;
 
-use super::{sha256_hex, InputFile, Manifest, SkippedFile};
+use super::{InputFile, Manifest, SkippedFile};
+use crate::hash::sha256_hex;
 
 /// Bytes sniffed for a NUL to call a file binary.
 const BINARY_SNIFF: usize = 8 * 1024;

@@ -2,7 +2,7 @@
 //! holding a checksum of everything above it. A file whose checksum still matches is exactly
 //! what some rlm wrote and can be replaced; one whose checksum broke was edited by the user.
 
-use crate::input::sha256_hex;
+use crate::hash::sha256_hex;
 
 const OPEN: &str = "<!-- rlm-skill ";
 const CLOSE: &str = " -->";

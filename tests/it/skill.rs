@@ -84,7 +84,7 @@ fn a_file_an_older_rlm_wrote_is_updated_without_force() {
     let p = Project::new();
     // What rlm 0.0.1 would have written: any body with a matching checksum footer.
     let body = "---\nname: rlm-batch\ndescription: old\n---\n\nold text\n\n";
-    let sum = rlm::input::sha256_hex(body.as_bytes());
+    let sum = rlm::hash::sha256_hex(body.as_bytes());
     p.write(SKILL, &format!("{body}<!-- rlm-skill 0.0.1 sha256:{sum} -->\n"));
     let updated = p.rlm(&["skill", "install"]).run();
     updated.assert_exit(0);
