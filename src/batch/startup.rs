@@ -83,14 +83,23 @@ pub fn resolve_inputs(settings: &BatchSettings, printer: &Printer) -> Result<Man
         return Err(RlmError::NoMatch(no_match_message(&input.pattern)));
     }
     if manifest.files.is_empty() {
-        let all: Vec<_> = manifest.skipped.iter().chain(&manifest.unreadable).collect();
-        let reasons: Vec<String> = all
+        // The unreadable first: they are failures, where a skip is a choice.
+        let all: Vec<_> = manifest.unreadable.iter().chain(&manifest.skipped).collect();
+        let mut reasons: Vec<String> = all
             .iter()
-            .take(3)
+            .take(5)
             .map(|s| format!("{}: {}", crate::escape::name(&s.path), s.reason))
             .collect();
+        if all.len() > 5 {
+            reasons.push(format!("and {} more", all.len() - 5));
+        }
+        let what = if manifest.unreadable.is_empty() {
+            "were skipped"
+        } else {
+            "were skipped or could not be read"
+        };
         return Err(RlmError::Usage(format!(
-            "all {} files matching '{}' were skipped ({}): nothing to send",
+            "all {} files matching '{}' {what} ({}): nothing to send",
             all.len(),
             crate::escape::name(&input.pattern),
             reasons.join("; ")

@@ -16,7 +16,7 @@ use globset::GlobBuilder;
 
 use super::exclusions::Exclusions;
 use super::walk::Walk;
-use super::{Manifest, WalkOptions};
+use super::{display_path, Manifest, WalkOptions};
 use crate::error::RlmError;
 
 /// Resolves `pattern` against `cwd` into a manifest. No match is not an error here: the
@@ -62,16 +62,17 @@ pub fn resolve_glob(cwd: &Path, pattern: &str, opts: &WalkOptions) -> Result<Man
     if std::fs::symlink_metadata(&root).is_err() {
         return Ok(Manifest::default());
     }
-    let display_of = |path: &Path| -> String {
+    // The name as the user wrote it: the literal prefix, then the path below it. Matched as
+    // the bytes it is (a name need not be UTF-8), shown through `display_path`.
+    let as_written = |path: &Path| -> PathBuf {
         let below = path.strip_prefix(&root).unwrap_or(path);
-        let below = below.to_string_lossy().replace('\\', "/");
-        match (prefix.as_str(), below.as_str()) {
-            (p, "") => p.to_string(),
-            ("", b) => b.to_string(),
-            ("/", b) => format!("/{b}"),
-            (p, b) => format!("{p}/{b}"),
+        if below.as_os_str().is_empty() {
+            PathBuf::from(&prefix)
+        } else {
+            Path::new(&prefix).join(below)
         }
     };
+    let display_of = |path: &Path| -> String { display_path(&as_written(path)) };
 
     let names_hidden = components.iter().any(|c| c.starts_with('.') && *c != "." && *c != "..");
     let found = Walk {
@@ -82,7 +83,7 @@ pub fn resolve_glob(cwd: &Path, pattern: &str, opts: &WalkOptions) -> Result<Man
         max_depth: None,
         keep: None,
     }
-    .run(&display_of, &|_, display| matcher.is_match(display));
+    .run(&display_of, &|path, _| matcher.is_match(as_written(path)));
     Ok(found.into_manifest())
 }
 
@@ -253,7 +254,9 @@ mod tests {
             skipped.contains(&"keys") && skipped.contains(&"src/notes.txt"),
             "{skipped:?}"
         );
-        assert!(skipped.contains(&"dangling.txt"), "{skipped:?}");
+        // A dangling link cannot be read: a failure of the run, not a skip.
+        assert!(!skipped.contains(&"dangling.txt"), "{skipped:?}");
+        assert_eq!(m.unreadable[0].path, "dangling.txt");
         let follow = WalkOptions {
             follow_links: true,
             ..OPTS
@@ -264,7 +267,7 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
-    fn fifos_are_listed_not_read() {
+    fn fifos_are_unreadable_and_never_opened() {
         let d = tree(&[("a.txt", b"a")]);
         let status = std::process::Command::new("mkfifo")
             .arg(d.join("pipe.txt"))
@@ -274,7 +277,7 @@ mod tests {
         let m = resolve_glob(&d, "*.txt", &OPTS).unwrap();
         assert_eq!(displays(&m), ["a.txt"]);
         assert!(m
-            .skipped
+            .unreadable
             .iter()
             .any(|s| s.path == "pipe.txt" && s.reason.contains("FIFO")));
     }

@@ -1,0 +1,226 @@
+//! Inputs and secrets (issue 17): names that cannot be read fail the run, names that are not
+//! UTF-8 stay distinct, `--files-from` holds outside paths to the link policy, logs never
+//! show a credential, and a command agent gets no secret of rlm's.
+
+use std::path::Path;
+
+use crate::support::mock_llm::*;
+use crate::support::*;
+
+#[cfg(unix)]
+fn mkfifo(path: &Path) {
+    let status = std::process::Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+#[cfg(unix)]
+fn symlink(target: &str, link: &Path) {
+    std::os::unix::fs::symlink(target, link).unwrap();
+}
+
+/// A FIFO, a dangling link and a link loop among the matches: each a failure of the run
+/// (exit 1, PARTIAL), named on stderr even under `-q`; the FIFO is never opened (a read
+/// would block and the run would hit the test's timeout).
+#[cfg(unix)]
+#[test]
+fn a_fifo_a_dangling_link_and_a_link_loop_fail_the_run_even_quietly() {
+    let mock = MockLlm::start();
+    let p = Project::new().file("src/a.txt", "alpha\n");
+    let src = p.path().join("src");
+    mkfifo(&src.join("pipe.txt"));
+    symlink("gone.txt", &src.join("dangling.txt"));
+    symlink("loop2.txt", &src.join("loop1.txt"));
+    symlink("loop1.txt", &src.join("loop2.txt"));
+    let url = mock.url();
+    let out = p.rlm(&batch("src/*.txt", &url, &["-q"])).run();
+    out.assert_exit(1);
+    assert_eq!(mock.requests(), 1, "only a.txt is sent");
+    for (name, why) in [
+        ("src/pipe.txt", "FIFO"),
+        ("src/dangling.txt", "dangling symbolic link"),
+        ("src/loop1.txt", "symbolic link loop"),
+        ("src/loop2.txt", "symbolic link loop"),
+    ] {
+        assert!(
+            out.stderr.lines().any(|l| l.contains(name) && l.contains(why)),
+            "{name} ({why}) not on stderr:\n{}",
+            out.stderr
+        );
+    }
+    let report = p.report();
+    assert_eq!(report["status"], "PARTIAL");
+    let failed: Vec<&str> = report["failed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        failed,
+        ["src/dangling.txt", "src/loop1.txt", "src/loop2.txt", "src/pipe.txt"]
+    );
+}
+
+/// Nothing but unreadable names: exit 2, and the message names each with its reason.
+#[cfg(unix)]
+#[test]
+fn when_every_match_is_unreadable_the_message_names_them() {
+    let mock = MockLlm::start();
+    let p = Project::new();
+    std::fs::create_dir_all(p.path().join("src")).unwrap();
+    let src = p.path().join("src");
+    mkfifo(&src.join("pipe.txt"));
+    symlink("gone.txt", &src.join("dangling.txt"));
+    symlink("loop.txt", &src.join("loop.txt"));
+    let url = mock.url();
+    let out = p.rlm(&batch("src/*.txt", &url, &["-q"])).run();
+    out.assert_exit(2);
+    assert_eq!(mock.requests(), 0);
+    let line = out.stderr.lines().find(|l| l.contains("rlm: error:")).unwrap_or_default();
+    for name in [
+        "src/pipe.txt: not a regular file (FIFO)",
+        "src/dangling.txt: dangling symbolic link (to gone.txt)",
+        "src/loop.txt: symbolic link loop",
+    ] {
+        assert!(line.contains(name), "{name} not in: {}", out.stderr);
+    }
+}
+
+/// The same through `--files-from`: a listed FIFO or dangling link fails the run; a listed
+/// file that no longer exists (deleted in the diff) is only skipped.
+#[cfg(unix)]
+#[test]
+fn listed_fifos_and_dangling_links_fail_deleted_files_are_skipped() {
+    let mock = MockLlm::start();
+    let p = Project::new().file("a.txt", "alpha\n");
+    mkfifo(&p.path().join("pipe.txt"));
+    symlink("gone.txt", &p.path().join("dangling.txt"));
+    let url = mock.url();
+    let out = p
+        .rlm(&["batch", "List {file}", "--files-from", "-", "--base-url", &url, "-q"])
+        .stdin(b"a.txt\npipe.txt\ndangling.txt\ndeleted.txt\n")
+        .run();
+    out.assert_exit(1);
+    let report = p.report();
+    let failed: Vec<&str> = report["failed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(failed, ["dangling.txt", "pipe.txt"], "{report:#}");
+    let skipped = report["skipped"].to_string();
+    assert!(skipped.contains("deleted.txt"), "{skipped}");
+}
+
+/// Names that differ only in bytes that are not UTF-8 stay distinct inputs: each is sent,
+/// each has its own result file, unit and cache key, and each is shown escaped.
+#[cfg(target_os = "linux")]
+#[test]
+fn names_that_differ_only_in_invalid_bytes_stay_distinct() {
+    use std::os::unix::ffi::OsStrExt;
+    let mock = MockLlm::start();
+    let p = Project::new();
+    let src = p.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    for (name, content) in [
+        (&b"x\xff.txt"[..], "first\n"),
+        (&b"x\xfe.txt"[..], "second\n"),
+        (&b"\xff\xfe.txt"[..], "third\n"),
+    ] {
+        std::fs::write(src.join(std::ffi::OsStr::from_bytes(name)), content).unwrap();
+    }
+    let url = mock.url();
+    let out = p.rlm(&batch("src/*.txt", &url, &["--json"])).run();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 3, "every file is sent");
+    let report = out.json();
+    assert_eq!(report["files_matched"], 3);
+    let paths: Vec<String> = report["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["path"].as_str().unwrap_or_default().to_string())
+        .collect();
+    for shown in ["src/x\\xFF.txt", "src/x\\xFE.txt", "src/\\xFF\\xFE.txt"] {
+        assert!(paths.iter().any(|p| p == shown), "{shown} not in {paths:?}");
+    }
+    // Each answer reached its own result file.
+    let results: Vec<String> = file_names(&p.out_dir())
+        .into_iter()
+        .filter(|n| n.ends_with(".result.md"))
+        .collect();
+    assert_eq!(results.len(), 3, "{results:?}");
+    // The prompts named the files escaped, never with a replacement character.
+    let prompts: Vec<String> = mock.recorded().iter().map(|r| r.user_text()).collect();
+    assert!(prompts.iter().all(|t| !t.contains('\u{fffd}')), "{prompts:?}");
+    assert!(prompts.iter().any(|t| t.contains("src/x\\xFF.txt")), "{prompts:?}");
+    // A rerun hits the cache for every one of them: three keys, not one.
+    let again = p.rlm(&batch("src/*.txt", &url, &["--json"])).run();
+    again.assert_exit(0);
+    assert_eq!(again.json()["cache_hits"], 3);
+    assert_eq!(mock.requests(), 3);
+}
+
+/// `--files-from` naming `/etc/passwd`-like files outside the working directory, by an
+/// absolute path or by `../`, is held to the link policy: skipped and listed, never sent,
+/// unless `--follow-links`.
+#[test]
+fn files_from_outside_the_working_directory_is_skipped_unless_allowed() {
+    let mock = MockLlm::start();
+    let p = Project::new()
+        .file("secrets/passwd", "root:x:0:0\n")
+        .file("work/a.txt", "alpha\n");
+    let outside = p.path().join("secrets/passwd");
+    let list = format!("a.txt\n{}\n../secrets/passwd\n", outside.display());
+    let url = mock.url();
+    let out = p
+        .rlm(&["batch", "List {file}", "--files-from", "-", "--base-url", &url])
+        .cwd("work")
+        .stdin(list.as_bytes())
+        .run();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 1, "only a.txt is sent");
+    assert!(
+        mock.recorded().iter().all(|r| !r.user_text().contains("root:x")),
+        "the outside file was sent"
+    );
+    let report = crate::support::read_json(&newest_run(&p.path().join("work")).join("report.json"));
+    let skipped = report["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 2, "{skipped:?}");
+    assert!(
+        skipped
+            .iter()
+            .all(|s| s["reason"].as_str().unwrap().contains("outside the working directory")),
+        "{skipped:?}"
+    );
+    // The same list with --follow-links sends them (a.txt comes from the cache).
+    mock.reset_counts();
+    let out = p
+        .rlm(&[
+            "batch",
+            "List {file}",
+            "--files-from",
+            "-",
+            "--base-url",
+            &url,
+            "--follow-links",
+        ])
+        .cwd("work")
+        .stdin(list.as_bytes())
+        .run();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 2);
+}
+
+/// The newest `.aiwg/rlm/batch-*` directory under `dir`.
+fn newest_run(dir: &Path) -> std::path::PathBuf {
+    let mut runs: Vec<_> = std::fs::read_dir(dir.join(".aiwg/rlm"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir() && p.file_name().unwrap().to_string_lossy().starts_with("batch-"))
+        .collect();
+    runs.sort();
+    runs.pop().expect("a run directory")
+}
