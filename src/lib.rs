@@ -112,7 +112,9 @@ fn usage_error(e: clap::Error) -> u8 {
     ExitStatus::Usage.code()
 }
 
-/// `-v` / `RLM_LOG` turn on diagnostics on stderr (never the key: it is never logged).
+/// `-v` / `RLM_LOG` turn on diagnostics on stderr, every line scrubbed of URL credentials
+/// and of the secrets the process holds ([`secret::LogWriter`]): reqwest and hyper log
+/// URLs rlm never sees.
 fn init_tracing(verbose: u8, color: cli::ColorArg) {
     use tracing_subscriber::filter::{LevelFilter, Targets};
     let filter = match std::env::var("RLM_LOG") {
@@ -132,10 +134,15 @@ fn init_tracing(verbose: u8, color: cli::ColorArg) {
         std::io::stderr().is_terminal(),
         std::env::var_os("NO_COLOR").is_some(),
     );
+    let vars: Vec<(String, String)> = std::env::vars_os()
+        .map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned()))
+        .collect();
+    let argv: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+    let writer = secret::LogWriter::new(secret::process_secrets(&vars, &argv));
     let _ = tracing_subscriber::registry()
         .with(
             tracing_subscriber::fmt::layer()
-                .with_writer(std::io::stderr)
+                .with_writer(writer)
                 .with_ansi(ansi)
                 .with_target(true),
         )

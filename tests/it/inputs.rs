@@ -224,3 +224,36 @@ fn newest_run(dir: &Path) -> std::path::PathBuf {
     runs.sort();
     runs.pop().expect("a run directory")
 }
+
+/// `-v`, `-vv` and `RLM_LOG=trace` with a credentialed base URL: the diagnostics are there,
+/// and neither the password (plain, decoded or as a Basic credential) nor the API key is.
+#[test]
+fn diagnostics_never_show_a_url_password_or_the_key() {
+    let mock = MockLlm::start();
+    let p = Project::new().file("src/a.ts", "export const a = 1;\n");
+    let password = "pa55w0rd-sekrit";
+    let url = mock.url().replacen("://", &format!("://alice:{password}@"), 1);
+    // base64("alice:pa55w0rd-sekrit"), as an Authorization: Basic header carries it.
+    let basic = "YWxpY2U6cGE1NXcwcmQtc2Vrcml0";
+    for (flag, log) in [("-v", None), ("-vv", None), ("-q", Some("trace"))] {
+        let mut run = p.rlm(&batch("src/*.ts", &url, &[flag, "--no-cache"]));
+        if let Some(level) = log {
+            run = run.env("RLM_LOG", level);
+        }
+        let out = run.run();
+        out.assert_exit(0);
+        assert!(
+            out.stderr.contains("sending request"),
+            "{flag}: no diagnostics:\n{}",
+            out.stderr
+        );
+        assert!(out.stderr.contains("alice") || out.stderr.contains("***@"), "{}", out.stderr);
+        for secret in [password, basic, TEST_KEY] {
+            assert!(
+                !out.stderr.contains(secret) && !out.stdout.contains(secret),
+                "{flag} {log:?}: {secret} shown:\n{}",
+                out.stderr
+            );
+        }
+    }
+}
