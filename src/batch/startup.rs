@@ -153,7 +153,8 @@ pub fn provider(settings: &BatchSettings, model: &ModelInfo, run_id: &str) -> Re
             ("RLM_DEPTH".to_string(), (p.depth + 1).to_string()),
             ("RLM_PARENT_RUN".to_string(), run_id.to_string()),
         ];
-        return Ok(Arc::new(CommandProvider::new(argv.clone(), env, p.timeout)));
+        let withheld = crate::provider::command::withheld(&p.agent_env);
+        return Ok(Arc::new(CommandProvider::new(argv.clone(), env, withheld, p.timeout)));
     }
     let http = HttpProvider::new(HttpConfig {
         kind: p.kind,

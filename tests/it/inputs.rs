@@ -257,3 +257,48 @@ fn diagnostics_never_show_a_url_password_or_the_key() {
         }
     }
 }
+
+/// What a command agent gets: rlm's environment without the provider secrets rlm reads
+/// (keys and base URLs), plus RLM_DEPTH and RLM_PARENT_RUN; `--agent-env NAME` passes one.
+#[cfg(unix)]
+#[test]
+fn a_command_agent_gets_no_provider_secret_unless_passed_by_name() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = Project::new().file("src/a.txt", "alpha\n");
+    p.write("agent.sh", "#!/bin/sh\ncat > /dev/null\nenv > agent-env.txt\necho ok\n");
+    std::fs::set_permissions(p.path().join("agent.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let secrets = [
+        ("ANTHROPIC_API_KEY", "sk-ant-agent-secret"),
+        ("OPENAI_API_KEY", "sk-openai-agent-secret"),
+        ("ANTHROPIC_BASE_URL", "https://alice:pw-agent@gw.example"),
+        ("OPENAI_BASE_URL", "https://bob:pw2-agent@gw.example/v1"),
+        ("RLM_API_KEY", "rlm-agent-secret"),
+        ("RLM_BASE_URL", "http://carol:pw3@127.0.0.1:1"),
+    ];
+    let run = |extra: &[&str]| {
+        let mut args = vec!["batch", "src/*.txt", "Summarize {file}", "--command", "./agent.sh", "--no-cache"];
+        args.extend_from_slice(extra);
+        let mut run = p.rlm(&args).env("MY_OWN_SETTING", "kept").env_remove("RLM_DEPTH");
+        for (name, value) in secrets {
+            run = run.env(name, value);
+        }
+        run.run()
+    };
+    run(&[]).assert_exit(0);
+    let env = p.read("agent-env.txt");
+    for (name, value) in secrets {
+        assert!(!env.contains(name) && !env.contains(value), "{name} reached the agent:\n{env}");
+    }
+    assert!(env.contains("MY_OWN_SETTING=kept"), "{env}");
+    assert!(env.contains("RLM_DEPTH=1") && env.contains("RLM_PARENT_RUN=batch-"), "{env}");
+
+    run(&["--agent-env", "ANTHROPIC_API_KEY"]).assert_exit(0);
+    let env = p.read("agent-env.txt");
+    assert!(env.contains("ANTHROPIC_API_KEY=sk-ant-agent-secret"), "{env}");
+    assert!(!env.contains("OPENAI_API_KEY"), "{env}");
+
+    // A name the agent gets anyway is a usage error that says so.
+    let out = run(&["--agent-env", "HOME"]);
+    out.assert_exit(2);
+    assert!(out.stderr.contains("the agent gets HOME anyway"), "{}", out.stderr);
+}
