@@ -57,7 +57,7 @@ pub fn run_cli() -> ExitCode {
     init_tracing(cli.verbose, cli.color);
     let env = match Environment::from_process() {
         Ok(env) => env,
-        Err(e) => return ExitCode::from(report_error(&Printer::plain(), &e).code()),
+        Err(e) => return ExitCode::from(report_error(&error_printer(), &e).code()),
     };
     let status = match cli.command {
         Command::Batch(args) => run_batch(*args, cli.color, &env),
@@ -66,7 +66,7 @@ pub fn run_cli() -> ExitCode {
         Command::List(args) => simple(runs::list(args, &env, &Printer::plain())),
         Command::Resume(args) => match runs::resume(args, cli.color, &env) {
             Ok(settings) => run_settings(settings),
-            Err(e) => report_error(&Printer::plain(), &e),
+            Err(e) => report_error(&error_printer(), &e),
         },
         Command::Skill(action) => run_skill(action, &env),
         Command::Index(command) => run_index(command),
@@ -74,7 +74,7 @@ pub fn run_cli() -> ExitCode {
         Command::Completions(args) => print_data(&completions::completion_script(args.shell)),
         Command::Man(args) => match man_page::man_page(args.subcommand.as_deref()) {
             Ok(page) => print_data(&page),
-            Err(e) => report_error(&Printer::plain(), &RlmError::Usage(e.to_string())),
+            Err(e) => report_error(&error_printer(), &RlmError::Usage(e.to_string())),
         },
     };
     ExitCode::from(status.code())
@@ -86,11 +86,11 @@ fn usage_error(e: clap::Error) -> u8 {
     if e.kind() == ErrorKind::UnknownArgument {
         if let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) {
             if std::path::Path::new(arg).exists() {
-                Printer::plain().error(&format!(
+                let message = format!(
                     "unexpected argument '{arg}', which is a file: the shell expanded an unquoted \
                      pattern; quote it, as in: rlm batch \"src/**/*.ts\" \"your prompt\""
-                ));
-                return ExitStatus::Usage.code();
+                );
+                return report_failure(&error_printer(), "usage", &message, ExitStatus::Usage).code();
             }
         }
     }
@@ -108,8 +108,7 @@ fn usage_error(e: clap::Error) -> u8 {
         Some(c) => format!("rlm {c} --help"),
         None => "rlm --help".to_string(),
     };
-    Printer::plain().error(&format!("{first} (see {help})"));
-    ExitStatus::Usage.code()
+    report_failure(&error_printer(), "usage", &format!("{first} (see {help})"), ExitStatus::Usage).code()
 }
 
 /// `-v` / `RLM_LOG` turn on diagnostics on stderr, every line scrubbed of URL credentials
@@ -154,14 +153,14 @@ fn init_tracing(verbose: u8, color: cli::ColorArg) {
 fn run_batch(args: cli::BatchArgs, color: cli::ColorArg, env: &Environment) -> ExitStatus {
     match BatchSettings::resolve(args, color, env) {
         Ok(settings) => run_settings(settings),
-        Err(e) => report_error(&Printer::plain(), &e),
+        Err(e) => report_error(&error_printer(), &e),
     }
 }
 
 /// `rlm query FILE PROMPT [batch flags]`: a batch over that one file, always read by the
 /// analyst of its type in chunks, synthesized, and the answer printed on stdout.
 fn run_query(args: cli::QueryArgs, color: cli::ColorArg, env: &Environment) -> ExitStatus {
-    let plain = Printer::plain();
+    let plain = error_printer();
     let full = env.cwd.join(&args.file);
     if !full.is_file() {
         let e = RlmError::Usage(format!(
@@ -237,18 +236,65 @@ fn run_settings(settings: BatchSettings) -> ExitStatus {
 fn simple(result: Result<(), RlmError>) -> ExitStatus {
     match result {
         Ok(()) => ExitStatus::Success,
-        Err(e) => report_error(&Printer::plain(), &e),
+        Err(e) => report_error(&error_printer(), &e),
     }
 }
 
 /// Prints an error that ended a command and returns its exit code.
 fn report_error(printer: &Printer, e: &RlmError) -> ExitStatus {
-    match e {
-        // The seed's multi-line message, as it is.
-        RlmError::NoMatch(message) => printer.important(message),
-        other => printer.error(&other.to_string()),
+    let kind = match e {
+        RlmError::Usage(_) => "usage",
+        RlmError::NoMatch(_) => "no_match",
+        RlmError::Io { .. } | RlmError::File(_) => "io",
+        RlmError::Provider(_) => "provider",
+    };
+    report_failure(printer, kind, &e.to_string(), e.exit_status())
+}
+
+/// Prints an error that ended a command — one line on stderr (the seed's multi-line "no
+/// match" message as it is) and, under `--json`, the one JSON document on stdout, unless
+/// the command already wrote its own — and returns the exit code.
+fn report_failure(printer: &Printer, kind: &str, message: &str, status: ExitStatus) -> ExitStatus {
+    if kind == "no_match" {
+        printer.important(message);
+    } else {
+        printer.error(message);
     }
-    e.exit_status()
+    if printer.mode().json && !printer.json_written() {
+        printer.json(&error_document(kind, message, status));
+    }
+    status
+}
+
+/// What `--json` prints for a command that never ran: `ERROR` is the status of a run that
+/// never started (issue 17), so an agent reading stdout always gets a document.
+fn error_document(kind: &str, message: &str, status: ExitStatus) -> serde_json::Value {
+    serde_json::json!({
+        "status": "ERROR",
+        "error": {"kind": kind, "message": message},
+        "exit_code": status.code(),
+    })
+}
+
+/// Whether the command line asks for one JSON document on stdout: `--json` anywhere before
+/// a `--` (also in `rlm query`'s batch flags, and when clap refuses the line).
+fn json_requested() -> bool {
+    std::env::args_os()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a == "--json")
+}
+
+/// The printer for an error before a run's settings exist: plain, in JSON mode when the
+/// command line asks for it.
+fn error_printer() -> Printer {
+    Printer::new(
+        printer::PrinterMode {
+            json: json_requested(),
+            ..printer::PrinterMode::default()
+        },
+        secret::Redactor::default(),
+    )
 }
 
 /// `rlm skill install|show`: the status lines of install go to stderr, `show`'s files to stdout.
@@ -264,7 +310,7 @@ fn run_skill(action: cli::SkillAction, env: &Environment) -> ExitStatus {
             Ok(skill::Scope::Project(env.cwd.clone()))
         }
     };
-    let printer = Printer::plain();
+    let printer = error_printer();
     let outcome = match action {
         cli::SkillAction::Install { user, force } => scope(user).and_then(|scope| {
             let outcomes = skill::install(&scope, force).map_err(|e| match e {
@@ -291,7 +337,7 @@ fn print_data(bytes: &[u8]) -> ExitStatus {
     let mut out = std::io::stdout().lock();
     match out.write_all(bytes).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            report_error(&Printer::plain(), &RlmError::io("<stdout>", e))
+            report_error(&error_printer(), &RlmError::io("<stdout>", e))
         }
         _ => ExitStatus::Success,
     }
@@ -309,8 +355,8 @@ fn run_index(command: cli::IndexCommand) -> ExitStatus {
         // A closed pipe (`| head`) is not an error.
         Err(index::IndexError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitStatus::Success,
         Err(e) => {
-            Printer::plain().error(&e.to_string());
-            e.exit_status()
+            let status = e.exit_status();
+            report_failure(&error_printer(), "index", &e.to_string(), status)
         }
     }
 }
@@ -321,8 +367,8 @@ fn run_verify_citations(args: cli::VerifyCitationsArgs) -> ExitStatus {
         Ok(status) => status,
         Err(citation::CitationError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitStatus::Success,
         Err(e) => {
-            Printer::plain().error(&e.to_string());
-            e.exit_status()
+            let status = e.exit_status();
+            report_failure(&error_printer(), "citations", &e.to_string(), status)
         }
     }
 }

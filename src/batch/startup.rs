@@ -70,7 +70,8 @@ pub fn resolve_inputs(settings: &BatchSettings, printer: &Printer) -> Result<Man
     if let Some(max_files) = input.max_files {
         cap_largest(&mut manifest, max_files);
     }
-    if manifest.files.is_empty() && input.source.empty_is_success() {
+    // A list that names only unreadable files is not "nothing to do": they fail the run.
+    if manifest.files.is_empty() && manifest.unreadable.is_empty() && input.source.empty_is_success() {
         return Ok(manifest);
     }
     tracing::debug!(

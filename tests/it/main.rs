@@ -20,6 +20,7 @@ mod faults;
 mod graph_batch;
 mod index;
 mod inputs;
+mod interfaces;
 mod mock_selftest;
 mod newcomer;
 mod real_model;
