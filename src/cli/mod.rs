@@ -250,16 +250,18 @@ pub enum DirectionArg {
 #[derive(Debug, Args)]
 #[command(
     after_help = "A stale citation (the file changed since it was cited) fails: it is no longer \
-verifiable evidence.\nExit codes: 0 every citation verified (un-versioned ones only warn without \
---strict), 1 some citation is broken or stale (or un-versioned under --strict), 2 the aggregate \
-cannot be read."
+verifiable evidence. So does a malformed one (a hash that is not 16 lowercase hex characters, a line \
+range such as L0 or L50-5).\nExit codes: 0 every citation verified (un-versioned ones only warn without \
+--strict), 1 some citation is broken, stale or malformed (or, under --strict, un-versioned, or none \
+found), 2 the aggregate cannot be read."
 )]
 pub struct VerifyCitationsArgs {
     /// The aggregate to check: markdown (inline citations and the `## Sources` footer) or
     /// JSON (citation objects {artifact_id, content_hash, lines}).
     pub file: PathBuf,
 
-    /// Treat path-only (un-versioned) citations as errors.
+    /// Treat path-only (un-versioned) citations as errors, and an aggregate that cites
+    /// nothing as a failure.
     #[arg(long)]
     pub strict: bool,
 

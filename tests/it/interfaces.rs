@@ -84,3 +84,73 @@ fn a_finished_run_prints_one_document_only() {
     out.assert_exit(0);
     assert_eq!(out.json()["status"], "SUCCESS");
 }
+
+/// Citations written wrongly are reported as malformed — their own status and count, in
+/// text and JSON — never as "no such file", and they fail the check.
+#[test]
+fn verify_citations_reports_malformed_citations() {
+    let login = "fn a() {}\nfn b() {}\nfn c() {}\n";
+    let hash = rlm::citation::content_hash(login.as_bytes());
+    let upper = hash.to_uppercase();
+    let p = Project::new().file("src/login.ts", login).file(
+        "aggregate.md",
+        &format!(
+            "- a [src/login.ts@{hash}, L50-5]\n- b [src/login.ts@{hash}, L0]\n\
+             - c [src/login.ts@{}, L1]\n- d [src/login.ts@{upper}, L2]\n- e [src/login.ts@{hash}, L2]\n",
+            &hash[..8]
+        ),
+    );
+    let out = p.rlm(&["verify-citations", "aggregate.md"]).run();
+    out.assert_exit(1);
+    let text = &out.stdout;
+    assert!(
+        text.contains(&format!(
+            "aggregate.md:1: malformed: [src/login.ts@{hash}, L50-5]: `L50-5` is not a line range: it ends before it starts"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("aggregate.md:2: malformed:") && text.contains("lines start at L1"), "{text}");
+    assert!(
+        text.contains(&format!("aggregate.md:3: malformed: [src/login.ts@{}, L1]", &hash[..8])),
+        "{text}"
+    );
+    assert!(text.contains(&format!("aggregate.md:4: malformed: [src/login.ts@{upper}, L2]")), "{text}");
+    assert!(!text.contains("no such file"), "{text}");
+    assert!(
+        text.ends_with("5 citations: 1 fresh, 0 stale, 0 broken, 4 malformed, 0 un-versioned: FAILED\n"),
+        "{text}"
+    );
+    let out = p.rlm(&["verify-citations", "aggregate.md", "--json", "--strict"]).run();
+    out.assert_exit(1);
+    let doc = out.json();
+    assert_eq!(doc["summary"]["malformed"], 4);
+    assert_eq!(doc["citations"][0]["status"], "malformed");
+    assert_eq!(doc["citations"][0]["written"], format!("[src/login.ts@{hash}, L50-5]"));
+}
+
+/// A `--require-citations` run whose answers cite nothing: verification passes with a note,
+/// and fails under `--strict` (no citation is no evidence).
+#[test]
+fn verify_citations_strict_fails_when_nothing_is_cited() {
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(2);
+    p.rlm(&batch("src/*.ts", &mock.url(), &["--require-citations", "-o", "out", "-q"]))
+        .run()
+        .assert_exit(0);
+    let out = p.rlm(&["verify-citations", "out/aggregate.md"]).run();
+    out.assert_exit(0);
+    assert!(out.stdout.starts_with("no citations found in out/aggregate.md"), "{}", out.stdout);
+    let out = p.rlm(&["verify-citations", "out/aggregate.md", "--strict"]).run();
+    out.assert_exit(1);
+    assert!(
+        out.stdout.contains("FAILED (--strict needs at least one citation)"),
+        "{}",
+        out.stdout
+    );
+    let out = p
+        .rlm(&["verify-citations", "out/aggregate.md", "--strict", "--json"])
+        .run();
+    out.assert_exit(1);
+    assert_eq!(out.json()["passed"], false);
+    assert_eq!(out.json()["summary"]["total"], 0);
+}
