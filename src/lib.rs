@@ -108,7 +108,13 @@ fn usage_error(e: clap::Error) -> u8 {
         Some(c) => format!("rlm {c} --help"),
         None => "rlm --help".to_string(),
     };
-    report_failure(&error_printer(), "usage", &format!("{first} (see {help})"), ExitStatus::Usage).code()
+    report_failure(
+        &error_printer(),
+        "usage",
+        &format!("{first} (see {help})"),
+        ExitStatus::Usage,
+    )
+    .code()
 }
 
 /// `-v` / `RLM_LOG` turn on diagnostics on stderr, every line scrubbed of URL credentials

@@ -117,7 +117,9 @@ pub fn scrub_url_credentials(text: &str) -> Cow<'_, str> {
         out.push_str(head);
         // The authority ends where a path, query, fragment, quote or space begins.
         let end = tail
-            .find(|c: char| matches!(c, '/' | '?' | '#' | '"' | '\'' | '`' | '<' | '>' | ')' | ']') || c.is_whitespace())
+            .find(|c: char| {
+                matches!(c, '/' | '?' | '#' | '"' | '\'' | '`' | '<' | '>' | ')' | ']') || c.is_whitespace()
+            })
             .unwrap_or(tail.len());
         match tail[..end].rfind('@') {
             Some(user_info_end) => {
@@ -153,7 +155,11 @@ pub fn url_secrets(url: &str) -> Vec<String> {
         .collect();
     secrets.extend(decoded);
     // `Basic base64(user:password)`, as reqwest sends it.
-    secrets.push(base64(percent_encoding::percent_decode_str(user_info).collect::<Vec<u8>>().as_slice()));
+    secrets.push(base64(
+        percent_encoding::percent_decode_str(user_info)
+            .collect::<Vec<u8>>()
+            .as_slice(),
+    ));
     secrets.sort();
     secrets.dedup();
     secrets

@@ -107,7 +107,10 @@ fn write_human(v: &Verification, out: &mut dyn Write) -> std::io::Result<()> {
     let s = &v.summary;
     if s.total == 0 {
         return if v.strict {
-            writeln!(out, "no citations found in {file}: FAILED (--strict needs at least one citation)")
+            writeln!(
+                out,
+                "no citations found in {file}: FAILED (--strict needs at least one citation)"
+            )
         } else {
             writeln!(out, "no citations found in {file}")
         };
@@ -315,7 +318,10 @@ mod tests {
         );
         let (v, text) = verify(dir.path(), true, false);
         assert!(!v.passed);
-        assert!(text.ends_with(": FAILED (--strict needs at least one citation)\n"), "{text}");
+        assert!(
+            text.ends_with(": FAILED (--strict needs at least one citation)\n"),
+            "{text}"
+        );
         let opts = VerifyOptions {
             file: dir.path().join("aggregate.md"),
             root: dir.path().join("nope"),

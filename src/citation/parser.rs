@@ -238,9 +238,7 @@ fn malformed_target(target: &str, range: Option<&str>) -> Option<(Citation, Stri
         _ => (target, None),
     };
     if let Some(hash) = hash.filter(|h| !is_content_hash(h)) {
-        problems.push(format!(
-            "`{hash}` is not a content hash (16 lowercase hex characters)"
-        ));
+        problems.push(format!("`{hash}` is not a content hash (16 lowercase hex characters)"));
     }
     if problems.is_empty() || !valid_path(path) || !looks_like_path(path) {
         return None;

@@ -206,7 +206,10 @@ fn citations_written_wrongly_are_found_as_malformed_for_verification_only() {
     assert_eq!(
         got,
         vec![
-            (h_l50.as_str(), Some("`L50-5` is not a line range: it ends before it starts")),
+            (
+                h_l50.as_str(),
+                Some("`L50-5` is not a line range: it ends before it starts")
+            ),
             (h_l0.as_str(), Some("`L0` is not a line range: lines start at L1")),
             (
                 "[src/a.ts@deadbeef, L3]",

@@ -153,7 +153,8 @@ pub struct BatchArgs {
     pub dry_run: bool,
 
     /// Print one JSON document on stdout (the report; the plan with --dry-run) and nothing else.
-    #[arg(long)]
+    // Repeatable: the /rlm-batch command adds its own --json (issue 17).
+    #[arg(long, overrides_with = "json")]
     pub json: bool,
 
     /// No banner and no progress; errors, warnings and failures still go to stderr.

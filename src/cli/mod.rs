@@ -79,14 +79,16 @@ pub struct StatusArgs {
     #[arg(long)]
     pub tree: bool,
     /// One JSON document on stdout.
-    #[arg(long)]
+    // Repeatable, as every --json: a wrapper may add its own (/rlm-batch does; issue 17).
+    #[arg(long, overrides_with = "json")]
     pub json: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct ListArgs {
     /// One JSON document on stdout.
-    #[arg(long)]
+    // Repeatable, as every --json: a wrapper may add its own (/rlm-batch does; issue 17).
+    #[arg(long, overrides_with = "json")]
     pub json: bool,
     /// Most runs listed (1-10000).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10_000), allow_negative_numbers = true)]
@@ -110,7 +112,8 @@ pub struct ResumeArgs {
     #[arg(long, short = 'q')]
     pub quiet: bool,
     /// As for rlm batch.
-    #[arg(long)]
+    // Repeatable, as every --json: a wrapper may add its own (/rlm-batch does; issue 17).
+    #[arg(long, overrides_with = "json")]
     pub json: bool,
 }
 
@@ -194,7 +197,8 @@ pub struct IndexBuildArgs {
     pub root: Option<PathBuf>,
 
     /// Print the build report as JSON on stdout.
-    #[arg(long)]
+    // Repeatable, as every --json: a wrapper may add its own (/rlm-batch does; issue 17).
+    #[arg(long, overrides_with = "json")]
     pub json: bool,
 }
 
@@ -233,7 +237,8 @@ pub struct IndexNeighborsArgs {
     pub root: Option<PathBuf>,
 
     /// Print {graph, node, direction, edgeType, depth, neighbors, count, records} as JSON.
-    #[arg(long)]
+    // Repeatable, as every --json: a wrapper may add its own (/rlm-batch does; issue 17).
+    #[arg(long, overrides_with = "json")]
     pub json: bool,
 }
 
@@ -266,7 +271,8 @@ pub struct VerifyCitationsArgs {
     pub strict: bool,
 
     /// Print one JSON document on stdout.
-    #[arg(long)]
+    // Repeatable, as every --json: a wrapper may add its own (/rlm-batch does; issue 17).
+    #[arg(long, overrides_with = "json")]
     pub json: bool,
 
     /// The directory cited paths are relative to. [default: the current directory]

@@ -76,7 +76,11 @@ fn when_every_match_is_unreadable_the_message_names_them() {
     let out = p.rlm(&batch("src/*.txt", &url, &["-q"])).run();
     out.assert_exit(2);
     assert_eq!(mock.requests(), 0);
-    let line = out.stderr.lines().find(|l| l.contains("rlm: error:")).unwrap_or_default();
+    let line = out
+        .stderr
+        .lines()
+        .find(|l| l.contains("rlm: error:"))
+        .unwrap_or_default();
     for name in [
         "src/pipe.txt: not a regular file (FIFO)",
         "src/dangling.txt: dangling symbolic link (to gone.txt)",
@@ -247,7 +251,11 @@ fn diagnostics_never_show_a_url_password_or_the_key() {
             "{flag}: no diagnostics:\n{}",
             out.stderr
         );
-        assert!(out.stderr.contains("alice") || out.stderr.contains("***@"), "{}", out.stderr);
+        assert!(
+            out.stderr.contains("alice") || out.stderr.contains("***@"),
+            "{}",
+            out.stderr
+        );
         for secret in [password, basic, TEST_KEY] {
             assert!(
                 !out.stderr.contains(secret) && !out.stdout.contains(secret),
@@ -276,7 +284,14 @@ fn a_command_agent_gets_no_provider_secret_unless_passed_by_name() {
         ("RLM_BASE_URL", "http://carol:pw3@127.0.0.1:1"),
     ];
     let run = |extra: &[&str]| {
-        let mut args = vec!["batch", "src/*.txt", "Summarize {file}", "--command", "./agent.sh", "--no-cache"];
+        let mut args = vec![
+            "batch",
+            "src/*.txt",
+            "Summarize {file}",
+            "--command",
+            "./agent.sh",
+            "--no-cache",
+        ];
         args.extend_from_slice(extra);
         let mut run = p.rlm(&args).env("MY_OWN_SETTING", "kept").env_remove("RLM_DEPTH");
         for (name, value) in secrets {
@@ -287,10 +302,16 @@ fn a_command_agent_gets_no_provider_secret_unless_passed_by_name() {
     run(&[]).assert_exit(0);
     let env = p.read("agent-env.txt");
     for (name, value) in secrets {
-        assert!(!env.contains(name) && !env.contains(value), "{name} reached the agent:\n{env}");
+        assert!(
+            !env.contains(name) && !env.contains(value),
+            "{name} reached the agent:\n{env}"
+        );
     }
     assert!(env.contains("MY_OWN_SETTING=kept"), "{env}");
-    assert!(env.contains("RLM_DEPTH=1") && env.contains("RLM_PARENT_RUN=batch-"), "{env}");
+    assert!(
+        env.contains("RLM_DEPTH=1") && env.contains("RLM_PARENT_RUN=batch-"),
+        "{env}"
+    );
 
     run(&["--agent-env", "ANTHROPIC_API_KEY"]).assert_exit(0);
     let env = p.read("agent-env.txt");

@@ -39,10 +39,7 @@ fn json_gives_an_error_document_for_every_refusal_before_a_run() {
     let out = p.rlm(&batch("src/*.ts", &url, &["--json", "--no-such-flag"])).run();
     assert_error_document(&out, "usage", "--no-such-flag");
     // The depth refusal.
-    let out = p
-        .rlm(&batch("src/*.ts", &url, &["--json"]))
-        .env("RLM_DEPTH", "3")
-        .run();
+    let out = p.rlm(&batch("src/*.ts", &url, &["--json"])).env("RLM_DEPTH", "3").run();
     assert_error_document(&out, "usage", "RLM_DEPTH is 3");
     // The cost refusal.
     let out = p.rlm(&batch("src/*.ts", &url, &["--json", "--max-cost", "0"])).run();
@@ -59,7 +56,9 @@ fn json_gives_an_error_document_for_every_refusal_before_a_run() {
     p.rlm(&batch("src/*.ts", &url, &["-q"])).run().assert_exit(0);
     let out = p.rlm(&["query", "nope.ts", "What?", "--json"]).run();
     assert_error_document(&out, "usage", "is not a file");
-    let out = p.rlm(&["query", "src/f00.ts", "What?", "--json", "--retries", "x"]).run();
+    let out = p
+        .rlm(&["query", "src/f00.ts", "What?", "--json", "--retries", "x"])
+        .run();
     assert_error_document(&out, "usage", "--retries");
     let out = p.rlm(&["resume", "no-such-run", "--json"]).run();
     let doc = assert_error_document(&out, "usage", "no-such-run");
@@ -109,12 +108,18 @@ fn verify_citations_reports_malformed_citations() {
         )),
         "{text}"
     );
-    assert!(text.contains("aggregate.md:2: malformed:") && text.contains("lines start at L1"), "{text}");
+    assert!(
+        text.contains("aggregate.md:2: malformed:") && text.contains("lines start at L1"),
+        "{text}"
+    );
     assert!(
         text.contains(&format!("aggregate.md:3: malformed: [src/login.ts@{}, L1]", &hash[..8])),
         "{text}"
     );
-    assert!(text.contains(&format!("aggregate.md:4: malformed: [src/login.ts@{upper}, L2]")), "{text}");
+    assert!(
+        text.contains(&format!("aggregate.md:4: malformed: [src/login.ts@{upper}, L2]")),
+        "{text}"
+    );
     assert!(!text.contains("no such file"), "{text}");
     assert!(
         text.ends_with("5 citations: 1 fresh, 0 stale, 0 broken, 4 malformed, 0 un-versioned: FAILED\n"),
@@ -134,12 +139,20 @@ fn verify_citations_reports_malformed_citations() {
 fn verify_citations_strict_fails_when_nothing_is_cited() {
     let mock = MockLlm::start();
     let p = Project::new().ts_files(2);
-    p.rlm(&batch("src/*.ts", &mock.url(), &["--require-citations", "-o", "out", "-q"]))
-        .run()
-        .assert_exit(0);
+    p.rlm(&batch(
+        "src/*.ts",
+        &mock.url(),
+        &["--require-citations", "-o", "out", "-q"],
+    ))
+    .run()
+    .assert_exit(0);
     let out = p.rlm(&["verify-citations", "out/aggregate.md"]).run();
     out.assert_exit(0);
-    assert!(out.stdout.starts_with("no citations found in out/aggregate.md"), "{}", out.stdout);
+    assert!(
+        out.stdout.starts_with("no citations found in out/aggregate.md"),
+        "{}",
+        out.stdout
+    );
     let out = p.rlm(&["verify-citations", "out/aggregate.md", "--strict"]).run();
     out.assert_exit(1);
     assert!(
@@ -153,4 +166,30 @@ fn verify_citations_strict_fails_when_nothing_is_cited() {
     out.assert_exit(1);
     assert_eq!(out.json()["passed"], false);
     assert_eq!(out.json()["summary"]["total"], 0);
+}
+
+/// The /rlm-batch command appends `--json` itself: a user's own `--json` must not make the
+/// line a usage error. Every `--json` may be given twice.
+#[test]
+fn json_may_be_given_twice() {
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(1);
+    let out = p.rlm(&batch("src/*.ts", &mock.url(), &["--json", "--json"])).run();
+    out.assert_exit(0);
+    assert_eq!(out.json()["status"], "SUCCESS");
+    p.rlm(&["status", "--json", "--json"]).run().assert_exit(0);
+    p.rlm(&["list", "--json", "--json"]).run().assert_exit(0);
+    let out = p
+        .rlm(&[
+            "query",
+            "src/f00.ts",
+            "What?",
+            "--json",
+            "--base-url",
+            &mock.url(),
+            "--json",
+        ])
+        .run();
+    out.assert_exit(0);
+    out.json();
 }
