@@ -84,12 +84,16 @@ pub fn run_cli() -> ExitCode {
 fn usage_error(e: clap::Error) -> u8 {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     if e.kind() == ErrorKind::UnknownArgument {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        // `rlm batch src/*.py "Summarize {file}"` arrives as two files and a prompt: the
+        // prompt is the argument clap calls unexpected, so look at the files before it.
+        if let Some(files) = expanded_files(&args) {
+            let message = quote_the_pattern(&files);
+            return report_failure(&error_printer(), "usage", &message, ExitStatus::Usage).code();
+        }
         if let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) {
             if std::path::Path::new(arg).exists() {
-                let message = format!(
-                    "unexpected argument '{arg}', which is a file: the shell expanded an unquoted \
-                     pattern; quote it, as in: rlm batch \"src/**/*.ts\" \"your prompt\""
-                );
+                let message = quote_the_pattern(&[arg.as_str()]);
                 return report_failure(&error_printer(), "usage", &message, ExitStatus::Usage).code();
             }
         }
@@ -115,6 +119,92 @@ fn usage_error(e: clap::Error) -> u8 {
         ExitStatus::Usage,
     )
     .code()
+}
+
+/// The files an unquoted pattern became: the longest run, two or more long, of consecutive
+/// `rlm batch` arguments that name existing paths (the shell sorts what it expands, and
+/// nothing else on a batch line is a file name twice in a row).
+fn expanded_files(args: &[String]) -> Option<Vec<&str>> {
+    let after = args.iter().position(|a| a == "batch")? + 1;
+    let mut best: Vec<&str> = Vec::new();
+    let mut run: Vec<&str> = Vec::new();
+    for arg in &args[after..] {
+        if !arg.starts_with('-') && std::path::Path::new(arg).exists() {
+            run.push(arg);
+        } else {
+            run.clear();
+        }
+        if run.len() > best.len() {
+            best = run.clone();
+        }
+    }
+    (best.len() >= 2).then_some(best)
+}
+
+/// "the shell expanded an unquoted pattern into 3 files (src/a.py, …): quote the pattern",
+/// with the pattern the files suggest when they share a directory and an extension.
+fn quote_the_pattern(files: &[&str]) -> String {
+    let shown: Vec<String> = files.iter().take(3).map(|f| escape::name(f).into_owned()).collect();
+    let more = if files.len() > 3 { ", …" } else { "" };
+    let path = |f: &&str| std::path::Path::new(*f).to_path_buf();
+    let parent = files
+        .first()
+        .map(path)
+        .and_then(|p| p.parent().map(std::path::Path::to_path_buf));
+    let extension = files
+        .first()
+        .map(path)
+        .and_then(|p| p.extension().map(|e| e.to_owned()));
+    let shared = files.iter().map(path).all(|p| {
+        p.parent().map(std::path::Path::to_path_buf) == parent && p.extension().map(|e| e.to_owned()) == extension
+    });
+    let example = match (shared, parent, extension) {
+        (true, Some(dir), Some(ext)) if !dir.as_os_str().is_empty() => {
+            format!("{}/*.{}", dir.display(), ext.to_string_lossy())
+        }
+        (true, _, Some(ext)) => format!("*.{}", ext.to_string_lossy()),
+        _ => "src/**/*.ts".to_string(),
+    };
+    let what = if files.len() == 1 {
+        format!("'{}', which is a file", shown.join(""))
+    } else {
+        format!("{} files ({}{more})", files.len(), shown.join(", "))
+    };
+    format!(
+        "the shell expanded an unquoted pattern into {what}: quote the pattern, as in: \
+         rlm batch \"{example}\" \"your prompt\""
+    )
+}
+
+/// `rlm batch a.ts b.ts` parses (two positionals) but means an expanded pattern with the
+/// prompt forgotten: a prompt that names an existing file is refused with the hint, as is
+/// a lone file with no prompt at all.
+fn expanded_pattern_hint(args: &cli::BatchArgs, env: &Environment) -> Option<RlmError> {
+    let exists = |s: &str| !s.trim().is_empty() && env.cwd.join(s).exists();
+    let pattern = args.pattern.as_deref()?;
+    match args.sub_prompt.as_deref() {
+        Some(prompt) if exists(prompt) && exists(pattern) => {
+            Some(RlmError::Usage(quote_the_pattern(&[pattern, prompt])))
+        }
+        Some(prompt) if exists(prompt) => Some(RlmError::Usage(format!(
+            "the prompt '{}' is the name of a file: give the prompt itself (if the shell expanded an \
+             unquoted pattern, quote the pattern, as in: rlm batch \"src/**/*.ts\" \"your prompt\")",
+            escape::name(prompt)
+        ))),
+        None if args.prompt_file.is_none() && has_no_input_flag(args) && env.cwd.join(pattern).is_file() => {
+            Some(RlmError::Usage(format!(
+                "no prompt: pass it after the pattern (if the shell expanded an unquoted pattern into '{}', \
+                 quote the pattern, as in: rlm batch \"src/**/*.ts\" \"your prompt\")",
+                escape::name(pattern)
+            )))
+        }
+        _ => None,
+    }
+}
+
+/// No input flag that makes the one positional argument the prompt.
+fn has_no_input_flag(args: &cli::BatchArgs) -> bool {
+    args.files_from.is_none() && args.changed_since.is_none() && args.neighbors_of.is_none()
 }
 
 /// `-v` / `RLM_LOG` turn on diagnostics on stderr, every line scrubbed of URL credentials
@@ -157,6 +247,9 @@ fn init_tracing(verbose: u8, color: cli::ColorArg) {
 
 /// `rlm batch`: settings, a runtime, the run.
 fn run_batch(args: cli::BatchArgs, color: cli::ColorArg, env: &Environment) -> ExitStatus {
+    if let Some(e) = expanded_pattern_hint(&args, env) {
+        return report_error(&error_printer(), &e);
+    }
     match BatchSettings::resolve(args, color, env) {
         Ok(settings) => run_settings(settings),
         Err(e) => report_error(&error_printer(), &e),

@@ -60,6 +60,20 @@ pub fn resolve_glob(cwd: &Path, pattern: &str, opts: &WalkOptions) -> Result<Man
         (false, p) => cwd.join(p),
     };
     if std::fs::symlink_metadata(&root).is_err() {
+        // `nonexist/**/*.py`: say which directory is missing, not that nothing matched.
+        let base = if absolute {
+            PathBuf::from("/")
+        } else {
+            cwd.to_path_buf()
+        };
+        if let Some(missing) = missing_directory(&base, &components, literal_len) {
+            return Err(RlmError::NoMatch(format!(
+                "RLM Batch: no directory {missing}/\n\nPattern: {}\n\nThe pattern starts in {missing}/, which does \
+                 not exist in {}. Check the path, or run rlm from the directory the pattern is relative to.",
+                crate::escape::name(&pattern),
+                crate::escape::name(&display_path(cwd)),
+            )));
+        }
         return Ok(Manifest::default());
     }
     // The name as the user wrote it: the literal prefix, then the path below it. Matched as
@@ -85,6 +99,21 @@ pub fn resolve_glob(cwd: &Path, pattern: &str, opts: &WalkOptions) -> Result<Man
     }
     .run(&display_of, &|path, _| matcher.is_match(as_written(path)));
     Ok(found.into_manifest())
+}
+
+/// The first of the pattern's literal directories that does not exist (`nonexist`, or
+/// `src/nonexist`), as written; `None` when they all exist and only the last, literal file
+/// name is missing (that is "no files matched").
+fn missing_directory(base: &Path, components: &[&str], literal_len: usize) -> Option<String> {
+    let mut path = base.to_path_buf();
+    for (i, component) in components[..literal_len].iter().enumerate() {
+        path.push(component);
+        if std::fs::symlink_metadata(&path).is_err() {
+            let is_directory = i + 1 < components.len();
+            return is_directory.then(|| components[..=i].join("/"));
+        }
+    }
+    None
 }
 
 /// Whether a glob component contains a metacharacter.
@@ -204,7 +233,12 @@ mod tests {
         let m = resolve_glob(&app, &abs, &OPTS).unwrap();
         assert_eq!(m.files.len(), 2);
         assert!(m.files[0].display.starts_with('/'));
-        assert!(resolve_glob(&d, "nope/**/*.rs", &OPTS).unwrap().files.is_empty());
+        assert!(resolve_glob(&d, "lib/*.rs", &OPTS).unwrap().files.is_empty());
+        assert!(resolve_glob(&d, "lib/nope.py", &OPTS).unwrap().files.is_empty());
+        let err = resolve_glob(&d, "nope/**/*.rs", &OPTS).unwrap_err().to_string();
+        assert!(err.starts_with("RLM Batch: no directory nope/\n"), "{err}");
+        let err = resolve_glob(&d, "lib/deeper/x.py", &OPTS).unwrap_err().to_string();
+        assert!(err.starts_with("RLM Batch: no directory lib/deeper/\n"), "{err}");
     }
 
     #[test]

@@ -30,9 +30,11 @@ fn json_gives_an_error_document_for_every_refusal_before_a_run() {
     let url = mock.url();
     let p = Project::new().ts_files(2);
 
-    // No match.
-    let out = p.rlm(&batch("nope/**/*.ts", &url, &["--json"])).run();
+    // No match, and a pattern whose directory does not exist.
+    let out = p.rlm(&batch("src/**/*.py", &url, &["--json"])).run();
     assert_error_document(&out, "no_match", "No files matched");
+    let out = p.rlm(&batch("nope/**/*.ts", &url, &["--json"])).run();
+    assert_error_document(&out, "no_match", "no directory nope/");
     // A bad flag value (clap), and an unknown flag.
     let out = p.rlm(&batch("src/*.ts", &url, &["--json", "--retries", "99"])).run();
     assert_error_document(&out, "usage", "--retries");
@@ -69,7 +71,7 @@ fn json_gives_an_error_document_for_every_refusal_before_a_run() {
     assert_error_document(&out, "usage", "--limit");
 
     // Without --json, stdout stays empty.
-    let out = p.rlm(&batch("nope/**/*.ts", &url, &[])).run();
+    let out = p.rlm(&batch("src/**/*.py", &url, &[])).run();
     out.assert_exit(2);
     assert_eq!(out.stdout, "");
 }
@@ -192,4 +194,68 @@ fn json_may_be_given_twice() {
         .run();
     out.assert_exit(0);
     out.json();
+}
+
+/// What the shell makes of an unquoted pattern: two files and a prompt (clap's "unexpected
+/// argument"), two files and no prompt (a file name as the prompt), one file and no prompt.
+/// Each is exit 2 with "quote the pattern"; nothing is sent.
+#[test]
+fn an_expanded_pattern_says_quote_the_pattern() {
+    let mock = MockLlm::start();
+    let url = mock.url();
+    let p = Project::new()
+        .file("src/a.py", "a = 1\n")
+        .file("src/b.py", "b = 2\n")
+        .file("src/auth/x.ts", "export const x = 1;\n")
+        .file("src/auth/y.ts", "export const y = 1;\n");
+    let out = p
+        .rlm(&["batch", "src/a.py", "src/b.py", "Summarize {file}", "--base-url", &url])
+        .run();
+    out.assert_exit(2);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("the shell expanded an unquoted pattern into 2 files (src/a.py, src/b.py)")
+            && out.stderr.contains("quote the pattern, as in: rlm batch \"src/*.py\""),
+        "{}",
+        out.stderr
+    );
+    // The prompt forgotten: the second file would have been the prompt.
+    let out = p
+        .rlm(&["batch", "src/auth/x.ts", "src/auth/y.ts", "--base-url", &url])
+        .run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("quote the pattern") && out.stderr.contains("src/auth/*.ts"),
+        "{}",
+        out.stderr
+    );
+    // One file, no prompt.
+    let out = p.rlm(&["batch", "src/auth/x.ts", "--base-url", &url]).run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("no prompt") && out.stderr.contains("quote the pattern"),
+        "{}",
+        out.stderr
+    );
+    // With --json, the same as a document.
+    let out = p
+        .rlm(&["batch", "src/a.py", "src/b.py", "Summarize {file}", "--json"])
+        .run();
+    assert_error_document(&out, "usage", "quote the pattern");
+    assert_eq!(mock.requests(), 0);
+    // The quoted pattern runs.
+    p.rlm(&batch("src/*.py", &url, &["-q"])).run().assert_exit(0);
+}
+
+/// A pattern whose directory does not exist says which, not "no files matched".
+#[test]
+fn a_missing_directory_in_a_pattern_is_named() {
+    let p = Project::new().ts_files(1);
+    let out = p.rlm(&["batch", "nonexist/**/*.py", "List {file}"]).run();
+    out.assert_exit(2);
+    assert!(out.stderr.contains("no directory nonexist/"), "{}", out.stderr);
+    assert!(!out.stderr.contains("No files matched"), "{}", out.stderr);
+    let out = p.rlm(&["batch", "src/deeper/*.ts", "List {file}"]).run();
+    assert!(out.stderr.contains("no directory src/deeper/"), "{}", out.stderr);
 }
