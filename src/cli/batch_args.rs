@@ -209,8 +209,9 @@ pub struct BatchArgs {
     #[arg(long)]
     pub hidden: bool,
 
-    /// Follow symbolic links that lead outside the directory being searched (by default they
-    /// are skipped and listed in the report).
+    /// Follow symbolic links that lead outside the directory being searched, and take
+    /// --files-from paths outside the working directory (by default both are skipped and
+    /// listed in the report).
     #[arg(long, short = 'L')]
     pub follow_links: bool,
 
