@@ -136,8 +136,13 @@ fn the_demo_build_shows_cargos_progress() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let args = std::fs::read_to_string(&log).unwrap();
-    assert!(args.lines().any(|a| a == "build") && !args.contains("--quiet"), "{args}");
+    assert!(
+        args.lines().any(|a| a == "build") && !args.contains("--quiet"),
+        "{args}"
+    );
     let building = stderr.find("demo: building rlm").expect("the build is announced");
-    let progress = stderr.find("Compiling rlm v0.1.0 (stub)").expect("cargo's progress is shown");
+    let progress = stderr
+        .find("Compiling rlm v0.1.0 (stub)")
+        .expect("cargo's progress is shown");
     assert!(building < progress, "{stderr}");
 }
