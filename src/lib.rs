@@ -454,8 +454,11 @@ fn run_index(command: cli::IndexCommand) -> ExitStatus {
         // A closed pipe (`| head`) is not an error.
         Err(index::IndexError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitStatus::Success,
         Err(e) => {
-            let status = e.exit_status();
-            report_failure(&error_printer(), "index", &e.to_string(), status)
+            let kind = match e {
+                index::IndexError::Io { .. } | index::IndexError::Output(_) => "io",
+                _ => "usage",
+            };
+            report_failure(&error_printer(), kind, &e.to_string(), e.exit_status())
         }
     }
 }
@@ -466,8 +469,11 @@ fn run_verify_citations(args: cli::VerifyCitationsArgs) -> ExitStatus {
         Ok(status) => status,
         Err(citation::CitationError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitStatus::Success,
         Err(e) => {
-            let status = e.exit_status();
-            report_failure(&error_printer(), "citations", &e.to_string(), status)
+            let kind = match e {
+                citation::CitationError::Io { .. } | citation::CitationError::Output(_) => "io",
+                _ => "usage",
+            };
+            report_failure(&error_printer(), kind, &e.to_string(), e.exit_status())
         }
     }
 }

@@ -69,6 +69,11 @@ fn json_gives_an_error_document_for_every_refusal_before_a_run() {
     assert_error_document(&out, "usage", "no-such-run");
     let out = p.rlm(&["list", "--json", "--limit", "0"]).run();
     assert_error_document(&out, "usage", "--limit");
+    // And the other commands with --json.
+    let out = p.rlm(&["verify-citations", "missing.md", "--json"]).run();
+    assert_error_document(&out, "io", "missing.md");
+    let out = p.rlm(&["index", "neighbors", "--node", "nope.ts", "--json"]).run();
+    assert_error_document(&out, "usage", "nope.ts");
 
     // Without --json, stdout stays empty.
     let out = p.rlm(&batch("src/**/*.py", &url, &[])).run();
