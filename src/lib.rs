@@ -60,7 +60,7 @@ pub fn run_cli() -> ExitCode {
     init_tracing(cli.verbose, cli.color);
     let env = match Environment::from_process() {
         Ok(env) => env,
-        Err(e) => return ExitCode::from(report_error(&Printer::plain(), &e).code()),
+        Err(e) => return ExitCode::from(report_error(&error_printer(), &e).code()),
     };
     let status = match cli.command {
         Command::Batch(args) => run_batch(*args, cli.color, &env),
@@ -69,7 +69,7 @@ pub fn run_cli() -> ExitCode {
         Command::List(args) => simple(runs::list(args, &env, &Printer::plain())),
         Command::Resume(args) => match runs::resume(args, cli.color, &env) {
             Ok(settings) => run_settings(settings),
-            Err(e) => report_error(&Printer::plain(), &e),
+            Err(e) => report_error(&error_printer(), &e),
         },
         Command::Skill(action) => run_skill(action, &env),
         Command::Index(command) => run_index(command),
@@ -77,7 +77,7 @@ pub fn run_cli() -> ExitCode {
         Command::Completions(args) => print_data(&completions::completion_script(args.shell)),
         Command::Man(args) => match man_page::man_page(args.subcommand.as_deref()) {
             Ok(page) => print_data(&page),
-            Err(e) => report_error(&Printer::plain(), &RlmError::Usage(e.to_string())),
+            Err(e) => report_error(&error_printer(), &RlmError::Usage(e.to_string())),
         },
     };
     ExitCode::from(status.code())
@@ -87,13 +87,17 @@ pub fn run_cli() -> ExitCode {
 fn usage_error(e: clap::Error) -> u8 {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     if e.kind() == ErrorKind::UnknownArgument {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        // `rlm batch src/*.py "Summarize {file}"` arrives as two files and a prompt: the
+        // prompt is the argument clap calls unexpected, so look at the files before it.
+        if let Some(files) = expanded_files(&args) {
+            let message = quote_the_pattern(&files);
+            return report_failure(&error_printer(), "usage", &message, ExitStatus::Usage).code();
+        }
         if let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) {
             if std::path::Path::new(arg).exists() {
-                Printer::plain().error(&format!(
-                    "unexpected argument '{arg}', which is a file: the shell expanded an unquoted \
-                     pattern; quote it, as in: rlm batch \"src/**/*.ts\" \"your prompt\""
-                ));
-                return ExitStatus::Usage.code();
+                let message = quote_the_pattern(&[arg.as_str()]);
+                return report_failure(&error_printer(), "usage", &message, ExitStatus::Usage).code();
             }
         }
     }
@@ -111,11 +115,104 @@ fn usage_error(e: clap::Error) -> u8 {
         Some(c) => format!("rlm {c} --help"),
         None => "rlm --help".to_string(),
     };
-    Printer::plain().error(&format!("{first} (see {help})"));
-    ExitStatus::Usage.code()
+    report_failure(
+        &error_printer(),
+        "usage",
+        &format!("{first} (see {help})"),
+        ExitStatus::Usage,
+    )
+    .code()
 }
 
-/// `-v` / `RLM_LOG` turn on diagnostics on stderr (never the key: it is never logged).
+/// The files an unquoted pattern became: the longest run, two or more long, of consecutive
+/// `rlm batch` arguments that name existing paths (the shell sorts what it expands, and
+/// nothing else on a batch line is a file name twice in a row).
+fn expanded_files(args: &[String]) -> Option<Vec<&str>> {
+    let after = args.iter().position(|a| a == "batch")? + 1;
+    let mut best: Vec<&str> = Vec::new();
+    let mut run: Vec<&str> = Vec::new();
+    for arg in &args[after..] {
+        if !arg.starts_with('-') && std::path::Path::new(arg).exists() {
+            run.push(arg);
+        } else {
+            run.clear();
+        }
+        if run.len() > best.len() {
+            best = run.clone();
+        }
+    }
+    (best.len() >= 2).then_some(best)
+}
+
+/// "the shell expanded an unquoted pattern into 3 files (src/a.py, …): quote the pattern",
+/// with the pattern the files suggest when they share a directory and an extension.
+fn quote_the_pattern(files: &[&str]) -> String {
+    let shown: Vec<String> = files.iter().take(3).map(|f| escape::name(f).into_owned()).collect();
+    let more = if files.len() > 3 { ", …" } else { "" };
+    let path = |f: &&str| std::path::Path::new(*f).to_path_buf();
+    let parent = files
+        .first()
+        .map(path)
+        .and_then(|p| p.parent().map(std::path::Path::to_path_buf));
+    let extension = files
+        .first()
+        .map(path)
+        .and_then(|p| p.extension().map(|e| e.to_owned()));
+    let shared = files.iter().map(path).all(|p| {
+        p.parent().map(std::path::Path::to_path_buf) == parent && p.extension().map(|e| e.to_owned()) == extension
+    });
+    let example = match (shared, parent, extension) {
+        (true, Some(dir), Some(ext)) if !dir.as_os_str().is_empty() => {
+            format!("{}/*.{}", dir.display(), ext.to_string_lossy())
+        }
+        (true, _, Some(ext)) => format!("*.{}", ext.to_string_lossy()),
+        _ => "src/**/*.ts".to_string(),
+    };
+    let what = if files.len() == 1 {
+        format!("'{}', which is a file", shown.join(""))
+    } else {
+        format!("{} files ({}{more})", files.len(), shown.join(", "))
+    };
+    format!(
+        "the shell expanded an unquoted pattern into {what}: quote the pattern, as in: \
+         rlm batch \"{example}\" \"your prompt\""
+    )
+}
+
+/// `rlm batch a.ts b.ts` parses (two positionals) but means an expanded pattern with the
+/// prompt forgotten: a prompt that names an existing file is refused with the hint, as is
+/// a lone file with no prompt at all.
+fn expanded_pattern_hint(args: &cli::BatchArgs, env: &Environment) -> Option<RlmError> {
+    let exists = |s: &str| !s.trim().is_empty() && env.cwd.join(s).exists();
+    let pattern = args.pattern.as_deref()?;
+    match args.sub_prompt.as_deref() {
+        Some(prompt) if exists(prompt) && exists(pattern) => {
+            Some(RlmError::Usage(quote_the_pattern(&[pattern, prompt])))
+        }
+        Some(prompt) if exists(prompt) => Some(RlmError::Usage(format!(
+            "the prompt '{}' is the name of a file: give the prompt itself (if the shell expanded an \
+             unquoted pattern, quote the pattern, as in: rlm batch \"src/**/*.ts\" \"your prompt\")",
+            escape::name(prompt)
+        ))),
+        None if args.prompt_file.is_none() && has_no_input_flag(args) && env.cwd.join(pattern).is_file() => {
+            Some(RlmError::Usage(format!(
+                "no prompt: pass it after the pattern (if the shell expanded an unquoted pattern into '{}', \
+                 quote the pattern, as in: rlm batch \"src/**/*.ts\" \"your prompt\")",
+                escape::name(pattern)
+            )))
+        }
+        _ => None,
+    }
+}
+
+/// No input flag that makes the one positional argument the prompt.
+fn has_no_input_flag(args: &cli::BatchArgs) -> bool {
+    args.files_from.is_none() && args.changed_since.is_none() && args.neighbors_of.is_none()
+}
+
+/// `-v` / `RLM_LOG` turn on diagnostics on stderr, every line scrubbed of URL credentials
+/// and of the secrets the process holds ([`secret::LogWriter`]): reqwest and hyper log
+/// URLs rlm never sees.
 fn init_tracing(verbose: u8, color: cli::ColorArg) {
     use tracing_subscriber::filter::{LevelFilter, Targets};
     let filter = match std::env::var("RLM_LOG") {
@@ -135,10 +232,15 @@ fn init_tracing(verbose: u8, color: cli::ColorArg) {
         std::io::stderr().is_terminal(),
         std::env::var_os("NO_COLOR").is_some(),
     );
+    let vars: Vec<(String, String)> = std::env::vars_os()
+        .map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned()))
+        .collect();
+    let argv: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+    let writer = secret::LogWriter::new(secret::process_secrets(&vars, &argv));
     let _ = tracing_subscriber::registry()
         .with(
             tracing_subscriber::fmt::layer()
-                .with_writer(std::io::stderr)
+                .with_writer(writer)
                 .with_ansi(ansi)
                 .with_target(true),
         )
@@ -148,16 +250,19 @@ fn init_tracing(verbose: u8, color: cli::ColorArg) {
 
 /// `rlm batch`: settings, a runtime, the run.
 fn run_batch(args: cli::BatchArgs, color: cli::ColorArg, env: &Environment) -> ExitStatus {
+    if let Some(e) = expanded_pattern_hint(&args, env) {
+        return report_error(&error_printer(), &e);
+    }
     match BatchSettings::resolve(args, color, env) {
         Ok(settings) => run_settings(settings),
-        Err(e) => report_error(&Printer::plain(), &e),
+        Err(e) => report_error(&error_printer(), &e),
     }
 }
 
 /// `rlm query FILE PROMPT [batch flags]`: a batch over that one file, always read by the
 /// analyst of its type in chunks, synthesized, and the answer printed on stdout.
 fn run_query(args: cli::QueryArgs, color: cli::ColorArg, env: &Environment) -> ExitStatus {
-    let plain = Printer::plain();
+    let plain = error_printer();
     let full = env.cwd.join(&args.file);
     if !full.is_file() {
         let e = RlmError::Usage(format!(
@@ -233,18 +338,65 @@ fn run_settings(settings: BatchSettings) -> ExitStatus {
 fn simple(result: Result<(), RlmError>) -> ExitStatus {
     match result {
         Ok(()) => ExitStatus::Success,
-        Err(e) => report_error(&Printer::plain(), &e),
+        Err(e) => report_error(&error_printer(), &e),
     }
 }
 
 /// Prints an error that ended a command and returns its exit code.
 fn report_error(printer: &Printer, e: &RlmError) -> ExitStatus {
-    match e {
-        // The seed's multi-line message, as it is.
-        RlmError::NoMatch(message) => printer.important(message),
-        other => printer.error(&other.to_string()),
+    let kind = match e {
+        RlmError::Usage(_) => "usage",
+        RlmError::NoMatch(_) => "no_match",
+        RlmError::Io { .. } | RlmError::File(_) => "io",
+        RlmError::Provider(_) => "provider",
+    };
+    report_failure(printer, kind, &e.to_string(), e.exit_status())
+}
+
+/// Prints an error that ended a command — one line on stderr (the seed's multi-line "no
+/// match" message as it is) and, under `--json`, the one JSON document on stdout, unless
+/// the command already wrote its own — and returns the exit code.
+fn report_failure(printer: &Printer, kind: &str, message: &str, status: ExitStatus) -> ExitStatus {
+    if kind == "no_match" {
+        printer.important(message);
+    } else {
+        printer.error(message);
     }
-    e.exit_status()
+    if printer.mode().json && !printer.json_written() {
+        printer.json(&error_document(kind, message, status));
+    }
+    status
+}
+
+/// What `--json` prints for a command that never ran: `ERROR` is the status of a run that
+/// never started (issue 17), so an agent reading stdout always gets a document.
+fn error_document(kind: &str, message: &str, status: ExitStatus) -> serde_json::Value {
+    serde_json::json!({
+        "status": "ERROR",
+        "error": {"kind": kind, "message": message},
+        "exit_code": status.code(),
+    })
+}
+
+/// Whether the command line asks for one JSON document on stdout: `--json` anywhere before
+/// a `--` (also in `rlm query`'s batch flags, and when clap refuses the line).
+fn json_requested() -> bool {
+    std::env::args_os()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a == "--json")
+}
+
+/// The printer for an error before a run's settings exist: plain, in JSON mode when the
+/// command line asks for it.
+fn error_printer() -> Printer {
+    Printer::new(
+        printer::PrinterMode {
+            json: json_requested(),
+            ..printer::PrinterMode::default()
+        },
+        secret::Redactor::default(),
+    )
 }
 
 /// `rlm skill install|show`: the status lines of install go to stderr, `show`'s files to stdout.
@@ -260,7 +412,7 @@ fn run_skill(action: cli::SkillAction, env: &Environment) -> ExitStatus {
             Ok(skill::Scope::Project(env.cwd.clone()))
         }
     };
-    let printer = Printer::plain();
+    let printer = error_printer();
     let outcome = match action {
         cli::SkillAction::Install { user, force } => scope(user).and_then(|scope| {
             let outcomes = skill::install(&scope, force).map_err(|e| match e {
@@ -287,7 +439,7 @@ fn print_data(bytes: &[u8]) -> ExitStatus {
     let mut out = std::io::stdout().lock();
     match out.write_all(bytes).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            report_error(&Printer::plain(), &RlmError::io("<stdout>", e))
+            report_error(&error_printer(), &RlmError::io("<stdout>", e))
         }
         _ => ExitStatus::Success,
     }
@@ -305,8 +457,11 @@ fn run_index(command: cli::IndexCommand) -> ExitStatus {
         // A closed pipe (`| head`) is not an error.
         Err(index::IndexError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitStatus::Success,
         Err(e) => {
-            Printer::plain().error(&e.to_string());
-            e.exit_status()
+            let kind = match e {
+                index::IndexError::Io { .. } | index::IndexError::Output(_) => "io",
+                _ => "usage",
+            };
+            report_failure(&error_printer(), kind, &e.to_string(), e.exit_status())
         }
     }
 }
@@ -317,8 +472,11 @@ fn run_verify_citations(args: cli::VerifyCitationsArgs) -> ExitStatus {
         Ok(status) => status,
         Err(citation::CitationError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitStatus::Success,
         Err(e) => {
-            Printer::plain().error(&e.to_string());
-            e.exit_status()
+            let kind = match e {
+                citation::CitationError::Io { .. } | citation::CitationError::Output(_) => "io",
+                _ => "usage",
+            };
+            report_failure(&error_printer(), kind, &e.to_string(), e.exit_status())
         }
     }
 }

@@ -69,6 +69,9 @@ struct Inner {
     bar: Mutex<Option<ProgressBar>>,
     /// Errors already said: one error is one line, however many places report it.
     said: Mutex<std::collections::HashSet<String>>,
+    /// Whether the one JSON document of `--json` has been written (an error after it must
+    /// not write a second).
+    json_written: std::sync::atomic::AtomicBool,
 }
 
 impl Printer {
@@ -79,6 +82,7 @@ impl Printer {
                 redactor,
                 bar: Mutex::new(None),
                 said: Mutex::default(),
+                json_written: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }
@@ -115,7 +119,15 @@ impl Printer {
     /// The one JSON document of `--json`.
     pub fn json(&self, value: &serde_json::Value) {
         let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| "null".into());
+        self.inner
+            .json_written
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         self.stdout(&text);
+    }
+
+    /// Whether [`Printer::json`] has written its document.
+    pub fn json_written(&self) -> bool {
+        self.inner.json_written.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The start-up banner and other narration: hidden by `--quiet`.

@@ -4,6 +4,13 @@
 //! Text that leaves the process (stdout, stderr, the run directory, the cache, events)
 //! passes through a [`Redactor`] first: an error body or a model reply can echo what we
 //! sent, the key included.
+//!
+//! Diagnostics (`-v`, `-vv`, `RLM_LOG`) come from code rlm does not own (reqwest, hyper) as
+//! well as its own, so they are scrubbed where they are written, not where they are made:
+//! [`LogWriter`] removes the credentials of every URL (`scheme://user:password@`) and every
+//! secret the process was given — the API keys in the environment and the user info of the
+//! base URLs on the command line and in the environment (issue 17: `-v` printed a base
+//! URL's password).
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -59,6 +66,18 @@ impl Redactor {
         }
     }
 
+    /// A redactor for these secret strings (short or empty ones are ignored).
+    pub fn from_secrets(secrets: impl IntoIterator<Item = String>) -> Self {
+        let secrets = secrets
+            .into_iter()
+            .filter(|s| s.len() >= MIN_SCRUBBED)
+            .map(SecretString::from)
+            .collect();
+        Redactor {
+            secrets: Arc::new(secrets),
+        }
+    }
+
     /// `text` with every secret replaced; borrowed when there was nothing to replace.
     pub fn scrub<'t>(&self, text: &'t str) -> Cow<'t, str> {
         let mut out = Cow::Borrowed(text);
@@ -82,6 +101,163 @@ pub fn redact_url(url: &str) -> Cow<'_, str> {
     match rest[..authority_end].rfind('@') {
         Some(at) => Cow::Owned(format!("{}***@{}", &url[..scheme_end + 3], &rest[at + 1..])),
         None => Cow::Borrowed(url),
+    }
+}
+
+/// `text` with the user info of every URL in it (`https://user:pw@host` → `https://***@host`);
+/// borrowed when there was none.
+pub fn scrub_url_credentials(text: &str) -> Cow<'_, str> {
+    if !text.contains("://") || !text.contains('@') {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let (head, tail) = rest.split_at(at + 3);
+        out.push_str(head);
+        // The authority ends where a path, query, fragment, quote or space begins.
+        let end = tail
+            .find(|c: char| {
+                matches!(c, '/' | '?' | '#' | '"' | '\'' | '`' | '<' | '>' | ')' | ']') || c.is_whitespace()
+            })
+            .unwrap_or(tail.len());
+        match tail[..end].rfind('@') {
+            Some(user_info_end) => {
+                out.push_str("***");
+                rest = &tail[user_info_end..];
+            }
+            None => rest = tail,
+        }
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
+}
+
+/// The secrets in a URL's user info: `user:password`, the password, and their decoded forms
+/// (what an `Authorization: Basic` header or a log of the parsed URL would show).
+pub fn url_secrets(url: &str) -> Vec<String> {
+    let Some(scheme_end) = url.find("://") else {
+        return Vec::new();
+    };
+    let rest = &url[scheme_end + 3..];
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let Some(at) = authority.rfind('@') else {
+        return Vec::new();
+    };
+    let user_info = &authority[..at];
+    let mut secrets = vec![user_info.to_string()];
+    if let Some((_, password)) = user_info.split_once(':') {
+        secrets.push(password.to_string());
+    }
+    let decoded: Vec<String> = secrets
+        .iter()
+        .map(|s| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned())
+        .collect();
+    secrets.extend(decoded);
+    // `Basic base64(user:password)`, as reqwest sends it.
+    secrets.push(base64(
+        percent_encoding::percent_decode_str(user_info)
+            .collect::<Vec<u8>>()
+            .as_slice(),
+    ));
+    secrets.sort();
+    secrets.dedup();
+    secrets
+}
+
+/// Standard base64 with padding (only to recognise a Basic credential in a log line).
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// The secrets a process may be holding, for scrubbing diagnostics before any settings
+/// exist: the API keys in the environment and the user info of every URL in the
+/// environment and on the command line.
+pub fn process_secrets(vars: &[(String, String)], argv: &[String]) -> Redactor {
+    let mut secrets = Vec::new();
+    for (name, value) in vars {
+        if name.ends_with("_API_KEY") || name.ends_with("_AUTH_TOKEN") {
+            secrets.push(value.trim().to_string());
+        }
+        secrets.extend(url_secrets(value));
+    }
+    for arg in argv {
+        secrets.extend(url_secrets(arg));
+    }
+    Redactor::from_secrets(secrets)
+}
+
+/// The writer of diagnostics: each event is collected whole, scrubbed of URL credentials
+/// and known secrets, and written to stderr in one piece.
+#[derive(Clone)]
+pub struct LogWriter {
+    redactor: Redactor,
+}
+
+impl LogWriter {
+    pub fn new(redactor: Redactor) -> Self {
+        LogWriter { redactor }
+    }
+
+    /// One scrubbed text, as it will reach stderr.
+    pub fn scrub<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        match scrub_url_credentials(text) {
+            Cow::Borrowed(t) => self.redactor.scrub(t),
+            Cow::Owned(t) => Cow::Owned(self.redactor.scrub(&t).into_owned()),
+        }
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
+    type Writer = LogEvent;
+
+    fn make_writer(&'a self) -> LogEvent {
+        LogEvent {
+            writer: self.clone(),
+            buffer: Vec::new(),
+        }
+    }
+}
+
+/// One event being written: kept until it is complete, so a secret split over two writes
+/// is still seen whole.
+pub struct LogEvent {
+    writer: LogWriter,
+    buffer: Vec<u8>,
+}
+
+impl std::io::Write for LogEvent {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.buffer.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for LogEvent {
+    fn drop(&mut self) {
+        if self.buffer.is_empty() {
+            return;
+        }
+        let text = String::from_utf8_lossy(&self.buffer);
+        let text = self.writer.scrub(&text);
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), text.as_bytes());
     }
 }
 
@@ -112,5 +288,45 @@ mod tests {
         assert_eq!(redact_url("https://user:pw@host:8080/v1"), "https://***@host:8080/v1");
         assert_eq!(redact_url("http://127.0.0.1:8080"), "http://127.0.0.1:8080");
         assert_eq!(redact_url("http://host/path@x"), "http://host/path@x");
+    }
+
+    #[test]
+    fn url_credentials_are_scrubbed_anywhere_in_a_line() {
+        assert_eq!(
+            scrub_url_credentials("sending request endpoint=http://alice:s3cret@127.0.0.1:9/v1/messages x"),
+            "sending request endpoint=http://***@127.0.0.1:9/v1/messages x"
+        );
+        assert_eq!(
+            scrub_url_credentials("a https://u:p@h b \"ftp://x@y/z\" c http://plain/a@b"),
+            "a https://***@h b \"ftp://***@y/z\" c http://plain/a@b"
+        );
+        assert!(matches!(scrub_url_credentials("no url here"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn url_secrets_cover_the_password_its_decoding_and_basic_auth() {
+        let secrets = url_secrets("http://alice:p%40ss@host/v1");
+        assert!(secrets.contains(&"p%40ss".to_string()));
+        assert!(secrets.contains(&"p@ss".to_string()));
+        assert!(secrets.contains(&"alice:p@ss".to_string()));
+        assert!(secrets.contains(&base64(b"alice:p@ss")));
+        assert_eq!(base64(b"alice:pw"), "YWxpY2U6cHc=");
+        assert_eq!(base64(b"ab"), "YWI=");
+        assert!(url_secrets("http://host/v1").is_empty());
+    }
+
+    #[test]
+    fn the_log_writer_scrubs_keys_and_credentials() {
+        let vars = vec![
+            ("ANTHROPIC_API_KEY".to_string(), "sk-ant-12345".to_string()),
+            ("OPENAI_BASE_URL".to_string(), "https://bob:hunter22@gw/v1".to_string()),
+        ];
+        let argv = vec!["--base-url".to_string(), "http://alice:pw1234@127.0.0.1:1".to_string()];
+        let writer = LogWriter::new(process_secrets(&vars, &argv));
+        let line = "key sk-ant-12345 pw hunter22 again pw1234 url http://alice:pw1234@127.0.0.1:1/v1";
+        let shown = writer.scrub(line);
+        for secret in ["sk-ant-12345", "hunter22", "pw1234"] {
+            assert!(!shown.contains(secret), "{shown}");
+        }
     }
 }

@@ -70,7 +70,8 @@ pub fn resolve_inputs(settings: &BatchSettings, printer: &Printer) -> Result<Man
     if let Some(max_files) = input.max_files {
         cap_largest(&mut manifest, max_files);
     }
-    if manifest.files.is_empty() && input.source.empty_is_success() {
+    // A list that names only unreadable files is not "nothing to do": they fail the run.
+    if manifest.files.is_empty() && manifest.unreadable.is_empty() && input.source.empty_is_success() {
         return Ok(manifest);
     }
     tracing::debug!(
@@ -83,14 +84,23 @@ pub fn resolve_inputs(settings: &BatchSettings, printer: &Printer) -> Result<Man
         return Err(RlmError::NoMatch(no_match_message(&input.pattern)));
     }
     if manifest.files.is_empty() {
-        let all: Vec<_> = manifest.skipped.iter().chain(&manifest.unreadable).collect();
-        let reasons: Vec<String> = all
+        // The unreadable first: they are failures, where a skip is a choice.
+        let all: Vec<_> = manifest.unreadable.iter().chain(&manifest.skipped).collect();
+        let mut reasons: Vec<String> = all
             .iter()
-            .take(3)
+            .take(5)
             .map(|s| format!("{}: {}", crate::escape::name(&s.path), s.reason))
             .collect();
+        if all.len() > 5 {
+            reasons.push(format!("and {} more", all.len() - 5));
+        }
+        let what = if manifest.unreadable.is_empty() {
+            "were skipped"
+        } else {
+            "were skipped or could not be read"
+        };
         return Err(RlmError::Usage(format!(
-            "all {} files matching '{}' were skipped ({}): nothing to send",
+            "all {} files matching '{}' {what} ({}): nothing to send",
             all.len(),
             crate::escape::name(&input.pattern),
             reasons.join("; ")
@@ -144,7 +154,8 @@ pub fn provider(settings: &BatchSettings, model: &ModelInfo, run_id: &str) -> Re
             ("RLM_DEPTH".to_string(), (p.depth + 1).to_string()),
             ("RLM_PARENT_RUN".to_string(), run_id.to_string()),
         ];
-        return Ok(Arc::new(CommandProvider::new(argv.clone(), env, p.timeout)));
+        let withheld = crate::provider::command::withheld(&p.agent_env);
+        return Ok(Arc::new(CommandProvider::new(argv.clone(), env, withheld, p.timeout)));
     }
     let http = HttpProvider::new(HttpConfig {
         kind: p.kind,

@@ -1,7 +1,8 @@
 //! `rlm verify-citations FILE [--strict] [--json] [--root DIR]`: checks every citation of
 //! an aggregate and reports one line per distinct citation plus a summary (or one JSON
-//! document). Exit 0 when every citation passes, 1 when one is stale or broken (or
-//! un-versioned under `--strict`), 2 when the aggregate cannot be read.
+//! document). Exit 0 when every citation passes, 1 when one is stale, broken or malformed
+//! (or, under `--strict`, un-versioned, or there is none), 2 when the aggregate cannot be
+//! read.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -100,20 +101,29 @@ fn write_human(v: &Verification, out: &mut dyn Write) -> std::io::Result<()> {
             (status, _) => status.label(),
         };
         let detail = c.detail.as_deref().map(|d| format!(": {d}")).unwrap_or_default();
-        writeln!(out, "{location}: {label}: {}{detail}", c.citation.inline())?;
+        let shown = c.written.clone().unwrap_or_else(|| c.citation.inline());
+        writeln!(out, "{location}: {label}: {shown}{detail}")?;
     }
     let s = &v.summary;
     if s.total == 0 {
-        return writeln!(out, "no citations found in {file}");
+        return if v.strict {
+            writeln!(
+                out,
+                "no citations found in {file}: FAILED (--strict needs at least one citation)"
+            )
+        } else {
+            writeln!(out, "no citations found in {file}")
+        };
     }
     writeln!(
         out,
-        "{} citation{}: {} fresh, {} stale, {} broken, {} un-versioned: {}",
+        "{} citation{}: {} fresh, {} stale, {} broken, {} malformed, {} un-versioned: {}",
         s.total,
         if s.total == 1 { "" } else { "s" },
         s.fresh,
         s.stale,
         s.broken,
+        s.malformed,
         s.unversioned,
         if v.passed { "OK" } else { "FAILED" }
     )
@@ -192,7 +202,10 @@ mod tests {
             lines[2].contains(":5: warning: un-versioned: [src/legacy.py, L2]: path-only citation"),
             "{text}"
         );
-        assert_eq!(lines[3], "3 citations: 2 fresh, 0 stale, 0 broken, 1 un-versioned: OK");
+        assert_eq!(
+            lines[3],
+            "3 citations: 2 fresh, 0 stale, 0 broken, 0 malformed, 1 un-versioned: OK"
+        );
 
         let (v, text) = verify(dir.path(), true, false);
         assert!(!v.passed);
@@ -254,7 +267,7 @@ mod tests {
             ]
         );
         assert!(
-            out.ends_with("6 citations: 1 fresh, 0 stale, 5 broken, 0 un-versioned: FAILED\n"),
+            out.ends_with("6 citations: 1 fresh, 0 stale, 5 broken, 0 malformed, 0 un-versioned: FAILED\n"),
             "{out}"
         );
     }
@@ -281,7 +294,8 @@ mod tests {
         let report: serde_json::Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(report["passed"], false);
         assert_eq!(report["summary"]["fresh"], 1);
-        assert_eq!(report["summary"]["broken"], 1);
+        assert_eq!(report["summary"]["malformed"], 1);
+        assert_eq!(report["citations"][1]["status"], "malformed");
         assert_eq!(report["citations"][0]["artifact_id"], "src/login.ts");
         assert_eq!(report["citations"][0]["lines"], "L1");
         assert_eq!(report["citations"][0]["status"], "fresh");
@@ -293,14 +307,20 @@ mod tests {
     }
 
     #[test]
-    fn no_citations_passes_with_a_note_and_a_bad_root_is_an_error() {
+    fn no_citations_passes_with_a_note_fails_strict_and_a_bad_root_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("aggregate.md"), "# Nothing cited\n\n- [x] done\n").unwrap();
-        let (v, text) = verify(dir.path(), true, false);
+        let (v, text) = verify(dir.path(), false, false);
         assert!(v.passed);
         assert_eq!(
             text,
             format!("no citations found in {}\n", dir.path().join("aggregate.md").display())
+        );
+        let (v, text) = verify(dir.path(), true, false);
+        assert!(!v.passed);
+        assert!(
+            text.ends_with(": FAILED (--strict needs at least one citation)\n"),
+            "{text}"
         );
         let opts = VerifyOptions {
             file: dir.path().join("aggregate.md"),

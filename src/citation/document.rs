@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::error::CitationError;
-use super::parser::{parse_document, parse_inline};
+use super::parser::parse_for_verification;
 use super::tuple::{Citation, LineRange};
 
 /// One citation as found in a document.
@@ -16,8 +16,11 @@ pub struct Found {
     pub citation: Citation,
     /// 1-based line in the document (markdown only).
     pub line: Option<usize>,
-    /// Why a JSON citation object is malformed (it then fails as broken).
+    /// Why it is malformed (a JSON object with a bad field, a bracket with a bad hash or
+    /// line range): it is then reported as malformed, never checked against a file.
     pub problem: Option<String>,
+    /// The citation as written, when it is malformed (what the report shows).
+    pub written: Option<String>,
 }
 
 /// The citations of the aggregate at `path`: JSON when it ends in `.json` or its content
@@ -46,12 +49,13 @@ pub fn load(path: &Path) -> Result<Vec<Found>, CitationError> {
 
 /// The citations of a markdown text, in order.
 pub fn in_markdown(text: &str) -> Vec<Found> {
-    parse_document(text)
+    parse_for_verification(text)
         .into_iter()
         .map(|l| Found {
+            written: l.problem.is_some().then(|| text[l.span.clone()].to_string()),
             citation: l.citation,
             line: Some(l.line),
-            problem: None,
+            problem: l.problem,
         })
         .collect()
 }
@@ -70,12 +74,13 @@ fn walk(value: &Value, out: &mut Vec<Found>) {
         Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
         Value::String(s) => {
             let s = s.trim();
-            if let [only] = parse_inline(s).as_slice() {
+            if let [only] = parse_for_verification(s).as_slice() {
                 if only.span == (0..s.len()) {
                     out.push(Found {
                         citation: only.citation.clone(),
                         line: None,
-                        problem: None,
+                        problem: only.problem.clone(),
+                        written: only.problem.is_some().then(|| s.to_string()),
                     });
                 }
             }
@@ -120,6 +125,7 @@ fn from_object(map: &Map<String, Value>) -> Found {
             lines,
         },
         line: None,
+        written: problem.is_some().then(|| Value::Object(map.clone()).to_string()),
         problem,
     }
 }

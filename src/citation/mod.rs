@@ -22,7 +22,10 @@ pub use document::{in_json, in_markdown, load as load_document, Found};
 pub use error::CitationError;
 pub use finding::{findings_from_markdown, merge_findings, Finding};
 pub use instruction::{input_block, instruction_block, SUMMARIZER_RULE};
-pub use parser::{parse_bracket_content, parse_document, parse_inline, parse_source_entry, Located};
+pub use parser::{
+    malformed_bracket, parse_bracket_content, parse_document, parse_for_verification, parse_inline, parse_source_entry,
+    Located,
+};
 pub use sources::{dedupe, sources_footer};
 pub use tuple::{is_content_hash, Citation, LineRange};
 pub use verify::{check, check_all, Check, Status, Summary};

@@ -8,14 +8,22 @@
 //!   of the path;
 //! - a path-only citation needs its line range and a path that looks like one (a `/`, or
 //!   one word with an extension), so `[x]`, `[ ]`, `[TODO, L1]` and bracketed prose are
-//!   not citations; a bad hash (`[a.ts@xyz, L3]`) leaves a path-only citation of the path
-//!   `a.ts@xyz`, which verification then reports as missing rather than ignoring;
+//!   not citations; a hash that is hex but not 16 lowercase characters (`[a.ts@DEADBEEF,
+//!   L3]`) makes the bracket malformed (below), while a suffix that is no hash at all
+//!   (`[a.ts@xyz, L3]`) leaves a path-only citation of the path `a.ts@xyz`, which
+//!   verification then reports as missing rather than ignoring;
 //! - a bracket followed by `(` is a markdown link (`[t](u)`), the second bracket of
 //!   `[t][r]` a reference (unless the first was a citation), one preceded by `!` an image,
 //!   `[^n]` a footnote, `[r]:` at a line start a link definition, `\[` escaped;
 //! - code spans and fenced code blocks are literal text, so examples in them do not count;
 //! - brackets nest (`[see [a.ts@…, L1]]` finds the inner citation, and
 //!   `[app/[id]/page.tsx@…, L3]` is one citation).
+//!
+//! A citation written wrongly is not dropped in silence (issue 17): a bracket (or footer
+//! item) on a path that looks like one, with a hash that is hex but not 16 lowercase
+//! characters (`@DEADBEEF`) or a line range that is no range (`L0`, `L50-5`), is found as
+//! *malformed*, with the problem — by [`parse_for_verification`], never by the parsers whose
+//! citations are carried into aggregates.
 
 use std::ops::Range;
 
@@ -43,10 +51,25 @@ pub struct Located {
     pub span: Range<usize>,
     /// 1-based line of the span's start.
     pub line: usize,
+    /// Why it is malformed (then `citation` holds what could be read of it); `None` for a
+    /// well-formed citation.
+    pub problem: Option<String>,
 }
 
 /// Every inline citation in `text`, in order.
 pub fn parse_inline(text: &str) -> Vec<Located> {
+    scan_inline(text, false)
+}
+
+/// Every citation of a markdown document, well-formed or malformed, in order: what
+/// `rlm verify-citations` checks.
+pub fn parse_for_verification(text: &str) -> Vec<Located> {
+    scan_document(text, true)
+}
+
+/// The inline citations of `text`; with `malformed`, also the brackets that are citations
+/// written wrongly.
+fn scan_inline(text: &str, malformed: bool) -> Vec<Located> {
     let code = code_regions(text);
     let in_code = |i: usize| code.iter().any(|r| r.contains(&i));
     let bytes = text.as_bytes();
@@ -71,11 +94,18 @@ pub fn parse_inline(text: &str) -> Vec<Located> {
             || (before == Some(b']') && !follows_citation)
             || (after == Some(b':') && at_line_start(bytes, i));
         if !link_like {
-            if let Some(citation) = parse_bracket_content(&text[i + 1..close]) {
+            let content = &text[i + 1..close];
+            let parsed = match parse_bracket_content(content) {
+                Some(citation) => Some((citation, None)),
+                None if malformed => malformed_bracket(content).map(|(c, why)| (c, Some(why))),
+                None => None,
+            };
+            if let Some((citation, problem)) = parsed {
                 found.push(Located {
                     citation,
                     span: i..close + 1,
                     line: line_of(text, i),
+                    problem,
                 });
                 i = close + 1;
                 continue;
@@ -89,7 +119,12 @@ pub fn parse_inline(text: &str) -> Vec<Located> {
 /// Every citation of a markdown document: inline ones, then the items of its
 /// `## Sources` footers (`- path@hash (L42-58)`, `- path (L88) [un-versioned]`).
 pub fn parse_document(text: &str) -> Vec<Located> {
-    let mut found = parse_inline(text);
+    scan_document(text, false)
+}
+
+/// [`parse_document`], with the malformed citations when `malformed`.
+fn scan_document(text: &str, malformed: bool) -> Vec<Located> {
+    let mut found = scan_inline(text, malformed);
     let code = code_regions(text);
     let mut in_sources = false;
     let mut offset = 0;
@@ -111,12 +146,18 @@ pub fn parse_document(text: &str) -> Vec<Located> {
         if item.starts_with('[') {
             continue;
         }
-        if let Some(citation) = parse_source_entry(item) {
+        let parsed = match parse_source_entry(item) {
+            Some(citation) => Some((citation, None)),
+            None if malformed => malformed_source_entry(item).map(|(c, why)| (c, Some(why))),
+            None => None,
+        };
+        if let Some((citation, problem)) = parsed {
             let at = start + line.find(item).unwrap_or(0);
             found.push(Located {
                 citation,
                 span: at..at + item.len(),
                 line: line_of(text, start),
+                problem,
             });
         }
     }
@@ -156,12 +197,80 @@ pub fn parse_source_entry(item: &str) -> Option<Citation> {
     (!(tagged && citation.is_versioned())).then_some(citation)
 }
 
+/// A bracket's inside that is a citation written wrongly, with what is wrong: see the
+/// module doc. `None` when it is well-formed or no citation at all.
+pub fn malformed_bracket(content: &str) -> Option<(Citation, String)> {
+    if content.contains(['\n', '\r']) {
+        return None;
+    }
+    let (target, range) = match content.rsplit_once(',') {
+        Some((target, range)) if looks_like_range(range.trim_start_matches(' ')) => {
+            (target, Some(range.trim_start_matches(' ')))
+        }
+        _ => (content, None),
+    };
+    malformed_target(target, range)
+}
+
+/// A `## Sources` item that is a citation written wrongly (`- a.ts@DEADBEEF (L0)`).
+fn malformed_source_entry(item: &str) -> Option<(Citation, String)> {
+    let rest = item.trim().trim_end_matches("[un-versioned]").trim_end();
+    let (target, range) = match rest.strip_suffix(')').and_then(|inner| inner.rsplit_once(" (")) {
+        Some((target, range)) if looks_like_range(range) => (target, Some(range)),
+        _ => (rest, None),
+    };
+    malformed_target(target, range)
+}
+
+/// `target` (`path` or `path@hash`) and a line range text, when one of them is wrong and
+/// the path looks like a file's.
+fn malformed_target(target: &str, range: Option<&str>) -> Option<(Citation, String)> {
+    let mut problems = Vec::new();
+    let lines = range.and_then(|r| match r.parse::<LineRange>() {
+        Ok(lines) => Some(lines),
+        Err(e) => {
+            problems.push(e);
+            None
+        }
+    });
+    let (path, hash) = match target.rsplit_once('@') {
+        Some((path, hash)) if looks_like_hash(hash) => (path, Some(hash)),
+        _ => (target, None),
+    };
+    if let Some(hash) = hash.filter(|h| !is_content_hash(h)) {
+        problems.push(format!("`{hash}` is not a content hash (16 lowercase hex characters)"));
+    }
+    if problems.is_empty() || !valid_path(path) || !looks_like_path(path) {
+        return None;
+    }
+    let citation = Citation {
+        artifact_id: path.to_string(),
+        content_hash: hash.map(str::to_string),
+        lines,
+    };
+    Some((citation, problems.join("; ")))
+}
+
+/// `L` and a digit: meant as a line range, whether or not it is one.
+fn looks_like_range(text: &str) -> bool {
+    text.strip_prefix('L')
+        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+}
+
+/// Hex of a plausible hash length, in any case: meant as a content hash.
+fn looks_like_hash(text: &str) -> bool {
+    (6..=64).contains(&text.len()) && text.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 /// `path@hash16` or a bare path. A bare path is a citation only with lines (inline) or in
 /// a footer, and only when it looks like a path.
 fn citation_from_target(target: &str, lines: Option<LineRange>, in_footer: bool) -> Option<Citation> {
     if let Some((path, hash)) = target.rsplit_once('@') {
         if is_content_hash(hash) && valid_path(path) {
             return Some(Citation::versioned(path, hash, lines));
+        }
+        if looks_like_hash(hash) {
+            return None; // a hash written wrongly: malformed, not a file named `a.ts@DEADBEEF`
         }
     }
     let path_only = (lines.is_some() || in_footer) && valid_path(target) && looks_like_path(target);

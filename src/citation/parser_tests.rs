@@ -128,19 +128,14 @@ fn code_spans_and_fences_are_literal() {
 
 #[test]
 fn uppercase_or_short_hashes_are_not_versions() {
-    // After the last `@` there is no valid hash, so these are path-only (with lines) or nothing.
+    // After the last `@` there is no valid hash: a hex one written wrongly is no citation
+    // (verification finds it as malformed), anything else leaves a path-only one.
     let found = parse_inline(&format!(
         "[src/a.ts@{}, L3] [src/a.ts@abc123] [src/a.ts@nothex, L4]",
         H.to_uppercase()
     ));
     let got: Vec<&Citation> = found.iter().map(|l| &l.citation).collect();
-    assert_eq!(
-        got,
-        vec![
-            &Citation::path_only(format!("src/a.ts@{}", H.to_uppercase()), lines(3, 3)),
-            &Citation::path_only("src/a.ts@nothex", lines(4, 4)),
-        ]
-    );
+    assert_eq!(got, vec![&Citation::path_only("src/a.ts@nothex", lines(4, 4))]);
 }
 
 #[test]
@@ -186,4 +181,54 @@ fn source_entries_parse_strictly() {
     assert_eq!(parse_source_entry(&format!("src/a.ts@{H} [un-versioned]")), None);
     assert_eq!(parse_source_entry("src/a.ts (lines 4-5)"), None);
     assert_eq!(parse_source_entry("see the appendix"), None);
+}
+
+#[test]
+fn citations_written_wrongly_are_found_as_malformed_for_verification_only() {
+    let text = format!(
+        "- [src/a.ts@{H}, L50-5] and [src/a.ts@{H}, L0]\n\
+         - [src/a.ts@deadbeef, L3] and [src/a.ts@A8F9C2D4E5F60718]\n\
+         - not citations: [me@cafe12] [see above, L0] [x] [chapter 3.2, L0-1]\n\
+         - fine: [src/a.ts@{H}, L2]\n\n\
+         ## Sources\n\n- src/b.ts@DEADBEEF (L2)\n- src/c.ts (L0) [un-versioned]\n"
+    );
+    // The parsers whose citations go into aggregates see only the well-formed one.
+    assert_eq!(cites(&text), vec![format!("[src/a.ts@{H}, L2]")]);
+    assert_eq!(parse_document(&text).len(), 1);
+    let found = parse_for_verification(&text);
+    let got: Vec<(&str, Option<&str>)> = found
+        .iter()
+        .map(|l| (&text[l.span.clone()], l.problem.as_deref()))
+        .collect();
+    let h_l50 = format!("[src/a.ts@{H}, L50-5]");
+    let h_l0 = format!("[src/a.ts@{H}, L0]");
+    let fine = format!("[src/a.ts@{H}, L2]");
+    assert_eq!(
+        got,
+        vec![
+            (
+                h_l50.as_str(),
+                Some("`L50-5` is not a line range: it ends before it starts")
+            ),
+            (h_l0.as_str(), Some("`L0` is not a line range: lines start at L1")),
+            (
+                "[src/a.ts@deadbeef, L3]",
+                Some("`deadbeef` is not a content hash (16 lowercase hex characters)")
+            ),
+            (
+                "[src/a.ts@A8F9C2D4E5F60718]",
+                Some("`A8F9C2D4E5F60718` is not a content hash (16 lowercase hex characters)")
+            ),
+            (fine.as_str(), None),
+            (
+                "src/b.ts@DEADBEEF (L2)",
+                Some("`DEADBEEF` is not a content hash (16 lowercase hex characters)")
+            ),
+            (
+                "src/c.ts (L0) [un-versioned]",
+                Some("`L0` is not a line range: lines start at L1")
+            ),
+        ]
+    );
+    assert_eq!(found[2].citation.lines, lines(3, 3));
 }

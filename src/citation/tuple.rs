@@ -46,6 +46,8 @@ impl FromStr for LineRange {
             None => (number(rest), number(rest)),
         };
         match (start, end) {
+            (Some(0), Some(_)) => Err(format!("`{s}` is not a line range: lines start at L1")),
+            (Some(a), Some(b)) if b < a => Err(format!("`{s}` is not a line range: it ends before it starts")),
             (Some(a), Some(b)) => LineRange::new(a, b).ok_or_else(bad),
             _ => Err(bad()),
         }

@@ -4,8 +4,10 @@
 //! hex of the file's current sha256 and its lines exist; **stale** when the file changed
 //! since it was cited (stale evidence is not verifiable evidence, so it fails like a broken
 //! one); **broken** when the file is missing, outside the root, unreadable, or the lines are
-//! past its end (or the citation itself is malformed); **un-versioned** when it has no hash
-//! (path-only) but the file and lines exist — a warning, an error under `--strict`.
+//! past its end; **malformed** when the citation itself is written wrongly (a hash that is
+//! not 16 lowercase hex characters, a line range such as `L0` or `L50-5`): it is not
+//! evidence, so it fails, and is never looked up as a file; **un-versioned** when it has no
+//! hash (path-only) but the file and lines exist — a warning, an error under `--strict`.
 
 use std::path::{Path, PathBuf};
 
@@ -23,6 +25,7 @@ pub enum Status {
     Fresh,
     Stale,
     Broken,
+    Malformed,
     Unversioned,
 }
 
@@ -33,6 +36,7 @@ impl Status {
             Status::Fresh => "fresh",
             Status::Stale => "stale",
             Status::Broken => "broken",
+            Status::Malformed => "malformed",
             Status::Unversioned => "un-versioned",
         }
     }
@@ -41,7 +45,7 @@ impl Status {
     pub fn fails(self, strict: bool) -> bool {
         match self {
             Status::Fresh => false,
-            Status::Stale | Status::Broken => true,
+            Status::Stale | Status::Broken | Status::Malformed => true,
             Status::Unversioned => strict,
         }
     }
@@ -64,6 +68,9 @@ pub struct Check {
     pub file_lines: Option<usize>,
     /// The document lines it appears on (markdown), in order.
     pub occurrences: Vec<usize>,
+    /// A malformed citation as it was written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub written: Option<String>,
 }
 
 /// Counts per verdict.
@@ -73,6 +80,7 @@ pub struct Summary {
     pub fresh: usize,
     pub stale: usize,
     pub broken: usize,
+    pub malformed: usize,
     pub unversioned: usize,
 }
 
@@ -87,16 +95,21 @@ impl Summary {
                 Status::Fresh => &mut s.fresh,
                 Status::Stale => &mut s.stale,
                 Status::Broken => &mut s.broken,
+                Status::Malformed => &mut s.malformed,
                 Status::Unversioned => &mut s.unversioned,
             } += 1;
         }
         s
     }
 
-    /// Whether nothing fails: no stale or broken citation (and, under `strict`, no
-    /// un-versioned one).
+    /// Whether nothing fails: no stale, broken or malformed citation (and, under `strict`,
+    /// no un-versioned one, and at least one citation: a `--require-citations` answer that
+    /// cites nothing is no evidence).
     pub fn passed(&self, strict: bool) -> bool {
-        self.stale == 0 && self.broken == 0 && (!strict || self.unversioned == 0)
+        self.stale == 0
+            && self.broken == 0
+            && self.malformed == 0
+            && (!strict || (self.unversioned == 0 && self.total > 0))
     }
 }
 
@@ -113,11 +126,19 @@ pub fn check_all(found: Vec<Found>, root: &Path) -> Vec<Check> {
         let i = match same {
             Some(i) => i,
             None => {
-                let mut check = check(&f.citation, root);
-                if let Some(problem) = &f.problem {
-                    check.status = Status::Broken;
-                    check.detail = Some(format!("malformed citation: {problem}"));
-                }
+                let check = match &f.problem {
+                    // Not looked up: "no such file" would hide what is wrong with it.
+                    Some(problem) => Check {
+                        citation: f.citation.clone(),
+                        status: Status::Malformed,
+                        detail: Some(problem.clone()),
+                        current_hash: None,
+                        file_lines: None,
+                        occurrences: Vec::new(),
+                        written: f.written.clone(),
+                    },
+                    None => check(&f.citation, root),
+                };
                 checks.push(check);
                 problems.push(f.problem);
                 checks.len() - 1
@@ -137,7 +158,13 @@ pub fn check(citation: &Citation, root: &Path) -> Check {
         current_hash: None,
         file_lines: None,
         occurrences: Vec::new(),
+        written: None,
     };
+    if let Some(hash) = citation.content_hash.as_deref().filter(|h| !is_content_hash(h)) {
+        result.status = Status::Malformed;
+        result.detail = Some(format!("`{hash}` is not a content hash (16 lowercase hex characters)"));
+        return result;
+    }
     let path = match locate(root, &citation.artifact_id) {
         Ok(p) => p,
         Err(why) => {
@@ -165,10 +192,6 @@ pub fn check(citation: &Citation, root: &Path) -> Check {
     result.current_hash = Some(current.clone());
     result.file_lines = Some(lines);
     if let Some(hash) = &citation.content_hash {
-        if !is_content_hash(hash) {
-            result.detail = Some(format!("`{hash}` is not a content hash (16 lowercase hex characters)"));
-            return result;
-        }
         if *hash != current {
             result.status = Status::Stale;
             result.detail = Some(format!("the file changed since it was cited (now {current})"));

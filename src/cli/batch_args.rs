@@ -101,6 +101,12 @@ pub struct BatchArgs {
     #[arg(long, value_name = "CMD")]
     pub command: Option<String>,
 
+    /// With --command: pass this variable, which rlm withholds from the agent by default, to
+    /// it (repeatable): ANTHROPIC_API_KEY, OPENAI_API_KEY, ANTHROPIC_BASE_URL,
+    /// OPENAI_BASE_URL, RLM_API_KEY or RLM_BASE_URL. E.g. a `claude -p` that signs in with a key.
+    #[arg(long, value_name = "NAME", action = ArgAction::Append, requires = "command")]
+    pub agent_env: Vec<String>,
+
     /// Refuse to start when RLM_DEPTH (set by a parent rlm for its command agents) has
     /// reached this many levels of nested runs (1-10).
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=10), allow_negative_numbers = true)]
@@ -147,7 +153,8 @@ pub struct BatchArgs {
     pub dry_run: bool,
 
     /// Print one JSON document on stdout (the report; the plan with --dry-run) and nothing else.
-    #[arg(long)]
+    // Repeatable: the /rlm-batch command adds its own --json (issue 17).
+    #[arg(long, overrides_with = "json")]
     pub json: bool,
 
     /// No banner and no progress; errors, warnings and failures still go to stderr.
@@ -202,8 +209,9 @@ pub struct BatchArgs {
     #[arg(long)]
     pub hidden: bool,
 
-    /// Follow symbolic links that lead outside the directory being searched (by default they
-    /// are skipped and listed in the report).
+    /// Follow symbolic links that lead outside the directory being searched, and take
+    /// --files-from paths outside the working directory (by default both are skipped and
+    /// listed in the report).
     #[arg(long, short = 'L')]
     pub follow_links: bool,
 

@@ -79,14 +79,16 @@ pub struct StatusArgs {
     #[arg(long)]
     pub tree: bool,
     /// One JSON document on stdout.
-    #[arg(long)]
+    // Repeatable, as every --json: a wrapper may add its own (/rlm-batch does; issue 17).
+    #[arg(long, overrides_with = "json")]
     pub json: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct ListArgs {
     /// One JSON document on stdout.
-    #[arg(long)]
+    // Repeatable, as every --json: a wrapper may add its own (/rlm-batch does; issue 17).
+    #[arg(long, overrides_with = "json")]
     pub json: bool,
     /// Most runs listed (1-10000).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10_000), allow_negative_numbers = true)]
@@ -110,7 +112,8 @@ pub struct ResumeArgs {
     #[arg(long, short = 'q')]
     pub quiet: bool,
     /// As for rlm batch.
-    #[arg(long)]
+    // Repeatable, as every --json: a wrapper may add its own (/rlm-batch does; issue 17).
+    #[arg(long, overrides_with = "json")]
     pub json: bool,
 }
 
@@ -194,7 +197,8 @@ pub struct IndexBuildArgs {
     pub root: Option<PathBuf>,
 
     /// Print the build report as JSON on stdout.
-    #[arg(long)]
+    // Repeatable, as every --json: a wrapper may add its own (/rlm-batch does; issue 17).
+    #[arg(long, overrides_with = "json")]
     pub json: bool,
 }
 
@@ -233,7 +237,8 @@ pub struct IndexNeighborsArgs {
     pub root: Option<PathBuf>,
 
     /// Print {graph, node, direction, edgeType, depth, neighbors, count, records} as JSON.
-    #[arg(long)]
+    // Repeatable, as every --json: a wrapper may add its own (/rlm-batch does; issue 17).
+    #[arg(long, overrides_with = "json")]
     pub json: bool,
 }
 
@@ -250,21 +255,24 @@ pub enum DirectionArg {
 #[derive(Debug, Args)]
 #[command(
     after_help = "A stale citation (the file changed since it was cited) fails: it is no longer \
-verifiable evidence.\nExit codes: 0 every citation verified (un-versioned ones only warn without \
---strict), 1 some citation is broken or stale (or un-versioned under --strict), 2 the aggregate \
-cannot be read."
+verifiable evidence. So does a malformed one (a hash that is not 16 lowercase hex characters, a line \
+range such as L0 or L50-5).\nExit codes: 0 every citation verified (un-versioned ones only warn without \
+--strict), 1 some citation is broken, stale or malformed (or, under --strict, un-versioned, or none \
+found), 2 the aggregate cannot be read."
 )]
 pub struct VerifyCitationsArgs {
     /// The aggregate to check: markdown (inline citations and the `## Sources` footer) or
     /// JSON (citation objects {artifact_id, content_hash, lines}).
     pub file: PathBuf,
 
-    /// Treat path-only (un-versioned) citations as errors.
+    /// Treat path-only (un-versioned) citations as errors, and an aggregate that cites
+    /// nothing as a failure.
     #[arg(long)]
     pub strict: bool,
 
     /// Print one JSON document on stdout.
-    #[arg(long)]
+    // Repeatable, as every --json: a wrapper may add its own (/rlm-batch does; issue 17).
+    #[arg(long, overrides_with = "json")]
     pub json: bool,
 
     /// The directory cited paths are relative to. [default: the current directory]

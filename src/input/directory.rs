@@ -14,7 +14,7 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 use super::exclusions::Exclusions;
 use super::walk::Walk;
-use super::{Manifest, SkippedFile, WalkOptions};
+use super::{display_path, Manifest, SkippedFile, WalkOptions};
 use crate::error::RlmError;
 
 /// What the user asked of the directory.
@@ -55,21 +55,17 @@ pub fn resolve_directory(cwd: &Path, query: &DirectoryQuery<'_>, opts: &WalkOpti
     }
     let include = glob_set("--include", query.include)?;
     let exclude = glob_set("--exclude", query.exclude)?;
+    // Globs match the path below DIR as the bytes it is; the display is `display_path`'s.
     let relative = {
         let root = root.clone();
-        move |path: &Path| {
-            path.strip_prefix(&root)
-                .unwrap_or(path)
-                .to_string_lossy()
-                .replace('\\', "/")
-        }
+        move |path: &Path| path.strip_prefix(&root).unwrap_or(path).to_path_buf()
     };
     let display_of = |path: &Path| -> String {
-        match (shown, relative(path).as_str()) {
-            (p, "") => p.to_string(),
-            ("", b) => b.to_string(),
-            ("/", b) => format!("/{b}"),
-            (p, b) => format!("{p}/{b}"),
+        let below = relative(path);
+        if below.as_os_str().is_empty() {
+            display_path(Path::new(shown))
+        } else {
+            display_path(&Path::new(shown).join(below))
         }
     };
     let names_hidden = query.include.iter().any(|g| {

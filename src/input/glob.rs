@@ -16,7 +16,7 @@ use globset::GlobBuilder;
 
 use super::exclusions::Exclusions;
 use super::walk::Walk;
-use super::{Manifest, WalkOptions};
+use super::{display_path, Manifest, WalkOptions};
 use crate::error::RlmError;
 
 /// Resolves `pattern` against `cwd` into a manifest. No match is not an error here: the
@@ -60,18 +60,33 @@ pub fn resolve_glob(cwd: &Path, pattern: &str, opts: &WalkOptions) -> Result<Man
         (false, p) => cwd.join(p),
     };
     if std::fs::symlink_metadata(&root).is_err() {
+        // `nonexist/**/*.py`: say which directory is missing, not that nothing matched.
+        let base = if absolute {
+            PathBuf::from("/")
+        } else {
+            cwd.to_path_buf()
+        };
+        if let Some(missing) = missing_directory(&base, &components, literal_len) {
+            return Err(RlmError::NoMatch(format!(
+                "RLM Batch: no directory {missing}/\n\nPattern: {}\n\nThe pattern starts in {missing}/, which does \
+                 not exist in {}. Check the path, or run rlm from the directory the pattern is relative to.",
+                crate::escape::name(&pattern),
+                crate::escape::name(&display_path(cwd)),
+            )));
+        }
         return Ok(Manifest::default());
     }
-    let display_of = |path: &Path| -> String {
+    // The name as the user wrote it: the literal prefix, then the path below it. Matched as
+    // the bytes it is (a name need not be UTF-8), shown through `display_path`.
+    let as_written = |path: &Path| -> PathBuf {
         let below = path.strip_prefix(&root).unwrap_or(path);
-        let below = below.to_string_lossy().replace('\\', "/");
-        match (prefix.as_str(), below.as_str()) {
-            (p, "") => p.to_string(),
-            ("", b) => b.to_string(),
-            ("/", b) => format!("/{b}"),
-            (p, b) => format!("{p}/{b}"),
+        if below.as_os_str().is_empty() {
+            PathBuf::from(&prefix)
+        } else {
+            Path::new(&prefix).join(below)
         }
     };
+    let display_of = |path: &Path| -> String { display_path(&as_written(path)) };
 
     let names_hidden = components.iter().any(|c| c.starts_with('.') && *c != "." && *c != "..");
     let found = Walk {
@@ -82,8 +97,23 @@ pub fn resolve_glob(cwd: &Path, pattern: &str, opts: &WalkOptions) -> Result<Man
         max_depth: None,
         keep: None,
     }
-    .run(&display_of, &|_, display| matcher.is_match(display));
+    .run(&display_of, &|path, _| matcher.is_match(as_written(path)));
     Ok(found.into_manifest())
+}
+
+/// The first of the pattern's literal directories that does not exist (`nonexist`, or
+/// `src/nonexist`), as written; `None` when they all exist and only the last, literal file
+/// name is missing (that is "no files matched").
+fn missing_directory(base: &Path, components: &[&str], literal_len: usize) -> Option<String> {
+    let mut path = base.to_path_buf();
+    for (i, component) in components[..literal_len].iter().enumerate() {
+        path.push(component);
+        if std::fs::symlink_metadata(&path).is_err() {
+            let is_directory = i + 1 < components.len();
+            return is_directory.then(|| components[..=i].join("/"));
+        }
+    }
+    None
 }
 
 /// Whether a glob component contains a metacharacter.
@@ -203,7 +233,12 @@ mod tests {
         let m = resolve_glob(&app, &abs, &OPTS).unwrap();
         assert_eq!(m.files.len(), 2);
         assert!(m.files[0].display.starts_with('/'));
-        assert!(resolve_glob(&d, "nope/**/*.rs", &OPTS).unwrap().files.is_empty());
+        assert!(resolve_glob(&d, "lib/*.rs", &OPTS).unwrap().files.is_empty());
+        assert!(resolve_glob(&d, "lib/nope.py", &OPTS).unwrap().files.is_empty());
+        let err = resolve_glob(&d, "nope/**/*.rs", &OPTS).unwrap_err().to_string();
+        assert!(err.starts_with("RLM Batch: no directory nope/\n"), "{err}");
+        let err = resolve_glob(&d, "lib/deeper/x.py", &OPTS).unwrap_err().to_string();
+        assert!(err.starts_with("RLM Batch: no directory lib/deeper/\n"), "{err}");
     }
 
     #[test]
@@ -253,7 +288,9 @@ mod tests {
             skipped.contains(&"keys") && skipped.contains(&"src/notes.txt"),
             "{skipped:?}"
         );
-        assert!(skipped.contains(&"dangling.txt"), "{skipped:?}");
+        // A dangling link cannot be read: a failure of the run, not a skip.
+        assert!(!skipped.contains(&"dangling.txt"), "{skipped:?}");
+        assert_eq!(m.unreadable[0].path, "dangling.txt");
         let follow = WalkOptions {
             follow_links: true,
             ..OPTS
@@ -264,7 +301,7 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
-    fn fifos_are_listed_not_read() {
+    fn fifos_are_unreadable_and_never_opened() {
         let d = tree(&[("a.txt", b"a")]);
         let status = std::process::Command::new("mkfifo")
             .arg(d.join("pipe.txt"))
@@ -274,7 +311,7 @@ mod tests {
         let m = resolve_glob(&d, "*.txt", &OPTS).unwrap();
         assert_eq!(displays(&m), ["a.txt"]);
         assert!(m
-            .skipped
+            .unreadable
             .iter()
             .any(|s| s.path == "pipe.txt" && s.reason.contains("FIFO")));
     }

@@ -1,8 +1,9 @@
 //! Inputs named by a list (`--files-from`, `--changed-since`) rather than a walk: each path
 //! is checked the way the glob walker checks what it finds — missing (deleted) files,
-//! directories and special files are skipped with a reason, a symbolic link whose target
-//! lies outside the working directory is not followed without `--follow-links` — and an
-//! optional pattern keeps only the paths it matches.
+//! directories are skipped with a reason; special files, dangling links and link loops are
+//! unreadable (failures of the run); a path outside the working directory — a symbolic link
+//! whose target lies there, or a listed `/etc/passwd` or `../../x` — is skipped and listed
+//! without `--follow-links` — and an optional pattern keeps only the paths it matches.
 
 use std::path::{Path, PathBuf};
 
@@ -10,8 +11,8 @@ use globset::GlobBuilder;
 
 use super::exclusions::Exclusions;
 use super::read::read_candidates;
-use super::walk::link_leaves;
-use super::{Manifest, SkippedFile, WalkOptions};
+use super::walk::{link_leaves, special_kind, LinkProblem};
+use super::{display_path, Manifest, SkippedFile, WalkOptions};
 use crate::error::RlmError;
 
 /// How the list is filtered.
@@ -49,16 +50,19 @@ pub fn resolve_list(
     let boundary = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
     let mut candidates = Vec::new();
     let mut skipped = Vec::new();
+    let mut unreadable = Vec::new();
     for path in paths {
-        let display = path.to_string_lossy().replace('\\', "/");
-        let display = display.trim_start_matches("./").to_string();
-        if matcher.as_ref().is_some_and(|m| !m.is_match(&display)) {
+        let display = display_path(&path);
+        if matcher.as_ref().is_some_and(|m| !m.is_match(&path)) {
             continue;
         }
         if let Some(ex) = &exclusions {
-            let mut parts: Vec<&str> = display.split('/').collect();
-            let name = parts.pop().unwrap_or("");
-            if ex.excludes_file(name) || parts.iter().any(|d| ex.excludes_dir(d)) {
+            let mut parts: Vec<String> = path
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            let name = parts.pop().unwrap_or_default();
+            if ex.excludes_file(&name) || parts.iter().any(|d| ex.excludes_dir(d)) {
                 continue;
             }
         }
@@ -67,33 +71,50 @@ pub fn resolve_list(
         } else {
             cwd.join(&path)
         };
-        let skip = |reason: String| SkippedFile {
+        let entry = |reason: String| SkippedFile {
             path: display.clone(),
             reason,
         };
         let meta = match std::fs::symlink_metadata(&full) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                skipped.push(skip("does not exist (deleted?)".into()));
+                skipped.push(entry("does not exist (deleted?)".into()));
                 continue;
             }
             Err(e) => {
-                skipped.push(skip(format!("cannot be read: {e}")));
+                unreadable.push(entry(format!("cannot be read: {e}")));
                 continue;
             }
         };
-        if meta.file_type().is_symlink() && !opts.follow_links {
-            if let Some(reason) = link_leaves(&full, &boundary) {
-                skipped.push(skip(reason));
+        if meta.file_type().is_symlink() {
+            match link_leaves(&full, &boundary) {
+                Some(LinkProblem::Broken(reason)) => {
+                    unreadable.push(entry(reason));
+                    continue;
+                }
+                Some(LinkProblem::Outside(reason)) if !opts.follow_links => {
+                    skipped.push(entry(reason));
+                    continue;
+                }
+                _ => {}
+            }
+        } else if !opts.follow_links {
+            // A listed path that leaves the working directory (`/etc/passwd`, `../../x`)
+            // is held to the policy of a link that does (issue 17).
+            if let Some(reason) = outside_reason(&full, &boundary) {
+                skipped.push(entry(reason));
                 continue;
             }
         }
-        let target = std::fs::metadata(&full);
-        match target {
+        // The target's type, looked at before anything opens it (a FIFO blocks its reader).
+        match std::fs::metadata(&full) {
             Ok(m) if m.is_file() => candidates.push((full, display)),
-            Ok(m) if m.is_dir() => skipped.push(skip("a directory: list files, not directories".into())),
-            Ok(_) => skipped.push(skip("not a regular file".into())),
-            Err(e) => skipped.push(skip(format!("cannot be read: {e}"))),
+            Ok(m) if m.is_dir() => skipped.push(entry("a directory: list files, not directories".into())),
+            Ok(m) => unreadable.push(entry(format!(
+                "not a regular file ({}): not read",
+                special_kind(&m.file_type())
+            ))),
+            Err(e) => unreadable.push(entry(format!("cannot be read: {e}"))),
         }
     }
     candidates.sort_by(|a, b| a.1.cmp(&b.1));
@@ -101,5 +122,18 @@ pub fn resolve_list(
     let mut manifest = read_candidates(candidates);
     manifest.skipped.extend(skipped);
     manifest.skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    manifest.unreadable.extend(unreadable);
+    manifest.unreadable.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(manifest)
+}
+
+/// Why a listed path that is no link is not taken: it lies outside the working directory.
+fn outside_reason(full: &Path, boundary: &Path) -> Option<String> {
+    let real = full.canonicalize().ok()?;
+    (!real.starts_with(boundary)).then(|| {
+        format!(
+            "outside the working directory ({}): skipped (pass --follow-links to include it)",
+            crate::escape::name(&display_path(&real))
+        )
+    })
 }

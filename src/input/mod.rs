@@ -5,6 +5,7 @@
 
 pub mod changed;
 mod directory;
+mod display_path;
 mod exclusions;
 pub mod files_from;
 mod glob;
@@ -14,6 +15,7 @@ mod read;
 mod walk;
 
 pub use directory::{cap_largest, resolve_directory, DirectoryQuery, OVER_MAX_FILES};
+pub use display_path::display_path;
 pub use glob::{has_meta, resolve_glob};
 pub use list::{resolve_list, ListFilter};
 pub use neighbors::{resolve_neighbors, NeighborInputs, NeighborsQuery};
@@ -30,8 +32,10 @@ pub struct InputFile {
     #[serde(skip)]
     pub path: PathBuf,
     /// How the user sees it: relative to the working directory (or absolute when outside
-    /// it); this is `{file}` in prompts and the `artifactId` in cache keys. May hold any
-    /// character a file name can: escape it where it is printed ([`crate::escape`]).
+    /// it); this is `{file}` in prompts and the `artifactId` in cache keys. Made by
+    /// [`display_path`], so two different paths never share it (bytes that are not UTF-8
+    /// are `\xHH`). May hold any character a file name can: escape it where it is printed
+    /// ([`crate::escape`]).
     #[serde(rename = "path")]
     pub display: String,
     #[serde(rename = "bytes")]
@@ -56,10 +60,11 @@ pub struct SkippedFile {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Manifest {
     pub files: Vec<InputFile>,
-    /// Matched but not for a model: binary, empty, special files, links that leave the
-    /// searched directory, walk errors.
+    /// Matched but not for a model: binary, empty, links that leave the searched directory,
+    /// directories that cannot be listed.
     pub skipped: Vec<SkippedFile>,
-    /// Matched text files that could not be read: failures of the run, not skips.
+    /// Matched names that could not be read — permissions, FIFOs, sockets, devices, dangling
+    /// links, link loops: failures of the run, not skips.
     pub unreadable: Vec<SkippedFile>,
     /// Said to the user before the run starts (files dropped by `--max-files`).
     #[serde(skip)]

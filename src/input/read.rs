@@ -18,7 +18,7 @@ enum Read {
 }
 
 fn read_one((path, display): (PathBuf, String)) -> Read {
-    match std::fs::read(&path) {
+    match read_regular(&path) {
         Err(e) => Read::Unreadable(SkippedFile {
             path: display,
             reason: format!("cannot read: {e}"),
@@ -40,6 +40,25 @@ fn read_one((path, display): (PathBuf, String)) -> Read {
             display,
         }),
     }
+}
+
+/// The bytes of a regular file. The walk checked the type, but the name may have become a
+/// FIFO since: it is opened without blocking and its type checked on the open handle, so a
+/// FIFO is never read (a read would wait for a writer forever).
+fn read_regular(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let mut file = options.open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// Lines as an editor counts them: a final line without a newline still counts.

@@ -4,8 +4,10 @@
 //! Symbolic links are followed only while they stay inside the directory being walked: a
 //! link such as `keys -> ~/.ssh` is skipped and listed unless `--follow-links` is given
 //! (ripgrep and fd do not follow links by default either), so only what the user pointed
-//! at leaves the machine. Walk errors, dangling links and special files (FIFOs, sockets)
-//! that match are listed, never dropped.
+//! at leaves the machine. A matching name that cannot be read as a file — a dangling link, a
+//! link loop, a FIFO, a socket or a device — is unreadable: a failure of the run, listed,
+//! never silently skipped (a FIFO is never opened: reading one blocks). Other walk errors
+//! (a directory that cannot be listed) are listed as skipped.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -33,12 +35,13 @@ pub struct Walk<'a> {
     pub keep: Option<Prune>,
 }
 
-/// What a walk found: files `(path, display)` that match, unsorted, and what matched but
-/// cannot be sent.
+/// What a walk found: files `(path, display)` that match, unsorted, what matched but is not
+/// sent, and what matched but cannot be read as a file.
 #[derive(Debug, Default)]
 pub struct Found {
     pub candidates: Vec<(PathBuf, String)>,
     pub skipped: Vec<SkippedFile>,
+    pub unreadable: Vec<SkippedFile>,
 }
 
 impl Found {
@@ -48,12 +51,15 @@ impl Found {
         let Found {
             mut candidates,
             skipped,
+            unreadable,
         } = self;
         candidates.sort_by(|a, b| a.1.cmp(&b.1));
         candidates.dedup_by(|a, b| a.1 == b.1);
         let mut manifest = super::read::read_candidates(candidates);
         manifest.skipped.extend(skipped);
         manifest.skipped.sort_by(|a, b| a.path.cmp(&b.path));
+        manifest.unreadable.extend(unreadable);
+        manifest.unreadable.sort_by(|a, b| a.path.cmp(&b.path));
         manifest
     }
 }
@@ -86,7 +92,7 @@ impl Walk<'_> {
         let excluded_dir = opts.exclude_dir.as_deref().and_then(|d| d.canonicalize().ok());
         let boundary = (!opts.follow_links).then(|| root.canonicalize().unwrap_or_else(|_| root.to_path_buf()));
         // Filled by the walker's filter (which may run on any thread).
-        let outside: Arc<Mutex<Vec<(PathBuf, String)>>> = Arc::default();
+        let outside: Arc<Mutex<Vec<(PathBuf, LinkProblem)>>> = Arc::default();
         let filter_outside = outside.clone();
         builder.filter_entry(move |entry: &DirEntry| {
             if entry.depth() == 0 {
@@ -94,8 +100,8 @@ impl Walk<'_> {
             }
             if entry.path_is_symlink() {
                 if let Some(boundary) = &boundary {
-                    if let Some(reason) = link_leaves(entry.path(), boundary) {
-                        lock(&filter_outside).push((entry.path().to_path_buf(), reason));
+                    if let Some(problem) = link_leaves(entry.path(), boundary) {
+                        lock(&filter_outside).push((entry.path().to_path_buf(), problem));
                         return false;
                     }
                 }
@@ -119,11 +125,24 @@ impl Walk<'_> {
                 Err(e) => {
                     // An unreadable directory, a dangling link, a loop: listed, never dropped.
                     let (path, reason) = walk_error(&e);
-                    let path = path.map_or_else(|| "(walk)".to_string(), |p| display_of(&p));
                     if reason.contains("File system loop") {
-                        continue; // a loop only repeats what the walk already visits
+                        continue; // a directory loop only repeats what the walk already visits
                     }
-                    found.skipped.push(SkippedFile { path, reason });
+                    let Some(path) = path else {
+                        found.skipped.push(SkippedFile {
+                            path: "(walk)".into(),
+                            reason,
+                        });
+                        continue;
+                    };
+                    let display = display_of(&path);
+                    // A matching name that cannot be looked at is a file the run cannot read.
+                    if matches(&path, &display) {
+                        let reason = unreadable_link(&path).unwrap_or(reason);
+                        found.unreadable.push(SkippedFile { path: display, reason });
+                    } else {
+                        found.skipped.push(SkippedFile { path: display, reason });
+                    }
                     continue;
                 }
             };
@@ -138,32 +157,77 @@ impl Walk<'_> {
             if file_type.is_file() {
                 found.candidates.push((entry.into_path(), display));
             } else {
-                found.skipped.push(SkippedFile {
+                // Never opened: a FIFO blocks its reader.
+                found.unreadable.push(SkippedFile {
                     path: display,
-                    reason: format!("not a regular file ({})", special_kind(&file_type)),
+                    reason: format!("not a regular file ({}): not read", special_kind(&file_type)),
                 });
             }
         }
-        for (path, reason) in lock(&outside).drain(..) {
+        for (path, problem) in lock(&outside).drain(..) {
             let display = display_of(&path);
-            // Listed when it matches, or when it is a directory a match could lie under.
-            if matches(&path, &display) || path.is_dir() {
-                found.skipped.push(SkippedFile { path: display, reason });
+            match problem {
+                LinkProblem::Broken(reason) if matches(&path, &display) => {
+                    found.unreadable.push(SkippedFile { path: display, reason });
+                }
+                LinkProblem::Broken(_) => {}
+                // Listed when it matches, or when it is a directory a match could lie under.
+                LinkProblem::Outside(reason) => {
+                    if matches(&path, &display) || path.is_dir() {
+                        found.skipped.push(SkippedFile { path: display, reason });
+                    }
+                }
             }
         }
         found
     }
 }
 
+/// Why a symbolic link is not followed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum LinkProblem {
+    /// Its target lies outside the searched directory: skipped and listed.
+    Outside(String),
+    /// It leads nowhere (dangling, or a loop): it cannot be read, a failure of the run.
+    Broken(String),
+}
+
 /// Why a symbolic link is not followed: its target lies outside `boundary`, or it has none.
-pub(super) fn link_leaves(link: &Path, boundary: &Path) -> Option<String> {
+pub(super) fn link_leaves(link: &Path, boundary: &Path) -> Option<LinkProblem> {
     match link.canonicalize() {
         Ok(target) if target.starts_with(boundary) => None,
-        Ok(target) => Some(format!(
+        Ok(target) => Some(LinkProblem::Outside(format!(
             "symbolic link to {} outside the searched directory: skipped (pass --follow-links to include it)",
             target.display()
-        )),
-        Err(e) => Some(format!("dangling symbolic link ({e})")),
+        ))),
+        Err(e) => Some(LinkProblem::Broken(broken_link_reason(link, &e))),
+    }
+}
+
+/// The reason a symbolic link at `path` cannot be read, or `None` when `path` is no link.
+pub(super) fn unreadable_link(path: &Path) -> Option<String> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if !meta.file_type().is_symlink() {
+        return None;
+    }
+    let e = path.canonicalize().err()?;
+    Some(broken_link_reason(path, &e))
+}
+
+/// "dangling symbolic link (to gone.txt)", "symbolic link loop".
+fn broken_link_reason(link: &Path, e: &std::io::Error) -> String {
+    #[cfg(unix)]
+    if e.raw_os_error() == Some(libc::ELOOP) {
+        return "symbolic link loop: cannot be read".into();
+    }
+    match std::fs::read_link(link) {
+        Ok(target) if e.kind() == std::io::ErrorKind::NotFound => {
+            format!(
+                "dangling symbolic link (to {}): cannot be read",
+                crate::escape::name(&super::display_path(&target))
+            )
+        }
+        _ => format!("broken symbolic link ({e}): cannot be read"),
     }
 }
 
@@ -178,7 +242,7 @@ fn walk_error(e: &ignore::Error) -> (Option<PathBuf>, String) {
     }
 }
 
-fn special_kind(t: &std::fs::FileType) -> &'static str {
+pub(super) fn special_kind(t: &std::fs::FileType) -> &'static str {
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt;

@@ -44,6 +44,8 @@ pub struct CommandSpec {
     pub argv: Vec<String>,
     /// Added to the inherited environment (`RLM_DEPTH`, `RLM_PARENT_RUN`, …).
     pub env: Vec<(String, String)>,
+    /// Removed from the inherited environment (the provider secrets rlm withholds).
+    pub env_remove: Vec<String>,
     /// The working directory; `None` for the current one.
     pub cwd: Option<PathBuf>,
     /// Stop the command after this long; `None` for never.
@@ -60,6 +62,7 @@ impl CommandSpec {
         CommandSpec {
             argv,
             env: Vec::new(),
+            env_remove: Vec::new(),
             cwd: None,
             timeout: None,
             grace: DEFAULT_GRACE,
@@ -116,6 +119,9 @@ pub async fn run(
         });
     }
     let mut command = tokio::process::Command::new(&program);
+    for name in &spec.env_remove {
+        command.env_remove(name);
+    }
     command
         .args(&spec.argv[1..])
         .envs(spec.env.iter().map(|(k, v)| (k, v)))

@@ -3,6 +3,11 @@
 //! its own process group with the prompt on stdin; stdout is the answer and the exit status
 //! decides success. A timeout stops the whole group (SIGTERM, then SIGKILL), and a call that
 //! is dropped (Ctrl-C, a fatal error) kills it at once: no orphans.
+//!
+//! What the agent gets (issue 17): rlm's own environment, minus the provider secrets rlm
+//! reads ([`WITHHELD`]: the API keys and base URLs, which may carry a password), plus
+//! `RLM_DEPTH` and `RLM_PARENT_RUN`. An agent reads untrusted files and may run tools, so it
+//! gets no credential of rlm's unless the user passes one by name with `--agent-env`.
 
 use std::time::Duration;
 
@@ -17,13 +22,34 @@ pub struct CommandProvider {
     label: String,
 }
 
+/// The variables rlm withholds from an agent unless `--agent-env` names them: the keys and
+/// base URLs rlm reads, and those its CI script (`scripts/ci-review`) passes a key in.
+pub const WITHHELD: &[&str] = &[
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_BASE_URL",
+    "RLM_API_KEY",
+    "RLM_BASE_URL",
+];
+
+/// The variables to remove from an agent's environment, given those `--agent-env` passes.
+pub fn withheld(passed: &[String]) -> Vec<String> {
+    WITHHELD
+        .iter()
+        .filter(|name| !passed.iter().any(|p| p == *name))
+        .map(|name| name.to_string())
+        .collect()
+}
+
 impl CommandProvider {
     /// `argv` (already split), with `env` added to every call's environment (`RLM_DEPTH`,
-    /// `RLM_PARENT_RUN`) and `timeout` per call.
-    pub fn new(argv: Vec<String>, env: Vec<(String, String)>, timeout: Duration) -> Self {
+    /// `RLM_PARENT_RUN`), the variables `withheld` removed from it, and `timeout` per call.
+    pub fn new(argv: Vec<String>, env: Vec<(String, String)>, withheld: Vec<String>, timeout: Duration) -> Self {
         let label = label(&argv);
         let mut spec = CommandSpec::new(argv);
         spec.env = env;
+        spec.env_remove = withheld;
         spec.timeout = Some(timeout);
         CommandProvider { spec, label }
     }

@@ -130,6 +130,8 @@ pub struct ProviderSettings {
     pub max_tokens: u32,
     /// `--provider command`: the agent's argv.
     pub command: Option<Vec<String>>,
+    /// `--agent-env`: the withheld variables passed to the agent after all.
+    pub agent_env: Vec<String>,
     /// How deep in nested rlm runs this one is (`RLM_DEPTH`, 0 at the top).
     pub depth: u32,
     /// Why no call can be made (no provider or no key), raised once the inputs are known to
@@ -238,6 +240,7 @@ impl BatchSettings {
             model,
             provider,
             command,
+            agent_env,
             max_depth,
             base_url,
             output_dir,
@@ -338,7 +341,7 @@ impl BatchSettings {
                         "--base-url is for HTTP providers; --command runs a program instead: drop one".into(),
                     ));
                 }
-                command_provider(&command, context_window, depth)?
+                command_provider(&command, &agent_env, context_window, depth)?
             }
             (Some(ProviderArg::Command), None) => {
                 return Err(RlmError::Usage(

@@ -72,6 +72,7 @@ pub(super) fn resolve_provider(
         timeout: Duration::from_secs(120),
         max_tokens: 4096,
         command: None,
+        agent_env: Vec::new(),
         depth: 0,
         blocker,
     })
@@ -92,9 +93,20 @@ pub(super) fn current_depth(env: &Environment) -> Result<u32, RlmError> {
 /// `--provider command --command CMD`.
 pub(super) fn command_provider(
     command: &str,
+    agent_env: &[String],
     context_window: Option<u64>,
     depth: u32,
 ) -> Result<ProviderSettings, RlmError> {
+    if let Some(name) = agent_env
+        .iter()
+        .find(|n| !crate::provider::command::WITHHELD.contains(&n.as_str()))
+    {
+        return Err(RlmError::Usage(format!(
+            "--agent-env {name}: the agent gets {name} anyway; --agent-env names one of the variables rlm \
+             withholds ({})",
+            crate::provider::command::WITHHELD.join(", ")
+        )));
+    }
     let argv = crate::process::split_command(command).map_err(|e| RlmError::Usage(format!("--command: {e}")))?;
     if argv.is_empty() {
         return Err(RlmError::Usage(
@@ -112,6 +124,7 @@ pub(super) fn command_provider(
         timeout: Duration::from_secs(120),
         max_tokens: 4096,
         command: Some(argv),
+        agent_env: agent_env.to_vec(),
         depth,
         blocker: None,
     })

@@ -277,14 +277,14 @@ fn no_match_is_a_usage_error_and_calls_nothing() {
     let mock = MockLlm::start();
     let p = Project::new().ts_files(2);
     let url = mock.url();
-    let out = p.rlm(&batch("nothing/**/*.zz", &url, &[])).run();
+    let out = p.rlm(&batch("src/**/*.zz", &url, &[])).run();
     out.assert_exit(2);
     assert!(
         out.stderr.contains("RLM Batch: No files matched pattern"),
         "{}",
         out.stderr
     );
-    assert!(out.stderr.contains("Pattern: nothing/**/*.zz"), "{}", out.stderr);
+    assert!(out.stderr.contains("Pattern: src/**/*.zz"), "{}", out.stderr);
     assert_eq!(mock.requests(), 0);
     assert!(!p.exists(".aiwg"), "nothing is written when nothing matched");
 }
@@ -503,7 +503,7 @@ fn no_provider_configured_is_one_line_and_exit_2() {
 fn no_match_is_reported_before_a_missing_key() {
     let p = Project::new().ts_files(1);
     let out = p
-        .rlm(&["batch", "nothing/**/*.zz", "List {file}"])
+        .rlm(&["batch", "src/**/*.zz", "List {file}"])
         .env_remove("ANTHROPIC_API_KEY")
         .run();
     out.assert_exit(2);

@@ -443,3 +443,46 @@ fn the_action_script_reviews_a_pull_request_end_to_end() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(mock.requests(), 3);
 }
+
+/// The Action and the example workflow as zizmor wants them (CI runs zizmor itself; this
+/// says what must hold without it): every action pinned to a 40-hex commit SHA with its
+/// version in a comment, the build cached by restore/save steps with the save right after
+/// the build, no write to GITHUB_PATH, and a checkout that does not keep the token.
+#[test]
+fn the_action_and_example_pin_every_action_and_cache_right_after_the_build() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let action = std::fs::read_to_string(root.join("action.yml")).unwrap();
+    let example = std::fs::read_to_string(root.join("examples/ci/rlm-review.yml")).unwrap();
+    for (name, text) in [("action.yml", &action), ("rlm-review.yml", &example)] {
+        for line in text
+            .lines()
+            .filter(|l| l.trim_start().starts_with("- uses:") || l.trim_start().starts_with("uses:"))
+        {
+            let reference = line.split("uses:").nth(1).unwrap().trim();
+            let (_, rest) = reference.split_once('@').unwrap_or_else(|| panic!("{name}: {line}"));
+            let (sha, comment) = rest.split_once(' ').unwrap_or((rest, ""));
+            assert!(
+                sha.len() == 40 && sha.bytes().all(|b| b.is_ascii_hexdigit()),
+                "{name}: not pinned to a SHA: {line}"
+            );
+            assert!(
+                comment.trim_start().starts_with("# v"),
+                "{name}: no version comment: {line}"
+            );
+        }
+        assert!(!text.contains("GITHUB_PATH"), "{name} writes GITHUB_PATH");
+    }
+    let at = |needle: &str| {
+        action
+            .find(needle)
+            .unwrap_or_else(|| panic!("action.yml has no {needle}"))
+    };
+    assert!(
+        !action.contains("uses: actions/cache@"),
+        "the all-in-one cache saves only on success"
+    );
+    assert!(at("uses: actions/cache/restore@") < at("name: Build rlm"));
+    assert!(at("name: Build rlm") < at("uses: actions/cache/save@"));
+    assert!(at("uses: actions/cache/save@") < at("name: Review with rlm"));
+    assert!(example.contains("persist-credentials: false"));
+}

@@ -99,3 +99,50 @@ fn the_demo_on_a_fresh_clone_keeps_git_clean_and_prints_paths_that_exist() {
     assert_eq!(mock.requests(), 6, "the rerun pays for nothing");
     assert_eq!(git(&clone, &["status", "--porcelain"]), "");
 }
+
+/// The first build is not silent: cargo runs without `--quiet`, so its progress reaches the
+/// terminal (a stub cargo stands in for the minutes-long release build).
+#[cfg(unix)]
+#[test]
+fn the_demo_build_shows_cargos_progress() {
+    use std::os::unix::fs::PermissionsExt;
+    let mock = MockLlm::start();
+    let (tmp, clone) = fresh_clone();
+    let bin = tmp.path().join("stub-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = tmp.path().join("cargo-args.txt");
+    std::fs::write(
+        bin.join("cargo"),
+        "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$STUB_LOG\"\n\
+         echo '   Compiling rlm v0.1.0 (stub)' >&2\n\
+         mkdir -p target/release && ln -sf \"$REAL_RLM\" target/release/rlm\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(bin.join("cargo"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let out = Command::new(clone.join("scripts/demo"))
+        .current_dir(&clone)
+        .env("PATH", path)
+        .env("STUB_LOG", &log)
+        .env("REAL_RLM", env!("CARGO_BIN_EXE_rlm"))
+        .env("RLM_BASE_URL", mock.url())
+        .env_remove("RLM_BIN")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .env_remove("OPENAI_BASE_URL")
+        .output()
+        .expect("scripts/demo runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let args = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        args.lines().any(|a| a == "build") && !args.contains("--quiet"),
+        "{args}"
+    );
+    let building = stderr.find("demo: building rlm").expect("the build is announced");
+    let progress = stderr
+        .find("Compiling rlm v0.1.0 (stub)")
+        .expect("cargo's progress is shown");
+    assert!(building < progress, "{stderr}");
+}

@@ -172,7 +172,7 @@ fn verify_citations_fresh_then_stale_after_an_edit() {
     );
     assert!(
         out.stdout
-            .ends_with("2 citations: 1 fresh, 0 stale, 0 broken, 1 un-versioned: OK\n"),
+            .ends_with("2 citations: 1 fresh, 0 stale, 0 broken, 0 malformed, 1 un-versioned: OK\n"),
         "{}",
         out.stdout
     );
@@ -189,7 +189,7 @@ fn verify_citations_fresh_then_stale_after_an_edit() {
     assert_eq!(doc["passed"], false);
     assert_eq!(
         doc["summary"],
-        json!({"total": 2, "fresh": 0, "stale": 1, "broken": 0, "unversioned": 1})
+        json!({"total": 2, "fresh": 0, "stale": 1, "broken": 0, "malformed": 0, "unversioned": 1})
     );
     assert_eq!(doc["citations"][0]["status"], "stale");
     assert_eq!(doc["citations"][0]["occurrences"], json!([3, 8]));

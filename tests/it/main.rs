@@ -19,6 +19,8 @@ mod engine;
 mod faults;
 mod graph_batch;
 mod index;
+mod inputs;
+mod interfaces;
 mod mock_selftest;
 mod newcomer;
 mod real_model;

@@ -61,7 +61,7 @@ fn an_unquoted_glob_gets_a_hint_to_quote_it() {
         .run();
     out.assert_exit(2);
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
-    assert!(out.stderr.contains("quote it"), "{}", out.stderr);
+    assert!(out.stderr.contains("quote the pattern"), "{}", out.stderr);
 }
 
 #[test]

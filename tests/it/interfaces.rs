@@ -1,0 +1,266 @@
+//! Interfaces that agents and CI parse (issue 17): `--json` always yields one document, even
+//! for a run that never started; the shell-expansion hints; a repeated `--json`.
+
+use serde_json::Value;
+
+use crate::support::mock_llm::*;
+use crate::support::*;
+
+/// stdout is exactly one JSON document `{"status": "ERROR", "error": {kind, message},
+/// "exit_code": 2}`, and stderr still has the human line.
+fn assert_error_document(out: &Output, kind: &str, message_part: &str) -> Value {
+    out.assert_exit(2);
+    let doc = out.json();
+    assert_eq!(doc["status"], "ERROR", "{doc:#}");
+    assert_eq!(doc["exit_code"], 2, "{doc:#}");
+    assert_eq!(doc["error"]["kind"], kind, "{doc:#}");
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(message.contains(message_part), "{message_part} not in {message}");
+    assert!(
+        out.stderr.contains(message_part),
+        "the human message is on stderr too:\n{}",
+        out.stderr
+    );
+    doc
+}
+
+#[test]
+fn json_gives_an_error_document_for_every_refusal_before_a_run() {
+    let mock = MockLlm::start();
+    let url = mock.url();
+    let p = Project::new().ts_files(2);
+
+    // No match, and a pattern whose directory does not exist.
+    let out = p.rlm(&batch("src/**/*.py", &url, &["--json"])).run();
+    assert_error_document(&out, "no_match", "No files matched");
+    let out = p.rlm(&batch("nope/**/*.ts", &url, &["--json"])).run();
+    assert_error_document(&out, "no_match", "no directory nope/");
+    // A bad flag value (clap), and an unknown flag.
+    let out = p.rlm(&batch("src/*.ts", &url, &["--json", "--retries", "99"])).run();
+    assert_error_document(&out, "usage", "--retries");
+    let out = p.rlm(&batch("src/*.ts", &url, &["--json", "--no-such-flag"])).run();
+    assert_error_document(&out, "usage", "--no-such-flag");
+    // The depth refusal.
+    let out = p.rlm(&batch("src/*.ts", &url, &["--json"])).env("RLM_DEPTH", "3").run();
+    assert_error_document(&out, "usage", "RLM_DEPTH is 3");
+    // The cost refusal.
+    let out = p.rlm(&batch("src/*.ts", &url, &["--json", "--max-cost", "0"])).run();
+    assert_error_document(&out, "usage", "exceeds safety threshold");
+    // No provider.
+    let out = p
+        .rlm(&["batch", "src/*.ts", "List {file}", "--json"])
+        .env_remove("ANTHROPIC_API_KEY")
+        .run();
+    assert_error_document(&out, "usage", "no model provider configured");
+    assert_eq!(mock.requests(), 0);
+
+    // rlm query, resume, status and list (with a run in the store).
+    p.rlm(&batch("src/*.ts", &url, &["-q"])).run().assert_exit(0);
+    let out = p.rlm(&["query", "nope.ts", "What?", "--json"]).run();
+    assert_error_document(&out, "usage", "is not a file");
+    let out = p
+        .rlm(&["query", "src/f00.ts", "What?", "--json", "--retries", "x"])
+        .run();
+    assert_error_document(&out, "usage", "--retries");
+    let out = p.rlm(&["resume", "no-such-run", "--json"]).run();
+    let doc = assert_error_document(&out, "usage", "no-such-run");
+    assert_eq!(doc.as_object().unwrap().len(), 3, "{doc:#}");
+    let out = p.rlm(&["status", "no-such-run", "--json"]).run();
+    assert_error_document(&out, "usage", "no-such-run");
+    let out = p.rlm(&["list", "--json", "--limit", "0"]).run();
+    assert_error_document(&out, "usage", "--limit");
+    // And the other commands with --json.
+    let out = p.rlm(&["verify-citations", "missing.md", "--json"]).run();
+    assert_error_document(&out, "io", "missing.md");
+    let out = p.rlm(&["index", "neighbors", "--node", "nope.ts", "--json"]).run();
+    assert_error_document(&out, "usage", "nope.ts");
+
+    // Without --json, stdout stays empty.
+    let out = p.rlm(&batch("src/**/*.py", &url, &[])).run();
+    out.assert_exit(2);
+    assert_eq!(out.stdout, "");
+}
+
+/// A run that wrote its report as the document does not get a second one.
+#[test]
+fn a_finished_run_prints_one_document_only() {
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(1);
+    let out = p.rlm(&batch("src/*.ts", &mock.url(), &["--json"])).run();
+    out.assert_exit(0);
+    assert_eq!(out.json()["status"], "SUCCESS");
+}
+
+/// Citations written wrongly are reported as malformed — their own status and count, in
+/// text and JSON — never as "no such file", and they fail the check.
+#[test]
+fn verify_citations_reports_malformed_citations() {
+    let login = "fn a() {}\nfn b() {}\nfn c() {}\n";
+    let hash = rlm::citation::content_hash(login.as_bytes());
+    let upper = hash.to_uppercase();
+    let p = Project::new().file("src/login.ts", login).file(
+        "aggregate.md",
+        &format!(
+            "- a [src/login.ts@{hash}, L50-5]\n- b [src/login.ts@{hash}, L0]\n\
+             - c [src/login.ts@{}, L1]\n- d [src/login.ts@{upper}, L2]\n- e [src/login.ts@{hash}, L2]\n",
+            &hash[..8]
+        ),
+    );
+    let out = p.rlm(&["verify-citations", "aggregate.md"]).run();
+    out.assert_exit(1);
+    let text = &out.stdout;
+    assert!(
+        text.contains(&format!(
+            "aggregate.md:1: malformed: [src/login.ts@{hash}, L50-5]: `L50-5` is not a line range: it ends before it starts"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("aggregate.md:2: malformed:") && text.contains("lines start at L1"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("aggregate.md:3: malformed: [src/login.ts@{}, L1]", &hash[..8])),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("aggregate.md:4: malformed: [src/login.ts@{upper}, L2]")),
+        "{text}"
+    );
+    assert!(!text.contains("no such file"), "{text}");
+    assert!(
+        text.ends_with("5 citations: 1 fresh, 0 stale, 0 broken, 4 malformed, 0 un-versioned: FAILED\n"),
+        "{text}"
+    );
+    let out = p.rlm(&["verify-citations", "aggregate.md", "--json", "--strict"]).run();
+    out.assert_exit(1);
+    let doc = out.json();
+    assert_eq!(doc["summary"]["malformed"], 4);
+    assert_eq!(doc["citations"][0]["status"], "malformed");
+    assert_eq!(doc["citations"][0]["written"], format!("[src/login.ts@{hash}, L50-5]"));
+}
+
+/// A `--require-citations` run whose answers cite nothing: verification passes with a note,
+/// and fails under `--strict` (no citation is no evidence).
+#[test]
+fn verify_citations_strict_fails_when_nothing_is_cited() {
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(2);
+    p.rlm(&batch(
+        "src/*.ts",
+        &mock.url(),
+        &["--require-citations", "-o", "out", "-q"],
+    ))
+    .run()
+    .assert_exit(0);
+    let out = p.rlm(&["verify-citations", "out/aggregate.md"]).run();
+    out.assert_exit(0);
+    assert!(
+        out.stdout.starts_with("no citations found in out/aggregate.md"),
+        "{}",
+        out.stdout
+    );
+    let out = p.rlm(&["verify-citations", "out/aggregate.md", "--strict"]).run();
+    out.assert_exit(1);
+    assert!(
+        out.stdout.contains("FAILED (--strict needs at least one citation)"),
+        "{}",
+        out.stdout
+    );
+    let out = p
+        .rlm(&["verify-citations", "out/aggregate.md", "--strict", "--json"])
+        .run();
+    out.assert_exit(1);
+    assert_eq!(out.json()["passed"], false);
+    assert_eq!(out.json()["summary"]["total"], 0);
+}
+
+/// The /rlm-batch command appends `--json` itself: a user's own `--json` must not make the
+/// line a usage error. Every `--json` may be given twice.
+#[test]
+fn json_may_be_given_twice() {
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(1);
+    let out = p.rlm(&batch("src/*.ts", &mock.url(), &["--json", "--json"])).run();
+    out.assert_exit(0);
+    assert_eq!(out.json()["status"], "SUCCESS");
+    p.rlm(&["status", "--json", "--json"]).run().assert_exit(0);
+    p.rlm(&["list", "--json", "--json"]).run().assert_exit(0);
+    let out = p
+        .rlm(&[
+            "query",
+            "src/f00.ts",
+            "What?",
+            "--json",
+            "--base-url",
+            &mock.url(),
+            "--json",
+        ])
+        .run();
+    out.assert_exit(0);
+    out.json();
+}
+
+/// What the shell makes of an unquoted pattern: two files and a prompt (clap's "unexpected
+/// argument"), two files and no prompt (a file name as the prompt), one file and no prompt.
+/// Each is exit 2 with "quote the pattern"; nothing is sent.
+#[test]
+fn an_expanded_pattern_says_quote_the_pattern() {
+    let mock = MockLlm::start();
+    let url = mock.url();
+    let p = Project::new()
+        .file("src/a.py", "a = 1\n")
+        .file("src/b.py", "b = 2\n")
+        .file("src/auth/x.ts", "export const x = 1;\n")
+        .file("src/auth/y.ts", "export const y = 1;\n");
+    let out = p
+        .rlm(&["batch", "src/a.py", "src/b.py", "Summarize {file}", "--base-url", &url])
+        .run();
+    out.assert_exit(2);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("the shell expanded an unquoted pattern into 2 files (src/a.py, src/b.py)")
+            && out.stderr.contains("quote the pattern, as in: rlm batch \"src/*.py\""),
+        "{}",
+        out.stderr
+    );
+    // The prompt forgotten: the second file would have been the prompt.
+    let out = p
+        .rlm(&["batch", "src/auth/x.ts", "src/auth/y.ts", "--base-url", &url])
+        .run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("quote the pattern") && out.stderr.contains("src/auth/*.ts"),
+        "{}",
+        out.stderr
+    );
+    // One file, no prompt.
+    let out = p.rlm(&["batch", "src/auth/x.ts", "--base-url", &url]).run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("no prompt") && out.stderr.contains("quote the pattern"),
+        "{}",
+        out.stderr
+    );
+    // With --json, the same as a document.
+    let out = p
+        .rlm(&["batch", "src/a.py", "src/b.py", "Summarize {file}", "--json"])
+        .run();
+    assert_error_document(&out, "usage", "quote the pattern");
+    assert_eq!(mock.requests(), 0);
+    // The quoted pattern runs.
+    p.rlm(&batch("src/*.py", &url, &["-q"])).run().assert_exit(0);
+}
+
+/// A pattern whose directory does not exist says which, not "no files matched".
+#[test]
+fn a_missing_directory_in_a_pattern_is_named() {
+    let p = Project::new().ts_files(1);
+    let out = p.rlm(&["batch", "nonexist/**/*.py", "List {file}"]).run();
+    out.assert_exit(2);
+    assert!(out.stderr.contains("no directory nonexist/"), "{}", out.stderr);
+    assert!(!out.stderr.contains("No files matched"), "{}", out.stderr);
+    let out = p.rlm(&["batch", "src/deeper/*.ts", "List {file}"]).run();
+    assert!(out.stderr.contains("no directory src/deeper/"), "{}", out.stderr);
+}
