@@ -1,6 +1,8 @@
 //! Content awareness (issue 7, the pure parts): what a file is, how to cut it, how to
 //! batch small files, and what to ask of it.
 //!
+//! - [`decode`] / [`looks_binary`]: a file's bytes as text (UTF-8, UTF-16 with a BOM,
+//!   windows-1252), and what is binary.
 //! - [`detect`]: content type by extension, then by sniffing the first 50 lines.
 //! - [`chunk`]: one chunking strategy per content type; every [`Chunk`] names the 1-based
 //!   lines of the original file it holds.
@@ -19,6 +21,7 @@ mod code_chunker;
 mod code_rules;
 mod content_type;
 mod csv_chunker;
+mod decode;
 mod detect;
 mod finding;
 mod json_chunker;
@@ -38,6 +41,7 @@ pub use analyst::{
 pub use answer_format::{asks_for_format, AnswerFormat};
 pub use chunk::{chunk, needs_chunking, Chunk, ChunkContext, ChunkOptions, ChunkStrategy, WindowSize};
 pub use content_type::{ContentType, Language, SizeTier};
+pub use decode::{decode, looks_binary, Decoded, BINARY_SNIFF_BYTES};
 pub use detect::{detect, Confidence, DetectedBy, Detection, SNIFF_LINES};
 pub use finding::{check_lines, map_lines, AnalystReport, Finding, LineCheck, ReportError, ReportMetadata, Severity};
 pub use json_schema::{SchemaField, SchemaSummary};
