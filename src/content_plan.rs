@@ -112,11 +112,15 @@ pub fn plan(manifest: &Manifest, ctx: &PlanContext<'_>, opts: &ContentOptions, d
         match (&treatments[i], &reads[i]) {
             (Treatment::Chunked, Some(read)) => {
                 let chunk_opts = ChunkOptions {
-                    max_chunk_bytes: budget_bytes.map_or(100_000, |b| b.clamp(4_000, 100_000) as usize),
+                    max_chunk_tokens: budget_bytes
+                        .map_or(32_000, |b| crate::tokens::upper_bound(b.clamp(4_000, 100_000))),
                     ..ChunkOptions::default()
                 };
                 for c in chunk(&read.detection, &read.text, &chunk_opts) {
-                    drafts.push(Draft::Chunk { file: i, chunk: c });
+                    drafts.push(Draft::Chunk {
+                        file: i,
+                        chunk: Box::new(c),
+                    });
                 }
             }
             (Treatment::Batched, Some(_)) => {
@@ -204,7 +208,7 @@ pub fn plan(manifest: &Manifest, ctx: &PlanContext<'_>, opts: &ContentOptions, d
 /// A unit before its name is known.
 enum Draft {
     Whole(usize),
-    Chunk { file: usize, chunk: Chunk },
+    Chunk { file: usize, chunk: Box<Chunk> },
     Batch(Vec<usize>),
 }
 

@@ -16,6 +16,8 @@ fn code_chunk() -> Chunk {
         end_line: 600,
         content: "code".into(),
         context,
+        partial_line: None,
+        layout: Vec::new(),
     }
 }
 

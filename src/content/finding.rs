@@ -278,6 +278,8 @@ mod tests {
             end_line: 600,
             content: String::new(),
             context,
+            partial_line: None,
+            layout: Vec::new(),
         };
         let mut findings: Vec<Finding> = [Some(5), Some(301), Some(600), Some(42), Some(601), None]
             .into_iter()

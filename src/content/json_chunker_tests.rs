@@ -69,7 +69,7 @@ fn a_root_object_is_split_by_keys_and_an_oversize_member_inside_a_copy_of_its_pa
         pretty(&totals)
     );
     let opts = ChunkOptions {
-        max_chunk_bytes: 40_000,
+        max_chunk_tokens: 13_334,
         ..ChunkOptions::default()
     };
     let chunks = json_chunks(&text, &opts);
@@ -193,13 +193,14 @@ proptest! {
         ],
         pretty in any::<bool>(),
         elements in 1usize..8,
-        max_bytes in 16usize..400,
+        max_tokens in 64u64..400,
     ) {
         let text = if pretty { serde_json::to_string_pretty(&root).unwrap() } else { serde_json::to_string(&root).unwrap() };
-        let opts = ChunkOptions { json_elements: elements, max_chunk_bytes: max_bytes, ..ChunkOptions::default() };
+        let opts = ChunkOptions { json_elements: elements, max_chunk_tokens: max_tokens, ..ChunkOptions::default() };
         let chunks = chunk(&Detection::given(ContentType::Json, None), &text, &opts);
         prop_assert!(covers_all_lines(&chunks, count_lines(&text)));
         for c in &chunks {
+            prop_assert!(crate::tokens::upper_bound(c.content.len() as u64) <= max_tokens);
             prop_assert!(serde_json::from_str::<Value>(&c.content).is_ok(), "chunk {} invalid:\n{}", c.index, c.content);
         }
         // Splitting copies parents' keys but never values: the leaves add up exactly.

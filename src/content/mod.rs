@@ -19,6 +19,7 @@ mod answer_format;
 mod chunk;
 mod code_chunker;
 mod code_rules;
+mod code_scan;
 mod content_type;
 mod csv_chunker;
 mod decode;
@@ -39,7 +40,10 @@ pub use analyst::{
     ChunkPrompt, Focus, Prompt,
 };
 pub use answer_format::{asks_for_format, AnswerFormat};
-pub use chunk::{chunk, needs_chunking, Chunk, ChunkContext, ChunkOptions, ChunkStrategy, WindowSize};
+pub use chunk::{
+    chunk, needs_chunking, Chunk, ChunkContext, ChunkOptions, ChunkStrategy, ContentSpan, PartialLine, WindowSize,
+    MIN_CHUNK_TOKENS,
+};
 pub use content_type::{ContentType, Language, SizeTier};
 pub use decode::{decode, looks_binary, Decoded, BINARY_SNIFF_BYTES};
 pub use detect::{detect, Confidence, DetectedBy, Detection, SNIFF_LINES};
