@@ -3,7 +3,8 @@
 //! the token budget. An item too big for a chunk is cut where the grammar allows:
 //!
 //! - a class (impl, struct, interface, namespace, object literal…) between its members,
-//!   each chunk carrying the class header after the import block, as prepended context;
+//!   which join the packing; each chunk that starts inside the class carries its header
+//!   after the import block, as prepended context;
 //! - a function is never cut while it fits the budget, even over the line target;
 //! - only an item bigger than the budget is cut inside, into overlapping windows, with a
 //!   note saying so — and a single line bigger than the budget into pieces of its own.
@@ -16,7 +17,8 @@
 //!
 //! Languages without a scanner (Ruby, Lua, Elixir, Haskell, OCaml, shell, unknown) use the
 //! seed's keyword-and-indentation rules of [`super::code_rules`] to find items and the
-//! members of an item.
+//! members of an item; as those items may be anything, one over the line target is cut
+//! into windows (the seed's fallback when no boundary is found).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -364,6 +366,8 @@ fn import_block(
         let (_, t) = split_indent(line);
         let end = if t.is_empty() || (n == 1 && t.starts_with("#!")) {
             n
+        } else if passed_over(t, python) {
+            statement_end(index, n)
         } else if rules.imports(t) {
             let end = statement_end(index, n);
             if first.is_some_and(|f| end + 1 - f > max_lines) {
@@ -374,8 +378,6 @@ fn import_block(
             end
         } else if let Some(end) = comment_or_docstring_end(index, rules, n, t) {
             end
-        } else if passed_over(t, python) {
-            statement_end(index, n)
         } else {
             break;
         };

@@ -494,3 +494,70 @@ fn rust_go_java_and_cpp_classes_are_cut_between_members() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// The import block, after whatever may stand before it.
+
+fn imports_of(language: Language, text: &str) -> Option<(usize, usize)> {
+    let index = LineIndex::new(text);
+    super::import_block(
+        &index,
+        crate::content::code_rules::rules_for(Some(language)),
+        Some(language),
+        60,
+    )
+    .map(|r| (r.start, r.end))
+}
+
+#[test]
+fn the_import_block_is_found_after_what_may_precede_it() {
+    // _pydecimal.py: comments, a docstring, `__all__`, dunder assignments, then imports,
+    // with another dunder between them.
+    let pydecimal = "# Copyright (c) 2004 Python Software Foundation.\n# All rights reserved.\n\nr\"\"\"Python decimal arithmetic module.\n\nimport this is prose\n\"\"\"\n\n__all__ = [\n    'Decimal', 'Context',\n]\n\n__xname__ = __name__\n__name__ = 'decimal'\n__version__ = '1.70'\n__libmpdec_version__: str = \"2.4.2\"\n\nimport math as _math\nimport numbers as _numbers\n__x__ = 1\nimport sys\n\ntry:\n    from collections import namedtuple as _namedtuple\nexcept ImportError:\n    pass\n";
+    assert_eq!(imports_of(Language::Python, pydecimal), Some((18, 21)));
+    // A BOM, a shebang and an encoding line.
+    let py = "\u{feff}#!/usr/bin/env python3\n# -*- coding: utf-8 -*-\n'''Doc.'''\nfrom __future__ import annotations\nimport os\n\nx = 1\n";
+    assert_eq!(imports_of(Language::Python, py), Some((4, 5)));
+    // JavaScript: a license comment and 'use strict'.
+    let js = "/*!\n * lib v1 | MIT\n */\n'use strict';\n\nconst fs = require('fs');\nimport { a } from './a';\n\nconst MAX = 3;\n";
+    assert_eq!(imports_of(Language::JavaScript, js), Some((6, 7)));
+    // Rust: inner docs and attributes, `use` with attributes between.
+    let rs = "//! The crate.\n//! More docs.\n#![forbid(unsafe_code)]\n#![cfg_attr(\n    docsrs,\n    feature(doc_cfg)\n)]\n\nuse std::io;\n#[cfg(unix)]\nuse std::os::unix;\nmod cache;\n\npub fn f() {}\n";
+    assert_eq!(imports_of(Language::Rust, rs), Some((9, 12)));
+    // Go: the package clause and its doc comment.
+    let go = "// Package x does things.\npackage x\n\nimport (\n\t\"fmt\"\n)\n\nfunc F() {}\n";
+    assert_eq!(imports_of(Language::Go, go), Some((2, 6)));
+    // Java: a license comment and the package.
+    let java = "/*\n * License.\n */\npackage a.b;\n\nimport java.util.List;\nimport static java.lang.Math.max;\n\npublic class A {}\n";
+    assert_eq!(imports_of(Language::Java, java), Some((4, 7)));
+    // C: an include guard and `#pragma once`.
+    let c = "/* util.h */\n#pragma once\n#ifndef UTIL_H\n#define UTIL_H\n\n#include <stddef.h>\n#include \"a.h\"\n\nint f(void);\n";
+    assert_eq!(imports_of(Language::C, c), Some((6, 7)));
+}
+
+#[test]
+fn prepended_import_lines_map_back_to_the_file() {
+    let text = python_pipeline();
+    let chunks = code(Language::Python, &text);
+    let c = &chunks[1];
+    let index = LineIndex::new(&text);
+    // Imports (lines 5–10), a marker, the class header, a marker, the chunk's own lines.
+    assert_eq!(c.context.prepended, Some(LineRange::new(5, 10)));
+    let header = c.context.header[0];
+    assert_eq!(index.line(header.start), "class DataLoader:");
+    let mapped: Vec<Option<usize>> = (1..=10).map(|k| c.original_line(k)).collect();
+    let expected = vec![
+        Some(5),
+        Some(6),
+        Some(7),
+        Some(8),
+        Some(9),
+        Some(10),
+        None,
+        Some(header.start),
+        None,
+        Some(c.start_line),
+    ];
+    assert_eq!(mapped, expected);
+    assert_eq!(c.original_line(10 + 9), Some(c.start_line + 9));
+}

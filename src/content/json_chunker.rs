@@ -1,6 +1,6 @@
 //! JSON chunking: a root array is split into valid arrays of whole elements, a root object
 //! by its top-level members, packed as large as the budget allows (at most
-//! `json_elements` a chunk, in even groups); a member (or element) too large for one chunk
+//! `json_elements` a chunk); a member (or element) too large for one chunk
 //! is split the same way inside a copy of its parents (`{"events": [ …part… ]}`), so every
 //! chunk parses and keeps its place in the document. Element texts are copied verbatim.
 //! Only a value that is too large and cannot be split (a huge string) is cut as text,
@@ -100,14 +100,8 @@ impl Splitter<'_, '_> {
         }
         let room = max_bytes - overhead;
         let schema = self.schema(&children, is_array);
-        // Even groups by count (at most `json_elements`), as large as the budget allows.
-        let total_bytes: usize = children.iter().map(|c| c.end - c.start + 2).sum();
-        let groups = children
-            .len()
-            .div_ceil(self.opts.json_elements.max(1))
-            .max(total_bytes.div_ceil(room))
-            .max(1);
-        let per_group = children.len().div_ceil(groups).max(1);
+        // Groups as large as the budget allows, of at most `json_elements`.
+        let per_group = self.opts.json_elements.max(1);
         let mut group: Vec<usize> = Vec::new();
         let mut group_bytes = 0;
         for (i, child) in children.iter().enumerate() {
