@@ -135,7 +135,7 @@ pub fn plan(manifest: &Manifest, opts: &PlanOptions, ctx: &RequestContext, model
         match (treatments[i], &detections[i]) {
             (Treatment::Chunked, Some(d)) => {
                 let chunk_opts = ChunkOptions {
-                    max_chunk_bytes: tokens::bytes_within(content_budget) as usize,
+                    max_chunk_tokens: content_budget,
                     ..ChunkOptions::default()
                 };
                 let text = text_of(file);

@@ -10,7 +10,7 @@ use std::sync::Arc;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SourceText {
     pub text: String,
-    /// The encoding it was decoded from (`utf-8`, `utf-16le`, `windows-1252`, …).
+    /// The encoding it was decoded from (`utf-8`, `utf-16le`, `utf-16be`, `windows-1252`).
     pub encoding: &'static str,
     /// Some bytes could not be decoded and were replaced (U+FFFD): the report warns.
     pub lossy: bool,
@@ -19,17 +19,16 @@ pub struct SourceText {
 impl SourceText {
     /// Decodes a file's bytes (see [`crate::content::decode`]).
     pub fn decode(bytes: &[u8]) -> Arc<SourceText> {
-        match std::str::from_utf8(bytes) {
-            Ok(text) => Arc::new(SourceText {
-                text: text.strip_prefix('\u{feff}').unwrap_or(text).to_string(),
-                encoding: "utf-8",
-                lossy: false,
-            }),
-            Err(_) => Arc::new(SourceText {
-                text: String::from_utf8_lossy(bytes).into_owned(),
-                encoding: "utf-8",
-                lossy: true,
-            }),
-        }
+        let decoded = crate::content::decode(bytes);
+        Arc::new(SourceText {
+            text: decoded.text,
+            encoding: decoded.encoding,
+            lossy: decoded.lossy,
+        })
+    }
+
+    /// Whether the report should name the file: its bytes were not exactly UTF-8 text.
+    pub fn is_unusual(&self) -> bool {
+        self.lossy || self.encoding != "utf-8"
     }
 }

@@ -8,7 +8,7 @@
 //! the chunk loses its region (the finding stays, for its file) rather than point at the
 //! wrong code.
 
-use crate::content::{count_lines, Chunk};
+use crate::content::Chunk;
 use crate::findings::{Finding, Region};
 
 /// Places `findings` about `path` (those of other files are left alone).
@@ -19,41 +19,30 @@ pub fn place(findings: &mut [Finding], path: &str, chunk: &Chunk) {
 }
 
 fn placed(region: Region, chunk: &Chunk) -> Option<Region> {
-    let own = chunk.start_line as u64..=chunk.end_line as u64;
-    let prepended = chunk.context.prepended.map(|p| p.start as u64..=p.end as u64);
     let start = region.start_line;
-    if own.contains(&start) || prepended.as_ref().is_some_and(|p| p.contains(&start)) {
+    let shown = |line: u64| {
+        let line = line as usize;
+        chunk.lines().contains(line)
+            || chunk.context.prepended.is_some_and(|p| p.contains(line))
+            || chunk.context.header.iter().any(|h| h.contains(line))
+    };
+    if shown(start) {
         return Some(region);
     }
-    let original = original_line(chunk, start)?;
-    if !own.contains(&original) {
-        return None;
-    }
-    let shift = original - start;
-    Region::new(
-        original,
-        region.end_line.map(|e| (e + shift).min(chunk.end_line as u64)),
-    )
-}
-
-/// The original line of the content's 1-based line `k`: the content ends with the chunk's
-/// own lines, so whatever comes before them (prepended lines, marker lines) is counted
-/// from the line count, not assumed.
-fn original_line(chunk: &Chunk, k: u64) -> Option<u64> {
-    let content_lines = count_lines(&chunk.content) as u64;
-    let own = (chunk.end_line + 1).saturating_sub(chunk.start_line) as u64;
-    let lead = content_lines.saturating_sub(own);
-    if k > lead && k <= content_lines {
-        return Some(chunk.start_line as u64 + (k - lead - 1));
-    }
-    let p = chunk.context.prepended?;
-    (k >= 1 && k <= p.len() as u64).then(|| p.start as u64 + k - 1)
+    // Counted from the top of the content: mapped through its layout (prepended lines,
+    // marker lines, the chunk's own lines).
+    let original = chunk.original_line(usize::try_from(start).ok()?)? as u64;
+    let end = region
+        .end_line
+        .and_then(|e| chunk.original_line(usize::try_from(e).ok()?))
+        .map(|e| e as u64);
+    Region::new(original, end)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::content::{ChunkContext, ChunkStrategy, LineRange};
+    use crate::content::{ChunkContext, ChunkStrategy, ContentSpan, LineRange};
     use crate::findings::Level;
 
     fn chunk(start: usize, end: usize, prepended: Option<(usize, usize)>, lead_extra: usize) -> Chunk {
@@ -71,6 +60,23 @@ mod tests {
         }
         let mut context = ChunkContext::new(ChunkStrategy::Boundaries);
         context.prepended = prepended.map(|(a, b)| LineRange::new(a, b));
+        let mut layout = Vec::new();
+        if let Some((a, b)) = prepended {
+            layout.push(ContentSpan {
+                lines: b - a + 1,
+                original: Some(a),
+            });
+        }
+        if lead_extra > 0 {
+            layout.push(ContentSpan {
+                lines: lead_extra,
+                original: None,
+            });
+        }
+        layout.push(ContentSpan {
+            lines: end - start + 1,
+            original: Some(start),
+        });
         Chunk {
             index: 1,
             total: 3,
@@ -78,6 +84,8 @@ mod tests {
             end_line: end,
             content,
             context,
+            partial_line: None,
+            layout,
         }
     }
 

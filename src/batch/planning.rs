@@ -87,10 +87,16 @@ pub async fn plan(settings: &BatchSettings, printer: &Printer) -> Result<Planned
         settings.provider.max_tokens,
     ));
     warnings.extend(manifest.files.iter().filter_map(|f| {
-        let source = f.source.as_deref()?;
-        source.lossy.then(|| {
+        let source = f.source.as_deref().filter(|s| s.is_unusual())?;
+        Some(if source.lossy {
             format!(
-                "{}: not valid {}; undecodable bytes were replaced (U+FFFD) in what is sent",
+                "{}: not valid {}; bytes that could not be decoded were replaced (U+FFFD) in what is sent",
+                crate::escape::name(&f.display),
+                source.encoding
+            )
+        } else {
+            format!(
+                "{}: not UTF-8; read as {}",
                 crate::escape::name(&f.display),
                 source.encoding
             )

@@ -188,6 +188,13 @@ pub fn render_chunk(templates: &Templates, input: &ChunkPrompt<'_>) -> Prompt {
             "Prepended for context, not part of this chunk: lines {p}, {what}.\n"
         ));
     }
+    if !chunk.context.header.is_empty() {
+        let lines: Vec<String> = chunk.context.header.iter().map(ToString::to_string).collect();
+        user.push_str(&format!(
+            "Also prepended, not part of this chunk: lines {}, the header of the class (or block) its lines are members of.\n",
+            lines.join(", ")
+        ));
+    }
     if let Some(schema) = &chunk.context.schema {
         let sample = match input.detection.content_type {
             ContentType::Jsonl => "fields of the file's first object".to_owned(),

@@ -16,6 +16,8 @@ fn code_chunk() -> Chunk {
         end_line: 600,
         content: "code".into(),
         context,
+        partial_line: None,
+        layout: Vec::new(),
     }
 }
 
@@ -134,7 +136,7 @@ fn json_chunks_carry_schema_and_place() {
     assert!(p
         .user
         .contains("Schema (field types of the first 5 elements): event (string), id (number)\n"));
-    assert!(p.user.contains("Place in the document: $[300..599]\n"));
+    assert!(p.user.contains("Place in the document: $[350..699]\n"));
     assert!(p.user.contains(&format!(
         "Lines: {}–{} of {lines} (chunk 2 of 3)",
         chunks[1].start_line, chunks[1].end_line

@@ -2,9 +2,19 @@
 //! defaults in [`ChunkOptions`]), all returning [`Chunk`]s that name the lines of the
 //! original file they hold.
 //!
-//! Every chunker is linear in the file's size. A line is never split; a chunk's `content`
-//! is what the analyst reads — for code the import block comes first, for CSV the header,
-//! for JSON a valid document — and its line range is always in the original file.
+//! Every chunk fits the budget: `tokens::upper_bound(content.len())` is at most
+//! [`ChunkOptions::max_chunk_tokens`], the same estimate the planner's block check uses, so
+//! a planned chunk is never blocked. The budget wins over the line targets. A line longer
+//! than the budget is the only thing ever cut inside: it is cut alone into
+//! [`PartialLine`] chunks, and the windows around it still hold their other lines. No byte
+//! of the file is dropped.
+//!
+//! A chunk's `content` is what the analyst reads — for code the import block (and, inside a
+//! class cut between its members, the class header) comes first, for CSV the header, for
+//! JSON a valid document — and its line range is always in the original file;
+//! [`Chunk::original_line`] maps a line of `content` back to the file.
+//!
+//! Every chunker is linear in the file's size.
 
 use serde::Serialize;
 
@@ -15,10 +25,11 @@ use super::detect::Detection;
 use super::json_chunker::chunk_json;
 use super::json_schema::SchemaSummary;
 use super::jsonl_chunker::chunk_jsonl;
-use super::line_index::LineIndex;
-use super::line_range::{windows, LineRange};
+use super::line_index::{count_lines, LineIndex};
+use super::line_range::LineRange;
 use super::prose_chunker::chunk_prose;
 use super::sniff::starts_with_timestamp;
+use crate::tokens;
 
 /// One piece of a file, ready for an analyst.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -28,18 +39,40 @@ pub struct Chunk {
     /// How many chunks the file was cut into.
     pub total: usize,
     /// First line of the original file this chunk holds (1-based, inclusive). Lines that
-    /// are repeated at the top of `content` (imports, a CSV header) are in
-    /// `context.prepended`, not in this range.
+    /// are repeated at the top of `content` (imports, a class header, a CSV header) are in
+    /// `context.prepended` / `context.header`, not in this range.
     pub start_line: usize,
     /// Last line of the original file this chunk holds (1-based, inclusive).
     pub end_line: usize,
     /// Exactly what the analyst reads. For code, CSV/TSV, JSONL, logs, prose and config it
-    /// is the original text of its lines, after any prepended ones (and, for code, one
-    /// comment line naming the lines left out between them); for JSON it is a valid
-    /// document built from the original text of whole elements, and the line range is
-    /// where those elements are.
+    /// is the original text of its lines, after any prepended ones (and, for code, comment
+    /// lines naming the lines left out between them); for JSON it is a valid document
+    /// built from the original text of whole elements, and the line range is where those
+    /// elements are. For a [`PartialLine`] it is one piece of that line.
     pub content: String,
     pub context: ChunkContext,
+    /// Set when this chunk holds only a piece of one line, too long for any chunk.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partial_line: Option<PartialLine>,
+    /// Which original lines the lines of `content` are, in order (see
+    /// [`Chunk::original_line`]).
+    pub layout: Vec<ContentSpan>,
+}
+
+/// A piece of one line too long for a chunk: `part` (1-based) of `parts`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PartialLine {
+    pub line: usize,
+    pub part: usize,
+    pub parts: usize,
+}
+
+/// `lines` consecutive lines of a chunk's content: original lines `original..` of the
+/// file, or lines rlm wrote (a marker comment, JSON brackets) when `original` is `None`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ContentSpan {
+    pub lines: usize,
+    pub original: Option<usize>,
 }
 
 impl Chunk {
@@ -53,6 +86,28 @@ impl Chunk {
         format!("chunk {} of {}", self.index + 1, self.total)
     }
 
+    /// The 1-based line of the original file that line `content_line` (1-based) of
+    /// `content` is: prepended lines map to where they are in the file, lines rlm wrote
+    /// (markers, JSON brackets) and lines past the end map to `None`. A chunk without a
+    /// layout is taken to be its own lines, verbatim.
+    pub fn original_line(&self, content_line: usize) -> Option<usize> {
+        if content_line == 0 {
+            return None;
+        }
+        if self.layout.is_empty() {
+            let line = self.start_line + content_line - 1;
+            return (line <= self.end_line).then_some(line);
+        }
+        let mut before = 0;
+        for span in &self.layout {
+            if content_line <= before + span.lines {
+                return span.original.map(|first| first + (content_line - before - 1));
+            }
+            before += span.lines;
+        }
+        None
+    }
+
     /// The whole of `text` as one chunk, for files that are not cut.
     pub fn whole(text: &str) -> Chunk {
         let lines = LineIndex::new(text).len();
@@ -63,6 +118,11 @@ impl Chunk {
             end_line: lines,
             content: text.to_owned(),
             context: ChunkContext::new(ChunkStrategy::Whole),
+            partial_line: None,
+            layout: vec![ContentSpan {
+                lines,
+                original: Some(1),
+            }],
         }
     }
 }
@@ -75,6 +135,14 @@ pub struct ChunkContext {
     /// the header row of CSV/TSV.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prepended: Option<LineRange>,
+    /// Code cut between the members of a class (impl, struct, interface…): the header
+    /// lines of the enclosing classes, repeated after the import block (outermost first).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub header: Vec<LineRange>,
+    /// Lines at the start of this chunk that the previous chunk also holds (overlapping
+    /// windows): a finding on them may be reported twice.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overlap_before: Option<LineRange>,
     /// Field names and types: of the first five elements of the JSON array (or the keys of
     /// the object) this chunk was cut from, or of the first object of a JSONL file.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -83,7 +151,8 @@ pub struct ChunkContext {
     /// `$.events[0..349]` (both ends inclusive).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub json_path: Option<String>,
-    /// Why the type's own strategy was not used (invalid JSON, no boundaries…).
+    /// Why the type's own strategy was not used (invalid JSON, an item longer than a
+    /// chunk, a piece of a long line…).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
@@ -93,6 +162,8 @@ impl ChunkContext {
         ChunkContext {
             strategy,
             prepended: None,
+            header: Vec::new(),
+            overlap_before: None,
             schema: None,
             json_path: None,
             note: None,
@@ -111,9 +182,9 @@ impl ChunkContext {
 pub enum ChunkStrategy {
     /// The file was not cut.
     Whole,
-    /// Code cut at top-level (or, inside a long item, nested) definitions.
+    /// Code cut between top-level items, or between the members of a class.
     Boundaries,
-    /// Prose cut at `#`/`##` headings.
+    /// Prose cut at headings.
     Headings,
     /// Fixed line windows with overlap.
     Windows,
@@ -123,6 +194,8 @@ pub enum ChunkStrategy {
     Elements,
     /// Whole JSONL lines.
     Lines,
+    /// A piece of one line longer than the budget.
+    PartialLine,
 }
 
 /// A window size and the overlap between consecutive windows, in lines.
@@ -132,16 +205,26 @@ pub struct WindowSize {
     pub overlap: usize,
 }
 
+/// Budgets below this many tokens are raised to it: a chunk must hold a few characters.
+pub const MIN_CHUNK_TOKENS: u64 = 16;
+
 /// Chunk targets per content type. `Default` is the seeds' defaults.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChunkOptions {
+    /// The most tokens (by [`tokens::upper_bound`]) a chunk's `content` may take, prepended
+    /// and marker lines included: the model's input budget left for it. Every chunk of
+    /// every type keeps to it; it wins over the line targets below. At least
+    /// [`MIN_CHUNK_TOKENS`].
+    pub max_chunk_tokens: u64,
     /// Code chunks fill up to this many lines (the seed's 150–300): a chunk is closed at the
-    /// last boundary that keeps it within the limit, never inside a function.
+    /// last boundary that keeps it within the limit. One function longer than this is
+    /// kept whole while it fits `max_chunk_tokens`.
     pub code_max_lines: usize,
     /// The import block prepended to every code chunk is cut after this many lines, so a
     /// file with a huge header does not multiply it into every chunk.
     pub max_import_lines: usize,
-    /// Code without boundaries, config, markup and unknown content: 200 lines, 20 overlap.
+    /// Config, markup, unknown content and code items longer than the budget: 200 lines,
+    /// 20 overlap.
     pub fallback: WindowSize,
     /// Logs: 200 lines, 20 overlap.
     pub log: WindowSize,
@@ -154,18 +237,16 @@ pub struct ChunkOptions {
     /// 500–1000: fewer columns, more rows).
     pub csv_cells: usize,
     pub csv_rows: (usize, usize),
-    /// JSON elements (or object members) per chunk (the seed's 200–500).
+    /// JSON elements (or object members) per chunk at most (the seed's 200–500).
     pub json_elements: usize,
     /// JSONL lines per chunk (the seed's 500–1000).
     pub jsonl_lines: usize,
-    /// Row-shaped chunks (CSV, JSON, JSONL) are also kept under this many bytes, so wide
-    /// rows or large elements do not make a chunk that no model can read.
-    pub max_chunk_bytes: usize,
 }
 
 impl Default for ChunkOptions {
     fn default() -> ChunkOptions {
         ChunkOptions {
+            max_chunk_tokens: 32_000,
             code_max_lines: 300,
             max_import_lines: 60,
             fallback: WindowSize {
@@ -185,8 +266,16 @@ impl Default for ChunkOptions {
             csv_rows: (500, 1000),
             json_elements: 350,
             jsonl_lines: 750,
-            max_chunk_bytes: 100_000,
         }
+    }
+}
+
+impl ChunkOptions {
+    /// The most bytes a chunk's content may have: `max_chunk_tokens` by
+    /// [`tokens::bytes_within`], so that `upper_bound(bytes) <= max_chunk_tokens`.
+    pub(crate) fn max_bytes(&self) -> usize {
+        let bytes = tokens::bytes_within(self.max_chunk_tokens.max(MIN_CHUNK_TOKENS));
+        usize::try_from(bytes).unwrap_or(usize::MAX)
     }
 }
 
@@ -210,8 +299,11 @@ pub fn chunk(detection: &Detection, text: &str, opts: &ChunkOptions) -> Vec<Chun
         ContentType::Jsonl => chunk_jsonl(&index, opts),
         ContentType::Log => chunk_log(&index, opts),
         ContentType::Prose => chunk_prose(&index, opts),
-        ContentType::Markup | ContentType::Config => window_drafts(&index, all_lines(&index), opts.fallback, None),
+        ContentType::Markup | ContentType::Config => {
+            window_drafts(&index, all_lines(&index), opts.fallback, None, opts)
+        }
     };
+    let drafts = enforce_budget(&index, drafts, opts);
     let total = drafts.len();
     drafts
         .into_iter()
@@ -223,6 +315,8 @@ pub fn chunk(detection: &Detection, text: &str, opts: &ChunkOptions) -> Vec<Chun
             end_line: d.lines.end,
             content: d.content,
             context: d.context,
+            partial_line: d.partial_line,
+            layout: d.layout,
         })
         .collect()
 }
@@ -232,16 +326,84 @@ pub fn chunk(detection: &Detection, text: &str, opts: &ChunkOptions) -> Vec<Chun
 pub(crate) struct Draft {
     pub lines: LineRange,
     pub content: String,
+    pub layout: Vec<ContentSpan>,
     pub context: ChunkContext,
+    pub partial_line: Option<PartialLine>,
 }
 
 impl Draft {
     /// A chunk whose content is exactly its lines.
     pub(crate) fn verbatim(index: &LineIndex<'_>, lines: LineRange, context: ChunkContext) -> Draft {
+        let mut content = Content::default();
+        content.lines(index, lines);
+        content.into_draft(lines, context)
+    }
+}
+
+/// A chunk's content being written, with the layout that maps its lines back to the file.
+#[derive(Debug, Default)]
+pub(crate) struct Content {
+    text: String,
+    layout: Vec<ContentSpan>,
+}
+
+impl Content {
+    /// Appends `text`, whose first line is line `first` of the file (`None`: rlm wrote it).
+    /// Text appended in the middle of a line continues that line, which keeps its mapping.
+    pub(crate) fn push(&mut self, text: &str, first: Option<usize>) {
+        let mut rest = text;
+        let mut first = first;
+        if !self.text.is_empty() && !self.text.ends_with('\n') {
+            match rest.find('\n') {
+                Some(i) => {
+                    self.text.push_str(&rest[..=i]);
+                    rest = &rest[i + 1..];
+                    first = first.map(|f| f + 1);
+                }
+                None => {
+                    self.text.push_str(rest);
+                    return;
+                }
+            }
+        }
+        if rest.is_empty() {
+            return;
+        }
+        let lines = count_lines(rest);
+        self.text.push_str(rest);
+        match self.layout.last_mut() {
+            Some(last) if last.original.is_none() && first.is_none() => last.lines += lines,
+            Some(last) if last.original.is_some_and(|o| Some(o + last.lines) == first) => last.lines += lines,
+            _ => self.layout.push(ContentSpan { lines, original: first }),
+        }
+    }
+
+    /// Appends lines `range` of the file, verbatim.
+    pub(crate) fn lines(&mut self, index: &LineIndex<'_>, range: LineRange) {
+        self.push(index.slice(range.start, range.end), Some(range.start));
+    }
+
+    /// Ends the current line, when the text so far does not end with one.
+    pub(crate) fn end_line(&mut self) {
+        if !self.text.is_empty() && !self.text.ends_with('\n') {
+            self.text.push('\n');
+        }
+    }
+
+    /// Appends one line rlm wrote (a marker comment), on a line of its own.
+    pub(crate) fn marker(&mut self, line: &str) {
+        self.end_line();
+        self.push(line, None);
+        self.end_line();
+    }
+
+    pub(crate) fn into_draft(self, lines: LineRange, context: ChunkContext) -> Draft {
         Draft {
             lines,
-            content: index.slice(lines.start, lines.end).to_owned(),
+            content: self.text,
+            layout: self.layout,
             context,
+            partial_line: None,
         }
     }
 }
@@ -250,24 +412,211 @@ pub(crate) fn all_lines(index: &LineIndex<'_>) -> LineRange {
     LineRange::new(1, index.len())
 }
 
-/// Plain windows over `range`, each chunk verbatim; `note` says why, when this is a fallback.
+/// The bytes of lines `range` of the file, terminators included.
+pub(crate) fn bytes_of(index: &LineIndex<'_>, range: LineRange) -> usize {
+    if range.is_empty() {
+        return 0;
+    }
+    index.start_of(range.end + 1) - index.start_of(range.start)
+}
+
+/// What a budget-aware window cut produces: windows of whole lines, and the lines too long
+/// for any window, which are cut on their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Piece {
+    Window {
+        lines: LineRange,
+        overlap_before: Option<LineRange>,
+    },
+    LongLine(usize),
+}
+
+/// The window rules in one place: windows of at most `size.lines` lines and `max_bytes`
+/// bytes over `range`, each starting `size.overlap` lines before the previous one ended
+/// (less when the budget made the previous window shorter, in proportion, so a small
+/// budget does not send every line many times). `extend(line)` may say that a window must
+/// not end just before `line` (a stack frame continuing an entry): the window then grows
+/// over such lines, at most `max_extend`, while the budget allows. A line longer than
+/// `max_bytes` is a [`Piece::LongLine`] of its own; the windows around it do not overlap it.
+pub(crate) fn budget_windows(
+    index: &LineIndex<'_>,
+    range: LineRange,
+    size: WindowSize,
+    max_extend: usize,
+    extend: impl Fn(usize) -> bool,
+    max_bytes: usize,
+) -> Vec<Piece> {
+    let size_lines = size.lines.max(1);
+    let line_bytes = |n: usize| bytes_of(index, LineRange::new(n, n));
+    let mut out = Vec::with_capacity(range.len() / size_lines + 1);
+    let mut start = range.start;
+    let mut prev_end: Option<usize> = None;
+    while start <= range.end {
+        if line_bytes(start) > max_bytes {
+            out.push(Piece::LongLine(start));
+            prev_end = None;
+            start += 1;
+            continue;
+        }
+        let mut end = start;
+        let mut bytes = line_bytes(start);
+        while end < range.end && end + 1 - start < size_lines && bytes + line_bytes(end + 1) <= max_bytes {
+            end += 1;
+            bytes += line_bytes(end);
+        }
+        let mut extended = 0;
+        while end < range.end && extended < max_extend && extend(end + 1) && bytes + line_bytes(end + 1) <= max_bytes {
+            end += 1;
+            extended += 1;
+            bytes += line_bytes(end);
+        }
+        let overlap_before = prev_end.filter(|&p| p >= start).map(|p| LineRange::new(start, p));
+        out.push(Piece::Window {
+            lines: LineRange::new(start, end),
+            overlap_before,
+        });
+        if end >= range.end {
+            break;
+        }
+        let len = end + 1 - start;
+        let mut overlap = size.overlap.min(len * size.overlap / size_lines).min(len - 1);
+        if line_bytes(end + 1) > max_bytes {
+            // The next line is cut on its own: repeating lines before it gains nothing.
+            overlap = 0;
+        }
+        // The next window must reach past this one.
+        while overlap > 0 && bytes_of(index, LineRange::new(end + 1 - overlap, end + 1)) > max_bytes {
+            overlap -= 1;
+        }
+        prev_end = Some(end);
+        start = end + 1 - overlap;
+    }
+    out
+}
+
+/// Plain windows over `range` within the budget, each chunk verbatim; `note` says why,
+/// when this is a fallback.
 pub(crate) fn window_drafts(
     index: &LineIndex<'_>,
     range: LineRange,
     size: WindowSize,
     note: Option<&str>,
+    opts: &ChunkOptions,
 ) -> Vec<Draft> {
-    windows(range, size.lines, size.overlap, 0, |_| false)
-        .into_iter()
-        .map(|lines| {
-            let context = ChunkContext::new(ChunkStrategy::Windows);
-            let context = match note {
-                Some(n) => context.with_note(n),
-                None => context,
-            };
-            Draft::verbatim(index, lines, context)
+    let pieces = budget_windows(index, range, size, 0, |_| false, opts.max_bytes());
+    pieces_to_drafts(index, &pieces, note, opts.max_bytes())
+}
+
+/// Windows as verbatim drafts (with `note`), long lines cut alone.
+pub(crate) fn pieces_to_drafts(
+    index: &LineIndex<'_>,
+    pieces: &[Piece],
+    note: Option<&str>,
+    max_bytes: usize,
+) -> Vec<Draft> {
+    let mut out = Vec::with_capacity(pieces.len());
+    for piece in pieces {
+        match *piece {
+            Piece::Window { lines, overlap_before } => {
+                let mut context = ChunkContext::new(ChunkStrategy::Windows);
+                context.overlap_before = overlap_before;
+                context.note = note.map(str::to_owned);
+                out.push(Draft::verbatim(index, lines, context));
+            }
+            Piece::LongLine(n) => out.extend(cut_line(index, n, max_bytes)),
+        }
+    }
+    out
+}
+
+/// Line `n`, longer than `max_bytes`, cut into pieces of at most `max_bytes` (at character
+/// boundaries, after a space or comma near the end of a piece when there is one), each a
+/// chunk of its own marked as a [`PartialLine`].
+pub(crate) fn cut_line(index: &LineIndex<'_>, n: usize, max_bytes: usize) -> Vec<Draft> {
+    let line = index.slice(n, n);
+    cut_line_span(index, n, 0..line.len(), max_bytes, &format!("line {n}"))
+}
+
+/// Bytes `span` of line `n` (with its terminator) cut like [`cut_line`]; `what` names the
+/// whole in the note ("line 12", "element $[3] on line 1").
+pub(crate) fn cut_line_span(
+    index: &LineIndex<'_>,
+    n: usize,
+    span: std::ops::Range<usize>,
+    max_bytes: usize,
+    what: &str,
+) -> Vec<Draft> {
+    let line = index.slice(n, n);
+    let max_bytes = max_bytes.max(4);
+    let mut cuts = vec![span.start];
+    let mut at = span.start;
+    while span.end - at > max_bytes {
+        let mut end = at + max_bytes;
+        while !line.is_char_boundary(end) {
+            end -= 1;
+        }
+        // Prefer ending after a separator in the piece's last eighth.
+        let floor = end - max_bytes / 8;
+        if let Some(sep) = line.as_bytes()[floor..end]
+            .iter()
+            .rposition(|&b| matches!(b, b' ' | b'\t' | b','))
+        {
+            end = floor + sep + 1;
+        }
+        cuts.push(end);
+        at = end;
+    }
+    cuts.push(span.end);
+    let parts = cuts.len() - 1;
+    cuts.windows(2)
+        .enumerate()
+        .map(|(k, w)| {
+            let context = ChunkContext::new(ChunkStrategy::PartialLine).with_note(format!(
+                "part {} of {parts} of {what}, which is too long for one chunk",
+                k + 1
+            ));
+            let mut content = Content::default();
+            content.push(&line[w[0]..w[1]], Some(n));
+            let mut draft = content.into_draft(LineRange::new(n, n), context);
+            draft.partial_line = Some(PartialLine {
+                line: n,
+                part: k + 1,
+                parts,
+            });
+            draft
         })
         .collect()
+}
+
+/// The last guard of the budget: a draft a chunker could not keep within it (it should
+/// not happen) is replaced by windows over its own lines, with a note, so no chunk is ever
+/// planned to be blocked.
+fn enforce_budget(index: &LineIndex<'_>, drafts: Vec<Draft>, opts: &ChunkOptions) -> Vec<Draft> {
+    let max_bytes = opts.max_bytes();
+    if drafts.iter().all(|d| d.content.len() <= max_bytes) {
+        return drafts;
+    }
+    let mut out = Vec::with_capacity(drafts.len() + 4);
+    for d in drafts {
+        if d.content.len() <= max_bytes {
+            out.push(d);
+            continue;
+        }
+        let pieces = budget_windows(
+            index,
+            d.lines,
+            WindowSize {
+                lines: usize::MAX,
+                overlap: 0,
+            },
+            0,
+            |_| false,
+            max_bytes,
+        );
+        let note = "this part did not fit the budget with its context; cut into plain windows";
+        out.extend(pieces_to_drafts(index, &pieces, Some(note), max_bytes));
+    }
+    out
 }
 
 /// Log windows that do not end inside a multi-line entry (a stack trace) when they can
@@ -283,16 +632,16 @@ fn chunk_log(index: &LineIndex<'_>, opts: &ChunkOptions) -> Vec<Draft> {
                     .any(|p| line.starts_with(p))
                 || (timestamped && !starts_with_timestamp(line)))
     };
-    windows(
+    let max_bytes = opts.max_bytes();
+    let pieces = budget_windows(
+        index,
         all_lines(index),
-        opts.log.lines,
-        opts.log.overlap,
+        opts.log,
         opts.log_max_extend,
         continues,
-    )
-    .into_iter()
-    .map(|lines| Draft::verbatim(index, lines, ChunkContext::new(ChunkStrategy::Windows)))
-    .collect()
+        max_bytes,
+    );
+    pieces_to_drafts(index, &pieces, None, max_bytes)
 }
 
 #[cfg(test)]

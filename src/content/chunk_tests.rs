@@ -23,20 +23,47 @@ pub(crate) fn covers_all_lines(chunks: &[Chunk], lines: usize) -> bool {
             .all(|(i, c)| c.index == i && c.total == chunks.len())
 }
 
-/// Whether a chunk's content is its own lines, after any prepended lines (and the one
-/// marker line the code chunker writes between them).
+/// Whether a chunk's content is its own lines, after any prepended lines (and marker
+/// lines between them), every content line being what its layout says: the original line,
+/// or a marker rlm wrote. A piece of a long line is a part of that line.
 pub(crate) fn content_matches(chunk: &Chunk, text: &str) -> bool {
     let index = LineIndex::new(text);
+    if let Some(p) = chunk.partial_line {
+        return p.line == chunk.start_line
+            && p.line == chunk.end_line
+            && index.slice(p.line, p.line).contains(chunk.content.as_str())
+            && chunk.original_line(1) == Some(p.line);
+    }
     let own = index.slice(chunk.start_line, chunk.end_line);
-    match chunk.context.prepended {
-        None => chunk.content == own,
-        Some(p) => {
-            let head = index.slice(p.start, p.end);
-            chunk.content.starts_with(head) && chunk.content.ends_with(own) && {
-                let between = &chunk.content[head.len()..chunk.content.len() - own.len()];
-                between.is_empty() || (between.ends_with('\n') && between.matches('\n').count() == 1)
-            }
-        }
+    if !chunk.content.ends_with(own) {
+        return false;
+    }
+    let content = LineIndex::new(&chunk.content);
+    let own_first = content.len() + 1 - chunk.lines().len();
+    let shown: Vec<LineRange> = chunk
+        .context
+        .prepended
+        .into_iter()
+        .chain(chunk.context.header.iter().copied())
+        .collect();
+    (1..=content.len()).all(|k| match chunk.original_line(k) {
+        Some(n) if k >= own_first => n == chunk.start_line + (k - own_first) && content.line(k) == index.line(n),
+        Some(n) => shown.iter().any(|r| r.contains(n)) && content.line(k) == index.line(n),
+        None => k < own_first && content.line(k).contains("are not in this chunk"),
+    })
+}
+
+/// Every chunk within the budget, by the one token estimate.
+pub(crate) fn assert_within_budget(chunks: &[Chunk], opts: &ChunkOptions) {
+    for c in chunks {
+        let tokens = crate::tokens::upper_bound(c.content.len() as u64);
+        assert!(
+            tokens <= opts.max_chunk_tokens.max(MIN_CHUNK_TOKENS),
+            "chunk {} ({:?}) takes {tokens} tokens, over {}",
+            c.index,
+            c.lines(),
+            opts.max_chunk_tokens
+        );
     }
 }
 
@@ -144,75 +171,242 @@ fn chunks_serialize_for_plans() {
     assert!(json["context"].get("schema").is_none());
 }
 
-/// Random lines: code-ish tokens, blank lines, indentation, `\r\n` or `\n`, with or
-/// without a final newline.
-fn random_text() -> impl Strategy<Value = String> {
-    let line = prop_oneof![
-        3 => "[ a-z(){}:;=,.#]{0,30}",
-        1 => Just(String::new()),
-        1 => "(def|class|fn|pub fn|impl|function|export|func|import|use|#include|@dec|## ) ?[a-z_]{1,8}[(){}:]{0,3}",
-        1 => "    (def|fn|public void|if|return) [a-z_]{1,8}\\(\\)[ {:]?",
-        1 => "2026-02-11 0[0-9]:00:00 (INFO|ERROR) [a-z ]{0,20}",
-    ];
-    (prop::collection::vec(line, 0..900), any::<bool>(), any::<bool>()).prop_map(|(lines, crlf, final_newline)| {
-        let sep = if crlf { "\r\n" } else { "\n" };
-        let mut text = lines.join(sep);
-        if final_newline && !text.is_empty() {
-            text.push_str(sep);
-        }
-        text
-    })
+#[test]
+fn a_megabyte_line_is_cut_alone_and_the_window_around_it_fits() {
+    let mut text: String = (1..=300)
+        .map(|n| format!("2026-02-11 01:00:00 INFO line {n}\n"))
+        .collect();
+    let long = format!("2026-02-11 01:00:00 DEBUG payload {}\n", "x".repeat(1_000_000));
+    // The long line becomes line 100.
+    let at = LineIndex::new(&text).start_of(100);
+    text.insert_str(at, &long);
+    let opts = ChunkOptions {
+        max_chunk_tokens: 8_000,
+        ..ChunkOptions::default()
+    };
+    let chunks = chunk(&Detection::given(ContentType::Log, None), &text, &opts);
+    assert_within_budget(&chunks, &opts);
+    assert!(covers_all_lines(&chunks, 301));
+    assert!(chunks.iter().all(|c| content_matches(c, &text)));
+    assert_eq!(chunks[0].lines(), LineRange::new(1, 99));
+    let pieces: Vec<&Chunk> = chunks.iter().filter(|c| c.partial_line.is_some()).collect();
+    assert_eq!(pieces.len(), long.len().div_ceil(24_000));
+    assert!(pieces.iter().all(|c| c.lines() == LineRange::new(100, 100)));
+    let last = pieces.last().unwrap();
+    let n = pieces.len();
+    assert_eq!(
+        last.partial_line,
+        Some(PartialLine {
+            line: 100,
+            part: n,
+            parts: n
+        })
+    );
+    let note = format!("part {n} of {n} of line 100, which is too long for one chunk");
+    assert_eq!(last.context.note.as_deref(), Some(note.as_str()));
+    let rebuilt: String = pieces.iter().map(|c| c.content.as_str()).collect();
+    assert_eq!(rebuilt, long);
+    // The window after it starts right after it, not overlapping it.
+    let after = chunks.iter().find(|c| c.start_line > 100).unwrap();
+    assert_eq!((after.start_line, after.context.overlap_before), (101, None));
 }
 
-fn line_based_detection() -> impl Strategy<Value = Detection> {
-    prop_oneof![
+#[test]
+fn log_windows_say_which_lines_the_previous_window_already_held() {
+    let text: String = (1..=500)
+        .map(|n| format!("2026-02-11 01:00:00 INFO line {n}\n"))
+        .collect();
+    let chunks = chunk(
+        &Detection::given(ContentType::Log, None),
+        &text,
+        &ChunkOptions::default(),
+    );
+    let overlaps: Vec<Option<LineRange>> = chunks.iter().map(|c| c.context.overlap_before).collect();
+    assert_eq!(
+        overlaps,
+        vec![None, Some(LineRange::new(181, 200)), Some(LineRange::new(361, 380))]
+    );
+}
+
+#[test]
+fn a_small_budget_shortens_windows_and_their_overlap_in_proportion() {
+    // 35-byte lines; 1000 tokens hold 85 of them.
+    let text: String = (1..=500)
+        .map(|n| format!("2026-02-11 01:00:00 INFO line {n:04}\n"))
+        .collect();
+    let opts = ChunkOptions {
+        max_chunk_tokens: 1_000,
+        ..ChunkOptions::default()
+    };
+    let chunks = chunk(&Detection::given(ContentType::Log, None), &text, &opts);
+    assert_within_budget(&chunks, &opts);
+    assert_eq!(chunks[0].lines(), LineRange::new(1, 85));
+    // 85 × 20 / 200 = 8 lines of overlap.
+    assert_eq!(chunks[1].context.overlap_before, Some(LineRange::new(78, 85)));
+}
+
+#[test]
+fn original_lines_of_plain_and_whole_chunks() {
+    let whole = Chunk::whole("a\nb\nc\n");
+    let mapped: Vec<Option<usize>> = (1..=4).map(|k| whole.original_line(k)).collect();
+    assert_eq!(mapped, vec![Some(1), Some(2), Some(3), None]);
+    let text: String = (1..=450).map(|n| format!("k{n} = {n}\n")).collect();
+    let chunks = chunk(
+        &Detection::given(ContentType::Config, None),
+        &text,
+        &ChunkOptions::default(),
+    );
+    assert_eq!(chunks[1].original_line(1), Some(181));
+    assert_eq!(chunks[1].original_line(200), Some(380));
+    assert_eq!(chunks[1].original_line(201), None);
+    assert_eq!(chunks[1].original_line(0), None);
+}
+
+// ---------------------------------------------------------------------------------------
+// The budget property: every chunker, random texts, random budgets.
+
+/// A line of the given flavour, sometimes very long.
+fn flavoured_line(kind: ContentType) -> BoxedStrategy<String> {
+    let long = "[a-z ,]{1,20}".prop_map(|s| s.repeat(120));
+    let line: BoxedStrategy<String> = match kind {
+        ContentType::SourceCode => prop_oneof![
+            4 => r#"[ a-z(){}\[\]:;=,.#"'`/*@<>-]{0,40}"#,
+            1 => Just(String::new()),
+            2 => "(def|class|fn|pub fn|impl|function|export|func|import|use|#include|@dec|struct|interface) ?[a-z_]{1,8}[(){}:]{0,3}",
+            2 => r"    (def|fn|public void|if|return|async) [a-z_]{1,8}\(\)[ {:;]?",
+            1 => "[ ]{0,8}[}{)];?",
+            1 => r#"[ ]{0,4}(/\*|\*/|//|#|"""|'''|`|r#")[ a-z]{0,10}"#,
+        ]
+        .boxed(),
+        ContentType::StructuredData => prop_oneof![
+            6 => "[a-z0-9]{0,8}(,[a-z0-9 ]{0,8}){2,5}",
+            1 => "\"[a-z,\n ]{0,12}\",[a-z]{0,5},[0-9]{1,3}",
+            1 => Just(String::new()),
+        ]
+        .boxed(),
+        ContentType::Jsonl => prop_oneof![
+            6 => "[a-z]{1,6}".prop_map(|v| format!("{{\"k\":\"{v}\",\"n\":[1,2]}}")),
+            1 => Just(String::new()),
+        ]
+        .boxed(),
+        ContentType::Prose => prop_oneof![
+            5 => "[A-Za-z ,.]{0,60}",
+            1 => "#{1,6} [A-Za-z ]{1,10}",
+            1 => "(===|---|```|~~~)",
+            1 => Just(String::new()),
+        ]
+        .boxed(),
+        _ => prop_oneof![
+            3 => "2026-02-11 0[0-9]:00:00 (INFO|ERROR) [a-z ]{0,30}",
+            1 => r"  at [a-z.]{1,20}\(\)",
+            1 => "[a-z =]{0,30}",
+        ]
+        .boxed(),
+    };
+    prop_oneof![30 => line, 1 => long].boxed()
+}
+
+fn typed_text() -> impl Strategy<Value = (Detection, String)> {
+    let kinds = prop_oneof![
         Just(Detection::given(ContentType::SourceCode, Some(Language::Python))),
-        Just(Detection::given(ContentType::SourceCode, Some(Language::Rust))),
-        Just(Detection::given(ContentType::SourceCode, Some(Language::Java))),
+        Just(Detection::given(ContentType::SourceCode, Some(Language::JavaScript))),
         Just(Detection::given(ContentType::SourceCode, Some(Language::TypeScript))),
+        Just(Detection::given(ContentType::SourceCode, Some(Language::Rust))),
+        Just(Detection::given(ContentType::SourceCode, Some(Language::Go))),
+        Just(Detection::given(ContentType::SourceCode, Some(Language::Java))),
+        Just(Detection::given(ContentType::SourceCode, Some(Language::C))),
+        Just(Detection::given(ContentType::SourceCode, Some(Language::Cpp))),
+        Just(Detection::given(ContentType::SourceCode, Some(Language::Ruby))),
         Just(Detection::given(ContentType::SourceCode, None)),
+        Just(Detection::given(ContentType::StructuredData, None)),
+        Just(Detection::given(ContentType::Jsonl, None)),
         Just(Detection::given(ContentType::Log, None)),
         Just(Detection::given(ContentType::Prose, None)),
         Just(Detection::given(ContentType::Config, None)),
         Just(Detection::given(ContentType::Markup, None)),
-    ]
+    ];
+    (kinds, any::<bool>(), any::<bool>()).prop_flat_map(|(d, crlf, final_newline)| {
+        prop::collection::vec(flavoured_line(d.content_type), 0..400).prop_map(move |lines| {
+            let sep = if crlf { "\r\n" } else { "\n" };
+            let mut text = lines.join(sep);
+            if final_newline && !text.is_empty() {
+                text.push_str(sep);
+            }
+            (d, text)
+        })
+    })
 }
 
 /// Small targets, so a few hundred lines make many chunks.
 fn small_options() -> impl Strategy<Value = ChunkOptions> {
-    (5usize..60, 1usize..40, 0usize..30).prop_map(|(max, window, overlap)| ChunkOptions {
+    (64u64..3_000, 5usize..60, 1usize..40, 0usize..30).prop_map(|(tokens, max, window, overlap)| ChunkOptions {
+        max_chunk_tokens: tokens,
         code_max_lines: max,
         max_import_lines: 10,
         fallback: WindowSize { lines: window, overlap },
         log: WindowSize { lines: window, overlap },
         prose: WindowSize { lines: max, overlap },
+        csv_rows: (1, window),
+        jsonl_lines: window,
         ..ChunkOptions::default()
     })
 }
 
+/// Whether the chunks' ranges go forward (windows may overlap, never go back or skip).
+fn in_order(chunks: &[Chunk]) -> bool {
+    chunks.windows(2).all(|w| {
+        w[0].start_line <= w[1].start_line && w[0].end_line <= w[1].end_line && w[1].start_line <= w[0].end_line + 1
+    })
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 160, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
 
     #[test]
-    fn line_chunks_cover_every_line_and_hold_exactly_their_lines(
-        text in random_text(),
-        detection in line_based_detection(),
+    fn every_chunk_fits_the_budget_and_the_chunks_cover_every_line_in_order(
+        (detection, text) in typed_text(),
         opts in small_options(),
     ) {
         let chunks = chunk(&detection, &text, &opts);
         let lines = LineIndex::new(&text).len();
         prop_assert_eq!(chunks.is_empty(), lines == 0);
-        prop_assert!(covers_all_lines(&chunks, lines), "{:?}", chunks.iter().map(Chunk::lines).collect::<Vec<_>>());
         for c in &chunks {
+            let tokens = crate::tokens::upper_bound(c.content.len() as u64);
+            prop_assert!(tokens <= opts.max_chunk_tokens, "chunk {} {:?} has {} tokens", c.index, c.lines(), tokens);
             prop_assert!(content_matches(c, &text), "chunk {} {:?}", c.index, c.lines());
+        }
+        prop_assert!(covers_all_lines(&chunks, lines), "{:?}", chunks.iter().map(Chunk::lines).collect::<Vec<_>>());
+        prop_assert!(in_order(&chunks), "{:?}", chunks.iter().map(Chunk::lines).collect::<Vec<_>>());
+        // Long lines are cut into pieces that give back the whole line.
+        let index = LineIndex::new(&text);
+        let mut k = 0;
+        while k < chunks.len() {
+            if let Some(p) = chunks[k].partial_line {
+                let pieces: String = chunks[k..k + p.parts].iter().map(|c| c.content.as_str()).collect();
+                prop_assert_eq!(pieces.as_str(), index.slice(p.line, p.line));
+                k += p.parts;
+            } else {
+                k += 1;
+            }
         }
     }
 
     #[test]
-    fn default_options_never_exceed_their_targets_without_reason(text in random_text()) {
-        let d = Detection::given(ContentType::SourceCode, Some(Language::Python));
-        for c in chunk(&d, &text, &ChunkOptions::default()) {
-            prop_assert!(c.lines().len() <= 300, "{:?}", c.lines());
+    fn default_options_keep_the_line_targets((detection, text) in typed_text()) {
+        let chunks = chunk(&detection, &text, &ChunkOptions::default());
+        for c in &chunks {
+            let limit = match detection.content_type {
+                // One item (a function) may be longer, while it fits the budget.
+                ContentType::SourceCode => usize::MAX,
+                // A log window grows over at most 50 continuation lines.
+                ContentType::Log => 250,
+                ContentType::Prose => 250,
+                // Rows may hold quoted newlines.
+                ContentType::StructuredData => 3_000,
+                ContentType::Jsonl => 750,
+                _ => 200,
+            };
+            prop_assert!(c.lines().len() <= limit, "{:?}", c.lines());
         }
     }
 }

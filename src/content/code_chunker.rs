@@ -1,101 +1,280 @@
-//! Source code chunking: cut at top-level item boundaries (def, class, fn, impl, func,
-//! export, …) and pack whole items into chunks of up to `code_max_lines`; an item longer
-//! than that is cut at its nested items (methods), and only an item with none is cut into
-//! windows. The file's import block is prepended to every chunk that does not hold it.
-//! A file without any boundary falls back to 200-line windows with 20 lines of overlap.
+//! Source code chunking: the file's items ([`super::code_scan`]: functions, classes,
+//! top-level statements) are packed whole into chunks of up to `code_max_lines` lines and
+//! the token budget. An item too big for a chunk is cut where the grammar allows:
+//!
+//! - a class (impl, struct, interface, namespace, object literal…) between its members,
+//!   which join the packing; each chunk that starts inside the class carries its header
+//!   after the import block, as prepended context;
+//! - a function is never cut while it fits the budget, even over the line target;
+//! - only an item bigger than the budget is cut inside, into overlapping windows, with a
+//!   note saying so — and a single line bigger than the budget into pieces of its own.
+//!
+//! The import block (found after a BOM, a shebang, an encoding line, comments, a module
+//! docstring, `__all__`/`__version__`, `'use strict'`, `//!` docs and attributes, a
+//! package clause or an include guard) is prepended to every chunk that does not hold it,
+//! followed by a comment line naming the lines left out. Prepended lines and markers count
+//! against the budget; when they would take more than a third of it they are left out.
+//!
+//! Languages without a scanner (Ruby, Lua, Elixir, Haskell, OCaml, shell, unknown) use the
+//! seed's keyword-and-indentation rules of [`super::code_rules`] to find items and the
+//! members of an item; as those items may be anything, one over the line target is cut
+//! into windows (the seed's fallback when no boundary is found).
 
-use super::chunk::{all_lines, ChunkContext, ChunkOptions, ChunkStrategy, Draft};
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use super::chunk::{
+    budget_windows, bytes_of, cut_line, ChunkContext, ChunkOptions, ChunkStrategy, Content, Draft, Piece,
+};
 use super::code_rules::{rules_for, CodeRules};
+use super::code_scan::{scan, Body, Item};
 use super::content_type::Language;
 use super::line_index::LineIndex;
-use super::line_range::{pack, segments_between, windows, LineRange, Split};
+use super::line_range::{pack, segments_between, LineRange, Packed, Split};
+
+/// Bytes set aside for one marker line (`// … lines 12–340 are not in this chunk; …`).
+const MARKER_BYTES: usize = 128;
 
 pub(crate) fn chunk_code(index: &LineIndex<'_>, language: Option<Language>, opts: &ChunkOptions) -> Vec<Draft> {
     let rules = rules_for(language);
-    let whole = all_lines(index);
-    let imports = import_block(index, rules, opts.max_import_lines);
-    let top = item_starts(index, rules, whole, Depth::Margin);
-    let max = opts.code_max_lines.max(1);
-    let (ranges, strategy, note) = if whole.len() <= max {
-        (vec![whole], ChunkStrategy::Whole, None)
-    } else if top.is_empty() {
-        let fallback = windows(whole, opts.fallback.lines, opts.fallback.overlap, 0, |_| false);
-        (
-            fallback,
-            ChunkStrategy::Windows,
-            Some("no top-level definitions found; cut into overlapping windows"),
-        )
-    } else {
-        let segments = segments_between(whole, &top);
-        let ranges = pack(&segments, max, |item| split_item(index, rules, item, opts));
-        (ranges, ChunkStrategy::Boundaries, None)
+    let whole = LineRange::new(1, index.len());
+    let max_bytes = opts.max_bytes();
+    if whole.len() <= opts.code_max_lines.max(1) && bytes_of(index, whole) <= max_bytes {
+        return vec![Draft::verbatim(index, whole, ChunkContext::new(ChunkStrategy::Whole))];
+    }
+    let scanned = scan(index, language);
+    let grammar = scanned.is_some();
+    let items = scanned.unwrap_or_else(|| rule_items(index, rules, whole, 0));
+    let imports = import_block(index, rules, language, opts.max_import_lines)
+        .filter(|&block| bytes_of(index, block) + MARKER_BYTES <= max_bytes / 3);
+    let planner = Planner {
+        index,
+        language,
+        opts,
+        imports,
+        max_bytes,
+        grammar,
+        items: RefCell::new(items.iter().map(|i| (i.lines, i.clone())).collect()),
+        classes: RefCell::new(Vec::new()),
     };
-    ranges
-        .into_iter()
-        .map(|lines| {
-            let mut context = ChunkContext::new(strategy);
-            context.note = note.map(str::to_owned);
-            let body = index.slice(lines.start, lines.end);
-            let content = match imports.filter(|imports| imports.end < lines.start) {
-                Some(block) => {
-                    context.prepended = Some(block);
-                    with_imports(index, block, lines, body, language)
+    planner.plan(&items)
+}
+
+struct Planner<'a, 't> {
+    index: &'a LineIndex<'t>,
+    language: Option<Language>,
+    opts: &'a ChunkOptions,
+    imports: Option<LineRange>,
+    max_bytes: usize,
+    /// The items come from a scanner that knows the language's grammar: an item is a
+    /// whole function or statement, kept whole over the line target while it fits the
+    /// budget. Items found by the line rules may be anything: over the line target, they
+    /// are cut into windows.
+    grammar: bool,
+    /// Every item met so far by its lines: the top-level ones, and the members of the
+    /// classes that were split.
+    items: RefCell<HashMap<LineRange, Item>>,
+    /// The classes that were split, with their headers.
+    classes: RefCell<Vec<(LineRange, LineRange)>>,
+}
+
+impl Planner<'_, '_> {
+    /// Packs the items into drafts. A class that does not fit is replaced by its header
+    /// lines and members, which join the packing; a chunk that starts inside a class gets
+    /// its header prepended.
+    fn plan(&self, items: &[Item]) -> Vec<Draft> {
+        let max_lines = self.opts.code_max_lines.max(1);
+        let fits =
+            |r: LineRange| r.len() <= max_lines && bytes_of(self.index, r) <= self.available(&self.headers_at(r.start));
+        let segments: Vec<LineRange> = items.iter().map(|i| i.lines).collect();
+        let packed = pack(&segments, fits, |segment| {
+            let item = self.items.borrow().get(&segment).cloned();
+            let headers = self.headers_at(segment.start);
+            let available = self.available(&headers);
+            let mut drafts = Vec::new();
+            match item.as_ref().and_then(|i| i.body.as_ref()) {
+                Some(body) => return Split::Segments(self.open_class(segment, body)),
+                None if self.grammar && bytes_of(self.index, segment) <= available => {
+                    // One function over the line target: whole, while it fits the budget.
+                    drafts.push(self.draft(segment, &headers, ChunkStrategy::Boundaries));
                 }
-                None => body.to_owned(),
-            };
-            Draft {
-                lines,
-                content,
-                context,
+                None => self.windows(segment, &headers, available, &mut drafts),
             }
+            Split::Final(drafts)
+        });
+        packed
+            .into_iter()
+            .map(|p| match p {
+                Packed::Range(lines) => self.draft(lines, &self.headers_at(lines.start), ChunkStrategy::Boundaries),
+                Packed::Final(draft) => draft,
+            })
+            .collect()
+    }
+
+    /// A class too big for one chunk: its lines up to the header's end, then its members.
+    fn open_class(&self, item: LineRange, body: &Body) -> Vec<LineRange> {
+        let head = LineRange::new(item.start, body.header.end);
+        let mut items = self.items.borrow_mut();
+        items.insert(
+            head,
+            Item {
+                lines: head,
+                body: None,
+            },
+        );
+        let mut parts = vec![head];
+        for member in &body.members {
+            items.insert(member.lines, member.clone());
+            parts.push(member.lines);
+        }
+        self.classes.borrow_mut().push((item, body.header));
+        parts
+    }
+
+    /// The headers of the split classes that line `start` is in (below their header),
+    /// outermost first, as many as fit a third of the budget with the imports.
+    fn headers_at(&self, start: usize) -> Vec<LineRange> {
+        let mut headers: Vec<LineRange> = self
+            .classes
+            .borrow()
+            .iter()
+            .filter(|(class, header)| class.contains(start) && header.end < start)
+            .map(|&(_, header)| header)
+            .collect();
+        headers.sort_by_key(|h| h.start);
+        while !headers.is_empty() && self.prefix_bytes(&headers) > self.max_bytes / 3 {
+            headers.pop();
+        }
+        headers
+    }
+
+    /// The bytes left for a chunk's own lines under `headers`.
+    fn available(&self, headers: &[LineRange]) -> usize {
+        self.max_bytes.saturating_sub(self.prefix_bytes(headers))
+    }
+
+    /// An item bigger than the budget: overlapping windows, each with the prepended
+    /// context, and lines bigger than the budget cut alone.
+    fn windows(&self, item: LineRange, headers: &[LineRange], available: usize, out: &mut Vec<Draft>) {
+        let note = format!("lines {item} are one item longer than a chunk; it is cut into overlapping windows");
+        for piece in budget_windows(self.index, item, self.opts.fallback, 0, |_| false, available) {
+            match piece {
+                Piece::Window { lines, overlap_before } => {
+                    let mut draft = self.draft(lines, headers, ChunkStrategy::Windows);
+                    draft.context.overlap_before = overlap_before;
+                    draft.context.note = Some(note.clone());
+                    out.push(draft);
+                }
+                Piece::LongLine(n) => out.extend(cut_line(self.index, n, self.max_bytes)),
+            }
+        }
+    }
+
+    /// The most bytes the prepended context can take: imports, headers, and a marker after
+    /// each.
+    fn prefix_bytes(&self, headers: &[LineRange]) -> usize {
+        let imports = self.imports.map_or(0, |b| bytes_of(self.index, b) + MARKER_BYTES);
+        let headers: usize = headers
+            .iter()
+            .map(|&h| bytes_of(self.index, h) + 1 + MARKER_BYTES)
+            .sum();
+        imports + headers + MARKER_BYTES
+    }
+
+    /// A chunk of lines `lines`, after the imports and the headers that are above it.
+    fn draft(&self, lines: LineRange, headers: &[LineRange], strategy: ChunkStrategy) -> Draft {
+        let mut context = ChunkContext::new(strategy);
+        let mut content = Content::default();
+        let mut shown_to = 0;
+        let above = |r: &LineRange| r.end < lines.start;
+        let parts = self.imports.filter(above).into_iter().chain(
+            headers
+                .iter()
+                .copied()
+                .filter(|h| above(h) && self.imports.is_none_or(|i| h.start > i.end)),
+        );
+        for part in parts {
+            if shown_to > 0 && shown_to + 1 < part.start {
+                content.marker(&self.marker(shown_to + 1, part.start - 1, part.start));
+            }
+            content.lines(self.index, part);
+            content.end_line();
+            if Some(part) == self.imports {
+                context.prepended = Some(part);
+            } else {
+                context.header.push(part);
+            }
+            shown_to = part.end;
+        }
+        if shown_to > 0 && shown_to + 1 < lines.start {
+            content.marker(&self.marker(shown_to + 1, lines.start - 1, lines.start));
+        }
+        content.lines(self.index, lines);
+        content.into_draft(lines, context)
+    }
+
+    /// `// … lines 7–40 are not in this chunk; it continues at line 41`, in the language's
+    /// comment syntax.
+    fn marker(&self, from: usize, to: usize, next: usize) -> String {
+        let comment = self.language.map_or("//", Language::line_comment);
+        let close = if comment == "(*" { " *)" } else { "" };
+        format!("{comment} … lines {from}–{to} are not in this chunk; it continues at line {next}{close}\n")
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Items by the line rules (languages without a scanner).
+
+/// Items at the margin (or, inside an item, at the first deeper indentation where items
+/// open), each with the nested items as members.
+fn rule_items(index: &LineIndex<'_>, rules: &CodeRules, range: LineRange, nesting: usize) -> Vec<Item> {
+    let depth = if nesting == 0 {
+        Depth::Margin
+    } else {
+        let own = (range.start..=range.end)
+            .map(|n| split_indent(index.line(n)))
+            .find(|(_, t)| !t.is_empty())
+            .map_or(0, |(indent, _)| indent);
+        Depth::DeeperThan(own)
+    };
+    let starts = item_starts(index, rules, range, depth);
+    segments_between(range, &starts)
+        .into_iter()
+        .map(|lines| Item {
+            lines,
+            body: (nesting < 4).then(|| rule_body(index, rules, lines, nesting)).flatten(),
         })
         .collect()
 }
 
-/// The import block, then a one-line comment naming the lines left out (when any), then
-/// the chunk's own lines.
-fn with_imports(
-    index: &LineIndex<'_>,
-    block: LineRange,
-    lines: LineRange,
-    body: &str,
-    language: Option<Language>,
-) -> String {
-    let head = index.slice(block.start, block.end);
-    let mut out = String::with_capacity(head.len() + body.len() + 80);
-    out.push_str(head);
-    if !head.ends_with('\n') {
-        out.push('\n');
+/// The members of an item by the line rules: nested items deeper than its first line.
+fn rule_body(index: &LineIndex<'_>, rules: &CodeRules, item: LineRange, nesting: usize) -> Option<Body> {
+    let head = (item.start..=item.end).find(|&n| {
+        let (_, t) = split_indent(index.line(n));
+        !t.is_empty() && rules.opens_item(t) && !rules.is_comment_only(t)
+    })?;
+    let (indent, _) = split_indent(index.line(head));
+    let rest = LineRange::new(head + 1, item.end);
+    if rest.is_empty() {
+        return None;
     }
-    if block.end + 1 < lines.start {
-        let comment = language.map_or("//", Language::line_comment);
-        let close = if comment == "(*" { " *)" } else { "" };
-        out.push_str(&format!(
-            "{comment} … lines {}–{} are not in this chunk; it continues at line {}{close}\n",
-            block.end + 1,
-            lines.start - 1,
-            lines.start
-        ));
+    let inner = item_starts(index, rules, rest, Depth::DeeperThan(indent));
+    if inner.is_empty() {
+        return None;
     }
-    out.push_str(body);
-    out
-}
-
-/// An item longer than the chunk limit: its nested items (methods of a class, functions in
-/// a block) as segments, or windows when it has none.
-fn split_item(index: &LineIndex<'_>, rules: &CodeRules, item: LineRange, opts: &ChunkOptions) -> Split {
-    let own_indent = (item.start..=item.end)
-        .map(|n| split_indent(index.line(n)))
-        .find(|(_, t)| !t.is_empty())
-        .map_or(0, |(indent, _)| indent);
-    let body = LineRange::new(item.start + 1, item.end);
-    let inner = item_starts(index, rules, body, Depth::DeeperThan(own_indent));
-    let segments = segments_between(item, &inner);
-    if segments.len() > 1 {
-        Split::Segments(segments)
-    } else {
-        Split::Windows(windows(item, opts.fallback.lines, opts.fallback.overlap, 0, |_| false))
-    }
+    let members = segments_between(rest, &inner)
+        .into_iter()
+        .map(|lines| Item {
+            lines,
+            body: (nesting + 1 < 4)
+                .then(|| rule_body(index, rules, lines, nesting + 1))
+                .flatten(),
+        })
+        .collect();
+    Some(Body {
+        header: LineRange::new(head, head),
+        members,
+    })
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -159,17 +338,36 @@ fn attached_start(index: &LineIndex<'_>, rules: &CodeRules, n: usize, indent: us
     start
 }
 
+// ---------------------------------------------------------------------------------------
+// The import block.
+
 /// The file's import block: from its first import to the last import before the first
-/// line that is neither an import, a comment, a blank line nor a module docstring; cut to
-/// at most `max_lines` lines at an import's end.
-fn import_block(index: &LineIndex<'_>, rules: &CodeRules, max_lines: usize) -> Option<LineRange> {
+/// line that is none of: an import, a comment, a blank line, a shebang, a module
+/// docstring, a dunder assignment (`__all__ = […]`), a directive (`'use strict'`), an
+/// attribute (`#![…]`, `#[…]`) or a package clause; cut to at most `max_lines` lines at an
+/// import's end.
+fn import_block(
+    index: &LineIndex<'_>,
+    rules: &CodeRules,
+    language: Option<Language>,
+    max_lines: usize,
+) -> Option<LineRange> {
+    let python = language == Some(Language::Python);
     let mut first: Option<usize> = None;
     let mut last: Option<usize> = None;
     let mut n = 1;
     while n <= index.len() {
-        let (_, t) = split_indent(index.line(n));
+        let line = index.line(n);
+        let line = if n == 1 {
+            line.trim_start_matches('\u{feff}')
+        } else {
+            line
+        };
+        let (_, t) = split_indent(line);
         let end = if t.is_empty() || (n == 1 && t.starts_with("#!")) {
             n
+        } else if passed_over(t, python) {
+            statement_end(index, n)
         } else if rules.imports(t) {
             let end = statement_end(index, n);
             if first.is_some_and(|f| end + 1 - f > max_lines) {
@@ -189,8 +387,24 @@ fn import_block(index: &LineIndex<'_>, rules: &CodeRules, max_lines: usize) -> O
     (last + 1 - first <= max_lines).then(|| LineRange::new(first, last))
 }
 
+/// Lines that may stand before or between imports without ending the block.
+fn passed_over(t: &str, python: bool) -> bool {
+    let dunder = t.starts_with("__") && {
+        let name_end = t.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(t.len());
+        let name = &t[..name_end];
+        name.len() > 4 && name.ends_with("__") && t[name_end..].trim_start().starts_with(['=', ':'])
+    };
+    (python && dunder)
+        || t.starts_with("'use ")
+        || t.starts_with("\"use ")
+        || t.starts_with("#![")
+        || t.starts_with("#[")
+        || t.starts_with("#pragma once")
+}
+
 /// The last line of a statement that starts on line `n` and may span lines: an open
-/// `(`/`{` (`from x import (`, `use a::{`, `import {`, Go's `import (`) closes later.
+/// `(`/`{`/`[` (`from x import (`, `use a::{`, `import {`, Go's `import (`,
+/// `__all__ = [`) closes later.
 fn statement_end(index: &LineIndex<'_>, n: usize) -> usize {
     let mut depth: i64 = 0;
     let mut m = n;
@@ -202,7 +416,7 @@ fn statement_end(index: &LineIndex<'_>, n: usize) -> usize {
                 _ => {}
             }
         }
-        if depth <= 0 || m >= index.len() || m - n > 200 {
+        if depth <= 0 || m >= index.len() || m - n > 400 {
             return m;
         }
         m += 1;
@@ -211,12 +425,14 @@ fn statement_end(index: &LineIndex<'_>, n: usize) -> usize {
 
 /// The last line of a comment or docstring starting on line `n`, if `t` starts one.
 fn comment_or_docstring_end(index: &LineIndex<'_>, rules: &CodeRules, n: usize, t: &str) -> Option<usize> {
-    let closing = if t.starts_with("\"\"\"") {
-        "\"\"\""
-    } else if t.starts_with("'''") {
-        "'''"
+    // A docstring may carry a prefix: r"""…""", u'''…'''.
+    let unprefixed = t.trim_start_matches(['r', 'R', 'u', 'U', 'b', 'B']);
+    let (t, closing) = if unprefixed.starts_with("\"\"\"") {
+        (unprefixed, "\"\"\"")
+    } else if unprefixed.starts_with("'''") {
+        (unprefixed, "'''")
     } else if t.starts_with("/*") {
-        "*/"
+        (t, "*/")
     } else if rules.is_comment(t) {
         return Some(n);
     } else {

@@ -207,14 +207,22 @@ fn shell_functions_and_ruby_classes() {
 }
 
 #[test]
-fn no_boundaries_falls_back_to_overlapping_windows() {
+fn without_boundaries_unknown_code_falls_back_to_overlapping_windows() {
     let text: String = (0..500).map(|i| format!("x{i} = {i}\n")).collect();
-    let chunks = code(Language::Python, &text);
+    let chunks = chunk(
+        &Detection::given(ContentType::SourceCode, None),
+        &text,
+        &ChunkOptions::default(),
+    );
     let ranges: Vec<(usize, usize)> = chunks.iter().map(|c| (c.start_line, c.end_line)).collect();
     assert_eq!(ranges, vec![(1, 200), (181, 380), (361, 500)]);
     assert!(chunks
         .iter()
         .all(|c| c.context.strategy == ChunkStrategy::Windows && c.context.note.is_some()));
+    // Python statements are items of their own: packed, not windowed.
+    let chunks = code(Language::Python, &text);
+    let ranges: Vec<(usize, usize)> = chunks.iter().map(|c| (c.start_line, c.end_line)).collect();
+    assert_eq!(ranges, vec![(1, 300), (301, 500)]);
 }
 
 #[test]
@@ -253,4 +261,303 @@ fn unknown_language_uses_the_seeds_keywords() {
     assert!(chunks
         .iter()
         .all(|c| c.content.starts_with("function f") || c.content.contains("\nfunction f")));
+}
+
+// ---------------------------------------------------------------------------------------
+// Cut where the grammar allows: realistic files with classes bigger than a chunk.
+
+/// Chunks of `text` under `opts`, checked: every line covered, content as the layout says,
+/// within the budget, and no chunk boundary inside a function: every line strictly inside
+/// one carries the word BODY, and no chunk (other than windows of one function bigger
+/// than the budget) starts on such a line.
+fn grammar_chunks(language: Language, text: &str, opts: &ChunkOptions) -> Vec<Chunk> {
+    let chunks = chunk(&Detection::given(ContentType::SourceCode, Some(language)), text, opts);
+    let index = LineIndex::new(text);
+    assert!(covers_all_lines(&chunks, index.len()));
+    crate::content::chunk::tests::assert_within_budget(&chunks, opts);
+    for c in &chunks {
+        assert!(content_matches(c, text), "chunk {} does not hold its lines", c.index);
+        if c.context.strategy != ChunkStrategy::Windows {
+            assert!(
+                !index.line(c.start_line).contains("BODY"),
+                "chunk {} starts inside a function, at line {}: {}",
+                c.index,
+                c.start_line,
+                index.line(c.start_line)
+            );
+        }
+    }
+    chunks
+}
+
+/// `n` lines of a JavaScript method body full of braces in literals and comments.
+fn js_body(n: usize) -> String {
+    let kinds = [
+        "    const a = `${x} } ${ {y: 1}.y }`; // BODY",
+        "    if (/[{}]+/.test(s)) { s = s.replace(/\\}/g, '{'); } // BODY",
+        "    const o = { open: '{', close: \"}\" }; /* BODY } */",
+        "    for (const k of keys) { total += k.length / 2; } // BODY",
+    ];
+    (0..n).map(|i| format!("{}\n", kinds[i % kinds.len()])).collect()
+}
+
+fn js_bitset() -> String {
+    let mut s = String::from(
+        "/*! bit.js | MIT License */\n'use strict';\n\nimport { Base } from './base.js';\nimport {\n  mask,\n  shift,\n} from './ops.js';\n\nconst WORD = 32;\n\n/**\n * A set of bits.\n */\nexport class BitSet extends Base {\n  #words = [];\n\n",
+    );
+    for name in ["get", "set", "clear", "flip", "union", "toString"] {
+        s.push_str(&format!("  /** {name} the bits. */\n  {name}(index) {{\n"));
+        s.push_str(&js_body(70));
+        s.push_str("  } // BODY end\n\n");
+    }
+    s.push_str("}\n\nexport default BitSet;\n");
+    s
+}
+
+#[test]
+fn a_js_class_of_six_long_methods_is_cut_between_methods_with_its_header() {
+    let text = js_bitset();
+    let chunks = grammar_chunks(Language::JavaScript, &text, &ChunkOptions::default());
+    let index = LineIndex::new(&text);
+    assert!(chunks.len() >= 2, "{} chunks", chunks.len());
+    let header = LineRange::new(15, 15);
+    assert_eq!(index.line(15), "export class BitSet extends Base {");
+    for c in &chunks[1..] {
+        assert_eq!(c.context.prepended, Some(LineRange::new(4, 8)), "chunk {}", c.index);
+        if c.start_line < index.len() - 2 {
+            assert_eq!(c.context.header, vec![header], "chunk {}", c.index);
+            assert!(c.content.starts_with(
+                "import { Base } from './base.js';\nimport {\n  mask,\n  shift,\n} from './ops.js';\n// … lines 9–14 are not in this chunk; it continues at line 15\nexport class BitSet extends Base {\n// … lines 16–"
+            ), "chunk {}:\n{}", c.index, &c.content[..300]);
+        }
+        // Every chunk opens on a method's doc comment.
+        assert!(
+            index.line(c.start_line).starts_with("  /**"),
+            "chunk {} starts at {}",
+            c.index,
+            index.line(c.start_line)
+        );
+    }
+    // Lines of the content map back to the file: imports, header, markers, own lines.
+    let c = &chunks[1];
+    assert_eq!(c.original_line(1), Some(4));
+    assert_eq!(c.original_line(5), Some(8));
+    assert_eq!(c.original_line(6), None);
+    assert_eq!(c.original_line(7), Some(15));
+    assert_eq!(c.original_line(8), None);
+    assert_eq!(c.original_line(9), Some(c.start_line));
+    let last = LineIndex::new(&c.content).len();
+    assert_eq!(c.original_line(last), Some(c.end_line));
+    assert_eq!(c.original_line(last + 1), None);
+}
+
+#[test]
+fn a_function_bigger_than_the_budget_is_the_only_thing_cut_inside() {
+    let mut text = String::from(
+        "import { a } from './a';\n\nfunction small() {\n  return 1; // BODY\n} // BODY\n\nfunction huge() {\n",
+    );
+    text.push_str(&js_body(400));
+    text.push_str("} // BODY\n\nfunction after() {\n  return 2; // BODY\n} // BODY\n");
+    let opts = ChunkOptions {
+        max_chunk_tokens: 6_000,
+        ..ChunkOptions::default()
+    };
+    let chunks = grammar_chunks(Language::JavaScript, &text, &opts);
+    let windows: Vec<&Chunk> = chunks
+        .iter()
+        .filter(|c| c.context.strategy == ChunkStrategy::Windows)
+        .collect();
+    assert!(windows.len() >= 2);
+    for w in &windows {
+        assert_eq!(
+            w.context.note.as_deref(),
+            Some("lines 7–409 are one item longer than a chunk; it is cut into overlapping windows")
+        );
+        assert!(w.lines().start >= 7 && w.lines().end <= 409);
+    }
+    assert!(windows[1].context.overlap_before.is_some());
+    // Within the default budget the same function is kept whole, over the line target.
+    let chunks = grammar_chunks(Language::JavaScript, &text, &ChunkOptions::default());
+    assert!(
+        chunks.iter().any(|c| c.lines() == LineRange::new(7, 409)),
+        "{:?}",
+        chunks.iter().map(Chunk::lines).collect::<Vec<_>>()
+    );
+}
+
+fn py_body(indent: &str, n: usize) -> String {
+    let kinds = [
+        "value = compute(x)  # BODY",
+        "text = \"\"\"BODY\nclass NotAClass:\n    BODY\"\"\"",
+        "if value:  # BODY\n{indent}    value += 1  # BODY",
+        "total = (value +  # BODY\n{indent}         2)  # BODY",
+    ];
+    (0..n)
+        .map(|i| format!("{indent}{}\n", kinds[i % kinds.len()].replace("{indent}", indent)))
+        .collect()
+}
+
+#[test]
+fn python_after_a_docstring_dunders_and_a_bom_with_a_decorated_class_cut_between_methods() {
+    let mut text = String::from(
+        "\u{feff}# Author: someone\n\"\"\"Command-line parsing library.\n\nimport this is prose, not code.\n\"\"\"\n\n__version__ = '1.1'\n__all__ = [\n    'ArgumentParser',\n    'Namespace',\n]\n\nimport os as _os\nimport re as _re\nfrom gettext import gettext as _\n\n\n@dataclass(frozen=True)\nclass ArgumentParser(\n    _AttributeHolder,\n):\n    \"\"\"Parses.\"\"\"\n\n",
+    );
+    for name in ["parse_args", "add_argument", "format_help", "error"] {
+        text.push_str(&format!(
+            "    @staticmethod\n    def {name}(self):\n        def nested():\n            return 1  # BODY\n"
+        ));
+        text.push_str(&py_body("        ", 60));
+        text.push('\n');
+    }
+    text.push_str("\ndef main():\n    pass  # BODY\n");
+    let chunks = grammar_chunks(Language::Python, &text, &ChunkOptions::default());
+    let index = LineIndex::new(&text);
+    assert_eq!(index.line(13), "import os as _os");
+    assert!(chunks.len() >= 2);
+    for c in &chunks[1..] {
+        assert_eq!(c.context.prepended, Some(LineRange::new(13, 15)), "chunk {}", c.index);
+        assert_eq!(c.context.header, vec![LineRange::new(19, 21)], "chunk {}", c.index);
+        assert!(index.line(c.start_line).starts_with("    @staticmethod"));
+        assert!(c
+            .content
+            .contains("class ArgumentParser(\n    _AttributeHolder,\n):\n# … lines 22–"));
+    }
+}
+
+#[test]
+fn rust_go_java_and_cpp_classes_are_cut_between_members() {
+    let member = |sig: &str, comment: &str, n: usize| {
+        let mut m = format!("    {sig} {{\n");
+        for i in 0..n {
+            m.push_str(&format!("        let_{i} = \"}}{{\"; {comment} BODY\n"));
+        }
+        m.push_str(&format!("    }} {comment} BODY\n\n"));
+        m
+    };
+    let cases: Vec<(Language, String, &str)> = vec![
+        (
+            Language::Rust,
+            format!(
+                "//! Crate docs.\n#![allow(dead_code)]\n\nuse std::io;\n\npub struct Cache;\n\nimpl<'a> Cache {{\n{}{}{}}}\n",
+                member("pub fn get(&self) -> char", "//", 120),
+                member("pub fn put(&mut self, s: &'a str)", "//", 120),
+                member("fn evict(&mut self)", "//", 120)
+            ),
+            "impl<'a> Cache {",
+        ),
+        (
+            Language::Go,
+            format!(
+                "// Package cache caches.\npackage cache\n\nimport \"fmt\"\n\ntype Cache interface {{\n{}{}}}\n",
+                member("Get(key string) string; x := func()", "//", 160),
+                member("Put(key string); y := func()", "//", 160)
+            ),
+            "type Cache interface {",
+        ),
+        (
+            Language::Java,
+            format!(
+                "/* License. */\npackage a.b;\n\nimport java.util.List;\n\n@Service\npublic class Repo extends Base {{\n{}{}{}}}\n",
+                member("@Override\n    public String toString()", "//", 120),
+                member("public List<String> all()", "//", 120),
+                member("private void clear()", "//", 120)
+            ),
+            "public class Repo extends Base {",
+        ),
+        (
+            Language::Cpp,
+            format!(
+                "#ifndef REPO_H\n#define REPO_H\n#include <string>\n\nnamespace store {{\n\nclass Repo : public Base {{\npublic:\n{}{}{}}};\n\n}}  // namespace store\n#endif\n",
+                member("std::string name() const", "//", 120),
+                member("int size() const", "//", 120),
+                member("void clear()", "//", 120)
+            ),
+            "class Repo : public Base {",
+        ),
+    ];
+    for (language, text, header) in cases {
+        let chunks = grammar_chunks(language, &text, &ChunkOptions::default());
+        assert!(chunks.len() >= 2, "{language}: {} chunks", chunks.len());
+        let index = LineIndex::new(&text);
+        let with_header = chunks
+            .iter()
+            .filter(|c| c.context.header.iter().any(|h| index.line(h.end) == header))
+            .count();
+        assert!(with_header >= 1, "{language}: no chunk carries `{header}`");
+        for c in chunks.iter().filter(|c| !c.context.header.is_empty()) {
+            assert!(
+                c.context.prepended.is_some(),
+                "{language}: chunk {} has no imports",
+                c.index
+            );
+            assert!(c.content.contains(header), "{language}: chunk {}", c.index);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The import block, after whatever may stand before it.
+
+fn imports_of(language: Language, text: &str) -> Option<(usize, usize)> {
+    let index = LineIndex::new(text);
+    super::import_block(
+        &index,
+        crate::content::code_rules::rules_for(Some(language)),
+        Some(language),
+        60,
+    )
+    .map(|r| (r.start, r.end))
+}
+
+#[test]
+fn the_import_block_is_found_after_what_may_precede_it() {
+    // _pydecimal.py: comments, a docstring, `__all__`, dunder assignments, then imports,
+    // with another dunder between them.
+    let pydecimal = "# Copyright (c) 2004 Python Software Foundation.\n# All rights reserved.\n\nr\"\"\"Python decimal arithmetic module.\n\nimport this is prose\n\"\"\"\n\n__all__ = [\n    'Decimal', 'Context',\n]\n\n__xname__ = __name__\n__name__ = 'decimal'\n__version__ = '1.70'\n__libmpdec_version__: str = \"2.4.2\"\n\nimport math as _math\nimport numbers as _numbers\n__x__ = 1\nimport sys\n\ntry:\n    from collections import namedtuple as _namedtuple\nexcept ImportError:\n    pass\n";
+    assert_eq!(imports_of(Language::Python, pydecimal), Some((18, 21)));
+    // A BOM, a shebang and an encoding line.
+    let py = "\u{feff}#!/usr/bin/env python3\n# -*- coding: utf-8 -*-\n'''Doc.'''\nfrom __future__ import annotations\nimport os\n\nx = 1\n";
+    assert_eq!(imports_of(Language::Python, py), Some((4, 5)));
+    // JavaScript: a license comment and 'use strict'.
+    let js = "/*!\n * lib v1 | MIT\n */\n'use strict';\n\nconst fs = require('fs');\nimport { a } from './a';\n\nconst MAX = 3;\n";
+    assert_eq!(imports_of(Language::JavaScript, js), Some((6, 7)));
+    // Rust: inner docs and attributes, `use` with attributes between.
+    let rs = "//! The crate.\n//! More docs.\n#![forbid(unsafe_code)]\n#![cfg_attr(\n    docsrs,\n    feature(doc_cfg)\n)]\n\nuse std::io;\n#[cfg(unix)]\nuse std::os::unix;\nmod cache;\n\npub fn f() {}\n";
+    assert_eq!(imports_of(Language::Rust, rs), Some((9, 12)));
+    // Go: the package clause and its doc comment.
+    let go = "// Package x does things.\npackage x\n\nimport (\n\t\"fmt\"\n)\n\nfunc F() {}\n";
+    assert_eq!(imports_of(Language::Go, go), Some((2, 6)));
+    // Java: a license comment and the package.
+    let java = "/*\n * License.\n */\npackage a.b;\n\nimport java.util.List;\nimport static java.lang.Math.max;\n\npublic class A {}\n";
+    assert_eq!(imports_of(Language::Java, java), Some((4, 7)));
+    // C: an include guard and `#pragma once`.
+    let c = "/* util.h */\n#pragma once\n#ifndef UTIL_H\n#define UTIL_H\n\n#include <stddef.h>\n#include \"a.h\"\n\nint f(void);\n";
+    assert_eq!(imports_of(Language::C, c), Some((6, 7)));
+}
+
+#[test]
+fn prepended_import_lines_map_back_to_the_file() {
+    let text = python_pipeline();
+    let chunks = code(Language::Python, &text);
+    let c = &chunks[1];
+    let index = LineIndex::new(&text);
+    // Imports (lines 5–10), a marker, the class header, a marker, the chunk's own lines.
+    assert_eq!(c.context.prepended, Some(LineRange::new(5, 10)));
+    let header = c.context.header[0];
+    assert_eq!(index.line(header.start), "class DataLoader:");
+    let mapped: Vec<Option<usize>> = (1..=10).map(|k| c.original_line(k)).collect();
+    let expected = vec![
+        Some(5),
+        Some(6),
+        Some(7),
+        Some(8),
+        Some(9),
+        Some(10),
+        None,
+        Some(header.start),
+        None,
+        Some(c.start_line),
+    ];
+    assert_eq!(mapped, expected);
+    assert_eq!(c.original_line(10 + 9), Some(c.start_line + 9));
 }

@@ -81,15 +81,7 @@ const JS: CodeRules = CodeRules {
         "exports.",
     ],
     attach: &["@", "//", "/*", "*"],
-    imports: &[
-        "import ",
-        "import{",
-        "const ",
-        "let ",
-        "var ",
-        "'use strict'",
-        "\"use strict\"",
-    ],
+    imports: &["import ", "import{", "const ", "let ", "var "],
     comments: SLASH_COMMENTS,
     ..GENERIC
 };

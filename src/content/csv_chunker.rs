@@ -1,8 +1,13 @@
 //! CSV/TSV chunking: rows split evenly, the header row first in every chunk, rows per chunk
-//! from the column count (fewer columns, more rows). Records are found with an RFC 4180
+//! from the column count (fewer columns, more rows), and never more than the budget: a
+//! chunk closes early rather than overflow it, and a record too long for any chunk is cut
+//! alone by lines (a line too long, inside the line). Records are found with an RFC 4180
 //! scanner, so a quoted field with embedded newlines is never split across chunks.
 
-use super::chunk::{ChunkContext, ChunkOptions, ChunkStrategy, Draft};
+use super::chunk::{
+    budget_windows, pieces_to_drafts, window_drafts, ChunkContext, ChunkOptions, ChunkStrategy, Content, Draft,
+    WindowSize,
+};
 use super::line_index::LineIndex;
 use super::line_range::LineRange;
 
@@ -16,44 +21,106 @@ struct Record {
 
 pub(crate) fn chunk_delimited(index: &LineIndex<'_>, opts: &ChunkOptions) -> Vec<Draft> {
     let text = index.text();
+    let max_bytes = opts.max_bytes();
     let delimiter = guess_delimiter(index.line(1));
     let records = scan_records(text, delimiter);
+    let whole = LineRange::new(1, index.len());
     let Some((header, rows)) = records.split_first().filter(|(_, rows)| !rows.is_empty()) else {
-        let lines = LineRange::new(1, index.len());
-        return vec![Draft::verbatim(index, lines, ChunkContext::new(ChunkStrategy::Rows))];
+        if text.len() <= max_bytes {
+            return vec![Draft::verbatim(index, whole, ChunkContext::new(ChunkStrategy::Rows))];
+        }
+        return window_drafts(index, whole, opts.fallback, Some("no rows below a header"), opts);
     };
     let columns = header.fields.max(1);
     let (min_rows, max_rows) = opts.csv_rows;
     let per_chunk = (opts.csv_cells / columns).clamp(min_rows.max(1), max_rows.max(min_rows).max(1));
+    let header_text = &text[..header.end_byte];
+    // The header is repeated only while it takes at most half the budget.
+    let header_cost = header_text.len() + usize::from(!header_text.ends_with('\n'));
+    let repeat_header = header_cost <= max_bytes / 2;
+    let room = max_bytes - if repeat_header { header_cost } else { 0 };
     let row_bytes = text.len() - header.end_byte;
     let chunks = rows
         .len()
         .div_ceil(per_chunk)
-        .max(row_bytes.div_ceil(opts.max_chunk_bytes.max(1)))
-        .clamp(1, rows.len());
-    let header_text = &text[..header.end_byte];
-    let mut drafts = Vec::with_capacity(chunks);
-    let mut prev_end_byte = header.end_byte;
-    for k in 0..chunks {
-        // Even split: chunk k holds rows [k·n/chunks, (k+1)·n/chunks).
-        let last = &rows[(k + 1) * rows.len() / chunks - 1];
-        let first = &rows[k * rows.len() / chunks];
-        let body = &text[prev_end_byte..last.end_byte];
-        let mut context = ChunkContext::new(ChunkStrategy::Rows);
-        let (start_line, content) = if k == 0 {
-            (1, format!("{header_text}{body}"))
-        } else {
-            context.prepended = Some(header.lines);
-            let separator = if header_text.ends_with('\n') { "" } else { "\n" };
-            (first.lines.start, format!("{header_text}{separator}{body}"))
-        };
-        drafts.push(Draft {
-            lines: LineRange::new(start_line, last.lines.end),
-            content,
-            context,
-        });
-        prev_end_byte = last.end_byte;
+        .max(row_bytes.div_ceil(room.max(1)))
+        .max(1);
+    let target = rows.len().div_ceil(chunks);
+
+    let mut drafts: Vec<Draft> = Vec::with_capacity(chunks);
+    // The first chunk holds the header as its own lines; when it does not fit, it is cut.
+    let mut group_start_byte = 0;
+    let mut group_first_line = 1;
+    let mut group_rows = 0usize;
+    if header_text.len() > max_bytes / 2 {
+        let pieces = budget_windows(index, header.lines, opts.fallback, 0, |_| false, max_bytes);
+        drafts.extend(pieces_to_drafts(
+            index,
+            &pieces,
+            Some("the header row is too long to repeat"),
+            max_bytes,
+        ));
+        group_start_byte = header.end_byte;
+        group_first_line = header.lines.end + 1;
     }
+    // Bytes `from..to` (whole records, lines `first..=last`) as one chunk, after the
+    // header unless they hold it.
+    let flush = |drafts: &mut Vec<Draft>, from: usize, to: usize, first: usize, last: usize| {
+        if to <= from {
+            return;
+        }
+        let mut context = ChunkContext::new(ChunkStrategy::Rows);
+        let mut content = Content::default();
+        if from > 0 && repeat_header {
+            context.prepended = Some(header.lines);
+            content.lines(index, header.lines);
+            content.end_line();
+        }
+        content.push(&text[from..to], Some(first));
+        drafts.push(content.into_draft(LineRange::new(first, last), context));
+    };
+    let mut last_line = header.lines.end;
+    let mut last_byte = header.end_byte;
+    for row in rows {
+        let size = row.end_byte - last_byte;
+        if size > room {
+            // A record too long to go with the header: alone, and cut by lines (a line
+            // inside) when it is longer than a chunk.
+            flush(&mut drafts, group_start_byte, last_byte, group_first_line, last_line);
+            if size <= max_bytes {
+                let context = ChunkContext::new(ChunkStrategy::Rows)
+                    .with_note("one record, too long to repeat the header with it");
+                drafts.push(Draft::verbatim(index, row.lines, context));
+            } else {
+                let whole = WindowSize {
+                    lines: usize::MAX,
+                    overlap: 0,
+                };
+                let pieces = budget_windows(index, row.lines, whole, 0, |_| false, max_bytes);
+                drafts.extend(pieces_to_drafts(
+                    index,
+                    &pieces,
+                    Some("one record longer than a chunk"),
+                    max_bytes,
+                ));
+            }
+            group_start_byte = row.end_byte;
+            group_first_line = row.lines.end + 1;
+            group_rows = 0;
+        } else {
+            let group_bytes = last_byte - group_start_byte;
+            if group_rows > 0 && (group_rows >= target || group_bytes + size > room) {
+                flush(&mut drafts, group_start_byte, last_byte, group_first_line, last_line);
+                group_start_byte = last_byte;
+                group_first_line = row.lines.start;
+                group_rows = 0;
+            }
+            group_rows += 1;
+        }
+        last_line = row.lines.end;
+        last_byte = row.end_byte;
+    }
+    flush(&mut drafts, group_start_byte, last_byte, group_first_line, last_line);
     drafts
 }
 

@@ -6,6 +6,7 @@ use crate::content::chunk::tests::{content_matches, covers_all_lines};
 use crate::content::chunk::{chunk, Chunk, ChunkOptions};
 use crate::content::content_type::ContentType;
 use crate::content::detect::Detection;
+use crate::content::line_range::LineRange;
 use proptest::prelude::*;
 
 /// An RFC 4180 reader written independently of the chunker's scanner, for checking.
@@ -109,14 +110,49 @@ fn wide_tables_get_fewer_rows_and_tsv_is_recognized() {
 }
 
 #[test]
-fn the_byte_budget_splits_long_rows() {
+fn the_token_budget_splits_long_rows_and_the_header_maps_back() {
     let blob = "x".repeat(500);
     let text: String = std::iter::once("id,blob\n".to_owned())
         .chain((0..600).map(|i| format!("{i},{blob}\n")))
         .collect();
-    let chunks = csv_chunks(&text, &ChunkOptions::default());
+    // 301,000 bytes; the default 32,000 tokens hold 96,000 bytes: 4 chunks.
+    let opts = ChunkOptions::default();
+    let chunks = csv_chunks(&text, &opts);
     assert_eq!(chunks.len(), 4);
-    assert!(chunks.iter().all(|c| c.content.len() <= 100_000));
+    crate::content::chunk::tests::assert_within_budget(&chunks, &opts);
+    let c = &chunks[2];
+    assert_eq!(c.context.prepended, Some(LineRange::new(1, 1)));
+    assert_eq!(c.original_line(1), Some(1));
+    assert_eq!(c.original_line(2), Some(c.start_line));
+    assert_eq!(c.original_line(3), Some(c.start_line + 1));
+    // A small budget: more chunks, each within it, the header in each.
+    let opts = ChunkOptions {
+        max_chunk_tokens: 2_000,
+        ..ChunkOptions::default()
+    };
+    let chunks = csv_chunks(&text, &opts);
+    crate::content::chunk::tests::assert_within_budget(&chunks, &opts);
+    assert!(chunks.len() >= 50);
+    assert!(chunks
+        .iter()
+        .all(|c| c.content.starts_with("id,blob\n") && content_matches(c, &text)));
+}
+
+#[test]
+fn a_record_longer_than_the_budget_is_cut_alone() {
+    let huge = "y".repeat(30_000);
+    let text = format!("id,name,blob\n1,a,b\n2,\"multi\nline\",{huge}\n3,c,d\n");
+    let opts = ChunkOptions {
+        max_chunk_tokens: 4_000,
+        ..ChunkOptions::default()
+    };
+    let chunks = csv_chunks(&text, &opts);
+    crate::content::chunk::tests::assert_within_budget(&chunks, &opts);
+    let ranges: Vec<(usize, usize)> = chunks.iter().map(|c| (c.start_line, c.end_line)).collect();
+    // Header and row 1; the record on lines 3–4 (line 4 cut in 3 pieces); row 5 with the header.
+    assert_eq!(ranges, vec![(1, 2), (3, 3), (4, 4), (4, 4), (4, 4), (5, 5)]);
+    assert!(chunks[2].partial_line.is_some());
+    assert!(chunks[5].content.starts_with("id,name,blob\n3,c,d"));
 }
 
 #[test]

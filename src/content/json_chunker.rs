@@ -1,12 +1,18 @@
 //! JSON chunking: a root array is split into valid arrays of whole elements, a root object
-//! by its top-level members; a member (or element) too large for one chunk is split the same
-//! way inside a copy of its parents (`{"events": [ …part… ]}`), so every chunk parses and
-//! keeps its place in the document. Element texts are copied verbatim.
+//! by its top-level members, packed as large as the budget allows (at most
+//! `json_elements` a chunk); a member (or element) too large for one chunk
+//! is split the same way inside a copy of its parents (`{"events": [ …part… ]}`), so every
+//! chunk parses and keeps its place in the document. Element texts are copied verbatim.
+//! Only a value that is too large and cannot be split (a huge string) is cut as text,
+//! with a note.
 //!
 //! A `.json` file that is really JSON Lines is chunked as JSONL; a file that is not JSON at
 //! all falls back to line windows, and the chunks say why.
 
-use super::chunk::{all_lines, window_drafts, ChunkContext, ChunkOptions, ChunkStrategy, Draft};
+use super::chunk::{
+    all_lines, budget_windows, cut_line_span, pieces_to_drafts, window_drafts, ChunkContext, ChunkOptions,
+    ChunkStrategy, Content, Draft, WindowSize,
+};
 use super::json_schema::{type_of_text, SchemaSummary, SAMPLE_SIZE};
 use super::jsonl_chunker::{chunk_jsonl, is_jsonl};
 use super::line_index::LineIndex;
@@ -33,7 +39,7 @@ pub(crate) fn chunk_json(index: &LineIndex<'_>, opts: &ChunkOptions) -> Vec<Draf
                 .collect();
         }
         let note = format!("not valid JSON ({e}); cut into line windows");
-        return window_drafts(index, all_lines(index), opts.fallback, Some(&note));
+        return window_drafts(index, all_lines(index), opts.fallback, Some(&note), opts);
     }
     let bytes = text.as_bytes();
     let root = skip_ws(bytes, body_start);
@@ -46,7 +52,11 @@ pub(crate) fn chunk_json(index: &LineIndex<'_>, opts: &ChunkOptions) -> Vec<Draf
     };
     if !matches!(bytes.get(root), Some(b'[' | b'{')) || !splitter.split(root, &wrap, 0, &mut drafts) {
         let lines = all_lines(index);
-        return vec![Draft::verbatim(index, lines, ChunkContext::new(ChunkStrategy::Whole))];
+        if text.len() <= opts.max_bytes() {
+            return vec![Draft::verbatim(index, lines, ChunkContext::new(ChunkStrategy::Whole))];
+        }
+        let note = "a JSON value that cannot be split into elements; cut into line windows";
+        return window_drafts(index, lines, opts.fallback, Some(note), opts);
     }
     cover_all_lines(&mut drafts, index.len());
     drafts
@@ -76,43 +86,34 @@ struct Splitter<'t, 'i> {
 }
 
 impl Splitter<'_, '_> {
-    /// Splits the container at byte `open` into drafts; false when it has no children.
+    /// Splits the container at byte `open` into drafts; false when it has no children or
+    /// its wrapping leaves no room.
     fn split(&self, open: usize, wrap: &Wrap, depth: usize, out: &mut Vec<Draft>) -> bool {
         let bytes = self.text.as_bytes();
         let is_array = bytes[open] == b'[';
         let children = children(bytes, open);
-        if children.is_empty() {
+        let max_bytes = self.opts.max_bytes();
+        // `{prefix}[\n` … `\n]{suffix}\n` around the children.
+        let overhead = wrap.prefix.len() + wrap.suffix.len() + 5;
+        if children.is_empty() || overhead > max_bytes / 2 {
             return false;
         }
+        let room = max_bytes - overhead;
         let schema = self.schema(&children, is_array);
-        let total_bytes: usize = children.iter().map(|c| c.end - c.start).sum();
-        let max_bytes = self.opts.max_chunk_bytes.max(1);
-        let parts = children
-            .len()
-            .div_ceil(self.opts.json_elements.max(1))
-            .max(total_bytes.div_ceil(max_bytes));
-        let per_part = children.len().div_ceil(parts.max(1)).max(1);
-        let (open_text, close_text) = if is_array { ("[\n", "\n]") } else { ("{\n", "\n}") };
+        // Groups as large as the budget allows, of at most `json_elements`.
+        let per_group = self.opts.json_elements.max(1);
         let mut group: Vec<usize> = Vec::new();
         let mut group_bytes = 0;
         for (i, child) in children.iter().enumerate() {
-            let size = child.end - child.start;
-            let nested = skip_ws(bytes, child.value);
-            let splittable = size > max_bytes && depth < MAX_DEPTH && matches!(bytes[nested], b'[' | b'{');
-            if splittable {
-                let key = &self.text[child.start..child.value];
-                let inner = Wrap {
-                    prefix: format!("{}{open_text}{}", wrap.prefix, if is_array { "" } else { key }),
-                    suffix: format!("{close_text}{}", wrap.suffix),
-                    path: self.child_path(&wrap.path, &children, i, is_array),
-                };
+            // The child and the `,\n` that joins it.
+            let size = child.end - child.start + 2;
+            if size > room {
                 self.flush(&children, &mut group, wrap, is_array, &schema, out);
                 group_bytes = 0;
-                if self.split(nested, &inner, depth + 1, out) {
-                    continue;
-                }
+                self.oversize(&children, i, wrap, is_array, depth, out);
+                continue;
             }
-            if !group.is_empty() && (group.len() >= per_part || group_bytes + size > max_bytes) {
+            if !group.is_empty() && (group.len() >= per_group || group_bytes + size > room) {
                 self.flush(&children, &mut group, wrap, is_array, &schema, out);
                 group_bytes = 0;
             }
@@ -121,6 +122,44 @@ impl Splitter<'_, '_> {
         }
         self.flush(&children, &mut group, wrap, is_array, &schema, out);
         true
+    }
+
+    /// A child too big for a chunk: split inside a copy of its parents when it is a
+    /// container, else cut by lines (a line inside) — no longer valid JSON, as the note says.
+    fn oversize(&self, children: &[Child], i: usize, wrap: &Wrap, is_array: bool, depth: usize, out: &mut Vec<Draft>) {
+        let bytes = self.text.as_bytes();
+        let child = children[i];
+        let nested = skip_ws(bytes, child.value);
+        let path = self.child_path(&wrap.path, children, i, is_array);
+        if depth < MAX_DEPTH && matches!(bytes.get(nested), Some(b'[' | b'{')) {
+            let (open_text, close_text) = if is_array { ("[\n", "\n]") } else { ("{\n", "\n}") };
+            let key = &self.text[child.start..child.value];
+            let inner = Wrap {
+                prefix: format!("{}{open_text}{}", wrap.prefix, if is_array { "" } else { key }),
+                suffix: format!("{close_text}{}", wrap.suffix),
+                path: path.clone(),
+            };
+            if self.split(nested, &inner, depth + 1, out) {
+                return;
+            }
+        }
+        let max_bytes = self.opts.max_bytes();
+        let first = self.index.line_of_offset(child.start);
+        let last = self.index.line_of_offset(child.end.saturating_sub(1));
+        let note = format!("{path} is too large for one chunk; cut into plain text, not valid JSON");
+        if first == last {
+            let line_start = self.index.start_of(first);
+            let span = child.start - line_start..child.end - line_start;
+            let what = format!("{path} (on line {first})");
+            out.extend(cut_line_span(self.index, first, span, max_bytes, &what));
+            return;
+        }
+        let whole = WindowSize {
+            lines: usize::MAX,
+            overlap: 0,
+        };
+        let pieces = budget_windows(self.index, LineRange::new(first, last), whole, 0, |_| false, max_bytes);
+        out.extend(pieces_to_drafts(self.index, &pieces, Some(&note), max_bytes));
     }
 
     /// Emits the children in `group` (indices into `children`) as one draft.
@@ -137,18 +176,22 @@ impl Splitter<'_, '_> {
             return;
         };
         let (open_text, close_text) = if is_array { ("[\n", "\n]") } else { ("{\n", "\n}") };
-        let mut content = String::with_capacity(children[last].end - children[first].start + wrap.prefix.len() + 16);
-        content.push_str(&wrap.prefix);
-        content.push_str(open_text);
+        let mut content = Content::default();
+        content.push(&wrap.prefix, None);
+        content.push(open_text, None);
         for (n, &i) in group.iter().enumerate() {
             if n > 0 {
-                content.push_str(",\n");
+                content.push(",\n", None);
             }
-            content.push_str(&self.text[children[i].start..children[i].end]);
+            let child = children[i];
+            content.push(
+                &self.text[child.start..child.end],
+                Some(self.index.line_of_offset(child.start)),
+            );
         }
-        content.push_str(close_text);
-        content.push_str(&wrap.suffix);
-        content.push('\n');
+        content.push(close_text, None);
+        content.push(&wrap.suffix, None);
+        content.push("\n", None);
         let mut context = ChunkContext::new(ChunkStrategy::Elements);
         context.schema = Some(schema.clone());
         context.json_path = Some(if is_array {
@@ -165,11 +208,7 @@ impl Splitter<'_, '_> {
             self.index.line_of_offset(children[first].start),
             self.index.line_of_offset(children[last].end.saturating_sub(1)),
         );
-        out.push(Draft {
-            lines,
-            content,
-            context,
-        });
+        out.push(content.into_draft(lines, context));
         group.clear();
     }
 

@@ -36,7 +36,7 @@ fn a_root_array_is_split_into_valid_arrays_of_whole_elements() {
     let original = Value::Array(events(1000));
     let text = serde_json::to_string_pretty(&original).unwrap();
     let chunks = json_chunks(&text, &ChunkOptions::default());
-    // 1000 elements / 350 per chunk → 3 chunks of 334, 334, 332.
+    // 1000 elements, at most 350 a chunk → 350, 350, 300.
     assert_eq!(chunks.len(), 3);
     let mut all = Vec::new();
     for c in &chunks {
@@ -44,17 +44,17 @@ fn a_root_array_is_split_into_valid_arrays_of_whole_elements() {
         all.extend(parsed(c).as_array().unwrap().iter().cloned());
     }
     assert_eq!(Value::Array(all), original);
-    assert_eq!(chunks[1].context.json_path.as_deref(), Some("$[334..667]"));
+    assert_eq!(chunks[1].context.json_path.as_deref(), Some("$[350..699]"));
     let schema = chunks[2].context.schema.as_ref().unwrap().to_string();
     assert_eq!(
         schema,
         "event (string), id (number), metadata (object), metadata.source (string; in 2 of 5), \
          metadata.user_id (number), tags (array)"
     );
-    // Line ranges point at the elements in the original file: element 334 opens chunk 2.
+    // Line ranges point at the elements in the original file: element 350 opens chunk 2.
     let index = crate::content::LineIndex::new(&text);
     assert_eq!(index.line(chunks[1].start_line), "  {");
-    assert_eq!(parsed(&chunks[1])[0], original[334]);
+    assert_eq!(parsed(&chunks[1])[0], original[350]);
 }
 
 #[test]
@@ -69,7 +69,7 @@ fn a_root_object_is_split_by_keys_and_an_oversize_member_inside_a_copy_of_its_pa
         pretty(&totals)
     );
     let opts = ChunkOptions {
-        max_chunk_bytes: 40_000,
+        max_chunk_tokens: 13_334,
         ..ChunkOptions::default()
     };
     let chunks = json_chunks(&text, &opts);
@@ -193,13 +193,14 @@ proptest! {
         ],
         pretty in any::<bool>(),
         elements in 1usize..8,
-        max_bytes in 16usize..400,
+        max_tokens in 64u64..400,
     ) {
         let text = if pretty { serde_json::to_string_pretty(&root).unwrap() } else { serde_json::to_string(&root).unwrap() };
-        let opts = ChunkOptions { json_elements: elements, max_chunk_bytes: max_bytes, ..ChunkOptions::default() };
+        let opts = ChunkOptions { json_elements: elements, max_chunk_tokens: max_tokens, ..ChunkOptions::default() };
         let chunks = chunk(&Detection::given(ContentType::Json, None), &text, &opts);
         prop_assert!(covers_all_lines(&chunks, count_lines(&text)));
         for c in &chunks {
+            prop_assert!(crate::tokens::upper_bound(c.content.len() as u64) <= max_tokens);
             prop_assert!(serde_json::from_str::<Value>(&c.content).is_ok(), "chunk {} invalid:\n{}", c.index, c.content);
         }
         // Splitting copies parents' keys but never values: the leaves add up exactly.
@@ -218,4 +219,88 @@ proptest! {
         let all: Vec<Value> = chunks.iter().flat_map(|c| parsed(c).as_array().unwrap().clone()).collect();
         prop_assert_eq!(Value::Array(all), root);
     }
+}
+
+#[test]
+fn an_object_of_big_members_is_packed_into_documents_of_several_members() {
+    // Like botocore's endpoints.json: services, each an object of a few hundred bytes.
+    let services: serde_json::Map<String, Value> = (0..120)
+        .map(|i| {
+            let endpoints: serde_json::Map<String, Value> = (0..8)
+                .map(|r| {
+                    (
+                        format!("region-{r}"),
+                        json!({"hostname": format!("svc{i}.region-{r}.example.com")}),
+                    )
+                })
+                .collect();
+            (format!("svc{i:03}"), json!({"endpoints": endpoints}))
+        })
+        .collect();
+    let text = serde_json::to_string_pretty(
+        &json!({"partitions": [{"partition": "aws", "services": services}], "version": 3}),
+    )
+    .unwrap();
+    let opts = ChunkOptions {
+        max_chunk_tokens: 5_000,
+        ..ChunkOptions::default()
+    };
+    let chunks = json_chunks(&text, &opts);
+    crate::content::chunk::tests::assert_within_budget(&chunks, &opts);
+    let tokens: Vec<u64> = chunks
+        .iter()
+        .map(|c| crate::tokens::upper_bound(c.content.len() as u64))
+        .collect();
+    // Every chunk but those at the edges of a split is more than half full.
+    let full = tokens.iter().filter(|&&t| t > 2_500).count();
+    assert!(full + 3 >= chunks.len(), "{tokens:?}");
+    let mut names = 0;
+    for c in &chunks {
+        let v = parsed(c);
+        if let Some(s) = v.pointer("/partitions/0/services").and_then(Value::as_object) {
+            names += s.len();
+            assert!(
+                s.len() > 1 || c.index == chunks.len() - 1,
+                "chunk {} holds one service",
+                c.index
+            );
+        }
+    }
+    assert_eq!(names, 120);
+    // A content line maps to the element's line in the file; a copied parent line to none.
+    let c = &chunks[1];
+    let index = crate::content::LineIndex::new(&text);
+    let content = crate::content::LineIndex::new(&c.content);
+    assert_eq!(c.original_line(1), None);
+    let mapped = (1..=content.len()).filter_map(|k| c.original_line(k).map(|n| (k, n)));
+    for (k, n) in mapped {
+        assert_eq!(
+            content.line(k).trim().trim_end_matches(','),
+            index.line(n).trim().trim_end_matches(',')
+        );
+    }
+}
+
+#[test]
+fn a_huge_string_value_is_cut_as_text_with_a_note() {
+    let blob = "A".repeat(50_000);
+    let text = format!("{{\"small\": 1, \"blob\": \"{blob}\", \"after\": [1, 2]}}\n");
+    let opts = ChunkOptions {
+        max_chunk_tokens: 4_000,
+        ..ChunkOptions::default()
+    };
+    let chunks = json_chunks(&text, &opts);
+    crate::content::chunk::tests::assert_within_budget(&chunks, &opts);
+    assert_eq!(parsed(&chunks[0]), json!({"small": 1}));
+    assert_eq!(parsed(chunks.last().unwrap()), json!({"after": [1, 2]}));
+    let pieces: Vec<&Chunk> = chunks.iter().filter(|c| c.partial_line.is_some()).collect();
+    assert_eq!(pieces.len(), 5);
+    assert!(pieces[0]
+        .context
+        .note
+        .as_deref()
+        .unwrap()
+        .starts_with("part 1 of 5 of $.blob (on line 1)"));
+    let rebuilt: String = pieces.iter().map(|c| c.content.as_str()).collect();
+    assert_eq!(rebuilt, format!("\"blob\": \"{blob}\""));
 }

@@ -1,34 +1,42 @@
 //! JSON Lines chunking: whole lines split evenly (each chunk is valid JSONL when the file
-//! is), with the field list of the file's first object given to every chunk's analyst.
+//! is) and within the budget, with the field list of the file's first object given to
+//! every chunk's analyst. A line longer than the budget is cut alone, inside the line.
 
-use super::chunk::{all_lines, ChunkContext, ChunkOptions, ChunkStrategy, Draft};
+use super::chunk::{
+    all_lines, budget_windows, pieces_to_drafts, ChunkContext, ChunkOptions, ChunkStrategy, Draft, WindowSize,
+};
 use super::json_schema::SchemaSummary;
 use super::line_index::LineIndex;
-use super::line_range::LineRange;
 
 pub(crate) fn chunk_jsonl(index: &LineIndex<'_>, opts: &ChunkOptions) -> Vec<Draft> {
     let lines = index.len();
+    let max_bytes = opts.max_bytes();
     let schema = first_object_schema(index);
+    let text_bytes = index.text().len();
     let parts = lines
         .div_ceil(opts.jsonl_lines.max(1))
-        .max(index.text().len().div_ceil(opts.max_chunk_bytes.max(1)))
+        .max(text_bytes.div_ceil(max_bytes))
         .clamp(1, lines.max(1));
-    let mut context = ChunkContext::new(if parts == 1 {
-        ChunkStrategy::Whole
-    } else {
-        ChunkStrategy::Lines
-    });
-    context.schema = schema;
-    if parts == 1 {
+    if parts == 1 && text_bytes <= max_bytes {
+        let mut context = ChunkContext::new(ChunkStrategy::Whole);
+        context.schema = schema;
         return vec![Draft::verbatim(index, all_lines(index), context)];
     }
-    (0..parts)
-        .map(|k| {
-            // Even split: part k holds lines (k·n/parts, (k+1)·n/parts].
-            let range = LineRange::new(k * lines / parts + 1, (k + 1) * lines / parts);
-            Draft::verbatim(index, range, context.clone())
-        })
-        .collect()
+    // Even parts by count, closed early when the budget says so; a line longer than the
+    // budget is cut alone.
+    let size = WindowSize {
+        lines: lines.div_ceil(parts),
+        overlap: 0,
+    };
+    let pieces = budget_windows(index, all_lines(index), size, 0, |_| false, max_bytes);
+    let mut drafts = pieces_to_drafts(index, &pieces, None, max_bytes);
+    for d in &mut drafts {
+        if d.context.strategy == ChunkStrategy::Windows {
+            d.context.strategy = ChunkStrategy::Lines;
+        }
+        d.context.schema.clone_from(&schema);
+    }
+    drafts
 }
 
 /// Whether every non-blank line is a JSON value, and there are at least two.
@@ -77,8 +85,8 @@ mod tests {
             &ChunkOptions::default(),
         );
         assert_eq!(chunks.len(), 3);
-        assert_eq!((chunks[0].start_line, chunks[0].end_line), (1, 666));
-        assert_eq!((chunks[2].start_line, chunks[2].end_line), (1334, 2000));
+        assert_eq!((chunks[0].start_line, chunks[0].end_line), (1, 667));
+        assert_eq!((chunks[2].start_line, chunks[2].end_line), (1335, 2000));
         for c in &chunks {
             assert_eq!(c.context.strategy, ChunkStrategy::Lines);
             assert_eq!(
@@ -98,12 +106,14 @@ mod tests {
             .map(|i| format!("{{\"id\":{i},\"blob\":\"{wide}\"}}\n"))
             .collect();
         let opts = ChunkOptions {
-            max_chunk_bytes: 100_000,
+            max_chunk_tokens: 33_334,
             ..ChunkOptions::default()
         };
         let chunks = chunk(&Detection::given(ContentType::Jsonl, None), &text, &opts);
         assert_eq!(chunks.len(), 4);
-        assert!(chunks.iter().all(|c| c.content.len() <= 100_000));
+        assert!(chunks
+            .iter()
+            .all(|c| crate::tokens::upper_bound(c.content.len() as u64) <= 33_334));
     }
 
     #[test]

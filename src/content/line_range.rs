@@ -1,5 +1,5 @@
-//! 1-based inclusive line ranges and the two ways chunkers cut a file into them: fixed
-//! windows with overlap, and greedy packing of consecutive segments up to a size limit.
+//! 1-based inclusive line ranges, and the greedy packing of consecutive segments (items,
+//! sections) into ranges that fit. Windows are in [`super::chunk::budget_windows`].
 
 use serde::{Deserialize, Serialize};
 
@@ -38,73 +38,59 @@ impl std::fmt::Display for LineRange {
     }
 }
 
-/// Windows of `size` lines over `range`, each starting `overlap` lines before the previous
-/// one ended. `extend(line)` may say that a window must not end just before `line` (a stack
-/// frame continuing an entry): the window then grows over such lines, at most `max_extend`.
-pub(crate) fn windows(
-    range: LineRange,
-    size: usize,
-    overlap: usize,
-    max_extend: usize,
-    extend: impl Fn(usize) -> bool,
-) -> Vec<LineRange> {
-    let size = size.max(1);
-    // An overlap as large as the window would never advance.
-    let overlap = overlap.min(size - 1);
-    let mut out = Vec::with_capacity(range.len() / (size - overlap) + 1);
-    let mut start = range.start;
-    while start <= range.end {
-        let mut end = (start + size - 1).min(range.end);
-        let limit = (end + max_extend).min(range.end);
-        while end < limit && extend(end + 1) {
-            end += 1;
-        }
-        out.push(LineRange::new(start, end));
-        if end == range.end {
-            break;
-        }
-        start = end + 1 - overlap;
-    }
-    out
-}
-
-/// How [`pack`] is to treat a segment longer than the limit.
-pub(crate) enum Split {
-    /// Consecutive sub-segments (nested items), packed like the others; any still too long
-    /// is split again.
+/// How [`pack`] is to treat a segment that does not fit alone.
+pub(crate) enum Split<T> {
+    /// Consecutive sub-segments (the members of a class, the subsections of a section),
+    /// packed like the others; any that still does not fit is split again.
     Segments(Vec<LineRange>),
-    /// Final ranges (overlapping windows), kept as they are.
-    Windows(Vec<LineRange>),
+    /// Final pieces (windows, chunks the caller built), kept as they are.
+    Final(Vec<T>),
 }
 
-/// Joins consecutive `segments` (contiguous, in order) into ranges of at most `max` lines,
-/// closing a range before the segment that would overflow it. A segment longer than `max`
-/// is handed to `split`: nested segments join the packing in its place, windows are kept.
-pub(crate) fn pack(segments: &[LineRange], max: usize, mut split: impl FnMut(LineRange) -> Split) -> Vec<LineRange> {
+/// What [`pack`] makes: ranges of whole segments, and the caller's pieces of the segments
+/// it split.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Packed<T> {
+    Range(LineRange),
+    Final(T),
+}
+
+/// Joins consecutive `segments` (contiguous, in order) into ranges that `fits`, closing a
+/// range before the segment that would overflow it. A segment that does not fit alone is
+/// handed to `split`: nested segments join the packing in its place, final pieces are kept.
+pub(crate) fn pack<T>(
+    segments: &[LineRange],
+    fits: impl Fn(LineRange) -> bool,
+    mut split: impl FnMut(LineRange) -> Split<T>,
+) -> Vec<Packed<T>> {
     let mut out = Vec::new();
     let mut current: Option<LineRange> = None;
     let mut pending: Vec<LineRange> = segments.iter().rev().copied().collect();
     while let Some(segment) = pending.pop() {
-        if segment.len() > max {
+        if !fits(segment) {
             match split(segment) {
                 Split::Segments(parts) if parts.len() > 1 => pending.extend(parts.into_iter().rev()),
-                Split::Segments(parts) | Split::Windows(parts) => {
-                    out.extend(current.take());
-                    out.extend(parts);
+                Split::Segments(parts) => {
+                    out.extend(current.take().map(Packed::Range));
+                    out.extend(parts.into_iter().map(Packed::Range));
+                }
+                Split::Final(parts) => {
+                    out.extend(current.take().map(Packed::Range));
+                    out.extend(parts.into_iter().map(Packed::Final));
                 }
             }
             continue;
         }
         current = match current {
-            Some(c) if c.len() + segment.len() <= max => Some(LineRange::new(c.start, segment.end)),
+            Some(c) if fits(LineRange::new(c.start, segment.end)) => Some(LineRange::new(c.start, segment.end)),
             Some(c) => {
-                out.push(c);
+                out.push(Packed::Range(c));
                 Some(segment)
             }
             None => Some(segment),
         };
     }
-    out.extend(current);
+    out.extend(current.map(Packed::Range));
     out
 }
 
@@ -133,40 +119,39 @@ mod tests {
         LineRange::new(start, end)
     }
 
-    #[test]
-    fn windows_overlap_and_end_exactly() {
-        let w = windows(r(1, 450), 200, 20, 0, |_| false);
-        assert_eq!(w, vec![r(1, 200), r(181, 380), r(361, 450)]);
-        assert_eq!(windows(r(1, 200), 200, 20, 0, |_| false), vec![r(1, 200)]);
-        assert_eq!(windows(r(1, 5), 1, 3, 0, |_| false).len(), 5);
-    }
-
-    #[test]
-    fn windows_grow_over_continuations_up_to_a_limit() {
-        // Lines 201..=205 continue the entry that starts at 199.
-        let w = windows(r(1, 400), 200, 20, 50, |n| (201..=205).contains(&n));
-        assert_eq!(w[0], r(1, 205));
-        assert_eq!(w[1].start, 186);
-        let capped = windows(r(1, 400), 200, 20, 2, |n| n > 200);
-        assert_eq!(capped[0], r(1, 202));
+    fn within(max: usize) -> impl Fn(LineRange) -> bool {
+        move |r: LineRange| r.len() <= max
     }
 
     #[test]
     fn packing_keeps_segments_whole() {
         let segs = [r(1, 100), r(101, 250), r(251, 300), r(301, 900), r(901, 950)];
-        let packed = pack(&segs, 300, |s| Split::Windows(vec![r(s.start, 600), r(581, s.end)]));
-        assert_eq!(packed, vec![r(1, 300), r(301, 600), r(581, 900), r(901, 950)]);
+        let packed = pack(&segs, within(300), |s| {
+            Split::Final(vec![r(s.start, 600), r(581, s.end)])
+        });
+        let expected = vec![
+            Packed::Range(r(1, 300)),
+            Packed::Final(r(301, 600)),
+            Packed::Final(r(581, 900)),
+            Packed::Range(r(901, 950)),
+        ];
+        assert_eq!(packed, expected);
     }
 
     #[test]
     fn nested_segments_join_the_packing() {
         // 101..=500 splits into 101..=150 (a header), 151..=400 and 401..=500.
         let segs = [r(1, 100), r(101, 500), r(501, 520)];
-        let packed = pack(&segs, 300, |s| {
+        let packed: Vec<Packed<()>> = pack(&segs, within(300), |s| {
             assert_eq!(s, r(101, 500));
             Split::Segments(vec![r(101, 150), r(151, 400), r(401, 500)])
         });
-        assert_eq!(packed, vec![r(1, 150), r(151, 400), r(401, 520)]);
+        let expected = vec![
+            Packed::Range(r(1, 150)),
+            Packed::Range(r(151, 400)),
+            Packed::Range(r(401, 520)),
+        ];
+        assert_eq!(packed, expected);
     }
 
     #[test]

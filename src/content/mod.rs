@@ -1,6 +1,8 @@
 //! Content awareness (issue 7, the pure parts): what a file is, how to cut it, how to
 //! batch small files, and what to ask of it.
 //!
+//! - [`decode`] / [`looks_binary`]: a file's bytes as text (UTF-8, UTF-16 with a BOM,
+//!   windows-1252), and what is binary.
 //! - [`detect`]: content type by extension, then by sniffing the first 50 lines.
 //! - [`chunk`]: one chunking strategy per content type; every [`Chunk`] names the 1-based
 //!   lines of the original file it holds.
@@ -16,8 +18,10 @@ mod answer_format;
 mod chunk;
 mod code_chunker;
 mod code_rules;
+mod code_scan;
 mod content_type;
 mod csv_chunker;
+mod decode;
 mod detect;
 mod json_chunker;
 mod json_schema;
@@ -34,8 +38,12 @@ pub use analyst::{
     ChunkPrompt, Focus, Prompt,
 };
 pub use answer_format::{asks_for_format, AnswerFormat, Shape};
-pub use chunk::{chunk, needs_chunking, Chunk, ChunkContext, ChunkOptions, ChunkStrategy, WindowSize};
+pub use chunk::{
+    chunk, needs_chunking, Chunk, ChunkContext, ChunkOptions, ChunkStrategy, ContentSpan, PartialLine, WindowSize,
+    MIN_CHUNK_TOKENS,
+};
 pub use content_type::{ContentType, Language, SizeTier};
+pub use decode::{decode, looks_binary, Decoded, BINARY_SNIFF_BYTES};
 pub use detect::{detect, Confidence, DetectedBy, Detection, SNIFF_LINES};
 pub use json_schema::{SchemaField, SchemaSummary};
 pub use line_index::{count_lines, head_lines, LineIndex};

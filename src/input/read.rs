@@ -8,9 +8,6 @@ use std::path::PathBuf;
 use super::{InputFile, Manifest, SkippedFile};
 use crate::hash::sha256_hex;
 
-/// Bytes sniffed for a NUL to call a file binary.
-const BINARY_SNIFF: usize = 8 * 1024;
-
 enum Read {
     File(InputFile),
     Skip(SkippedFile),
@@ -27,18 +24,22 @@ fn read_one((path, display): (PathBuf, String)) -> Read {
             path: display,
             reason: "empty file".into(),
         }),
-        Ok(bytes) if bytes[..bytes.len().min(BINARY_SNIFF)].contains(&0) => Read::Skip(SkippedFile {
+        Ok(bytes) if crate::content::looks_binary(&bytes) => Read::Skip(SkippedFile {
             path: display,
             reason: "binary file (NUL byte in the first 8 KiB)".into(),
         }),
-        Ok(bytes) => Read::File(InputFile {
-            size: bytes.len() as u64,
-            lines: count_lines(&bytes),
-            content_hash: sha256_hex(&bytes),
-            source: Some(crate::source::SourceText::decode(&bytes)),
-            path,
-            display,
-        }),
+        Ok(bytes) => {
+            let source = crate::source::SourceText::decode(&bytes);
+            Read::File(InputFile {
+                size: bytes.len() as u64,
+                // Of the text, not the bytes: UTF-16's newlines are two bytes.
+                lines: count_lines(source.text.as_bytes()),
+                content_hash: sha256_hex(&bytes),
+                source: Some(source),
+                path,
+                display,
+            })
+        }
     }
 }
 

@@ -458,7 +458,6 @@ fn counts_tell_files_from_units_and_the_estimate_counts_aggregation_calls() {
 }
 
 #[test]
-#[ignore = "waits for the budget-sized chunkers (branch chunk): log windows are still sized by lines"]
 fn chunks_fit_a_small_context_window_and_an_unknown_one_is_said() {
     let mock = MockLlm::start();
     let url = mock.url();
