@@ -140,7 +140,10 @@ pub fn plan(manifest: &Manifest, opts: &PlanOptions, ctx: &RequestContext, model
                 };
                 let text = text_of(file);
                 for c in chunk(d, text, &chunk_opts) {
-                    drafts.push(Draft::Chunk { file: i, chunk: c });
+                    drafts.push(Draft::Chunk {
+                        file: i,
+                        chunk: Box::new(c),
+                    });
                 }
             }
             (Treatment::Batched, Some(_)) => {
@@ -188,7 +191,7 @@ pub fn plan(manifest: &Manifest, opts: &PlanOptions, ctx: &RequestContext, model
                     let piece = Piece {
                         detection: detections[file].unwrap_or_else(|| detection(f)),
                         file_lines: f.lines as usize,
-                        chunk,
+                        chunk: *chunk,
                     };
                     (vec![UnitInput::of_file(f, span)], UnitBody::Piece(Box::new(piece)))
                 }
@@ -330,7 +333,7 @@ fn finish(
 /// A unit before its name is known.
 enum Draft {
     Whole(usize),
-    Chunk { file: usize, chunk: Chunk },
+    Chunk { file: usize, chunk: Box<Chunk> },
     Batch(Vec<usize>),
 }
 
