@@ -22,6 +22,8 @@ pub struct Dispatcher {
     /// The answers of the units and calls that succeeded (cache hits included).
     pub texts: HashMap<UnitId, String>,
     stopped: bool,
+    /// What the run's earlier attempts spent (`rlm resume`): `--max-cost` counts the whole run.
+    earlier_spend: f64,
 }
 
 impl Dispatcher {
@@ -33,7 +35,14 @@ impl Dispatcher {
             printer,
             texts: HashMap::new(),
             stopped: false,
+            earlier_spend: 0.0,
         }
+    }
+
+    /// Counts `usd` spent by the run's earlier attempts against `--max-cost`.
+    pub fn with_earlier_spend(mut self, usd: f64) -> Self {
+        self.earlier_spend = usd;
+        self
     }
 
     /// Sends an event to every reporter.
@@ -50,14 +59,21 @@ impl Dispatcher {
         Flow::Drain
     }
 
-    /// Whether the spend has reached `--max-cost`.
+    /// Whether the run's spend (earlier attempts included) has reached `--max-cost`.
     pub fn over_budget(&self) -> Option<String> {
         let max = self.max_cost?;
-        let spent = self.reporters.builder.cost();
+        let spent = self.earlier_spend + self.reporters.builder.cost();
         (spent >= max && (spent > 0.0 || max == 0.0)).then(|| {
+            let (shown, limit) = crate::money::usd_pair(spent, max);
+            let earlier = if self.earlier_spend > 0.0 {
+                format!(", {} of it before this resume", crate::money::usd(self.earlier_spend))
+            } else {
+                String::new()
+            };
             format!(
-                "the cost so far (${spent:.4}) reached --max-cost (${max:.2}): dispatching stopped; calls in flight \
-                 finish and are recorded (raise --max-cost and run again to go on: finished answers are cached)"
+                "the cost so far ({shown}{earlier}) reached --max-cost ({limit}): dispatching stopped; calls in \
+                 flight finish and are recorded (rlm resume --max-cost with a higher budget goes on: finished \
+                 answers are cached)"
             )
         })
     }

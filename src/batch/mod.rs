@@ -136,13 +136,14 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
             &settings.rlm_dir(),
             &target.output_dir,
             &target.run_id,
+            target.lock.clone(),
             settings.redactor(),
         )?,
         None => RunDir::create_unique(
             &settings.rlm_dir(),
             settings.output.output_dir.as_deref(),
             settings.redactor(),
-            &|id| store.as_ref().is_some_and(|s| s.run(&RunId::from(id)).is_ok()),
+            &|id| store.as_ref().is_some_and(|s| !s.reserve_run_id(id).unwrap_or(true)),
         )?,
     };
     if settings.exec.cache_mode != CacheMode::ReadOnly {
@@ -171,11 +172,12 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
     );
     let reporters = Reporters {
         progress: ProgressReporter::new(printer.clone(), model.is_free()),
-        log: EventLog::create(
+        log: EventLog::open(
             &run_dir.dir.join("events.jsonl"),
             &run_dir.run_id,
             settings.provider.depth,
             settings.redactor(),
+            settings.resume.as_ref().map(|t| t.event_fields()),
         )
         .map_err(|e| printer.warn(&format!("no event log: {e}")))
         .ok(),
@@ -194,7 +196,7 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
         store: store.and_then(|store| {
             let target = match &settings.resume {
                 Some(t) => StoreTarget::Resumed(RunId::from(t.run_id.as_str())),
-                None => StoreTarget::New(Box::new(new_run(&settings, &run_dir))),
+                None => StoreTarget::New(Box::new(new_run(&settings, &run_dir, started_at))),
             };
             let served: Vec<usize> = pre.hits.iter().map(|(i, _)| *i).collect();
             StoreReporter::start(store, target, &units, &served, settings.provider.depth)
@@ -218,8 +220,13 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
         read_cache: settings.exec.cache_mode.reads(),
         may_call: settings.exec.cache_mode != CacheMode::ReadOnly,
     });
-    let dispatcher = Dispatcher::new(reporters, model.clone(), settings.budget.max_cost, printer.clone());
-    let deadline = settings.exec.deadline.map(|d| started + d);
+    let dispatcher = Dispatcher::new(reporters, model.clone(), settings.budget.max_cost, printer.clone())
+        .with_earlier_spend(settings.resume.as_ref().map_or(0.0, |t| t.spent_usd));
+    // Budget and deadline count the whole run: a resume has what the earlier attempts left.
+    let deadline = settings
+        .exec
+        .deadline
+        .map(|d| started + settings.resume.as_ref().map_or(d, |t| t.remaining(d)));
     let mut exec = Execution::new(dispatcher, jobs, events_rx, limiter, width, deadline);
     exec.dispatcher.emit(Event::RunStarted {
         units: units.len(),
@@ -360,7 +367,7 @@ fn nothing_to_do(settings: &BatchSettings, manifest: &crate::input::Manifest, pr
 }
 
 /// The run as the task store records it.
-fn new_run(settings: &BatchSettings, run_dir: &RunDir) -> NewRun {
+fn new_run(settings: &BatchSettings, run_dir: &RunDir, started_at: jiff::Timestamp) -> NewRun {
     let redactor = settings.redactor();
     NewRun {
         id: Some(run_dir.run_id.clone()),
@@ -382,6 +389,7 @@ fn new_run(settings: &BatchSettings, run_dir: &RunDir) -> NewRun {
         parent: settings.parent_run.as_deref().map(RunId::from),
         depth: settings.provider.depth,
         settings: serde_json::to_value(settings).unwrap_or_default(),
+        started: Some(crate::store::Timestamp::from_millis(started_at.as_millisecond())),
     }
 }
 

@@ -55,13 +55,45 @@ pub struct BatchSettings {
     pub output: OutputSettings,
 }
 
-/// A run `rlm resume` takes up: its id and directory, and the units not to dispatch again
-/// (failed ones, unless `--failed`).
+/// A run `rlm resume` takes up: its id and directory, the units not to dispatch again
+/// (failed ones, unless `--failed`), and what its earlier attempts spent.
 #[derive(Debug, Clone)]
 pub struct ResumeTarget {
     pub run_id: String,
     pub output_dir: PathBuf,
     pub skip: std::collections::HashSet<String>,
+    /// The run directory's lock, taken before the run was claimed; the resumed run holds it
+    /// (`RunDir::reopen`) until it ends.
+    pub lock: std::sync::Arc<crate::run_dir::RunLock>,
+    /// This attempt's number: 2 for the first resume.
+    pub attempt: u32,
+    /// Dollars the earlier attempts spent: `--max-cost` counts the whole run, so the budget
+    /// check adds them to this attempt's spend.
+    pub spent_usd: f64,
+    /// How long the earlier attempts ran: `--deadline` counts the whole run, so this attempt
+    /// gets the deadline less this.
+    pub elapsed: Duration,
+    /// Units the claim sent back to the queue: left running by a crash or cancelled by a
+    /// stop, and (`--failed`) failed ones.
+    pub requeued: u64,
+}
+
+impl ResumeTarget {
+    /// What is left of `deadline` for this attempt (zero when the earlier ones used it up).
+    pub fn remaining(&self, deadline: Duration) -> Duration {
+        deadline.saturating_sub(self.elapsed)
+    }
+
+    /// The fields of the `run:resumed` line of `events.jsonl`.
+    pub fn event_fields(&self) -> serde_json::Value {
+        serde_json::json!({
+            "attempt": self.attempt,
+            "earlier_cost_usd": self.spent_usd,
+            "earlier_elapsed_ms": u64::try_from(self.elapsed.as_millis()).unwrap_or(u64::MAX),
+            "requeued": self.requeued,
+            "skipped_failed": self.skip.len(),
+        })
+    }
 }
 
 /// Which files.

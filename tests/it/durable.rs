@@ -215,12 +215,10 @@ fn two_runs_at_once_share_the_cache_and_the_store() {
     list.assert_exit(0);
     assert!(!list.stderr.contains("warning"), "{}", list.stderr);
     let runs: Value = serde_json::from_str(&p.rlm(&["list", "--json"]).run().stdout).unwrap();
-    let text = runs.to_string();
-    assert_eq!(
-        text.matches("\"success\"").count() + text.matches("\"SUCCESS\"").count(),
-        2,
-        "{runs}"
-    );
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 2, "both runs are recorded, each under its own id: {runs:?}");
+    assert_ne!(runs[0]["id"], runs[1]["id"]);
+    assert!(runs.iter().all(|r| r["status"] == "SUCCESS"), "{runs:?}");
 }
 
 #[test]
@@ -247,7 +245,14 @@ fn a_deadline_stops_dispatching_and_resume_goes_on() {
     assert!((1..12).contains(&done), "{done}");
     assert!(p.rlm(&["status"]).run().stdout.to_lowercase().contains("deadline"));
     mock.set_latency(Duration::ZERO);
-    p.rlm(&["resume", "--yes"]).run().assert_exit(0);
+    // The deadline is the whole run's: a resume without more time has none left, and
+    // dispatches nothing.
+    let sent = mock.requests();
+    let again = p.rlm(&["resume", "--yes"]).run();
+    again.assert_exit(1);
+    assert_eq!(mock.requests(), sent, "{}", again.stderr);
+    assert!(p.rlm(&["status"]).run().stdout.contains("DEADLINE_EXCEEDED"));
+    p.rlm(&["resume", "--yes", "--deadline", "60s"]).run().assert_exit(0);
     assert_eq!(p.report()["succeeded"], 12);
     let bad = p.rlm(&batch_args(&url, &["--deadline", "soon"])).run();
     bad.assert_exit(2);
