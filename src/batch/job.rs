@@ -5,12 +5,16 @@
 //! written to the cache first (fsynced), then to its result file, in one blocking step:
 //! there is no moment where a result is written but not cached, and an aborted task does
 //! not interrupt the step.
+//!
+//! Before paying for a key, a job claims it in the cache (`claim_key`), and holds the claim
+//! until the answer is cached: two rlm processes sharing a cache never pay for one key at
+//! the same time; the second is served the first one's answer.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::conform::{conform, Expect};
-use crate::cache::{ArtifactRef, Cache, CacheEntry, CacheKey};
+use crate::cache::{ArtifactRef, Cache, CacheEntry, CacheKey, ClaimGuard, Claimed};
 use crate::exec::{self, call_with_retries, CallContext, CallFailure, JobMeta, Place};
 use crate::input::sha256_hex;
 use crate::plan::{unit_key, KeyParts};
@@ -160,6 +164,10 @@ async fn run_unit(ctx: Arc<JobContext>, unit: WorkUnit, outcome: JobOutcome, pla
         Ok(Err(reason)) => return outcome.failed(reason),
         Err(e) => return outcome.failed(format!("internal error while reading: {e}")),
     };
+    let (claim, place) = match claim_key(&ctx, &prepared.key, place).await {
+        KeyClaim::Served(entry) => return serve_claimed(&ctx, &unit, entry, outcome, started).await,
+        KeyClaim::Held(claim, place) => (claim, place),
+    };
     let system = prepared.system.as_deref().unwrap_or(prompt::BATCH_SYSTEM);
     let request = CompletionRequest {
         system: match &ctx.schema {
@@ -184,6 +192,8 @@ async fn run_unit(ctx: Arc<JobContext>, unit: WorkUnit, outcome: JobOutcome, pla
         let unit = unit.clone();
         tokio::task::spawn_blocking(move || {
             let persisted = persist(&ctx, &entry, Some(&result_name));
+            // Cached (or not): whoever waits for this key reads the cache now.
+            drop(claim);
             if matches!(persisted, Persisted::Done) {
                 write_members(&ctx.run_dir, &unit, &entry.text);
             }
@@ -192,6 +202,85 @@ async fn run_unit(ctx: Arc<JobContext>, unit: WorkUnit, outcome: JobOutcome, pla
         .await
     };
     finish_persist(outcome, persisted, Some(unit.result_name))
+}
+
+/// What claiming a unit's key came to.
+enum KeyClaim {
+    /// Another job (of this rlm or another one sharing the cache) paid for it meanwhile.
+    Served(CacheEntry),
+    /// This job pays: it holds the claim (`None` when claims cannot be taken here) and its
+    /// place in the limiter's queue.
+    Held(Option<ClaimGuard>, Place),
+}
+
+/// Claims `key` before paying for it (issue 17): a second rlm on the same files waits for
+/// the first one's answer instead of paying again. A job that must wait gives up its
+/// place in the limiter's queue while it waits, so the jobs behind it are not held up
+/// (and two jobs of one run with one key cannot wait for each other), and queues anew.
+async fn claim_key(ctx: &Arc<JobContext>, key: &CacheKey, place: Place) -> KeyClaim {
+    if !ctx.read_cache {
+        // `--no-cache`: this run wants its own answers.
+        return KeyClaim::Held(None, place);
+    }
+    let (cache, key, max) = (ctx.cache.clone(), key.clone(), ctx.max_tokens);
+    let first = {
+        let (cache, key) = (cache.clone(), key.clone());
+        tokio::task::spawn_blocking(move || cache.try_claim_miss(&key, max)).await
+    };
+    let (claimed, place) = match first {
+        Ok(Ok(Some(claimed))) => (claimed, place),
+        Ok(Ok(None)) => {
+            drop(place);
+            match tokio::task::spawn_blocking(move || cache.claim_miss(&key, max)).await {
+                Ok(Ok(claimed)) => (claimed, ctx.call.limiter.place()),
+                Ok(Err(e)) => return unclaimed(&e.to_string(), ctx.call.limiter.place()),
+                Err(e) => return unclaimed(&e.to_string(), ctx.call.limiter.place()),
+            }
+        }
+        Ok(Err(e)) => return unclaimed(&e.to_string(), place),
+        Err(e) => return unclaimed(&e.to_string(), place),
+    };
+    match claimed {
+        Claimed::Cached(entry) => KeyClaim::Served(entry),
+        Claimed::Mine(guard) => KeyClaim::Held(Some(guard), place),
+    }
+}
+
+/// A claim that could not be taken does not stop the unit: it pays as it would have
+/// before claims existed.
+fn unclaimed(why: &str, place: Place) -> KeyClaim {
+    tracing::debug!("cannot claim a cache key ({why}): calling without a claim");
+    KeyClaim::Held(None, place)
+}
+
+/// A unit whose answer another job paid for while this one waited: served from the cache,
+/// written to its result file like any cache hit.
+async fn serve_claimed(
+    ctx: &Arc<JobContext>,
+    unit: &WorkUnit,
+    entry: CacheEntry,
+    mut outcome: JobOutcome,
+    started: Instant,
+) -> JobOutcome {
+    outcome.cached = true;
+    outcome.saved = entry.usage;
+    outcome.truncated = entry.truncated;
+    outcome.text = Some(entry.text.clone());
+    let written = {
+        let (ctx, unit) = (ctx.clone(), unit.clone());
+        tokio::task::spawn_blocking(move || match ctx.run_dir.write(&unit.result_name, &entry.text) {
+            Ok(_) => {
+                write_members(&ctx.run_dir, &unit, &entry.text);
+                Persisted::Done
+            }
+            Err(e) => Persisted::ResultFailed(format!(
+                "the answer is cached, but its result file cannot be written: {e}"
+            )),
+        })
+        .await
+    };
+    outcome.duration_ms = started.elapsed().as_millis() as u64;
+    finish_persist(outcome, written, Some(unit.result_name.clone()))
 }
 
 async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutcome, place: Place) -> JobOutcome {
@@ -231,6 +320,16 @@ async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutc
     if !ctx.may_call {
         return outcome.failed("--cache-only: this summary is not cached".into());
     }
+    let (claim, place) = match claim_key(&ctx, &key, place).await {
+        KeyClaim::Served(entry) => {
+            outcome.cached = true;
+            outcome.saved = entry.usage;
+            outcome.truncated = entry.truncated;
+            outcome.text = Some(entry.text);
+            return outcome;
+        }
+        KeyClaim::Held(claim, place) => (claim, place),
+    };
     let request = CompletionRequest {
         system,
         user: job.user,
@@ -244,7 +343,12 @@ async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutc
     let entry = cache_entry(&ctx, key, artifacts, &text, &outcome);
     let persisted = {
         let ctx = ctx.clone();
-        tokio::task::spawn_blocking(move || persist(&ctx, &entry, None)).await
+        tokio::task::spawn_blocking(move || {
+            let persisted = persist(&ctx, &entry, None);
+            drop(claim);
+            persisted
+        })
+        .await
     };
     finish_persist(outcome, persisted, None)
 }
