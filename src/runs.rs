@@ -14,7 +14,7 @@ use crate::run_dir::RunLock;
 use crate::secret::Redactor;
 use crate::settings::{BatchSettings, Environment, ResumeTarget};
 use crate::store::{
-    list_json, list_text, status_json, status_text, tree_json, tree_text, Claim, Limits, RunId, RunSummary, TaskStore,
+    list_json, list_text, status_json, status_text, tree_json, tree_text, Limits, RunId, RunSummary, TaskStore,
     Timestamp, UnitState, STORE_FILE,
 };
 
@@ -113,7 +113,7 @@ pub fn list(args: ListArgs, env: &Environment, printer: &Printer) -> Result<(), 
 /// going on refuses (naming its pid) without touching it. Says on stderr which run it took
 /// up and how much of it is left.
 pub fn resume(args: ResumeArgs, color: ColorArg, env: &Environment) -> Result<BatchSettings, RlmError> {
-    let mut store = open(&env.cwd)?;
+    let store = open(&env.cwd)?;
     let run = match args.run.as_deref() {
         Some(query) => {
             let id = store.find_run(query).map_err(usage)?;
@@ -145,14 +145,15 @@ pub fn resume(args: ResumeArgs, color: ColorArg, env: &Environment) -> Result<Ba
         }
     };
     let lock = RunLock::acquire_for_resume(&run.output_dir, run.id.as_str())?;
+    // Read only: the run is claimed (a new attempt recorded, its stopped units queued again)
+    // when the resumed run starts recording, after every check that could still refuse it.
     let given = Limits {
         max_cost_usd: args.max_cost,
         deadline_ms: args.deadline.map(|secs| (secs * 1000.0).round() as u64),
     };
-    let claim = store.claim_run(&run.id, args.failed, given).map_err(usage)?;
+    let earlier = store.spent(&run.id).map_err(usage)?;
     // A limit given now, else the latest an earlier resume gave, else the command's own.
-    let limits = given.or(claim.limits);
-    tracing::debug!(run = %run.id, recovered = claim.recovered, retried = claim.retried, "run claimed");
+    let limits = given.or(store.resume_limits(&run.id).map_err(usage)?);
     let skip: HashSet<String> = if args.failed {
         HashSet::new()
     } else {
@@ -162,7 +163,6 @@ pub fn resume(args: ResumeArgs, color: ColorArg, env: &Environment) -> Result<Ba
             .into_iter()
             .collect()
     };
-    let claimed = store.run(&run.id).map_err(usage)?;
     drop(store);
     let printer = Printer::new(
         PrinterMode {
@@ -171,7 +171,7 @@ pub fn resume(args: ResumeArgs, color: ColorArg, env: &Environment) -> Result<Ba
         },
         Redactor::default(),
     );
-    printer.banner(&resuming_line(&claimed, &claim));
+    printer.banner(&resuming_line(&run, skip.len() as u64, earlier.cost_usd));
     if limits.max_cost_usd.is_some() {
         batch.max_cost = limits.max_cost_usd;
     }
@@ -190,27 +190,28 @@ pub fn resume(args: ResumeArgs, color: ColorArg, env: &Environment) -> Result<Ba
         output_dir: run.output_dir.clone(),
         skip,
         lock: Arc::new(lock),
-        attempt: claim.attempt,
-        spent_usd: claim.earlier.cost_usd,
-        elapsed: claim.earlier.elapsed(),
-        requeued: claim.recovered + claim.retried,
+        attempt: earlier.attempts + 1,
+        spent_usd: earlier.cost_usd,
+        elapsed: earlier.elapsed(),
+        retry_failed: args.failed,
+        limits: given,
     });
     Ok(settings)
 }
 
 /// `rlm: resuming run batch-… (started 2026-11-22 10:15 UTC, 40 of 100 units left; $1.52
-/// spent so far)`.
-fn resuming_line(run: &RunSummary, claim: &Claim) -> String {
-    let spent = if claim.earlier.cost_usd > 0.0 {
-        format!("; {} spent so far", crate::money::usd(claim.earlier.cost_usd))
+/// spent so far)`: left are the units not completed, less the failed ones it leaves alone.
+fn resuming_line(run: &RunSummary, skipped: u64, spent_usd: f64) -> String {
+    let spent = if spent_usd > 0.0 {
+        format!("; {} spent so far", crate::money::usd(spent_usd))
     } else {
         String::new()
     };
+    let left = run.units.total() - run.units.completed - skipped;
     format!(
-        "rlm: resuming run {} (started {} UTC, {} of {} units left{spent})",
+        "rlm: resuming run {} (started {} UTC, {left} of {} units left{spent})",
         run.id,
         run.created_at.to_minutes(),
-        run.units.queued,
         run.units.total()
     )
 }

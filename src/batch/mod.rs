@@ -195,7 +195,11 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
         },
         store: store.and_then(|store| {
             let target = match &settings.resume {
-                Some(t) => StoreTarget::Resumed(RunId::from(t.run_id.as_str())),
+                Some(t) => StoreTarget::Resumed {
+                    run: RunId::from(t.run_id.as_str()),
+                    retry_failed: t.retry_failed,
+                    limits: t.limits,
+                },
                 None => StoreTarget::New(Box::new(new_run(&settings, &run_dir, started_at))),
             };
             let served: Vec<usize> = pre.hits.iter().map(|(i, _)| *i).collect();

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use super::Reporter;
 use crate::exec::Event;
 use crate::provider::ErrorKind;
-use crate::store::{Detail, NewRun, NewUnit, RunId, RunStatus, TaskStore, UnitKind as StoreKind, UnitState};
+use crate::store::{Detail, Limits, NewRun, NewUnit, RunId, RunStatus, TaskStore, UnitKind as StoreKind, UnitState};
 use crate::unit::{UnitId, UnitKind, WorkUnit};
 
 /// Most buffered transitions before a write.
@@ -36,8 +36,15 @@ const FLUSH_AFTER: Duration = Duration::from_millis(500);
 pub enum StoreTarget {
     /// A new run with this id and description.
     New(Box<NewRun>),
-    /// A resumed run, already claimed (its queued units are the ones to dispatch).
-    Resumed(RunId),
+    /// A run `rlm resume` takes up: claimed now, as its next attempt (see
+    /// [`crate::store::TaskStore::claim_run`]); its queued units are the ones to dispatch.
+    Resumed {
+        run: RunId,
+        /// `--failed`: failed and timed-out units are queued again too.
+        retry_failed: bool,
+        /// The limits given to this resume, recorded with the attempt.
+        limits: Limits,
+    },
 }
 
 /// Records a run in the task store.
@@ -91,7 +98,13 @@ impl StoreReporter {
                 }
                 (run, states)
             }
-            StoreTarget::Resumed(run) => {
+            StoreTarget::Resumed {
+                run,
+                retry_failed,
+                limits,
+            } => {
+                let claim = store.claim_run(&run, retry_failed, limits).map_err(|e| e.to_string())?;
+                tracing::debug!(run = %run, ?claim, "run claimed");
                 // One query for the run's states; a unit the store does not know is queued.
                 let known: HashMap<String, UnitState> = store
                     .unit_states(&run)

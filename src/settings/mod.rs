@@ -73,9 +73,11 @@ pub struct ResumeTarget {
     /// How long the earlier attempts ran: `--deadline` counts the whole run, so this attempt
     /// gets the deadline less this.
     pub elapsed: Duration,
-    /// Units the claim sent back to the queue: left running by a crash or cancelled by a
-    /// stop, and (`--failed`) failed ones.
-    pub requeued: u64,
+    /// `--failed`: the failed and timed-out units are queued again too.
+    pub retry_failed: bool,
+    /// The `--max-cost` and `--deadline` given to this resume (recorded with the attempt:
+    /// later resumes keep them).
+    pub limits: crate::store::Limits,
 }
 
 impl ResumeTarget {
@@ -90,7 +92,7 @@ impl ResumeTarget {
             "attempt": self.attempt,
             "earlier_cost_usd": self.spent_usd,
             "earlier_elapsed_ms": u64::try_from(self.elapsed.as_millis()).unwrap_or(u64::MAX),
-            "requeued": self.requeued,
+            "retry_failed": self.retry_failed,
             "skipped_failed": self.skip.len(),
         })
     }

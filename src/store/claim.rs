@@ -1,13 +1,14 @@
 //! Claiming a run for `rlm resume`: the checks that keep two processes from working on one
 //! run, and the requeueing of what the previous owner left behind.
 
-use rusqlite::{params, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 
 use super::error::StoreError;
 use super::lifecycle::{RunStatus, UnitState};
 use super::liveness::{self, Liveness};
 use super::records::{Detail, RunId};
+use super::task_store::TaskStore;
 use super::timestamp::Timestamp;
 use super::write_batch::WriteBatch;
 
@@ -111,7 +112,9 @@ impl WriteBatch<'_> {
                 }
             }
         }
-        let earlier = self.spent(run)?;
+        let earlier = spent(&self.tx, run)
+            .map_err(|e| self.sqlite(e))?
+            .ok_or_else(|| StoreError::UnknownRun(run.to_string()))?;
         let at = Timestamp::now();
         let now = at.to_rfc3339();
         self.tx
@@ -127,7 +130,7 @@ impl WriteBatch<'_> {
                 ],
             )
             .map_err(|e| self.sqlite(e))?;
-        let earlier_limits = self.limits(run)?;
+        let earlier_limits = given_limits(&self.tx, run).map_err(|e| self.sqlite(e))?;
         let attempt = earlier.attempts + 1;
         self.start_attempt(run, attempt, at)?;
         self.tx
@@ -162,45 +165,54 @@ impl WriteBatch<'_> {
         }
         Ok(claim)
     }
+}
 
-    /// The latest `--max-cost` and `--deadline` resumes of `run` gave, each on its own.
-    fn limits(&self, run: &RunId) -> Result<Limits, StoreError> {
-        self.tx
-            .query_row(
-                "SELECT (SELECT max_cost_usd FROM attempts WHERE run_id = ?1 AND max_cost_usd IS NOT NULL
-                         ORDER BY attempt DESC LIMIT 1),
-                        (SELECT deadline_ms FROM attempts WHERE run_id = ?1 AND deadline_ms IS NOT NULL
-                         ORDER BY attempt DESC LIMIT 1)",
-                [run.as_str()],
-                |row| {
-                    Ok(Limits {
-                        max_cost_usd: row.get(0)?,
-                        deadline_ms: row.get(1)?,
-                    })
-                },
-            )
-            .map_err(|e| self.sqlite(e))
+/// The latest `--max-cost` and `--deadline` resumes of `run` gave, each on its own.
+pub(super) fn given_limits(conn: &Connection, run: &RunId) -> rusqlite::Result<Limits> {
+    conn.query_row(
+        "SELECT (SELECT max_cost_usd FROM attempts WHERE run_id = ?1 AND max_cost_usd IS NOT NULL
+                 ORDER BY attempt DESC LIMIT 1),
+                (SELECT deadline_ms FROM attempts WHERE run_id = ?1 AND deadline_ms IS NOT NULL
+                 ORDER BY attempt DESC LIMIT 1)",
+        [run.as_str()],
+        |row| {
+            Ok(Limits {
+                max_cost_usd: row.get(0)?,
+                deadline_ms: row.get(1)?,
+            })
+        },
+    )
+}
+
+/// What `run`'s attempts so far spent and how long they ran; `None` for an unknown run.
+pub(super) fn spent(conn: &Connection, run: &RunId) -> rusqlite::Result<Option<Spent>> {
+    conn.query_row(
+        "SELECT runs.cost_usd,
+                (SELECT COALESCE(SUM(elapsed_ms), 0) FROM attempts WHERE run_id = runs.id),
+                (SELECT COUNT(*) FROM attempts WHERE run_id = runs.id)
+         FROM runs WHERE id = ?1",
+        [run.as_str()],
+        |row| {
+            Ok(Spent {
+                cost_usd: row.get(0)?,
+                elapsed_ms: row.get(1)?,
+                attempts: row.get(2)?,
+            })
+        },
+    )
+    .optional()
+}
+
+impl TaskStore {
+    /// What `run`'s attempts so far spent and how long they ran (what a resume starts from).
+    pub fn spent(&self, run: &RunId) -> Result<Spent, StoreError> {
+        spent(&self.conn, run)
+            .map_err(|e| self.sqlite_error(e))?
+            .ok_or_else(|| StoreError::UnknownRun(run.to_string()))
     }
 
-    /// What `run`'s attempts so far spent and how long they ran.
-    pub fn spent(&self, run: &RunId) -> Result<Spent, StoreError> {
-        self.tx
-            .query_row(
-                "SELECT runs.cost_usd,
-                        (SELECT COALESCE(SUM(elapsed_ms), 0) FROM attempts WHERE run_id = runs.id),
-                        (SELECT COUNT(*) FROM attempts WHERE run_id = runs.id)
-                 FROM runs WHERE id = ?1",
-                [run.as_str()],
-                |row| {
-                    Ok(Spent {
-                        cost_usd: row.get(0)?,
-                        elapsed_ms: row.get(1)?,
-                        attempts: row.get(2)?,
-                    })
-                },
-            )
-            .optional()
-            .map_err(|e| self.sqlite(e))?
-            .ok_or_else(|| StoreError::UnknownRun(run.to_string()))
+    /// The latest `--max-cost` and `--deadline` earlier resumes of `run` gave.
+    pub fn resume_limits(&self, run: &RunId) -> Result<Limits, StoreError> {
+        given_limits(&self.conn, run).map_err(|e| self.sqlite_error(e))
     }
 }
