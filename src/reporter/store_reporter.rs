@@ -15,10 +15,17 @@
 //!   or `running`: when the run ends, whatever did not finish is cancelled with the reason,
 //!   and `rlm resume` queues it again.
 //!
+//! - The heartbeat goes on while no event comes (one long call): a thread of its own beats
+//!   every [`HEARTBEAT_EVERY`], so the run never reads as stalled while it waits, and a
+//!   killed attempt's running time (what `--deadline` counts on resume) is known to within
+//!   a few seconds.
+//!
 //! A store that cannot be written is a warning, never a lost run: the answers are in the
 //! cache and the run directory either way.
 
 use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::Reporter;
@@ -31,6 +38,8 @@ use crate::unit::{UnitId, UnitKind, WorkUnit};
 const FLUSH_EVERY: usize = 256;
 /// Longest time a transition waits in the buffer.
 const FLUSH_AFTER: Duration = Duration::from_millis(500);
+/// How often the heartbeat thread beats (well inside `HEARTBEAT_STALE_AFTER`).
+const HEARTBEAT_EVERY: Duration = Duration::from_secs(5);
 
 /// Which run to record into.
 pub enum StoreTarget {
@@ -60,6 +69,8 @@ pub struct StoreReporter {
     running: usize,
     /// Units that started while `width` were recorded running, in order of their start.
     held_back: VecDeque<UnitId>,
+    /// Beats while the run goes on; stopped when it ends.
+    heartbeat: Option<Heartbeat>,
     /// The first write failure (later ones are not repeated).
     pub failure: Option<String>,
 }
@@ -121,7 +132,9 @@ impl StoreReporter {
                 (run, states)
             }
         };
+        let heartbeat = Heartbeat::start(store.rlm_dir.clone(), run.clone());
         Ok(StoreReporter {
+            heartbeat,
             store,
             run,
             states,
@@ -238,9 +251,49 @@ impl StoreReporter {
                 self.move_to(&unit, UnitState::Cancelled, Detail::reason(reason));
             }
         }
+        self.heartbeat = None;
         self.flush();
         if let Err(e) = self.store.record_run_end(&self.run, status) {
             self.failure.get_or_insert(e.to_string());
+        }
+    }
+}
+
+/// A thread that refreshes a run's heartbeat on its own connection until dropped.
+struct Heartbeat {
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Heartbeat {
+    fn start(rlm_dir: PathBuf, run: RunId) -> Option<Heartbeat> {
+        let (stop, stopped) = mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("rlm-heartbeat".into())
+            .spawn(move || {
+                let Ok(mut store) = TaskStore::open(&rlm_dir) else {
+                    return;
+                };
+                while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(HEARTBEAT_EVERY) {
+                    if let Err(e) = store.heartbeat(&run) {
+                        tracing::debug!("heartbeat: {e}");
+                    }
+                }
+            })
+            .ok()?;
+        Some(Heartbeat {
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Heartbeat {
+    fn drop(&mut self) {
+        // Closing the channel wakes the thread at once.
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
         }
     }
 }
