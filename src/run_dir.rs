@@ -5,12 +5,21 @@
 //! started in the same second get `-2`, `-3`…). An `--output-dir` must be new, empty, or an
 //! earlier run's directory, whose results are replaced cleanly; anything else is refused
 //! before a call is made. Every write is atomic and passes through the run's redactor.
+//!
+//! A run holds its directory for its whole life with a [`RunLock`] (an `flock` on
+//! `.rlm-lock` inside it, naming the holder's pid), taken before anything in the directory
+//! is replaced: two runs on one `-o out` would otherwise both pay for every unit and mix
+//! their outputs (issue 17). The kernel releases the lock when the process ends, `kill -9`
+//! included, so a crashed run never blocks the next one.
 
 use std::collections::HashSet;
+use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::RlmError;
+use crate::file_lock::FileLock;
 use crate::fs_atomic::{sweep_temp_files, write_atomic, Durability};
 use crate::hash::sha256_hex;
 use crate::secret::Redactor;
@@ -19,6 +28,9 @@ use crate::secret::Redactor;
 const MAX_STEM: usize = 180;
 /// The marker that makes a directory an rlm run directory.
 const MARKER: &str = ".rlm-run";
+/// The lock file of a run directory: held (`flock`) by the run working in it, and holding
+/// that run's pid.
+pub const LOCK_FILE: &str = ".rlm-lock";
 
 /// The directory and files of one run.
 #[derive(Debug, Clone)]
@@ -33,14 +45,96 @@ pub struct RunDir {
     /// `YYYY-MM-DD-HHMMSS` (UTC), as shown in the aggregate.
     pub timestamp: String,
     redactor: Redactor,
+    /// This run's hold on the directory, for as long as any copy of the `RunDir` lives
+    /// (never read: holding it is the point).
+    _lock: Arc<RunLock>,
+}
+
+/// A run's exclusive hold on its directory: see the module doc.
+#[derive(Debug)]
+pub struct RunLock {
+    _lock: FileLock,
+}
+
+impl RunLock {
+    /// Takes the lock of `dir` (created if missing) for a new run, or refuses — exit 2,
+    /// naming the pid of the rlm that holds it — when another run works in it.
+    pub fn acquire(dir: &Path) -> Result<RunLock, RlmError> {
+        Self::take(dir)?.map_err(|holder| {
+            RlmError::Usage(format!(
+                "the run directory {} is in use by {holder}: wait for that run to end (or stop it), \
+                 or pass another --output-dir",
+                dir.display()
+            ))
+        })
+    }
+
+    /// Takes the lock of run `run_id`'s directory for `rlm resume`, or refuses (exit 2,
+    /// naming the pid) while the run is still going on.
+    pub fn acquire_for_resume(dir: &Path, run_id: &str) -> Result<RunLock, RlmError> {
+        Self::take(dir)?.map_err(|holder| {
+            RlmError::Usage(format!(
+                "run {run_id} is still running in {holder} (it holds {}): wait for it to end, or stop it first",
+                dir.display()
+            ))
+        })
+    }
+
+    /// The lock, or who holds it (`rlm process 1234`).
+    fn take(dir: &Path) -> Result<Result<RunLock, String>, RlmError> {
+        fs_err::create_dir_all(dir).map_err(|e| RlmError::Usage(format!("--output-dir: {e}")))?;
+        let path = dir.join(LOCK_FILE);
+        let lock = FileLock::try_exclusive(&path)
+            .map_err(|e| RlmError::Usage(format!("cannot lock the run directory {}: {e}", dir.display())))?;
+        let Some(lock) = lock else {
+            return Ok(Err(holder_pid(&path).map_or_else(
+                || "another rlm process".to_string(),
+                |pid| format!("rlm process {pid}"),
+            )));
+        };
+        // Who holds it, for the message of whoever comes next.
+        let mut file = lock.file();
+        let written = file
+            .set_len(0)
+            .and_then(|()| file.rewind())
+            .and_then(|()| writeln!(file, "{}", std::process::id()));
+        if let Err(e) = written {
+            tracing::debug!(path = %path.display(), "cannot write the pid into the lock file: {e}");
+        }
+        Ok(Ok(RunLock { _lock: lock }))
+    }
+}
+
+/// The pid the holder wrote into its lock file. The holder writes it just after taking the
+/// lock, so an empty file is read again for a moment before giving up.
+fn holder_pid(path: &Path) -> Option<u32> {
+    for _ in 0..20 {
+        let mut text = String::new();
+        let read = std::fs::File::open(path).and_then(|mut f| f.read_to_string(&mut text));
+        if read.is_ok() {
+            if let Ok(pid) = text.trim().parse() {
+                return Some(pid);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    None
 }
 
 impl RunDir {
-    /// Takes up the directory of run `run_id` again (`rlm resume`): its earlier outputs are
-    /// replaced as the run goes on, under the same id.
-    pub fn reopen(rlm_dir: &Path, dir: &Path, run_id: &str, redactor: Redactor) -> Result<Self, RlmError> {
+    /// Takes up the directory of run `run_id` again (`rlm resume`), under `lock` (taken by
+    /// the resume before it claimed the run): its earlier outputs are replaced as the run
+    /// goes on, under the same id; `events.jsonl` is kept, to be appended to.
+    pub fn reopen(
+        rlm_dir: &Path,
+        dir: &Path,
+        run_id: &str,
+        lock: Arc<RunLock>,
+        redactor: Redactor,
+    ) -> Result<Self, RlmError> {
         let timestamp = jiff::Timestamp::now().strftime("%Y-%m-%d-%H%M%S").to_string();
-        take_over(dir)?;
+        check_usable(dir)?;
+        clear_outputs(dir, Keep::EventLog)?;
         let report_md = if dir == rlm_dir.join(run_id) {
             rlm_dir.join(format!("{run_id}-report.md"))
         } else {
@@ -52,6 +146,7 @@ impl RunDir {
             run_id: run_id.to_string(),
             timestamp,
             redactor,
+            _lock: lock,
         };
         run.write(MARKER, &format!("{{\"run_id\": \"{run_id}\"}}\n"))
             .map_err(|e| RlmError::Usage(format!("the run directory {} is not writable: {e}", dir.display())))?;
@@ -63,7 +158,9 @@ impl RunDir {
         Self::create_unique(rlm_dir, output_dir, redactor, &|_| false)
     }
 
-    /// [`RunDir::create`], with an id that `taken` (the task store) does not know either.
+    /// [`RunDir::create`], with an id that `taken` does not refuse. `taken` is asked about
+    /// each candidate id in turn; the task store's [`crate::store::TaskStore::reserve_run_id`]
+    /// answers it atomically, so two rlm processes never end up with one id.
     pub fn create_unique(
         rlm_dir: &Path,
         output_dir: Option<&Path>,
@@ -74,9 +171,12 @@ impl RunDir {
         fs_err::create_dir_all(rlm_dir)?;
         let run = match output_dir {
             Some(dir) => {
-                take_over(dir)?;
-                let run_id = unique_id(rlm_dir, &timestamp, |id| {
-                    taken(id) || rlm_dir.join(format!("{id}-report.md")).exists()
+                // Refused before anything is written in it; locked before anything is removed.
+                check_usable(dir)?;
+                let lock = Arc::new(RunLock::acquire(dir)?);
+                clear_outputs(dir, Keep::Nothing)?;
+                let run_id = unique_id(&timestamp, |id| {
+                    rlm_dir.join(id).exists() || rlm_dir.join(format!("{id}-report.md")).exists() || taken(id)
                 });
                 RunDir {
                     dir: dir.to_path_buf(),
@@ -84,12 +184,13 @@ impl RunDir {
                     run_id,
                     timestamp,
                     redactor,
+                    _lock: lock,
                 }
             }
             None => {
                 let mut created = None;
-                let run_id = unique_id(rlm_dir, &timestamp, |id| {
-                    if taken(id) {
+                let run_id = unique_id(&timestamp, |id| {
+                    if rlm_dir.join(id).exists() || taken(id) {
                         return true;
                     }
                     match std::fs::create_dir(rlm_dir.join(id)) {
@@ -105,8 +206,10 @@ impl RunDir {
                     }
                 });
                 created.unwrap_or(Ok(()))?;
+                let dir = rlm_dir.join(&run_id);
                 RunDir {
-                    dir: rlm_dir.join(&run_id),
+                    _lock: Arc::new(RunLock::acquire(&dir)?),
+                    dir,
                     report_md: rlm_dir.join(format!("{run_id}-report.md")),
                     run_id,
                     timestamp,
@@ -138,7 +241,7 @@ impl RunDir {
 }
 
 /// `batch-{timestamp}`, or with `-2`, `-3`… while `taken` says so.
-fn unique_id(_rlm_dir: &Path, timestamp: &str, mut taken: impl FnMut(&str) -> bool) -> String {
+fn unique_id(timestamp: &str, mut taken: impl FnMut(&str) -> bool) -> String {
     let base = format!("batch-{timestamp}");
     let mut id = base.clone();
     let mut n = 1;
@@ -167,14 +270,21 @@ fn is_run_output(name: &str) -> bool {
         )
 }
 
-/// Makes `dir` ready for a run: created when missing; refused when it is a file or a
-/// non-empty directory that holds no earlier run; an earlier run's outputs removed.
-fn take_over(dir: &Path) -> Result<(), RlmError> {
+/// What [`clear_outputs`] leaves in place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    Nothing,
+    /// A resumed run appends to its `events.jsonl`.
+    EventLog,
+}
+
+/// Refuses, without writing anything, a `dir` that is a file or a non-empty directory
+/// that holds no earlier run (a lock file alone is rlm's: a run that stopped right after
+/// taking the directory).
+fn check_usable(dir: &Path) -> Result<(), RlmError> {
     let shown = dir.display();
     match std::fs::metadata(dir) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return fs_err::create_dir_all(dir).map_err(|e| RlmError::Usage(format!("--output-dir: {e}")));
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(RlmError::Usage(format!("--output-dir {shown}: {e}"))),
         Ok(m) if !m.is_dir() => {
             return Err(RlmError::Usage(format!(
@@ -183,23 +293,26 @@ fn take_over(dir: &Path) -> Result<(), RlmError> {
         }
         Ok(_) => {}
     }
-    let names: Vec<String> = fs_err::read_dir(dir)?
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    if names.is_empty() {
-        return Ok(());
-    }
-    if !names.iter().any(|n| n == MARKER) {
+    let names = names_in(dir)?;
+    let foreign = !names.iter().any(|n| n == MARKER) && names.iter().any(|n| n != LOCK_FILE);
+    if foreign {
         return Err(RlmError::Usage(format!(
             "--output-dir {shown} is not empty and holds no earlier rlm run: pass a new or empty directory"
         )));
     }
+    Ok(())
+}
+
+/// Removes an earlier run's outputs from `dir` (which this process has locked).
+fn clear_outputs(dir: &Path, keep: Keep) -> Result<(), RlmError> {
+    let shown = dir.display();
+    let names = names_in(dir)?;
     sweep_temp_files(dir, Duration::ZERO);
     if names.iter().any(|n| n == "prompts") {
         let _ = std::fs::remove_dir_all(dir.join("prompts"));
     }
-    for name in names.iter().filter(|n| is_run_output(n)) {
+    let kept = |n: &str| keep == Keep::EventLog && n == "events.jsonl";
+    for name in names.iter().filter(|n| is_run_output(n) && !kept(n)) {
         match std::fs::remove_file(dir.join(name)) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -211,6 +324,13 @@ fn take_over(dir: &Path) -> Result<(), RlmError> {
         }
     }
     Ok(())
+}
+
+fn names_in(dir: &Path) -> Result<Vec<String>, RlmError> {
+    Ok(fs_err::read_dir(dir)?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect())
 }
 
 /// `src/auth/login.ts` → `src-auth-login.ts`: only `[A-Za-z0-9._-]`, never `..`, never a
@@ -303,6 +423,15 @@ mod tests {
         let run = RunDir::create(rlm.path(), Some(&out), Redactor::default()).unwrap();
         run.write("x.result.md", "old").unwrap();
         std::fs::write(out.join("notes.txt"), "mine").unwrap();
+        // While the run holds its directory, nobody else takes it, and nothing is removed.
+        let err = RunDir::create(rlm.path(), Some(&out), Redactor::default()).unwrap_err();
+        let pid = std::process::id().to_string();
+        assert!(
+            err.to_string().contains(&format!("in use by rlm process {pid}")),
+            "{err}"
+        );
+        assert!(out.join("x.result.md").exists());
+        drop(run);
         RunDir::create(rlm.path(), Some(&out), Redactor::default()).unwrap();
         assert!(!out.join("x.result.md").exists() && out.join("notes.txt").exists());
         let foreign = rlm.path().join("foreign");
@@ -313,5 +442,25 @@ mod tests {
         std::fs::write(&file, "a").unwrap();
         let err = RunDir::create(rlm.path(), Some(&file), Redactor::default()).unwrap_err();
         assert!(err.to_string().contains("is a file"), "{err}");
+        assert!(
+            !foreign.join(LOCK_FILE).exists(),
+            "a refused directory is not written to"
+        );
+    }
+
+    #[test]
+    fn a_resume_keeps_the_event_log_and_holds_the_lock_it_was_given() {
+        let rlm = tempfile::tempdir().unwrap();
+        let first = RunDir::create(rlm.path(), None, Redactor::default()).unwrap();
+        first.write("events.jsonl", "{}\n").unwrap();
+        first.write("a.result.md", "old").unwrap();
+        let (dir, id) = (first.dir.clone(), first.run_id.clone());
+        let err = RunLock::acquire_for_resume(&dir, &id).unwrap_err();
+        assert!(err.to_string().contains("is still running in rlm process"), "{err}");
+        drop(first);
+        let lock = Arc::new(RunLock::acquire_for_resume(&dir, &id).unwrap());
+        let again = RunDir::reopen(rlm.path(), &dir, &id, lock, Redactor::default()).unwrap();
+        assert!(again.dir.join("events.jsonl").exists() && !again.dir.join("a.result.md").exists());
+        assert!(RunLock::acquire(&dir).is_err(), "the resumed run holds the directory");
     }
 }

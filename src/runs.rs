@@ -1,18 +1,21 @@
 //! `rlm status`, `rlm list` and `rlm resume`: the task store read back, and a stopped run
-//! taken up again under its own id.
+//! taken up again under its own id, as its next attempt.
 
 use std::collections::HashSet;
 use std::path::Path;
+use std::sync::Arc;
 
 use clap::Parser;
 
 use crate::cli::{Cli, ColorArg, Command, ListArgs, ResumeArgs, StatusArgs};
 use crate::error::RlmError;
-use crate::printer::Printer;
+use crate::printer::{Printer, PrinterMode};
+use crate::run_dir::RunLock;
+use crate::secret::Redactor;
 use crate::settings::{BatchSettings, Environment, ResumeTarget};
 use crate::store::{
-    list_json, list_text, status_json, status_text, tree_json, tree_text, RunId, RunSummary, TaskStore, Timestamp,
-    UnitState, STORE_FILE,
+    list_json, list_text, status_json, status_text, tree_json, tree_text, Limits, RunId, RunSummary, TaskStore,
+    Timestamp, UnitState, STORE_FILE,
 };
 
 /// The store of this directory; a clear error when no run was ever recorded here.
@@ -47,10 +50,28 @@ fn pick(store: &TaskStore, run: Option<&str>, cwd: &Path) -> Result<RunSummary, 
     }
 }
 
+/// The run named, or the latest run of this directory that no other run started: the
+/// root of the newest recursion tree.
+fn pick_root(store: &TaskStore, run: Option<&str>, cwd: &Path) -> Result<RunSummary, RlmError> {
+    if run.is_some() {
+        return pick(store, run, cwd);
+    }
+    store
+        .list_runs(200)
+        .map_err(usage)?
+        .into_iter()
+        .find(|r| r.cwd == cwd && r.parent.is_none())
+        .ok_or_else(|| RlmError::Usage("no run was started in this directory: rlm list shows every run".into()))
+}
+
 /// `rlm status [RUN] [--tree] [--json]`.
 pub fn status(args: StatusArgs, env: &Environment, printer: &Printer) -> Result<(), RlmError> {
     let store = open(&env.cwd)?;
-    let run = pick(&store, args.run.as_deref(), &env.cwd)?;
+    let run = if args.tree {
+        pick_root(&store, args.run.as_deref(), &env.cwd)?
+    } else {
+        pick(&store, args.run.as_deref(), &env.cwd)?
+    };
     let now = Timestamp::now();
     let text = if args.tree {
         let tree = store.tree(&run.id).map_err(usage)?;
@@ -84,10 +105,15 @@ pub fn list(args: ListArgs, env: &Environment, printer: &Printer) -> Result<(), 
     Ok(())
 }
 
-/// `rlm resume [RUN] [--failed]`: the settings of the run's own command, with the budget and
-/// output flags given now, set to go on in the run's directory under its id.
+/// `rlm resume [RUN] [--failed] [--max-cost USD] [--deadline DURATION]`: the settings of
+/// the run's own command, with the budget, deadline and output flags given now, set to go on
+/// in the run's directory under its id as the run's next attempt.
+///
+/// The run directory is locked before the run is claimed, so a resume of a run that is still
+/// going on refuses (naming its pid) without touching it. Says on stderr which run it took
+/// up and how much of it is left.
 pub fn resume(args: ResumeArgs, color: ColorArg, env: &Environment) -> Result<BatchSettings, RlmError> {
-    let mut store = open(&env.cwd)?;
+    let store = open(&env.cwd)?;
     let run = match args.run.as_deref() {
         Some(query) => {
             let id = store.find_run(query).map_err(usage)?;
@@ -118,8 +144,16 @@ pub fn resume(args: ResumeArgs, color: ColorArg, env: &Environment) -> Result<Ba
             )))
         }
     };
-    let claim = store.claim_run(&run.id, args.failed).map_err(usage)?;
-    tracing::debug!(run = %run.id, recovered = claim.recovered, retried = claim.retried, "run claimed");
+    let lock = RunLock::acquire_for_resume(&run.output_dir, run.id.as_str())?;
+    // Read only: the run is claimed (a new attempt recorded, its stopped units queued again)
+    // when the resumed run starts recording, after every check that could still refuse it.
+    let given = Limits {
+        max_cost_usd: args.max_cost,
+        deadline_ms: args.deadline.map(|secs| (secs * 1000.0).round() as u64),
+    };
+    let earlier = store.spent(&run.id).map_err(usage)?;
+    // A limit given now, else the latest an earlier resume gave, else the command's own.
+    let limits = given.or(store.resume_limits(&run.id).map_err(usage)?);
     let skip: HashSet<String> = if args.failed {
         HashSet::new()
     } else {
@@ -130,8 +164,19 @@ pub fn resume(args: ResumeArgs, color: ColorArg, env: &Environment) -> Result<Ba
             .collect()
     };
     drop(store);
-    if args.max_cost.is_some() {
-        batch.max_cost = args.max_cost;
+    let printer = Printer::new(
+        PrinterMode {
+            quiet: args.quiet,
+            ..PrinterMode::default()
+        },
+        Redactor::default(),
+    );
+    printer.banner(&resuming_line(&run, skip.len() as u64, earlier.cost_usd));
+    if limits.max_cost_usd.is_some() {
+        batch.max_cost = limits.max_cost_usd;
+    }
+    if let Some(ms) = limits.deadline_ms {
+        batch.deadline = Some(ms as f64 / 1000.0);
     }
     batch.yes |= args.yes;
     batch.quiet |= args.quiet;
@@ -144,6 +189,29 @@ pub fn resume(args: ResumeArgs, color: ColorArg, env: &Environment) -> Result<Ba
         run_id: RunId::as_str(&run.id).to_string(),
         output_dir: run.output_dir.clone(),
         skip,
+        lock: Arc::new(lock),
+        attempt: earlier.attempts + 1,
+        spent_usd: earlier.cost_usd,
+        elapsed: earlier.elapsed(),
+        retry_failed: args.failed,
+        limits: given,
     });
     Ok(settings)
+}
+
+/// `rlm: resuming run batch-… (started 2026-11-22 10:15 UTC, 40 of 100 units left; $1.52
+/// spent so far)`: left are the units not completed, less the failed ones it leaves alone.
+fn resuming_line(run: &RunSummary, skipped: u64, spent_usd: f64) -> String {
+    let spent = if spent_usd > 0.0 {
+        format!("; {} spent so far", crate::money::usd(spent_usd))
+    } else {
+        String::new()
+    };
+    let left = run.units.total() - run.units.completed - skipped;
+    format!(
+        "rlm: resuming run {} (started {} UTC, {left} of {} units left{spent})",
+        run.id,
+        run.created_at.to_minutes(),
+        run.units.total()
+    )
 }

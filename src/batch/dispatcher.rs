@@ -75,6 +75,12 @@ impl Dispatcher {
         }
     }
 
+    /// Counts `usd` spent by the run's earlier attempts against `--max-cost`.
+    pub fn with_earlier_spend(mut self, usd: f64) -> Self {
+        self.spent_before = usd;
+        self
+    }
+
     /// The pool's limiter, halted as soon as dispatching stops.
     pub fn with_limiter(mut self, limiter: std::sync::Arc<crate::exec::Limiter>) -> Self {
         self.limiter = Some(limiter);
@@ -112,16 +118,21 @@ impl Dispatcher {
         Flow::Drain
     }
 
-    /// Whether the spend (of every attempt of the run) has reached `--max-cost`.
+    /// Whether the run's spend (earlier attempts included) has reached `--max-cost`.
     pub fn over_budget(&self) -> Option<String> {
         let max = self.max_cost?;
         let spent = self.spent + self.spent_before;
         (spent >= max && (spent > 0.0 || max == 0.0)).then(|| {
+            let (shown, limit) = crate::money::usd_pair(spent, max);
+            let earlier = if self.spent_before > 0.0 {
+                format!(", {} of it before this resume", crate::money::usd(self.spent_before))
+            } else {
+                String::new()
+            };
             format!(
-                "the cost so far ({}) reached --max-cost ({}): dispatching stopped; calls in flight finish and are \
-                 recorded (raise --max-cost and run rlm resume to go on: finished answers are cached)",
-                crate::report::usd(spent),
-                crate::report::usd(max)
+                "the cost so far ({shown}{earlier}) reached --max-cost ({limit}): dispatching stopped; calls in \
+                 flight finish and are recorded (rlm resume --max-cost with a higher budget goes on: finished \
+                 answers are cached)"
             )
         })
     }

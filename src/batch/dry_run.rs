@@ -28,7 +28,7 @@ pub fn show(printer: &Printer, settings: &BatchSettings, plan: &Plan) {
         (None, Ok(false)) => "proceeds".to_string(),
         (None, Ok(true)) => format!(
             "asks to confirm the {} (pass --yes)",
-            crate::report::usd(plan.estimate.usd)
+            crate::money::usd(plan.estimate.usd)
         ),
         (None, Err(e)) => format!("refused: {e}"),
     };

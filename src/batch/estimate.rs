@@ -57,9 +57,12 @@ pub fn estimate(units: &[WorkUnit], pre: &Prepass, settings: &BatchSettings, mod
             .map(|&i| answer_tokens(units[i].estimated_input_tokens, max_out))
             .sum::<u64>();
     let aggregate_calls = aggregate_calls(units, pre, settings, model, answers);
-    let summary_out = max_out.min(2048);
-    input += answers + (aggregate_calls as u64).saturating_sub(1) * summary_out;
-    output += aggregate_calls as u64 * summary_out;
+    if aggregate_calls > 0 {
+        // The answers are read once, and summaries of summaries once more.
+        let summary_out = max_out.min(2048);
+        input += answers + (aggregate_calls as u64 - 1) * summary_out;
+        output += aggregate_calls as u64 * summary_out;
+    }
     let calls = pre.misses.len() + aggregate_calls;
     Estimate {
         calls,
@@ -123,24 +126,34 @@ fn aggregate_calls(
 /// What the thresholds say, short of asking: `Err` refuses the run, `Ok(true)` means it
 /// asks for confirmation (or warns without a terminal).
 pub fn verdict(settings: &BatchSettings, usd: f64) -> Result<bool, RlmError> {
-    let over = |limit: f64, how: &str| {
+    let over = |shown: f64, limit: f64, how: &str| {
+        let (shown, limit) = crate::money::usd_pair(shown, limit);
         RlmError::Usage(format!(
-            "Estimated cost ({}) exceeds safety threshold ({}). Options: {how}; reduce scope with a \
-             more specific glob; use a cheaper model (--model haiku)",
-            crate::report::usd(usd),
-            crate::report::usd(limit)
+            "Estimated cost ({shown}) exceeds safety threshold ({limit}). Options: {how}; reduce scope with a \
+             more specific glob; use a cheaper model (--model haiku)"
         ))
     };
     let budget = &settings.budget;
+    // `--max-cost` is the whole run's: a resume counts what the earlier attempts spent.
+    let spent = settings.resume.as_ref().map_or(0.0, |t| t.spent_usd);
     if let Some(max) = budget.max_cost {
-        if usd > max {
-            return Err(over(max, "raise --max-cost"));
+        if usd + spent > max {
+            if spent > 0.0 {
+                let (total, limit) = crate::money::usd_pair(usd + spent, max);
+                return Err(RlmError::Usage(format!(
+                    "the run has spent {} and the rest is estimated at {}: {total} in all exceeds --max-cost \
+                     ({limit}); resume with a higher --max-cost",
+                    crate::money::usd(spent),
+                    crate::money::usd(usd)
+                )));
+            }
+            return Err(over(usd, max, "raise --max-cost"));
         }
     } else if usd > ABORT_ABOVE {
-        return Err(over(ABORT_ABOVE, "pass --max-cost USD to allow it"));
+        return Err(over(usd, ABORT_ABOVE, "pass --max-cost USD to allow it"));
     }
     if usd > FORCE_ABOVE && !budget.force {
-        return Err(over(FORCE_ABOVE, "proceed anyway with --force"));
+        return Err(over(usd, FORCE_ABOVE, "proceed anyway with --force"));
     }
     Ok(usd > CONFIRM_ABOVE && !budget.yes && !budget.force)
 }
@@ -153,10 +166,7 @@ pub fn confirm(settings: &BatchSettings, estimate: &Estimate, printer: &Printer)
     }
     let output = &settings.output;
     if output.stdin_is_terminal && output.stderr_is_terminal {
-        printer.important(&format!(
-            "Estimated cost is {}. Proceed? (y/n)",
-            crate::report::usd(usd)
-        ));
+        printer.important(&format!("Estimated cost is {}. Proceed? (y/n)", crate::money::usd(usd)));
         let mut answer = String::new();
         let _ = std::io::stdin().lock().read_line(&mut answer);
         if !matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
@@ -165,7 +175,7 @@ pub fn confirm(settings: &BatchSettings, estimate: &Estimate, printer: &Printer)
     } else {
         printer.warn(&format!(
             "estimated cost {} is above $1; no terminal to ask, proceeding (--yes silences this)",
-            crate::report::usd(usd)
+            crate::money::usd(usd)
         ));
     }
     Ok(())

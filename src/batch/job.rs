@@ -5,13 +5,17 @@
 //! written to the cache first (fsynced), then to its result file, in one blocking step:
 //! there is no moment where a result is written but not cached, and an aborted task does
 //! not interrupt the step.
+//!
+//! Before paying for a key, a job claims it in the cache (`claim_key`), and holds the claim
+//! until the answer is cached: two rlm processes sharing a cache never pay for one key at
+//! the same time; the second is served the first one's answer.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::answers::{self, UnitAnswers};
 use super::conform::conform;
-use crate::cache::{ArtifactRef, Cache, CacheEntry, CacheKey};
+use crate::cache::{ArtifactRef, Cache, CacheEntry, CacheKey, ClaimGuard, Claimed};
 use crate::exec::{self, call_with_retries, CallContext, CallFailure, JobMeta, Place};
 use crate::hash::sha256_hex;
 use crate::prompt;
@@ -163,6 +167,15 @@ async fn run_unit(ctx: Arc<JobContext>, unit: WorkUnit, mut outcome: JobOutcome,
     if !ctx.may_call {
         return outcome.failed("--cache-only: this unit is not cached".into());
     }
+    let (claim, place) = match claim_key(&ctx, &rendered.key, place).await {
+        KeyClaim::Served(entry) => {
+            outcome.cached = true;
+            outcome.saved = entry.usage;
+            outcome.truncated = entry.truncated;
+            return keep(ctx, unit, rendered, entry.text, outcome).await;
+        }
+        KeyClaim::Held(claim, place) => (claim, place),
+    };
     keep_prompt(&ctx, &unit, &rendered.request);
     let mut outcome = call(
         &ctx,
@@ -184,7 +197,13 @@ async fn run_unit(ctx: Arc<JobContext>, unit: WorkUnit, mut outcome: JobOutcome,
     let entry = cache_entry(&ctx, rendered.key.clone(), &unit, &text, &outcome);
     let persisted = {
         let ctx = ctx.clone();
-        tokio::task::spawn_blocking(move || ctx.cache.put(&entry)).await
+        tokio::task::spawn_blocking(move || {
+            let put = ctx.cache.put(&entry);
+            // Cached (or not): whoever waits for this key reads the cache now.
+            drop(claim);
+            put
+        })
+        .await
     };
     match persisted {
         Ok(Ok(())) => {}
@@ -274,6 +293,16 @@ async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutc
     if !ctx.may_call {
         return outcome.failed("--cache-only: this summary is not cached".into());
     }
+    let (claim, place) = match claim_key(&ctx, &key, place).await {
+        KeyClaim::Served(entry) => {
+            outcome.cached = true;
+            outcome.saved = entry.usage;
+            outcome.truncated = entry.truncated;
+            outcome.text = Some(entry.text);
+            return outcome;
+        }
+        KeyClaim::Held(claim, place) => (claim, place),
+    };
     let request = CompletionRequest {
         system,
         user: job.user,
@@ -290,7 +319,12 @@ async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutc
     };
     let persisted = {
         let ctx = ctx.clone();
-        tokio::task::spawn_blocking(move || ctx.cache.put(&entry)).await
+        tokio::task::spawn_blocking(move || {
+            let put = ctx.cache.put(&entry);
+            drop(claim);
+            put
+        })
+        .await
     };
     match persisted {
         Ok(Ok(())) => {}
@@ -298,6 +332,55 @@ async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutc
         Err(e) => outcome.write_error = Some(format!("internal error while caching the summary: {e}")),
     }
     outcome
+}
+
+/// What claiming a key came to.
+enum KeyClaim {
+    /// Another job (of this rlm or another one sharing the cache) paid for it meanwhile.
+    Served(CacheEntry),
+    /// This job pays: it holds the claim (`None` when claims cannot be taken here) and its
+    /// place in the limiter's queue.
+    Held(Option<ClaimGuard>, Place),
+}
+
+/// Claims `key` before paying for it (issue 17): a second rlm on the same files waits for
+/// the first one's answer instead of paying again. A job that must wait gives up its
+/// place in the limiter's queue while it waits, so the jobs behind it are not held up
+/// (and two jobs of one run with one key cannot wait for each other), and queues anew.
+async fn claim_key(ctx: &Arc<JobContext>, key: &CacheKey, place: Place) -> KeyClaim {
+    if !ctx.read_cache {
+        // `--no-cache`: this run wants its own answers.
+        return KeyClaim::Held(None, place);
+    }
+    let (cache, key, max) = (ctx.cache.clone(), key.clone(), ctx.requests.max_tokens);
+    let first = {
+        let (cache, key) = (cache.clone(), key.clone());
+        tokio::task::spawn_blocking(move || cache.try_claim_miss(&key, max)).await
+    };
+    let (claimed, place) = match first {
+        Ok(Ok(Some(claimed))) => (claimed, place),
+        Ok(Ok(None)) => {
+            drop(place);
+            match tokio::task::spawn_blocking(move || cache.claim_miss(&key, max)).await {
+                Ok(Ok(claimed)) => (claimed, ctx.call.limiter.place()),
+                Ok(Err(e)) => return unclaimed(&e.to_string(), ctx.call.limiter.place()),
+                Err(e) => return unclaimed(&e.to_string(), ctx.call.limiter.place()),
+            }
+        }
+        Ok(Err(e)) => return unclaimed(&e.to_string(), place),
+        Err(e) => return unclaimed(&e.to_string(), place),
+    };
+    match claimed {
+        Claimed::Cached(entry) => KeyClaim::Served(entry),
+        Claimed::Mine(guard) => KeyClaim::Held(Some(guard), place),
+    }
+}
+
+/// A claim that could not be taken does not stop the unit: it pays as it would have
+/// before claims existed.
+fn unclaimed(why: &str, place: Place) -> KeyClaim {
+    tracing::debug!("cannot claim a cache key ({why}): calling without a claim");
+    KeyClaim::Held(None, place)
 }
 
 /// The system prompt of a summary or synthesis call (the summarizer's unless the job brings

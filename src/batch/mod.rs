@@ -67,7 +67,7 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
     }
     estimate::confirm(&settings, &plan.estimate, &printer)?;
     let run_dir = open_run_dir(&settings, &plan, &printer)?;
-    let mut exec = start(&settings, &plan, &run_dir, &printer)?;
+    let mut exec = start(&settings, &plan, &run_dir, &printer, (started, started_at))?;
     execute(&settings, &plan, &mut exec).await;
     let (paths, answer) = aggregate(&settings, &plan, &run_dir, &mut exec).await;
     let report = finish(
@@ -86,19 +86,22 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
 /// The run directory (a resumed run's own), with the plan and settings written into it,
 /// and the cache made ready: nothing is paid for that could not be kept.
 fn open_run_dir(settings: &BatchSettings, plan: &Plan, printer: &Printer) -> Result<RunDir, RlmError> {
-    let known = |id: &str| TaskStore::open(&settings.rlm_dir()).is_ok_and(|s| s.run(&RunId::from(id)).is_ok());
+    // Run ids are reserved in the store, so two runs started at once never share one.
+    let store = TaskStore::open(&settings.rlm_dir()).ok();
+    let taken = |id: &str| store.as_ref().is_some_and(|s| !s.reserve_run_id(id).unwrap_or(true));
     let run_dir = match &settings.resume {
         Some(target) => RunDir::reopen(
             &settings.rlm_dir(),
             &target.output_dir,
             &target.run_id,
+            target.lock.clone(),
             settings.redactor(),
         )?,
         None => RunDir::create_unique(
             &settings.rlm_dir(),
             settings.output.output_dir.as_deref(),
             settings.redactor(),
-            &known,
+            &taken,
         )?,
     };
     if settings.exec.cache_mode != CacheMode::ReadOnly {
@@ -113,7 +116,13 @@ fn open_run_dir(settings: &BatchSettings, plan: &Plan, printer: &Printer) -> Res
 
 /// The execution machinery: the provider, the pool's limiter, the dispatcher and its
 /// reporters (progress, events.jsonl, the report builder, the task store).
-fn start(settings: &BatchSettings, plan: &Plan, run_dir: &RunDir, printer: &Printer) -> Result<Execution, RlmError> {
+fn start(
+    settings: &BatchSettings,
+    plan: &Plan,
+    run_dir: &RunDir,
+    printer: &Printer,
+    (started, started_at): (Instant, jiff::Timestamp),
+) -> Result<Execution, RlmError> {
     let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();
     let width = settings.exec.parallelism.width;
     let limiter = Limiter::new(width);
@@ -148,19 +157,24 @@ fn start(settings: &BatchSettings, plan: &Plan, run_dir: &RunDir, printer: &Prin
     );
     let reporters = Reporters {
         progress: ProgressReporter::new(printer.clone(), plan.model.is_free()),
-        log: EventLog::create(
+        log: EventLog::open(
             &run_dir.dir.join("events.jsonl"),
             &run_dir.run_id,
             settings.provider.depth,
             settings.redactor(),
+            settings.resume.as_ref().map(|t| t.event_fields()),
         )
         .map_err(|e| printer.warn(&format!("no event log: {e}")))
         .ok(),
         builder,
         store: store.and_then(|store| {
             let target = match &settings.resume {
-                Some(t) => StoreTarget::Resumed(RunId::from(t.run_id.as_str())),
-                None => StoreTarget::New(Box::new(new_run(settings, run_dir))),
+                Some(t) => StoreTarget::Resumed {
+                    run: RunId::from(t.run_id.as_str()),
+                    retry_failed: t.retry_failed,
+                    limits: t.limits,
+                },
+                None => StoreTarget::New(Box::new(new_run(settings, run_dir, started_at))),
             };
             let served: Vec<usize> = plan.pre.hits.iter().map(|(i, _)| *i).collect();
             StoreReporter::start(store, target, units, &served, settings.provider.depth)
@@ -187,8 +201,13 @@ fn start(settings: &BatchSettings, plan: &Plan, run_dir: &RunDir, printer: &Prin
         0.0,
         printer.clone(),
     )
+    .with_earlier_spend(settings.resume.as_ref().map_or(0.0, |t| t.spent_usd))
     .with_limiter(limiter.clone());
-    let deadline = settings.exec.deadline.map(|d| Instant::now() + d);
+    // Budget and deadline count the whole run: a resume has what the earlier attempts left.
+    let deadline = settings
+        .exec
+        .deadline
+        .map(|d| started + settings.resume.as_ref().map_or(d, |t| t.remaining(d)));
     Ok(Execution::new(dispatcher, jobs, events_rx, limiter, width, deadline))
 }
 
@@ -377,7 +396,7 @@ fn nothing_to_do(settings: &BatchSettings, manifest: &crate::input::Manifest, pr
 }
 
 /// The run as the task store records it.
-fn new_run(settings: &BatchSettings, run_dir: &RunDir) -> NewRun {
+fn new_run(settings: &BatchSettings, run_dir: &RunDir, started_at: jiff::Timestamp) -> NewRun {
     let redactor = settings.redactor();
     NewRun {
         id: Some(run_dir.run_id.clone()),
@@ -399,6 +418,7 @@ fn new_run(settings: &BatchSettings, run_dir: &RunDir) -> NewRun {
         parent: settings.parent_run.as_deref().map(RunId::from),
         depth: settings.provider.depth,
         settings: serde_json::to_value(settings).unwrap_or_default(),
+        started: Some(crate::store::Timestamp::from_millis(started_at.as_millisecond())),
     }
 }
 

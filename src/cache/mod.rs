@@ -5,10 +5,15 @@
 //! temporary file in `results-v1/.tmp/`, then a rename) — before anything else can fail, so
 //! a rerun never pays for it again. A corrupt entry is a miss; an entry that exists but
 //! cannot be read is an error, never a silent miss that would pay again.
+//!
+//! Runs that share the cache never pay twice for one key at the same time: a job claims a
+//! key it missed before paying for it ([`Cache::claim_miss`], in `claim.rs`).
 
 mod cache_key;
+mod claim;
 
 pub use cache_key::{ArtifactRef, CacheKey};
+pub use claim::{ClaimGuard, Claimed};
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -58,12 +63,15 @@ pub struct CacheEntry {
 #[derive(Debug, Clone)]
 pub struct Cache {
     root: PathBuf,
+    /// `cache/locks/`: the claims of keys being paid for (see [`Cache::claim_miss`]).
+    locks: PathBuf,
 }
 
 impl Cache {
     pub fn new(rlm_dir: &Path) -> Self {
         Cache {
             root: rlm_dir.join("cache").join(BUCKET),
+            locks: rlm_dir.join("cache").join("locks"),
         }
     }
 

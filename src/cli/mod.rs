@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
-use numeric::parse_max_cost;
+use numeric::{parse_duration, parse_max_cost};
 
 /// What `rlm --version` prints after the name: the version and the commit it was built from
 /// (`RLM_GIT_COMMIT`, set by `build.rs`).
@@ -102,9 +102,13 @@ pub struct ResumeArgs {
     /// Also try the units that failed or timed out again.
     #[arg(long)]
     pub failed: bool,
-    /// As for rlm batch: a new budget in USD.
+    /// A new budget in USD for the whole run: what its earlier attempts spent counts.
     #[arg(long, value_name = "USD", value_parser = parse_max_cost, allow_negative_numbers = true)]
     pub max_cost: Option<f64>,
+    /// A new time limit for the whole run (`90s`, `15m`, `2h`): the time its earlier attempts
+    /// ran counts.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_negative_numbers = true)]
+    pub deadline: Option<f64>,
     /// As for rlm batch.
     #[arg(long, short = 'y')]
     pub yes: bool,

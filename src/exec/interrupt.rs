@@ -40,6 +40,13 @@ impl Interrupt {
     /// Returns when the next signal arrives, or the deadline passes (the first time).
     pub async fn recv(&mut self) {
         let deadline = if self.deadline_passed { None } else { self.deadline };
+        // A deadline already past (a resume whose earlier attempts used the time up) stops
+        // the run before anything is dispatched: tokio's timer fires a past deadline only
+        // at its next tick, after the pool's first dispatch.
+        if deadline.is_some_and(|at| tokio::time::Instant::now() >= at) {
+            self.deadline_passed = true;
+            return;
+        }
         tokio::select! {
             () = self.signal() => {}
             () = async {

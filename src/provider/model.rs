@@ -88,11 +88,13 @@ pub fn cost_text(basis: PriceBasis, model: &str, usd: f64) -> String {
         PriceBasis::Unknown => "free (local model, no price listed)".to_string(),
         PriceBasis::External => "unknown (the command's agent bills its own use; rlm cannot count it)".to_string(),
         PriceBasis::Ceiling if usd > 0.0 => format!(
-            "${usd:.4} (an upper bound: no price listed for {model}, counted at ${}/${} per million tokens; \
+            "{} (an upper bound: no price listed for {model}, counted at ${}/${} per million tokens; \
              add its price under rlm.prices in .aiwg/aiwg.config)",
-            ceiling.input, ceiling.output
+            crate::money::usd(usd),
+            ceiling.input,
+            ceiling.output
         ),
-        PriceBasis::Listed | PriceBasis::Ceiling => format!("${usd:.4}"),
+        PriceBasis::Listed | PriceBasis::Ceiling => crate::money::usd(usd),
     }
 }
 

@@ -62,16 +62,6 @@ pub enum Gate {
     Failed,
 }
 
-/// An amount of money as shown everywhere: at least two decimals, and as many more (up to
-/// six) as it takes to be true — `$0.0283`, never `$0.03` for it; `$1.52`.
-pub fn usd(amount: f64) -> String {
-    let fixed = format!("{:.6}", amount.max(0.0));
-    let (whole, frac) = fixed.split_once('.').unwrap_or((fixed.as_str(), "000000"));
-    let trimmed = frac.trim_end_matches('0');
-    let frac = if trimmed.len() < 2 { &frac[..2] } else { trimmed };
-    format!("${whole}.{frac}")
-}
-
 /// What became of one unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -257,20 +247,4 @@ pub enum RunEndReason {
     Fatal,
     Budget,
     Deadline,
-}
-
-#[cfg(test)]
-mod money_tests {
-    use super::usd;
-
-    #[test]
-    fn amounts_show_enough_digits_to_be_true() {
-        assert_eq!(usd(0.0), "$0.00");
-        assert_eq!(usd(0.03), "$0.03");
-        assert_eq!(usd(0.0283), "$0.0283");
-        assert_eq!(usd(1.52), "$1.52");
-        assert_eq!(usd(2.0), "$2.00");
-        assert_eq!(usd(0.000_001_2), "$0.000001");
-        assert_ne!(usd(0.0283), usd(0.03));
-    }
 }

@@ -1,5 +1,8 @@
 //! `events.jsonl` in the run directory: one JSON object per event, with the time and the
 //! run id, scrubbed of secrets, written as it happens so a crash keeps what came before.
+//!
+//! A resumed run appends to its log, after a `run:resumed` line, so the log keeps the whole
+//! history of the run across its attempts (issue 17); a new run starts a new log.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -24,15 +27,42 @@ pub struct EventLog {
 impl EventLog {
     /// Creates (or replaces) `path`.
     pub fn create(path: &Path, run_id: &str, depth: u32, redactor: Redactor) -> std::io::Result<Self> {
-        let file = fs_err::File::create(path)?;
-        Ok(EventLog {
+        Self::open(path, run_id, depth, redactor, None)
+    }
+
+    /// The log of a run: `resumed: None` creates (or replaces) `path` for a new run;
+    /// `Some(fields)` appends to it, first a `run:resumed` line with those fields (flushed:
+    /// the line says a new attempt began, whatever comes next).
+    pub fn open(
+        path: &Path,
+        run_id: &str,
+        depth: u32,
+        redactor: Redactor,
+        resumed: Option<serde_json::Value>,
+    ) -> std::io::Result<Self> {
+        let file = match resumed {
+            Some(_) => fs_err::OpenOptions::new().create(true).append(true).open(path)?,
+            None => fs_err::File::create(path)?,
+        };
+        let mut log = EventLog {
             path: path.to_path_buf(),
             out: Some(BufWriter::new(file.into_parts().0)),
             run_id: run_id.to_string(),
             depth,
             redactor,
             error: None,
-        })
+        };
+        if let Some(fields) = resumed {
+            let mut line = serde_json::json!({ "event": "run:resumed" });
+            if let (Some(target), Some(source)) = (line.as_object_mut(), fields.as_object()) {
+                target.extend(source.clone());
+            }
+            let line = log.envelope(&line.to_string());
+            if let Some(out) = log.out.as_mut() {
+                writeln!(out, "{line}").and_then(|()| out.flush())?;
+            }
+        }
+        Ok(log)
     }
 
     /// Flushes; returns the write error, if one happened, as a warning for the report.
@@ -149,6 +179,43 @@ mod tests {
         assert_eq!(lines[0]["unit"], "u-1");
         assert!(lines[0]["ts"].as_str().unwrap().ends_with('Z'));
         assert!(!text.contains("sk-secret-key"));
+    }
+
+    #[test]
+    fn a_resumed_run_appends_after_a_run_resumed_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let mut first = EventLog::create(&path, "batch-3", 0, Redactor::new([])).unwrap();
+        first.report(&Event::Started {
+            unit: UnitId::named("u-1"),
+            attempt: 1,
+        });
+        assert!(first.finish().is_none());
+        drop(first);
+        let fields = serde_json::json!({"attempt": 2, "earlier_cost_usd": 0.5});
+        let mut again = EventLog::open(&path, "batch-3", 0, Redactor::new([]), Some(fields)).unwrap();
+        again.report(&Event::Started {
+            unit: UnitId::named("u-2"),
+            attempt: 1,
+        });
+        assert!(again.complete(&serde_json::json!({"status": "SUCCESS"})).is_none());
+        let text = std::fs::read_to_string(&path).unwrap();
+        let events: Vec<String> = text
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["event"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(
+            events,
+            ["task:started", "run:resumed", "task:started", "batch:completed"]
+        );
+        let resumed: serde_json::Value = serde_json::from_str(text.lines().nth(1).unwrap()).unwrap();
+        assert_eq!(resumed["attempt"], 2);
+        assert_eq!(resumed["run_id"], "batch-3");
     }
 
     #[test]

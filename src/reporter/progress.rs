@@ -75,7 +75,7 @@ impl ProgressReporter {
         let cost = if self.free {
             String::new()
         } else {
-            format!(" · ${:.4}", self.cost)
+            format!(" · {}", crate::money::usd(self.cost))
         };
         self.printer.update_bar(
             self.done as u64,

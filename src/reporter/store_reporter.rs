@@ -2,31 +2,58 @@
 //! SQLite task store (`.aiwg/rlm/store.sqlite3`), so `rlm status`, `rlm list` and
 //! `rlm resume` can answer from it, and a run killed with `kill -9` can be taken up again.
 //!
-//! Transitions are buffered and written in one transaction every [`FLUSH_EVERY`] events or
-//! [`FLUSH_AFTER`], with a heartbeat, so a fully cached rerun of thousands of files costs a
-//! few commits, not thousands. A store that cannot be written is a warning, never a lost
-//! run: the answers are in the cache and the run directory either way.
+//! What `rlm status` shows must be true when it is read (issue 17):
+//! - A unit's start and end are committed at once. They used to wait in a buffer flushed by
+//!   the *next* event after half a second, so a completion showed only when the next call
+//!   ended, and not at all while a slow call was in flight. Cancellations (by the thousand
+//!   when a run stops) and heartbeats are still batched: [`FLUSH_EVERY`] moves or
+//!   [`FLUSH_AFTER`], whichever comes first.
+//! - No more units are `running` than the run is wide. A call's slot is freed before the
+//!   dispatcher hears that its unit ended, so the next unit's start can arrive first; such
+//!   a start is held back until a unit ends (it is milliseconds).
+//! - A unit stopped by Ctrl-C, a budget or a deadline is `cancelled`, never left `queued`
+//!   or `running`: when the run ends, whatever did not finish is cancelled with the reason,
+//!   and `rlm resume` queues it again.
+//!
+//! - The heartbeat goes on while no event comes (one long call): a thread of its own beats
+//!   every [`HEARTBEAT_EVERY`], so the run never reads as stalled while it waits, and a
+//!   killed attempt's running time (what `--deadline` counts on resume) is known to within
+//!   a few seconds.
+//!
+//! A store that cannot be written is a warning, never a lost run: the answers are in the
+//! cache and the run directory either way.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::Reporter;
 use crate::exec::Event;
 use crate::provider::ErrorKind;
-use crate::store::{Detail, NewRun, NewUnit, RunId, RunStatus, TaskStore, UnitKind as StoreKind, UnitState};
+use crate::store::{Detail, Limits, NewRun, NewUnit, RunId, RunStatus, TaskStore, UnitKind as StoreKind, UnitState};
 use crate::unit::{UnitId, UnitKind, WorkUnit};
 
 /// Most buffered transitions before a write.
 const FLUSH_EVERY: usize = 256;
 /// Longest time a transition waits in the buffer.
 const FLUSH_AFTER: Duration = Duration::from_millis(500);
+/// How often the heartbeat thread beats (well inside `HEARTBEAT_STALE_AFTER`).
+const HEARTBEAT_EVERY: Duration = Duration::from_secs(5);
 
 /// Which run to record into.
 pub enum StoreTarget {
     /// A new run with this id and description.
     New(Box<NewRun>),
-    /// A resumed run, already claimed (its queued units are the ones to dispatch).
-    Resumed(RunId),
+    /// A run `rlm resume` takes up: claimed now, as its next attempt (see
+    /// [`crate::store::TaskStore::claim_run`]); its queued units are the ones to dispatch.
+    Resumed {
+        run: RunId,
+        /// `--failed`: failed and timed-out units are queued again too.
+        retry_failed: bool,
+        /// The limits given to this resume, recorded with the attempt.
+        limits: Limits,
+    },
 }
 
 /// Records a run in the task store.
@@ -36,6 +63,14 @@ pub struct StoreReporter {
     states: HashMap<UnitId, UnitState>,
     pending: Vec<(String, UnitState, Detail)>,
     last_flush: Instant,
+    /// Most units running at once (the run's width, from `run:started`).
+    width: Option<usize>,
+    /// Units recorded `running` now.
+    running: usize,
+    /// Units that started while `width` were recorded running, in order of their start.
+    held_back: VecDeque<UnitId>,
+    /// Beats while the run goes on; stopped when it ends.
+    heartbeat: Option<Heartbeat>,
     /// The first write failure (later ones are not repeated).
     pub failure: Option<String>,
 }
@@ -74,7 +109,13 @@ impl StoreReporter {
                 }
                 (run, states)
             }
-            StoreTarget::Resumed(run) => {
+            StoreTarget::Resumed {
+                run,
+                retry_failed,
+                limits,
+            } => {
+                let claim = store.claim_run(&run, retry_failed, limits).map_err(|e| e.to_string())?;
+                tracing::debug!(run = %run, ?claim, "run claimed");
                 // One query for the run's states; a unit the store does not know is queued.
                 let known: HashMap<String, UnitState> = store
                     .unit_states(&run)
@@ -91,12 +132,17 @@ impl StoreReporter {
                 (run, states)
             }
         };
+        let heartbeat = Heartbeat::start(store.rlm_dir.clone(), run.clone());
         Ok(StoreReporter {
+            heartbeat,
             store,
             run,
             states,
             pending: Vec::new(),
             last_flush: Instant::now(),
+            width: None,
+            running: 0,
+            held_back: VecDeque::new(),
             failure: None,
         })
     }
@@ -106,26 +152,57 @@ impl StoreReporter {
         &self.run
     }
 
-    /// Moves `unit` to `to` through the legal path (a unit served from the cache goes
-    /// `queued → running → completed`).
+    /// Moves `unit` to `to` through the legal path (a unit that ends without having been
+    /// recorded running goes `queued → running → to`); a unit's start and end are written
+    /// at once.
     fn move_to(&mut self, unit: &UnitId, to: UnitState, detail: Detail) {
         let Some(&from) = self.states.get(unit) else {
             return; // an aggregation call: not a unit of the store
         };
-        if from == to {
+        if from == to || (from.is_finished() && to != UnitState::Queued) {
             return;
         }
         if from == UnitState::Queued && to != UnitState::Running && to != UnitState::Cancelled {
             self.pending
                 .push((unit.to_string(), UnitState::Running, Detail::default()));
         }
-        if from.is_finished() && to != UnitState::Queued {
-            return;
-        }
         self.pending.push((unit.to_string(), to, detail));
         self.states.insert(unit.clone(), to);
-        if self.pending.len() >= FLUSH_EVERY || self.last_flush.elapsed() >= FLUSH_AFTER {
+        if from == UnitState::Running {
+            self.running = self.running.saturating_sub(1);
+        }
+        if to == UnitState::Running {
+            self.running += 1;
+        }
+        let at_once = matches!(
+            to,
+            UnitState::Running | UnitState::Completed | UnitState::Failed | UnitState::TimedOut
+        );
+        if at_once || self.pending.len() >= FLUSH_EVERY || self.last_flush.elapsed() >= FLUSH_AFTER {
             self.flush();
+        }
+    }
+
+    /// A unit's first attempt started: recorded `running`, or held back while the store
+    /// already shows `width` units running.
+    fn started(&mut self, unit: &UnitId) {
+        if self.states.get(unit) != Some(&UnitState::Queued) {
+            return;
+        }
+        if self.width.is_some_and(|width| self.running >= width) {
+            self.held_back.push_back(unit.clone());
+            return;
+        }
+        self.move_to(unit, UnitState::Running, Detail::default());
+    }
+
+    /// `unit` ended in state `to`; a unit held back takes its place among the running.
+    fn ended(&mut self, unit: &UnitId, to: UnitState, detail: Detail) {
+        self.held_back.retain(|held| held != unit);
+        self.move_to(unit, to, detail);
+        while self.width.is_some_and(|width| self.running < width) {
+            let Some(next) = self.held_back.pop_front() else { break };
+            self.move_to(&next, UnitState::Running, Detail::default());
         }
     }
 
@@ -148,8 +225,33 @@ impl StoreReporter {
         }
     }
 
-    /// The end of the run: everything flushed, the run's status recorded.
+    /// The end of the run: whatever did not finish is cancelled (with why), everything is
+    /// flushed, and the run's status recorded.
     pub fn finish(&mut self, status: RunStatus) {
+        if status != RunStatus::Running {
+            let reason = match status {
+                RunStatus::Interrupted => "not finished: the run was interrupted (rlm resume goes on)",
+                RunStatus::BudgetExceeded => {
+                    "not run: --max-cost was reached (rlm resume --max-cost with a higher budget goes on)"
+                }
+                RunStatus::DeadlineExceeded => {
+                    "not run: the --deadline passed (rlm resume --deadline with more time goes on)"
+                }
+                _ => "not run: the run stopped dispatching (rlm resume goes on)",
+            };
+            let mut open: Vec<UnitId> = self
+                .states
+                .iter()
+                .filter(|(_, state)| !state.is_finished())
+                .map(|(unit, _)| unit.clone())
+                .collect();
+            open.sort();
+            self.held_back.clear();
+            for unit in open {
+                self.move_to(&unit, UnitState::Cancelled, Detail::reason(reason));
+            }
+        }
+        self.heartbeat = None;
         self.flush();
         if let Err(e) = self.store.record_run_end(&self.run, status) {
             self.failure.get_or_insert(e.to_string());
@@ -157,10 +259,50 @@ impl StoreReporter {
     }
 }
 
+/// A thread that refreshes a run's heartbeat on its own connection until dropped.
+struct Heartbeat {
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Heartbeat {
+    fn start(rlm_dir: PathBuf, run: RunId) -> Option<Heartbeat> {
+        let (stop, stopped) = mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("rlm-heartbeat".into())
+            .spawn(move || {
+                let Ok(mut store) = TaskStore::open(&rlm_dir) else {
+                    return;
+                };
+                while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(HEARTBEAT_EVERY) {
+                    if let Err(e) = store.heartbeat(&run) {
+                        tracing::debug!("heartbeat: {e}");
+                    }
+                }
+            })
+            .ok()?;
+        Some(Heartbeat {
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Heartbeat {
+    fn drop(&mut self) {
+        // Closing the channel wakes the thread at once.
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
 impl Reporter for StoreReporter {
     fn report(&mut self, event: &Event) {
         match event {
-            Event::Started { unit, attempt: 1 } => self.move_to(unit, UnitState::Running, Detail::default()),
+            Event::RunStarted { width, .. } => self.width = Some((*width).max(1)),
+            Event::Started { unit, attempt: 1 } => self.started(unit),
             Event::Completed {
                 unit,
                 kind: UnitKind::Map,
@@ -170,7 +312,7 @@ impl Reporter for StoreReporter {
                 cost_usd,
                 result_file,
                 ..
-            } => self.move_to(
+            } => self.ended(
                 unit,
                 UnitState::Completed,
                 Detail {
@@ -199,7 +341,7 @@ impl Reporter for StoreReporter {
                 } else {
                     UnitState::Failed
                 };
-                self.move_to(
+                self.ended(
                     unit,
                     to,
                     Detail {
@@ -213,29 +355,152 @@ impl Reporter for StoreReporter {
                     },
                 )
             }
-            // A unit stopped in flight goes back to the queue: resume dispatches it again.
+            // A unit stopped in flight or before it started: `rlm resume` queues it again.
             Event::Cancelled {
                 unit,
                 kind: UnitKind::Map,
                 reason,
                 ..
-            } => {
-                if self.states.get(unit) == Some(&UnitState::Running) {
-                    self.move_to(
-                        unit,
-                        UnitState::Queued,
-                        Detail {
-                            reason: Some(reason.clone()),
-                            ..Detail::default()
-                        },
-                    );
-                }
-            }
+            } => self.ended(unit, UnitState::Cancelled, Detail::reason(reason.clone())),
             _ => {
                 if self.last_flush.elapsed() >= FLUSH_AFTER {
                     self.flush();
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::CacheKey;
+    use crate::store::NewRun;
+
+    fn unit(n: usize) -> WorkUnit {
+        WorkUnit {
+            id: UnitId::named(format!("u{n}")),
+            label: format!("src/f{n}.ts"),
+            inputs: Vec::new(),
+            result_name: format!("src-f{n}.ts.result.md"),
+            cache_key: CacheKey(format!("{n:064}")),
+            estimated_input_tokens: 1,
+            prompt_bytes: 4,
+            blocked: None,
+            body: crate::unit::UnitBody::Plain,
+        }
+    }
+
+    fn reporter(dir: &std::path::Path, n: usize) -> (StoreReporter, Vec<WorkUnit>) {
+        let store = TaskStore::open(dir).unwrap();
+        let units: Vec<WorkUnit> = (0..n).map(unit).collect();
+        let new_run = NewRun {
+            id: None,
+            kind: "batch".into(),
+            command: vec!["rlm".into()],
+            cwd: dir.to_path_buf(),
+            output_dir: None,
+            parent: None,
+            depth: 0,
+            settings: serde_json::Value::Null,
+            started: None,
+        };
+        let r = StoreReporter::start(store, StoreTarget::New(Box::new(new_run)), &units, &[], 0).unwrap();
+        (r, units)
+    }
+
+    fn run_started(width: usize) -> Event {
+        Event::RunStarted {
+            units: 0,
+            cached: 0,
+            to_call: 0,
+            width,
+            model: "m".into(),
+            provider: "p".into(),
+        }
+    }
+
+    fn completed(u: &WorkUnit) -> Event {
+        Event::Completed {
+            unit: u.id.clone(),
+            label: u.label.clone(),
+            kind: UnitKind::Map,
+            attempts: 1,
+            duration_ms: 5,
+            usage: Default::default(),
+            saved: Default::default(),
+            cost_usd: 0.01,
+            cached: false,
+            truncated: false,
+            result_file: Some(u.result_name.clone()),
+        }
+    }
+
+    fn started(u: &WorkUnit) -> Event {
+        Event::Started {
+            unit: u.id.clone(),
+            attempt: 1,
+        }
+    }
+
+    /// What another process reading the store sees now.
+    fn counts(dir: &std::path::Path, r: &StoreReporter) -> crate::store::UnitCounts {
+        TaskStore::open(dir).unwrap().run(r.run_id()).unwrap().units
+    }
+
+    #[test]
+    fn a_completion_is_in_the_store_as_soon_as_it_is_heard() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut r, units) = reporter(dir.path(), 3);
+        r.report(&run_started(1));
+        r.report(&started(&units[0]));
+        assert_eq!(counts(dir.path(), &r).running, 1);
+        r.report(&completed(&units[0]));
+        let now = counts(dir.path(), &r);
+        assert_eq!((now.completed, now.running), (1, 0), "{now:?}");
+    }
+
+    #[test]
+    fn never_more_units_running_than_the_width() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut r, units) = reporter(dir.path(), 4);
+        r.report(&run_started(2));
+        r.report(&started(&units[0]));
+        r.report(&started(&units[1]));
+        // u0's slot was freed before its end was heard: u2 starts "early".
+        r.report(&started(&units[2]));
+        assert_eq!(counts(dir.path(), &r).running, 2);
+        r.report(&completed(&units[0]));
+        let now = counts(dir.path(), &r);
+        assert_eq!((now.running, now.completed), (2, 1), "u2 took u0's place: {now:?}");
+        // A held-back unit that ends before its turn goes straight to its end.
+        r.report(&started(&units[3]));
+        r.report(&completed(&units[3]));
+        let now = counts(dir.path(), &r);
+        assert_eq!((now.running, now.completed), (2, 2), "{now:?}");
+    }
+
+    #[test]
+    fn what_did_not_finish_is_cancelled_when_the_run_stops() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut r, units) = reporter(dir.path(), 3);
+        r.report(&run_started(2));
+        r.report(&started(&units[0]));
+        r.report(&completed(&units[0]));
+        r.report(&started(&units[1]));
+        r.report(&Event::Cancelled {
+            unit: units[1].id.clone(),
+            label: units[1].label.clone(),
+            kind: UnitKind::Map,
+            reason: "cancelled while its call was in flight".into(),
+        });
+        r.finish(RunStatus::Interrupted);
+        assert!(r.failure.is_none(), "{:?}", r.failure);
+        let now = counts(dir.path(), &r);
+        assert_eq!(
+            (now.completed, now.cancelled, now.queued, now.running),
+            (1, 2, 0, 0),
+            "{now:?}"
+        );
     }
 }

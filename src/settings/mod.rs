@@ -55,13 +55,47 @@ pub struct BatchSettings {
     pub output: OutputSettings,
 }
 
-/// A run `rlm resume` takes up: its id and directory, and the units not to dispatch again
-/// (failed ones, unless `--failed`).
+/// A run `rlm resume` takes up: its id and directory, the units not to dispatch again
+/// (failed ones, unless `--failed`), and what its earlier attempts spent.
 #[derive(Debug, Clone)]
 pub struct ResumeTarget {
     pub run_id: String,
     pub output_dir: PathBuf,
     pub skip: std::collections::HashSet<String>,
+    /// The run directory's lock, taken before the run was claimed; the resumed run holds it
+    /// (`RunDir::reopen`) until it ends.
+    pub lock: std::sync::Arc<crate::run_dir::RunLock>,
+    /// This attempt's number: 2 for the first resume.
+    pub attempt: u32,
+    /// Dollars the earlier attempts spent: `--max-cost` counts the whole run, so the budget
+    /// check adds them to this attempt's spend.
+    pub spent_usd: f64,
+    /// How long the earlier attempts ran: `--deadline` counts the whole run, so this attempt
+    /// gets the deadline less this.
+    pub elapsed: Duration,
+    /// `--failed`: the failed and timed-out units are queued again too.
+    pub retry_failed: bool,
+    /// The `--max-cost` and `--deadline` given to this resume (recorded with the attempt:
+    /// later resumes keep them).
+    pub limits: crate::store::Limits,
+}
+
+impl ResumeTarget {
+    /// What is left of `deadline` for this attempt (zero when the earlier ones used it up).
+    pub fn remaining(&self, deadline: Duration) -> Duration {
+        deadline.saturating_sub(self.elapsed)
+    }
+
+    /// The fields of the `run:resumed` line of `events.jsonl`.
+    pub fn event_fields(&self) -> serde_json::Value {
+        serde_json::json!({
+            "attempt": self.attempt,
+            "earlier_cost_usd": self.spent_usd,
+            "earlier_elapsed_ms": u64::try_from(self.elapsed.as_millis()).unwrap_or(u64::MAX),
+            "retry_failed": self.retry_failed,
+            "skipped_failed": self.skip.len(),
+        })
+    }
 }
 
 /// Which files.

@@ -21,7 +21,7 @@ mod task_store;
 mod timestamp;
 mod write_batch;
 
-pub use claim::Claim;
+pub use claim::{Claim, Limits, Spent};
 pub use error::StoreError;
 pub use lifecycle::{RunStatus, UnitKind, UnitState};
 pub use liveness::{Liveness, HEARTBEAT_STALE_AFTER};

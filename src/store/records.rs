@@ -52,6 +52,9 @@ pub struct NewRun {
     pub depth: u32,
     /// The resolved settings, without secrets (the caller guarantees it).
     pub settings: serde_json::Value,
+    /// When the run began (its planning included): the running time a `--deadline` counts
+    /// starts here. `None`: when it is recorded.
+    pub started: Option<super::timestamp::Timestamp>,
 }
 
 /// A unit of work to add to a run; it starts `queued`.

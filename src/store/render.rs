@@ -10,6 +10,7 @@ use super::lifecycle::UnitState;
 use super::liveness::Liveness;
 use super::summary::{Failure, RunSummary, RunTree};
 use super::timestamp::Timestamp;
+use crate::money::usd as dollars;
 
 /// Longest command shown in `rlm list` before it is cut (the JSON has it whole).
 const LIST_COMMAND_WIDTH: usize = 60;
@@ -91,6 +92,18 @@ pub fn status_text(run: &RunSummary, failures: &[Failure], now: Timestamp) -> St
         thousands(run.tokens_in),
         thousands(run.tokens_out)
     );
+    if run.attempts > 1 {
+        let resumes = match run.attempts - 1 {
+            1 => "1 resume".to_string(),
+            n => format!("{n} resumes"),
+        };
+        let _ = writeln!(
+            out,
+            "attempts  {} (the start and {resumes}) · ran {} in all",
+            run.attempts,
+            duration(Duration::from_millis(run.elapsed_ms))
+        );
+    }
     if let Some(eta) = run.eta(now) {
         let _ = writeln!(out, "eta       about {}", duration(eta));
     }
@@ -225,15 +238,6 @@ fn unit_counts(run: &RunSummary) -> String {
         return "none yet".to_string();
     }
     format!("{}: {}", thousands(run.units.total()), parts.join(", "))
-}
-
-/// `$0.0421` under a dollar (cheap runs need the digits), `$12.40` above.
-fn dollars(usd: f64) -> String {
-    if usd.abs() < 1.0 {
-        format!("${usd:.4}")
-    } else {
-        format!("${usd:.2}")
-    }
 }
 
 /// `1234567` → `1,234,567`.

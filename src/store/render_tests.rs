@@ -29,6 +29,8 @@ fn run(id: &str, status: RunStatus, liveness: Option<Liveness>) -> RunSummary {
         tokens_in: 1_234_567,
         tokens_out: 89_000,
         cost_usd: 0.04216,
+        attempts: 1,
+        elapsed_ms: 600_000,
         units: UnitCounts {
             queued: 25,
             running: 10,
@@ -191,8 +193,6 @@ fn small_formats() {
     assert_eq!(thousands(999), "999");
     assert_eq!(thousands(1000), "1,000");
     assert_eq!(thousands(1_234_567), "1,234,567");
-    assert_eq!(dollars(12.4), "$12.40");
-    assert_eq!(dollars(0.0), "$0.0000");
     assert_eq!(duration(Duration::from_secs(35)), "35s");
     assert_eq!(duration(Duration::from_secs(250)), "4m 10s");
     assert_eq!(duration(Duration::from_secs(7500)), "2h 05m");

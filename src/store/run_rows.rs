@@ -70,6 +70,8 @@ impl TaskStore {
             tokens_in: c.tokens_in,
             tokens_out: c.tokens_out,
             cost_usd: c.cost_usd,
+            attempts: 0,
+            elapsed_ms: 0,
             units: UnitCounts::default(),
             owner,
             mean_completed_ms: None,
@@ -104,6 +106,11 @@ impl TaskStore {
             .map_err(|e| self.sqlite_error(e))?;
         summary.mean_completed_ms = mean.map(|m| m.round() as u64);
         summary.completed_since_start = since_start;
+        (summary.attempts, summary.elapsed_ms) = self
+            .conn
+            .prepare_cached("SELECT COUNT(*), COALESCE(SUM(elapsed_ms), 0) FROM attempts WHERE run_id = ?1")
+            .and_then(|mut stmt| stmt.query_row([id], |row| Ok((row.get(0)?, row.get(1)?))))
+            .map_err(|e| self.sqlite_error(e))?;
         Ok(summary)
     }
 }

@@ -12,7 +12,7 @@ use rusqlite::{Connection, TransactionBehavior};
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Each entry migrates from its index to the next version.
-const MIGRATIONS: [&str; 1] = [
+const MIGRATIONS: [&str; 2] = [
     // Version 1: runs, their units, and the append-only history of unit transitions.
     "
     CREATE TABLE runs (
@@ -72,6 +72,37 @@ const MIGRATIONS: [&str; 1] = [
         detail          TEXT
     );
     CREATE INDEX transitions_by_unit ON transitions (run_id, unit_id);
+    ",
+    // Version 2 (issue 17): each attempt of a run (its start, then every resume) with its
+    // spend and running time, so `--max-cost` and `--deadline` count the whole run; and the
+    // run ids handed out, so two processes never get one id.
+    "
+    CREATE TABLE attempts (
+        run_id          TEXT NOT NULL,
+        attempt         INTEGER NOT NULL,       -- 1 for the start, then one more per resume
+        pid             INTEGER,
+        started_at      TEXT NOT NULL,
+        heartbeat_at    TEXT NOT NULL,
+        finished_at     TEXT,                   -- NULL while running, and after a crash
+        status          TEXT,                   -- how it ended (RunStatus::name)
+        cost_usd        REAL NOT NULL DEFAULT 0,
+        elapsed_ms      INTEGER NOT NULL DEFAULT 0, -- to its end, or to its last heartbeat
+        max_cost_usd    REAL,                   -- a new --max-cost given to rlm resume
+        deadline_ms     INTEGER,                -- a new --deadline given to rlm resume
+        PRIMARY KEY (run_id, attempt)
+    );
+    INSERT INTO attempts (run_id, attempt, pid, started_at, heartbeat_at, finished_at, status, cost_usd, elapsed_ms)
+        SELECT id, 1, owner_pid, COALESCE(started_at, created_at), COALESCE(heartbeat_at, started_at, created_at),
+               finished_at, CASE WHEN status = 'RUNNING' THEN NULL ELSE status END, cost_usd,
+               MAX(0, CAST(ROUND((julianday(COALESCE(finished_at, heartbeat_at, started_at, created_at))
+                                 - julianday(COALESCE(started_at, created_at))) * 86400000) AS INTEGER))
+        FROM runs;
+
+    CREATE TABLE run_ids (
+        id              TEXT PRIMARY KEY,
+        reserved_at     TEXT NOT NULL
+    );
+    INSERT INTO run_ids (id, reserved_at) SELECT id, created_at FROM runs;
     ",
 ];
 

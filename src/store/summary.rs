@@ -90,6 +90,10 @@ pub struct RunSummary {
     pub tokens_in: u64,
     pub tokens_out: u64,
     pub cost_usd: f64,
+    /// Its attempts: 1 for the start, one more per resume.
+    pub attempts: u32,
+    /// Running time over all attempts (a crashed one counts to its last heartbeat).
+    pub elapsed_ms: u64,
     pub units: UnitCounts,
     /// Set while the status is `RUNNING`.
     pub owner: Option<Owner>,
@@ -198,6 +202,8 @@ mod tests {
             tokens_in: 0,
             tokens_out: 0,
             cost_usd: 0.0,
+            attempts: 1,
+            elapsed_ms: 0,
             units: UnitCounts {
                 queued: 30,
                 running: 10,

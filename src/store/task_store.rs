@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
-use super::claim::Claim;
+use super::claim::{Claim, Limits};
 use super::error::StoreError;
 use super::lifecycle::{RunStatus, UnitState};
 use super::records::{Detail, NewRun, NewUnit, RunId};
@@ -115,6 +115,18 @@ impl TaskStore {
         Ok(WriteBatch::new(tx, &self.path, &self.rlm_dir))
     }
 
+    /// Hands `id` to the caller if no run has it and no other caller was handed it: `true`
+    /// when it is now the caller's, to give as [`NewRun::id`]. One insert, so two rlm
+    /// processes starting runs in the same second can never both get one id (issue 17).
+    pub fn reserve_run_id(&self, id: &str) -> Result<bool, StoreError> {
+        let reserved = self
+            .conn
+            .prepare_cached("INSERT OR IGNORE INTO run_ids (id, reserved_at) VALUES (?1, ?2)")
+            .and_then(|mut stmt| stmt.execute(rusqlite::params![id, super::timestamp::Timestamp::now().to_rfc3339()]))
+            .map_err(|e| self.sqlite_error(e))?;
+        Ok(reserved == 1)
+    }
+
     /// Records a new `RUNNING` run owned by this process; returns its id.
     pub fn create_run(&mut self, run: &NewRun) -> Result<RunId, StoreError> {
         let mut batch = self.begin()?;
@@ -168,12 +180,14 @@ impl TaskStore {
         batch.commit()
     }
 
-    /// Takes over `run` for a resume: refuses while another live rlm owns it; requeues the
-    /// units a crash left running, and with `retry_unsuccessful` also the failed, timed-out
-    /// and cancelled ones.
-    pub fn claim_run(&mut self, run: &RunId, retry_unsuccessful: bool) -> Result<Claim, StoreError> {
+    /// Takes over `run` for a resume, as its next attempt: refuses while another live rlm
+    /// owns it; requeues the units a crash left running and those cancelled when the run
+    /// stopped, and with `retry_unsuccessful` also the failed and timed-out ones. `limits`
+    /// are the ones given to this resume; the claim says what the earlier attempts spent,
+    /// how long they ran, and the limits earlier resumes gave.
+    pub fn claim_run(&mut self, run: &RunId, retry_unsuccessful: bool, limits: Limits) -> Result<Claim, StoreError> {
         let mut batch = self.begin()?;
-        let claim = batch.claim_run(run, retry_unsuccessful)?;
+        let claim = batch.claim_run(run, retry_unsuccessful, limits)?;
         batch.commit()?;
         Ok(claim)
     }

@@ -53,9 +53,21 @@ impl<'a> WriteBatch<'a> {
             )
             .map_err(|e| StoreError::sqlite(self.path, e))?;
         // Two runs started in the same second get `-2`, `-3`…; the immediate transaction
-        // makes the check and the insert one step for concurrent rlm processes.
+        // makes the check and the insert one step for concurrent rlm processes. An id given
+        // by the caller was reserved by it ([`super::TaskStore::reserve_run_id`]); one the
+        // store picks must not be reserved by anybody.
+        let mut reserve = self
+            .tx
+            .prepare_cached("INSERT OR IGNORE INTO run_ids (id, reserved_at) VALUES (?1, ?2)")
+            .map_err(|e| StoreError::sqlite(self.path, e))?;
         for n in 1..1000 {
             let id = if n == 1 { base.clone() } else { format!("{base}-{n}") };
+            let reserved = reserve
+                .execute(params![id, now.to_rfc3339()])
+                .map_err(|e| StoreError::sqlite(self.path, e))?;
+            if reserved == 0 && run.id.is_none() {
+                continue;
+            }
             let output_dir = run.output_dir.clone().unwrap_or_else(|| self.rlm_dir.join(&id));
             let inserted = stmt.execute(params![
                 id,
@@ -71,7 +83,11 @@ impl<'a> WriteBatch<'a> {
                 liveness::current_identity(),
             ]);
             match inserted {
-                Ok(_) => return Ok(RunId(id)),
+                Ok(_) => {
+                    let id = RunId(id);
+                    self.start_attempt(&id, 1, run.started.map_or(now, |at| at.min(now)))?;
+                    return Ok(id);
+                }
                 Err(e) if is_constraint(&e) && run.id.is_none() => continue,
                 Err(e) if is_constraint(&e) => return Err(StoreError::RunExists(id)),
                 Err(e) => return Err(StoreError::sqlite(self.path, e)),
@@ -240,6 +256,13 @@ impl<'a> WriteBatch<'a> {
                     detail.cost_usd
                 ])
                 .map_err(sqlite)?;
+            self.tx
+                .prepare_cached(&format!(
+                    "UPDATE attempts SET cost_usd = cost_usd + ?2 WHERE {CURRENT_ATTEMPT}"
+                ))
+                .map_err(sqlite)?
+                .execute(params![run.as_str(), detail.cost_usd])
+                .map_err(sqlite)?;
         }
         self.tx
             .prepare_cached(
@@ -260,34 +283,66 @@ impl<'a> WriteBatch<'a> {
         Ok(())
     }
 
-    /// Records how the run ended (`RUNNING` leaves it unfinished).
+    /// Records how the run ended (`RUNNING` leaves it unfinished), and how this attempt did.
     pub fn record_run_end(&mut self, run: &RunId, status: RunStatus) -> Result<(), StoreError> {
         let now = Timestamp::now().to_rfc3339();
+        let finished = (status != RunStatus::Running).then_some(&now);
         let changed = self
             .tx
             .execute(
                 "UPDATE runs SET status = ?2, finished_at = ?3, heartbeat_at = ?4 WHERE id = ?1",
+                params![run.as_str(), status.name(), finished, now],
+            )
+            .map_err(|e| self.sqlite(e))?;
+        self.require_changed(changed, run)?;
+        self.tx
+            .execute(
+                &format!(
+                    "UPDATE attempts SET heartbeat_at = ?2, elapsed_ms = {ELAPSED_MS}, finished_at = ?3,
+                         status = ?4 WHERE {CURRENT_ATTEMPT}"
+                ),
                 params![
                     run.as_str(),
-                    status.name(),
-                    (status != RunStatus::Running).then_some(&now),
-                    now
+                    now,
+                    finished,
+                    (status != RunStatus::Running).then_some(status.name())
                 ],
             )
             .map_err(|e| self.sqlite(e))?;
-        self.require_changed(changed, run)
+        Ok(())
     }
 
-    /// Refreshes the run's heartbeat.
+    /// Refreshes the run's heartbeat, and the running time of this attempt.
     pub fn heartbeat(&mut self, run: &RunId) -> Result<(), StoreError> {
+        let now = Timestamp::now().to_rfc3339();
         let changed = self
             .tx
             .execute(
                 "UPDATE runs SET heartbeat_at = ?2 WHERE id = ?1",
-                params![run.as_str(), Timestamp::now().to_rfc3339()],
+                params![run.as_str(), now],
             )
             .map_err(|e| self.sqlite(e))?;
-        self.require_changed(changed, run)
+        self.require_changed(changed, run)?;
+        self.tx
+            .prepare_cached(&format!(
+                "UPDATE attempts SET heartbeat_at = ?2, elapsed_ms = {ELAPSED_MS} WHERE {CURRENT_ATTEMPT}"
+            ))
+            .map_err(|e| self.sqlite(e))?
+            .execute(params![run.as_str(), now])
+            .map_err(|e| self.sqlite(e))?;
+        Ok(())
+    }
+
+    /// Records attempt `attempt` of `run` (1 at its start, then one per resume), begun `at`.
+    pub(super) fn start_attempt(&self, run: &RunId, attempt: u32, at: Timestamp) -> Result<(), StoreError> {
+        let at = at.to_rfc3339();
+        self.tx
+            .execute(
+                "INSERT INTO attempts (run_id, attempt, pid, started_at, heartbeat_at) VALUES (?1, ?2, ?3, ?4, ?4)",
+                params![run.as_str(), attempt, std::process::id(), at],
+            )
+            .map_err(|e| self.sqlite(e))?;
+        Ok(())
     }
 
     pub(super) fn unit_ids(&self, run: &RunId, states: &[UnitState]) -> Result<Vec<String>, StoreError> {
@@ -323,6 +378,12 @@ impl<'a> WriteBatch<'a> {
         Ok(())
     }
 }
+
+/// The `WHERE` clause of the latest attempt of run `?1`: the one under way.
+const CURRENT_ATTEMPT: &str = "run_id = ?1 AND attempt = (SELECT MAX(attempt) FROM attempts WHERE run_id = ?1)";
+
+/// An attempt's running time up to `?2` (an RFC 3339 time), in whole milliseconds.
+const ELAPSED_MS: &str = "MAX(0, CAST(ROUND((julianday(?2) - julianday(started_at)) * 86400000) AS INTEGER))";
 
 /// A UNIQUE or PRIMARY KEY violation (a duplicate id).
 fn is_constraint(e: &rusqlite::Error) -> bool {

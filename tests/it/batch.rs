@@ -101,6 +101,7 @@ fn concat_aggregate_is_the_seed_format() {
     assert_eq!(
         file_names(&dir),
         [
+            ".rlm-lock",
             ".rlm-run",
             "aggregate.md",
             "events.jsonl",

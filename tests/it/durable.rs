@@ -215,12 +215,10 @@ fn two_runs_at_once_share_the_cache_and_the_store() {
     list.assert_exit(0);
     assert!(!list.stderr.contains("warning"), "{}", list.stderr);
     let runs: Value = serde_json::from_str(&p.rlm(&["list", "--json"]).run().stdout).unwrap();
-    let text = runs.to_string();
-    assert_eq!(
-        text.matches("\"success\"").count() + text.matches("\"SUCCESS\"").count(),
-        2,
-        "{runs}"
-    );
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 2, "both runs are recorded, each under its own id: {runs:?}");
+    assert_ne!(runs[0]["id"], runs[1]["id"]);
+    assert!(runs.iter().all(|r| r["status"] == "SUCCESS"), "{runs:?}");
 }
 
 #[test]
@@ -247,7 +245,14 @@ fn a_deadline_stops_dispatching_and_resume_goes_on() {
     assert!((1..12).contains(&done), "{done}");
     assert!(p.rlm(&["status"]).run().stdout.to_lowercase().contains("deadline"));
     mock.set_latency(Duration::ZERO);
-    p.rlm(&["resume", "--yes"]).run().assert_exit(0);
+    // The deadline is the whole run's: a resume without more time has none left, and
+    // dispatches nothing.
+    let sent = mock.requests();
+    let again = p.rlm(&["resume", "--yes"]).run();
+    again.assert_exit(1);
+    assert_eq!(mock.requests(), sent, "{}", again.stderr);
+    assert!(p.rlm(&["status"]).run().stdout.contains("DEADLINE_EXCEEDED"));
+    p.rlm(&["resume", "--yes", "--deadline", "60s"]).run().assert_exit(0);
     assert_eq!(p.report()["succeeded"], 12);
     let bad = p.rlm(&batch_args(&url, &["--deadline", "soon"])).run();
     bad.assert_exit(2);
@@ -273,4 +278,213 @@ fn save_trajectory_writes_one_line_per_call_without_the_key() {
         assert!(line["tokens_in"].as_u64().unwrap() > 0);
     }
     assert!(!text.contains(TEST_KEY));
+}
+
+/// The status of the newest run, as `rlm status --json` prints it.
+fn status_json(p: &Project) -> Value {
+    let out = p.rlm(&["status", "--json"]).run();
+    out.assert_exit(0);
+    out.json()
+}
+
+/// `$0.0283` → 0.0283.
+fn dollars(text: &str) -> f64 {
+    text.trim_start_matches('$')
+        .parse()
+        .unwrap_or_else(|_| panic!("not an amount: {text}"))
+}
+
+/// Equal to three significant digits (what an amount shows at least).
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= b.abs() * 0.005
+}
+
+/// The amount in the parentheses that follow `before` in `text`: "… --max-cost ($0.03)".
+fn amount_after(text: &str, before: &str) -> String {
+    let rest = &text[text.find(before).unwrap_or_else(|| panic!("no {before:?} in {text}")) + before.len()..];
+    let rest = rest.trim_start_matches(" (").trim_start_matches('(');
+    rest.split([')', ',']).next().unwrap().to_string()
+}
+
+#[test]
+fn max_cost_counts_the_whole_run_across_resumes() {
+    let mock = MockLlm::start();
+    let p = long_answers(12);
+    let url = mock.url();
+    let plan = p.rlm(&batch_args(&url, &["--dry-run", "--json"])).run();
+    let per_unit = plan.json()["estimated_cost_usd"].as_f64().unwrap() / 12.0;
+    let budget = budget_at_estimate(&p, &url);
+    p.rlm(&batch_args(&url, &["-j", "1", "--max-cost", &budget, "--yes"]))
+        .run()
+        .assert_exit(1);
+    let first = status_json(&p);
+    let spent = first["cost_usd"].as_f64().unwrap();
+    let done = first["units"]["completed"].as_u64().unwrap();
+    let per_call = spent / done as f64;
+    assert!(done < 12, "{first}");
+    // Enough for the rest by the estimate (so the run is not refused), but the answers run
+    // long: counted over the whole run, the budget stops it again before the end. Counted
+    // per attempt (the bug), this resume would have finished every unit.
+    let rest = per_unit * (12 - done) as f64;
+    let max = format!("{:.6}", spent + rest * 1.05);
+    mock.reset_counts();
+    let out = p.rlm(&["resume", "--max-cost", &max, "--yes"]).run();
+    out.assert_exit(1);
+    assert!(
+        mock.requests() < (12 - done) as usize,
+        "the budget stopped the resume: {} calls",
+        mock.requests()
+    );
+    let after = status_json(&p);
+    assert_eq!(after["status"], "BUDGET_EXCEEDED", "{after}");
+    let total = after["cost_usd"].as_f64().unwrap();
+    let max: f64 = max.parse().unwrap();
+    // Past the budget: the call that crossed it, and the one in flight then (-j 1).
+    assert!(
+        total <= max + per_call * 2.01,
+        "at most the calls in flight past the budget: {total} > {max}"
+    );
+    let error = p.report()["error"].as_str().unwrap().to_string();
+    assert!(error.contains("before this resume"), "{error}");
+    // The next resume keeps the raised budget, and a higher one finishes the run.
+    let again = p.rlm(&["resume", "--yes"]).run();
+    again.assert_exit(2);
+    let limit = dollars(&amount_after(&again.stderr, "exceeds --max-cost"));
+    assert!(
+        close(limit, max),
+        "the raised budget ({max}) still holds: {}",
+        again.stderr
+    );
+    p.rlm(&["resume", "--max-cost", "10", "--yes"]).run().assert_exit(0);
+    assert_eq!(p.report()["succeeded"], 12);
+}
+
+#[test]
+fn money_is_shown_with_enough_digits_to_be_true() {
+    let mock = MockLlm::start();
+    let p = long_answers(12);
+    let url = mock.url();
+    // A budget of 0: the estimate is more than nothing, and says so.
+    let zero = p.rlm(&batch_args(&url, &["--max-cost", "0"])).run();
+    zero.assert_exit(2);
+    let shown = amount_after(&zero.stderr, "Estimated cost (");
+    let limit = amount_after(&zero.stderr, "safety threshold");
+    assert_ne!(shown, limit, "{}", zero.stderr);
+    assert!(dollars(&shown) > 0.0 && dollars(&limit) == 0.0, "{}", zero.stderr);
+    // A budget stop names the budget as given, and a spend that reached it.
+    let budget = budget_at_estimate(&p, &url);
+    p.rlm(&batch_args(&url, &["-j", "1", "--max-cost", &budget, "--yes"]))
+        .run()
+        .assert_exit(1);
+    let error = p.report()["error"].as_str().unwrap().to_string();
+    let spent = amount_after(&error, "the cost so far");
+    let limit = amount_after(&error, "reached --max-cost");
+    assert!(close(dollars(&limit), budget.parse().unwrap()), "{error}");
+    assert!(dollars(&spent) >= dollars(&limit) && spent != limit, "{error}");
+    let status = p.rlm(&["status"]).run().stdout;
+    assert!(!status.contains("$0.0000 "), "{status}");
+}
+
+#[test]
+fn an_interrupted_run_is_cancelled_and_resume_names_it_and_appends_to_its_log() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(300));
+    let p = Project::new().ts_files(12);
+    let url = mock.url();
+    let running = p.rlm(&batch_args(&url, &["-j", "2"])).spawn();
+    assert!(wait_until(Duration::from_secs(20), || finished(&p).len() >= 2));
+    running.signal("TERM");
+    running.wait().assert_exit(130);
+    // What did not finish is cancelled, not left queued or running.
+    let stopped = status_json(&p);
+    let units = &stopped["units"];
+    assert_eq!(
+        (units["queued"].as_u64(), units["running"].as_u64()),
+        (Some(0), Some(0)),
+        "{stopped}"
+    );
+    let done = units["completed"].as_u64().unwrap();
+    assert_eq!(units["cancelled"].as_u64().unwrap(), 12 - done, "{stopped}");
+    let id = stopped["id"].as_str().unwrap().to_string();
+    let log_before = p.read("out/events.jsonl");
+
+    mock.set_latency(Duration::ZERO);
+    let out = p.rlm(&["resume", "--yes"]).run();
+    out.assert_exit(0);
+    assert!(
+        out.stderr.contains(&format!("rlm: resuming run {id} (started ")),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains(&format!(", {} of 12 units left", 12 - done)),
+        "{}",
+        out.stderr
+    );
+    let log = p.read("out/events.jsonl");
+    assert!(log.starts_with(&log_before), "the log of the first attempt is kept");
+    let events: Vec<Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let resumed: Vec<&Value> = events.iter().filter(|e| e["event"] == "run:resumed").collect();
+    assert_eq!(resumed.len(), 1, "{log}");
+    assert_eq!(resumed[0]["attempt"], 2);
+    assert_eq!(resumed[0]["run_id"], id.as_str());
+    assert_eq!(events.last().unwrap()["event"], "batch:completed");
+    let after = status_json(&p);
+    assert_eq!(after["units"]["completed"], 12, "{after}");
+    assert_eq!(after["attempts"], 2, "{after}");
+}
+
+#[test]
+fn the_store_shows_a_completion_when_it_happens_and_never_more_running_than_the_width() {
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(4);
+    // The third file's call never answers: the run sits there with two units done.
+    mock.fault_when("f02 = 2", vec![Fault::Hang]);
+    let url = mock.url();
+    let running = p.rlm(&batch_args(&url, &["-j", "1", "--timeout", "60"])).spawn();
+    assert!(wait_until(Duration::from_secs(20), || mock.requests() >= 3));
+    let mut seen = Value::Null;
+    let shown = wait_until(Duration::from_secs(20), || {
+        seen = status_json(&p);
+        assert!(
+            seen["units"]["running"].as_u64().unwrap() <= 1,
+            "wider than -j 1: {seen}"
+        );
+        seen["units"]["completed"] == 2 && seen["units"]["running"] == 1
+    });
+    assert!(
+        shown,
+        "the two completions and the call in flight are in the store: {seen}"
+    );
+    running.signal("KILL");
+    let _ = running.wait();
+}
+
+#[test]
+fn status_tree_without_an_id_shows_the_latest_root_run() {
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(2);
+    let url = mock.url();
+    p.rlm(&batch_args(&url, &[])).run().assert_exit(0);
+    let root = p.report()["run_id"].as_str().unwrap().to_string();
+    // A run that root's command agent started (later, in the same directory).
+    p.rlm(&[
+        "batch",
+        "src/*.ts",
+        "List {file}",
+        "--base-url",
+        &url,
+        "-o",
+        "child-out",
+    ])
+    .env("RLM_PARENT_RUN", &root)
+    .env("RLM_DEPTH", "1")
+    .run()
+    .assert_exit(0);
+    let tree = p.rlm(&["status", "--tree"]).run();
+    tree.assert_exit(0);
+    let lines: Vec<&str> = tree.stdout.lines().collect();
+    assert!(lines[0].starts_with(&root), "{}", tree.stdout);
+    assert_eq!(lines.len(), 2, "{}", tree.stdout);
+    assert!(lines[1].contains("└── batch-"), "{}", tree.stdout);
 }

@@ -11,6 +11,7 @@ mod cache;
 mod ci;
 mod ci_review_script;
 mod command;
+mod concurrency;
 mod content;
 mod demo;
 mod directory;

@@ -24,6 +24,7 @@ pub(super) fn new_run(cwd: &Path) -> NewRun {
         parent: None,
         depth: 0,
         settings: serde_json::json!({"model": "haiku", "concurrency": 7}),
+        started: None,
     }
 }
 

@@ -118,9 +118,10 @@ fn status_list_failures_and_resume_queries() {
         .is_none());
     assert!(store.latest_unfinished_run(dir.path(), 1).unwrap().is_none());
 
-    // resume --failed: the three unsuccessful units go back to the queue.
-    let claim = store.claim_run(&run, true).unwrap();
-    assert_eq!((claim.recovered, claim.retried), (0, 3));
+    // resume --failed: the cancelled unit goes back to the queue (as on every resume), and
+    // the failed and timed-out ones too.
+    let claim = store.claim_run(&run, true, Limits::default()).unwrap();
+    assert_eq!((claim.recovered, claim.retried), (1, 2));
     assert_eq!(store.run(&run).unwrap().units.queued, 4);
     assert_eq!(store.run(&run).unwrap().status, RunStatus::Running);
 
@@ -172,4 +173,87 @@ fn the_recursion_tree_links_children_to_parents() {
     assert!((tree.children[0].children[0].run.cost_usd - 0.5).abs() < 1e-9);
     assert!(tree.children[1].children.is_empty());
     assert_eq!(store.children(&a).unwrap().len(), 1);
+}
+
+#[test]
+fn each_attempt_records_its_spend_time_and_limits_and_a_claim_hands_them_on() {
+    let (dir, mut store) = open();
+    let began = Timestamp::from_millis(Timestamp::now().as_millis() - 3_000);
+    let run = store
+        .create_run(&NewRun {
+            started: Some(began),
+            ..new_run(dir.path())
+        })
+        .unwrap();
+    store.add_units(&run, &units(3)).unwrap();
+    bring_to(&mut store, &run, "u00000", UnitState::Running);
+    let spend = |usd| Detail {
+        cost_usd: usd,
+        ..Detail::default()
+    };
+    store
+        .transition(&run, "u00000", UnitState::Completed, &spend(1.5))
+        .unwrap();
+    store.record_run_end(&run, RunStatus::BudgetExceeded).unwrap();
+
+    // The first attempt ran from when the run began (planning included) to its end.
+    let given = Limits {
+        max_cost_usd: Some(2.0),
+        deadline_ms: None,
+    };
+    let claim = store.claim_run(&run, false, given).unwrap();
+    assert_eq!((claim.attempt, claim.earlier.attempts), (2, 1));
+    assert!((claim.earlier.cost_usd - 1.5).abs() < 1e-9);
+    assert!(claim.earlier.elapsed_ms >= 3_000, "{claim:?}");
+    assert_eq!(claim.limits, Limits::default(), "nothing given before");
+    bring_to(&mut store, &run, "u00001", UnitState::Running);
+    store
+        .transition(&run, "u00001", UnitState::Completed, &spend(0.25))
+        .unwrap();
+    store.heartbeat(&run).unwrap();
+    // Killed here: the second attempt counts to its last heartbeat.
+
+    let claim = store
+        .claim_run(
+            &run,
+            false,
+            Limits {
+                max_cost_usd: None,
+                deadline_ms: Some(60_000),
+            },
+        )
+        .unwrap();
+    assert_eq!(claim.attempt, 3);
+    assert!((claim.earlier.cost_usd - 1.75).abs() < 1e-9);
+    assert_eq!(claim.limits.max_cost_usd, Some(2.0), "a raised budget stays raised");
+    let summary = store.run(&run).unwrap();
+    assert_eq!(summary.attempts, 3);
+    assert!(summary.elapsed_ms >= 3_000);
+    let claim = store.claim_run(&run, false, Limits::default()).unwrap();
+    assert_eq!(
+        claim.limits,
+        Limits {
+            max_cost_usd: Some(2.0),
+            deadline_ms: Some(60_000)
+        }
+    );
+}
+
+#[test]
+fn a_run_id_is_handed_out_once() {
+    let (dir, mut store) = open();
+    assert!(store.reserve_run_id("batch-x").unwrap());
+    assert!(!store.reserve_run_id("batch-x").unwrap(), "taken");
+    let other = TaskStore::open(&dir.path().join(".aiwg/rlm")).unwrap();
+    assert!(!other.reserve_run_id("batch-x").unwrap(), "taken for every process");
+    // A run the store names itself skips ids handed out, and its own is taken.
+    assert!(store.reserve_run_id("batch-y").unwrap());
+    let named = store
+        .create_run(&NewRun {
+            id: None,
+            kind: "batch".into(),
+            ..new_run(dir.path())
+        })
+        .unwrap();
+    assert!(!store.reserve_run_id(named.as_str()).unwrap());
 }

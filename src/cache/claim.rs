@@ -1,0 +1,169 @@
+//! Claims on cache keys: while one job — of this rlm or of another one sharing the cache —
+//! pays for a key's answer, every other job that needs the same key waits for that answer
+//! and reads it from the cache instead of paying again (issue 17: two runs at once paid
+//! twice for 88 of 100 units).
+//!
+//! A claim is an `flock` on `cache/locks/<key>.lock` (see [`crate::file_lock`]): the kernel
+//! releases it when its holder ends, so a claim whose holder is killed never blocks anyone.
+//! The holder removes the lock file when it lets go (while still holding it), so locks do
+//! not pile up; a waiter that then finds itself holding a removed file takes the lock again
+//! on the file now at that path.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::{Cache, CacheEntry, CacheKey};
+use crate::file_lock::FileLock;
+
+/// This job's claim on a key: it pays for the answer; others wait. Released when dropped —
+/// hold it until the answer is in the cache.
+#[derive(Debug)]
+pub struct ClaimGuard {
+    lock: Option<FileLock>,
+}
+
+impl Drop for ClaimGuard {
+    fn drop(&mut self) {
+        if let Some(lock) = self.lock.take() {
+            // Removed while still held: nobody can take a lock on it in between.
+            let _ = std::fs::remove_file(lock.path());
+            drop(lock);
+        }
+    }
+}
+
+/// What claiming a key after a cache miss came to.
+#[derive(Debug)]
+pub enum Claimed {
+    /// Another job paid for it meanwhile: here is its answer.
+    Cached(CacheEntry),
+    /// Still missing, and now this job's to pay for.
+    Mine(ClaimGuard),
+}
+
+impl Cache {
+    /// Where the lock of `key` lives.
+    fn lock_path(&self, key: &CacheKey) -> PathBuf {
+        self.locks.join(format!("{}.lock", key.0))
+    }
+
+    /// Claims `key` after a cache miss without waiting: `None` while another job holds it.
+    /// With the claim, the cache is read again (the holder may have just finished).
+    pub fn try_claim_miss(&self, key: &CacheKey, max_tokens: u32) -> io::Result<Option<Claimed>> {
+        let path = self.lock_path(key);
+        fs_err::create_dir_all(&self.locks)?;
+        loop {
+            let Some(lock) = FileLock::try_exclusive(&path)? else {
+                return Ok(None);
+            };
+            if lock.is_current()? {
+                return self.recheck(key, max_tokens, lock).map(Some);
+            }
+        }
+    }
+
+    /// Claims `key` after a cache miss, waiting while another job holds it; then reads the
+    /// cache again: the answer the holder paid for is served, or the key is this job's.
+    /// Blocks the thread: call it off the async workers.
+    pub fn claim_miss(&self, key: &CacheKey, max_tokens: u32) -> io::Result<Claimed> {
+        let path = self.lock_path(key);
+        fs_err::create_dir_all(&self.locks)?;
+        loop {
+            let lock = FileLock::exclusive(&path)?;
+            if lock.is_current()? {
+                return self.recheck(key, max_tokens, lock);
+            }
+        }
+    }
+
+    fn recheck(&self, key: &CacheKey, max_tokens: u32, lock: FileLock) -> io::Result<Claimed> {
+        let guard = ClaimGuard { lock: Some(lock) };
+        Ok(match self.get(key, max_tokens)? {
+            Some(entry) => Claimed::Cached(entry),
+            None => Claimed::Mine(guard),
+        })
+    }
+
+    /// The directory of the claims' lock files.
+    pub fn locks_dir(&self) -> &Path {
+        &self.locks
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::cache::ArtifactRef;
+    use crate::provider::Usage;
+
+    fn key() -> CacheKey {
+        let artifact = ArtifactRef {
+            artifact_id: "a.ts".into(),
+            content_hash: "1".into(),
+        };
+        CacheKey::new(&[artifact], "q", "p", "m", None, None)
+    }
+
+    fn entry(key: &CacheKey) -> CacheEntry {
+        CacheEntry {
+            key: key.0.clone(),
+            model: "m".into(),
+            inputs: Vec::new(),
+            text: "paid once".into(),
+            usage: Usage::default(),
+            truncated: false,
+            max_tokens: 100,
+            created_unix: 0,
+        }
+    }
+
+    #[test]
+    fn a_second_claimant_waits_for_the_first_answer_and_is_served_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::new(dir.path());
+        cache.prepare().unwrap();
+        let key = key();
+        let Claimed::Mine(guard) = cache.claim_miss(&key, 100).unwrap() else {
+            panic!("the first claimant pays")
+        };
+        assert!(cache.try_claim_miss(&key, 100).unwrap().is_none(), "claimed");
+        let (tx, rx) = mpsc::channel();
+        let waiter = {
+            let (cache, key) = (cache.clone(), key.clone());
+            std::thread::spawn(move || {
+                let claimed = cache.claim_miss(&key, 100).unwrap();
+                tx.send(()).unwrap();
+                claimed
+            })
+        };
+        assert!(rx.recv_timeout(Duration::from_millis(100)).is_err(), "it waits");
+        cache.put(&entry(&key)).unwrap();
+        drop(guard);
+        match waiter.join().unwrap() {
+            Claimed::Cached(e) => assert_eq!(e.text, "paid once"),
+            Claimed::Mine(_) => panic!("the second claimant would pay again"),
+        }
+        assert!(
+            std::fs::read_dir(cache.locks_dir()).unwrap().next().is_none(),
+            "no lock file is left behind"
+        );
+    }
+
+    #[test]
+    fn a_claim_let_go_without_an_answer_passes_to_the_next() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::new(dir.path());
+        let key = key();
+        let first = cache.claim_miss(&key, 100).unwrap();
+        let waiter = {
+            let (cache, key) = (cache.clone(), key.clone());
+            std::thread::spawn(move || cache.claim_miss(&key, 100).unwrap())
+        };
+        // The first holder's call failed: nothing cached, the next one pays.
+        drop(first);
+        assert!(matches!(waiter.join().unwrap(), Claimed::Mine(_)));
+    }
+}
