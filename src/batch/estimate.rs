@@ -9,7 +9,7 @@ use crate::aggregate::AggregateStrategy;
 use crate::error::RlmError;
 use crate::printer::Printer;
 use crate::provider::ModelInfo;
-use crate::settings::BatchSettings;
+use crate::settings::{BatchSettings, BudgetSettings, OutputSettings};
 use crate::unit::WorkUnit;
 
 /// Above this estimate, ask on a terminal.
@@ -55,13 +55,17 @@ pub fn estimate(units: &[WorkUnit], pre: &Prepass, settings: &BatchSettings, mod
 /// What the thresholds say, short of asking: `Err` refuses the run, `Ok(true)` means it
 /// asks for confirmation (or warns without a terminal).
 pub fn verdict(settings: &BatchSettings, usd: f64) -> Result<bool, RlmError> {
+    budget_verdict(&settings.budget, usd)
+}
+
+/// [`verdict`] from the budget alone (`rlm job` has no [`BatchSettings`]).
+pub fn budget_verdict(budget: &BudgetSettings, usd: f64) -> Result<bool, RlmError> {
     let over = |limit: f64, how: &str| {
         RlmError::Usage(format!(
             "Estimated cost (${usd:.2}) exceeds safety threshold (${limit:.2}). Options: {how}; reduce scope with a \
              more specific glob; use a cheaper model (--model haiku)"
         ))
     };
-    let budget = &settings.budget;
     if let Some(max) = budget.max_cost {
         if usd > max {
             return Err(over(max, "raise --max-cost"));
@@ -77,11 +81,19 @@ pub fn verdict(settings: &BatchSettings, usd: f64) -> Result<bool, RlmError> {
 
 /// The thresholds, asking on a terminal.
 pub fn confirm(settings: &BatchSettings, estimate: &Estimate, printer: &Printer) -> Result<(), RlmError> {
-    let usd = estimate.usd;
-    if !verdict(settings, usd)? {
+    confirm_cost(&settings.budget, &settings.output, estimate.usd, printer)
+}
+
+/// [`confirm`] from the budget and output settings alone.
+pub fn confirm_cost(
+    budget: &BudgetSettings,
+    output: &OutputSettings,
+    usd: f64,
+    printer: &Printer,
+) -> Result<(), RlmError> {
+    if !budget_verdict(budget, usd)? {
         return Ok(());
     }
-    let output = &settings.output;
     if output.stdin_is_terminal && output.stderr_is_terminal {
         printer.important(&format!("Estimated cost is ${usd:.2}. Proceed? (y/n)"));
         let mut answer = String::new();

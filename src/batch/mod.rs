@@ -7,7 +7,7 @@
 mod aggregate_stage;
 mod conform;
 mod dispatcher;
-mod estimate;
+pub(crate) mod estimate;
 mod execution;
 mod findings_stage;
 mod graph_inputs;
@@ -15,7 +15,7 @@ mod job;
 mod output;
 mod plan_json;
 mod prepass;
-mod startup;
+pub(crate) mod startup;
 mod synthesize;
 mod trajectory;
 mod write;
