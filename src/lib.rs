@@ -19,6 +19,7 @@ pub mod findings;
 pub mod fs_atomic;
 pub mod index;
 pub mod input;
+pub mod job;
 pub mod man_page;
 pub mod parallel;
 pub mod plan;
@@ -68,6 +69,7 @@ pub fn run_cli() -> ExitCode {
             Ok(settings) => run_settings(settings),
             Err(e) => report_error(&Printer::plain(), &e),
         },
+        Command::Job(command) => job::run_command(command, cli.color, &env),
         Command::Skill(action) => run_skill(action, &env),
         Command::Index(command) => run_index(command),
         Command::VerifyCitations(args) => run_verify_citations(args),
