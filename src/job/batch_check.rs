@@ -56,7 +56,9 @@ impl AnswerCheck for BatchCheck {
         let mut errors = Vec::new();
         for (i, item) in items.iter().enumerate() {
             let Some(key) = item.get(field).and_then(id_key) else {
-                errors.push(format!("items[{i}] has no \"{field}\": every object carries its item's \"{field}\""));
+                errors.push(format!(
+                    "items[{i}] has no \"{field}\": every object carries its item's \"{field}\""
+                ));
                 continue;
             };
             let Some(&at) = position.get(&key) else {
@@ -125,7 +127,9 @@ mod tests {
             .check(&json!({"items": [{"n": 3, "v": "a"}, {"n": "1", "v": "b"}, {"n": 2, "v": "a"}]}))
             .unwrap();
         assert_eq!(ok, json!([{"n": 1, "v": "b"}, {"n": 2, "v": "a"}, {"n": 3, "v": "a"}]));
-        assert!(check().check(&json!([{"n": 1, "v": "a"}, {"n": 2, "v": "a"}, {"n": 3, "v": "a"}])).is_ok());
+        assert!(check()
+            .check(&json!([{"n": 1, "v": "a"}, {"n": 2, "v": "a"}, {"n": 3, "v": "a"}]))
+            .is_ok());
     }
 
     #[test]

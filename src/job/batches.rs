@@ -21,7 +21,9 @@ use super::store_link::StoreLink;
 use super::worker::{run_worker, AnswerCheck, WorkerContext, WorkerEnd, WorkerOutcome, WorkerRequest};
 use crate::batch::startup::provider_for;
 use crate::error::RlmError;
-use crate::exec::{self, run_pool, CallContext, Event, Flow, JobMeta, Limiter, Lost, PoolContext, PoolEnd, PoolHandler};
+use crate::exec::{
+    self, run_pool, CallContext, Event, Flow, JobMeta, Limiter, Lost, PoolContext, PoolEnd, PoolHandler,
+};
 use crate::exec::{RetryPolicy, GRACE};
 use crate::printer::Printer;
 use crate::store::{Detail, UnitKind as StoreUnitKind, UnitState};
@@ -148,7 +150,11 @@ pub async fn run_batches(
     for batch in to_run {
         write_json(&run.dir.batch_input(&phase.name, batch.n), &batch.items)?;
         let name = unit_name(&phase.name, batch.n, generation);
-        let (key, artifacts) = rendering.cache_key(&batch.items, &model.id, provider_settings.endpoint_identity().as_deref());
+        let (key, artifacts) = rendering.cache_key(
+            &batch.items,
+            &model.id,
+            provider_settings.endpoint_identity().as_deref(),
+        );
         jobs.push(BatchJob {
             n: batch.n,
             ids: batch.ids,
@@ -342,14 +348,20 @@ impl PoolHandler<BatchDone> for BatchHandler<'_> {
                     o.cached,
                     phase_cost,
                 );
-                self.dir.event(&json!({"event": "batch:completed", "batch": unit, "items": done.ids.len(),
+                self.dir.event(
+                    &json!({"event": "batch:completed", "batch": unit, "items": done.ids.len(),
                     "cached": o.cached, "calls": o.calls, "reasked": o.reasked, "cost_usd": o.cost_usd,
-                    "duration_ms": o.duration_ms}));
+                    "duration_ms": o.duration_ms}),
+                );
             }
             (WorkerEnd::Accepted(_), Err(e)) => {
                 // Cached, so a resume finds it; but nothing more is dispatched.
-                let reason = format!("cannot write {}: {e}", self.dir.batch_output(&state.name, done.n).display());
-                self.store.finished(&unit, UnitState::Cancelled, Detail::reason(reason.clone()));
+                let reason = format!(
+                    "cannot write {}: {e}",
+                    self.dir.batch_output(&state.name, done.n).display()
+                );
+                self.store
+                    .finished(&unit, UnitState::Cancelled, Detail::reason(reason.clone()));
                 self.stop = Some(Stop::WriteError(reason));
                 flow = Flow::Drain;
             }
@@ -363,7 +375,8 @@ impl PoolHandler<BatchDone> for BatchHandler<'_> {
                 self.fail(&unit, &done, reason, None, detail);
             }
             (WorkerEnd::Fatal(reason), _) => {
-                self.store.finished(&unit, UnitState::Cancelled, Detail::reason(reason.clone()));
+                self.store
+                    .finished(&unit, UnitState::Cancelled, Detail::reason(reason.clone()));
                 self.stop = Some(Stop::Fatal(reason.clone()));
                 flow = Flow::Abort;
             }
@@ -395,7 +408,7 @@ impl PoolHandler<BatchDone> for BatchHandler<'_> {
         match event {
             Event::Started { unit, attempt: 1 } => self.store.started(unit.as_str()),
             Event::Retried { label, reason, .. } => self.progress.retried(&label, &reason),
-            Event::Warning { message } => self.progress.retried("", &message),
+            Event::Warning { message } => self.progress.said(&message),
             Event::WidthChanged { from, to } => self
                 .progress
                 .note(&format!("  the provider pushed back: calls in flight {from} → {to}")),
@@ -405,10 +418,14 @@ impl PoolHandler<BatchDone> for BatchHandler<'_> {
 
     fn lost(&mut self, meta: JobMeta, why: Lost) {
         if let Lost::Panicked(message) = &why {
-            self.printer.error(&format!("{}: internal error: {message}", meta.label));
+            self.printer
+                .error(&format!("{}: internal error: {message}", meta.label));
         }
-        self.store
-            .finished(meta.unit.as_str(), UnitState::Cancelled, Detail::reason("stopped in flight"));
+        self.store.finished(
+            meta.unit.as_str(),
+            UnitState::Cancelled,
+            Detail::reason("stopped in flight"),
+        );
     }
 
     fn interrupting(&mut self, in_flight: usize, grace: Duration) {
@@ -437,7 +454,8 @@ impl BatchHandler<'_> {
         );
         self.progress.batch_failed(unit, &reason, phase_cost);
         let ids: Vec<String> = done.ids.iter().filter_map(id_key).collect();
-        self.dir.event(&json!({"event": "batch:failed", "batch": unit, "reason": reason, "unprocessed": ids}));
+        self.dir
+            .event(&json!({"event": "batch:failed", "batch": unit, "reason": reason, "unprocessed": ids}));
         self.outcome.failed.push(FailedBatch {
             n: done.n,
             ids: done.ids.clone(),
@@ -479,30 +497,42 @@ pub fn covered_ids(planned: &BTreeMap<usize, Vec<Value>>, id_field: &str) -> std
         .collect()
 }
 
+/// How a phase cuts its items into batches.
+pub struct Layout<'a> {
+    pub phase: &'a str,
+    /// Items per batch.
+    pub size: usize,
+    /// Batches that failed before: only a rerun sends them again.
+    pub failed: &'a [usize],
+    pub id_field: &'a str,
+}
+
 /// The phase's batches: those planned before (but not the failed ones, which only a rerun
-/// sends again), then `new` items in batches of `size`, numbered after them and written
-/// to disk before any call, so the plan survives a crash.
+/// sends again), then `new` items in batches, numbered after them and written to disk
+/// before any call, so the plan survives a crash.
 pub fn plan(
     dir: &JobDir,
-    phase: &str,
+    layout: &Layout<'_>,
     planned: BTreeMap<usize, Vec<Value>>,
     new: Vec<Value>,
-    size: usize,
-    failed: &[usize],
-    id_field: &str,
     check: &dyn Fn(Vec<Value>) -> Arc<dyn AnswerCheck>,
 ) -> Result<Vec<Batch>, RlmError> {
-    let mut next = planned.keys().max().copied().unwrap_or(0) + 1;
-    let mut batches: Vec<(usize, Vec<Value>)> = planned.into_iter().filter(|(n, _)| !failed.contains(n)).collect();
-    for chunk in new.chunks(size.max(1)) {
-        write_json(&dir.batch_input(phase, next), chunk)?;
-        batches.push((next, chunk.to_vec()));
-        next += 1;
+    let first = planned.keys().max().copied().unwrap_or(0) + 1;
+    let mut batches: Vec<(usize, Vec<Value>)> = planned
+        .into_iter()
+        .filter(|(n, _)| !layout.failed.contains(n))
+        .collect();
+    for (n, chunk) in (first..).zip(new.chunks(layout.size.max(1))) {
+        write_json(&dir.batch_input(layout.phase, n), chunk)?;
+        batches.push((n, chunk.to_vec()));
     }
     Ok(batches
         .into_iter()
         .map(|(n, items)| {
-            let ids: Vec<Value> = items.iter().map(|i| i.get(id_field).cloned().unwrap_or(Value::Null)).collect();
+            let ids: Vec<Value> = items
+                .iter()
+                .map(|i| i.get(layout.id_field).cloned().unwrap_or(Value::Null))
+                .collect();
             Batch {
                 n,
                 check: check(ids.clone()),

@@ -129,7 +129,9 @@ pub fn precluster(records: &Records, config: &ClusterConfig) -> Vec<PreCluster> 
         if members[ci].len() + members[cj].len() > cap {
             continue;
         }
-        let complete = members[ci].iter().all(|&a| members[cj].iter().all(|&b| is_linked(a, b)));
+        let complete = members[ci]
+            .iter()
+            .all(|&a| members[cj].iter().all(|&b| is_linked(a, b)));
         if !complete {
             continue;
         }
@@ -145,11 +147,7 @@ pub fn precluster(records: &Records, config: &ClusterConfig) -> Vec<PreCluster> 
         exact[keep] = exact[keep] && exact[gone];
     }
 
-    let mut clusters: Vec<(usize, Vec<usize>)> = members
-        .into_iter()
-        .enumerate()
-        .filter(|(_, m)| m.len() > 1)
-        .collect();
+    let mut clusters: Vec<(usize, Vec<usize>)> = members.into_iter().enumerate().filter(|(_, m)| m.len() > 1).collect();
     clusters.sort_by_key(|(_, m)| m.iter().min().copied().unwrap_or(usize::MAX));
     clusters
         .into_iter()
@@ -159,7 +157,12 @@ pub fn precluster(records: &Records, config: &ClusterConfig) -> Vec<PreCluster> 
             rank(&mut m, &values, &config.rank_by);
             let ids: Vec<Value> = m
                 .iter()
-                .map(|&i| values[i].get(&config.id_field).cloned().unwrap_or_else(|| json!(keys[i])))
+                .map(|&i| {
+                    values[i]
+                        .get(&config.id_field)
+                        .cloned()
+                        .unwrap_or_else(|| json!(keys[i]))
+                })
                 .collect();
             PreCluster {
                 id: format!("cluster-{}", number + 1),

@@ -178,13 +178,8 @@ impl JobDefinition {
             .map_err(|e| RlmError::Usage(format!("cannot read the job file {shown}: {e}")))?;
         let is_json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
         let definition: JobDefinition = if is_json {
-            serde_json::from_str(&text).map_err(|e| {
-                RlmError::Usage(format!(
-                    "{shown}: line {}, column {}: {e}",
-                    e.line(),
-                    e.column()
-                ))
-            })?
+            serde_json::from_str(&text)
+                .map_err(|e| RlmError::Usage(format!("{shown}: line {}, column {}: {e}", e.line(), e.column())))?
         } else {
             toml::from_str(&text).map_err(|e| {
                 let at = e
@@ -218,7 +213,9 @@ impl JobDefinition {
         }
         match (&self.input, &self.command) {
             (Some(_), Some(_)) => return bad("give `input` or `command`, not both".into()),
-            (None, Some(c)) if c.is_empty() => return bad("`command` is empty: give the program and its arguments".into()),
+            (None, Some(c)) if c.is_empty() => {
+                return bad("`command` is empty: give the program and its arguments".into())
+            }
             _ => {}
         }
         if self.phases.is_empty() {
@@ -284,13 +281,20 @@ impl JobDefinition {
                     if phase.fetch.as_ref().is_some_and(Vec::is_empty) {
                         return bad("`fetch` is empty: give the program and its arguments".into());
                     }
-                    if phase.fetch.as_ref().is_some_and(|f| f.iter().any(|a| a.contains("{repo}"))) && self.repo.is_none() {
+                    if phase
+                        .fetch
+                        .as_ref()
+                        .is_some_and(|f| f.iter().any(|a| a.contains("{repo}")))
+                        && self.repo.is_none()
+                    {
                         return bad("`fetch` uses {repo}: set `repo = \"OWNER/REPO\"` in the job".into());
                     }
                 }
                 PhaseKind::Reduce => {
                     if seen_reduce {
-                        return bad("a job has at most one reduce phase (its clusters are data/preclusters.json)".into());
+                        return bad(
+                            "a job has at most one reduce phase (its clusters are data/preclusters.json)".into(),
+                        );
                     }
                     seen_reduce = true;
                     if phase.group_by.is_none() && phase.similar_by.is_empty() {
@@ -298,7 +302,10 @@ impl JobDefinition {
                     }
                     for s in &phase.similar_by {
                         if !(s.threshold > 0.0 && s.threshold <= 1.0) {
-                            return bad(format!("similar_by {}: `threshold` must be above 0 and at most 1", s.field));
+                            return bad(format!(
+                                "similar_by {}: `threshold` must be above 0 and at most 1",
+                                s.field
+                            ));
                         }
                     }
                     if phase.max_cluster_size.is_some_and(|n| n < 2) {
@@ -372,7 +379,11 @@ mod tests {
         assert_eq!(d.phases[0].retries(), 2);
         assert_eq!(d.phase_index("2").unwrap(), 1);
         assert_eq!(d.phase_index("classify").unwrap(), 0);
-        assert!(d.phase_index("9").unwrap_err().to_string().contains("1 classify, 2 report"));
+        assert!(d
+            .phase_index("9")
+            .unwrap_err()
+            .to_string()
+            .contains("1 classify, 2 report"));
     }
 
     #[test]

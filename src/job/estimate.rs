@@ -66,6 +66,8 @@ pub struct EstimateInput<'a> {
     pub models: &'a [ModelInfo],
     /// Each phase's output limit per call.
     pub max_tokens: Vec<u32>,
+    /// Whether each phase has a prompt (a reduce or report without one calls nothing).
+    pub prompts: Vec<bool>,
 }
 
 pub fn estimate(input: &EstimateInput<'_>) -> JobEstimate {
@@ -78,6 +80,7 @@ pub fn estimate(input: &EstimateInput<'_>) -> JobEstimate {
         let system = expected(input.system_bytes.get(i).copied().unwrap_or(0));
         let max_out = u64::from(input.max_tokens.get(i).copied().unwrap_or(16_000));
         let size = p.batch_size().max(1);
+        let has_prompt = input.prompts.get(i).copied().unwrap_or(false);
         let (items, exact, in_per_item, out_per_item) = match p.kind {
             PhaseKind::Map => {
                 let left = state.map_or(input.items, |s| {
@@ -88,8 +91,12 @@ pub fn estimate(input: &EstimateInput<'_>) -> JobEstimate {
             PhaseKind::Reduce => {
                 let clusters = (n * CLUSTERS_PER_ITEM).ceil() as usize;
                 let member_tokens = expected(input.item_bytes.min(1_200)) * ((n * CLUSTERED_SHARE) as u64);
-                let per_cluster = if clusters == 0 { 0 } else { member_tokens / clusters as u64 };
-                (if p.prompt.is_some() { clusters } else { 0 }, false, per_cluster, CLUSTER_OUT)
+                let per_cluster = if clusters == 0 {
+                    0
+                } else {
+                    member_tokens / clusters as u64
+                };
+                (if has_prompt { clusters } else { 0 }, false, per_cluster, CLUSTER_OUT)
             }
             PhaseKind::Review => {
                 let fetched = if p.fetch.is_some() { FETCHED_BYTES } else { 0 };
@@ -100,15 +107,14 @@ pub fn estimate(input: &EstimateInput<'_>) -> JobEstimate {
                     REVIEW_OUT_PER_ITEM,
                 )
             }
-            PhaseKind::Report => (
-                usize::from(p.prompt.is_some()),
-                true,
-                (n as u64 * 40).min(30_000),
-                REPORT_OUT,
-            ),
+            PhaseKind::Report => (usize::from(has_prompt), true, (n as u64 * 40).min(30_000), REPORT_OUT),
         };
         let items = if done { 0 } else { items };
-        let batches = if p.kind == PhaseKind::Report { items } else { items.div_ceil(size) };
+        let batches = if p.kind == PhaseKind::Report {
+            items
+        } else {
+            items.div_ceil(size)
+        };
         let input_tokens = batches as u64 * system + items as u64 * in_per_item;
         let output_tokens = (items as u64 * out_per_item).min(batches as u64 * max_out);
         phases.push(PhaseEstimate {
@@ -120,7 +126,9 @@ pub fn estimate(input: &EstimateInput<'_>) -> JobEstimate {
             calls: batches,
             input_tokens,
             output_tokens,
-            usd: model.price.map_or(0.0, |price| price.cost(input_tokens, 0, output_tokens)),
+            usd: model
+                .price
+                .map_or(0.0, |price| price.cost(input_tokens, 0, output_tokens)),
             exact: exact || done,
             done,
         });

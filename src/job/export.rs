@@ -45,7 +45,7 @@ pub async fn export(args: JobExportArgs, env: &Environment, printer: &Printer) -
             let items: Vec<&Value> = data.records.iter().map(|(_, r)| r).collect();
             let mut doc = super::runner::summary_json(&dir, &record);
             doc["report"] = report;
-            doc["items"] = json!(items);
+            doc["records"] = json!(items);
             let mut s = serde_json::to_string_pretty(&doc).unwrap_or_default();
             s.push('\n');
             s
@@ -150,11 +150,7 @@ pub fn comments(dir: &JobDir, record: &JobRecord) -> Result<(String, Vec<Value>)
         }
         if let Some(m) = member.get(&key) {
             let others: Vec<String> = m.others.iter().map(|o| format!("#{}", cell(o))).collect();
-            let role = if m.is_best {
-                "the best candidate"
-            } else {
-                "one"
-            };
+            let role = if m.is_best { "the best candidate" } else { "one" };
             let _ = writeln!(
                 body,
                 "This pull request is {role} of {} similar ones ({}): {}.\n",
@@ -163,9 +159,9 @@ pub fn comments(dir: &JobDir, record: &JobRecord) -> Result<(String, Vec<Value>)
                 others.join(", ")
             );
         }
-        let _ = write!(
+        let _ = writeln!(
             body,
-            "<sub>Written by a model in rlm job {}; a maintainer should confirm it.</sub>\n",
+            "<sub>Written by a model in rlm job {}; a maintainer should confirm it.</sub>",
             record.job_id
         );
         out.push(json!({"number": id, "repo": repo, "body": body}));
@@ -198,7 +194,10 @@ async fn post(
                 todo.len()
             )));
         }
-        printer.important(&format!("Post {} comment(s) on {repo}'s pull requests? (y/n)", todo.len()));
+        printer.important(&format!(
+            "Post {} comment(s) on {repo}'s pull requests? (y/n)",
+            todo.len()
+        ));
         let mut answer = String::new();
         let _ = std::io::stdin().lock().read_line(&mut answer);
         if !matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {

@@ -86,7 +86,9 @@ pub fn explain(e: &ProcessError, repo: &str, what: &str) -> RlmError {
              gh auth login, or pass --input prs.json (the output of gh pr list --json …)"
                 .to_string()
         }
-        ProcessError::Exit { status, stderr_tail, .. } => {
+        ProcessError::Exit {
+            status, stderr_tail, ..
+        } => {
             let tail = stderr_tail.to_lowercase();
             if status.code() == Some(GH_AUTH_EXIT) || tail.contains("gh auth login") || tail.contains("not logged") {
                 "gh is not logged in to GitHub: run gh auth login (or set GH_TOKEN), then try again".to_string()

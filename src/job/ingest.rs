@@ -112,11 +112,20 @@ mod tests {
         check_ids(&a, "id", "a").unwrap();
         let l = parse_items("{\"id\":1}\n\n{\"id\":2}\n", "l").unwrap();
         assert_eq!(l.len(), 2);
-        assert!(parse_items("[1]", "x").unwrap_err().to_string().contains("not a JSON object"));
-        assert!(parse_items("{\"id\":1}\nnope", "x").unwrap_err().to_string().contains("line 2"));
+        assert!(parse_items("[1]", "x")
+            .unwrap_err()
+            .to_string()
+            .contains("not a JSON object"));
+        assert!(parse_items("{\"id\":1}\nnope", "x")
+            .unwrap_err()
+            .to_string()
+            .contains("line 2"));
         let dup = vec![json!({"id": 1}), json!({"id": 1})];
         assert!(check_ids(&dup, "id", "d").unwrap_err().to_string().contains("unique"));
         let missing = vec![json!({"n": 1})];
-        assert!(check_ids(&missing, "id", "m").unwrap_err().to_string().contains("has no \"id\""));
+        assert!(check_ids(&missing, "id", "m")
+            .unwrap_err()
+            .to_string()
+            .contains("has no \"id\""));
     }
 }

@@ -62,7 +62,10 @@ impl JobDir {
                 Err(e) => return Err(RlmError::io(dir, e)),
             }
         }
-        Err(RlmError::Usage(format!("cannot find a free job id under {}", root.display())))
+        Err(RlmError::Usage(format!(
+            "cannot find a free job id under {}",
+            root.display()
+        )))
     }
 
     /// The job named by `query` (an id or its unique beginning), or the newest one.
@@ -134,12 +137,20 @@ impl JobDir {
 
     /// `prompts/{NN}-{phase}.md` (`.v2.md`… after `rerun --prompt`).
     pub fn prompt(&self, index: usize, phase: &str, version: u32) -> PathBuf {
-        let suffix = if version > 1 { format!(".v{version}") } else { String::new() };
-        self.root.join("prompts").join(format!("{:02}-{phase}{suffix}.md", index + 1))
+        let suffix = if version > 1 {
+            format!(".v{version}")
+        } else {
+            String::new()
+        };
+        self.root
+            .join("prompts")
+            .join(format!("{:02}-{phase}{suffix}.md", index + 1))
     }
 
     pub fn schema(&self, index: usize, phase: &str) -> PathBuf {
-        self.root.join("prompts").join(format!("{:02}-{phase}.schema.json", index + 1))
+        self.root
+            .join("prompts")
+            .join(format!("{:02}-{phase}.schema.json", index + 1))
     }
 
     pub fn context(&self) -> PathBuf {
@@ -232,7 +243,8 @@ fn sort_key(id: &str) -> (String, u32) {
 
 /// Writes `value` as pretty JSON, atomically (parents created).
 pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<(), RlmError> {
-    let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| RlmError::Usage(format!("{}: {e}", path.display())))?;
+    let mut bytes =
+        serde_json::to_vec_pretty(value).map_err(|e| RlmError::Usage(format!("{}: {e}", path.display())))?;
     bytes.push(b'\n');
     write_bytes(path, &bytes)
 }

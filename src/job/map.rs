@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::batch_check::BatchCheck;
-use super::batches::{covered_ids, merged, plan, planned_inputs, run_batches};
+use super::batches::{covered_ids, merged, plan, planned_inputs, run_batches, Layout};
 use super::ingest::id_key;
 use super::job_dir::write_json;
 use super::request::Rendering;
@@ -34,11 +34,21 @@ pub async fn run(run: &mut JobRun, index: usize) -> Result<(), RlmError> {
     let covered = covered_ids(&planned, &id_field);
     let new: Vec<_> = items
         .into_iter()
-        .filter(|item| item.get(&id_field).and_then(id_key).is_some_and(|k| !covered.contains(&k)))
+        .filter(|item| {
+            item.get(&id_field)
+                .and_then(id_key)
+                .is_some_and(|k| !covered.contains(&k))
+        })
         .collect();
     let check = |ids| -> Arc<dyn AnswerCheck> { Arc::new(BatchCheck::new(ids, &id_field, schema.clone())) };
     let failed = run.record.phases[index].failed_batches.clone();
-    let batches = plan(&run.dir, &phase.name, planned, new, phase.batch_size(), &failed, &id_field, &check)?;
+    let layout = Layout {
+        phase: &phase.name,
+        size: phase.batch_size(),
+        failed: &failed,
+        id_field: &id_field,
+    };
+    let batches = plan(&run.dir, &layout, planned, new, &check)?;
     let outcome = run_batches(run, index, &rendering, batches, UnitKind::Map).await?;
     write_json(&run.dir.data(&phase.name), &merged(&outcome))?;
     Ok(())

@@ -88,7 +88,13 @@ async fn run_async(command: JobCommand, color: ColorArg, env: &Environment) -> R
             start(prepared, settings).await
         }
         JobCommand::PrReview(args) => {
-            let settings = resolve(RememberedSettings::default(), &args.call, args.flags.clone(), color, env)?;
+            let settings = resolve(
+                RememberedSettings::default(),
+                &args.call,
+                args.flags.clone(),
+                color,
+                env,
+            )?;
             let prepared = prepare_pr_review(&args, env).await?;
             start(prepared, settings).await
         }
@@ -168,8 +174,13 @@ async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmErr
     let definition = JobDefinition::load(&path)?;
     let base = path.parent().map_or_else(|| env.cwd.clone(), Path::to_path_buf);
     let read = |p: &Path, what: &str| -> Result<String, RlmError> {
-        std::fs::read_to_string(base.join(p))
-            .map_err(|e| RlmError::Usage(format!("{}: cannot read the {what} {}: {e}", path.display(), p.display())))
+        std::fs::read_to_string(base.join(p)).map_err(|e| {
+            RlmError::Usage(format!(
+                "{}: cannot read the {what} {}: {e}",
+                path.display(),
+                p.display()
+            ))
+        })
     };
     let mut texts = Vec::new();
     for phase in &definition.phases {
@@ -194,7 +205,12 @@ async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmErr
     let (items, source) = match (&definition.input, &definition.command) {
         (Some(input), _) => {
             let full = base.join(input);
-            (ingest::read_items_file(&full)?, Source::File { path: full.display().to_string() })
+            (
+                ingest::read_items_file(&full)?,
+                Source::File {
+                    path: full.display().to_string(),
+                },
+            )
         }
         (None, Some(argv)) => {
             let out = ingest::command_output(argv, &base)
@@ -213,7 +229,9 @@ async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmErr
     let shown = path.display().to_string();
     ingest::check_ids(&items, &definition.id, &shown)?;
     if items.is_empty() {
-        return Err(RlmError::Usage(format!("{shown}: the input has no items: nothing to do")));
+        return Err(RlmError::Usage(format!(
+            "{shown}: the input has no items: nothing to do"
+        )));
     }
     Ok(Prepared {
         definition,
@@ -243,7 +261,10 @@ async fn prepare_pr_review(args: &crate::cli::PrReviewArgs, env: &Environment) -
                 .map_err(|e| RlmError::Usage(format!("cannot read --input {}: {e}", file.display())))?,
             file.display().to_string(),
         ),
-        None => (github::pr_list(&args.repo, args.limit, &env.cwd).await?, "gh pr list".to_string()),
+        None => (
+            github::pr_list(&args.repo, args.limit, &env.cwd).await?,
+            "gh pr list".to_string(),
+        ),
     };
     let mut items = pr_review::normalize_all(&text, &shown)?;
     if let Some(limit) = args.limit {
@@ -251,7 +272,10 @@ async fn prepare_pr_review(args: &crate::cli::PrReviewArgs, env: &Environment) -
     }
     ingest::check_ids(&items, "number", &shown)?;
     if items.is_empty() {
-        return Err(RlmError::Usage(format!("{}: no open pull requests: nothing to review", args.repo)));
+        return Err(RlmError::Usage(format!(
+            "{}: no open pull requests: nothing to review",
+            args.repo
+        )));
     }
     let mut definition = pr_review::definition(&args.repo);
     definition.context = Some(args.vision.clone());
@@ -270,7 +294,11 @@ async fn prepare_pr_review(args: &crate::cli::PrReviewArgs, env: &Environment) -
 }
 
 /// Each phase's model (asking a local server which it serves when none was given).
-async fn models(settings: &JobSettings, definition: &JobDefinition, printer: &Printer) -> Result<Vec<ModelInfo>, RlmError> {
+async fn models(
+    settings: &JobSettings,
+    definition: &JobDefinition,
+    printer: &Printer,
+) -> Result<Vec<ModelInfo>, RlmError> {
     let mut out = Vec::new();
     for phase in &definition.phases {
         let provider = settings.phase_provider(phase)?;
@@ -284,17 +312,30 @@ async fn models(settings: &JobSettings, definition: &JobDefinition, printer: &Pr
     Ok(out)
 }
 
+/// What an estimate is made from.
+#[derive(Clone, Copy)]
+struct JobInputs<'a> {
+    definition: &'a JobDefinition,
+    record: Option<&'a JobRecord>,
+    items: &'a [Value],
+    texts: &'a [(Option<String>, Option<String>)],
+    context: Option<&'a str>,
+}
+
 /// The estimate, printed; `--dry-run` stops here; then the cost thresholds.
 fn estimate_and_confirm(
     settings: &JobSettings,
-    definition: &JobDefinition,
-    record: Option<&JobRecord>,
-    items: &[Value],
-    texts: &[(Option<String>, Option<String>)],
-    context: Option<&str>,
+    job: &JobInputs<'_>,
     models: &[ModelInfo],
     printer: &Printer,
 ) -> Result<Option<estimate::JobEstimate>, RlmError> {
+    let JobInputs {
+        definition,
+        record,
+        items,
+        texts,
+        context,
+    } = *job;
     let item_bytes = if items.is_empty() {
         0
     } else {
@@ -309,7 +350,9 @@ fn estimate_and_confirm(
         system_bytes: texts
             .iter()
             .map(|(p, s)| {
-                p.as_ref().map_or(0, |p| p.len() as u64 + 600) + s.as_ref().map_or(0, |s| s.len() as u64) + context_bytes
+                p.as_ref().map_or(0, |p| p.len() as u64 + 600)
+                    + s.as_ref().map_or(0, |s| s.len() as u64)
+                    + context_bytes
             })
             .collect(),
         models,
@@ -318,6 +361,7 @@ fn estimate_and_confirm(
             .iter()
             .map(|p| settings.phase_provider(p).map_or(16_000, |p| p.max_tokens))
             .collect(),
+        prompts: texts.iter().map(|(p, _)| p.is_some()).collect(),
     };
     let e = estimate::estimate(&input);
     printer.banner(&estimate::table(&e, models));
@@ -350,16 +394,14 @@ async fn start(prepared: Prepared, settings: JobSettings) -> Result<ExitStatus, 
     } = prepared;
     let models = models(&settings, &definition, &printer).await?;
     banner(&printer, &settings, &definition, items.len(), &models, None);
-    let confirmed = estimate_and_confirm(
-        &settings,
-        &definition,
-        None,
-        &items,
-        &texts,
-        context.as_deref(),
-        &models,
-        &printer,
-    )?;
+    let inputs = JobInputs {
+        definition: &definition,
+        record: None,
+        items: &items,
+        texts: &texts,
+        context: context.as_deref(),
+    };
+    let confirmed = estimate_and_confirm(&settings, &inputs, &models, &printer)?;
     let Some(estimate) = confirmed else {
         return Ok(dry_run_done(&printer, &settings, &definition));
     };
@@ -404,6 +446,7 @@ async fn start(prepared: Prepared, settings: JobSettings) -> Result<ExitStatus, 
         items: items.len(),
         generation: 0,
         stopped: None,
+        earlier: state::Spend::default(),
     };
     dir.write_record(&mut record)?;
     dir.event(&json!({"event": "job:created", "job_id": dir.id, "items": items.len(),
@@ -420,7 +463,12 @@ struct Rerun {
 }
 
 /// An existing job taken up again (`resume`), or with a phase to redo (`rerun`).
-async fn go_on(dir: JobDir, mut record: JobRecord, settings: JobSettings, rerun: Option<Rerun>) -> Result<ExitStatus, RlmError> {
+async fn go_on(
+    dir: JobDir,
+    mut record: JobRecord,
+    settings: JobSettings,
+    rerun: Option<Rerun>,
+) -> Result<ExitStatus, RlmError> {
     let printer = Printer::new(settings.printer_mode(), settings.redactor());
     let items: Vec<Value> = read_json(&dir.data(&record.definition.items))?;
     let mut phases = load_phases(&dir, &record)?;
@@ -434,21 +482,26 @@ async fn go_on(dir: JobDir, mut record: JobRecord, settings: JobSettings, rerun:
         }
     }
     let models = models(&settings, &record.definition, &printer).await?;
-    banner(&printer, &settings, &record.definition, items.len(), &models, Some(&record.job_id));
+    banner(
+        &printer,
+        &settings,
+        &record.definition,
+        items.len(),
+        &models,
+        Some(&record.job_id),
+    );
     let texts: Vec<(Option<String>, Option<String>)> = phases
         .iter()
         .map(|p| (p.prompt.clone(), p.schema.as_ref().map(|s| s.value.to_string())))
         .collect();
-    let confirmed = estimate_and_confirm(
-        &settings,
-        &record.definition,
-        Some(&record),
-        &items,
-        &texts,
-        context.as_deref(),
-        &models,
-        &printer,
-    )?;
+    let inputs = JobInputs {
+        definition: &record.definition,
+        record: Some(&record),
+        items: &items,
+        texts: &texts,
+        context: context.as_deref(),
+    };
+    let confirmed = estimate_and_confirm(&settings, &inputs, &models, &printer)?;
     if confirmed.is_none() {
         return Ok(dry_run_done(&printer, &settings, &record.definition));
     }
@@ -504,11 +557,14 @@ fn plan_rerun(dir: &JobDir, record: &mut JobRecord, rerun: &Rerun) -> Vec<(PathB
             state.unprocessed.clear();
             state.status = Some(state::PhaseStatus::Pending);
         } else {
-            moves.push((batches.clone(), batches.with_file_name(format!("{}.rerun-{generation}", state.name))));
+            moves.push((
+                batches.clone(),
+                batches.with_file_name(format!("{}.rerun-{generation}", state.name)),
+            ));
             if i == rerun.index && rerun.prompt.is_some() {
                 state.prompt_version = state.prompt_version.max(1) + 1;
             }
-            state.reset();
+            record.reset_phase(i);
         }
     }
     record.status = JobStatus::Running;
@@ -646,7 +702,10 @@ fn list(as_json: bool, env: &Environment) -> Result<ExitStatus, RlmError> {
     } else if rows.is_empty() {
         "No jobs yet: rlm job run JOB.toml or rlm job pr-review OWNER/REPO --vision VISION.md".to_string()
     } else {
-        let mut s = format!("{:<26} {:<18} {:>7} {:>7} {:>10}  NAME\n", "JOB", "STATUS", "ITEMS", "PHASES", "COST");
+        let mut s = format!(
+            "{:<26} {:<18} {:>7} {:>7} {:>10}  NAME\n",
+            "JOB", "STATUS", "ITEMS", "PHASES", "COST"
+        );
         for r in &rows {
             s.push_str(&format!(
                 "{:<26} {:<18} {:>7} {:>7} {:>10}  {}\n",

@@ -22,7 +22,11 @@ pub fn build(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> 
         Source::GitHub { repo, .. } => repo.clone(),
         _ => record.definition.repo.clone().unwrap_or_default(),
     };
-    let get = |id: &Value| id_key(id).and_then(|k| data.records.get(&k).cloned()).unwrap_or(Value::Null);
+    let get = |id: &Value| {
+        id_key(id)
+            .and_then(|k| data.records.get(&k).cloned())
+            .unwrap_or(Value::Null)
+    };
     let pr = |id: &Value| format!("#{}", cell(id));
 
     // Duplicates: every non-canonical member named by a cluster's duplicate groups.
@@ -33,7 +37,9 @@ pub fn build(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> 
             for d in g["duplicates"].as_array().into_iter().flatten() {
                 if let Some(k) = id_key(d) {
                     if id_key(&g["canonical"]).as_deref() != Some(k.as_str()) {
-                        duplicate_of.entry(k).or_insert((d.clone(), g["canonical"].clone(), confidence));
+                        duplicate_of
+                            .entry(k)
+                            .or_insert((d.clone(), g["canonical"].clone(), confidence));
                     }
                 }
             }
@@ -42,7 +48,14 @@ pub fn build(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> 
     let cluster_of: BTreeMap<String, &Value> = data
         .clusters
         .iter()
-        .flat_map(|c| c["members"].as_array().into_iter().flatten().filter_map(id_key).map(move |k| (k, c)))
+        .flat_map(|c| {
+            c["members"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(id_key)
+                .map(move |k| (k, c))
+        })
         .collect();
 
     let mut merge = Vec::new();
@@ -60,7 +73,11 @@ pub fn build(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> 
             .to_lowercase();
         let confidence = review["confidence"].as_f64().unwrap_or(1.0);
         let cluster = cluster_of.get(&key).map_or(String::new(), |c| {
-            format!("{} ({} dupes)", cell(&c["theme"]), c["size"].as_u64().unwrap_or(1).saturating_sub(1))
+            format!(
+                "{} ({} dupes)",
+                cell(&c["theme"]),
+                c["size"].as_u64().unwrap_or(1).saturating_sub(1)
+            )
         });
         if verdict == "merge" && confidence >= SURE_AT_LEAST {
             merge.push(json!({
@@ -72,7 +89,11 @@ pub fn build(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> 
             let why = if verdict == "merge" {
                 format!("merge, but the review is only {:.0}% sure", confidence * 100.0)
             } else {
-                format!("review says {}: {}", if verdict.is_empty() { "nothing" } else { &verdict }, cell(&review["review"]["summary"]))
+                format!(
+                    "review says {}: {}",
+                    if verdict.is_empty() { "nothing" } else { &verdict },
+                    cell(&review["review"]["summary"])
+                )
             };
             human.push(json!({"number": id, "title": r["title"], "author": r["author"], "reason": why}));
         }
@@ -88,22 +109,37 @@ pub fn build(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> 
             .flatten()
             .filter_map(|f| f.as_str().map(str::to_lowercase))
             .collect();
-        let spam = r["quick_verdict"].as_str().is_some_and(|v| v.eq_ignore_ascii_case("spam"));
+        let spam = r["quick_verdict"]
+            .as_str()
+            .is_some_and(|v| v.eq_ignore_ascii_case("spam"));
         let low = r["vision_alignment"].as_f64().is_some_and(|v| v <= OFF_VISION_AT_MOST);
         if low || spam || flags.iter().any(|f| f == "off-vision" || f == "spam") {
-            let reason = if spam { "spam".to_string() } else { cell(&r["vision_notes"]) };
-            off_vision.push(json!({"number": r["number"], "title": r["title"], "vision": r["vision_alignment"],
-                "reason": reason}));
+            let reason = if spam {
+                "spam".to_string()
+            } else {
+                cell(&r["vision_notes"])
+            };
+            off_vision.push(
+                json!({"number": r["number"], "title": r["title"], "vision": r["vision_alignment"],
+                "reason": reason}),
+            );
         }
     }
-    let unprocessed: Vec<Value> = record.phases.iter().flat_map(|p| p.unprocessed.iter().cloned()).collect();
+    let unprocessed: Vec<Value> = record
+        .phases
+        .iter()
+        .flat_map(|p| p.unprocessed.iter().cloned())
+        .collect();
     for id in &unprocessed {
         let r = get(id);
         human.push(json!({"number": id, "title": r["title"], "author": r["author"],
             "reason": "not processed: its batch failed after the retries"}));
     }
-    let duplicates: Vec<Value> = duplicate_of
-        .values()
+    // In the order the pull requests were listed.
+    let duplicates: Vec<Value> = data
+        .records
+        .iter()
+        .filter_map(|(key, _)| duplicate_of.get(key))
         .map(|(d, canonical, confidence)| json!({"number": d, "duplicate_of": canonical, "confidence": confidence}))
         .collect();
 
@@ -112,7 +148,11 @@ pub fn build(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> 
     let closures = duplicates.len() + off_vision.len();
     let date = Timestamp::now().to_rfc3339();
     let mut md = String::new();
-    let title = if repo.is_empty() { record.definition.name.clone() } else { repo.clone() };
+    let title = if repo.is_empty() {
+        record.definition.name.clone()
+    } else {
+        repo.clone()
+    };
     let _ = writeln!(md, "# {title} PR Review Report");
     let _ = writeln!(
         md,
@@ -132,7 +172,10 @@ pub fn build(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> 
         duplicates.len()
     );
     let _ = writeln!(md, "- {} PRs recommended for immediate merge", merge.len());
-    let _ = writeln!(md, "- {closures} PRs recommended for closure (duplicates, off-vision, spam)");
+    let _ = writeln!(
+        md,
+        "- {closures} PRs recommended for closure (duplicates, off-vision, spam)"
+    );
     let _ = writeln!(md, "- {} PRs need human review", human.len());
     if !unprocessed.is_empty() {
         let _ = writeln!(md, "- {} PRs were not processed (failed batches)", unprocessed.len());
@@ -174,17 +217,27 @@ pub fn build(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> 
     table(
         &mut md,
         &["PR", "Title", "Vision Score", "Reason"],
-        off_vision
-            .iter()
-            .map(|o| vec![pr(&o["number"]), cell(&o["title"]), score(&o["vision"]), cell(&o["reason"])]),
+        off_vision.iter().map(|o| {
+            vec![
+                pr(&o["number"]),
+                cell(&o["title"]),
+                score(&o["vision"]),
+                cell(&o["reason"]),
+            ]
+        }),
     );
     let _ = writeln!(md, "### Needs Human Review ({} PRs)", human.len());
     table(
         &mut md,
         &["PR", "Title", "Author", "Reason"],
-        human
-            .iter()
-            .map(|h| vec![pr(&h["number"]), cell(&h["title"]), cell(&h["author"]), cell(&h["reason"])]),
+        human.iter().map(|h| {
+            vec![
+                pr(&h["number"]),
+                cell(&h["title"]),
+                cell(&h["author"]),
+                cell(&h["reason"]),
+            ]
+        }),
     );
     let _ = writeln!(md, "## Cluster Details");
     let reviews: BTreeMap<String, &Value> = data

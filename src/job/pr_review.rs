@@ -174,8 +174,20 @@ pub fn normalize(pr: &Value) -> Option<Value> {
     out.insert("title".into(), json!(text("title")));
     out.insert("body".into(), json!(body));
     out.insert("author".into(), author);
-    out.insert("created_at".into(), pr.get("createdAt").or(pr.get("created_at")).cloned().unwrap_or(Value::Null));
-    out.insert("updated_at".into(), pr.get("updatedAt").or(pr.get("updated_at")).cloned().unwrap_or(Value::Null));
+    out.insert(
+        "created_at".into(),
+        pr.get("createdAt")
+            .or(pr.get("created_at"))
+            .cloned()
+            .unwrap_or(Value::Null),
+    );
+    out.insert(
+        "updated_at".into(),
+        pr.get("updatedAt")
+            .or(pr.get("updated_at"))
+            .cloned()
+            .unwrap_or(Value::Null),
+    );
     out.insert("labels".into(), names("labels", "name"));
     out.insert("files".into(), names("files", "path"));
     out.insert("additions".into(), pr.get("additions").cloned().unwrap_or(json!(0)));
@@ -195,11 +207,13 @@ pub fn normalize(pr: &Value) -> Option<Value> {
     );
     out.insert(
         "has_conflicts".into(),
-        pr.get("has_conflicts").cloned().unwrap_or_else(|| match pr.get("mergeable").and_then(Value::as_str) {
-            Some("CONFLICTING") => json!(true),
-            Some("MERGEABLE") => json!(false),
-            _ => Value::Null,
-        }),
+        pr.get("has_conflicts")
+            .cloned()
+            .unwrap_or_else(|| match pr.get("mergeable").and_then(Value::as_str) {
+                Some("CONFLICTING") => json!(true),
+                Some("MERGEABLE") => json!(false),
+                _ => Value::Null,
+            }),
     );
     if let Some(draft) = pr.get("isDraft") {
         out.insert("is_draft".into(), draft.clone());
@@ -278,9 +292,15 @@ mod tests {
     fn ci_status_from_conclusions_and_states() {
         let s = |v: Value| ci_status(Some(&v));
         assert_eq!(s(json!([])), "none");
-        assert_eq!(s(json!([{"status": "COMPLETED", "conclusion": "SUCCESS"}, {"state": "FAILURE"}])), "failure");
+        assert_eq!(
+            s(json!([{"status": "COMPLETED", "conclusion": "SUCCESS"}, {"state": "FAILURE"}])),
+            "failure"
+        );
         assert_eq!(s(json!([{"status": "IN_PROGRESS", "conclusion": ""}])), "pending");
-        assert_eq!(s(json!([{"status": "COMPLETED", "conclusion": "NEUTRAL"}, {"state": "SUCCESS"}])), "success");
+        assert_eq!(
+            s(json!([{"status": "COMPLETED", "conclusion": "NEUTRAL"}, {"state": "SUCCESS"}])),
+            "success"
+        );
         assert_eq!(review_status(Some(&json!(""))), "none");
     }
 

@@ -60,8 +60,10 @@ impl Progress {
             } else {
                 format!("{:.1}s", duration.as_secs_f64())
             };
-            self.printer
-                .progress(&format!("  {batch} completed ({items} items, {how}) [{}/{}]", self.done, self.total));
+            self.printer.progress(&format!(
+                "  {batch} completed ({items} items, {how}) [{}/{}]",
+                self.done, self.total
+            ));
         }
         self.redraw(phase_cost);
     }
@@ -78,6 +80,13 @@ impl Progress {
     pub fn retried(&self, batch: &str, what: &str) {
         if self.kind == ProgressStyleKind::Lines {
             self.printer.progress(&format!("  {batch} RETRY ({what})"));
+        }
+    }
+
+    /// Something a worker said (an answer asked for again).
+    pub fn said(&self, message: &str) {
+        if self.kind == ProgressStyleKind::Lines {
+            self.printer.progress(&format!("  {message}"));
         }
     }
 
@@ -102,7 +111,11 @@ impl Progress {
     pub fn phase_finished(&mut self, state: &PhaseState) {
         self.printer.finish_bar();
         let failed = if state.batches_failed > 0 {
-            format!(", {} failed ({} items unprocessed)", state.batches_failed, state.unprocessed.len())
+            format!(
+                ", {} failed ({} items unprocessed)",
+                state.batches_failed,
+                state.unprocessed.len()
+            )
         } else {
             String::new()
         };

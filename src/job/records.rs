@@ -85,7 +85,10 @@ mod tests {
     fn answers_are_laid_over_items_by_id() {
         let mut r = Records::new(&[json!({"n": 1, "files": ["a"]}), json!({"n": 2})], "n");
         r.overlay(&[json!({"n": "1", "fingerprint": "x"}), json!({"n": 9, "x": 1})], "n");
-        assert_eq!(r.get("1").unwrap(), &json!({"n": 1, "files": ["a"], "fingerprint": "x"}));
+        assert_eq!(
+            r.get("1").unwrap(),
+            &json!({"n": 1, "files": ["a"], "fingerprint": "x"})
+        );
         assert_eq!(r.iter().map(|(k, _)| k).collect::<Vec<_>>(), ["1", "2"]);
     }
 }

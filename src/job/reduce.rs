@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::batch_check::answer_items;
-use super::batches::{covered_ids, plan, planned_inputs, run_batches, BatchesOutcome};
+use super::batches::{covered_ids, plan, planned_inputs, run_batches, BatchesOutcome, Layout};
 use super::cluster::{precluster, ClusterConfig, PreCluster};
 use super::ingest::id_key;
 use super::job_dir::{read_json_if_whole, write_json, JobDir};
@@ -90,7 +90,11 @@ pub async fn run(run: &mut JobRun, index: usize) -> Result<(), RlmError> {
             let new: Vec<Value> = shards(
                 inputs
                     .into_iter()
-                    .filter(|c| c.get("cluster_id").and_then(id_key).is_some_and(|k| !covered.contains(&k)))
+                    .filter(|c| {
+                        c.get("cluster_id")
+                            .and_then(id_key)
+                            .is_some_and(|k| !covered.contains(&k))
+                    })
                     .collect(),
                 shard_bytes(run, index),
                 phase.batch_size(),
@@ -127,7 +131,10 @@ pub async fn run(run: &mut JobRun, index: usize) -> Result<(), RlmError> {
         .collect();
     let programmatic = clusters.iter().filter(|c| c["source"] == "programmatic").count();
     if programmatic > 0 && resolved_has_prompt(run, index) {
-        notes.push(format!("{programmatic} of {} clusters kept the programmatic ranking", clusters.len()));
+        notes.push(format!(
+            "{programmatic} of {} clusters kept the programmatic ranking",
+            clusters.len()
+        ));
     }
     write_json(&run.dir.data(&phase.name), &clusters)?;
     let state = &mut run.record.phases[index];
@@ -164,7 +171,9 @@ fn compact(v: &Value, depth: usize) -> Value {
             Value::String(format!("{}…", s.chars().take(MEMBER_TEXT).collect::<String>()))
         }
         Value::Array(items) => Value::Array(items.iter().take(MEMBER_LIST).map(|i| compact(i, depth + 1)).collect()),
-        Value::Object(o) if depth < 3 => Value::Object(o.iter().map(|(k, v)| (k.clone(), compact(v, depth + 1))).collect()),
+        Value::Object(o) if depth < 3 => {
+            Value::Object(o.iter().map(|(k, v)| (k.clone(), compact(v, depth + 1))).collect())
+        }
         Value::Object(_) => Value::String("{…}".into()),
         other => other.clone(),
     }
@@ -217,7 +226,13 @@ fn plan_shards(
     check: &dyn Fn(Vec<Value>) -> Arc<dyn AnswerCheck>,
 ) -> Result<Vec<super::batches::Batch>, RlmError> {
     let mut next = planned.keys().max().copied().unwrap_or(0) + 1;
-    let mut batches = plan(&run.dir, phase, planned, Vec::new(), 1, failed, "cluster_id", check)?;
+    let layout = Layout {
+        phase,
+        size: 1,
+        failed,
+        id_field: "cluster_id",
+    };
+    let mut batches = plan(&run.dir, &layout, planned, Vec::new(), check)?;
     let mut groups: Vec<Vec<Value>> = Vec::new();
     let mut current = None;
     for entry in new {
@@ -262,7 +277,9 @@ fn collect(
         let Some(last) = &failed.last_value else { continue };
         let mut saved = 0;
         for c in answer_items(last).into_iter().flatten() {
-            let Some(id) = c.get("cluster_id").cloned() else { continue };
+            let Some(id) = c.get("cluster_id").cloned() else {
+                continue;
+            };
             if !failed.ids.contains(&id) {
                 continue;
             }
@@ -308,7 +325,9 @@ struct ClusterCheck {
 impl AnswerCheck for ClusterCheck {
     fn check(&self, answer: &Value) -> Result<Value, Vec<String>> {
         let Some(items) = answer_items(answer) else {
-            return Err(vec!["the answer must be a JSON object {\"items\": [...]} with one object per cluster".into()]);
+            return Err(vec![
+                "the answer must be a JSON object {\"items\": [...]} with one object per cluster".into(),
+            ]);
         };
         let wanted: Vec<String> = self.ids.iter().filter_map(id_key).collect();
         let mut placed: HashMap<String, Value> = HashMap::new();
@@ -336,7 +355,9 @@ impl AnswerCheck for ClusterCheck {
             let mut problems = Vec::new();
             let mut named = |what: &str, v: &Value| {
                 if !id_key(v).is_some_and(|k| members.contains(&k)) {
-                    problems.push(format!("items[{i}] (cluster \"{id}\"): {what} {v} is not a member of the cluster"));
+                    problems.push(format!(
+                        "items[{i}] (cluster \"{id}\"): {what} {v} is not a member of the cluster"
+                    ));
                 }
             };
             named("best_candidate", &item["best_candidate"]);
@@ -348,7 +369,12 @@ impl AnswerCheck for ClusterCheck {
                     twice.push(format!("items[{i}] (cluster \"{id}\"): ranking lists {r} twice"));
                 }
             }
-            for g in item.get("duplicate_groups").and_then(Value::as_array).into_iter().flatten() {
+            for g in item
+                .get("duplicate_groups")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 named("duplicate_groups canonical", &g["canonical"]);
                 for d in g["duplicates"].as_array().into_iter().flatten() {
                     named("duplicate_groups duplicate", d);
@@ -364,7 +390,9 @@ impl AnswerCheck for ClusterCheck {
         }
         for id in &wanted {
             if !placed.contains_key(id) {
-                errors.push(format!("no object for cluster \"{id}\": answer for every cluster of the batch"));
+                errors.push(format!(
+                    "no object for cluster \"{id}\": answer for every cluster of the batch"
+                ));
             }
         }
         if errors.is_empty() {

@@ -98,7 +98,11 @@ pub async fn run(run: &mut JobRun, index: usize) -> Result<(), RlmError> {
             context: run.context.clone(),
             noun: "job's results".into(),
         };
-        let compressed = compress(&data_only.json, 0);
+        // Without what changes between runs (the date, the spend), so a rerun over the same
+        // results is answered from the cache.
+        let mut stable = data_only.json.clone();
+        strip(&mut stable, &["generated_at", "cost_usd", "job_id"]);
+        let compressed = compress(&stable, 0);
         let batch = Batch {
             n: 1,
             items: vec![compressed],
@@ -112,9 +116,10 @@ pub async fn run(run: &mut JobRun, index: usize) -> Result<(), RlmError> {
         }
         narrative = outcome.accepted.get(&1).and_then(Value::as_str).map(str::to_string);
         if let Some(failed) = outcome.failed.first() {
-            run.record.phases[index]
-                .notes
-                .push(format!("the narrative failed ({}); the report has the data only", failed.reason));
+            run.record.phases[index].notes.push(format!(
+                "the narrative failed ({}); the report has the data only",
+                failed.reason
+            ));
             let state = &mut run.record.phases[index];
             state.unprocessed.clear();
         }
@@ -125,6 +130,18 @@ pub async fn run(run: &mut JobRun, index: usize) -> Result<(), RlmError> {
     write_json(&run.dir.data(&phase.name), &json!({"narrative": narrative}))?;
     run.record.phases[index].items_done = 1;
     Ok(())
+}
+
+/// Removes `keys` wherever they occur.
+fn strip(v: &mut Value, keys: &[&str]) {
+    match v {
+        Value::Object(o) => {
+            o.retain(|k, _| !keys.contains(&k.as_str()));
+            o.values_mut().for_each(|v| strip(v, keys));
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| strip(v, keys)),
+        _ => {}
+    }
 }
 
 /// A narrative answer: any text.
@@ -142,15 +159,23 @@ impl AnswerCheck for TextCheck {
 /// The results as the narrative call sees them: tables cut to their first rows, texts cut.
 pub fn compress(v: &Value, depth: usize) -> Value {
     match v {
-        Value::String(s) if s.chars().count() > 300 => Value::String(format!("{}…", s.chars().take(300).collect::<String>())),
+        Value::String(s) if s.chars().count() > 300 => {
+            Value::String(format!("{}…", s.chars().take(300).collect::<String>()))
+        }
         Value::Array(rows) => {
-            let mut out: Vec<Value> = rows.iter().take(COMPRESSED_ROWS).map(|r| compress(r, depth + 1)).collect();
+            let mut out: Vec<Value> = rows
+                .iter()
+                .take(COMPRESSED_ROWS)
+                .map(|r| compress(r, depth + 1))
+                .collect();
             if rows.len() > COMPRESSED_ROWS {
                 out.push(json!(format!("… and {} more", rows.len() - COMPRESSED_ROWS)));
             }
             Value::Array(out)
         }
-        Value::Object(o) if depth < 4 => Value::Object(o.iter().map(|(k, v)| (k.clone(), compress(v, depth + 1))).collect()),
+        Value::Object(o) if depth < 4 => {
+            Value::Object(o.iter().map(|(k, v)| (k.clone(), compress(v, depth + 1))).collect())
+        }
         Value::Object(_) => json!("{…}"),
         other => other.clone(),
     }
@@ -163,7 +188,10 @@ pub fn cell(v: &Value) -> String {
         Value::Null => String::new(),
         other => other.to_string(),
     };
-    text.replace('|', "\\|").split_whitespace().collect::<Vec<_>>().join(" ")
+    text.replace('|', "\\|")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The report of any job: per phase, counts of the answers' few-valued fields; the clusters;
@@ -194,15 +222,21 @@ fn generic(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> Re
             state.items_done,
             state.unprocessed.len()
         );
-        phases_json.push(json!({"name": p.name, "kind": p.kind.name(), "batches_done": state.batches_done,
+        phases_json.push(
+            json!({"name": p.name, "kind": p.kind.name(), "batches_done": state.batches_done,
             "batches_total": state.batches_total, "items_done": state.items_done,
-            "unprocessed": state.unprocessed.len(), "cost_usd": state.cost_usd, "notes": state.notes}));
+            "unprocessed": state.unprocessed.len(), "cost_usd": state.cost_usd, "notes": state.notes}),
+        );
     }
     if let Some(text) = narrative {
         let _ = writeln!(md, "\n## Narrative (written by the model)\n\n{}", text.trim());
     }
     let mut counts_json = serde_json::Map::new();
-    for p in definition.phases.iter().filter(|p| matches!(p.kind, PhaseKind::Map | PhaseKind::Review)) {
+    for p in definition
+        .phases
+        .iter()
+        .filter(|p| matches!(p.kind, PhaseKind::Map | PhaseKind::Review))
+    {
         let answers: Vec<&Value> = data
             .answers
             .iter()
@@ -225,7 +259,10 @@ fn generic(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> Re
     }
     if !data.clusters.is_empty() {
         let _ = writeln!(md, "\n## Clusters ({})\n", data.clusters.len());
-        let _ = writeln!(md, "| Cluster | Theme | Size | Best | Ranked by |\n|---|---|---|---|---|");
+        let _ = writeln!(
+            md,
+            "| Cluster | Theme | Size | Best | Ranked by |\n|---|---|---|---|---|"
+        );
         for c in &data.clusters {
             let _ = writeln!(
                 md,
@@ -238,7 +275,11 @@ fn generic(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> Re
             );
         }
     }
-    let unprocessed: Vec<Value> = record.phases.iter().flat_map(|p| p.unprocessed.iter().cloned()).collect();
+    let unprocessed: Vec<Value> = record
+        .phases
+        .iter()
+        .flat_map(|p| p.unprocessed.iter().cloned())
+        .collect();
     if !unprocessed.is_empty() {
         let ids: Vec<String> = unprocessed.iter().filter_map(id_key).collect();
         let _ = writeln!(
@@ -280,7 +321,9 @@ fn field_counts(answers: &[&Value], id_field: &str) -> BTreeMap<String, BTreeMap
                 Value::Bool(b) => b.to_string(),
                 Value::Number(n) if n.as_i64().is_some_and(|i| (0..=10).contains(&i)) => n.to_string(),
                 _ => {
-                    all.entry(k.clone()).or_default().insert("\u{0}many".into(), usize::MAX / 2);
+                    all.entry(k.clone())
+                        .or_default()
+                        .insert("\u{0}many".into(), usize::MAX / 2);
                     continue;
                 }
             };

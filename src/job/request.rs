@@ -138,11 +138,17 @@ mod tests {
         let d = Delimiter::default();
         let items = vec![json!({"number": 1, "t": "a\n]"}), json!({"number": 2})];
         let user = r.user(&d, "classify", &items);
-        assert!(user.contains("[\n{\"number\":1,\"t\":\"a\\n]\"},\n{\"number\":2}\n]"), "{user}");
+        assert!(
+            user.contains("[\n{\"number\":1,\"t\":\"a\\n]\"},\n{\"number\":2}\n]"),
+            "{user}"
+        );
         assert!(user.ends_with("identified by \"number\": 1, 2\n"), "{user}");
         let system = r.system(&d);
         assert!(system.starts_with("Classify.") && system.contains("{\"items\": [...]}") && system.contains("vision"));
-        assert_eq!(r.wrapper_schema().unwrap()["properties"]["items"]["items"], json!({"type": "object"}));
+        assert_eq!(
+            r.wrapper_schema().unwrap()["properties"]["items"]["items"],
+            json!({"type": "object"})
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::batch_check::BatchCheck;
-use super::batches::{covered_ids, merged, plan, planned_inputs, run_batches};
+use super::batches::{covered_ids, merged, plan, planned_inputs, run_batches, Layout};
 use super::ingest::id_key;
 use super::job_dir::write_json;
 use super::records::records_before;
@@ -54,7 +54,11 @@ pub fn memberships(clusters: &[Value]) -> HashMap<String, Membership> {
                     theme: c["theme"].clone(),
                     size: members.len(),
                     is_best: best.as_deref() == Some(key.as_str()),
-                    others: members.iter().filter(|o| id_key(o).as_deref() != Some(key.as_str())).cloned().collect(),
+                    others: members
+                        .iter()
+                        .filter(|o| id_key(o).as_deref() != Some(key.as_str()))
+                        .cloned()
+                        .collect(),
                 },
             );
         }
@@ -127,7 +131,13 @@ pub async fn run(run: &mut JobRun, index: usize) -> Result<(), RlmError> {
     };
     let check = |ids| -> Arc<dyn AnswerCheck> { Arc::new(BatchCheck::new(ids, &id_field, schema.clone())) };
     let failed = run.record.phases[index].failed_batches.clone();
-    let batches = plan(&run.dir, &phase.name, planned, new, phase.batch_size(), &failed, &id_field, &check)?;
+    let layout = Layout {
+        phase: &phase.name,
+        size: phase.batch_size(),
+        failed: &failed,
+        id_field: &id_field,
+    };
+    let batches = plan(&run.dir, &layout, planned, new, &check)?;
     let outcome = run_batches(run, index, &rendering, batches, UnitKind::Map).await?;
     write_json(&run.dir.data(&phase.name), &merged(&outcome))?;
     Ok(())
@@ -138,8 +148,14 @@ pub async fn run(run: &mut JobRun, index: usize) -> Result<(), RlmError> {
 fn fetch_budget(run: &JobRun, index: usize) -> usize {
     let phase = &run.record.definition.phases[index];
     let model = &run.models[index];
-    let max_out = run.settings.phase_provider(phase).map_or(16_000, |p| u64::from(p.max_tokens));
-    let context = run.context.as_ref().map_or(0, |c| crate::tokens::upper_bound(c.len() as u64));
+    let max_out = run
+        .settings
+        .phase_provider(phase)
+        .map_or(16_000, |p| u64::from(p.max_tokens));
+    let context = run
+        .context
+        .as_ref()
+        .map_or(0, |c| crate::tokens::upper_bound(c.len() as u64));
     let per_batch = model
         .context_window
         .saturating_sub(max_out)
@@ -147,7 +163,9 @@ fn fetch_budget(run: &JobRun, index: usize) -> usize {
         .saturating_sub(4_000);
     let per_item = per_batch / phase.batch_size().max(1) as u64;
     // Each item also carries its record (about 2 KiB): keep room for it.
-    (crate::tokens::bytes_within(per_item) as usize).saturating_sub(2_048).max(1_024)
+    (crate::tokens::bytes_within(per_item) as usize)
+        .saturating_sub(2_048)
+        .max(1_024)
 }
 
 /// Runs `fetch` for every item (a few at once) and stores its output in `field`, cut to
@@ -171,7 +189,11 @@ async fn fetch_all(
             let spec = CommandSpec {
                 cwd: Some(cwd.clone()),
                 timeout: Some(FETCH_TIMEOUT),
-                ..CommandSpec::new(argv.iter().map(|a| a.replace("{id}", &id).replace("{repo}", &repo)).collect())
+                ..CommandSpec::new(
+                    argv.iter()
+                        .map(|a| a.replace("{id}", &id).replace("{repo}", &repo))
+                        .collect(),
+                )
             };
             tasks.spawn(async move { (i, process::run(&spec, "", std::future::pending()).await) });
         }
@@ -239,7 +261,8 @@ mod tests {
 
     #[test]
     fn memberships_mark_the_best_candidate() {
-        let m = memberships(&[json!({"cluster_id": "cluster-1", "theme": "t", "members": [3, 1], "best_candidate": 3})]);
+        let m =
+            memberships(&[json!({"cluster_id": "cluster-1", "theme": "t", "members": [3, 1], "best_candidate": 3})]);
         assert!(m["3"].is_best && !m["1"].is_best);
         assert_eq!(m["1"].others, vec![json!(3)]);
     }

@@ -94,7 +94,8 @@ impl JobRun {
                 state.started_at.get_or_insert_with(|| Timestamp::now().to_rfc3339());
             }
             self.dir.write_record(&mut self.record)?;
-            self.dir.event(&json!({"event": "phase:started", "phase": name, "index": index + 1}));
+            self.dir
+                .event(&json!({"event": "phase:started", "phase": name, "index": index + 1}));
             let kind = self.record.definition.phases[index].kind;
             let result = match kind {
                 PhaseKind::Map => map::run(&mut self, index).await,
@@ -117,7 +118,9 @@ impl JobRun {
             }
             let state = &mut self.record.phases[index];
             if !matches!(state.status, Some(PhaseStatus::Failed)) {
-                state.status = Some(if state.batches_failed > 0 {
+                // A reduce's failed shards fell back to the programmatic ranking: only items
+                // left unprocessed make a phase partial.
+                state.status = Some(if !state.unprocessed.is_empty() {
                     PhaseStatus::Partial
                 } else {
                     PhaseStatus::Completed
@@ -126,8 +129,10 @@ impl JobRun {
             state.finished_at = Some(Timestamp::now().to_rfc3339());
             let state = state.clone();
             self.progress.phase_finished(&state);
-            self.dir.event(&json!({"event": "phase:completed", "phase": name, "status": state.status,
-                "batches": state.batches_total, "failed": state.batches_failed, "cost_usd": state.cost_usd}));
+            self.dir.event(
+                &json!({"event": "phase:completed", "phase": name, "status": state.status,
+                "batches": state.batches_total, "failed": state.batches_failed, "cost_usd": state.cost_usd}),
+            );
             self.dir.write_record(&mut self.record)?;
             if state.status == Some(PhaseStatus::Failed) {
                 break;
@@ -141,7 +146,8 @@ impl JobRun {
         self.record.stopped = self.stop_reason();
         self.finish_record();
         self.store.end(self.record.status);
-        self.dir.event(&json!({"event": "job:ended", "status": self.record.status.name(),
+        self.dir
+            .event(&json!({"event": "job:ended", "status": self.record.status.name(),
             "cost_usd": self.record.cost_usd()}));
         self.summarize();
         Ok(exit_status(self.record.status))
@@ -163,10 +169,10 @@ impl JobRun {
             return JobStatus::Paused;
         }
         let answered: usize = self.record.phases.iter().map(|p| p.batches_done).sum();
-        let failed: usize = self.record.phases.iter().map(|p| p.batches_failed).sum();
-        if failed > 0 && answered == 0 {
+        let unprocessed = self.record.unprocessed();
+        if unprocessed > 0 && answered == 0 {
             JobStatus::Failed
-        } else if failed > 0 || self.record.unprocessed() > 0 {
+        } else if unprocessed > 0 {
             JobStatus::Partial
         } else {
             JobStatus::Success

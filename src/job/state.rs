@@ -169,18 +169,42 @@ pub struct JobRecord {
     /// Why the job stopped, when it did early.
     #[serde(default)]
     pub stopped: Option<String>,
+    /// What phases spent before a rerun reset them: still the job's spend.
+    #[serde(default)]
+    pub earlier: Spend,
+}
+
+/// Money and tokens spent.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct Spend {
+    pub cost_usd: f64,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    pub calls: u64,
 }
 
 impl JobRecord {
-    /// Total spend over every phase.
+    /// Total spend over every phase, reruns included.
     pub fn cost_usd(&self) -> f64 {
-        self.phases.iter().map(|p| p.cost_usd).sum()
+        self.earlier.cost_usd + self.phases.iter().map(|p| p.cost_usd).sum::<f64>()
     }
 
     pub fn tokens(&self) -> (u64, u64) {
         self.phases
             .iter()
-            .fold((0, 0), |(i, o), p| (i + p.tokens_in, o + p.tokens_out))
+            .fold((self.earlier.tokens_in, self.earlier.tokens_out), |(i, o), p| {
+                (i + p.tokens_in, o + p.tokens_out)
+            })
+    }
+
+    /// Resets phase `index` for a rerun, keeping what it spent in the job's total.
+    pub fn reset_phase(&mut self, index: usize) {
+        let p = &mut self.phases[index];
+        self.earlier.cost_usd += p.cost_usd;
+        self.earlier.tokens_in += p.tokens_in;
+        self.earlier.tokens_out += p.tokens_out;
+        self.earlier.calls += p.calls;
+        p.reset();
     }
 
     /// The first phase that is not done, if any.

@@ -41,7 +41,9 @@ impl StoreLink {
         let mut store = match TaskStore::open(&settings.rlm_dir()) {
             Ok(s) => s,
             Err(e) => {
-                printer.warn(&format!("the task store is not available ({e}): rlm status will not show this job"));
+                printer.warn(&format!(
+                    "the task store is not available ({e}): rlm status will not show this job"
+                ));
                 return Ok(link);
             }
         };
@@ -70,7 +72,10 @@ impl StoreLink {
             printer.warn(&format!("the task store did not record this job ({e})"));
             return Ok(link);
         }
-        link.states = store.unit_states(&link.run).map(|v| v.into_iter().collect()).unwrap_or_default();
+        link.states = store
+            .unit_states(&link.run)
+            .map(|v| v.into_iter().collect())
+            .unwrap_or_default();
         link.store = Some(store);
         Ok(link)
     }
@@ -96,7 +101,12 @@ impl StoreLink {
         if new.is_empty() {
             return;
         }
-        let served: Vec<usize> = new.iter().enumerate().filter(|(_, (_, d))| *d).map(|(i, _)| i).collect();
+        let served: Vec<usize> = new
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, d))| *d)
+            .map(|(i, _)| i)
+            .collect();
         let units: Vec<NewUnit> = new.iter().map(|(u, _)| u.clone()).collect();
         let run = self.run.clone();
         if self.write(|s| s.add_units_served(&run, &units, &served)) {
@@ -168,8 +178,9 @@ impl StoreLink {
         match f(store) {
             Ok(()) => true,
             Err(e) => {
-                self.printer
-                    .warn(&format!("the task store stopped recording this job ({e}); its files are unaffected"));
+                self.printer.warn(&format!(
+                    "the task store stopped recording this job ({e}); its files are unaffected"
+                ));
                 self.store = None;
                 false
             }

@@ -19,6 +19,7 @@ mod engine;
 mod faults;
 mod graph_batch;
 mod index;
+mod job;
 mod mock_selftest;
 mod newcomer;
 mod real_model;

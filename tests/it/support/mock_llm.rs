@@ -1038,7 +1038,12 @@ fn job_instance_of(schema: &Value) -> Value {
     match ty {
         Some("object") => {
             let mut map = serde_json::Map::new();
-            for (k, v) in schema.get("properties").and_then(Value::as_object).into_iter().flatten() {
+            for (k, v) in schema
+                .get("properties")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
                 map.insert(k.clone(), job_instance_of(v));
             }
             Value::Object(map)
