@@ -22,12 +22,14 @@ const BODY_CHARS: usize = 500;
 
 /// The job definition of a PR review of `repo`.
 pub fn definition(repo: &str) -> JobDefinition {
-    let phase = |name: &str, title: &str, kind: PhaseKind| PhaseDefinition {
+    // Prompts and schemas are built in: their names say which example file they are.
+    let builtin = |file: &str| Some(std::path::PathBuf::from(format!("builtin:pr-review/{file}")));
+    let phase = |name: &str, title: &str, kind: PhaseKind, prompt: &str, schema: Option<&str>| PhaseDefinition {
         name: name.into(),
         kind,
         title: Some(title.into()),
-        prompt: None,
-        output_schema: None,
+        prompt: builtin(prompt),
+        output_schema: schema.and_then(builtin),
         batch_size: None,
         model: None,
         provider: None,
@@ -54,7 +56,13 @@ pub fn definition(repo: &str) -> JobDefinition {
         phases: vec![
             PhaseDefinition {
                 batch_size: Some(50),
-                ..phase("classifications", "Scan & classify", PhaseKind::Map)
+                ..phase(
+                    "classifications",
+                    "Scan & classify",
+                    PhaseKind::Map,
+                    "classify.md",
+                    Some("classification.schema.json"),
+                )
             },
             PhaseDefinition {
                 group_by: Some("fingerprint".into()),
@@ -79,7 +87,13 @@ pub fn definition(repo: &str) -> JobDefinition {
                 .map(|s| s.to_string())
                 .collect(),
                 batch_size: Some(20),
-                ..phase("clusters", "Cluster & de-duplicate", PhaseKind::Reduce)
+                ..phase(
+                    "clusters",
+                    "Cluster & de-duplicate",
+                    PhaseKind::Reduce,
+                    "cluster.md",
+                    Some("cluster.schema.json"),
+                )
             },
             PhaseDefinition {
                 select: Some("best_candidate or quick_verdict == \"merge\"".into()),
@@ -91,9 +105,15 @@ pub fn definition(repo: &str) -> JobDefinition {
                 ),
                 fetch_as: Some("diff".into()),
                 batch_size: Some(5),
-                ..phase("reviews", "Deep review", PhaseKind::Review)
+                ..phase(
+                    "reviews",
+                    "Deep review",
+                    PhaseKind::Review,
+                    "review.md",
+                    Some("review.schema.json"),
+                )
             },
-            phase("report", "Report", PhaseKind::Report),
+            phase("report", "Report", PhaseKind::Report, "report.md", None),
         ],
     }
 }

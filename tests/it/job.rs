@@ -759,3 +759,75 @@ fn a_dry_run_prints_the_estimate_per_phase_and_writes_nothing() {
     );
     assert!(jobs(&p).is_empty());
 }
+
+/// Copies `examples/jobs/NAME/` into the project under `NAME/`.
+fn with_example(p: Project, name: &str) -> Project {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/jobs").join(name);
+    let mut p = p;
+    for file in file_names(&src) {
+        let text = std::fs::read_to_string(src.join(&file)).unwrap();
+        p = p.file(&format!("{name}/{file}"), &text);
+    }
+    p
+}
+
+#[test]
+fn the_issue_triage_example_runs_as_shipped() {
+    let mock = MockLlm::start();
+    let p = with_example(Project::new(), "issue-triage");
+    let out = p
+        .rlm(&[
+            "job",
+            "run",
+            "issue-triage/job.toml",
+            "--base-url",
+            &mock.url(),
+            "--json",
+        ])
+        .run();
+    out.assert_exit(0);
+    assert_eq!(out.json()["status"], "SUCCESS");
+    let dir = only_job(&p);
+    assert_eq!(read_json(&dir.join("data/issues.json")).as_array().unwrap().len(), 12);
+    assert_eq!(read_json(&dir.join("data/triage.json")).as_array().unwrap().len(), 12);
+    assert!(dir.join("data/duplicates.json").is_file() && dir.join("report.md").is_file());
+}
+
+#[test]
+fn the_pr_review_example_job_file_is_the_preset_as_a_file() {
+    let p = with_example(gh_project(&pull_requests(30)), "pr-review");
+    let out = with_gh(&p, p.rlm(&["job", "run", "pr-review/job.toml", "--dry-run"])).run();
+    out.assert_exit(0);
+    assert!(
+        out.stderr.contains("1 classifications (map)") && out.stderr.contains("4 report (report)"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        gh_log(&p)[0].starts_with("pr list -R OWNER/REPO --state open"),
+        "{:?}",
+        gh_log(&p)
+    );
+    // The preset embeds the example's prompts and schemas.
+    let mock = MockLlm::start();
+    let run = with_gh(
+        &p,
+        p.rlm(&[
+            "job",
+            "pr-review",
+            "acme/widgets",
+            "--vision",
+            "VISION.md",
+            "--base-url",
+            &mock.url(),
+            "-q",
+        ]),
+    )
+    .run();
+    run.assert_exit(0);
+    let dir = only_job(&p);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("prompts/01-classifications.md")).unwrap(),
+        p.read("pr-review/classify.md")
+    );
+}
