@@ -549,7 +549,11 @@ fn plan_rerun(dir: &JobDir, record: &mut JobRecord, rerun: &Rerun) -> Vec<(PathB
             // Keep the answers; the failed batches' items are planned again.
             for n in &state.failed_batches {
                 for path in [dir.batch_input(&state.name, *n), dir.batch_rejected(&state.name, *n)] {
-                    let aside = path.with_extension(format!("json.superseded-{generation}"));
+                    let name = path
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    let aside = path.with_file_name(format!("{name}.superseded-{generation}"));
                     moves.push((path, aside));
                 }
             }

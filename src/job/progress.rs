@@ -44,7 +44,8 @@ impl Progress {
         } else {
             String::new()
         };
-        self.printer.progress(&format!("{label}: {total} batches{resumed}"));
+        let s = if total == 1 { "" } else { "es" };
+        self.printer.progress(&format!("{label}: {total} batch{s}{resumed}"));
         if self.kind == ProgressStyleKind::Bar && total > already {
             self.printer.start_bar(total as u64);
             self.redraw(0.0);
@@ -125,7 +126,7 @@ impl Progress {
             String::new()
         };
         self.printer.progress(&format!(
-            "{}: {}/{} batches{failed}{cached}, ${:.4}, {:.1}s",
+            "{}: {}/{} done{failed}{cached}, ${:.4}, {:.1}s",
             self.phase,
             state.batches_done,
             state.batches_total,

@@ -142,6 +142,8 @@ impl JobRun {
                 break;
             }
         }
+        // A phase that stopped early leaves its bar: clear it before the summary.
+        self.printer.finish_bar();
         self.record.status = self.settle(paused);
         self.record.stopped = self.stop_reason();
         self.finish_record();

@@ -50,7 +50,7 @@ impl StoreLink {
         let new_run = NewRun {
             id: Some(job.id.clone()),
             kind: "job".to_string(),
-            command: settings.argv.clone(),
+            command: settings.argv.iter().map(|a| without_credentials(a)).collect(),
             cwd: settings.cwd.clone(),
             output_dir: Some(job.root.clone()),
             parent: settings.parent_run.as_deref().map(RunId::from),
@@ -185,5 +185,13 @@ impl StoreLink {
                 false
             }
         }
+    }
+}
+
+/// An argument with any URL's credentials hidden (the command line is stored and shown).
+fn without_credentials(arg: &str) -> String {
+    match arg.find("http://").or_else(|| arg.find("https://")) {
+        Some(at) => format!("{}{}", &arg[..at], crate::secret::redact_url(&arg[at..])),
+        None => arg.to_string(),
     }
 }
