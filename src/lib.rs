@@ -21,6 +21,7 @@ pub mod fs_atomic;
 pub mod hash;
 pub mod index;
 pub mod input;
+pub mod job;
 pub mod man_page;
 pub mod money;
 pub mod parallel;
@@ -73,6 +74,7 @@ pub fn run_cli() -> ExitCode {
             Ok(settings) => run_settings(settings),
             Err(e) => report_error(&error_printer(), &e),
         },
+        Command::Job(command) => job::run_command(command, cli.color, &env),
         Command::Skill(action) => run_skill(action, &env),
         Command::Index(command) => run_index(command),
         Command::VerifyCitations(args) => run_verify_citations(args),

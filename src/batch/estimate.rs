@@ -9,7 +9,7 @@ use crate::aggregate::AggregateStrategy;
 use crate::error::RlmError;
 use crate::printer::Printer;
 use crate::provider::ModelInfo;
-use crate::settings::BatchSettings;
+use crate::settings::{BatchSettings, BudgetSettings, OutputSettings};
 use crate::unit::WorkUnit;
 
 /// Above this estimate, ask on a terminal.
@@ -126,6 +126,14 @@ fn aggregate_calls(
 /// What the thresholds say, short of asking: `Err` refuses the run, `Ok(true)` means it
 /// asks for confirmation (or warns without a terminal).
 pub fn verdict(settings: &BatchSettings, usd: f64) -> Result<bool, RlmError> {
+    // `--max-cost` is the whole run's: a resume counts what the earlier attempts spent.
+    let spent = settings.resume.as_ref().map_or(0.0, |t| t.spent_usd);
+    budget_verdict(&settings.budget, usd, spent)
+}
+
+/// [`verdict`] from the budget alone (`rlm job` has no [`BatchSettings`]), `spent` being what
+/// earlier attempts of the run spent.
+pub fn budget_verdict(budget: &BudgetSettings, usd: f64, spent: f64) -> Result<bool, RlmError> {
     let over = |shown: f64, limit: f64, how: &str| {
         let (shown, limit) = crate::money::usd_pair(shown, limit);
         RlmError::Usage(format!(
@@ -133,9 +141,6 @@ pub fn verdict(settings: &BatchSettings, usd: f64) -> Result<bool, RlmError> {
              more specific glob; use a cheaper model (--model haiku)"
         ))
     };
-    let budget = &settings.budget;
-    // `--max-cost` is the whole run's: a resume counts what the earlier attempts spent.
-    let spent = settings.resume.as_ref().map_or(0.0, |t| t.spent_usd);
     if let Some(max) = budget.max_cost {
         if usd + spent > max {
             if spent > 0.0 {
@@ -160,11 +165,27 @@ pub fn verdict(settings: &BatchSettings, usd: f64) -> Result<bool, RlmError> {
 
 /// The thresholds, asking on a terminal.
 pub fn confirm(settings: &BatchSettings, estimate: &Estimate, printer: &Printer) -> Result<(), RlmError> {
-    let usd = estimate.usd;
-    if !verdict(settings, usd)? {
+    if !verdict(settings, estimate.usd)? {
         return Ok(());
     }
-    let output = &settings.output;
+    ask(&settings.output, estimate.usd, printer)
+}
+
+/// [`confirm`] from the budget and output settings alone.
+pub fn confirm_cost(
+    budget: &BudgetSettings,
+    output: &OutputSettings,
+    usd: f64,
+    printer: &Printer,
+) -> Result<(), RlmError> {
+    if !budget_verdict(budget, usd, 0.0)? {
+        return Ok(());
+    }
+    ask(output, usd, printer)
+}
+
+/// Asks on a terminal (or warns without one) before spending above $1.
+fn ask(output: &OutputSettings, usd: f64, printer: &Printer) -> Result<(), RlmError> {
     if output.stdin_is_terminal && output.stderr_is_terminal {
         printer.important(&format!("Estimated cost is {}. Proceed? (y/n)", crate::money::usd(usd)));
         let mut answer = String::new();

@@ -10,10 +10,11 @@ use crate::input::{
     cap_largest, resolve_directory, resolve_glob, resolve_list, DirectoryQuery, ListFilter, Manifest, WalkOptions,
 };
 use crate::printer::Printer;
+use crate::provider::catalog::PriceTable;
 use crate::provider::command::CommandProvider;
 use crate::provider::discovery::discover_model;
 use crate::provider::{HttpConfig, HttpProvider, ModelInfo, Provider};
-use crate::settings::{BatchSettings, InputSource};
+use crate::settings::{BatchSettings, InputSource, ProviderSettings};
 
 /// The files of the run; no match, or nothing sendable, ends it here (nothing was called).
 pub fn resolve_inputs(settings: &BatchSettings, printer: &Printer) -> Result<Manifest, RlmError> {
@@ -125,7 +126,16 @@ fn no_match_message(pattern: &str) -> String {
 /// The run's model: the one given, or the one the server serves. `Err` says why no call
 /// can be made (the caller decides whether that ends the run or a dry run reports it).
 pub async fn resolve_model(settings: &BatchSettings, printer: &Printer) -> Result<ModelInfo, String> {
-    let provider = &settings.provider;
+    model_for(&settings.provider, &settings.budget.prices, printer).await
+}
+
+/// [`resolve_model`] from the provider settings and price table alone (`rlm job` has no
+/// [`BatchSettings`]).
+pub async fn model_for(
+    provider: &ProviderSettings,
+    prices: &PriceTable,
+    printer: &Printer,
+) -> Result<ModelInfo, String> {
     if provider.kind == crate::provider::ProviderKind::Command {
         let id = provider.model.clone().unwrap_or_else(|| "command".into());
         return Ok(ModelInfo::external(id, provider.context_window));
@@ -140,14 +150,18 @@ pub async fn resolve_model(settings: &BatchSettings, printer: &Printer) -> Resul
     Ok(ModelInfo::resolve(
         id,
         provider.context_window,
-        &settings.budget.prices,
+        prices,
         provider.official,
     ))
 }
 
 /// The provider that makes the calls.
 pub fn provider(settings: &BatchSettings, model: &ModelInfo, run_id: &str) -> Result<Arc<dyn Provider>, RlmError> {
-    let p = &settings.provider;
+    provider_for(&settings.provider, model, run_id)
+}
+
+/// [`provider`] from the provider settings alone.
+pub fn provider_for(p: &ProviderSettings, model: &ModelInfo, run_id: &str) -> Result<Arc<dyn Provider>, RlmError> {
     if let Some(argv) = &p.command {
         // Its children know how deep they are and which run started them.
         let env = vec![

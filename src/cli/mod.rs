@@ -2,9 +2,14 @@
 //! turns them into one immutable [`crate::settings::BatchSettings`].
 
 mod batch_args;
+mod job_args;
 mod numeric;
 
 pub use batch_args::{AggregateArg, BatchArgs, ChunkingArg, ColorArg, FailOnArg, FocusArg, ProviderArg};
+pub use job_args::{
+    ExportFormatArg, JobCallArgs, JobCommand, JobExportArgs, JobListArgs, JobRerunArgs, JobResumeArgs, JobRunArgs,
+    JobRunFlags, JobStatusArgs, PrReviewArgs,
+};
 
 use std::path::PathBuf;
 
@@ -69,6 +74,10 @@ Exit codes as for rlm batch."
         after_help = "Exit codes as for rlm batch; 2 also when there is no run to resume or another rlm owns it."
     )]
     Resume(ResumeArgs),
+    /// Multi-phase jobs over structured items (map → reduce → review → report): a job
+    /// file, or the pull-request review of a repository.
+    #[command(subcommand)]
+    Job(JobCommand),
 }
 
 #[derive(Debug, Args)]

@@ -18,7 +18,9 @@ pub use environment::Environment;
 use input_flags::{resolve_input, InputFlags, ResolvedInput};
 pub use input_source::{DirectoryFlags, InputSource, DEFAULT_DIRECTORY_MAX_FILES};
 pub use parallelism::{resolve_parallelism, Parallelism, FALLBACK_PARALLEL, HARD_CAP};
-use provider_choice::{command_provider, current_depth, resolve_provider};
+#[cfg(test)]
+use provider_choice::resolve_provider;
+pub use provider_choice::{provider_settings, ProviderFlags};
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -27,10 +29,10 @@ use serde::Serialize;
 
 use crate::aggregate::AggregateStrategy;
 use crate::cache::CacheMode;
-use crate::cli::{AggregateArg, BatchArgs, ChunkingArg, ColorArg, ProviderArg};
+use crate::cli::{AggregateArg, BatchArgs, ChunkingArg, ColorArg};
 use crate::error::RlmError;
 use crate::printer::{ColorChoice, PrinterMode};
-use crate::provider::catalog::{self, PriceTable};
+use crate::provider::catalog::PriceTable;
 use crate::provider::ProviderKind;
 use crate::schema::OutputSchema;
 use crate::secret::{redact_url, ApiKey, Redactor};
@@ -361,66 +363,22 @@ impl BatchSettings {
 
         let schema = schema.map(|file| OutputSchema::load(&file, &env.cwd)).transpose()?;
         let config = ProjectConfig::load(&env.cwd)?;
-        let depth = current_depth(env)?;
-        if depth >= max_depth {
-            return Err(RlmError::Usage(format!(
-                "RLM_DEPTH is {depth}: this rlm was started by rlm runs nested {depth} deep, at --max-depth \
-                 {max_depth}; refusing to go deeper (raise --max-depth if the recursion is meant)"
-            )));
-        }
-        let provider = match (provider, command) {
-            (Some(ProviderArg::Command) | None, Some(command)) => {
-                if base_url.is_some() {
-                    return Err(RlmError::Usage(
-                        "--base-url is for HTTP providers; --command runs a program instead: drop one".into(),
-                    ));
-                }
-                command_provider(&command, &agent_env, context_window, depth)?
-            }
-            (Some(ProviderArg::Command), None) => {
-                return Err(RlmError::Usage(
-                    "--provider command needs the program: add --command 'claude -p' (or any CLI that reads the \
-                     prompt on stdin)"
-                        .into(),
-                ))
-            }
-            (Some(_), Some(_)) => {
-                return Err(RlmError::Usage(
-                    "--command runs a command-line agent, so --provider must be command (or left out)".into(),
-                ))
-            }
-            (flag, None) => resolve_provider(flag, base_url, model, context_window, temperature, env)?,
-        };
-        if let (Some(window), Some(model)) = (
-            provider
-                .context_window
-                .or_else(|| provider.model.as_deref().and_then(catalog::context_window)),
-            provider.model.as_deref(),
-        ) {
-            if u64::from(max_tokens) >= window {
-                return Err(RlmError::Usage(format!(
-                    "--max-tokens {max_tokens} leaves no room for input in the {window}-token context \
-                     window of {model}: lower --max-tokens or raise --context-window"
-                )));
-            }
-        }
-        let provider = ProviderSettings {
-            timeout: Duration::from_secs_f64(timeout),
-            max_tokens,
-            depth,
-            ..provider
-        };
-
-        let backoff_base = env
-            .var("RLM_BACKOFF_BASE_MS")
-            .map(|v| match v.trim().parse::<u64>() {
-                Ok(ms) if ms <= 600_000 => Ok(Duration::from_millis(ms)),
-                _ => Err(RlmError::Usage(format!(
-                    "RLM_BACKOFF_BASE_MS='{v}' is not a whole number of milliseconds up to 600000"
-                ))),
-            })
-            .transpose()?
-            .unwrap_or(Duration::from_millis(500));
+        let provider = provider_settings(
+            ProviderFlags {
+                provider,
+                command,
+                base_url,
+                model,
+                context_window,
+                temperature,
+                timeout,
+                max_tokens,
+                max_depth,
+                agent_env,
+            },
+            env,
+        )?;
+        let backoff_base = backoff_base(env)?;
 
         Ok(BatchSettings {
             input: InputSettings {
@@ -505,6 +463,20 @@ impl BatchSettings {
     }
 }
 
+/// `RLM_BACKOFF_BASE_MS`: the first delay of the retry backoff (default 500 ms).
+pub fn backoff_base(env: &Environment) -> Result<Duration, RlmError> {
+    Ok(env
+        .var("RLM_BACKOFF_BASE_MS")
+        .map(|v| match v.trim().parse::<u64>() {
+            Ok(ms) if ms <= 600_000 => Ok(Duration::from_millis(ms)),
+            _ => Err(RlmError::Usage(format!(
+                "RLM_BACKOFF_BASE_MS='{v}' is not a whole number of milliseconds up to 600000"
+            ))),
+        })
+        .transpose()?
+        .unwrap_or(Duration::from_millis(500)))
+}
+
 /// The prompt from `--prompt-file` (`-` is stdin).
 fn read_prompt_file(file: &Path, cwd: &Path) -> Result<String, RlmError> {
     if file == Path::new("-") {
@@ -524,6 +496,7 @@ fn read_prompt_file(file: &Path, cwd: &Path) -> Result<String, RlmError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::ProviderArg;
 
     #[test]
     fn endpoint_identity_only_for_other_servers() {

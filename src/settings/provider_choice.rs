@@ -10,6 +10,90 @@ use crate::provider::catalog;
 use crate::provider::ProviderKind;
 use crate::secret::{redact_url, ApiKey};
 
+/// The flags that choose who answers, shared by `rlm batch` and `rlm job`.
+#[derive(Debug, Clone, Default)]
+pub struct ProviderFlags {
+    pub provider: Option<ProviderArg>,
+    pub command: Option<String>,
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+    pub context_window: Option<u64>,
+    pub temperature: Option<f32>,
+    /// Seconds per call.
+    pub timeout: f64,
+    pub max_tokens: u32,
+    /// `--max-depth`: refuse to start this deep in nested runs.
+    pub max_depth: u32,
+    /// `--agent-env NAME`: variables rlm withholds from a command agent, passed anyway.
+    pub agent_env: Vec<String>,
+}
+
+/// The provider settings from its flags and the environment: the recursion depth checked,
+/// `--command` or an HTTP provider, and `--max-tokens` checked against the model's window.
+pub fn provider_settings(flags: ProviderFlags, env: &Environment) -> Result<ProviderSettings, RlmError> {
+    let ProviderFlags {
+        provider,
+        command,
+        base_url,
+        model,
+        context_window,
+        temperature,
+        timeout,
+        max_tokens,
+        max_depth,
+        agent_env,
+    } = flags;
+    let depth = current_depth(env)?;
+    if depth >= max_depth {
+        return Err(RlmError::Usage(format!(
+            "RLM_DEPTH is {depth}: this rlm was started by rlm runs nested {depth} deep, at --max-depth \
+             {max_depth}; refusing to go deeper (raise --max-depth if the recursion is meant)"
+        )));
+    }
+    let provider = match (provider, command) {
+        (Some(ProviderArg::Command) | None, Some(command)) => {
+            if base_url.is_some() {
+                return Err(RlmError::Usage(
+                    "--base-url is for HTTP providers; --command runs a program instead: drop one".into(),
+                ));
+            }
+            command_provider(&command, &agent_env, context_window, depth)?
+        }
+        (Some(ProviderArg::Command), None) => {
+            return Err(RlmError::Usage(
+                "--provider command needs the program: add --command 'claude -p' (or any CLI that reads the \
+                 prompt on stdin)"
+                    .into(),
+            ))
+        }
+        (Some(_), Some(_)) => {
+            return Err(RlmError::Usage(
+                "--command runs a command-line agent, so --provider must be command (or left out)".into(),
+            ))
+        }
+        (flag, None) => resolve_provider(flag, base_url, model, context_window, temperature, env)?,
+    };
+    if let (Some(window), Some(model)) = (
+        provider
+            .context_window
+            .or_else(|| provider.model.as_deref().and_then(catalog::context_window)),
+        provider.model.as_deref(),
+    ) {
+        if u64::from(max_tokens) >= window {
+            return Err(RlmError::Usage(format!(
+                "--max-tokens {max_tokens} leaves no room for input in the {window}-token context \
+                 window of {model}: lower --max-tokens or raise --context-window"
+            )));
+        }
+    }
+    Ok(ProviderSettings {
+        timeout: Duration::from_secs_f64(timeout),
+        max_tokens,
+        depth,
+        ..provider
+    })
+}
+
 /// Provider, endpoint, key and model from flags and environment.
 pub(super) fn resolve_provider(
     flag: Option<ProviderArg>,

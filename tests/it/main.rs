@@ -22,6 +22,7 @@ mod graph_batch;
 mod index;
 mod inputs;
 mod interfaces;
+mod job;
 mod mock_selftest;
 mod newcomer;
 mod real_model;

@@ -923,7 +923,9 @@ fn normal_response(state: &State, api: Api, body: &Value, truncated: bool) -> Re
     let texts = extract_texts(api, body);
     let schema = requested_schema(api, body);
     let reply = match &schema {
-        Some(schema) if !texts.user.contains(REPLY_OPEN) => schema_reply(schema, &texts.user).to_string(),
+        Some(schema) if !texts.user.contains(REPLY_OPEN) => job_answer(schema, &texts.user)
+            .unwrap_or_else(|| schema_reply(schema, &texts.user))
+            .to_string(),
         _ => reply_for(&texts.system, &texts.user),
     };
     // A forced Anthropic tool answers with a tool_use block when the reply is JSON.
@@ -973,6 +975,159 @@ fn normal_response(state: &State, api: Api, body: &Value, truncated: bool) -> Re
         }),
     };
     Response::json(200, &v)
+}
+
+// ---------------------------------------------------------------------------
+// `rlm job` workers
+//
+// A job worker is sent a batch of items as a JSON array (one compact object a line,
+// between `\n[\n` and `\n]\n</`) and asked for `{"items": [...]}` by a schema whose
+// `items` is an array of answer objects. The mock answers one object per input item, as a
+// model that follows instructions would:
+// 1. a small instance of the answer schema (arrays empty unless `minItems`, numbers in the
+//    middle of their range);
+// 2. every field the answer schema shares with the input item, copied when it fits (so the
+//    id comes back, and a cluster's proposal is confirmed);
+// 3. hints: `MOCK_FIELDS<<{json}>>MOCK_FIELDS` in any string of the item sets those fields
+//    (only the answer schema's own); `MOCK_FIELDS_FIRST<<{json}>>MOCK_FIELDS_FIRST` does so
+//    only on the first attempt (not once the message says an answer was rejected).
+
+/// Hint markers a test puts in an item's text.
+pub const FIELDS_OPEN: &str = "MOCK_FIELDS<<";
+pub const FIELDS_CLOSE: &str = ">>MOCK_FIELDS";
+pub const FIRST_OPEN: &str = "MOCK_FIELDS_FIRST<<";
+pub const FIRST_CLOSE: &str = ">>MOCK_FIELDS_FIRST";
+/// What a job's second attempt says (the mock then drops `MOCK_FIELDS_FIRST` hints).
+pub const REASKED_PHRASE: &str = "Your previous answer was rejected";
+
+/// `MOCK_FIELDS<<{…}>>MOCK_FIELDS` around a JSON object, for an item's text.
+pub fn fields_hint(fields: &Value) -> String {
+    format!("{FIELDS_OPEN}{fields}{FIELDS_CLOSE}")
+}
+
+/// The same hint, honoured on the first attempt only.
+pub fn first_attempt_hint(fields: &Value) -> String {
+    format!("{FIRST_OPEN}{fields}{FIRST_CLOSE}")
+}
+
+/// The answer to a job worker's request, if this is one.
+fn job_answer(schema: &Value, user: &str) -> Option<Value> {
+    let items_schema = schema.pointer("/properties/items")?;
+    if items_schema.get("type").and_then(Value::as_str) != Some("array") {
+        return None;
+    }
+    let item_schema = items_schema.get("items")?;
+    let start = user.find("\n[\n")? + 1;
+    let end = user[start..].find("\n]\n</").map(|e| start + e + 2)?;
+    let inputs: Vec<Value> = serde_json::from_str(&user[start..end]).ok()?;
+    let reasked = user.contains(REASKED_PHRASE);
+    let answers = inputs
+        .iter()
+        .map(|input| job_item(item_schema, input, reasked))
+        .collect();
+    Some(json!({ "items": Value::Array(answers) }))
+}
+
+fn job_item(schema: &Value, input: &Value, reasked: bool) -> Value {
+    let mut answer = job_instance_of(schema);
+    let props = schema.get("properties").and_then(Value::as_object);
+    if let (Some(out), Some(props), Some(fields)) = (answer.as_object_mut(), props, input.as_object()) {
+        for (key, prop) in props {
+            if let Some(v) = fields.get(key).filter(|v| fits(v, prop)) {
+                out.insert(key.clone(), v.clone());
+            }
+        }
+        let mut hints = Vec::new();
+        collect_hints(input, FIELDS_OPEN, FIELDS_CLOSE, &mut hints);
+        if !reasked {
+            collect_hints(input, FIRST_OPEN, FIRST_CLOSE, &mut hints);
+        }
+        for hint in hints {
+            for (key, v) in hint.as_object().into_iter().flatten() {
+                if props.contains_key(key) {
+                    out.insert(key.clone(), v.clone());
+                }
+            }
+        }
+    }
+    answer
+}
+
+/// The JSON objects between `open` and `close` in every string of `v`.
+fn collect_hints(v: &Value, open: &str, close: &str, out: &mut Vec<Value>) {
+    match v {
+        Value::String(s) => {
+            let mut rest = s.as_str();
+            while let Some(at) = rest.find(open) {
+                let after = &rest[at + open.len()..];
+                let Some(end) = after.find(close) else { break };
+                if let Ok(hint) = serde_json::from_str::<Value>(&after[..end]) {
+                    out.push(hint);
+                }
+                rest = &after[end + close.len()..];
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|i| collect_hints(i, open, close, out)),
+        Value::Object(o) => o.values().for_each(|i| collect_hints(i, open, close, out)),
+        _ => {}
+    }
+}
+
+/// Whether `v` has a type (and value) `schema` allows, looking no deeper.
+fn fits(v: &Value, schema: &Value) -> bool {
+    if let Some(options) = schema.get("enum").and_then(Value::as_array) {
+        return options.contains(v);
+    }
+    let name = match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    let ok = |t: &str| t == name || (t == "number" && name == "integer");
+    match schema.get("type") {
+        None => true,
+        Some(Value::String(t)) => ok(t),
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).any(ok),
+        _ => false,
+    }
+}
+
+/// [`instance_of`], with empty arrays (unless `minItems`) and numbers mid-range.
+fn job_instance_of(schema: &Value) -> Value {
+    let ty = schema.get("type").and_then(Value::as_str);
+    if schema.get("enum").is_some() || schema.get("const").is_some() {
+        return instance_of(schema);
+    }
+    match ty {
+        Some("object") => {
+            let mut map = serde_json::Map::new();
+            for (k, v) in schema
+                .get("properties")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
+                map.insert(k.clone(), job_instance_of(v));
+            }
+            Value::Object(map)
+        }
+        Some("array") if schema.get("minItems").is_none() => json!([]),
+        Some(t @ ("integer" | "number")) => {
+            match (
+                schema.get("minimum").and_then(Value::as_f64),
+                schema.get("maximum").and_then(Value::as_f64),
+            ) {
+                (Some(lo), Some(hi)) if t == "integer" => json!(((lo + hi) / 2.0).floor() as i64),
+                (Some(lo), Some(hi)) => json!((lo + hi) / 2.0),
+                _ => instance_of(schema),
+            }
+        }
+        _ => instance_of(schema),
+    }
 }
 
 // ---------------------------------------------------------------------------

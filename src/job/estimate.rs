@@ -1,0 +1,192 @@
+//! The estimate before a job starts (or resumes): per phase, items, batches, calls, tokens
+//! and cost, at each phase's model's price. A map phase's numbers are exact counts of what
+//! will be sent; later phases depend on earlier answers (how many clusters, which items a
+//! review selects), so theirs are rough expectations, marked `~`. The total goes through
+//! the same $1 / $10 / $100 thresholds as `rlm batch`.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::definition::{JobDefinition, PhaseKind};
+use super::state::JobRecord;
+use crate::provider::ModelInfo;
+use crate::tokens::expected;
+
+/// Output tokens expected per answer object.
+const MAP_OUT_PER_ITEM: u64 = 150;
+const REVIEW_OUT_PER_ITEM: u64 = 700;
+const CLUSTER_OUT: u64 = 250;
+const REPORT_OUT: u64 = 1_500;
+/// Expected share of items that end up in a multi-member cluster, and clusters per item.
+const CLUSTERED_SHARE: f64 = 0.3;
+const CLUSTERS_PER_ITEM: f64 = 0.1;
+/// Expected share of items a review selects.
+const REVIEWED_SHARE: f64 = 0.1;
+/// Bytes a fetched text (a diff) is expected to add to an item.
+const FETCHED_BYTES: u64 = 12_000;
+
+/// One phase's expected work.
+#[derive(Debug, Clone, Serialize)]
+pub struct PhaseEstimate {
+    pub phase: String,
+    pub kind: &'static str,
+    pub model: String,
+    pub items: usize,
+    pub batches: usize,
+    pub calls: usize,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub usd: f64,
+    /// Counted, not expected.
+    pub exact: bool,
+    /// Done before: nothing to send.
+    pub done: bool,
+}
+
+/// The whole job's.
+#[derive(Debug, Clone, Serialize)]
+pub struct JobEstimate {
+    pub phases: Vec<PhaseEstimate>,
+    pub calls: usize,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub usd: f64,
+}
+
+/// What the estimate needs to know of the job.
+pub struct EstimateInput<'a> {
+    pub definition: &'a JobDefinition,
+    pub record: Option<&'a JobRecord>,
+    pub items: usize,
+    /// Mean bytes of an item's JSON.
+    pub item_bytes: u64,
+    /// Bytes of each phase's system message (prompt, schema, context).
+    pub system_bytes: Vec<u64>,
+    pub models: &'a [ModelInfo],
+    /// Each phase's output limit per call.
+    pub max_tokens: Vec<u32>,
+    /// Whether each phase has a prompt (a reduce or report without one calls nothing).
+    pub prompts: Vec<bool>,
+}
+
+pub fn estimate(input: &EstimateInput<'_>) -> JobEstimate {
+    let mut phases = Vec::new();
+    let n = input.items as f64;
+    for (i, p) in input.definition.phases.iter().enumerate() {
+        let state = input.record.and_then(|r| r.phases.get(i));
+        let done = state.is_some_and(|s| s.status().is_done());
+        let model = &input.models[i];
+        let system = expected(input.system_bytes.get(i).copied().unwrap_or(0));
+        let max_out = u64::from(input.max_tokens.get(i).copied().unwrap_or(16_000));
+        let size = p.batch_size().max(1);
+        let has_prompt = input.prompts.get(i).copied().unwrap_or(false);
+        let (items, exact, in_per_item, out_per_item) = match p.kind {
+            PhaseKind::Map => {
+                let left = state.map_or(input.items, |s| {
+                    input.items.saturating_sub(s.items_done + s.unprocessed.len())
+                });
+                (left, true, expected(input.item_bytes), MAP_OUT_PER_ITEM)
+            }
+            PhaseKind::Reduce => {
+                let clusters = (n * CLUSTERS_PER_ITEM).ceil() as usize;
+                let member_tokens = expected(input.item_bytes.min(1_200)) * ((n * CLUSTERED_SHARE) as u64);
+                let per_cluster = if clusters == 0 {
+                    0
+                } else {
+                    member_tokens / clusters as u64
+                };
+                (if has_prompt { clusters } else { 0 }, false, per_cluster, CLUSTER_OUT)
+            }
+            PhaseKind::Review => {
+                let fetched = if p.fetch.is_some() { FETCHED_BYTES } else { 0 };
+                (
+                    (n * REVIEWED_SHARE).ceil() as usize,
+                    false,
+                    expected(input.item_bytes + fetched),
+                    REVIEW_OUT_PER_ITEM,
+                )
+            }
+            PhaseKind::Report => (usize::from(has_prompt), true, (n as u64 * 40).min(30_000), REPORT_OUT),
+        };
+        let items = if done { 0 } else { items };
+        let batches = if p.kind == PhaseKind::Report {
+            items
+        } else {
+            items.div_ceil(size)
+        };
+        let input_tokens = batches as u64 * system + items as u64 * in_per_item;
+        let output_tokens = (items as u64 * out_per_item).min(batches as u64 * max_out);
+        phases.push(PhaseEstimate {
+            phase: p.name.clone(),
+            kind: p.kind.name(),
+            model: model.id.clone(),
+            items,
+            batches,
+            calls: batches,
+            input_tokens,
+            output_tokens,
+            usd: model
+                .price
+                .map_or(0.0, |price| price.cost(input_tokens, 0, output_tokens)),
+            exact: exact || done,
+            done,
+        });
+    }
+    JobEstimate {
+        calls: phases.iter().map(|p| p.calls).sum(),
+        input_tokens: phases.iter().map(|p| p.input_tokens).sum(),
+        output_tokens: phases.iter().map(|p| p.output_tokens).sum(),
+        usd: phases.iter().map(|p| p.usd).sum(),
+        phases,
+    }
+}
+
+/// The estimate as a table for people.
+pub fn table(e: &JobEstimate, models: &[ModelInfo]) -> String {
+    let mut s = String::from("Estimate (~ marks expectations that depend on earlier answers):\n");
+    let _ = writeln!(
+        s,
+        "  {:<28} {:>7} {:>8} {:>6} {:>11} {:>11} {:>10}",
+        "phase", "items", "batches", "calls", "tokens in", "tokens out", "cost"
+    );
+    for (i, p) in e.phases.iter().enumerate() {
+        let mark = if p.exact { "" } else { "~" };
+        let cost = if p.done {
+            "done".to_string()
+        } else {
+            models.get(i).map_or(format!("${:.2}", p.usd), |m| short_cost(m, p.usd))
+        };
+        let _ = writeln!(
+            s,
+            "  {:<28} {:>7} {:>8} {:>6} {:>11} {:>11} {:>10}",
+            format!("{} {} ({})", i + 1, p.phase, p.kind),
+            format!("{mark}{}", p.items),
+            format!("{mark}{}", p.batches),
+            format!("{mark}{}", p.calls),
+            format!("{mark}{}", p.input_tokens),
+            format!("{mark}{}", p.output_tokens),
+            cost
+        );
+    }
+    let _ = write!(
+        s,
+        "  {:<28} {:>7} {:>8} {:>6} {:>11} {:>11} {:>10}",
+        "total",
+        "",
+        "",
+        e.calls,
+        e.input_tokens,
+        e.output_tokens,
+        format!("${:.2}", e.usd)
+    );
+    s
+}
+
+fn short_cost(model: &ModelInfo, usd: f64) -> String {
+    if model.is_free() {
+        "free".to_string()
+    } else {
+        format!("${usd:.2}")
+    }
+}

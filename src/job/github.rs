@@ -1,0 +1,130 @@
+//! The GitHub CLI (`gh`), the way people already authenticate: listing a repository's open
+//! pull requests and posting comments. Run supervised, with argv (never a shell string);
+//! a missing `gh`, an unauthenticated `gh` and an unknown repository are one clear line each.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::error::RlmError;
+use crate::process::{self, CommandSpec, ProcessError};
+
+/// The fields `gh pr list --json` is asked for.
+pub const PR_FIELDS: &str = "number,title,body,author,createdAt,updatedAt,labels,files,additions,deletions,comments,\
+statusCheckRollup,reviewDecision,mergeable";
+
+/// `gh` exits with this code when it is not logged in.
+const GH_AUTH_EXIT: i32 = 4;
+/// How long listing may take (gh pages through thousands of pull requests).
+const LIST_TIMEOUT: Duration = Duration::from_secs(900);
+/// How long one comment may take.
+const COMMENT_TIMEOUT: Duration = Duration::from_secs(60);
+/// `--limit` when the user gives none: every open pull request.
+const EVERY_PR: u32 = 100_000;
+
+/// `OWNER/REPO`, or a usage error saying so.
+pub fn check_repo(repo: &str) -> Result<(), RlmError> {
+    let ok_part = |p: &str| !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    match repo.split_once('/') {
+        Some((owner, name)) if ok_part(owner) && ok_part(name) => Ok(()),
+        _ => Err(RlmError::Usage(format!(
+            "'{repo}' is not a repository: give OWNER/REPO, e.g. cli/cli"
+        ))),
+    }
+}
+
+/// `gh pr list -R REPO --state open --limit N --json …`: gh's JSON array.
+pub async fn pr_list(repo: &str, limit: Option<u32>, cwd: &Path) -> Result<String, RlmError> {
+    let argv: Vec<String> = [
+        "gh",
+        "pr",
+        "list",
+        "-R",
+        repo,
+        "--state",
+        "open",
+        "--limit",
+        &limit.unwrap_or(EVERY_PR).to_string(),
+        "--json",
+        PR_FIELDS,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let spec = CommandSpec {
+        cwd: Some(cwd.to_path_buf()),
+        timeout: Some(LIST_TIMEOUT),
+        ..CommandSpec::new(argv)
+    };
+    process::run(&spec, "", std::future::pending())
+        .await
+        .map(|o| o.stdout)
+        .map_err(|e| explain(&e, repo, "gh pr list"))
+}
+
+/// `gh pr comment N -R REPO --body-file -` with the body on stdin.
+pub async fn pr_comment(repo: &str, number: &str, body: &str, cwd: &Path) -> Result<(), RlmError> {
+    let argv: Vec<String> = ["gh", "pr", "comment", number, "-R", repo, "--body-file", "-"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let spec = CommandSpec {
+        cwd: Some(cwd.to_path_buf()),
+        timeout: Some(COMMENT_TIMEOUT),
+        ..CommandSpec::new(argv)
+    };
+    process::run(&spec, body, std::future::pending())
+        .await
+        .map(drop)
+        .map_err(|e| explain(&e, repo, &format!("gh pr comment {number}")))
+}
+
+/// One line that says what went wrong with gh and what to do.
+pub fn explain(e: &ProcessError, repo: &str, what: &str) -> RlmError {
+    let line = match e {
+        ProcessError::NotFound { .. } | ProcessError::NotExecutable { .. } => {
+            "gh (the GitHub CLI) is not installed or not on PATH: install it from https://cli.github.com and run \
+             gh auth login, or pass --input prs.json (the output of gh pr list --json …)"
+                .to_string()
+        }
+        ProcessError::Exit {
+            status, stderr_tail, ..
+        } => {
+            let tail = stderr_tail.to_lowercase();
+            if status.code() == Some(GH_AUTH_EXIT) || tail.contains("gh auth login") || tail.contains("not logged") {
+                "gh is not logged in to GitHub: run gh auth login (or set GH_TOKEN), then try again".to_string()
+            } else if tail.contains("could not resolve to a repository") || tail.contains("not found") {
+                format!(
+                    "{repo}: no such repository on GitHub, or the account gh uses cannot see it: check OWNER/REPO \
+                     (gh repo view {repo})"
+                )
+            } else {
+                format!("{what} failed: {}", last_line(stderr_tail))
+            }
+        }
+        other => format!("{what} failed: {other}"),
+    };
+    RlmError::Usage(line)
+}
+
+fn last_line(text: &str) -> String {
+    text.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("no message")
+        .trim()
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repositories_are_owner_slash_name() {
+        assert!(check_repo("cli/cli").is_ok());
+        assert!(check_repo("a-b/c.d_e").is_ok());
+        for bad in ["cli", "/x", "a/b/c", "a b/c", ""] {
+            assert!(check_repo(bad).is_err(), "{bad}");
+        }
+    }
+}

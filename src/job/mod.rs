@@ -1,0 +1,809 @@
+//! `rlm job`: multi-phase jobs over structured items (the fifth seed, issue 19). Thousands
+//! of items — open pull requests, issues, changelog entries — too many for one context
+//! window, processed by stateless workers in phases (map → reduce → review → report), each
+//! phase's output a JSON document checked against a schema, the whole job resumable on disk.
+//!
+//! This module owns the subcommands: a job is prepared in memory (definition, prompts,
+//! items), estimated and confirmed before anything is written or paid, then created on
+//! disk (`job_dir`) and run phase by phase (`runner`). `resume` and `rerun` take a job up
+//! again from its `job.json`; `list`, `status` and `export` read it.
+
+mod batch_check;
+mod batches;
+mod cluster;
+mod definition;
+mod estimate;
+mod export;
+mod github;
+mod ingest;
+mod job_dir;
+mod map;
+mod pr_report;
+mod pr_review;
+mod progress;
+mod records;
+mod reduce;
+mod report;
+mod request;
+mod review;
+mod runner;
+mod select;
+mod settings;
+mod state;
+mod store_link;
+mod worker;
+
+pub use definition::{JobDefinition, PhaseDefinition, PhaseKind};
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::batch::estimate::confirm_cost;
+use crate::batch::startup::model_for;
+use crate::cache::Cache;
+use crate::cli::{ColorArg, JobCallArgs, JobCommand, JobRunFlags};
+use crate::error::{ExitStatus, RlmError};
+use crate::exec::Interrupt;
+use crate::printer::Printer;
+use crate::prompt::Delimiter;
+use crate::provider::ModelInfo;
+use crate::schema::OutputSchema;
+use crate::settings::{BudgetSettings, Environment};
+use crate::store::Timestamp;
+
+use job_dir::{read_json, write_bytes, write_json, JobDir};
+use progress::Progress;
+use runner::{JobRun, ResolvedPhase};
+use settings::{JobSettings, RememberedSettings};
+use state::{JobRecord, JobStatus, PhaseState, Source, RECORD_VERSION};
+use store_link::StoreLink;
+
+/// Runs one `rlm job` subcommand; errors are printed here, as one line.
+pub fn run_command(command: JobCommand, color: ColorArg, env: &Environment) -> ExitStatus {
+    let plain = Printer::plain();
+    let outcome = match command {
+        JobCommand::List(args) => list(args.json, env),
+        JobCommand::Status(args) => status(args.job.as_deref(), args.json, env),
+        other => match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+            Ok(runtime) => {
+                let outcome = runtime.block_on(run_async(other, color, env));
+                runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+                outcome
+            }
+            Err(e) => Err(RlmError::Usage(format!("cannot start the async runtime: {e}"))),
+        },
+    };
+    outcome.unwrap_or_else(|e| {
+        plain.error(&e.to_string());
+        e.exit_status()
+    })
+}
+
+async fn run_async(command: JobCommand, color: ColorArg, env: &Environment) -> Result<ExitStatus, RlmError> {
+    match command {
+        JobCommand::Run(args) => {
+            let settings = resolve(RememberedSettings::default(), &args.call, args.flags, color, env)?;
+            let prepared = prepare_file(&args.file, env).await?;
+            start(prepared, settings).await
+        }
+        JobCommand::PrReview(args) => {
+            let settings = resolve(
+                RememberedSettings::default(),
+                &args.call,
+                args.flags.clone(),
+                color,
+                env,
+            )?;
+            let prepared = prepare_pr_review(&args, env).await?;
+            start(prepared, settings).await
+        }
+        JobCommand::Resume(args) => {
+            let dir = match &args.job {
+                Some(q) => JobDir::open(&env.cwd, Some(q))?,
+                None => latest_unfinished(&env.cwd)?,
+            };
+            let record = dir.read_record()?;
+            if !record.status.is_unfinished() {
+                return Err(RlmError::Usage(format!(
+                    "job {} is {}: nothing to resume (rlm job rerun {} --phase N redoes a phase)",
+                    record.job_id,
+                    record.status.name(),
+                    record.job_id
+                )));
+            }
+            let settings = resolve(record.settings.clone(), &args.call, args.flags, color, env)?;
+            go_on(dir, record, settings, None).await
+        }
+        JobCommand::Rerun(args) => {
+            let dir = JobDir::open(&env.cwd, Some(&args.job))?;
+            let record = dir.read_record()?;
+            let index = record.definition.phase_index(&args.phase)?;
+            let prompt = match &args.prompt {
+                Some(p) => Some(
+                    std::fs::read_to_string(env.cwd.join(p))
+                        .map_err(|e| RlmError::Usage(format!("cannot read --prompt {}: {e}", p.display())))?,
+                ),
+                None => None,
+            };
+            let settings = resolve(record.settings.clone(), &args.call, args.flags, color, env)?;
+            go_on(dir, record, settings, Some(Rerun { index, prompt })).await
+        }
+        JobCommand::Export(args) => {
+            let printer = Printer::new(
+                crate::printer::PrinterMode {
+                    quiet: false,
+                    json: false,
+                    stderr_is_terminal: env.stderr_is_terminal,
+                    color: false,
+                },
+                crate::secret::Redactor::default(),
+            );
+            export::export(args, env, &printer).await
+        }
+        JobCommand::List(_) | JobCommand::Status(_) => Ok(ExitStatus::Success),
+    }
+}
+
+/// The job's settings: remembered flags, the ones given now laid over them.
+fn resolve(
+    mut remembered: RememberedSettings,
+    given: &JobCallArgs,
+    flags: JobRunFlags,
+    color: ColorArg,
+    env: &Environment,
+) -> Result<JobSettings, RlmError> {
+    remembered.overlay(given);
+    JobSettings::resolve(remembered, flags, given.batch_api, color, env)
+}
+
+/// A job before it exists on disk: everything checked, nothing written.
+struct Prepared {
+    definition: JobDefinition,
+    kind: &'static str,
+    source: Source,
+    items: Vec<Value>,
+    /// Each phase's prompt and schema text.
+    texts: Vec<(Option<String>, Option<String>)>,
+    context: Option<String>,
+}
+
+/// A job file: the definition, its prompts and schemas (compiled), its context, its items.
+async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmError> {
+    let path = env.cwd.join(path);
+    let definition = JobDefinition::load(&path)?;
+    let base = path.parent().map_or_else(|| env.cwd.clone(), Path::to_path_buf);
+    let read = |p: &Path, what: &str| -> Result<String, RlmError> {
+        std::fs::read_to_string(base.join(p)).map_err(|e| {
+            RlmError::Usage(format!(
+                "{}: cannot read the {what} {}: {e}",
+                path.display(),
+                p.display()
+            ))
+        })
+    };
+    let mut texts = Vec::new();
+    for phase in &definition.phases {
+        let prompt = phase.prompt.as_deref().map(|p| read(p, "prompt")).transpose()?;
+        let schema = match &phase.output_schema {
+            Some(p) => {
+                let text = read(p, "output_schema")?;
+                OutputSchema::from_text(&text, p).map_err(|e| {
+                    RlmError::Usage(format!(
+                        "phase {}: {}",
+                        phase.name,
+                        e.to_string().replace("--schema ", "output_schema ")
+                    ))
+                })?;
+                Some(text)
+            }
+            None => None,
+        };
+        texts.push((prompt, schema));
+    }
+    let context = definition.context.as_deref().map(|p| read(p, "context")).transpose()?;
+    let (items, source) = match (&definition.input, &definition.command) {
+        (Some(input), _) => {
+            let full = base.join(input);
+            (
+                ingest::read_items_file(&full)?,
+                Source::File {
+                    path: full.display().to_string(),
+                },
+            )
+        }
+        (None, Some(argv)) => {
+            let out = ingest::command_output(argv, &base)
+                .await
+                .map_err(|e| RlmError::Usage(format!("the job's command failed: {e}")))?;
+            let items = ingest::parse_items(&out, &format!("the output of {}", argv.join(" ")))?;
+            (items, Source::Command { argv: argv.clone() })
+        }
+        (None, None) => {
+            return Err(RlmError::Usage(format!(
+                "{}: no items: give `input = \"items.jsonl\"` or `command = [\"program\", \"arg\"]`",
+                path.display()
+            )))
+        }
+    };
+    let shown = path.display().to_string();
+    ingest::check_ids(&items, &definition.id, &shown)?;
+    if items.is_empty() {
+        return Err(RlmError::Usage(format!(
+            "{shown}: the input has no items: nothing to do"
+        )));
+    }
+    Ok(Prepared {
+        definition,
+        kind: "run",
+        source,
+        items,
+        texts,
+        context,
+    })
+}
+
+/// `rlm job pr-review`: the preset, the vision document, and the pull requests from gh (or
+/// `--input`).
+async fn prepare_pr_review(args: &crate::cli::PrReviewArgs, env: &Environment) -> Result<Prepared, RlmError> {
+    github::check_repo(&args.repo)?;
+    let vision = std::fs::read_to_string(env.cwd.join(&args.vision))
+        .map_err(|e| RlmError::Usage(format!("cannot read --vision {}: {e}", args.vision.display())))?;
+    if vision.trim().is_empty() {
+        return Err(RlmError::Usage(format!(
+            "--vision {} is empty: describe the project's goals and non-goals",
+            args.vision.display()
+        )));
+    }
+    let (text, shown) = match &args.input {
+        Some(file) => (
+            std::fs::read_to_string(env.cwd.join(file))
+                .map_err(|e| RlmError::Usage(format!("cannot read --input {}: {e}", file.display())))?,
+            file.display().to_string(),
+        ),
+        None => (
+            github::pr_list(&args.repo, args.limit, &env.cwd).await?,
+            "gh pr list".to_string(),
+        ),
+    };
+    let mut items = pr_review::normalize_all(&text, &shown)?;
+    if let Some(limit) = args.limit {
+        items.truncate(limit as usize);
+    }
+    ingest::check_ids(&items, "number", &shown)?;
+    if items.is_empty() {
+        return Err(RlmError::Usage(format!(
+            "{}: no open pull requests: nothing to review",
+            args.repo
+        )));
+    }
+    let mut definition = pr_review::definition(&args.repo);
+    definition.context = Some(args.vision.clone());
+    Ok(Prepared {
+        definition,
+        kind: "pr-review",
+        source: Source::GitHub {
+            repo: args.repo.clone(),
+            limit: args.limit,
+            input: args.input.as_ref().map(|p| p.display().to_string()),
+        },
+        items,
+        texts: pr_review::texts(),
+        context: Some(vision),
+    })
+}
+
+/// Each phase's model (asking a local server which it serves when none was given).
+async fn models(
+    settings: &JobSettings,
+    definition: &JobDefinition,
+    printer: &Printer,
+) -> Result<Vec<ModelInfo>, RlmError> {
+    let mut out = Vec::new();
+    for phase in &definition.phases {
+        let provider = settings.phase_provider(phase)?;
+        let model = match model_for(&provider, &settings.budget.prices, printer).await {
+            Ok(m) => m,
+            Err(_) if settings.dry_run => ModelInfo::resolve("unknown".into(), None, &settings.budget.prices, false),
+            Err(e) => return Err(RlmError::Usage(e)),
+        };
+        out.push(model);
+    }
+    Ok(out)
+}
+
+/// What an estimate is made from.
+#[derive(Clone, Copy)]
+struct JobInputs<'a> {
+    definition: &'a JobDefinition,
+    record: Option<&'a JobRecord>,
+    items: &'a [Value],
+    texts: &'a [(Option<String>, Option<String>)],
+    context: Option<&'a str>,
+}
+
+/// The estimate, printed; `--dry-run` stops here; then the cost thresholds.
+fn estimate_and_confirm(
+    settings: &JobSettings,
+    job: &JobInputs<'_>,
+    models: &[ModelInfo],
+    printer: &Printer,
+) -> Result<Option<estimate::JobEstimate>, RlmError> {
+    let JobInputs {
+        definition,
+        record,
+        items,
+        texts,
+        context,
+    } = *job;
+    let item_bytes = if items.is_empty() {
+        0
+    } else {
+        items.iter().map(|i| i.to_string().len() as u64).sum::<u64>() / items.len() as u64
+    };
+    let context_bytes = context.map_or(0, |c| c.len() as u64);
+    let input = estimate::EstimateInput {
+        definition,
+        record,
+        items: items.len(),
+        item_bytes,
+        system_bytes: texts
+            .iter()
+            .map(|(p, s)| {
+                p.as_ref().map_or(0, |p| p.len() as u64 + 600)
+                    + s.as_ref().map_or(0, |s| s.len() as u64)
+                    + context_bytes
+            })
+            .collect(),
+        models,
+        max_tokens: definition
+            .phases
+            .iter()
+            .map(|p| settings.phase_provider(p).map_or(16_000, |p| p.max_tokens))
+            .collect(),
+        prompts: texts.iter().map(|(p, _)| p.is_some()).collect(),
+    };
+    let e = estimate::estimate(&input);
+    printer.banner(&estimate::table(&e, models));
+    if settings.dry_run {
+        return Ok(None);
+    }
+    if let Some(blocker) = &settings.provider.blocker {
+        return Err(RlmError::Usage(blocker.clone()));
+    }
+    // --max-cost caps the job's whole spend: what is left of it is this invocation's budget.
+    let spent = record.map_or(0.0, JobRecord::cost_usd);
+    let budget = BudgetSettings {
+        max_cost: settings.budget.max_cost.map(|m| (m - spent).max(0.0)),
+        ..settings.budget.clone()
+    };
+    confirm_cost(&budget, &settings.output, e.usd, printer)?;
+    Ok(Some(e))
+}
+
+/// A new job: estimate, confirm, then create it on disk and run it.
+async fn start(prepared: Prepared, settings: JobSettings) -> Result<ExitStatus, RlmError> {
+    let printer = Printer::new(settings.printer_mode(), settings.redactor());
+    let Prepared {
+        definition,
+        kind,
+        source,
+        items,
+        texts,
+        context,
+    } = prepared;
+    let models = models(&settings, &definition, &printer).await?;
+    banner(&printer, &settings, &definition, items.len(), &models, None);
+    let inputs = JobInputs {
+        definition: &definition,
+        record: None,
+        items: &items,
+        texts: &texts,
+        context: context.as_deref(),
+    };
+    let confirmed = estimate_and_confirm(&settings, &inputs, &models, &printer)?;
+    let Some(estimate) = confirmed else {
+        return Ok(dry_run_done(&printer, &settings, &definition));
+    };
+    let cache = Cache::new(&settings.rlm_dir());
+    cache.prepare().map_err(|e| RlmError::Usage(e.to_string()))?;
+    let dir = JobDir::create(&settings.cwd)?;
+    for (i, (phase, (prompt, schema))) in definition.phases.iter().zip(&texts).enumerate() {
+        if let Some(p) = prompt {
+            write_bytes(&dir.prompt(i, &phase.name, 1), p.as_bytes())?;
+        }
+        if let Some(s) = schema {
+            write_bytes(&dir.schema(i, &phase.name), s.as_bytes())?;
+        }
+    }
+    if let Some(c) = &context {
+        write_bytes(&dir.context(), c.as_bytes())?;
+    }
+    write_json(&dir.data(&definition.items), &items)?;
+    let now = Timestamp::now().to_rfc3339();
+    let mut record = JobRecord {
+        version: RECORD_VERSION,
+        job_id: dir.id.clone(),
+        name: definition.name.clone(),
+        kind: kind.to_string(),
+        created_at: now.clone(),
+        updated_at: now,
+        status: JobStatus::Running,
+        phases: definition
+            .phases
+            .iter()
+            .map(|p| PhaseState {
+                name: p.name.clone(),
+                kind: Some(p.kind),
+                prompt_version: 1,
+                ..PhaseState::default()
+            })
+            .collect(),
+        definition,
+        source,
+        settings: settings.remembered.to_store(),
+        resolved: resolved(&settings, &models),
+        items: items.len(),
+        generation: 0,
+        stopped: None,
+        earlier: state::Spend::default(),
+    };
+    dir.write_record(&mut record)?;
+    dir.event(&json!({"event": "job:created", "job_id": dir.id, "items": items.len(),
+        "estimated_cost_usd": estimate.usd, "estimated_calls": estimate.calls}));
+    printer.banner(&format!("Job {} in {}", dir.id, dir.root.display()));
+    let store = StoreLink::open(&settings, &dir, true, &printer)?;
+    launch(settings, dir, record, models, context, store, printer, cache).await
+}
+
+/// What `rerun` redoes: a phase (and every phase after it), with a new prompt or not.
+struct Rerun {
+    index: usize,
+    prompt: Option<String>,
+}
+
+/// An existing job taken up again (`resume`), or with a phase to redo (`rerun`).
+async fn go_on(
+    dir: JobDir,
+    mut record: JobRecord,
+    settings: JobSettings,
+    rerun: Option<Rerun>,
+) -> Result<ExitStatus, RlmError> {
+    let printer = Printer::new(settings.printer_mode(), settings.redactor());
+    let items: Vec<Value> = read_json(&dir.data(&record.definition.items))?;
+    let mut phases = load_phases(&dir, &record)?;
+    let context = std::fs::read_to_string(dir.context()).ok();
+    // A rerun's changes are made in memory first: a dry run or a refusal changes nothing.
+    let mut moves = Vec::new();
+    if let Some(r) = &rerun {
+        moves = plan_rerun(&dir, &mut record, r);
+        if let Some(p) = &r.prompt {
+            phases[r.index].prompt = Some(p.clone());
+        }
+    }
+    let models = models(&settings, &record.definition, &printer).await?;
+    banner(
+        &printer,
+        &settings,
+        &record.definition,
+        items.len(),
+        &models,
+        Some(&record.job_id),
+    );
+    let texts: Vec<(Option<String>, Option<String>)> = phases
+        .iter()
+        .map(|p| (p.prompt.clone(), p.schema.as_ref().map(|s| s.value.to_string())))
+        .collect();
+    let inputs = JobInputs {
+        definition: &record.definition,
+        record: Some(&record),
+        items: &items,
+        texts: &texts,
+        context: context.as_deref(),
+    };
+    let confirmed = estimate_and_confirm(&settings, &inputs, &models, &printer)?;
+    if confirmed.is_none() {
+        return Ok(dry_run_done(&printer, &settings, &record.definition));
+    }
+    let cache = Cache::new(&settings.rlm_dir());
+    cache.prepare().map_err(|e| RlmError::Usage(e.to_string()))?;
+    // Claim the job before touching its files: another rlm may be working on it.
+    let store = StoreLink::open(&settings, &dir, false, &printer)?;
+    if let Some(r) = &rerun {
+        for (from, to) in &moves {
+            if from.exists() {
+                std::fs::rename(from, to).map_err(|e| RlmError::io(from, e))?;
+            }
+        }
+        if let Some(p) = &r.prompt {
+            let phase = &record.definition.phases[r.index];
+            let version = record.phases[r.index].prompt_version;
+            write_bytes(&dir.prompt(r.index, &phase.name, version), p.as_bytes())?;
+        }
+        dir.event(&json!({"event": "job:rerun", "phase": record.phases[r.index].name,
+            "new_prompt": r.prompt.is_some(), "generation": record.generation}));
+    } else {
+        dir.event(&json!({"event": "job:resumed"}));
+    }
+    record.settings = settings.remembered.to_store();
+    record.resolved = resolved(&settings, &models);
+    dir.write_record(&mut record)?;
+    launch(settings, dir, record, models, context, store, printer, cache).await
+}
+
+/// Resets the phases a rerun redoes, in memory; returns the batch directories to move
+/// aside (their old batches stay for inspection; their answers stay in the cache).
+fn plan_rerun(dir: &JobDir, record: &mut JobRecord, rerun: &Rerun) -> Vec<(PathBuf, PathBuf)> {
+    record.generation += 1;
+    let generation = record.generation;
+    let mut moves = Vec::new();
+    for i in rerun.index..record.phases.len() {
+        let kind = record.definition.phases[i].kind;
+        let state = &mut record.phases[i];
+        let batches = dir.batches(&state.name);
+        let only_unprocessed = i == rerun.index
+            && rerun.prompt.is_none()
+            && !state.unprocessed.is_empty()
+            && matches!(kind, PhaseKind::Map | PhaseKind::Review);
+        if only_unprocessed {
+            // Keep the answers; the failed batches' items are planned again.
+            for n in &state.failed_batches {
+                for path in [dir.batch_input(&state.name, *n), dir.batch_rejected(&state.name, *n)] {
+                    let name = path
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    let aside = path.with_file_name(format!("{name}.superseded-{generation}"));
+                    moves.push((path, aside));
+                }
+            }
+            state.failed_batches.clear();
+            state.unprocessed.clear();
+            state.status = Some(state::PhaseStatus::Pending);
+        } else {
+            moves.push((
+                batches.clone(),
+                batches.with_file_name(format!("{}.rerun-{generation}", state.name)),
+            ));
+            if i == rerun.index && rerun.prompt.is_some() {
+                state.prompt_version = state.prompt_version.max(1) + 1;
+            }
+            record.reset_phase(i);
+        }
+    }
+    record.status = JobStatus::Running;
+    moves
+}
+
+/// The prompts and schemas of the job's prompts/.
+fn load_phases(dir: &JobDir, record: &JobRecord) -> Result<Vec<ResolvedPhase>, RlmError> {
+    record
+        .definition
+        .phases
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let version = record.phases.get(i).map_or(1, |s| s.prompt_version.max(1));
+            let prompt = std::fs::read_to_string(dir.prompt(i, &p.name, version)).ok();
+            let schema_path = dir.schema(i, &p.name);
+            let schema = match std::fs::read_to_string(&schema_path) {
+                Ok(text) => Some(OutputSchema::from_text(&text, &schema_path)?),
+                Err(_) => None,
+            };
+            Ok(ResolvedPhase { prompt, schema })
+        })
+        .collect()
+}
+
+/// Builds the invocation and runs the phases.
+#[allow(clippy::too_many_arguments)]
+async fn launch(
+    settings: JobSettings,
+    dir: JobDir,
+    record: JobRecord,
+    models: Vec<ModelInfo>,
+    context: Option<String>,
+    store: StoreLink,
+    printer: Printer,
+    cache: Cache,
+) -> Result<ExitStatus, RlmError> {
+    let phases = load_phases(&dir, &record)?;
+    let deadline = settings.exec.deadline.map(|d| std::time::Instant::now() + d);
+    let run = JobRun {
+        progress: Progress::new(printer.clone()),
+        interrupt: Interrupt::new().with_deadline(deadline),
+        delimiter: Delimiter::default(),
+        stop: None,
+        settings,
+        dir,
+        record,
+        printer,
+        store,
+        cache,
+        models,
+        phases,
+        context,
+    };
+    run.execute().await
+}
+
+/// The start-up lines.
+fn banner(
+    printer: &Printer,
+    settings: &JobSettings,
+    definition: &JobDefinition,
+    items: usize,
+    models: &[ModelInfo],
+    job: Option<&str>,
+) {
+    if let Some(w) = &settings.exec.parallelism.warning {
+        printer.warn(w);
+    }
+    let mut names: Vec<&str> = models.iter().map(|m| m.id.as_str()).collect();
+    names.dedup();
+    let job = job.map_or(String::new(), |j| format!(" ({j})"));
+    printer.banner(&format!(
+        "rlm job: {}{job} · {items} items · {} phases · model {} · {} · up to {} calls at once",
+        definition.name,
+        definition.phases.len(),
+        names.join(", "),
+        settings.provider.shown_base_url(),
+        settings.exec.parallelism.width
+    ));
+}
+
+/// `--dry-run`: the estimate was printed; nothing was written.
+fn dry_run_done(printer: &Printer, settings: &JobSettings, definition: &JobDefinition) -> ExitStatus {
+    if settings.output.json {
+        printer.json(&json!({"dry_run": true, "name": definition.name, "phases": definition.phases.len()}));
+    } else {
+        printer.data("Dry run: nothing was sent and nothing was written.");
+    }
+    ExitStatus::Success
+}
+
+/// What was resolved, for people reading `job.json` (no secrets).
+fn resolved(settings: &JobSettings, models: &[ModelInfo]) -> Value {
+    json!({
+        "provider": settings.provider.kind.name(),
+        "endpoint": settings.provider.shown_base_url(),
+        "models": models.iter().map(|m| m.id.clone()).collect::<Vec<_>>(),
+        "width": settings.exec.parallelism.width,
+    })
+}
+
+/// The newest job that has something left to do.
+fn latest_unfinished(cwd: &Path) -> Result<JobDir, RlmError> {
+    for id in job_dir::list_ids(cwd)?.into_iter().rev() {
+        let dir = JobDir::open(cwd, Some(&id))?;
+        if dir.read_record().is_ok_and(|r| r.status.is_unfinished()) {
+            return Ok(dir);
+        }
+    }
+    Err(RlmError::Usage(
+        "no unfinished job in this directory: rlm job list shows the jobs (name one to resume it)".into(),
+    ))
+}
+
+/// `rlm job list [--json]`: newest first.
+fn list(as_json: bool, env: &Environment) -> Result<ExitStatus, RlmError> {
+    let mut rows = Vec::new();
+    for id in job_dir::list_ids(&env.cwd)?.into_iter().rev() {
+        let dir = JobDir::open(&env.cwd, Some(&id))?;
+        match dir.read_record() {
+            Ok(r) => rows.push(json!({
+                "job_id": r.job_id, "name": r.name, "kind": r.kind, "status": r.status.name(),
+                "created_at": r.created_at, "updated_at": r.updated_at, "items": r.items,
+                "phases_done": r.phases.iter().filter(|p| p.status().is_done()).count(),
+                "phases": r.phases.len(), "unprocessed": r.unprocessed(), "cost_usd": r.cost_usd(),
+                "dir": dir.root.display().to_string(),
+            })),
+            Err(e) => Printer::plain().warn(&format!("{id}: {e}")),
+        }
+    }
+    let text = if as_json {
+        serde_json::to_string_pretty(&rows).unwrap_or_default()
+    } else if rows.is_empty() {
+        "No jobs yet: rlm job run JOB.toml or rlm job pr-review OWNER/REPO --vision VISION.md".to_string()
+    } else {
+        let mut s = format!(
+            "{:<26} {:<18} {:>7} {:>7} {:>10}  NAME\n",
+            "JOB", "STATUS", "ITEMS", "PHASES", "COST"
+        );
+        for r in &rows {
+            s.push_str(&format!(
+                "{:<26} {:<18} {:>7} {:>7} {:>10}  {}\n",
+                r["job_id"].as_str().unwrap_or(""),
+                r["status"].as_str().unwrap_or(""),
+                r["items"].to_string(),
+                format!("{}/{}", r["phases_done"], r["phases"]),
+                format!("${:.4}", r["cost_usd"].as_f64().unwrap_or(0.0)),
+                r["name"].as_str().unwrap_or("")
+            ));
+        }
+        s.trim_end().to_string()
+    };
+    Printer::plain().data(&text);
+    Ok(ExitStatus::Success)
+}
+
+/// `rlm job status [JOB] [--json]`: per phase, batches done/failed/total, items, cost, ETA.
+fn status(query: Option<&str>, as_json: bool, env: &Environment) -> Result<ExitStatus, RlmError> {
+    let dir = JobDir::open(&env.cwd, query)?;
+    let record = dir.read_record()?;
+    let owner_gone = record.status == JobStatus::Running && owner_gone(env, &record.job_id);
+    let etas: Vec<Option<u64>> = record.phases.iter().map(eta_secs).collect();
+    if as_json {
+        let mut doc = runner::summary_json(&dir, &record);
+        doc["owner_gone"] = json!(owner_gone);
+        doc["eta_seconds"] = json!(etas);
+        Printer::plain().json(&doc);
+        return Ok(ExitStatus::Success);
+    }
+    let r = &record;
+    let shown = if owner_gone {
+        "RUNNING, but no rlm is working on it (it crashed or was killed): rlm job resume goes on".to_string()
+    } else {
+        r.status.name().to_string()
+    };
+    let mut s = format!(
+        "Job {} · {} · {}\nStatus: {shown}\nItems: {} · Cost: ${:.4} · Directory: {}\n",
+        r.job_id,
+        r.name,
+        r.kind,
+        r.items,
+        r.cost_usd(),
+        dir.root.display()
+    );
+    if let Some(why) = &r.stopped {
+        s.push_str(&format!("Stopped: {why}\n"));
+    }
+    for (i, (p, eta)) in r.phases.iter().zip(&etas).enumerate() {
+        let kind = p.kind.map_or("", PhaseKind::name);
+        let eta = eta.map_or(String::new(), |e| format!(" · ETA ~{}s", e));
+        s.push_str(&format!(
+            "  {} {:<18} {:<7} {:<9} batches {}/{} ({} failed) · items {}/{} · ${:.4}{eta}\n",
+            i + 1,
+            p.name,
+            kind,
+            format!("{:?}", p.status()).to_lowercase(),
+            p.batches_done,
+            p.batches_total,
+            p.batches_failed,
+            p.items_done,
+            p.items_total,
+            p.cost_usd
+        ));
+        for note in &p.notes {
+            s.push_str(&format!("      {note}\n"));
+        }
+    }
+    if r.unprocessed() > 0 {
+        s.push_str(&format!(
+            "Unprocessed: {} items (rlm job rerun {} --phase N takes only them)\n",
+            r.unprocessed(),
+            r.job_id
+        ));
+    }
+    Printer::plain().data(s.trim_end());
+    Ok(ExitStatus::Success)
+}
+
+/// A running phase's ETA: its pace so far over the batches left.
+fn eta_secs(p: &PhaseState) -> Option<u64> {
+    if p.status() != state::PhaseStatus::Running || p.batches_done == 0 {
+        return None;
+    }
+    let started = p.started_at.as_deref().and_then(Timestamp::parse)?;
+    let elapsed = Timestamp::now().since(started).as_secs();
+    let left = p.batches_total.saturating_sub(p.batches_done + p.batches_failed) as u64;
+    Some(left * elapsed / p.batches_done as u64)
+}
+
+/// Whether the store says the job's owner is gone.
+fn owner_gone(env: &Environment, id: &str) -> bool {
+    let rlm_dir = env.cwd.join(".aiwg").join("rlm");
+    crate::store::TaskStore::open(&rlm_dir)
+        .and_then(|s| s.run(&crate::store::RunId::from(id)))
+        .is_ok_and(|run| run.crashed())
+}

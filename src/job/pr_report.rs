@@ -1,0 +1,317 @@
+//! The PR-review report, as the seed lays it out: the executive summary with the totals,
+//! then the tables — merge, close as duplicate, close as off-vision, needs human review —
+//! and the cluster details. Every number and row comes from the job's data.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+use serde_json::{json, Value};
+
+use super::ingest::id_key;
+use super::report::{cell, Report, ReportData};
+use super::state::{JobRecord, Source};
+use crate::store::Timestamp;
+
+/// A vision score at or below this is off-vision.
+const OFF_VISION_AT_MOST: f64 = 2.0;
+/// A review less sure than this needs a person.
+const SURE_AT_LEAST: f64 = 0.6;
+
+pub fn build(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> Report {
+    let repo = match &record.source {
+        Source::GitHub { repo, .. } => repo.clone(),
+        _ => record.definition.repo.clone().unwrap_or_default(),
+    };
+    let get = |id: &Value| {
+        id_key(id)
+            .and_then(|k| data.records.get(&k).cloned())
+            .unwrap_or(Value::Null)
+    };
+    let pr = |id: &Value| format!("#{}", cell(id));
+
+    // Duplicates: every non-canonical member named by a cluster's duplicate groups.
+    let mut duplicate_of: BTreeMap<String, (Value, Value, f64)> = BTreeMap::new();
+    for c in &data.clusters {
+        for g in c["duplicate_groups"].as_array().into_iter().flatten() {
+            let confidence = g["confidence"].as_f64().unwrap_or(0.0);
+            for d in g["duplicates"].as_array().into_iter().flatten() {
+                if let Some(k) = id_key(d) {
+                    if id_key(&g["canonical"]).as_deref() != Some(k.as_str()) {
+                        duplicate_of
+                            .entry(k)
+                            .or_insert((d.clone(), g["canonical"].clone(), confidence));
+                    }
+                }
+            }
+        }
+    }
+    let cluster_of: BTreeMap<String, &Value> = data
+        .clusters
+        .iter()
+        .flat_map(|c| {
+            c["members"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(id_key)
+                .map(move |k| (k, c))
+        })
+        .collect();
+
+    let mut merge = Vec::new();
+    let mut human = Vec::new();
+    let mut reviewed = BTreeSet::new();
+    for review in data.reviews() {
+        let id = &review["number"];
+        let Some(key) = id_key(id) else { continue };
+        reviewed.insert(key.clone());
+        let r = get(id);
+        let verdict = review["recommended_action"]
+            .as_str()
+            .or(review["verdict"].as_str())
+            .unwrap_or("")
+            .to_lowercase();
+        let confidence = review["confidence"].as_f64().unwrap_or(1.0);
+        let cluster = cluster_of.get(&key).map_or(String::new(), |c| {
+            format!(
+                "{} ({} dupes)",
+                cell(&c["theme"]),
+                c["size"].as_u64().unwrap_or(1).saturating_sub(1)
+            )
+        });
+        if verdict == "merge" && confidence >= SURE_AT_LEAST {
+            merge.push(json!({
+                "number": id, "title": r["title"], "author": r["author"], "cluster": cluster,
+                "quality": review["review"]["code_quality"], "vision": r["vision_alignment"],
+                "notes": review["action_notes"],
+            }));
+        } else {
+            let why = if verdict == "merge" {
+                format!("merge, but the review is only {:.0}% sure", confidence * 100.0)
+            } else {
+                format!(
+                    "review says {}: {}",
+                    if verdict.is_empty() { "nothing" } else { &verdict },
+                    cell(&review["review"]["summary"])
+                )
+            };
+            human.push(json!({"number": id, "title": r["title"], "author": r["author"], "reason": why}));
+        }
+    }
+    let mut off_vision = Vec::new();
+    for (key, r) in data.records.iter() {
+        if duplicate_of.contains_key(key) || reviewed.contains(key) {
+            continue;
+        }
+        let flags: Vec<String> = r["flags"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f.as_str().map(str::to_lowercase))
+            .collect();
+        let spam = r["quick_verdict"]
+            .as_str()
+            .is_some_and(|v| v.eq_ignore_ascii_case("spam"));
+        let low = r["vision_alignment"].as_f64().is_some_and(|v| v <= OFF_VISION_AT_MOST);
+        if low || spam || flags.iter().any(|f| f == "off-vision" || f == "spam") {
+            let reason = if spam {
+                "spam".to_string()
+            } else {
+                cell(&r["vision_notes"])
+            };
+            off_vision.push(
+                json!({"number": r["number"], "title": r["title"], "vision": r["vision_alignment"],
+                "reason": reason}),
+            );
+        }
+    }
+    let unprocessed: Vec<Value> = record
+        .phases
+        .iter()
+        .flat_map(|p| p.unprocessed.iter().cloned())
+        .collect();
+    for id in &unprocessed {
+        let r = get(id);
+        human.push(json!({"number": id, "title": r["title"], "author": r["author"],
+            "reason": "not processed: its batch failed after the retries"}));
+    }
+    // In the order the pull requests were listed.
+    let duplicates: Vec<Value> = data
+        .records
+        .iter()
+        .filter_map(|(key, _)| duplicate_of.get(key))
+        .map(|(d, canonical, confidence)| json!({"number": d, "duplicate_of": canonical, "confidence": confidence}))
+        .collect();
+
+    let total = data.records.count();
+    let unique = total - duplicates.len();
+    let closures = duplicates.len() + off_vision.len();
+    let date = Timestamp::now().to_rfc3339();
+    let mut md = String::new();
+    let title = if repo.is_empty() {
+        record.definition.name.clone()
+    } else {
+        repo.clone()
+    };
+    let _ = writeln!(md, "# {title} PR Review Report");
+    let _ = writeln!(
+        md,
+        "**Date**: {} | **Total PRs scanned**: {total} | **Clusters found**: {}\n",
+        &date[..10.min(date.len())],
+        data.clusters.len()
+    );
+    let _ = writeln!(md, "## Executive Summary");
+    let _ = writeln!(
+        md,
+        "- {total} open PRs analyzed across {} distinct themes",
+        data.clusters.len() + total.saturating_sub(cluster_of.len())
+    );
+    let _ = writeln!(
+        md,
+        "- {} PRs identified as duplicates (reducible to {unique} unique efforts)",
+        duplicates.len()
+    );
+    let _ = writeln!(md, "- {} PRs recommended for immediate merge", merge.len());
+    let _ = writeln!(
+        md,
+        "- {closures} PRs recommended for closure (duplicates, off-vision, spam)"
+    );
+    let _ = writeln!(md, "- {} PRs need human review", human.len());
+    if !unprocessed.is_empty() {
+        let _ = writeln!(md, "- {} PRs were not processed (failed batches)", unprocessed.len());
+    }
+    let _ = writeln!(md, "- Cost: ${:.4}", record.cost_usd());
+    if let Some(text) = narrative {
+        let _ = writeln!(md, "\n### Assessment (written by the model)\n\n{}", text.trim());
+    }
+    let _ = writeln!(md, "\n## Recommended Actions\n");
+    let _ = writeln!(md, "### Merge ({} PRs)", merge.len());
+    table(
+        &mut md,
+        &["PR", "Title", "Author", "Cluster", "Quality", "Vision", "Notes"],
+        merge.iter().map(|m| {
+            vec![
+                pr(&m["number"]),
+                cell(&m["title"]),
+                cell(&m["author"]),
+                cell(&m["cluster"]),
+                score(&m["quality"]),
+                score(&m["vision"]),
+                cell(&m["notes"]),
+            ]
+        }),
+    );
+    let _ = writeln!(md, "### Close — Duplicates ({} PRs)", duplicates.len());
+    table(
+        &mut md,
+        &["PR", "Duplicate Of", "Confidence"],
+        duplicates.iter().map(|d| {
+            vec![
+                pr(&d["number"]),
+                pr(&d["duplicate_of"]),
+                format!("{:.0}%", d["confidence"].as_f64().unwrap_or(0.0) * 100.0),
+            ]
+        }),
+    );
+    let _ = writeln!(md, "### Close — Off-Vision ({} PRs)", off_vision.len());
+    table(
+        &mut md,
+        &["PR", "Title", "Vision Score", "Reason"],
+        off_vision.iter().map(|o| {
+            vec![
+                pr(&o["number"]),
+                cell(&o["title"]),
+                score(&o["vision"]),
+                cell(&o["reason"]),
+            ]
+        }),
+    );
+    let _ = writeln!(md, "### Needs Human Review ({} PRs)", human.len());
+    table(
+        &mut md,
+        &["PR", "Title", "Author", "Reason"],
+        human.iter().map(|h| {
+            vec![
+                pr(&h["number"]),
+                cell(&h["title"]),
+                cell(&h["author"]),
+                cell(&h["reason"]),
+            ]
+        }),
+    );
+    let _ = writeln!(md, "## Cluster Details");
+    let reviews: BTreeMap<String, &Value> = data
+        .reviews()
+        .filter_map(|r| Some((id_key(&r["number"])?, r)))
+        .collect();
+    for c in &data.clusters {
+        let best = &c["best_candidate"];
+        let b = get(best);
+        let _ = writeln!(md, "\n### Cluster: {} ({} PRs)", cell(&c["theme"]), cell(&c["size"]));
+        let review = id_key(best).and_then(|k| reviews.get(&k).copied());
+        let summary = review.map_or("not reviewed".to_string(), |r| {
+            format!("{}: {}", cell(&r["verdict"]), cell(&r["review"]["summary"]))
+        });
+        let _ = writeln!(md, "- **Best**: {} by {} — {summary}", pr(best), cell(&b["author"]));
+        let others: Vec<String> = c["members"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|m| id_key(m) != id_key(best))
+            .map(|m| format!("{} ({})", pr(m), cell(&get(m)["author"])))
+            .collect();
+        let _ = writeln!(md, "- **Duplicates**: {}", others.join(", "));
+        let action = match review.and_then(|r| r["verdict"].as_str()) {
+            Some(v) if v.eq_ignore_ascii_case("merge") => format!("Merge {}", pr(best)),
+            Some(v) => format!("{} {}", v, pr(best)),
+            None => format!("Review {}", pr(best)),
+        };
+        let _ = writeln!(
+            md,
+            "- **Recommendation**: {action}, close others with comment linking to {} (ranked {})",
+            pr(best),
+            cell(&c["source"])
+        );
+    }
+    Report {
+        markdown: md,
+        json: json!({
+            "job_id": record.job_id,
+            "repo": repo,
+            "generated_at": date,
+            "cost_usd": record.cost_usd(),
+            "totals": {
+                "prs": total,
+                "clusters": data.clusters.len(),
+                "duplicates": duplicates.len(),
+                "unique_efforts": unique,
+                "merge": merge.len(),
+                "close_duplicates": duplicates.len(),
+                "close_off_vision": off_vision.len(),
+                "needs_human_review": human.len(),
+                "reviewed": reviewed.len(),
+                "unprocessed": unprocessed.len(),
+            },
+            "merge": merge,
+            "close_duplicates": duplicates,
+            "close_off_vision": off_vision,
+            "needs_human_review": human,
+            "clusters": data.clusters,
+            "narrative": narrative,
+        }),
+    }
+}
+
+/// `8/10`, or nothing.
+fn score(v: &Value) -> String {
+    v.as_f64().map_or(String::new(), |s| format!("{s}/10"))
+}
+
+fn table(md: &mut String, header: &[&str], rows: impl Iterator<Item = Vec<String>>) {
+    let _ = writeln!(md, "| {} |", header.join(" | "));
+    let _ = writeln!(md, "|{}|", header.iter().map(|_| "----").collect::<Vec<_>>().join("|"));
+    for row in rows {
+        let _ = writeln!(md, "| {} |", row.join(" | "));
+    }
+    md.push('\n');
+}

@@ -1,0 +1,142 @@
+//! What a person sees while a job runs: one bar per phase on a terminal (the phase's
+//! batches, failures, cost so far), plain lines in CI (one per finished batch, as the
+//! seed's activity log), and one summary line as each phase ends. Nothing with `--quiet`;
+//! failures are always shown.
+
+use std::time::{Duration, Instant};
+
+use super::state::PhaseState;
+use crate::printer::{Printer, ProgressStyleKind};
+
+/// The progress display of one invocation.
+pub struct Progress {
+    printer: Printer,
+    kind: ProgressStyleKind,
+    phase: String,
+    total: usize,
+    done: usize,
+    failed: usize,
+    started: Instant,
+}
+
+impl Progress {
+    pub fn new(printer: Printer) -> Self {
+        Progress {
+            kind: printer.progress_kind(),
+            printer,
+            phase: String::new(),
+            total: 0,
+            done: 0,
+            failed: 0,
+            started: Instant::now(),
+        }
+    }
+
+    /// A phase starts: `already` of its `total` batches were done before.
+    pub fn phase_started(&mut self, label: &str, total: usize, already: usize) {
+        self.phase = label.to_string();
+        self.total = total;
+        self.done = already;
+        self.failed = 0;
+        self.started = Instant::now();
+        let resumed = if already > 0 {
+            format!(" ({already} done before)")
+        } else {
+            String::new()
+        };
+        let s = if total == 1 { "" } else { "es" };
+        self.printer.progress(&format!("{label}: {total} batch{s}{resumed}"));
+        if self.kind == ProgressStyleKind::Bar && total > already {
+            self.printer.start_bar(total as u64);
+            self.redraw(0.0);
+        }
+    }
+
+    /// A batch finished with its answer.
+    pub fn batch_done(&mut self, batch: &str, items: usize, duration: Duration, cached: bool, phase_cost: f64) {
+        self.done += 1;
+        if self.kind == ProgressStyleKind::Lines {
+            let how = if cached {
+                "from the cache".to_string()
+            } else {
+                format!("{:.1}s", duration.as_secs_f64())
+            };
+            self.printer.progress(&format!(
+                "  {batch} completed ({items} items, {how}) [{}/{}]",
+                self.done, self.total
+            ));
+        }
+        self.redraw(phase_cost);
+    }
+
+    /// A batch failed for good: always shown.
+    pub fn batch_failed(&mut self, batch: &str, reason: &str, phase_cost: f64) {
+        self.failed += 1;
+        self.done += 1;
+        self.printer.warn(&format!("{} {batch} failed: {reason}", self.phase));
+        self.redraw(phase_cost);
+    }
+
+    /// An answer or a call was retried.
+    pub fn retried(&self, batch: &str, what: &str) {
+        if self.kind == ProgressStyleKind::Lines {
+            self.printer.progress(&format!("  {batch} RETRY ({what})"));
+        }
+    }
+
+    /// Something a worker said (an answer asked for again).
+    pub fn said(&self, message: &str) {
+        if self.kind == ProgressStyleKind::Lines {
+            self.printer.progress(&format!("  {message}"));
+        }
+    }
+
+    fn redraw(&self, cost: f64) {
+        if self.kind != ProgressStyleKind::Bar {
+            return;
+        }
+        let failed = if self.failed > 0 {
+            format!(" · {} failed", self.failed)
+        } else {
+            String::new()
+        };
+        let elapsed = self.started.elapsed().as_secs_f64();
+        self.printer.update_bar(
+            self.done as u64,
+            self.total as u64,
+            format!("{}{failed} · ${cost:.2} · {elapsed:.0}s", self.phase),
+        );
+    }
+
+    /// A phase ended: its summary line.
+    pub fn phase_finished(&mut self, state: &PhaseState) {
+        self.printer.finish_bar();
+        let failed = if state.batches_failed > 0 {
+            format!(
+                ", {} failed ({} items unprocessed)",
+                state.batches_failed,
+                state.unprocessed.len()
+            )
+        } else {
+            String::new()
+        };
+        let cached = if state.batches_cached > 0 {
+            format!(", {} from the cache", state.batches_cached)
+        } else {
+            String::new()
+        };
+        self.printer.progress(&format!(
+            "{}: {}/{} done{failed}{cached}, ${:.4}, {:.1}s",
+            self.phase,
+            state.batches_done,
+            state.batches_total,
+            state.cost_usd,
+            self.started.elapsed().as_secs_f64()
+        ));
+    }
+
+    /// A line about the job (pauses, notes).
+    pub fn note(&self, text: &str) {
+        self.printer.progress(text);
+    }
+}

@@ -1,0 +1,269 @@
+//! The review phase: only the selected items (`select`: the best candidate of each cluster,
+//! or a filter on earlier answers), each with its cluster's context and, when the phase
+//! has a `fetch` command, that command's output (a pull request's diff) cut to the context
+//! budget — and the item says when it was cut. Then batches as in a map phase.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::batch_check::BatchCheck;
+use super::batches::{covered_ids, merged, plan, planned_inputs, run_batches, Layout};
+use super::ingest::id_key;
+use super::job_dir::write_json;
+use super::records::records_before;
+use super::reduce::clusters_of;
+use super::request::Rendering;
+use super::runner::JobRun;
+use super::select::Filter;
+use super::worker::AnswerCheck;
+use crate::error::RlmError;
+use crate::process::{self, CommandSpec, ProcessError};
+use crate::store::UnitKind;
+
+/// How long one `fetch` command may run.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(120);
+/// `fetch` commands run at once.
+const FETCH_WIDTH: usize = 4;
+
+/// What an item is in its cluster.
+#[derive(Debug, Clone)]
+pub struct Membership {
+    pub cluster_id: Value,
+    pub theme: Value,
+    pub size: usize,
+    pub is_best: bool,
+    /// The other members.
+    pub others: Vec<Value>,
+}
+
+/// Each clustered item's membership, by id key.
+pub fn memberships(clusters: &[Value]) -> HashMap<String, Membership> {
+    let mut out = HashMap::new();
+    for c in clusters {
+        let members: Vec<Value> = c["members"].as_array().cloned().unwrap_or_default();
+        let best = id_key(&c["best_candidate"]);
+        for m in &members {
+            let Some(key) = id_key(m) else { continue };
+            out.insert(
+                key.clone(),
+                Membership {
+                    cluster_id: c["cluster_id"].clone(),
+                    theme: c["theme"].clone(),
+                    size: members.len(),
+                    is_best: best.as_deref() == Some(key.as_str()),
+                    others: members
+                        .iter()
+                        .filter(|o| id_key(o).as_deref() != Some(key.as_str()))
+                        .cloned()
+                        .collect(),
+                },
+            );
+        }
+    }
+    out
+}
+
+/// The records a review phase selects, each with its cluster context, in item order.
+pub fn selected(run: &JobRun, index: usize, items: &[Value]) -> Result<Vec<Value>, RlmError> {
+    let phase = &run.record.definition.phases[index];
+    let filter = Filter::parse(phase.select.as_deref().unwrap_or("best_candidate"))
+        .map_err(|e| RlmError::Usage(format!("phase {}: select: {e}", phase.name)))?;
+    let records = records_before(&run.dir, &run.record.definition, items, index);
+    let member = memberships(&clusters_of(&run.dir, &run.record.definition));
+    Ok(records
+        .iter()
+        .filter_map(|(key, record)| {
+            let m = member.get(key);
+            if !filter.matches(record, m.is_some_and(|m| m.is_best)) {
+                return None;
+            }
+            let mut item = record.clone();
+            if let (Some(m), Some(o)) = (m, item.as_object_mut()) {
+                o.insert(
+                    "cluster".into(),
+                    json!({"cluster_id": m.cluster_id, "theme": m.theme, "size": m.size,
+                           "is_best_candidate": m.is_best, "others": m.others}),
+                );
+            }
+            Some(item)
+        })
+        .collect())
+}
+
+pub async fn run(run: &mut JobRun, index: usize) -> Result<(), RlmError> {
+    let phase = run.record.definition.phases[index].clone();
+    let id_field = run.record.definition.id.clone();
+    let resolved = run.phases[index].clone();
+    let schema = resolved
+        .schema
+        .ok_or_else(|| RlmError::Usage(format!("phase {}: no output schema in the job's prompts/", phase.name)))?;
+    let items = run.items()?;
+    let chosen = selected(run, index, &items)?;
+    run.record.phases[index].items_total = chosen.len();
+    let planned = planned_inputs(&run.dir, &phase.name);
+    let covered = covered_ids(&planned, &id_field);
+    let mut new: Vec<Value> = chosen
+        .into_iter()
+        .filter(|i| i.get(&id_field).and_then(id_key).is_some_and(|k| !covered.contains(&k)))
+        .collect();
+    if let Some(argv) = &phase.fetch {
+        let budget = fetch_budget(run, index);
+        let cut = fetch_all(run, argv, phase.fetch_as(), &id_field, &mut new, budget).await?;
+        if cut > 0 {
+            run.progress.note(&format!(
+                "  {cut} fetched text(s) cut to about {} KiB to fit the context budget (the item says so)",
+                budget / 1024
+            ));
+            run.record.phases[index]
+                .notes
+                .push(format!("{cut} fetched text(s) cut to fit the context budget"));
+        }
+    }
+    let rendering = Rendering {
+        prompt: resolved.prompt.unwrap_or_default(),
+        item_schema: Some((*schema.value).clone()),
+        id_field: id_field.clone(),
+        context: run.context.clone(),
+        noun: "items".into(),
+    };
+    let check = |ids| -> Arc<dyn AnswerCheck> { Arc::new(BatchCheck::new(ids, &id_field, schema.clone())) };
+    let failed = run.record.phases[index].failed_batches.clone();
+    let layout = Layout {
+        phase: &phase.name,
+        size: phase.batch_size(),
+        failed: &failed,
+        id_field: &id_field,
+    };
+    let batches = plan(&run.dir, &layout, planned, new, &check)?;
+    let outcome = run_batches(run, index, &rendering, batches, UnitKind::Map).await?;
+    write_json(&run.dir.data(&phase.name), &merged(&outcome))?;
+    Ok(())
+}
+
+/// The bytes one item's fetched text may take: the model's window less the answer, the
+/// context document and a margin, shared by the items of a batch.
+fn fetch_budget(run: &JobRun, index: usize) -> usize {
+    let phase = &run.record.definition.phases[index];
+    let model = &run.models[index];
+    let max_out = run
+        .settings
+        .phase_provider(phase)
+        .map_or(16_000, |p| u64::from(p.max_tokens));
+    let context = run
+        .context
+        .as_ref()
+        .map_or(0, |c| crate::tokens::upper_bound(c.len() as u64));
+    let per_batch = model
+        .context_window
+        .saturating_sub(max_out)
+        .saturating_sub(context)
+        .saturating_sub(4_000);
+    let per_item = per_batch / phase.batch_size().max(1) as u64;
+    // Each item also carries its record (about 2 KiB): keep room for it.
+    (crate::tokens::bytes_within(per_item) as usize)
+        .saturating_sub(2_048)
+        .max(1_024)
+}
+
+/// Runs `fetch` for every item (a few at once) and stores its output in `field`, cut to
+/// `budget` bytes; returns how many were cut. A program that cannot be started ends the
+/// phase; a failure for one item is noted on that item.
+async fn fetch_all(
+    run: &JobRun,
+    argv: &[String],
+    field: &str,
+    id_field: &str,
+    items: &mut [Value],
+    budget: usize,
+) -> Result<usize, RlmError> {
+    let repo = run.record.definition.repo.clone().unwrap_or_default();
+    let cwd = run.settings.cwd.clone();
+    let mut cut = 0;
+    for chunk in items.chunks_mut(FETCH_WIDTH) {
+        let mut tasks = tokio::task::JoinSet::new();
+        for (i, item) in chunk.iter().enumerate() {
+            let id = item.get(id_field).and_then(id_key).unwrap_or_default();
+            let spec = CommandSpec {
+                cwd: Some(cwd.clone()),
+                timeout: Some(FETCH_TIMEOUT),
+                ..CommandSpec::new(
+                    argv.iter()
+                        .map(|a| a.replace("{id}", &id).replace("{repo}", &repo))
+                        .collect(),
+                )
+            };
+            tasks.spawn(async move { (i, process::run(&spec, "", std::future::pending()).await) });
+        }
+        while let Some(joined) = tasks.join_next().await {
+            let Ok((i, result)) = joined else { continue };
+            let Some(item) = chunk.get_mut(i).and_then(Value::as_object_mut) else {
+                continue;
+            };
+            match result {
+                Ok(output) => {
+                    let (text, was_cut) = cut_to(&output.stdout, budget);
+                    if was_cut {
+                        cut += 1;
+                        item.insert(format!("{field}_truncated"), json!(true));
+                    }
+                    item.insert(field.to_string(), json!(text));
+                }
+                Err(e @ (ProcessError::NotFound { .. } | ProcessError::NotExecutable { .. })) => {
+                    return Err(RlmError::Usage(format!(
+                        "the phase's fetch command cannot run: {}",
+                        e.to_string().replace("check --command, or ", "")
+                    )));
+                }
+                Err(e) => {
+                    item.insert(field.to_string(), Value::Null);
+                    item.insert(format!("{field}_error"), json!(e.to_string()));
+                }
+            }
+        }
+    }
+    Ok(cut)
+}
+
+/// `text` cut at a line end to at most `budget` bytes, with a line that says so.
+pub fn cut_to(text: &str, budget: usize) -> (String, bool) {
+    if text.len() <= budget {
+        return (text.to_string(), false);
+    }
+    let mut end = budget.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let end = text[..end].rfind('\n').map_or(end, |n| n + 1);
+    (
+        format!(
+            "{}\n[rlm: cut to {end} of {} bytes to fit the context budget]\n",
+            &text[..end],
+            text.len()
+        ),
+        true,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_texts_are_cut_at_a_line_and_say_so() {
+        let (t, cut) = cut_to("aaaa\nbbbb\ncccc\n", 12);
+        assert!(cut);
+        assert!(t.starts_with("aaaa\nbbbb\n\n[rlm: cut to 10 of 15 bytes"), "{t}");
+        assert_eq!(cut_to("short", 100), ("short".to_string(), false));
+    }
+
+    #[test]
+    fn memberships_mark_the_best_candidate() {
+        let m =
+            memberships(&[json!({"cluster_id": "cluster-1", "theme": "t", "members": [3, 1], "best_candidate": 3})]);
+        assert!(m["3"].is_best && !m["1"].is_best);
+        assert_eq!(m["1"].others, vec![json!(3)]);
+    }
+}

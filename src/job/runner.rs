@@ -1,0 +1,276 @@
+//! The coordinator: runs a job's phases in order from the first one not done, each to its
+//! end or until the job stops (interrupt, deadline, budget, a fatal refusal, a failed
+//! write) or pauses (`--pause-after`), and settles the job's status and exit code.
+
+use serde_json::{json, Value};
+
+use super::definition::PhaseKind;
+use super::job_dir::JobDir;
+use super::progress::Progress;
+use super::settings::JobSettings;
+use super::state::{JobRecord, JobStatus, PhaseStatus};
+use super::store_link::StoreLink;
+use super::{map, reduce, report, review};
+use crate::cache::Cache;
+use crate::error::{ExitStatus, RlmError};
+use crate::exec::Interrupt;
+use crate::printer::Printer;
+use crate::prompt::Delimiter;
+use crate::provider::ModelInfo;
+use crate::schema::OutputSchema;
+use crate::store::Timestamp;
+
+/// Why a job stopped dispatching.
+#[derive(Debug, Clone)]
+pub enum Stop {
+    Interrupted,
+    Deadline,
+    Budget(String),
+    /// The provider refused the job.
+    Fatal(String),
+    /// A paid answer could not be written (it is cached).
+    WriteError(String),
+}
+
+/// A phase's prompt and schema as resolved into the job's prompts/.
+#[derive(Debug, Clone)]
+pub struct ResolvedPhase {
+    pub prompt: Option<String>,
+    pub schema: Option<OutputSchema>,
+}
+
+/// One invocation of a job: everything the phases share.
+pub struct JobRun {
+    pub settings: JobSettings,
+    pub dir: JobDir,
+    pub record: JobRecord,
+    pub printer: Printer,
+    pub progress: Progress,
+    pub store: StoreLink,
+    pub interrupt: Interrupt,
+    pub cache: Cache,
+    pub delimiter: Delimiter,
+    /// Each phase's model.
+    pub models: Vec<ModelInfo>,
+    pub phases: Vec<ResolvedPhase>,
+    /// The context document every worker sees.
+    pub context: Option<String>,
+    pub stop: Option<Stop>,
+}
+
+impl JobRun {
+    /// `Phase 2/4: Cluster & de-duplicate`.
+    pub fn phase_label(&self, index: usize) -> String {
+        let phase = &self.record.definition.phases[index];
+        format!(
+            "Phase {}/{}: {}",
+            index + 1,
+            self.record.definition.phases.len(),
+            phase.title.as_deref().unwrap_or(&phase.name)
+        )
+    }
+
+    /// The ingested items.
+    pub fn items(&self) -> Result<Vec<Value>, RlmError> {
+        super::job_dir::read_json(&self.dir.data(&self.record.definition.items))
+    }
+
+    /// Runs the phases from the first not done; returns the exit status.
+    pub async fn execute(mut self) -> Result<ExitStatus, RlmError> {
+        let pause_after = match &self.settings.pause_after {
+            Some(p) => Some(self.record.definition.phase_index(p)?),
+            None => None,
+        };
+        self.record.status = JobStatus::Running;
+        self.record.stopped = None;
+        self.dir.write_record(&mut self.record)?;
+        let mut paused = false;
+        while let Some(index) = self.record.next_phase() {
+            let started = std::time::Instant::now();
+            let name = self.record.phases[index].name.clone();
+            {
+                let state = &mut self.record.phases[index];
+                state.status = Some(PhaseStatus::Running);
+                state.started_at.get_or_insert_with(|| Timestamp::now().to_rfc3339());
+            }
+            self.dir.write_record(&mut self.record)?;
+            self.dir
+                .event(&json!({"event": "phase:started", "phase": name, "index": index + 1}));
+            let kind = self.record.definition.phases[index].kind;
+            let result = match kind {
+                PhaseKind::Map => map::run(&mut self, index).await,
+                PhaseKind::Reduce => reduce::run(&mut self, index).await,
+                PhaseKind::Review => review::run(&mut self, index).await,
+                PhaseKind::Report => report::run(&mut self, index).await,
+            };
+            self.record.phases[index].elapsed_ms += started.elapsed().as_millis() as u64;
+            if let Err(e) = result {
+                self.record.phases[index].status = Some(PhaseStatus::Failed);
+                self.record.status = JobStatus::Failed;
+                self.record.stopped = Some(e.to_string());
+                self.finish_record();
+                return Err(e);
+            }
+            if self.stop.is_some() {
+                // The phase is not done: `resume` goes on with it.
+                self.record.phases[index].status = Some(PhaseStatus::Running);
+                break;
+            }
+            let state = &mut self.record.phases[index];
+            if !matches!(state.status, Some(PhaseStatus::Failed)) {
+                // A reduce's failed shards fell back to the programmatic ranking: only items
+                // left unprocessed make a phase partial.
+                state.status = Some(if !state.unprocessed.is_empty() {
+                    PhaseStatus::Partial
+                } else {
+                    PhaseStatus::Completed
+                });
+            }
+            state.finished_at = Some(Timestamp::now().to_rfc3339());
+            let state = state.clone();
+            self.progress.phase_finished(&state);
+            self.dir.event(
+                &json!({"event": "phase:completed", "phase": name, "status": state.status,
+                "batches": state.batches_total, "failed": state.batches_failed, "cost_usd": state.cost_usd}),
+            );
+            self.dir.write_record(&mut self.record)?;
+            if state.status == Some(PhaseStatus::Failed) {
+                break;
+            }
+            if pause_after == Some(index) && self.record.next_phase().is_some() {
+                paused = true;
+                break;
+            }
+        }
+        // A phase that stopped early leaves its bar: clear it before the summary.
+        self.printer.finish_bar();
+        self.record.status = self.settle(paused);
+        self.record.stopped = self.stop_reason();
+        self.finish_record();
+        self.store.end(self.record.status);
+        self.dir
+            .event(&json!({"event": "job:ended", "status": self.record.status.name(),
+            "cost_usd": self.record.cost_usd()}));
+        self.summarize();
+        Ok(exit_status(self.record.status))
+    }
+
+    /// The job's status when this invocation ends.
+    fn settle(&self, paused: bool) -> JobStatus {
+        match &self.stop {
+            Some(Stop::Interrupted) => return JobStatus::Interrupted,
+            Some(Stop::Deadline) => return JobStatus::DeadlineExceeded,
+            Some(Stop::Budget(_)) => return JobStatus::BudgetExceeded,
+            Some(Stop::Fatal(_)) | Some(Stop::WriteError(_)) => return JobStatus::Failed,
+            None => {}
+        }
+        if self.record.phases.iter().any(|p| p.status == Some(PhaseStatus::Failed)) {
+            return JobStatus::Failed;
+        }
+        if paused {
+            return JobStatus::Paused;
+        }
+        let answered: usize = self.record.phases.iter().map(|p| p.batches_done).sum();
+        let unprocessed = self.record.unprocessed();
+        if unprocessed > 0 && answered == 0 {
+            JobStatus::Failed
+        } else if unprocessed > 0 {
+            JobStatus::Partial
+        } else {
+            JobStatus::Success
+        }
+    }
+
+    fn stop_reason(&self) -> Option<String> {
+        self.stop.as_ref().map(|s| match s {
+            Stop::Interrupted => "interrupted".to_string(),
+            Stop::Deadline => "the --deadline passed".to_string(),
+            Stop::Budget(why) | Stop::Fatal(why) | Stop::WriteError(why) => why.clone(),
+        })
+    }
+
+    fn finish_record(&mut self) {
+        if let Err(e) = self.dir.write_record(&mut self.record) {
+            self.printer.warn(&format!("cannot update job.json: {e}"));
+        }
+    }
+
+    /// The end of the invocation: one JSON document, or a few lines.
+    fn summarize(&self) {
+        let r = &self.record;
+        if self.settings.output.json {
+            self.printer.json(&summary_json(&self.dir, r));
+            return;
+        }
+        if let Some(why) = &r.stopped {
+            match self.stop {
+                Some(Stop::Fatal(_)) | Some(Stop::WriteError(_)) => self.printer.error(why),
+                _ => self.printer.warn(&format!("the job stopped: {why}")),
+            }
+        }
+        let (tin, tout) = r.tokens();
+        let mut lines = vec![format!(
+            "Job {} {}: {} items, {} of {} phases done, {} tokens in / {} out, ${:.4}",
+            r.job_id,
+            r.status.name(),
+            r.items,
+            r.phases.iter().filter(|p| p.status().is_done()).count(),
+            r.phases.len(),
+            tin,
+            tout,
+            r.cost_usd()
+        )];
+        if r.unprocessed() > 0 {
+            lines.push(format!(
+                "{} items unprocessed (failed batches): rlm job rerun {} --phase PHASE takes only them",
+                r.unprocessed(),
+                r.job_id
+            ));
+        }
+        match r.status {
+            JobStatus::Paused => lines.push(format!(
+                "Paused: look at {}, then rlm job resume {}",
+                self.dir.root.join("data").display(),
+                r.job_id
+            )),
+            s if s.is_unfinished() => lines.push(format!("Go on with: rlm job resume {}", r.job_id)),
+            _ => {}
+        }
+        if self.dir.report_md().exists() {
+            lines.push(format!("Report: {}", self.dir.report_md().display()));
+        }
+        self.printer.data(&lines.join("\n"));
+    }
+}
+
+/// The exit code of a job's status.
+pub fn exit_status(status: JobStatus) -> ExitStatus {
+    match status {
+        JobStatus::Success | JobStatus::Paused => ExitStatus::Success,
+        JobStatus::Partial | JobStatus::BudgetExceeded => ExitStatus::Partial,
+        JobStatus::Failed => ExitStatus::Failed,
+        JobStatus::Interrupted | JobStatus::DeadlineExceeded | JobStatus::Running => ExitStatus::Interrupted,
+    }
+}
+
+/// The `--json` document of a job: at least `job_id`, `dir` and `status`.
+pub fn summary_json(dir: &JobDir, r: &JobRecord) -> Value {
+    let (tin, tout) = r.tokens();
+    json!({
+        "job_id": r.job_id,
+        "name": r.name,
+        "kind": r.kind,
+        "dir": dir.root.display().to_string(),
+        "status": r.status.name(),
+        "stopped": r.stopped,
+        "created_at": r.created_at,
+        "updated_at": r.updated_at,
+        "items": r.items,
+        "unprocessed": r.unprocessed(),
+        "tokens_in": tin,
+        "tokens_out": tout,
+        "cost_usd": r.cost_usd(),
+        "phases": r.phases,
+        "report": dir.report_md().exists().then(|| dir.report_md().display().to_string()),
+    })
+}

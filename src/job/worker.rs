@@ -1,0 +1,256 @@
+//! One worker call: the cache first; then the model, under the run's limiter with its
+//! retries for faults and rate limits (`exec::call_with_retries`); then the answer checked
+//! — against the schema and against the batch (the phase's [`AnswerCheck`]) — and asked for
+//! again with the errors appended, up to the phase's `retries`. An accepted answer is
+//! written to the cache (fsynced) before the worker returns, so it is never paid twice.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::Value;
+
+use crate::answer::json::find_json as extract_json;
+use crate::cache::{ArtifactRef, Cache, CacheEntry, CacheKey};
+use crate::exec::{call_with_retries, CallContext, CallFailure, Event, Place};
+use crate::provider::{CompletionRequest, ModelInfo, Usage};
+use crate::schema::Rejection;
+use crate::unit::UnitId;
+
+/// How many error lines are quoted back to the model.
+const MAX_QUOTED_ERRORS: usize = 20;
+
+/// Whether an answer is what the phase asked for.
+pub trait AnswerCheck: Send + Sync {
+    /// The accepted answer (normalized: items in input order), or every error found.
+    fn check(&self, answer: &Value) -> Result<Value, Vec<String>>;
+}
+
+/// What every worker of a phase shares.
+pub struct WorkerContext {
+    pub call: Arc<CallContext>,
+    pub cache: Cache,
+    /// Cached answers are read (not under `--no-cache`).
+    pub cache_reads: bool,
+    pub model: ModelInfo,
+    pub max_tokens: u32,
+    /// Invalid answers asked for again before the call fails.
+    pub retries: u32,
+}
+
+/// One call's messages and key.
+#[derive(Debug, Clone)]
+pub struct WorkerRequest {
+    pub unit: UnitId,
+    pub label: String,
+    pub system: String,
+    pub user: String,
+    /// The structured-output schema; `None` for a free-text answer.
+    pub schema: Option<Arc<Value>>,
+    pub key: CacheKey,
+    pub artifacts: Vec<ArtifactRef>,
+}
+
+/// How a worker ended.
+#[derive(Debug, Clone)]
+pub enum WorkerEnd {
+    /// An answer that passed the check (a free-text answer is a JSON string).
+    Accepted(Value),
+    /// Answers came, but none passed the check: the last one, and why.
+    Rejected {
+        last_text: Option<String>,
+        last_value: Option<Value>,
+        reason: String,
+    },
+    /// The call failed for this batch (its retries spent, or the input too long).
+    Failed { reason: String },
+    /// The provider refused the job: every other call would fail the same way.
+    Fatal(String),
+    /// The run stopped before the call could start.
+    Halted,
+}
+
+/// A worker's end, what it cost and how long it took.
+#[derive(Debug, Clone)]
+pub struct WorkerOutcome {
+    pub end: WorkerEnd,
+    /// Answered from the cache: nothing was paid.
+    pub cached: bool,
+    pub usage: Usage,
+    pub cost_usd: f64,
+    /// Model requests sent (fault retries and re-asks included).
+    pub calls: u32,
+    /// Answers that were rejected and asked for again.
+    pub reasked: u32,
+    pub duration_ms: u64,
+    /// The accepted answer could not be cached: dispatching must stop.
+    pub write_error: Option<String>,
+}
+
+/// Runs one worker to its end. `place` is its place in the limiter's queue, taken when it
+/// was dispatched.
+pub async fn run_worker(
+    ctx: Arc<WorkerContext>,
+    request: WorkerRequest,
+    check: Arc<dyn AnswerCheck>,
+    place: Place,
+) -> WorkerOutcome {
+    let started = Instant::now();
+    let mut outcome = WorkerOutcome {
+        end: WorkerEnd::Halted,
+        cached: false,
+        usage: Usage::default(),
+        cost_usd: 0.0,
+        calls: 0,
+        reasked: 0,
+        duration_ms: 0,
+        write_error: None,
+    };
+    if ctx.cache_reads {
+        if let Some(value) = cached_answer(&ctx, &request, check.as_ref()).await {
+            outcome.end = WorkerEnd::Accepted(value);
+            outcome.cached = true;
+            outcome.duration_ms = started.elapsed().as_millis() as u64;
+            return outcome;
+        }
+    }
+    let mut user = request.user.clone();
+    let mut place = Some(place);
+    let mut attempt = 0;
+    outcome.end = loop {
+        let sent = CompletionRequest {
+            system: request.system.clone(),
+            user: user.clone(),
+            max_tokens: ctx.max_tokens,
+            schema: request.schema.clone(),
+            ..CompletionRequest::default()
+        };
+        let place = place.take().unwrap_or_else(|| ctx.call.limiter.place());
+        let result = call_with_retries(&ctx.call, &sent, &request.unit, &request.label, place).await;
+        outcome.calls += result.attempts;
+        let completion = match result.outcome {
+            Ok(c) => c,
+            Err(CallFailure::Unit { reason, .. }) => break WorkerEnd::Failed { reason },
+            Err(CallFailure::Fatal(reason)) => break WorkerEnd::Fatal(reason),
+            Err(CallFailure::Halted) => break WorkerEnd::Halted,
+        };
+        outcome.usage.add(completion.usage);
+        outcome.cost_usd += ctx.model.cost(completion.usage);
+        let parsed = parse(&completion.text, request.schema.is_some());
+        if completion.truncated {
+            // The same request would be cut off again: no point asking twice.
+            break WorkerEnd::Rejected {
+                last_text: Some(completion.text),
+                last_value: parsed.ok(),
+                reason: format!(
+                    "the answer was cut off at the output limit ({} tokens): lower the phase's batch_size or raise \
+                     max_tokens",
+                    ctx.max_tokens
+                ),
+            };
+        }
+        let errors = match parsed {
+            Ok(value) => match check.check(&value) {
+                Ok(accepted) => {
+                    outcome.write_error = store(&ctx, &request, &accepted, completion.usage).await;
+                    break WorkerEnd::Accepted(accepted);
+                }
+                Err(errors) => errors,
+            },
+            Err(e) => vec![format!("the answer is not JSON ({e})")],
+        };
+        if attempt >= ctx.retries {
+            let rejection = Rejection::Invalid(errors);
+            break WorkerEnd::Rejected {
+                last_text: Some(completion.text.clone()),
+                last_value: parse(&completion.text, request.schema.is_some()).ok(),
+                reason: format!(
+                    "no valid answer after {} attempt{}: {}",
+                    attempt + 1,
+                    if attempt == 0 { "" } else { "s" },
+                    rejection.first()
+                ),
+            };
+        }
+        attempt += 1;
+        outcome.reasked += 1;
+        let _ = ctx.call.events.send(Event::Warning {
+            message: format!(
+                "{}: answer rejected ({} error{}), asking again",
+                request.label,
+                errors.len(),
+                if errors.len() == 1 { "" } else { "s" }
+            ),
+        });
+        user = reask_message(&request.user, &errors);
+    };
+    outcome.duration_ms = started.elapsed().as_millis() as u64;
+    outcome
+}
+
+/// The answer as JSON (a free-text answer is a JSON string).
+fn parse(text: &str, structured: bool) -> Result<Value, String> {
+    if structured {
+        extract_json(text)
+    } else if text.trim().is_empty() {
+        Err("the answer is empty".into())
+    } else {
+        Ok(Value::String(text.trim().to_string()))
+    }
+}
+
+/// The message of a second attempt: the original one, then what was wrong. The previous
+/// answer is not quoted back: a batch's answer is long, and the errors name what to fix.
+pub fn reask_message(user: &str, errors: &[String]) -> String {
+    let shown: Vec<String> = errors.iter().take(MAX_QUOTED_ERRORS).cloned().collect();
+    let more = errors.len().saturating_sub(MAX_QUOTED_ERRORS);
+    let mut bullets = Rejection::Invalid(shown).bullets();
+    if more > 0 {
+        bullets.push_str(&format!("- and {more} more\n"));
+    }
+    format!(
+        "{user}\nYour previous answer was rejected:\n{bullets}Answer again, with the whole JSON object: one valid \
+         object for every item, each with its id unchanged.\n"
+    )
+}
+
+/// A cached answer that still passes the check.
+async fn cached_answer(ctx: &Arc<WorkerContext>, request: &WorkerRequest, check: &dyn AnswerCheck) -> Option<Value> {
+    let (cache, key, max) = (ctx.cache.clone(), request.key.clone(), ctx.max_tokens);
+    let entry = match tokio::task::spawn_blocking(move || cache.get(&key, max)).await {
+        Ok(Ok(Some(entry))) => entry,
+        Ok(Ok(None)) => return None,
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "cache entry unreadable: calling again");
+            return None;
+        }
+        Err(_) => return None,
+    };
+    let value = parse(&entry.text, request.schema.is_some()).ok()?;
+    check.check(&value).ok()
+}
+
+/// Caches an accepted answer; `Some(error)` when it could not be written.
+async fn store(ctx: &Arc<WorkerContext>, request: &WorkerRequest, accepted: &Value, usage: Usage) -> Option<String> {
+    let text = match accepted {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let entry = CacheEntry {
+        key: request.key.0.clone(),
+        model: ctx.model.id.clone(),
+        inputs: request.artifacts.clone(),
+        text,
+        usage,
+        truncated: false,
+        max_tokens: ctx.max_tokens,
+        created_unix: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+    };
+    let cache = ctx.cache.clone();
+    match tokio::task::spawn_blocking(move || cache.put(&entry)).await {
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => Some(format!("cannot write the cache: {e}")),
+        Err(e) => Some(format!("cannot write the cache: {e}")),
+    }
+}

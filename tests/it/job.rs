@@ -1,0 +1,835 @@
+//! `rlm job` through the binary: job files (TOML and JSON) with map, reduce and report
+//! phases; invalid answers asked for again, then their items unprocessed and a rerun that
+//! takes only them; a PR review of a few hundred pull requests from a stand-in `gh`;
+//! `kill -9` in the map phase, then `resume` without paying twice; `rerun --phase 2`
+//! without a map call; `--pause-after`; export in its three formats; `--post` only with
+//! the flag.
+#![cfg(unix)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::support::mock_llm::*;
+use crate::support::*;
+
+/// What the map prompt says, so its requests can be told apart.
+const MAP_PROMPT: &str = "CLASSIFY-ENTRIES: give each entry its kind.";
+const REDUCE_PROMPT: &str = "GROUP-ENTRIES: confirm the groups.";
+
+const ITEM_SCHEMA: &str = r#"{"type":"object","properties":{"id":{"type":"string"},"kind":{"enum":["fix","feature","docs"]},
+"topic":{"type":"string"}},"required":["id","kind","topic"]}"#;
+
+/// A stand-in for the GitHub CLI: gh's JSON shapes from `$GH_DATA/prs.json`, a diff per
+/// pull request, comments read from stdin; every invocation appended to `$GH_LOG`.
+const GH: &str = r#"#!/bin/sh
+printf '%s\n' "$*" >> "$GH_LOG"
+case "$GH_FAIL" in
+  auth) echo "To get started with GitHub CLI, please run:  gh auth login" >&2; exit 4 ;;
+  repo) echo "GraphQL: Could not resolve to a Repository with the name '$5'. (repository)" >&2; exit 1 ;;
+esac
+case "$1 $2" in
+  "pr list") cat "$GH_DATA/prs.json" ;;
+  "pr diff") printf 'diff --git a/src/f%s.rs b/src/f%s.rs\n@@ -1 +1 @@\n-old\n+new %s\n' "$3" "$3" "$3" ;;
+  "pr comment") cat >> "$GH_LOG.bodies"; printf '\n---\n' >> "$GH_LOG.bodies" ;;
+  *) echo "gh stand-in: unknown command: $*" >&2; exit 1 ;;
+esac
+"#;
+
+/// A project with a job file: `entries.jsonl` of `n` entries, a map phase `classify`
+/// (batches of `batch`) and the phases `extra` adds.
+fn job_project(n: usize, batch: usize, hints: &[(usize, String)], extra: &str) -> Project {
+    let mut entries = String::new();
+    for i in 1..=n {
+        let hint = hints
+            .iter()
+            .filter(|(at, _)| *at == i)
+            .map(|(_, h)| h.as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+        entries.push_str(&json!({"id": format!("e{i}"), "text": format!("entry {i} {hint}")}).to_string());
+        entries.push('\n');
+    }
+    Project::new()
+        .file("entries.jsonl", &entries)
+        .file("classify.md", MAP_PROMPT)
+        .file("group.md", REDUCE_PROMPT)
+        .file("report.md", "Summarize the triage.")
+        .file("GUIDE.md", "The project's guide.")
+        .file("item.schema.json", ITEM_SCHEMA)
+        .file(
+            "job.toml",
+            &format!(
+                "name = \"triage\"\ninput = \"entries.jsonl\"\nid = \"id\"\ncontext = \"GUIDE.md\"\n\n[[phase]]\n\
+                 name = \"classify\"\nkind = \"map\"\nprompt = \"classify.md\"\noutput_schema = \"item.schema.json\"\n\
+                 batch_size = {batch}\n{extra}"
+            ),
+        )
+}
+
+const REPORT_PHASE: &str = "\n[[phase]]\nname = \"report\"\nkind = \"report\"\nprompt = \"report.md\"\n";
+const REDUCE_PHASE: &str =
+    "\n[[phase]]\nname = \"groups\"\nkind = \"reduce\"\nprompt = \"group.md\"\ngroup_by = \"topic\"\n";
+
+fn job_args<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["job", "run", "job.toml", "--base-url", url];
+    args.extend_from_slice(extra);
+    args
+}
+
+/// The job directories, oldest first.
+fn jobs(p: &Project) -> Vec<PathBuf> {
+    let root = p.path().join(".aiwg/rlm/jobs");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
+        .map(|e| e.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect())
+        .unwrap_or_default();
+    dirs.sort();
+    dirs
+}
+
+fn only_job(p: &Project) -> PathBuf {
+    let all = jobs(p);
+    assert_eq!(all.len(), 1, "{all:?}");
+    all[0].clone()
+}
+
+fn job_id(dir: &Path) -> String {
+    dir.file_name().unwrap().to_string_lossy().into_owned()
+}
+
+/// The map phase's requests, by the ids of the entries they carried.
+fn map_requests(mock: &MockLlm) -> Vec<Vec<String>> {
+    mock.recorded()
+        .iter()
+        .filter(|r| r.system_text().contains(MAP_PROMPT))
+        .map(|r| {
+            let user = r.user_text();
+            (1..=200)
+                .map(|i| format!("e{i}"))
+                .filter(|id| user.contains(&format!("\"id\":\"{id}\"")))
+                .collect()
+        })
+        .collect()
+}
+
+fn batch_outputs(dir: &Path, phase: &str) -> Vec<String> {
+    let d = dir.join("batches").join(phase);
+    if !d.is_dir() {
+        return Vec::new();
+    }
+    file_names(&d)
+        .into_iter()
+        .filter(|n| n.ends_with("-output.json"))
+        .collect()
+}
+
+#[test]
+fn a_job_file_with_map_and_report_phases_runs_to_its_report() {
+    let mock = MockLlm::start();
+    let p = job_project(10, 4, &[], REPORT_PHASE);
+    let out = p.rlm(&job_args(&mock.url(), &["--json"])).run();
+    out.assert_exit(0);
+    let doc = out.json();
+    let dir = only_job(&p);
+    assert_eq!(doc["job_id"], job_id(&dir));
+    assert_eq!(doc["dir"], dir.display().to_string());
+    assert_eq!(doc["status"], "SUCCESS");
+    // Three map batches (4 + 4 + 2) and one report call.
+    assert_eq!(mock.requests(), 4);
+    assert_eq!(
+        map_requests(&mock)
+            .iter()
+            .map(Vec::len)
+            .collect::<Vec<_>>()
+            .iter()
+            .sum::<usize>(),
+        10
+    );
+    // Structured output: {"items": [...]} with the per-item schema inside.
+    let first = mock
+        .recorded()
+        .into_iter()
+        .find(|r| r.system_text().contains(MAP_PROMPT))
+        .unwrap();
+    assert_eq!(
+        first.body["tools"][0]["input_schema"]["properties"]["items"]["type"],
+        "array"
+    );
+    assert_eq!(
+        first.body["tools"][0]["input_schema"]["properties"]["items"]["items"]["properties"]["kind"]["enum"][0],
+        "fix"
+    );
+    assert!(
+        first.system_text().contains("The project's guide."),
+        "the context reaches every worker"
+    );
+    for file in [
+        "job.json",
+        "data/items.json",
+        "data/classify.json",
+        "data/report.json",
+        "batches/classify/batch-001-input.json",
+        "batches/classify/batch-003-output.json",
+        "prompts/01-classify.md",
+        "prompts/01-classify.schema.json",
+        "prompts/02-report.md",
+        "prompts/context.md",
+        "events.jsonl",
+        "report.md",
+        "report.json",
+    ] {
+        assert!(dir.join(file).is_file(), "{file} is missing");
+    }
+    let answers = read_json(&dir.join("data/classify.json"));
+    let ids: Vec<&str> = answers
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, (1..=10).map(|i| format!("e{i}")).collect::<Vec<_>>());
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(report.contains("| fix | 10 |"), "counts come from the data:\n{report}");
+    assert!(report.contains("Narrative (written by the model)"), "{report}");
+    let record = read_json(&dir.join("job.json"));
+    assert_eq!(record["settings"]["base_url"], mock.url());
+    assert!(!std::fs::read_to_string(dir.join("job.json"))
+        .unwrap()
+        .contains(TEST_KEY));
+    let events = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
+    assert!(events.contains("\"event\":\"batch:completed\"") && events.contains("\"event\":\"job:ended\""));
+
+    // Listed by rlm job list and, as a run of kind job, by rlm list / rlm status.
+    let list = p.rlm(&["job", "list", "--json"]).run();
+    list.assert_exit(0);
+    assert_eq!(list.json()[0]["job_id"], job_id(&dir));
+    assert_eq!(list.json()[0]["status"], "SUCCESS");
+    let runs = p.rlm(&["list", "--json"]).run();
+    runs.assert_exit(0);
+    assert!(runs.stdout.contains(&job_id(&dir)), "{}", runs.stdout);
+    let status = p.rlm(&["job", "status", &job_id(&dir)]).run();
+    status.assert_exit(0);
+    assert!(
+        status.stdout.contains("classify") && status.stdout.contains("batches 3/3"),
+        "{}",
+        status.stdout
+    );
+    p.rlm(&["status", &job_id(&dir)]).run().assert_exit(0);
+}
+
+#[test]
+fn the_same_keys_as_json_are_a_job_file_too() {
+    let mock = MockLlm::start();
+    let p = job_project(3, 5, &[], "").file(
+        "job.json",
+        r#"{"name": "triage", "input": "entries.jsonl", "phase": [
+            {"name": "classify", "kind": "map", "prompt": "classify.md", "output_schema": "item.schema.json"}]}"#,
+    );
+    let out = p
+        .rlm(&["job", "run", "job.json", "--base-url", &mock.url(), "-q"])
+        .run();
+    out.assert_exit(0);
+    assert_eq!(
+        read_json(&only_job(&p).join("data/classify.json"))
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+}
+
+#[test]
+fn invalid_answers_are_asked_for_again_then_their_items_are_unprocessed_and_a_rerun_takes_only_them() {
+    let mock = MockLlm::start();
+    // e2 always answers an invalid kind; e5 only on the first attempt.
+    let hints = [
+        (2, fields_hint(&json!({"kind": "bogus"}))),
+        (5, first_attempt_hint(&json!({"kind": "bogus"}))),
+    ];
+    let p = job_project(6, 3, &hints, "");
+    let out = p.rlm(&job_args(&mock.url(), &["--json"])).run();
+    out.assert_exit(1);
+    assert_eq!(out.json()["status"], "PARTIAL");
+    let dir = only_job(&p);
+    let calls = map_requests(&mock);
+    let first_batch = calls.iter().filter(|ids| ids.contains(&"e1".to_string())).count();
+    let second_batch = calls.iter().filter(|ids| ids.contains(&"e4".to_string())).count();
+    assert_eq!(first_batch, 3, "one answer and two retries (the default)");
+    assert_eq!(second_batch, 2, "a valid second answer is kept");
+    let reasked: Vec<Recorded> = mock
+        .recorded()
+        .into_iter()
+        .filter(|r| r.user_text().contains(REASKED_PHRASE))
+        .collect();
+    assert_eq!(reasked.len(), 3);
+    assert!(
+        reasked
+            .iter()
+            .any(|r| r.user_text().contains("items[1] (\"id\" e2) at /kind")),
+        "the errors are appended: {}",
+        reasked[0].user_text()
+    );
+    let record = read_json(&dir.join("job.json"));
+    assert_eq!(record["phases"][0]["unprocessed"], json!(["e1", "e2", "e3"]));
+    assert_eq!(record["phases"][0]["batches_failed"], 1);
+    assert!(dir.join("batches/classify/batch-001-rejected.txt").is_file());
+    assert!(!dir.join("batches/classify/batch-001-output.json").exists());
+    let answers = read_json(&dir.join("data/classify.json"));
+    assert_eq!(answers.as_array().unwrap().len(), 3, "e4-e6 are answered");
+    let status = p.rlm(&["job", "status", &job_id(&dir)]).run();
+    assert!(status.stdout.contains("Unprocessed: 3 items"), "{}", status.stdout);
+
+    // Resume does not send the failed batch again; a rerun sends only its items.
+    mock.reset_counts();
+    let rerun = p.rlm(&["job", "rerun", &job_id(&dir), "--phase", "1", "-q"]).run();
+    rerun.assert_exit(1);
+    let calls = map_requests(&mock);
+    assert!(!calls.is_empty());
+    for ids in &calls {
+        assert_eq!(ids, &["e1", "e2", "e3"], "only the unprocessed items are sent again");
+    }
+    let answers = read_json(&dir.join("data/classify.json"));
+    assert_eq!(answers.as_array().unwrap().len(), 3, "the answers of e4-e6 are kept");
+}
+
+#[test]
+fn kill_9_in_the_map_phase_then_resume_pays_for_no_completed_batch() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(200));
+    let p = job_project(40, 2, &[], REPORT_PHASE);
+    let running = p.rlm(&job_args(&mock.url(), &["-j", "2"])).spawn();
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            jobs(&p)
+                .first()
+                .is_some_and(|d| batch_outputs(d, "classify").len() >= 4)
+        }),
+        "the map phase makes progress"
+    );
+    running.signal("KILL");
+    let _ = running.wait();
+    let dir = only_job(&p);
+    let done_before: Vec<Value> = batch_outputs(&dir, "classify")
+        .iter()
+        .map(|name| read_json(&dir.join("batches/classify").join(name)))
+        .collect();
+    assert!(done_before.len() < 20, "killed mid-phase");
+
+    let status = p.rlm(&["job", "status", "--json"]).run();
+    status.assert_exit(0);
+    assert_eq!(status.json()["status"], "RUNNING");
+    assert_eq!(status.json()["owner_gone"], true);
+
+    mock.set_latency(Duration::ZERO);
+    let out = p.rlm(&["job", "resume", "--json"]).run();
+    out.assert_exit(0);
+    assert_eq!(out.json()["status"], "SUCCESS");
+    let calls = map_requests(&mock);
+    for answer in &done_before {
+        let first = answer[0]["id"].as_str().unwrap().to_string();
+        let paid = calls.iter().filter(|ids| ids.contains(&first)).count();
+        assert_eq!(paid, 1, "{first}'s batch was done before the kill and was paid again");
+    }
+    assert_eq!(read_json(&dir.join("data/classify.json")).as_array().unwrap().len(), 40);
+    assert!(dir.join("report.md").is_file());
+}
+
+#[test]
+fn pause_after_stops_with_paused_and_resume_goes_on() {
+    let mock = MockLlm::start();
+    let p = job_project(6, 3, &[], REPORT_PHASE);
+    let out = p
+        .rlm(&job_args(&mock.url(), &["--pause-after", "classify", "--json"]))
+        .run();
+    out.assert_exit(0);
+    assert_eq!(out.json()["status"], "PAUSED");
+    let dir = only_job(&p);
+    assert!(dir.join("data/classify.json").is_file());
+    assert!(!dir.join("report.md").exists(), "the report is not paid for yet");
+    assert_eq!(mock.requests(), 2);
+    let out = p.rlm(&["job", "resume", &job_id(&dir), "--json"]).run();
+    out.assert_exit(0);
+    assert_eq!(out.json()["status"], "SUCCESS");
+    assert_eq!(mock.requests(), 3, "only the report call");
+    assert!(dir.join("report.md").is_file());
+    let again = p.rlm(&["job", "resume", &job_id(&dir)]).run();
+    again.assert_exit(2);
+    assert!(again.stderr.contains("nothing to resume"), "{}", again.stderr);
+}
+
+#[test]
+fn rerun_of_phase_2_makes_no_map_call_and_the_same_prompt_is_served_by_the_cache() {
+    let mock = MockLlm::start();
+    let hints: Vec<(usize, String)> = (1..=8)
+        .map(|i| (i, fields_hint(&json!({"topic": format!("topic-{}", i % 3)}))))
+        .collect();
+    let p = job_project(8, 4, &hints, &format!("{REDUCE_PHASE}{REPORT_PHASE}"));
+    p.rlm(&job_args(&mock.url(), &["-q"])).run().assert_exit(0);
+    let dir = only_job(&p);
+    let groups = read_json(&dir.join("data/groups.json"));
+    assert_eq!(groups.as_array().unwrap().len(), 3, "{groups}");
+    assert!(dir.join("data/preclusters.json").is_file());
+    assert!(mock.recorded().iter().any(|r| r.system_text().contains(REDUCE_PROMPT)));
+
+    mock.reset_counts();
+    let out = p.rlm(&["job", "rerun", &job_id(&dir), "--phase", "2", "--json"]).run();
+    out.assert_exit(0);
+    assert!(map_requests(&mock).is_empty(), "no map call");
+    assert_eq!(
+        mock.requests(),
+        0,
+        "the same prompts and inputs are answered by the cache"
+    );
+    let record = read_json(&dir.join("job.json"));
+    assert_eq!(
+        record["phases"][1]["batches_cached"],
+        record["phases"][1]["batches_total"]
+    );
+
+    // A new prompt pays again, for that phase's calls only.
+    p.write("group2.md", "GROUP-ENTRIES again, differently.");
+    let out = p
+        .rlm(&[
+            "job",
+            "rerun",
+            &job_id(&dir),
+            "--phase",
+            "groups",
+            "--prompt",
+            "group2.md",
+            "-q",
+        ])
+        .run();
+    out.assert_exit(0);
+    assert!(map_requests(&mock).is_empty());
+    assert!(mock
+        .recorded()
+        .iter()
+        .any(|r| r.system_text().contains("GROUP-ENTRIES again")));
+    assert!(dir.join("prompts/02-groups.v2.md").is_file());
+}
+
+/// `n` pull requests in gh's shapes: groups of three duplicates (a shared fingerprint and
+/// files), the rest alone; a lock file in every third one; a few off-vision ones.
+fn pull_requests(n: usize) -> Vec<Value> {
+    (1..=n)
+        .map(|i| {
+            let group = (i <= 150).then(|| (i - 1) / 3);
+            let fingerprint = group.map_or(format!("single-{i}"), |g| format!("feature-{g}"));
+            let mut files = vec![json!({"path": format!("src/{fingerprint}.rs"), "additions": 5, "deletions": 1})];
+            if i % 3 == 0 {
+                files.push(json!({"path": "Cargo.lock", "additions": 40, "deletions": 12}));
+            }
+            if i % 2 == 0 {
+                files.push(json!({"path": "CHANGELOG.md", "additions": 1, "deletions": 0}));
+            }
+            let mut hint = json!({"fingerprint": fingerprint, "intent": format!("work on {fingerprint}"),
+                "vision_alignment": 7, "quick_verdict": "review"});
+            if i > 280 {
+                hint["vision_alignment"] = json!(1);
+                hint["flags"] = json!(["off-vision"]);
+            }
+            // The first duplicate group's refinement names a stranger: it keeps the
+            // programmatic ranking.
+            let stranger = if i == 1 {
+                fields_hint(&json!({"best_candidate": 99999}))
+            } else {
+                String::new()
+            };
+            let review = fields_hint(&json!({"verdict": "merge", "recommended_action": "merge", "confidence": 0.9}));
+            json!({
+                "number": i,
+                "title": format!("Work on {fingerprint} ({i})"),
+                // The refinement sees a member's first 200 characters: the stranger goes first.
+                "body": format!("{stranger}{} {review} {}", fields_hint(&hint), "Long description. ".repeat(40)),
+                "author": {"login": format!("dev{}", i % 11), "name": "", "is_bot": false},
+                "createdAt": "2026-01-05T10:00:00Z",
+                "updatedAt": "2026-02-01T10:00:00Z",
+                "labels": [{"name": "enhancement", "color": "a2eeef", "description": "", "id": "LA_1"}],
+                "files": files,
+                "additions": 6 + i,
+                "deletions": 1,
+                "comments": [{"author": {"login": "bot"}, "body": "thanks", "createdAt": "2026-01-06T00:00:00Z"}],
+                "statusCheckRollup": [{"__typename": "CheckRun", "name": "ci", "status": "COMPLETED",
+                    "conclusion": if i % 10 == 0 { "FAILURE" } else { "SUCCESS" }}],
+                "reviewDecision": if i % 4 == 0 { "APPROVED" } else { "" },
+                "mergeable": if i % 9 == 0 { "CONFLICTING" } else { "MERGEABLE" },
+            })
+        })
+        .collect()
+}
+
+/// A project with the stand-in gh on PATH and `prs` as its pull requests.
+fn gh_project(prs: &[Value]) -> Project {
+    let p = Project::new()
+        .file("VISION.md", "# Vision\nA command-line tool. Not a web app.\n")
+        .file("gh/prs.json", &Value::Array(prs.to_vec()).to_string())
+        .file("bin/gh", GH);
+    let status = std::process::Command::new("chmod")
+        .args(["+x"])
+        .arg(p.path().join("bin/gh"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    p
+}
+
+fn with_gh(p: &Project, run: Run) -> Run {
+    let path = format!(
+        "{}:{}",
+        p.path().join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    run.env("PATH", &path)
+        .env("GH_DATA", &p.path().join("gh").display().to_string())
+        .env("GH_LOG", &p.path().join("gh.log").display().to_string())
+}
+
+fn gh_log(p: &Project) -> Vec<String> {
+    std::fs::read_to_string(p.path().join("gh.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_pr_review_of_three_hundred_prs_finds_the_duplicates_and_reports_as_the_seed_does() {
+    let mock = MockLlm::start();
+    let p = gh_project(&pull_requests(300));
+    let url = mock.url();
+    let out = with_gh(
+        &p,
+        p.rlm(&[
+            "job",
+            "pr-review",
+            "acme/widgets",
+            "--vision",
+            "VISION.md",
+            "--base-url",
+            &url,
+            "--json",
+            "--yes",
+        ]),
+    )
+    .timeout(Duration::from_secs(120))
+    .run();
+    out.assert_exit(0);
+    assert_eq!(out.json()["status"], "SUCCESS");
+    let dir = only_job(&p);
+    let log = gh_log(&p);
+    assert_eq!(
+        log[0],
+        "pr list -R acme/widgets --state open --limit 100000 --json number,title,body,author,createdAt,updatedAt,\
+         labels,files,additions,deletions,comments,statusCheckRollup,reviewDecision,mergeable"
+    );
+
+    // gh's shapes normalized into the seed's record.
+    let prs = read_json(&dir.join("data/prs.json"));
+    let pr3 = &prs[2];
+    assert_eq!(pr3["author"], "dev3");
+    assert_eq!(pr3["labels"], json!(["enhancement"]));
+    assert_eq!(pr3["files"], json!(["src/feature-0.rs", "Cargo.lock"]));
+    assert_eq!(pr3["comments"], 1);
+    assert_eq!(pr3["ci_status"], "success");
+    assert_eq!(prs[9]["ci_status"], "failure");
+    assert_eq!(prs[3]["review_status"], "approved");
+    assert_eq!(pr3["review_status"], "none");
+    assert_eq!(prs[8]["has_conflicts"], true);
+    assert!(pr3["body"].as_str().unwrap().chars().count() <= 501);
+
+    // 50 groups of three, and nothing chained through the lock file or the changelog.
+    assert_eq!(
+        read_json(&dir.join("data/classifications.json"))
+            .as_array()
+            .unwrap()
+            .len(),
+        300
+    );
+    let pre = read_json(&dir.join("data/preclusters.json"));
+    let sizes: Vec<u64> = pre
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["members"].as_array().unwrap().len() as u64)
+        .collect();
+    assert_eq!(sizes, vec![3; 50], "{pre}");
+    let clusters = read_json(&dir.join("data/clusters.json"));
+    let clusters = clusters.as_array().unwrap();
+    assert_eq!(clusters.len(), 50);
+    let first = &clusters[0];
+    assert_eq!(
+        first["source"], "programmatic",
+        "an answer naming a stranger falls back"
+    );
+    assert!(first["members"].as_array().unwrap().contains(&first["best_candidate"]));
+    assert!(clusters[1..].iter().all(|c| c["source"] == "model"));
+
+    // Only the best candidates are reviewed, each with its diff.
+    let reviews = read_json(&dir.join("data/reviews.json"));
+    assert_eq!(reviews.as_array().unwrap().len(), 50);
+    let diffs = log.iter().filter(|l| l.starts_with("pr diff ")).count();
+    assert_eq!(diffs, 50);
+    assert!(log.iter().all(|l| !l.starts_with("pr comment")));
+
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    for section in [
+        "# acme/widgets PR Review Report",
+        "**Total PRs scanned**: 300 | **Clusters found**: 50",
+        "## Executive Summary",
+        "- 100 PRs identified as duplicates (reducible to 200 unique efforts)",
+        "- 50 PRs recommended for immediate merge",
+        "### Merge (50 PRs)",
+        "### Close — Duplicates (100 PRs)",
+        "### Close — Off-Vision (20 PRs)",
+        "### Needs Human Review (0 PRs)",
+        "## Cluster Details",
+        "| #2 | #1 | 90% |",
+    ] {
+        assert!(report.contains(section), "missing {section:?} in\n{report}");
+    }
+    let report_json = read_json(&dir.join("report.json"));
+    assert_eq!(report_json["totals"]["duplicates"], 100);
+
+    // Export: JSON, Markdown, GitHub comments — posted only with --post, and --yes without a terminal.
+    let id = job_id(&dir);
+    let json_out = p.rlm(&["job", "export", &id, "--format", "json"]).run();
+    json_out.assert_exit(0);
+    assert_eq!(json_out.json()["report"]["totals"]["prs"], 300);
+    assert_eq!(json_out.json()["records"].as_array().unwrap().len(), 300);
+    let md = p
+        .rlm(&["job", "export", &id, "--format", "markdown", "-o", "out/report.md"])
+        .run();
+    md.assert_exit(0);
+    assert_eq!(p.read("out/report.md"), report);
+    let comments = with_gh(&p, p.rlm(&["job", "export", &id, "--format", "github-comments"])).run();
+    comments.assert_exit(0);
+    let lines: Vec<Value> = comments
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 50);
+    assert_eq!(lines[0]["repo"], "acme/widgets");
+    assert!(
+        lines[0]["body"].as_str().unwrap().contains("verdict **merge**"),
+        "{}",
+        lines[0]
+    );
+    assert!(dir.join("comments.jsonl").is_file());
+    assert!(
+        gh_log(&p).iter().all(|l| !l.starts_with("pr comment")),
+        "no post without --post"
+    );
+    let refused = with_gh(
+        &p,
+        p.rlm(&["job", "export", &id, "--format", "github-comments", "--post"]),
+    )
+    .run();
+    refused.assert_exit(2);
+    assert!(refused.stderr.contains("add --yes"), "{}", refused.stderr);
+    assert!(
+        gh_log(&p).iter().all(|l| !l.starts_with("pr comment")),
+        "no post without a yes"
+    );
+    let posted = with_gh(
+        &p,
+        p.rlm(&["job", "export", &id, "--format", "github-comments", "--post", "--yes"]),
+    )
+    .run();
+    posted.assert_exit(0);
+    let comment_calls: Vec<String> = gh_log(&p).into_iter().filter(|l| l.starts_with("pr comment")).collect();
+    assert_eq!(comment_calls.len(), 50);
+    assert!(
+        comment_calls.contains(&"pr comment 1 -R acme/widgets --body-file -".to_string()),
+        "{comment_calls:?}"
+    );
+    let bodies = std::fs::read_to_string(p.path().join("gh.log.bodies")).unwrap();
+    assert!(bodies.contains("rlm PR review"));
+    // Posting again posts nothing twice.
+    with_gh(
+        &p,
+        p.rlm(&["job", "export", &id, "--format", "github-comments", "--post", "--yes"]),
+    )
+    .run()
+    .assert_exit(0);
+    assert_eq!(gh_log(&p).iter().filter(|l| l.starts_with("pr comment")).count(), 50);
+}
+
+#[test]
+fn gh_problems_and_bad_input_are_one_line_each_and_nothing_is_sent() {
+    let mock = MockLlm::start();
+    let p = gh_project(&pull_requests(3));
+    let url = mock.url();
+    let review = |p: &Project| {
+        p.rlm(&[
+            "job",
+            "pr-review",
+            "acme/widgets",
+            "--vision",
+            "VISION.md",
+            "--base-url",
+            &url,
+        ])
+    };
+    for (fail, needle) in [("auth", "not logged in"), ("repo", "acme/widgets: no such repository")] {
+        let out = with_gh(&p, review(&p)).env("GH_FAIL", fail).run();
+        out.assert_exit(2);
+        assert!(out.stderr.contains(needle), "{fail}: {}", out.stderr);
+        assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    }
+    let missing = review(&p).env("PATH", "/nonexistent").run();
+    missing.assert_exit(2);
+    assert!(
+        missing.stderr.contains("gh (the GitHub CLI) is not installed"),
+        "{}",
+        missing.stderr
+    );
+    let not_repo = p
+        .rlm(&[
+            "job",
+            "pr-review",
+            "widgets",
+            "--vision",
+            "VISION.md",
+            "--base-url",
+            &url,
+        ])
+        .run();
+    not_repo.assert_exit(2);
+    assert!(not_repo.stderr.contains("give OWNER/REPO"), "{}", not_repo.stderr);
+    let refused = p
+        .rlm(&[
+            "job",
+            "pr-review",
+            "acme/widgets",
+            "--vision",
+            "VISION.md",
+            "--input",
+            "gh/prs.json",
+            "--batch-api",
+        ])
+        .run();
+    refused.assert_exit(2);
+    assert!(
+        refused.stderr.contains("--batch-api") && refused.stderr.contains("not available"),
+        "{}",
+        refused.stderr
+    );
+    let broken = p.file("bad.toml", "name = \"x\"\n[[phase]]\nname = \"a\"\nkind = \"map\"\n");
+    let out = broken.rlm(&["job", "run", "bad.toml", "--base-url", &url]).run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("phase 1 (a): a map phase needs `prompt`"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(mock.requests(), 0);
+    assert!(jobs(&broken).is_empty(), "nothing was written");
+}
+
+#[test]
+fn a_dry_run_prints_the_estimate_per_phase_and_writes_nothing() {
+    let p = gh_project(&pull_requests(120));
+    let out = p
+        .rlm(&[
+            "job",
+            "pr-review",
+            "acme/widgets",
+            "--vision",
+            "VISION.md",
+            "--input",
+            "gh/prs.json",
+            "--dry-run",
+        ])
+        .run();
+    out.assert_exit(0);
+    for needle in [
+        "1 classifications (map)",
+        "2 clusters (reduce)",
+        "3 reviews (review)",
+        "4 report (report)",
+        "total",
+    ] {
+        assert!(out.stderr.contains(needle), "{needle}: {}", out.stderr);
+    }
+    assert!(
+        out.stderr.contains("    120        3"),
+        "120 PRs in 3 batches of 50: {}",
+        out.stderr
+    );
+    assert!(jobs(&p).is_empty());
+}
+
+/// Copies `examples/jobs/NAME/` into the project under `NAME/`.
+fn with_example(p: Project, name: &str) -> Project {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/jobs").join(name);
+    let mut p = p;
+    for file in file_names(&src) {
+        let text = std::fs::read_to_string(src.join(&file)).unwrap();
+        p = p.file(&format!("{name}/{file}"), &text);
+    }
+    p
+}
+
+#[test]
+fn the_issue_triage_example_runs_as_shipped() {
+    let mock = MockLlm::start();
+    let p = with_example(Project::new(), "issue-triage");
+    let out = p
+        .rlm(&[
+            "job",
+            "run",
+            "issue-triage/job.toml",
+            "--base-url",
+            &mock.url(),
+            "--json",
+        ])
+        .run();
+    out.assert_exit(0);
+    assert_eq!(out.json()["status"], "SUCCESS");
+    let dir = only_job(&p);
+    assert_eq!(read_json(&dir.join("data/issues.json")).as_array().unwrap().len(), 12);
+    assert_eq!(read_json(&dir.join("data/triage.json")).as_array().unwrap().len(), 12);
+    assert!(dir.join("data/duplicates.json").is_file() && dir.join("report.md").is_file());
+}
+
+#[test]
+fn the_pr_review_example_job_file_is_the_preset_as_a_file() {
+    let p = with_example(gh_project(&pull_requests(30)), "pr-review");
+    let out = with_gh(&p, p.rlm(&["job", "run", "pr-review/job.toml", "--dry-run"])).run();
+    out.assert_exit(0);
+    assert!(
+        out.stderr.contains("1 classifications (map)") && out.stderr.contains("4 report (report)"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        gh_log(&p)[0].starts_with("pr list -R OWNER/REPO --state open"),
+        "{:?}",
+        gh_log(&p)
+    );
+    // The preset embeds the example's prompts and schemas.
+    let mock = MockLlm::start();
+    let run = with_gh(
+        &p,
+        p.rlm(&[
+            "job",
+            "pr-review",
+            "acme/widgets",
+            "--vision",
+            "VISION.md",
+            "--base-url",
+            &mock.url(),
+            "-q",
+        ]),
+    )
+    .run();
+    run.assert_exit(0);
+    let dir = only_job(&p);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("prompts/01-classifications.md")).unwrap(),
+        p.read("pr-review/classify.md")
+    );
+}
