@@ -169,6 +169,7 @@ async fn run_unit(ctx: Arc<JobContext>, unit: WorkUnit, outcome: JobOutcome, pla
         user: prepared.user,
         max_tokens: ctx.max_tokens,
         schema: ctx.schema.as_ref().map(|s| s.value.clone()),
+        ..CompletionRequest::default()
     };
     let mut outcome = call(&ctx, &request, (&unit.id, &unit.label), outcome, started, place).await;
     if let Some(expect) = Expect::for_unit(&ctx, &unit) {
@@ -236,6 +237,7 @@ async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutc
         user: job.user,
         max_tokens: ctx.max_tokens,
         schema: None,
+        ..CompletionRequest::default()
     };
     let outcome = call(&ctx, &request, (&job.id, &job.label), outcome, started, place).await;
     let Some(text) = outcome.text.clone().filter(|_| outcome.failure.is_none()) else {

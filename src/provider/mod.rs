@@ -14,7 +14,7 @@ pub mod model;
 pub mod openai;
 mod status;
 
-pub use http::{versioned_base, HttpConfig, HttpProvider};
+pub use http::{versioned_base, HttpConfig, HttpProvider, Wire};
 pub use model::ModelInfo;
 
 use std::future::Future;
@@ -73,22 +73,53 @@ impl ProviderKind {
 }
 
 /// One model call.
+///
+/// The user message is `shared` followed by `user`: `shared` is the start every unit of a
+/// run has in common (analyst instructions, the user's prompt up to its first per-unit
+/// substitution, a shared document), `user` what is this unit's own. Both providers cache
+/// a prompt prefix that repeats byte for byte, so the shared part comes first and is sent
+/// the same way in every call (see `anthropic::request_body` and `openai::request_body`).
 #[derive(Debug, Clone, Default)]
 pub struct CompletionRequest {
     pub system: String,
+    /// The start of the user message that every unit of the run shares; empty when
+    /// nothing is shared.
+    pub shared: String,
+    /// This unit's own part of the user message, sent after `shared`.
     pub user: String,
     pub max_tokens: u32,
     /// `--schema`: ask the provider to answer with JSON that conforms to this schema.
     pub schema: Option<std::sync::Arc<serde_json::Value>>,
+    /// Mark the shared prefix (system + `shared`) for the provider's prompt cache:
+    /// Anthropic `cache_control` when the prefix reaches the model's minimum cacheable
+    /// length, OpenAI `prompt_cache_key` on api.openai.com. `--no-prompt-cache` clears it.
+    pub cache_prefix: bool,
 }
 
-/// Token usage of one call. `input_tokens` counts every prompt token, cached or not.
+impl CompletionRequest {
+    /// The whole user message as the model reads it: `shared` then `user`.
+    pub fn user_message(&self) -> String {
+        let mut message = String::with_capacity(self.shared.len() + self.user.len());
+        message.push_str(&self.shared);
+        message.push_str(&self.user);
+        message
+    }
+}
+
+/// Token usage of one call. `input_tokens` counts every prompt token, cached or not;
+/// `cached_input_tokens` (read from the prompt cache) and `cache_write_tokens` (written to
+/// it, Anthropic only) are the parts of it that are billed at other prices.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Prompt tokens read from the provider's prompt cache (Anthropic
+    /// `cache_read_input_tokens`, OpenAI `prompt_tokens_details.cached_tokens`).
     #[serde(default)]
     pub cached_input_tokens: u64,
+    /// Prompt tokens written to the prompt cache (Anthropic `cache_creation_input_tokens`).
+    #[serde(default)]
+    pub cache_write_tokens: u64,
 }
 
 impl Usage {
@@ -96,6 +127,7 @@ impl Usage {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
         self.cached_input_tokens += other.cached_input_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
     }
 
     pub fn total(&self) -> u64 {
