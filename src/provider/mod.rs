@@ -6,6 +6,7 @@
 //! shared client; a process-based provider plugs in through the same trait.
 
 pub mod anthropic;
+pub mod batch_api;
 pub mod catalog;
 pub mod command;
 pub mod discovery;
