@@ -12,7 +12,7 @@ use rusqlite::{Connection, TransactionBehavior};
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Each entry migrates from its index to the next version.
-const MIGRATIONS: [&str; 1] = [
+const MIGRATIONS: [&str; 2] = [
     // Version 1: runs, their units, and the append-only history of unit transitions.
     "
     CREATE TABLE runs (
@@ -73,6 +73,8 @@ const MIGRATIONS: [&str; 1] = [
     );
     CREATE INDEX transitions_by_unit ON transitions (run_id, unit_id);
     ",
+    // Version 2: batches submitted to a provider's batch API, and their requests.
+    super::batch_submissions::MIGRATION,
 ];
 
 /// What [`check_version`] found.
