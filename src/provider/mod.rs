@@ -74,36 +74,25 @@ impl ProviderKind {
 }
 
 /// One model call.
-///
-/// The user message is `shared` followed by `user`: `shared` is the start every unit of a
-/// run has in common (analyst instructions, the user's prompt up to its first per-unit
-/// substitution, a shared document), `user` what is this unit's own. Both providers cache
-/// a prompt prefix that repeats byte for byte, so the shared part comes first and is sent
-/// the same way in every call (see `anthropic::request_body` and `openai::request_body`).
 #[derive(Debug, Clone, Default)]
 pub struct CompletionRequest {
     pub system: String,
-    /// The start of the user message that every unit of the run shares; empty when
-    /// nothing is shared.
+    /// The start of the user message that every unit of a run shares (analyst
+    /// instructions, a shared document), sent before `user`; empty when nothing is shared.
     pub shared: String,
-    /// This unit's own part of the user message, sent after `shared`.
+    /// The rest of the user message: this unit's content, then its instruction.
     pub user: String,
     pub max_tokens: u32,
     /// `--schema`: ask the provider to answer with JSON that conforms to this schema.
     pub schema: Option<std::sync::Arc<serde_json::Value>>,
-    /// Mark the shared prefix (system + `shared`) for the provider's prompt cache:
-    /// Anthropic `cache_control` when the prefix reaches the model's minimum cacheable
-    /// length, OpenAI `prompt_cache_key` on api.openai.com. `--no-prompt-cache` clears it.
+    /// Mark the shared prefix (system + `shared`) for provider prompt caching.
     pub cache_prefix: bool,
 }
 
 impl CompletionRequest {
-    /// The whole user message as the model reads it: `shared` then `user`.
-    pub fn user_message(&self) -> String {
-        let mut message = String::with_capacity(self.shared.len() + self.user.len());
-        message.push_str(&self.shared);
-        message.push_str(&self.user);
-        message
+    /// The whole user message: the shared part, then the unit's own.
+    pub fn user_text(&self) -> String {
+        format!("{}{}", self.shared, self.user)
     }
 }
 

@@ -62,7 +62,7 @@ pub fn request_body(model: &str, request: &CompletionRequest, temperature: Optio
         "model": model,
         "messages": [
             {"role": "system", "content": &request.system},
-            {"role": "user", "content": request.user_message()},
+            {"role": "user", "content": request.user_text()},
         ],
     });
     if request.cache_prefix && dialect.prompt_cache_key {
