@@ -96,7 +96,7 @@ impl CompletionRequest {
     }
 }
 
-/// Token usage of one call. `input_tokens` counts every prompt token, cached or not;
+/// Token usage of one call. `input_tokens` counts every prompt token, cached or not.
 /// `cached_input_tokens` (read from the prompt cache) and `cache_write_tokens` (written to
 /// it, Anthropic only) are the parts of it that are billed at other prices.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
