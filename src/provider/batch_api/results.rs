@@ -147,3 +147,78 @@ impl ResultStream {
         self.start = 0;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::batch_api::{BatchLimits, BatchTimeouts, ItemOutcome};
+    use crate::provider::{HttpConfig, ProviderKind};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// Serves one HTTP response whose chunked body is `chunks`, then closes.
+    async fn serve_once(chunks: Vec<&'static str>) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut request = vec![0u8; 4096];
+            let _ = socket.read(&mut request).await;
+            let mut response = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n".to_vec();
+            for chunk in chunks {
+                response.extend_from_slice(format!("{:x}\r\n{chunk}\r\n", chunk.len()).as_bytes());
+            }
+            response.extend_from_slice(b"0\r\n\r\n");
+            socket.write_all(&response).await.unwrap();
+        });
+        url
+    }
+
+    fn parse(_: &Transport, line: &str) -> Result<ItemResult, String> {
+        let v: serde_json::Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
+        Ok(ItemResult {
+            custom_id: v["id"].as_str().ok_or("no id")?.to_string(),
+            outcome: ItemOutcome::Expired,
+        })
+    }
+
+    #[test]
+    fn lines_split_across_chunks_blank_lines_and_a_last_line_without_newline() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let ids = runtime.block_on(async {
+            let url = serve_once(vec![
+                "{\"id\":\"a\"}\n{\"i",
+                "d\":\"b\"}\n\n",
+                "not json\n{\"id\":\"c\"}",
+            ])
+            .await;
+            let config = HttpConfig {
+                kind: ProviderKind::Openai,
+                base_url: url.clone(),
+                api_key: None,
+                model: "m".into(),
+                temperature: None,
+                timeout: std::time::Duration::from_secs(5),
+            };
+            let transport = Transport::new(&config, BatchLimits::OPENAI, BatchTimeouts::default()).unwrap();
+            let mut stream = ResultStream::new(Arc::new(transport), "batch_1", vec![format!("{url}/results")], parse);
+            let mut ids = Vec::new();
+            while let Some(result) = stream.next().await {
+                ids.push(result.map(|r| r.custom_id).map_err(|e| e.to_string()));
+            }
+            assert_eq!(stream.lines_read(), 4);
+            ids
+        });
+        assert_eq!(ids[..2], [Ok("a".to_string()), Ok("b".to_string())]);
+        assert!(
+            ids[2]
+                .as_ref()
+                .is_err_and(|e| e.contains("result line 3 of batch batch_1")),
+            "{ids:?}"
+        );
+        assert_eq!(ids[3], Ok("c".to_string()));
+        assert_eq!(ids.len(), 4);
+    }
+}
