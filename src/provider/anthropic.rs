@@ -1,19 +1,76 @@
-//! The Anthropic Messages API wire format (`POST /v1/messages`).
+//! The Anthropic Messages API wire format (`POST /v1/messages`), also the `params` of
+//! each request of a Message Batch.
+//!
+//! Prompt caching: the prefix every unit shares (the system prompt, then the request's
+//! `shared` text as its own content block before the unit's `user` block) is marked with
+//! one `cache_control` breakpoint (of the four allowed) when the request asks for it and
+//! the prefix reaches the model's minimum cacheable length.
 
 use serde_json::{json, Value};
 
+use super::catalog;
 use super::status::ErrorDetail;
 use super::{Completion, CompletionRequest, Usage};
 
 /// Pinned: newer versions reject `temperature` (see PROVIDERS.md).
 pub const API_VERSION: &str = "2023-06-01";
 
+/// Where the cache breakpoint goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Breakpoint {
+    None,
+    /// On the system block (nothing shared in the user message).
+    System,
+    /// On the shared block of the user message.
+    Shared,
+}
+
+/// The breakpoint of `request` for `model`: only when asked for, and only when the prefix
+/// (system + shared, counted by [`crate::tokens::upper_bound`]) reaches the model's
+/// minimum; a shorter prefix would not be cached and the marker would waste a breakpoint.
+fn breakpoint(model: &str, request: &CompletionRequest) -> Breakpoint {
+    let prefix = (request.system.len() + request.shared.len()) as u64;
+    if !request.cache_prefix || crate::tokens::upper_bound(prefix) < catalog::min_cacheable_tokens(model) {
+        Breakpoint::None
+    } else if request.shared.is_empty() {
+        Breakpoint::System
+    } else {
+        Breakpoint::Shared
+    }
+}
+
+/// A text content block, with the cache marker when it ends the cached prefix.
+fn text_block(text: &str, cached: bool) -> Value {
+    let mut block = json!({"type": "text", "text": text});
+    if cached {
+        block["cache_control"] = json!({"type": "ephemeral"});
+    }
+    block
+}
+
 pub fn request_body(model: &str, request: &CompletionRequest, temperature: Option<f32>) -> Value {
+    let breakpoint = breakpoint(model, request);
+    // Plain strings when nothing is marked or shared: the body of a request without
+    // caching is what it always was.
+    let system = match breakpoint {
+        Breakpoint::System => json!([text_block(&request.system, true)]),
+        Breakpoint::None | Breakpoint::Shared => json!(&request.system),
+    };
+    let content = if request.shared.is_empty() {
+        json!(&request.user)
+    } else {
+        let mut blocks = vec![text_block(&request.shared, breakpoint == Breakpoint::Shared)];
+        // An empty text block is refused: a unit with nothing of its own sends none.
+        if !request.user.is_empty() {
+            blocks.push(text_block(&request.user, false));
+        }
+        Value::Array(blocks)
+    };
     let mut body = json!({
         "model": model,
         "max_tokens": request.max_tokens,
-        "system": &request.system,
-        "messages": [{"role": "user", "content": &request.user}],
+        "system": system,
+        "messages": [{"role": "user", "content": content}],
     });
     if let Some(t) = temperature {
         body["temperature"] = json!(t);
@@ -59,6 +116,11 @@ fn tool_answer(content: &[Value], request: &CompletionRequest) -> Option<String>
 
 pub fn parse_reply(bytes: &[u8], request: &CompletionRequest) -> Result<Completion, String> {
     let value: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON ({e})"))?;
+    parse_message(&value, request)
+}
+
+/// A Message (the realtime reply, or the `message` of a succeeded batch result).
+pub fn parse_message(value: &Value, request: &CompletionRequest) -> Result<Completion, String> {
     let content = value
         .get("content")
         .and_then(Value::as_array)
@@ -71,24 +133,30 @@ pub fn parse_reply(bytes: &[u8], request: &CompletionRequest) -> Result<Completi
             .collect()
     });
     let stop_reason = value.get("stop_reason").and_then(Value::as_str).map(str::to_string);
-    let usage = value.get("usage");
-    let field = |name: &str| usage.and_then(|u| u.get(name)).and_then(Value::as_u64).unwrap_or(0);
-    let cache_read = field("cache_read_input_tokens");
-    // input_tokens excludes the cached ones; we count every prompt token as input.
-    let input = field("input_tokens") + field("cache_creation_input_tokens") + cache_read;
     Ok(Completion {
         text,
-        usage: Usage {
-            input_tokens: input,
-            output_tokens: field("output_tokens"),
-            cached_input_tokens: cache_read,
-        },
+        usage: parse_usage(value),
         truncated: matches!(
             stop_reason.as_deref(),
             Some("max_tokens") | Some("model_context_window_exceeded")
         ),
         stop_reason,
     })
+}
+
+/// The `usage` of a Message; every field optional.
+pub fn parse_usage(message: &Value) -> Usage {
+    let usage = message.get("usage");
+    let field = |name: &str| usage.and_then(|u| u.get(name)).and_then(Value::as_u64).unwrap_or(0);
+    let cache_read = field("cache_read_input_tokens");
+    let cache_write = field("cache_creation_input_tokens");
+    // input_tokens excludes the cached ones; we count every prompt token as input.
+    Usage {
+        input_tokens: field("input_tokens") + cache_write + cache_read,
+        output_tokens: field("output_tokens"),
+        cached_input_tokens: cache_read,
+        cache_write_tokens: cache_write,
+    }
 }
 
 pub fn error_detail(body: &str) -> ErrorDetail {
@@ -115,13 +183,15 @@ mod tests {
             "usage":{"input_tokens":10,"output_tokens":3,"cache_read_input_tokens":5,"cache_creation_input_tokens":2}}"#;
         let c = parse_reply(reply, &plain()).unwrap();
         assert_eq!(c.text, "ab");
+        assert_eq!(c.usage.cache_write_tokens, 2);
         assert!(c.truncated);
         assert_eq!(
             c.usage,
             Usage {
                 input_tokens: 17,
                 output_tokens: 3,
-                cached_input_tokens: 5
+                cached_input_tokens: 5,
+                cache_write_tokens: 2,
             }
         );
     }
@@ -139,6 +209,118 @@ mod tests {
             max_tokens: 5,
             ..CompletionRequest::default()
         }
+    }
+
+    /// A request whose shared prefix is `bytes` long (system 100 bytes + shared).
+    fn cached(shared_bytes: usize) -> CompletionRequest {
+        CompletionRequest {
+            system: "s".repeat(100),
+            shared: "x".repeat(shared_bytes),
+            user: "the unit".into(),
+            max_tokens: 5,
+            cache_prefix: true,
+            ..CompletionRequest::default()
+        }
+    }
+
+    /// Every `cache_control` in a body, as JSON pointers.
+    fn markers(body: &Value) -> Vec<String> {
+        fn walk(v: &Value, at: String, out: &mut Vec<String>) {
+            match v {
+                Value::Object(map) => {
+                    for (k, v) in map {
+                        if k == "cache_control" {
+                            out.push(at.clone());
+                        }
+                        walk(v, format!("{at}/{k}"), out);
+                    }
+                }
+                Value::Array(items) => {
+                    for (i, v) in items.iter().enumerate() {
+                        walk(v, format!("{at}/{i}"), out);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        walk(body, String::new(), &mut out);
+        out
+    }
+
+    #[test]
+    fn without_caching_or_sharing_the_body_is_plain_strings() {
+        let body = request_body("claude-sonnet-5-5", &plain(), None);
+        assert_eq!(body["system"], "s");
+        assert_eq!(body["messages"], json!([{"role": "user", "content": "u"}]));
+        assert!(markers(&body).is_empty());
+        // Caching asked for, but the prefix is far below the minimum: no marker.
+        let short = CompletionRequest {
+            cache_prefix: true,
+            ..plain()
+        };
+        assert_eq!(request_body("claude-sonnet-5-5", &short, None), body);
+    }
+
+    #[test]
+    fn the_shared_part_is_its_own_block_before_the_unit_s() {
+        let r = CompletionRequest {
+            shared: "Instructions for every file.\n".into(),
+            ..plain()
+        };
+        let body = request_body("claude-sonnet-5-5", &r, None);
+        assert_eq!(
+            body["messages"][0]["content"],
+            json!([
+                {"type": "text", "text": "Instructions for every file.\n"},
+                {"type": "text", "text": "u"},
+            ])
+        );
+        assert!(markers(&body).is_empty(), "not asked to cache");
+        // Nothing of the unit's own: no empty block (the API refuses those).
+        let only_shared = CompletionRequest {
+            user: String::new(),
+            ..r
+        };
+        let body = request_body("claude-sonnet-5-5", &only_shared, None);
+        assert_eq!(body["messages"][0]["content"].as_array().map(Vec::len), Some(1));
+    }
+
+    #[test]
+    fn the_breakpoint_ends_the_shared_prefix_once_it_reaches_the_model_s_minimum() {
+        // Sonnet 5.5: 1,024 tokens, counted at 3 bytes a token: 3,072 bytes of prefix.
+        let below = request_body("claude-sonnet-5-5", &cached(3069 - 100), None);
+        assert!(markers(&below).is_empty());
+        let at = request_body("claude-sonnet-5-5", &cached(3072 - 100), None);
+        assert_eq!(markers(&at), ["/messages/0/content/0"]);
+        assert_eq!(
+            at["messages"][0]["content"][0]["cache_control"],
+            json!({"type": "ephemeral"})
+        );
+        assert_eq!(at["system"], json!("s".repeat(100)), "one breakpoint only");
+        // Haiku 4.5 needs 4,096 tokens: the same prefix is not marked.
+        assert!(markers(&request_body("claude-haiku-4-5", &cached(3072 - 100), None)).is_empty());
+        // The unit's own text never carries the marker, and the shared block is
+        // byte-identical across units.
+        let other = CompletionRequest {
+            user: "another unit".into(),
+            ..cached(3072 - 100)
+        };
+        let other = request_body("claude-sonnet-5-5", &other, None);
+        assert_eq!(other["messages"][0]["content"][0], at["messages"][0]["content"][0]);
+    }
+
+    #[test]
+    fn with_nothing_shared_the_system_block_carries_the_breakpoint() {
+        let r = CompletionRequest {
+            system: "s".repeat(4000),
+            cache_prefix: true,
+            ..plain()
+        };
+        let body = request_body("claude-sonnet-5-5", &r, None);
+        assert_eq!(markers(&body), ["/system/0"]);
+        assert_eq!(body["system"][0]["text"], json!("s".repeat(4000)));
+        assert_eq!(body["messages"][0]["content"], "u");
     }
 
     #[test]

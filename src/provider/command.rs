@@ -57,9 +57,9 @@ impl CommandProvider {
     async fn call(&self, request: &CompletionRequest) -> Result<Completion, CallError> {
         // A CLI agent takes one prompt: the instructions, then the task.
         let stdin = if request.system.trim().is_empty() {
-            request.user.clone()
+            request.user_text()
         } else {
-            format!("{}\n\n{}", request.system.trim_end(), request.user)
+            format!("{}\n\n{}", request.system.trim_end(), request.user_text())
         };
         match process::run(&self.spec, &stdin, std::future::pending()).await {
             Ok(out) => Ok(Completion {

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use super::openai::SchemaFormat;
+use super::openai::{Dialect, SchemaFormat};
 use super::status::{classify_status, parse_retry_after};
 use super::{
     anthropic, openai, BoxFuture, CallError, Completion, CompletionRequest, ErrorKind, Provider, ProviderKind,
@@ -23,6 +23,44 @@ pub struct HttpConfig {
     pub timeout: Duration,
 }
 
+/// How an endpoint renders a [`CompletionRequest`] as a request body: the one rendering
+/// that realtime calls and batch-API requests share, so a unit sent either way is the same
+/// bytes (and the same prompt-cache prefix).
+#[derive(Debug, Clone)]
+pub struct Wire {
+    pub kind: ProviderKind,
+    pub model: String,
+    pub temperature: Option<f32>,
+    /// What an OpenAI-compatible server takes (`max_tokens` or `max_completion_tokens`,
+    /// `prompt_cache_key`); unused for Anthropic.
+    pub dialect: Dialect,
+}
+
+impl Wire {
+    pub fn new(config: &HttpConfig) -> Self {
+        Wire {
+            kind: config.kind,
+            model: config.model.clone(),
+            temperature: config.temperature,
+            dialect: Dialect::of(&config.base_url),
+        }
+    }
+
+    /// The body of `request` (with this schema format on an OpenAI-compatible server).
+    pub fn body(&self, request: &CompletionRequest, schema_format: SchemaFormat) -> serde_json::Value {
+        match self.kind {
+            ProviderKind::Anthropic => anthropic::request_body(&self.model, request, self.temperature),
+            ProviderKind::Openai | ProviderKind::Command => {
+                let dialect = Dialect {
+                    schema_format,
+                    ..self.dialect
+                };
+                openai::request_body(&self.model, request, self.temperature, dialect)
+            }
+        }
+    }
+}
+
 /// A configured HTTP endpoint with its connection pool.
 #[derive(Debug)]
 pub struct HttpProvider {
@@ -31,11 +69,8 @@ pub struct HttpProvider {
     endpoint: String,
     api_key: Option<ApiKey>,
     model: String,
-    temperature: Option<f32>,
+    wire: Wire,
     timeout: Duration,
-    /// Local OpenAI-compatible servers want `max_tokens`, api.openai.com
-    /// `max_completion_tokens`.
-    legacy_max_tokens: bool,
     /// The server refused the `json_schema` response format once: `--schema` is asked for
     /// as `json_object` with the schema beside it from then on.
     schema_as_json_object: AtomicBool,
@@ -56,13 +91,12 @@ impl HttpProvider {
         Ok(HttpProvider {
             kind: config.kind,
             http,
-            legacy_max_tokens: !config.base_url.contains("api.openai.com"),
+            wire: Wire::new(&config),
             schema_as_json_object: AtomicBool::new(false),
             endpoint,
             redactor: Redactor::new(config.api_key.iter()),
             api_key: config.api_key,
             model: config.model,
-            temperature: config.temperature,
             timeout: config.timeout,
         })
     }
@@ -98,33 +132,8 @@ impl HttpProvider {
         request: &CompletionRequest,
         schema_format: SchemaFormat,
     ) -> Result<Completion, (CallError, Option<(u16, String)>)> {
-        let (body, builder) = match self.kind {
-            ProviderKind::Anthropic => {
-                let body = anthropic::request_body(&self.model, request, self.temperature);
-                let mut b = self
-                    .http
-                    .post(&self.endpoint)
-                    .header("anthropic-version", anthropic::API_VERSION);
-                if let Some(key) = &self.api_key {
-                    b = b.header("x-api-key", key.expose());
-                }
-                (body, b)
-            }
-            ProviderKind::Openai | ProviderKind::Command => {
-                let body = openai::request_body(
-                    &self.model,
-                    request,
-                    self.temperature,
-                    self.legacy_max_tokens,
-                    schema_format,
-                );
-                let mut b = self.http.post(&self.endpoint);
-                if let Some(key) = &self.api_key {
-                    b = b.bearer_auth(key.expose());
-                }
-                (body, b)
-            }
-        };
+        let body = self.wire.body(request, schema_format);
+        let builder = authorized(self.kind, self.http.post(&self.endpoint), self.api_key.as_ref());
         tracing::debug!(endpoint = %self.endpoint, model = %self.model, "sending request");
         let response = builder
             .header("content-type", "application/json")
@@ -181,6 +190,27 @@ impl Provider for HttpProvider {
 
     fn complete<'a>(&'a self, request: &'a CompletionRequest) -> BoxFuture<'a, Result<Completion, CallError>> {
         Box::pin(self.call(request))
+    }
+}
+
+/// `builder` with the provider's authentication (and Anthropic's pinned version) headers.
+pub(crate) fn authorized(
+    kind: ProviderKind,
+    builder: reqwest::RequestBuilder,
+    api_key: Option<&ApiKey>,
+) -> reqwest::RequestBuilder {
+    match kind {
+        ProviderKind::Anthropic => {
+            let b = builder.header("anthropic-version", anthropic::API_VERSION);
+            match api_key {
+                Some(key) => b.header("x-api-key", key.expose()),
+                None => b,
+            }
+        }
+        ProviderKind::Openai | ProviderKind::Command => match api_key {
+            Some(key) => builder.bearer_auth(key.expose()),
+            None => builder,
+        },
     }
 }
 

@@ -1,6 +1,6 @@
 //! The model a run uses, resolved at start-up: its id, context window and price.
 
-use super::catalog::{self, Price, PriceTable};
+use super::catalog::{self, Price, PriceTable, PriceTier};
 use super::Usage;
 
 /// Where the run's prices come from.
@@ -9,7 +9,7 @@ use super::Usage;
 pub enum PriceBasis {
     /// The built-in table or `rlm.prices`.
     Listed,
-    /// Not listed, on the provider's own API: counted at [`catalog::CEILING_PRICE`].
+    /// Not listed, on the provider's own API: counted at [`catalog::ceiling_for`].
     Ceiling,
     /// Not listed, on another server (usually local and free): costs count as 0.
     #[default]
@@ -39,7 +39,7 @@ impl ModelInfo {
         let known_window = context_window.or_else(|| catalog::context_window(&id));
         let (price, price_basis) = match prices.lookup(&id) {
             Some(p) => (Some(p), PriceBasis::Listed),
-            None if official => (Some(catalog::CEILING_PRICE), PriceBasis::Ceiling),
+            None if official => (Some(catalog::ceiling_for(&id)), PriceBasis::Ceiling),
             None => (None, PriceBasis::Unknown),
         };
         ModelInfo {
@@ -51,11 +51,21 @@ impl ModelInfo {
         }
     }
 
-    /// What a call with this usage cost (0 when no price is known).
+    /// What a realtime call with this usage cost (0 when no price is known).
     pub fn cost(&self, usage: Usage) -> f64 {
-        self.price.map_or(0.0, |p| {
-            p.cost(usage.input_tokens, usage.cached_input_tokens, usage.output_tokens)
-        })
+        self.cost_at(usage, PriceTier::Realtime)
+    }
+
+    /// What a call with this usage cost at this tier: cache reads and writes at the model's
+    /// cache prices, a batch-API call at half (0 when no price is known).
+    pub fn cost_at(&self, usage: Usage, tier: PriceTier) -> f64 {
+        self.price.map_or(0.0, |p| p.cost_of(usage, tier))
+    }
+
+    /// What the prompt cache saved on a call with this usage (see
+    /// [`Price::cache_savings`]; negative when a written prefix was never read).
+    pub fn cache_savings(&self, usage: Usage, tier: PriceTier) -> f64 {
+        self.price.map_or(0.0, |p| p.cache_savings(usage, tier))
     }
 
     /// Whether the model runs for free as far as rlm knows (a local server, no price).
@@ -83,7 +93,7 @@ impl ModelInfo {
 /// A cost as the user reads it: dollars; an upper bound for an unlisted model on the
 /// official API; and, once, `free` for a model on another server that has no price.
 pub fn cost_text(basis: PriceBasis, model: &str, usd: f64) -> String {
-    let ceiling = catalog::CEILING_PRICE;
+    let ceiling = catalog::ceiling_for(model);
     match basis {
         PriceBasis::Unknown => "free (local model, no price listed)".to_string(),
         PriceBasis::External => "unknown (the command's agent bills its own use; rlm cannot count it)".to_string(),
@@ -113,14 +123,31 @@ mod tests {
         let local = ModelInfo::resolve("smollm2".into(), None, &table, false);
         assert_eq!(local.price_basis, PriceBasis::Unknown);
         assert!(!local.context_window_known);
-        assert_eq!(
-            local.cost(Usage {
-                input_tokens: 9,
-                output_tokens: 9,
-                cached_input_tokens: 0
-            }),
-            0.0
-        );
+        let usage = Usage {
+            input_tokens: 9,
+            output_tokens: 9,
+            ..Usage::default()
+        };
+        assert_eq!(local.cost(usage), 0.0);
+        assert_eq!(local.cost_at(usage, PriceTier::Batch), 0.0);
         assert!(local.cost_text(0.0).starts_with("free"));
+        assert!(ceiling.cost_text(1.0).contains("$15/$75"), "{}", ceiling.cost_text(1.0));
+    }
+
+    #[test]
+    fn batch_calls_cost_half_and_caching_saves_by_the_table() {
+        let table = PriceTable::default();
+        let haiku = ModelInfo::resolve("claude-haiku-5-5".into(), None, &table, true);
+        let usage = Usage {
+            input_tokens: 2_000_000,
+            output_tokens: 1_000_000,
+            cached_input_tokens: 1_000_000,
+            cache_write_tokens: 0,
+        };
+        let realtime = haiku.cost(usage);
+        // 1M fresh at $0.10, 1M read at $0.01, 1M out at $0.50.
+        assert!((realtime - 0.61).abs() < 1e-9, "{realtime}");
+        assert!((haiku.cost_at(usage, PriceTier::Batch) - 0.305).abs() < 1e-9);
+        assert!((haiku.cache_savings(usage, PriceTier::Realtime) - 0.09).abs() < 1e-9);
     }
 }

@@ -1,7 +1,14 @@
 //! The OpenAI Chat Completions wire format (`POST /v1/chat/completions`), also spoken by
-//! Ollama, vLLM, llama.cpp and LM Studio.
+//! Ollama, vLLM, llama.cpp and LM Studio, and the `body` of each line of an OpenAI batch.
+//!
+//! Prompt caching: OpenAI caches a repeated prefix of 1,024 tokens or more by itself; the
+//! user message is the request's `shared` text then its `user` text, so the shared part
+//! is the same bytes in every call. On api.openai.com a request that asks for caching
+//! also carries `prompt_cache_key`, a hash of that prefix, which routes calls with the
+//! same prefix to the same cache (local servers may refuse unknown fields: never there).
 
 use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
 
 use super::status::ErrorDetail;
 use super::{Completion, CompletionRequest, Usage};
@@ -15,21 +22,53 @@ pub enum SchemaFormat {
     JsonObject,
 }
 
-pub fn request_body(
-    model: &str,
-    request: &CompletionRequest,
-    temperature: Option<f32>,
-    legacy_max_tokens: bool,
-    schema_format: SchemaFormat,
-) -> Value {
+/// What a server takes besides the common fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dialect {
+    /// Local servers want `max_tokens`, api.openai.com `max_completion_tokens`.
+    pub legacy_max_tokens: bool,
+    /// Send `prompt_cache_key` when a request asks for caching (api.openai.com only).
+    pub prompt_cache_key: bool,
+    pub schema_format: SchemaFormat,
+}
+
+impl Dialect {
+    /// The dialect of the server at `base_url`: api.openai.com's, or a local server's.
+    pub fn of(base_url: &str) -> Self {
+        let official = base_url.contains("api.openai.com");
+        Dialect {
+            legacy_max_tokens: !official,
+            prompt_cache_key: official,
+            schema_format: SchemaFormat::JsonSchema,
+        }
+    }
+}
+
+/// `prompt_cache_key` of a request: a hash of its shared prefix (system and shared text),
+/// the same for every unit of a run with the same prefix.
+pub fn prompt_cache_key(request: &CompletionRequest) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(request.system.as_bytes());
+    // A separator, so that moving text between the two parts changes the key.
+    hasher.update([0u8]);
+    hasher.update(request.shared.as_bytes());
+    let digest = hasher.finalize();
+    let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    format!("rlm-{hex}")
+}
+
+pub fn request_body(model: &str, request: &CompletionRequest, temperature: Option<f32>, dialect: Dialect) -> Value {
     let mut body = json!({
         "model": model,
         "messages": [
             {"role": "system", "content": &request.system},
-            {"role": "user", "content": &request.user},
+            {"role": "user", "content": request.user_text()},
         ],
     });
-    let limit_field = if legacy_max_tokens {
+    if request.cache_prefix && dialect.prompt_cache_key {
+        body["prompt_cache_key"] = json!(prompt_cache_key(request));
+    }
+    let limit_field = if dialect.legacy_max_tokens {
         "max_tokens"
     } else {
         "max_completion_tokens"
@@ -39,7 +78,7 @@ pub fn request_body(
         body["temperature"] = json!(t);
     }
     if let Some(schema) = &request.schema {
-        body["response_format"] = match schema_format {
+        body["response_format"] = match dialect.schema_format {
             SchemaFormat::JsonSchema => json!({
                 "type": "json_schema",
                 "json_schema": {"name": "answer", "schema": &**schema, "strict": false},
@@ -60,6 +99,11 @@ pub fn rejects_json_schema(status: u16, body: &str) -> bool {
 
 pub fn parse_reply(bytes: &[u8]) -> Result<Completion, String> {
     let value: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON ({e})"))?;
+    parse_completion(&value)
+}
+
+/// A chat completion (the realtime reply, or the `response.body` of a batch output line).
+pub fn parse_completion(value: &Value) -> Result<Completion, String> {
     let choice = value
         .get("choices")
         .and_then(Value::as_array)
@@ -82,19 +126,25 @@ pub fn parse_reply(bytes: &[u8]) -> Result<Completion, String> {
         Some(_) => return Err("`message.content` is neither text nor parts".into()),
     };
     let stop_reason = choice.get("finish_reason").and_then(Value::as_str).map(str::to_string);
-    // Local servers may omit usage: every field is optional.
-    let usage = value.get("usage");
-    let field = |ptr: &str| usage.and_then(|u| u.pointer(ptr)).and_then(Value::as_u64).unwrap_or(0);
     Ok(Completion {
         text,
-        usage: Usage {
-            input_tokens: field("/prompt_tokens"),
-            output_tokens: field("/completion_tokens"),
-            cached_input_tokens: field("/prompt_tokens_details/cached_tokens"),
-        },
+        usage: parse_usage(value),
         truncated: stop_reason.as_deref() == Some("length"),
         stop_reason,
     })
+}
+
+/// The `usage` of a chat completion. Local servers may omit it: every field is optional.
+/// `prompt_tokens` already counts the cached ones; OpenAI bills no cache writes.
+pub fn parse_usage(completion: &Value) -> Usage {
+    let usage = completion.get("usage");
+    let field = |ptr: &str| usage.and_then(|u| u.pointer(ptr)).and_then(Value::as_u64).unwrap_or(0);
+    Usage {
+        input_tokens: field("/prompt_tokens"),
+        output_tokens: field("/completion_tokens"),
+        cached_input_tokens: field("/prompt_tokens_details/cached_tokens"),
+        cache_write_tokens: 0,
+    }
 }
 
 pub fn error_detail(body: &str) -> ErrorDetail {
@@ -133,11 +183,23 @@ mod tests {
             Usage {
                 input_tokens: 7,
                 output_tokens: 2,
-                cached_input_tokens: 4
+                cached_input_tokens: 4,
+                cache_write_tokens: 0,
             }
         );
         assert!(!c.truncated);
     }
+
+    const LOCAL: Dialect = Dialect {
+        legacy_max_tokens: true,
+        prompt_cache_key: false,
+        schema_format: SchemaFormat::JsonSchema,
+    };
+    const OFFICIAL: Dialect = Dialect {
+        legacy_max_tokens: false,
+        prompt_cache_key: true,
+        schema_format: SchemaFormat::JsonSchema,
+    };
 
     #[test]
     fn max_tokens_field_depends_on_server() {
@@ -147,13 +209,52 @@ mod tests {
             max_tokens: 9,
             ..CompletionRequest::default()
         };
-        assert_eq!(
-            request_body("m", &r, None, true, SchemaFormat::JsonSchema)["max_tokens"],
-            9
-        );
-        let body = request_body("m", &r, None, false, SchemaFormat::JsonSchema);
+        assert_eq!(Dialect::of("http://localhost:11434/v1"), LOCAL);
+        assert_eq!(Dialect::of("https://api.openai.com"), OFFICIAL);
+        assert_eq!(request_body("m", &r, None, LOCAL)["max_tokens"], 9);
+        let body = request_body("m", &r, None, OFFICIAL);
         assert_eq!(body["max_completion_tokens"], 9);
         assert!(body.get("response_format").is_none());
+        assert!(body.get("prompt_cache_key").is_none(), "not asked to cache");
+    }
+
+    #[test]
+    fn the_user_message_is_the_shared_part_then_the_unit_s() {
+        let unit = |user: &str| CompletionRequest {
+            system: "s".into(),
+            shared: "Every file: list its exports.\n".into(),
+            user: user.into(),
+            max_tokens: 9,
+            cache_prefix: true,
+            ..CompletionRequest::default()
+        };
+        let a = request_body("gpt-4.1", &unit("a.ts"), None, OFFICIAL);
+        let b = request_body("gpt-4.1", &unit("b.ts"), None, OFFICIAL);
+        assert_eq!(a["messages"][1]["content"], "Every file: list its exports.\na.ts");
+        // The same prefix, the same key; another prefix, another key.
+        assert_eq!(a["prompt_cache_key"], b["prompt_cache_key"]);
+        assert!(a["prompt_cache_key"]
+            .as_str()
+            .is_some_and(|k| k.starts_with("rlm-") && k.len() == 36));
+        let other = CompletionRequest {
+            shared: "Other instructions.\n".into(),
+            ..unit("a.ts")
+        };
+        assert_ne!(
+            request_body("gpt-4.1", &other, None, OFFICIAL)["prompt_cache_key"],
+            a["prompt_cache_key"]
+        );
+        // A local server never gets the field; without cache_prefix neither does OpenAI.
+        assert!(request_body("m", &unit("a.ts"), None, LOCAL)
+            .get("prompt_cache_key")
+            .is_none());
+        let off = CompletionRequest {
+            cache_prefix: false,
+            ..unit("a.ts")
+        };
+        assert!(request_body("gpt-4.1", &off, None, OFFICIAL)
+            .get("prompt_cache_key")
+            .is_none());
     }
 
     #[test]
@@ -165,10 +266,14 @@ mod tests {
             schema: Some(std::sync::Arc::new(json!({"type": "object"}))),
             ..CompletionRequest::default()
         };
-        let body = request_body("m", &r, None, false, SchemaFormat::JsonSchema);
+        let body = request_body("m", &r, None, LOCAL);
         assert_eq!(body["response_format"]["type"], "json_schema");
         assert_eq!(body["response_format"]["json_schema"]["schema"]["type"], "object");
-        let body = request_body("m", &r, None, false, SchemaFormat::JsonObject);
+        let json_object = Dialect {
+            schema_format: SchemaFormat::JsonObject,
+            ..LOCAL
+        };
+        let body = request_body("m", &r, None, json_object);
         assert_eq!(
             body["response_format"],
             json!({"type": "json_object", "schema": {"type": "object"}})

@@ -51,6 +51,9 @@ pub enum StoreError {
     /// Another live rlm process owns the run.
     #[error("run `{run}` is still owned by rlm process {pid} ({why}); wait for it, or stop it first")]
     RunInUse { run: String, pid: u32, why: String },
+    /// The run has no batch with this id.
+    #[error("run `{run}` has no batch `{batch}`")]
+    UnknownBatch { run: String, batch: String },
     /// A value in the database is not one this rlm writes (hand-edited or damaged).
     #[error("{path}: unexpected value `{value}` in {column}; the task store may be damaged")]
     Corrupt {

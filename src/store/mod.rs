@@ -7,6 +7,7 @@
 //! The engine feeds it: `create_run`, `add_units`, a `transition` per event (or a
 //! [`WriteBatch`] of many), `heartbeat` every few seconds, `record_run_end`.
 
+mod batch_submissions;
 mod claim;
 mod error;
 mod lifecycle;
@@ -21,6 +22,7 @@ mod task_store;
 mod timestamp;
 mod write_batch;
 
+pub use batch_submissions::{BatchRequestRecord, BatchSubmission, NewBatchSubmission, RequestOutcome};
 pub use claim::{Claim, Limits, Spent};
 pub use error::StoreError;
 pub use lifecycle::{RunStatus, UnitKind, UnitState};

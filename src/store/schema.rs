@@ -12,7 +12,7 @@ use rusqlite::{Connection, TransactionBehavior};
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Each entry migrates from its index to the next version.
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     // Version 1: runs, their units, and the append-only history of unit transitions.
     "
     CREATE TABLE runs (
@@ -104,6 +104,8 @@ const MIGRATIONS: [&str; 2] = [
     );
     INSERT INTO run_ids (id, reserved_at) SELECT id, created_at FROM runs;
     ",
+    // Version 3 (issue 18): batches submitted to a provider's batch API, and their requests.
+    super::batch_submissions::MIGRATION,
 ];
 
 /// What [`check_version`] found.

@@ -7,6 +7,7 @@
 mod support;
 
 mod batch;
+mod batch_api;
 mod cache;
 mod ci;
 mod ci_review_script;

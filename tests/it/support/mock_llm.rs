@@ -3,7 +3,8 @@
 //! Speaks the Anthropic Messages API (`POST /v1/messages`) and the OpenAI
 //! Chat Completions API (`POST /v1/chat/completions`) on 127.0.0.1, with
 //! injectable faults, an optional API-key check, artificial latency and
-//! counters. `GET /health` answers `{"ok":true}`.
+//! counters. `GET /health` answers `{"ok":true}`. Both providers' batch APIs are in
+//! `mock_batch.rs`, their prompt caches (the usage fields) in `mock_prompt_cache.rs`.
 //!
 //! The server runs on its own thread with its own tokio runtime, so plain
 //! synchronous `#[test]`s can use it. Dropping the [`MockLlm`] shuts it down.
@@ -41,6 +42,11 @@ use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
+
+#[path = "mock_batch.rs"]
+pub mod batch;
+#[path = "mock_prompt_cache.rs"]
+mod prompt_cache;
 
 /// Marker opening an explicit reply inside the user message.
 pub const REPLY_OPEN: &str = "MOCK_REPLY<<";
@@ -148,6 +154,8 @@ struct State {
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
     next_id: AtomicU64,
+    batches: batch::Batches,
+    prompt_cache: prompt_cache::PromptCache,
 }
 
 impl State {
@@ -920,6 +928,11 @@ pub fn instance_of(schema: &Value) -> Value {
 }
 
 fn normal_response(state: &State, api: Api, body: &Value, truncated: bool) -> Response {
+    Response::json(200, &normal_reply(state, api, body, truncated))
+}
+
+/// The reply to a model request (also each request of a batch).
+fn normal_reply(state: &State, api: Api, body: &Value, truncated: bool) -> Value {
     let texts = extract_texts(api, body);
     let schema = requested_schema(api, body);
     let reply = match &schema {
@@ -934,10 +947,11 @@ fn normal_response(state: &State, api: Api, body: &Value, truncated: bool) -> Re
         _ => None,
     };
     let input = ceil_div4(texts.total_chars);
+    let cache = prompt_cache::usage(state, api, body);
     let output = ceil_div4(reply.chars().count()).max(1);
     let id = state.next_id.fetch_add(1, Ordering::Relaxed);
     let model = body.get("model").cloned().unwrap_or(Value::Null);
-    let v = match api {
+    let mut v = match api {
         Api::Anthropic => json!({
             "id": format!("msg_mock_{id}"),
             "type": "message",
@@ -951,10 +965,10 @@ fn normal_response(state: &State, api: Api, body: &Value, truncated: bool) -> Re
             "stop_reason": if truncated { "max_tokens" } else if tool_input.is_some() { "tool_use" } else { "end_turn" },
             "stop_sequence": null,
             "usage": {
-                "input_tokens": input,
+                "input_tokens": input.saturating_sub(cache.read + cache.write),
                 "output_tokens": output,
-                "cache_creation_input_tokens": 0,
-                "cache_read_input_tokens": 0
+                "cache_creation_input_tokens": cache.write,
+                "cache_read_input_tokens": cache.read
             }
         }),
         Api::OpenAi => json!({
@@ -974,7 +988,10 @@ fn normal_response(state: &State, api: Api, body: &Value, truncated: bool) -> Re
             }
         }),
     };
-    Response::json(200, &v)
+    if cache.openai_details {
+        v["usage"]["prompt_tokens_details"] = json!({"cached_tokens": cache.read});
+    }
+    v
 }
 
 // ---------------------------------------------------------------------------
@@ -1318,6 +1335,8 @@ async fn handle_conn(mut stream: TcpStream, state: Arc<State>) {
                 }
                 let data: Vec<Value> = ids.iter().map(|id| json!({"id": id, "object": "model"})).collect();
                 Response::json(200, &json!({"object": "list", "data": data}))
+            } else if let Some(resp) = batch::route(&state, &req) {
+                resp
             } else {
                 let msg = format!("mock: no route for {} {}", req.method, req.path);
                 Response::json(

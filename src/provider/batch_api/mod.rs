@@ -1,0 +1,576 @@
+//! The providers' batch APIs behind one trait: Anthropic Message Batches and OpenAI Batch
+//! (issue 18). Half the price of realtime calls, results within 24 hours.
+//!
+//! The life of a batch, and who does what:
+//! 1. The caller renders each unit's [`CompletionRequest`] (the same request a realtime
+//!    call would send: [`BatchApi::encode`] renders it with the realtime [`Wire`]) and
+//!    feeds the items to a [`Chunker`], which cuts them into submissions within the
+//!    provider's [`BatchLimits`] (requests and bytes).
+//! 2. [`BatchApi::submit`] creates one batch per chunk. The caller records each batch id
+//!    with its custom ids *before* it waits ([`submit_all`] calls back after each one), so
+//!    a crash never loses a batch that is running, and paid for, at the provider.
+//! 3. [`BatchApi::poll`] reads the batch's state ([`BatchState`]: status and counts)
+//!    until it has ended; [`poll_delay`] spaces the polls.
+//! 4. [`BatchApi::results`] streams the results line by line ([`ResultStream`]), in any
+//!    order, one [`ItemResult`] per custom id: a 100,000-line results file is never held
+//!    whole.
+//! 5. [`BatchApi::cancel`] asks the provider to stop; what had finished still comes back
+//!    through the results.
+//!
+//! Every call is one HTTP exchange that never retries: the caller decides, by
+//! [`BatchError::is_retryable`], as the executor does for realtime calls.
+
+mod anthropic;
+mod chunker;
+mod openai;
+mod results;
+mod transport;
+
+pub use anthropic::AnthropicBatches;
+pub use chunker::{Chunk, Chunker, Envelope};
+pub use openai::OpenAiBatches;
+pub use results::ResultStream;
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{BoxFuture, CallError, Completion, CompletionRequest, ErrorKind, HttpConfig, ProviderKind, Usage};
+
+/// One request of a batch: the unit's request and the id its result comes back under.
+#[derive(Debug, Clone)]
+pub struct BatchItem {
+    /// At most 64 of `[A-Za-z0-9_-]` (Anthropic's rule, kept for both providers):
+    /// [`custom_id_for`] derives one from any unit id.
+    pub custom_id: String,
+    pub request: CompletionRequest,
+}
+
+/// What one batch may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchLimits {
+    pub max_requests: usize,
+    /// Of the whole submission: Anthropic's request body, OpenAI's uploaded file.
+    pub max_bytes: u64,
+}
+
+impl BatchLimits {
+    /// Anthropic Message Batches: 100,000 requests or 256 MB.
+    pub const ANTHROPIC: BatchLimits = BatchLimits {
+        max_requests: 100_000,
+        max_bytes: 256_000_000,
+    };
+
+    /// OpenAI Batch: 50,000 requests or 200 MB.
+    pub const OPENAI: BatchLimits = BatchLimits {
+        max_requests: 50_000,
+        max_bytes: 200_000_000,
+    };
+
+    /// The provider's limits.
+    pub fn of(kind: ProviderKind) -> BatchLimits {
+        match kind {
+            ProviderKind::Anthropic => BatchLimits::ANTHROPIC,
+            ProviderKind::Openai | ProviderKind::Command => BatchLimits::OPENAI,
+        }
+    }
+}
+
+/// How long one batch-API exchange may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchTimeouts {
+    /// Polls and cancels: small replies.
+    pub control: Duration,
+    /// Submissions and results: up to hundreds of megabytes each way.
+    pub transfer: Duration,
+}
+
+impl Default for BatchTimeouts {
+    fn default() -> Self {
+        BatchTimeouts {
+            control: Duration::from_secs(60),
+            transfer: Duration::from_secs(30 * 60),
+        }
+    }
+}
+
+/// A batch the provider accepted.
+#[derive(Debug, Clone)]
+pub struct Submitted {
+    pub batch_id: String,
+    /// The custom ids of its requests, in submission order.
+    pub custom_ids: Vec<String>,
+    /// Its state as the creation call returned it.
+    pub state: BatchState,
+}
+
+/// Where a batch is in its life, in words common to both providers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BatchStatus {
+    /// OpenAI checks the input file before it starts.
+    Validating,
+    InProgress,
+    /// OpenAI writes the output files.
+    Finalizing,
+    /// A cancel was asked for; requests in flight finish.
+    Canceling,
+    /// Every request has a result (Anthropic `ended`, OpenAI `completed`).
+    Ended,
+    /// The whole batch was refused (OpenAI `failed`: its input did not validate).
+    Failed,
+    /// The 24 hours ran out; what finished has results, the rest expired.
+    Expired,
+    /// Canceled; what finished has results, the rest was canceled.
+    Canceled,
+}
+
+impl BatchStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            BatchStatus::Validating => "validating",
+            BatchStatus::InProgress => "in_progress",
+            BatchStatus::Finalizing => "finalizing",
+            BatchStatus::Canceling => "canceling",
+            BatchStatus::Ended => "ended",
+            BatchStatus::Failed => "failed",
+            BatchStatus::Expired => "expired",
+            BatchStatus::Canceled => "canceled",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<BatchStatus> {
+        [
+            BatchStatus::Validating,
+            BatchStatus::InProgress,
+            BatchStatus::Finalizing,
+            BatchStatus::Canceling,
+            BatchStatus::Ended,
+            BatchStatus::Failed,
+            BatchStatus::Expired,
+            BatchStatus::Canceled,
+        ]
+        .into_iter()
+        .find(|s| s.name() == name)
+    }
+
+    /// No request will change any more: the results (if any) can be read.
+    pub fn has_ended(self) -> bool {
+        matches!(
+            self,
+            BatchStatus::Ended | BatchStatus::Failed | BatchStatus::Expired | BatchStatus::Canceled
+        )
+    }
+}
+
+impl std::fmt::Display for BatchStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How many requests of a batch are where.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct BatchCounts {
+    pub processing: u64,
+    pub succeeded: u64,
+    pub errored: u64,
+    pub canceled: u64,
+    pub expired: u64,
+}
+
+impl BatchCounts {
+    pub fn total(&self) -> u64 {
+        self.processing + self.succeeded + self.errored + self.canceled + self.expired
+    }
+
+    /// Requests with a result of any kind.
+    pub fn done(&self) -> u64 {
+        self.total() - self.processing
+    }
+}
+
+/// A batch as the last poll saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchState {
+    pub batch_id: String,
+    pub status: BatchStatus,
+    /// The provider's own word for it (`in_progress`, `cancelling`, …).
+    pub provider_status: String,
+    pub counts: BatchCounts,
+    /// Where the results are, once there are any: Anthropic's `results_url`; OpenAI's
+    /// output file id, then its error file id.
+    pub result_files: Vec<String>,
+    /// Why the provider refused the batch (OpenAI `errors`), one line each.
+    pub errors: Vec<String>,
+}
+
+impl BatchState {
+    pub fn has_ended(&self) -> bool {
+        self.status.has_ended()
+    }
+}
+
+/// One request's result.
+#[derive(Debug, Clone)]
+pub struct ItemResult {
+    pub custom_id: String,
+    pub outcome: ItemOutcome,
+}
+
+/// How a request of a batch ended.
+#[derive(Debug, Clone)]
+pub enum ItemOutcome {
+    /// The model answered: the reply, as a realtime call would have received it.
+    Succeeded(Reply),
+    /// The provider could not run it. `retryable`: a server-side failure that another
+    /// attempt may not meet (not an invalid request). Errored requests are not billed.
+    Errored { reason: String, retryable: bool },
+    /// Canceled before it ran (not billed).
+    Canceled,
+    /// Not run within the 24 hours (not billed).
+    Expired,
+}
+
+impl ItemOutcome {
+    /// `succeeded`, `errored`, `canceled` or `expired`, as both providers' counts say.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ItemOutcome::Succeeded(_) => "succeeded",
+            ItemOutcome::Errored { .. } => "errored",
+            ItemOutcome::Canceled => "canceled",
+            ItemOutcome::Expired => "expired",
+        }
+    }
+}
+
+/// A succeeded request's reply: the provider's message (Anthropic) or chat completion
+/// (OpenAI), scrubbed of the API key, read like a realtime reply.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    kind: ProviderKind,
+    message: Value,
+}
+
+impl Reply {
+    pub(crate) fn new(kind: ProviderKind, message: Value) -> Self {
+        Reply { kind, message }
+    }
+
+    /// The tokens it used, read as the realtime reply's.
+    pub fn usage(&self) -> Usage {
+        match self.kind {
+            ProviderKind::Anthropic => super::anthropic::parse_usage(&self.message),
+            ProviderKind::Openai | ProviderKind::Command => super::openai::parse_usage(&self.message),
+        }
+    }
+
+    /// The answer to `request` (the unit's request: an Anthropic `--schema` answer is the
+    /// forced tool's input, shaped by that schema).
+    pub fn completion(&self, request: &CompletionRequest) -> Result<Completion, String> {
+        match self.kind {
+            ProviderKind::Anthropic => super::anthropic::parse_message(&self.message, request),
+            ProviderKind::Openai | ProviderKind::Command => super::openai::parse_completion(&self.message),
+        }
+    }
+
+    /// The provider's reply as sent (scrubbed).
+    pub fn raw(&self) -> &Value {
+        &self.message
+    }
+}
+
+/// What went wrong with a batch-API call. Each message names the server or the batch.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum BatchError {
+    /// The server has no batch endpoint (an OpenAI-compatible server such as Ollama or
+    /// llama.cpp): the caller stops, or with `--batch-api auto` makes realtime calls.
+    #[error(
+        "{server} has no batch API ({status} on {path}); run without --batch-api, or with --batch-api auto \
+         to make realtime calls where there is none"
+    )]
+    Unsupported { server: String, path: String, status: u16 },
+    /// The provider does not know this batch (deleted, or another key's).
+    #[error(
+        "batch {batch_id} is unknown to {server} ({status}); it may have been deleted or belong to another API key"
+    )]
+    UnknownBatch {
+        server: String,
+        batch_id: String,
+        status: u16,
+    },
+    /// An HTTP exchange failed; `error.kind` says whether another attempt may succeed.
+    #[error("{during} at {server}: {}", error.reason)]
+    Call {
+        server: String,
+        during: &'static str,
+        error: CallError,
+    },
+    /// The server answered with something that is not what the API promises.
+    #[error("{during} at {server}: malformed reply ({reason})")]
+    Malformed {
+        server: String,
+        during: &'static str,
+        reason: String,
+    },
+    /// One request is larger than a whole batch may be: it can only go realtime.
+    #[error("request {custom_id} is {bytes} bytes, more than a batch may hold ({limit} bytes); send it realtime")]
+    ItemTooLarge { custom_id: String, bytes: u64, limit: u64 },
+    /// A custom id the providers refuse.
+    #[error("custom id `{0}` must be 1 to 64 letters, digits, `_` or `-` (custom_id_for derives one)")]
+    InvalidCustomId(String),
+    /// The same custom id twice in one batch: results could not be told apart.
+    #[error("custom id `{0}` appears twice in one batch")]
+    DuplicateCustomId(String),
+    /// Results were asked for before the batch ended.
+    #[error("batch {batch_id} has not ended (it is {status}); its results are not ready")]
+    NotEnded { batch_id: String, status: BatchStatus },
+    /// The provider refused the whole batch (OpenAI `failed`).
+    #[error("batch {batch_id} failed at {server}: {reason}")]
+    Failed {
+        server: String,
+        batch_id: String,
+        reason: String,
+    },
+    /// A batch was created but the caller could not record it; it was canceled (when the
+    /// cancel succeeded) so that nothing runs unrecorded.
+    #[error("batch {batch_id} could not be recorded ({reason}); {}", if *canceled { "it was canceled" } else { "cancel it at the provider" })]
+    NotRecorded {
+        batch_id: String,
+        reason: String,
+        canceled: bool,
+    },
+    /// This provider has no batch API at all (`--provider command`).
+    #[error("the {0} provider has no batch API; run without --batch-api")]
+    NoBatchApi(&'static str),
+    /// The HTTP client could not be set up.
+    #[error("{0}")]
+    Setup(String),
+}
+
+impl BatchError {
+    /// Whether the same call may succeed later (a throttle, an overload, a server error,
+    /// a timeout, a malformed reply). The caller retries those on its budget.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            BatchError::Call { error, .. } => !matches!(error.kind, ErrorKind::Fatal | ErrorKind::Unit),
+            BatchError::Malformed { .. } => true,
+            _ => false,
+        }
+    }
+
+    /// The server has no batch API (the `--batch-api auto` fallback applies).
+    pub fn is_unsupported(&self) -> bool {
+        matches!(self, BatchError::Unsupported { .. } | BatchError::NoBatchApi(_))
+    }
+
+    /// The server's `retry-after`, if it sent one.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            BatchError::Call { error, .. } => error.retry_after,
+            _ => None,
+        }
+    }
+}
+
+/// A provider's batch API.
+pub trait BatchApi: Send + Sync + std::fmt::Debug {
+    fn kind(&self) -> ProviderKind;
+
+    /// The server, as it may be shown (no credentials).
+    fn server(&self) -> &str;
+
+    /// What one batch may hold.
+    fn limits(&self) -> BatchLimits;
+
+    /// A chunker for this API's submissions and limits.
+    fn chunker(&self) -> Chunker;
+
+    /// One request as it goes into a submission: its body is exactly the realtime call's.
+    fn encode(&self, item: &BatchItem) -> Result<Vec<u8>, BatchError>;
+
+    /// Creates one batch of a chunk's requests.
+    fn submit<'a>(&'a self, chunk: Chunk) -> BoxFuture<'a, Result<Submitted, BatchError>>;
+
+    /// Reads a batch's state.
+    fn poll<'a>(&'a self, batch_id: &'a str) -> BoxFuture<'a, Result<BatchState, BatchError>>;
+
+    /// Opens the results of an ended batch, to be read line by line.
+    fn results<'a>(&'a self, state: &'a BatchState) -> BoxFuture<'a, Result<ResultStream, BatchError>>;
+
+    /// Asks the provider to cancel a batch; returns its state after the request.
+    fn cancel<'a>(&'a self, batch_id: &'a str) -> BoxFuture<'a, Result<BatchState, BatchError>>;
+}
+
+/// The batch API of the endpoint `config` describes, with the provider's limits unless
+/// `limits` says otherwise (tests use small ones).
+pub fn batch_api(
+    config: &HttpConfig,
+    limits: Option<BatchLimits>,
+    timeouts: BatchTimeouts,
+) -> Result<Box<dyn BatchApi>, BatchError> {
+    let limits = limits.unwrap_or(BatchLimits::of(config.kind));
+    match config.kind {
+        ProviderKind::Anthropic => Ok(Box::new(AnthropicBatches::new(config, limits, timeouts)?)),
+        ProviderKind::Openai => Ok(Box::new(OpenAiBatches::new(config, limits, timeouts)?)),
+        ProviderKind::Command => Err(BatchError::NoBatchApi("command")),
+    }
+}
+
+/// What [`submit_all`] did.
+#[derive(Debug, Default)]
+pub struct SubmitReport {
+    /// Every batch created, in order (each already passed to the recorder).
+    pub submitted: Vec<Submitted>,
+    /// Requests that fit no batch (too large, or a bad or repeated custom id), with why:
+    /// they were not sent.
+    pub rejected: Vec<(String, BatchError)>,
+}
+
+/// Submits `items` in as many batches as the limits need. `record` is called with each
+/// batch as soon as it exists, before the next is submitted: the caller writes it to the
+/// run store there. When `record` fails the batch is canceled and the error returned
+/// (the batches recorded before it stand). A failed submission returns its error; the
+/// batches submitted before it were recorded.
+pub async fn submit_all<I, R>(api: &dyn BatchApi, items: I, mut record: R) -> Result<SubmitReport, BatchError>
+where
+    I: IntoIterator<Item = BatchItem>,
+    R: FnMut(&Submitted) -> Result<(), String>,
+{
+    let mut report = SubmitReport::default();
+    let mut chunker = api.chunker();
+    for item in items {
+        let encoded = match api.encode(&item) {
+            Ok(encoded) => encoded,
+            Err(e) => {
+                report.rejected.push((item.custom_id, e));
+                continue;
+            }
+        };
+        let custom_id = item.custom_id;
+        match chunker.push(custom_id.clone(), encoded) {
+            Ok(Some(full)) => submit_one(api, full, &mut record, &mut report).await?,
+            Ok(None) => {}
+            Err(e) => report.rejected.push((custom_id, e)),
+        }
+    }
+    if let Some(last) = chunker.finish() {
+        submit_one(api, last, &mut record, &mut report).await?;
+    }
+    Ok(report)
+}
+
+async fn submit_one<R>(
+    api: &dyn BatchApi,
+    chunk: Chunk,
+    record: &mut R,
+    report: &mut SubmitReport,
+) -> Result<(), BatchError>
+where
+    R: FnMut(&Submitted) -> Result<(), String>,
+{
+    let submitted = api.submit(chunk).await?;
+    if let Err(reason) = record(&submitted) {
+        // A batch nobody knows of would be paid for and never collected.
+        let canceled = api.cancel(&submitted.batch_id).await.is_ok();
+        return Err(BatchError::NotRecorded {
+            batch_id: submitted.batch_id,
+            reason,
+            canceled,
+        });
+    }
+    report.submitted.push(submitted);
+    Ok(())
+}
+
+/// How long to wait before poll number `polls` (0 for the first) of a batch: seconds at
+/// first, doubling to five minutes. Most batches end within the hour; a poll costs one
+/// small request.
+pub fn poll_delay(polls: u32) -> Duration {
+    const FIRST: u64 = 5;
+    const MOST: u64 = 300;
+    Duration::from_secs(FIRST.saturating_mul(1u64 << polls.min(16)).min(MOST))
+}
+
+/// Whether `id` is a custom id both providers take: 1 to 64 of `[A-Za-z0-9_-]`.
+pub fn is_valid_custom_id(id: &str) -> bool {
+    (1..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// The custom id of a unit: the unit id itself when the providers take it, otherwise
+/// `u-` and 40 hex digits of its sha256 (stable, so a resume derives the same one).
+pub fn custom_id_for(unit_id: &str) -> String {
+    if is_valid_custom_id(unit_id) && !unit_id.starts_with("u-") {
+        return unit_id.to_string();
+    }
+    let digest = crate::hash::sha256_hex(unit_id.as_bytes());
+    format!("u-{}", &digest[..40])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn custom_ids_are_kept_or_derived() {
+        assert_eq!(custom_id_for("unit-0007"), "unit-0007");
+        let derived = custom_id_for("src/a.ts#L1-L40");
+        assert!(is_valid_custom_id(&derived) && derived.starts_with("u-") && derived.len() == 42);
+        assert_eq!(derived, custom_id_for("src/a.ts#L1-L40"), "stable");
+        assert_ne!(derived, custom_id_for("src/b.ts#L1-L40"));
+        // An id shaped like a derived one is derived too, so the two never collide.
+        assert_ne!(custom_id_for(&derived), derived);
+        assert!(!is_valid_custom_id(""));
+        assert!(!is_valid_custom_id(&"a".repeat(65)));
+    }
+
+    #[test]
+    fn polls_back_off_to_five_minutes() {
+        let delays: Vec<u64> = (0..8).map(|n| poll_delay(n).as_secs()).collect();
+        assert_eq!(delays, [5, 10, 20, 40, 80, 160, 300, 300]);
+        assert_eq!(poll_delay(u32::MAX).as_secs(), 300);
+    }
+
+    #[test]
+    fn statuses_round_trip_and_know_when_they_end() {
+        for name in [
+            "validating",
+            "in_progress",
+            "finalizing",
+            "canceling",
+            "ended",
+            "failed",
+            "expired",
+            "canceled",
+        ] {
+            let status = BatchStatus::from_name(name).unwrap();
+            assert_eq!(status.name(), name);
+            assert_eq!(
+                status.has_ended(),
+                matches!(name, "ended" | "failed" | "expired" | "canceled")
+            );
+        }
+        assert_eq!(BatchStatus::from_name("cancelling"), None);
+    }
+
+    #[test]
+    fn errors_say_whether_to_retry() {
+        let call = |kind| BatchError::Call {
+            server: "s".into(),
+            during: "polling",
+            error: CallError::new(kind, "x"),
+        };
+        assert!(call(ErrorKind::Overloaded).is_retryable());
+        assert!(call(ErrorKind::RateLimited).is_retryable());
+        assert!(!call(ErrorKind::Fatal).is_retryable());
+        let unsupported = BatchError::Unsupported {
+            server: "http://127.0.0.1:11434".into(),
+            path: "/v1/batches".into(),
+            status: 404,
+        };
+        assert!(unsupported.is_unsupported() && !unsupported.is_retryable());
+        assert!(unsupported
+            .to_string()
+            .starts_with("http://127.0.0.1:11434 has no batch API (404"));
+    }
+}
