@@ -53,10 +53,10 @@ pub async fn plan(settings: &BatchSettings, printer: &Printer) -> Result<Planned
     let model = match startup::resolve_model(settings, printer).await {
         Ok(model) => model,
         Err(e) if settings.output.dry_run => {
-            blocker = blocker.or(Some(e));
+            blocker = blocker.or(Some(e.to_string()));
             ModelInfo::resolve("unknown".into(), None, &settings.budget.prices, false)
         }
-        Err(e) => return Err(RlmError::Usage(e)),
+        Err(e) => return Err(e.into()),
     };
     if !model.context_window_known && settings.provider.kind != crate::provider::ProviderKind::Command {
         warnings.push(format!(

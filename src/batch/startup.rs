@@ -12,7 +12,7 @@ use crate::input::{
 use crate::printer::Printer;
 use crate::provider::catalog::PriceTable;
 use crate::provider::command::CommandProvider;
-use crate::provider::discovery::discover_model;
+use crate::provider::discovery::{discover_model, DiscoveryError};
 use crate::provider::{HttpConfig, HttpProvider, ModelInfo, Provider};
 use crate::settings::{BatchSettings, InputSource, ProviderSettings};
 
@@ -125,7 +125,7 @@ fn no_match_message(pattern: &str) -> String {
 
 /// The run's model: the one given, or the one the server serves. `Err` says why no call
 /// can be made (the caller decides whether that ends the run or a dry run reports it).
-pub async fn resolve_model(settings: &BatchSettings, printer: &Printer) -> Result<ModelInfo, String> {
+pub async fn resolve_model(settings: &BatchSettings, printer: &Printer) -> Result<ModelInfo, DiscoveryError> {
     model_for(&settings.provider, &settings.budget.prices, printer).await
 }
 
@@ -135,7 +135,7 @@ pub async fn model_for(
     provider: &ProviderSettings,
     prices: &PriceTable,
     printer: &Printer,
-) -> Result<ModelInfo, String> {
+) -> Result<ModelInfo, DiscoveryError> {
     if provider.kind == crate::provider::ProviderKind::Command {
         let id = provider.model.clone().unwrap_or_else(|| "command".into());
         return Ok(ModelInfo::external(id, provider.context_window));

@@ -305,7 +305,7 @@ async fn models(
         let model = match model_for(&provider, &settings.budget.prices, printer).await {
             Ok(m) => m,
             Err(_) if settings.dry_run => ModelInfo::resolve("unknown".into(), None, &settings.budget.prices, false),
-            Err(e) => return Err(RlmError::Usage(e)),
+            Err(e) => return Err(e.into()),
         };
         out.push(model);
     }

@@ -12,6 +12,10 @@ use super::Reporter;
 use crate::exec::Event;
 use crate::secret::Redactor;
 
+/// The version of an `events.jsonl` line's layout, on every line; bumped when a field
+/// changes meaning.
+pub const EVENTS_SCHEMA_VERSION: u32 = 1;
+
 /// The event log of one run.
 pub struct EventLog {
     path: PathBuf,
@@ -99,7 +103,7 @@ impl EventLog {
         self.finish().filter(|_| !known)
     }
 
-    /// One line: the envelope (`ts`, `run_id`, `depth`) and then the event's own fields. A
+    /// One line: the envelope (`v`, `ts`, `run_id`, `depth`) and then the event's own fields. A
     /// failure by timeout is the seed's `task:timeout`.
     fn line(&self, event: &Event) -> String {
         let mut fields = serde_json::to_value(event).unwrap_or_default();
@@ -118,7 +122,7 @@ impl EventLog {
         let run_id = serde_json::to_string(&self.run_id).unwrap_or_default();
         let sep = if rest == "}" { "" } else { "," };
         let line = format!(
-            "{{\"ts\":\"{}\",\"run_id\":{run_id},\"depth\":{}{sep}{rest}",
+            "{{\"schema_version\":{EVENTS_SCHEMA_VERSION},\"ts\":\"{}\",\"run_id\":{run_id},\"depth\":{}{sep}{rest}",
             jiff::Timestamp::now(),
             self.depth
         );

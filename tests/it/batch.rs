@@ -959,7 +959,7 @@ fn an_unreachable_local_server_without_model_is_one_clear_line() {
         .rlm(&batch("src/*.ts", "http://127.0.0.1:9", &["--provider", "openai"]))
         .env_remove("ANTHROPIC_API_KEY")
         .run();
-    out.assert_exit(2);
+    out.assert_exit(3);
     let lines: Vec<&str> = out.stderr.lines().collect();
     assert_eq!(lines.len(), 1, "{}", out.stderr);
     assert!(
@@ -968,6 +968,22 @@ fn an_unreachable_local_server_without_model_is_one_clear_line() {
         lines[0]
     );
     assert!(lines[0].ends_with("pass --model NAME"), "{}", lines[0]);
+}
+
+#[test]
+fn a_key_refused_while_discovering_the_model_exits_3() {
+    let mock = MockLlm::start();
+    mock.require_key("sk-right");
+    let p = Project::new().ts_files(1);
+    let url = mock.url();
+    let out = p
+        .rlm(&batch("src/*.ts", &url, &["--provider", "openai"]))
+        .env_remove("ANTHROPIC_API_KEY")
+        .env("OPENAI_API_KEY", "sk-wrong-key-123")
+        .run();
+    out.assert_exit(3);
+    assert!(out.stderr.contains("refused the key (HTTP 401)"), "{}", out.stderr);
+    assert!(!out.stderr.contains("sk-wrong-key-123"), "{}", out.stderr);
 }
 
 #[test]

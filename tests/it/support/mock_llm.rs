@@ -1323,18 +1323,29 @@ async fn handle_conn(mut stream: TcpStream, state: Arc<State>) {
             let resp = if req.method == "GET" && req.path == "/health" {
                 Response::json(200, &json!({"ok": true}))
             } else if req.method == "GET" && req.path == "/v1/models" {
-                let (ids, latency) = {
+                let (ids, latency, key) = {
                     let inner = state.lock();
                     (
                         inner.models.clone().unwrap_or_else(|| vec!["mock-model".into()]),
                         inner.models_latency,
+                        inner.key.clone(),
                     )
                 };
                 if !latency.is_zero() {
                     state.timers.sleep_until(Instant::now() + latency).await;
                 }
-                let data: Vec<Value> = ids.iter().map(|id| json!({"id": id, "object": "model"})).collect();
-                Response::json(200, &json!({"object": "list", "data": data}))
+                let bearer = req
+                    .headers
+                    .iter()
+                    .find(|(k, _)| k == "authorization")
+                    .map(|(_, v)| v.trim_start_matches("Bearer ").to_string());
+                if key.is_some() && bearer != key {
+                    let body = json!({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error", "code": "invalid_api_key"}});
+                    Response::json(401, &body)
+                } else {
+                    let data: Vec<Value> = ids.iter().map(|id| json!({"id": id, "object": "model"})).collect();
+                    Response::json(200, &json!({"object": "list", "data": data}))
+                }
             } else if let Some(resp) = batch::route(&state, &req) {
                 resp
             } else {
