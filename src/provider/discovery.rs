@@ -86,7 +86,7 @@ pub async fn discover_model(
     .map_err(|(refused, e)| {
         if refused {
             DiscoveryError::Refused(format!(
-                "{shown} refused the key ({e}) when asked for its models: check the API key (or pass --model NAME)"
+                "{shown} refused the key ({e}) when asked for its models: check OPENAI_API_KEY (or pass --model NAME)"
             ))
         } else {
             DiscoveryError::Unreachable(format!(

@@ -253,13 +253,13 @@ fn thousands(n: u64) -> String {
     out
 }
 
-/// `35s`, `4m 10s`, `2h 05m`.
+/// `35s`, `4m 10s`, `2h 5m`: whole seconds ([`crate::report::format_duration`]).
 fn duration(d: Duration) -> String {
     let s = d.as_secs();
-    match s {
-        0..=59 => format!("{s}s"),
-        60..=3599 => format!("{}m {:02}s", s / 60, s % 60),
-        _ => format!("{}h {:02}m", s / 3600, s % 3600 / 60),
+    if s < 60 {
+        format!("{s}s")
+    } else {
+        crate::report::format_duration(s.saturating_mul(1000))
     }
 }
 

@@ -195,7 +195,7 @@ fn small_formats() {
     assert_eq!(thousands(1_234_567), "1,234,567");
     assert_eq!(duration(Duration::from_secs(35)), "35s");
     assert_eq!(duration(Duration::from_secs(250)), "4m 10s");
-    assert_eq!(duration(Duration::from_secs(7500)), "2h 05m");
+    assert_eq!(duration(Duration::from_secs(7500)), "2h 5m");
     assert_eq!(
         shell_words(&["a".into(), String::new(), "it's".into()]),
         "a '' 'it'\\''s'"

@@ -3,7 +3,7 @@
 //!
 //! The store keeps times as text so a person reading the database with `sqlite3` sees
 //! dates; the fixed width and the `Z` make the text sort like the instant, so SQL can
-//! compare timestamps as strings. No date crate is needed for UTC only.
+//! compare timestamps as strings. The calendar is jiff's.
 
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -41,64 +41,35 @@ impl Timestamp {
         Duration::from_millis(u64::try_from(self.0 - earlier.0).unwrap_or(0))
     }
 
-    /// `2026-11-22T10:15:30.123Z`.
+    /// `2026-11-22T10:15:30.123Z`: millisecond precision, UTC, sorts as text.
     pub fn to_rfc3339(self) -> String {
-        let (date, h, mi, s, ms) = self.fields();
-        format!("{date}T{h:02}:{mi:02}:{s:02}.{ms:03}Z")
+        self.civil().strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
     }
 
-    /// `2026-11-22-101530`: the form used in run ids and directory names.
+    /// `2026-11-22-101530`: for run ids and file names.
     pub fn to_compact(self) -> String {
-        let (date, h, mi, s, _) = self.fields();
-        format!("{date}-{h:02}{mi:02}{s:02}")
+        self.civil().strftime("%Y-%m-%d-%H%M%S").to_string()
     }
 
-    /// `2026-11-22 10:15`: for tables read by people.
+    /// `2026-11-22 10:15`: for people.
     pub fn to_minutes(self) -> String {
-        let (date, h, mi, _, _) = self.fields();
-        format!("{date} {h:02}:{mi:02}")
+        self.civil().strftime("%Y-%m-%d %H:%M").to_string()
     }
 
-    /// Reads `YYYY-MM-DDTHH:MM:SS[.fff]Z` (what [`Timestamp::to_rfc3339`] writes; a
-    /// `+00:00` offset is accepted too). `None` for anything else.
+    /// An RFC 3339 instant in UTC (`Z` or `+00:00`), with or without a fraction, as written
+    /// by [`Timestamp::to_rfc3339`] or by earlier versions of rlm; `None` for anything else.
     pub fn parse(text: &str) -> Option<Self> {
-        let text = text.strip_suffix('Z').or_else(|| text.strip_suffix("+00:00"))?;
-        let (date, time) = text.split_once('T')?;
-        let mut date_parts = date.splitn(3, '-');
-        let y: i64 = date_parts.next()?.parse().ok()?;
-        let mo: u32 = date_parts.next()?.parse().ok()?;
-        let d: u32 = date_parts.next()?.parse().ok()?;
-        let (hms, frac) = time.split_once('.').unwrap_or((time, ""));
-        let mut time_parts = hms.splitn(3, ':');
-        let h: i64 = time_parts.next()?.parse().ok()?;
-        let mi: i64 = time_parts.next()?.parse().ok()?;
-        let s: i64 = time_parts.next()?.parse().ok()?;
-        if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
+        if !(text.ends_with('Z') || text.ends_with("+00:00")) {
             return None;
         }
-        let ms: i64 = if frac.is_empty() {
-            0
-        } else {
-            // Milliseconds: the first three digits of the fraction, right-padded.
-            let digits: String = frac.chars().chain("000".chars()).take(3).collect();
-            digits.parse().ok()?
-        };
-        let days = days_from_civil(y, mo, d);
-        Some(Timestamp((days * 86_400 + h * 3600 + mi * 60 + s) * 1000 + ms))
+        let instant: jiff::Timestamp = text.parse().ok()?;
+        Some(Timestamp(instant.as_millisecond()))
     }
 
-    fn fields(self) -> (String, i64, i64, i64, i64) {
-        let secs = self.0.div_euclid(1000);
-        let ms = self.0.rem_euclid(1000);
-        let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-        let (y, mo, d) = civil_from_days(days);
-        (
-            format!("{y:04}-{mo:02}-{d:02}"),
-            rem / 3600,
-            rem % 3600 / 60,
-            rem % 60,
-            ms,
-        )
+    /// The instant as a UTC civil time (the epoch for instants jiff cannot represent).
+    fn civil(self) -> jiff::civil::DateTime {
+        let instant = jiff::Timestamp::from_millisecond(self.0).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+        instant.to_zoned(jiff::tz::TimeZone::UTC).datetime()
     }
 }
 
@@ -115,29 +86,6 @@ impl Serialize for Timestamp {
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = i64::from(m);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// The date of a day count since 1970-01-01 (the inverse of [`days_from_civil`]).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -222,6 +222,26 @@ fn bad_openai_key_names_openai_api_key() {
         .env("OPENAI_API_KEY", "wrong")
         .run();
     out.assert_exit(3);
+    // With no --model, the server is asked for its models first: the refusal ends it there.
+    let errors: Vec<&str> = out.stderr.lines().filter(|l| l.starts_with("rlm: error:")).collect();
+    assert_eq!(errors.len(), 1, "{}", out.stderr);
+    assert!(
+        errors[0].contains("(HTTP 401)") && errors[0].contains("check OPENAI_API_KEY"),
+        "{}",
+        errors[0]
+    );
+    assert_eq!(mock.requests(), 0, "nothing was asked of the model");
+    // With a --model, the first call's 401 stops the run.
+    let out = p
+        .rlm(&batch(
+            "src/*.ts",
+            &url,
+            &["--provider", "openai", "--model", "mock-model"],
+        ))
+        .env_remove("ANTHROPIC_API_KEY")
+        .env("OPENAI_API_KEY", "wrong")
+        .run();
+    out.assert_exit(3);
     let line = "rlm: error: authentication failed (401): check OPENAI_API_KEY";
     assert_eq!(out.stderr.lines().filter(|l| *l == line).count(), 1, "{}", out.stderr);
     assert!(mock.requests() <= 4, "{} requests", mock.requests());
