@@ -391,9 +391,9 @@ fn counts_concurrent_requests() {
     for h in handles {
         h.join().unwrap();
     }
-    let elapsed = started.elapsed();
-    assert!(elapsed >= Duration::from_millis(200), "{elapsed:?}");
-    assert!(elapsed < Duration::from_millis(900), "{elapsed:?}");
+    // The latency is served: no answer came before it (a lower bound, which load cannot
+    // break); that they overlapped is what max_in_flight shows, not a wall-clock bound.
+    assert!(started.elapsed() >= Duration::from_millis(200));
     assert_eq!(mock.requests(), n);
     assert_eq!(mock.max_in_flight(), n);
     // The server decrements right after writing, which may race the client.

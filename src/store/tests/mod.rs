@@ -2,7 +2,6 @@
 
 mod concurrency;
 mod lifecycle;
-mod performance;
 mod queries;
 
 use std::path::Path;
