@@ -1,0 +1,445 @@
+//! Command dispatch: the command line parsed (clap stays here and in [`crate::cli`]), each
+//! command run, any error that ended it printed as one line (and, with `--json`, as one
+//! error document on stdout), and the documented exit code returned.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{self as cli, Cli, Command};
+use crate::error::{ExitStatus, RlmError};
+use crate::printer::Printer;
+use crate::settings::{BatchSettings, Environment};
+use crate::{batch, citation, completions, escape, index, job, man_page, printer, process, runs, secret, skill};
+
+/// Parses the command line, runs it, prints any error as one line, and returns the
+/// documented exit code.
+pub fn run_cli() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return ExitCode::from(usage_error(e)),
+    };
+    init_tracing(cli.verbose, cli.color);
+    let env = match Environment::from_process() {
+        Ok(env) => env,
+        Err(e) => return ExitCode::from(report_error(&error_printer(), &e).code()),
+    };
+    let status = match cli.command {
+        Command::Batch(args) => run_batch(*args, cli.color, &env),
+        Command::Query(args) => run_query(args, cli.color, &env),
+        Command::Status(args) => simple(runs::status(args, &env, &Printer::plain())),
+        Command::List(args) => simple(runs::list(args, &env, &Printer::plain())),
+        Command::Resume(args) => match runs::resume(args, cli.color, &env) {
+            Ok(settings) => run_settings(settings),
+            Err(e) => report_error(&error_printer(), &e),
+        },
+        Command::Job(command) => job::run_command(command, cli.color, &env),
+        Command::Skill(action) => run_skill(action, &env),
+        Command::Index(command) => run_index(command),
+        Command::VerifyCitations(args) => run_verify_citations(args),
+        Command::Completions(args) => print_data(&completions::completion_script(args.shell)),
+        Command::Man(args) => match man_page::man_page(args.subcommand.as_deref()) {
+            Ok(page) => print_data(&page),
+            Err(e) => report_error(&error_printer(), &RlmError::Usage(e.to_string())),
+        },
+    };
+    ExitCode::from(status.code())
+}
+
+/// clap's own errors (exit 2), with a hint when the shell expanded an unquoted glob.
+fn usage_error(e: clap::Error) -> u8 {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() == ErrorKind::UnknownArgument {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        // `rlm batch src/*.py "Summarize {file}"` arrives as two files and a prompt: the
+        // prompt is the argument clap calls unexpected, so look at the files before it.
+        if let Some(files) = expanded_files(&args) {
+            let message = quote_the_pattern(&files);
+            return report_failure(&error_printer(), "usage", &message, ExitStatus::Usage).code();
+        }
+        if let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) {
+            if std::path::Path::new(arg).exists() {
+                let message = quote_the_pattern(&[arg.as_str()]);
+                return report_failure(&error_printer(), "usage", &message, ExitStatus::Usage).code();
+            }
+        }
+    }
+    if !e.use_stderr() {
+        // --help and --version.
+        let _ = e.print();
+        return ExitStatus::Success.code();
+    }
+    // One line: clap's first, without its own prefix, and where to look.
+    let text = e.render().to_string();
+    let first = text.lines().next().unwrap_or("invalid arguments");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let command = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
+    let help = match command {
+        Some(c) => format!("rlm {c} --help"),
+        None => "rlm --help".to_string(),
+    };
+    report_failure(
+        &error_printer(),
+        "usage",
+        &format!("{first} (see {help})"),
+        ExitStatus::Usage,
+    )
+    .code()
+}
+
+/// The files an unquoted pattern became: the longest run, two or more long, of consecutive
+/// `rlm batch` arguments that name existing paths (the shell sorts what it expands, and
+/// nothing else on a batch line is a file name twice in a row).
+fn expanded_files(args: &[String]) -> Option<Vec<&str>> {
+    let after = args.iter().position(|a| a == "batch")? + 1;
+    let mut best: Vec<&str> = Vec::new();
+    let mut run: Vec<&str> = Vec::new();
+    for arg in &args[after..] {
+        if !arg.starts_with('-') && std::path::Path::new(arg).exists() {
+            run.push(arg);
+        } else {
+            run.clear();
+        }
+        if run.len() > best.len() {
+            best = run.clone();
+        }
+    }
+    (best.len() >= 2).then_some(best)
+}
+
+/// "the shell expanded an unquoted pattern into 3 files (src/a.py, …): quote the pattern",
+/// with the pattern the files suggest when they share a directory and an extension.
+fn quote_the_pattern(files: &[&str]) -> String {
+    let shown: Vec<String> = files.iter().take(3).map(|f| escape::name(f).into_owned()).collect();
+    let more = if files.len() > 3 { ", …" } else { "" };
+    let path = |f: &&str| std::path::Path::new(*f).to_path_buf();
+    let parent = files
+        .first()
+        .map(path)
+        .and_then(|p| p.parent().map(std::path::Path::to_path_buf));
+    let extension = files
+        .first()
+        .map(path)
+        .and_then(|p| p.extension().map(|e| e.to_owned()));
+    let shared = files.iter().map(path).all(|p| {
+        p.parent().map(std::path::Path::to_path_buf) == parent && p.extension().map(|e| e.to_owned()) == extension
+    });
+    let example = match (shared, parent, extension) {
+        (true, Some(dir), Some(ext)) if !dir.as_os_str().is_empty() => {
+            format!("{}/*.{}", dir.display(), ext.to_string_lossy())
+        }
+        (true, _, Some(ext)) => format!("*.{}", ext.to_string_lossy()),
+        _ => "src/**/*.ts".to_string(),
+    };
+    let what = if files.len() == 1 {
+        format!("'{}', which is a file", shown.join(""))
+    } else {
+        format!("{} files ({}{more})", files.len(), shown.join(", "))
+    };
+    format!(
+        "the shell expanded an unquoted pattern into {what}: quote the pattern, as in: \
+         rlm batch \"{example}\" \"your prompt\""
+    )
+}
+
+/// `rlm batch a.ts b.ts` parses (two positionals) but means an expanded pattern with the
+/// prompt forgotten: a prompt that names an existing file is refused with the hint, as is
+/// a lone file with no prompt at all.
+fn expanded_pattern_hint(args: &cli::BatchArgs, env: &Environment) -> Option<RlmError> {
+    let exists = |s: &str| !s.trim().is_empty() && env.cwd.join(s).exists();
+    let pattern = args.pattern.as_deref()?;
+    match args.sub_prompt.as_deref() {
+        Some(prompt) if exists(prompt) && exists(pattern) => {
+            Some(RlmError::Usage(quote_the_pattern(&[pattern, prompt])))
+        }
+        Some(prompt) if exists(prompt) => Some(RlmError::Usage(format!(
+            "the prompt '{}' is the name of a file: give the prompt itself (if the shell expanded an \
+             unquoted pattern, quote the pattern, as in: rlm batch \"src/**/*.ts\" \"your prompt\")",
+            escape::name(prompt)
+        ))),
+        None if args.prompt_file.is_none() && has_no_input_flag(args) && env.cwd.join(pattern).is_file() => {
+            Some(RlmError::Usage(format!(
+                "no prompt: pass it after the pattern (if the shell expanded an unquoted pattern into '{}', \
+                 quote the pattern, as in: rlm batch \"src/**/*.ts\" \"your prompt\")",
+                escape::name(pattern)
+            )))
+        }
+        _ => None,
+    }
+}
+
+/// No input flag that makes the one positional argument the prompt.
+fn has_no_input_flag(args: &cli::BatchArgs) -> bool {
+    args.files_from.is_none() && args.changed_since.is_none() && args.neighbors_of.is_none()
+}
+
+/// `-v` / `RLM_LOG` turn on diagnostics on stderr, every line scrubbed of URL credentials
+/// and of the secrets the process holds ([`secret::LogWriter`]): reqwest and hyper log
+/// URLs rlm never sees.
+fn init_tracing(verbose: u8, color: cli::ColorArg) {
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+    let filter = match std::env::var("RLM_LOG") {
+        Ok(spec) if !spec.trim().is_empty() => spec.parse::<Targets>().unwrap_or_else(|_| Targets::new()),
+        _ => match verbose {
+            0 => return,
+            1 => Targets::new().with_target("rlm", LevelFilter::DEBUG),
+            _ => Targets::new().with_default(LevelFilter::TRACE),
+        },
+    };
+    use std::io::IsTerminal;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    // The same rule as the Printer: --color, then NO_COLOR and whether stderr is a terminal.
+    let ansi = printer::PrinterMode::color_enabled(
+        color.into(),
+        std::io::stderr().is_terminal(),
+        std::env::var_os("NO_COLOR").is_some(),
+    );
+    let vars: Vec<(String, String)> = std::env::vars_os()
+        .map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned()))
+        .collect();
+    let argv: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+    let writer = secret::LogWriter::new(secret::process_secrets(&vars, &argv));
+    let _ = tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(writer)
+                .with_ansi(ansi)
+                .with_target(true),
+        )
+        .with(filter)
+        .try_init();
+}
+
+/// `rlm batch`: settings, a runtime, the run.
+fn run_batch(args: cli::BatchArgs, color: cli::ColorArg, env: &Environment) -> ExitStatus {
+    if let Some(e) = expanded_pattern_hint(&args, env) {
+        return report_error(&error_printer(), &e);
+    }
+    match BatchSettings::resolve(args, color, env) {
+        Ok(settings) => run_settings(settings),
+        Err(e) => report_error(&error_printer(), &e),
+    }
+}
+
+/// `rlm query FILE PROMPT [batch flags]`: a batch over that one file, always read by the
+/// analyst of its type in chunks, synthesized, and the answer printed on stdout.
+fn run_query(args: cli::QueryArgs, color: cli::ColorArg, env: &Environment) -> ExitStatus {
+    let plain = error_printer();
+    let full = env.cwd.join(&args.file);
+    if !full.is_file() {
+        let e = RlmError::Usage(format!(
+            "rlm query: {} is not a file: name one file (use rlm batch for many)",
+            args.file.display()
+        ));
+        return report_error(&plain, &e);
+    }
+    let literal = escape_glob(&args.file.to_string_lossy());
+    let mut argv = vec![
+        "rlm".to_string(),
+        "batch".to_string(),
+        literal,
+        args.prompt,
+        "--aggregate".to_string(),
+        "synthesize".to_string(),
+    ];
+    argv.extend(args.rest);
+    let batch = match Cli::try_parse_from(&argv) {
+        Ok(Cli {
+            command: Command::Batch(batch),
+            ..
+        }) => batch,
+        Ok(_) => return report_error(&plain, &RlmError::Usage("rlm query: unexpected arguments".into())),
+        Err(e) => {
+            let first = e.to_string();
+            let line = first.lines().next().unwrap_or("").trim_start_matches("error: ");
+            return report_error(&plain, &RlmError::Usage(format!("rlm query: {line}")));
+        }
+    };
+    match BatchSettings::resolve(*batch, color, env) {
+        Ok(mut settings) => {
+            settings.task.chunk_always = true;
+            settings.output.answer_on_stdout = true;
+            run_settings(settings)
+        }
+        Err(e) => report_error(&plain, &e),
+    }
+}
+
+/// A path as a glob that matches only itself.
+fn escape_glob(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for c in path.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '{' | '}' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn run_settings(settings: BatchSettings) -> ExitStatus {
+    let printer = Printer::new(settings.output.printer_mode(), settings.redactor());
+    // A nested run (RLM_DEPTH > 0) yields the machine to the runs above it. Before the
+    // runtime starts: on Linux the nice value is per thread, and threads inherit it.
+    process::lower_for_depth(settings.provider.depth);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            return report_error(
+                &printer,
+                &RlmError::Usage(format!("cannot start the async runtime: {e}")),
+            )
+        }
+    };
+    let outcome = runtime.block_on(batch::run(settings, printer.clone()));
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    outcome.unwrap_or_else(|e| report_error(&printer, &e))
+}
+
+/// A command that prints and succeeds, or fails with one error.
+fn simple(result: Result<(), RlmError>) -> ExitStatus {
+    match result {
+        Ok(()) => ExitStatus::Success,
+        Err(e) => report_error(&error_printer(), &e),
+    }
+}
+
+/// Prints an error that ended a command and returns its exit code.
+fn report_error(printer: &Printer, e: &RlmError) -> ExitStatus {
+    let kind = match e {
+        RlmError::Usage(_) => "usage",
+        RlmError::NoMatch(_) => "no_match",
+        RlmError::Io { .. } | RlmError::File(_) => "io",
+        RlmError::Provider(_) => "provider",
+    };
+    report_failure(printer, kind, &e.to_string(), e.exit_status())
+}
+
+/// Prints an error that ended a command — one line on stderr (the seed's multi-line "no
+/// match" message as it is) and, under `--json`, the one JSON document on stdout, unless
+/// the command already wrote its own — and returns the exit code.
+fn report_failure(printer: &Printer, kind: &str, message: &str, status: ExitStatus) -> ExitStatus {
+    if kind == "no_match" {
+        printer.important(message);
+    } else {
+        printer.error(message);
+    }
+    if printer.mode().json && !printer.json_written() {
+        printer.json(&error_document(kind, message, status));
+    }
+    status
+}
+
+/// What `--json` prints for a command that never ran: `ERROR` is the status of a run that
+/// never started (issue 17), so an agent reading stdout always gets a document.
+fn error_document(kind: &str, message: &str, status: ExitStatus) -> serde_json::Value {
+    serde_json::json!({
+        "status": "ERROR",
+        "error": {"kind": kind, "message": message},
+        "exit_code": status.code(),
+    })
+}
+
+/// Whether the command line asks for one JSON document on stdout: `--json` anywhere before
+/// a `--` (also in `rlm query`'s batch flags, and when clap refuses the line).
+fn json_requested() -> bool {
+    std::env::args_os()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a == "--json")
+}
+
+/// The printer for an error before a run's settings exist: plain, in JSON mode when the
+/// command line asks for it.
+fn error_printer() -> Printer {
+    Printer::new(
+        printer::PrinterMode {
+            json: json_requested(),
+            ..printer::PrinterMode::default()
+        },
+        secret::Redactor::default(),
+    )
+}
+
+/// `rlm skill install|show`: the status lines of install go to stderr, `show`'s files to stdout.
+fn run_skill(action: cli::SkillAction, env: &Environment) -> ExitStatus {
+    let scope = |user: bool| -> Result<skill::Scope, RlmError> {
+        if user {
+            let home = env
+                .var("HOME")
+                .or_else(|| env.var("USERPROFILE"))
+                .ok_or_else(|| RlmError::Usage(skill::SkillError::NoHome.to_string()))?;
+            Ok(skill::Scope::User(home.into()))
+        } else {
+            Ok(skill::Scope::Project(env.cwd.clone()))
+        }
+    };
+    let printer = error_printer();
+    let outcome = match action {
+        cli::SkillAction::Install { user, force } => scope(user).and_then(|scope| {
+            let outcomes = skill::install(&scope, force).map_err(|e| match e {
+                skill::SkillError::Io { path, source } => RlmError::io(path, source),
+                other => RlmError::Usage(other.to_string()),
+            })?;
+            let mut text = Vec::new();
+            let _ = skill::write_outcomes(&mut text, &outcomes);
+            printer.important(String::from_utf8_lossy(&text).trim_end());
+            Ok(ExitStatus::Success)
+        }),
+        cli::SkillAction::Show { user } => scope(user).map(|scope| {
+            let mut text = Vec::new();
+            let _ = skill::show(&scope, &mut text);
+            print_data(&text)
+        }),
+    };
+    outcome.unwrap_or_else(|e| report_error(&printer, &e))
+}
+
+/// Writes generated data to stdout; a closed pipe (`| head`) is not an error.
+fn print_data(bytes: &[u8]) -> ExitStatus {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            report_error(&error_printer(), &RlmError::io("<stdout>", e))
+        }
+        _ => ExitStatus::Success,
+    }
+}
+
+/// `rlm index …`: data on stdout; a notice (index built first) or the error on stderr.
+fn run_index(command: cli::IndexCommand) -> ExitStatus {
+    match index::command::run(command, &mut std::io::stdout().lock()) {
+        Ok(outcome) => {
+            if let Some(notice) = outcome.notice {
+                Printer::plain().important(&format!("rlm: {notice}"));
+            }
+            ExitStatus::Success
+        }
+        // A closed pipe (`| head`) is not an error.
+        Err(index::IndexError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitStatus::Success,
+        Err(e) => {
+            let kind = match e {
+                index::IndexError::Io { .. } | index::IndexError::Output(_) => "io",
+                _ => "usage",
+            };
+            report_failure(&error_printer(), kind, &e.to_string(), e.exit_status())
+        }
+    }
+}
+
+/// `rlm verify-citations …`: the report on stdout; 1 when a citation fails, 2 on bad input.
+fn run_verify_citations(args: cli::VerifyCitationsArgs) -> ExitStatus {
+    match citation::command::run(args, &mut std::io::stdout().lock()) {
+        Ok(status) => status,
+        Err(citation::CitationError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitStatus::Success,
+        Err(e) => {
+            let kind = match e {
+                citation::CitationError::Io { .. } | citation::CitationError::Output(_) => "io",
+                _ => "usage",
+            };
+            report_failure(&error_printer(), kind, &e.to_string(), e.exit_status())
+        }
+    }
+}
