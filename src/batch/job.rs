@@ -33,6 +33,8 @@ pub struct JobContext {
     pub requests: RequestContext,
     /// `--save-trajectory`: every call logged.
     pub trajectory: Option<super::trajectory::Trajectory>,
+    /// Answers an earlier attempt paid for but could not cache (see [`super::pending`]).
+    pub pending: std::collections::HashMap<String, CacheEntry>,
     /// Jobs look in the cache first (units the pre-pass did not see: a batch member
     /// retried alone, aggregation calls).
     pub read_cache: bool,
@@ -197,17 +199,18 @@ async fn run_unit(ctx: Arc<JobContext>, unit: WorkUnit, mut outcome: JobOutcome,
     let entry = cache_entry(&ctx, rendered.key.clone(), &unit, &text, &outcome);
     let persisted = {
         let ctx = ctx.clone();
+        let (label, result_name) = (unit.label.clone(), unit.result_name.clone());
         tokio::task::spawn_blocking(move || {
             let put = ctx.cache.put(&entry);
             // Cached (or not): whoever waits for this key reads the cache now.
             drop(claim);
-            put
+            put.map_err(|e| uncached(&ctx, &entry, &label, Some(&result_name), &e))
         })
         .await
     };
     match persisted {
         Ok(Ok(())) => {}
-        Ok(Err(e)) => outcome.write_error = Some(format!("the answer cannot be cached: {e}")),
+        Ok(Err(e)) => outcome.write_error = Some(e),
         Err(e) => outcome.write_error = Some(format!("internal error while caching the answer: {e}")),
     }
     keep(ctx, unit, rendered, text, outcome).await
@@ -251,8 +254,29 @@ async fn keep(
     outcome
 }
 
-/// The cache entry at `key`, looked up off the async workers.
+/// An answer the cache did not take: kept in the run directory, and the message says
+/// exactly where (and that `rlm resume` uses it without paying again).
+fn uncached(ctx: &JobContext, entry: &CacheEntry, label: &str, result: Option<&str>, e: &std::io::Error) -> String {
+    let label = crate::escape::name(label);
+    let result = result.map_or(String::new(), |r| format!(" and {}", ctx.run_dir.dir.join(r).display()));
+    match super::pending::keep(&ctx.run_dir.dir, entry) {
+        Ok(kept) => format!(
+            "the answer for {label} was paid for but cannot be cached ({e}); it is kept in {}{result}, and rlm resume \
+             caches it from there without paying again",
+            kept.display()
+        ),
+        Err(k) => format!(
+            "the answer for {label} was paid for but can be neither cached ({e}) nor kept in the run directory ({k})"
+        ),
+    }
+}
+
+/// The cache entry at `key` (or an answer kept by an earlier attempt), looked up off the
+/// async workers.
 async fn lookup(ctx: &Arc<JobContext>, key: &CacheKey) -> Result<Option<CacheEntry>, String> {
+    if let Some(entry) = ctx.pending.get(key.as_str()) {
+        return Ok(Some(entry.clone()));
+    }
     let (cache, key, max) = (ctx.cache.clone(), key.clone(), ctx.requests.max_tokens);
     match tokio::task::spawn_blocking(move || cache.get(&key, max)).await {
         Ok(Ok(entry)) => Ok(entry),
@@ -319,16 +343,17 @@ async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutc
     };
     let persisted = {
         let ctx = ctx.clone();
+        let label = job.label.clone();
         tokio::task::spawn_blocking(move || {
             let put = ctx.cache.put(&entry);
             drop(claim);
-            put
+            put.map_err(|e| uncached(&ctx, &entry, &label, None, &e))
         })
         .await
     };
     match persisted {
         Ok(Ok(())) => {}
-        Ok(Err(e)) => outcome.write_error = Some(format!("the summary cannot be cached: {e}")),
+        Ok(Err(e)) => outcome.write_error = Some(e),
         Err(e) => outcome.write_error = Some(format!("internal error while caching the summary: {e}")),
     }
     outcome

@@ -18,6 +18,7 @@ mod findings_stage;
 mod graph_inputs;
 mod job;
 mod output;
+mod pending;
 mod planning;
 mod prepass;
 pub(crate) mod startup;
@@ -108,6 +109,16 @@ fn open_run_dir(settings: &BatchSettings, plan: &Plan, printer: &Printer) -> Res
         plan.cache
             .prepare()
             .map_err(|e| RlmError::Usage(format!("{e}: the cache must be writable before anything is paid for")))?;
+        if !plan.pending.is_empty() {
+            // Answers an earlier attempt paid for but could not cache: into the cache now.
+            match pending::settle(&run_dir.dir, &plan.cache) {
+                (moved, None) => tracing::debug!(moved, "kept answers cached"),
+                (_, Some(e)) => printer.warn(&format!(
+                    "answers kept in {} still cannot be cached ({e}): they are used from there",
+                    pending::PENDING_DIR
+                )),
+            }
+        }
     }
     write::plan_files(&run_dir, settings, &plan.manifest, &plan.units, printer);
     tracing::debug!(dir = %run_dir.dir.display(), "run directory ready");
@@ -191,6 +202,7 @@ fn start(
             Some(path) => Some(trajectory::Trajectory::open(path, settings.redactor()).map_err(RlmError::Usage)?),
             None => None,
         },
+        pending: plan.pending.clone(),
         read_cache: settings.exec.cache_mode.reads(),
         may_call: settings.exec.cache_mode != CacheMode::ReadOnly,
     });

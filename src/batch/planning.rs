@@ -29,6 +29,8 @@ pub struct Plan {
     /// Said at the start, and kept in `report.json`.
     pub warnings: Vec<String>,
     pub cache: Cache,
+    /// Answers an earlier attempt of this run paid for but could not cache, by key.
+    pub pending: std::collections::HashMap<String, crate::cache::CacheEntry>,
 }
 
 /// What planning came to.
@@ -104,9 +106,32 @@ pub async fn plan(settings: &BatchSettings, printer: &Printer) -> Result<Planned
     }));
 
     let cache = Cache::new(&settings.rlm_dir());
-    let pre = prepass::run(&units, &cache, settings.exec.cache_mode, settings.provider.max_tokens)?;
+    let pending = match &settings.resume {
+        Some(target) => super::pending::load(&target.output_dir),
+        None => Default::default(),
+    };
+    let pre = prepass::run(
+        &units,
+        &cache,
+        &pending,
+        settings.exec.cache_mode,
+        settings.provider.max_tokens,
+    )?;
     if settings.exec.cache_mode == CacheMode::ReadOnly && !pre.misses.is_empty() {
         return Err(RlmError::Usage(prepass::cache_only_message(&units, &pre.misses)));
+    }
+    if pre.hits.is_empty() && pre.misses.is_empty() && !settings.output.dry_run {
+        // Every unit is too large to send: nothing would be sent, so nothing starts (exit 2).
+        if let Some((i, reason)) = pre.blocked.first() {
+            return Err(RlmError::Usage(format!(
+                "nothing can be sent: {}{}: {reason}",
+                crate::escape::name(&units[*i].label),
+                match pre.blocked.len() {
+                    1 => String::new(),
+                    n => format!(" (and {} more)", n - 1),
+                }
+            )));
+        }
     }
     let estimate = estimate::estimate(&units, &pre, settings, &model);
     Ok(Planned::Plan(Box::new(Plan {
@@ -119,5 +144,6 @@ pub async fn plan(settings: &BatchSettings, printer: &Printer) -> Result<Planned
         blocker,
         warnings,
         cache,
+        pending,
     })))
 }

@@ -14,7 +14,15 @@ pub struct Prepass {
     pub blocked: Vec<(usize, String)>,
 }
 
-pub fn run(units: &[WorkUnit], cache: &Cache, mode: CacheMode, max_tokens: u32) -> Result<Prepass, RlmError> {
+/// Sorts the units; `pending` are answers an earlier attempt of the run paid for but could
+/// not cache (see [`super::pending`]): hits too.
+pub fn run(
+    units: &[WorkUnit],
+    cache: &Cache,
+    pending: &std::collections::HashMap<String, CacheEntry>,
+    mode: CacheMode,
+    max_tokens: u32,
+) -> Result<Prepass, RlmError> {
     let mut pre = Prepass::default();
     for (i, unit) in units.iter().enumerate() {
         if let Some(reason) = &unit.blocked {
@@ -30,6 +38,7 @@ pub fn run(units: &[WorkUnit], cache: &Cache, mode: CacheMode, max_tokens: u32) 
         } else {
             None
         };
+        let entry = entry.or_else(|| pending.get(unit.cache_key.as_str()).cloned());
         match entry {
             Some(entry) => pre.hits.push((i, entry)),
             None => pre.misses.push(i),

@@ -13,12 +13,18 @@ impl RunReport {
         let _ = write!(
             md,
             "# RLM Batch Completion Report\n\n\
-             **Pattern**: {}\n**Sub-Prompt**: {}\n**Status**: {}\n**Files Processed**: {}\n\
+             **Pattern**: {}\n**Sub-Prompt**: {}\n**Status**: {}{}\n**Files Processed**: {}/{}\n\
              **Duration**: {}\n**Model**: {} ({})\n**Aggregate Strategy**: {}\n\n",
             escape::name(&self.pattern),
             crate::prompt::shorten(&self.sub_prompt, 300),
             self.status.name(),
-            self.succeeded,
+            match self.gate {
+                Some(super::Gate::Failed) => "\n**Gate (--fail-on)**: failed",
+                Some(super::Gate::Passed) => "\n**Gate (--fail-on)**: passed",
+                None => "",
+            },
+            self.files_succeeded,
+            self.files_matched,
             format_duration(self.duration_ms),
             self.model,
             self.provider,

@@ -65,7 +65,7 @@ impl TaskStore {
         let sql = format!(
             "SELECT {RUN_COLUMNS} FROM runs WHERE cwd = ?1 AND depth = ?2
                AND (status IN ({}) OR EXISTS (SELECT 1 FROM units
-                    WHERE units.run_id = runs.id AND units.state IN ('queued', 'running')))
+                    WHERE units.run_id = runs.id AND units.state IN ('queued', 'running', 'cancelled')))
              ORDER BY created_at DESC, id DESC LIMIT 20",
             stopped.join(", ")
         );

@@ -120,7 +120,7 @@ fn concat_aggregate_is_the_seed_format() {
     let md = std::fs::read_to_string(&reports[0]).unwrap();
     assert!(md.starts_with(
         "# RLM Batch Completion Report\n\n**Pattern**: src/**/*.ts\n**Sub-Prompt**: List {file}\n**Status**: SUCCESS\n\
-         **Files Processed**: 3\n"
+         **Files Processed**: 3/3\n"
     ));
 }
 
@@ -642,13 +642,14 @@ fn an_unknown_model_on_a_local_server_is_not_limited_by_a_guessed_window() {
         ))
         .env_remove("ANTHROPIC_API_KEY")
         .run();
-    out.assert_exit(3);
+    // Nothing can be sent: a usage error (exit 2), not a failed run.
+    out.assert_exit(2);
     assert_eq!(mock.requests(), 0);
     assert!(
-        out.stdout
-            .contains("  src/big.ts: too large for the model's context budget"),
+        out.stderr
+            .contains("nothing can be sent: src/big.ts: too large for the model's context budget"),
         "{}",
-        out.stdout
+        out.stderr
     );
 }
 

@@ -488,3 +488,57 @@ fn status_tree_without_an_id_shows_the_latest_root_run() {
     assert_eq!(lines.len(), 2, "{}", tree.stdout);
     assert!(lines[1].contains("└── batch-"), "{}", tree.stdout);
 }
+
+/// The cache entries written so far (the `.tmp` directory and claims aside).
+fn cached_entries(p: &Project) -> usize {
+    let dir = p.path().join(".aiwg/rlm/cache/results-v1");
+    files_under(&dir)
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "json") && !f.to_string_lossy().contains("/.tmp"))
+        .count()
+}
+
+#[test]
+fn an_answer_the_cache_cannot_take_is_kept_and_resume_never_pays_for_it_again() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(150));
+    let p = Project::new().ts_files(10);
+    let url = mock.url();
+    let running = p.rlm(&batch("src/*.ts", &url, &["-j", "1", "-o", "out"])).spawn();
+    // Once a few answers are cached, the cache breaks: its temporary directory becomes a file.
+    assert!(wait_until(Duration::from_secs(30), || cached_entries(&p) >= 3));
+    let tmp = p.path().join(".aiwg/rlm/cache/results-v1/.tmp");
+    std::fs::remove_dir_all(&tmp).unwrap();
+    std::fs::write(&tmp, "not a directory").unwrap();
+    let out = running.wait();
+    out.assert_exit(1);
+    let paid_first = mock.requests();
+    assert!(
+        paid_first < 10,
+        "dispatching stopped at the failed cache write: {paid_first}"
+    );
+    assert!(out.stderr.contains("cannot be cached"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("pending-cache"),
+        "the message says where: {}",
+        out.stderr
+    );
+    let kept = files_under(&p.path().join("out/pending-cache"));
+    assert!(!kept.is_empty(), "the uncached answer is kept in the run directory");
+
+    // While the cache is still broken, resume refuses before paying anything.
+    mock.reset_counts();
+    p.rlm(&["resume", "--yes"]).run().assert_exit(2);
+    assert_eq!(mock.requests(), 0);
+
+    // Fixed: resume caches the kept answers and pays only for the units never answered.
+    std::fs::remove_file(&tmp).unwrap();
+    p.rlm(&["resume", "--yes"]).run().assert_exit(0);
+    assert_eq!(
+        paid_first + mock.requests(),
+        10,
+        "every unit paid for exactly once across the two attempts"
+    );
+    assert!(files_under(&p.path().join("out/pending-cache")).is_empty());
+    assert_eq!(p.report()["succeeded"], 10);
+}

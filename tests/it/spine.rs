@@ -193,10 +193,9 @@ fn a_directory_of_batched_and_chunked_files_reports_every_finding_at_its_true_li
         .file("src/a.py", &a)
         .file("src/b.py", b)
         .file("src/big.py", &big);
-    let out = run(
-        &p,
-        &url,
-        &[
+    let summary = p.path().join("step-summary.md");
+    let out = p
+        .rlm(&[
             "batch",
             "src",
             "Find the TODOs in {file}",
@@ -204,9 +203,23 @@ fn a_directory_of_batched_and_chunked_files_reports_every_finding_at_its_true_li
             "warning",
             "--sarif",
             "r.sarif",
-        ],
-    );
+            "--base-url",
+            &url,
+            "--provider",
+            "openai",
+            "-o",
+            "out",
+        ])
+        .env_remove("ANTHROPIC_API_KEY")
+        .env("GITHUB_STEP_SUMMARY", &summary.display().to_string())
+        .run();
     out.assert_exit(1);
+    let step = std::fs::read_to_string(&summary).unwrap();
+    assert!(step.contains("**Status**: SUCCESS"), "{step}");
+    assert!(
+        step.contains("**Gate (--fail-on)**: failed"),
+        "the step summary shows the gate: {step}"
+    );
     let report = p.report();
     assert_eq!(
         report["status"], "SUCCESS",
@@ -509,4 +522,32 @@ fn chunks_fit_a_small_context_window_and_an_unknown_one_is_said() {
     // Without --context-window, a model rlm does not know: the assumption is said.
     let out = run(&p, &url, &["batch", "data/*.py", "Review {file}", "--dry-run"]);
     assert!(out.stderr.contains("--context-window"), "{}", out.stderr);
+}
+
+#[test]
+fn a_file_too_big_to_send_whole_stops_before_anything_is_sent() {
+    let mock = MockLlm::start();
+    let url = mock.url();
+    let p = Project::new().file("big.py", &python(300));
+    let out = run(
+        &p,
+        &url,
+        &[
+            "batch",
+            "big.py",
+            "Review {file}",
+            "--chunking",
+            "off",
+            "--context-window",
+            "8000",
+        ],
+    );
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("nothing can be sent: big.py: too large"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("--chunking off"), "{}", out.stderr);
+    assert_eq!(mock.requests(), 0);
 }
