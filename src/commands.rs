@@ -226,37 +226,21 @@ fn run_batch(args: cli::BatchArgs, color: cli::ColorArg, env: &Environment) -> E
 /// analyst of its type in chunks, synthesized, and the answer printed on stdout.
 fn run_query(args: cli::QueryArgs, color: cli::ColorArg, env: &Environment) -> ExitStatus {
     let plain = error_printer();
-    let full = env.cwd.join(&args.file);
-    if !full.is_file() {
+    let mut batch = args.batch;
+    let file = batch.pattern.clone().unwrap_or_default();
+    if !env.cwd.join(&file).is_file() {
         let e = RlmError::Usage(format!(
             "rlm query: {} is not a file: name one file (use rlm batch for many)",
-            args.file.display()
+            escape::name(&file)
         ));
         return report_error(&plain, &e);
     }
-    let literal = escape_glob(&args.file.to_string_lossy());
-    let mut argv = vec![
-        "rlm".to_string(),
-        "batch".to_string(),
-        literal,
-        args.prompt,
-        "--aggregate".to_string(),
-        "synthesize".to_string(),
-    ];
-    argv.extend(args.rest);
-    let batch = match Cli::try_parse_from(&argv) {
-        Ok(Cli {
-            command: Command::Batch(batch),
-            ..
-        }) => batch,
-        Ok(_) => return report_error(&plain, &RlmError::Usage("rlm query: unexpected arguments".into())),
-        Err(e) => {
-            let first = e.to_string();
-            let line = first.lines().next().unwrap_or("").trim_start_matches("error: ");
-            return report_error(&plain, &RlmError::Usage(format!("rlm query: {line}")));
-        }
-    };
-    match BatchSettings::resolve(*batch, color, env) {
+    // The file as a glob that matches only itself, read through its analyst and synthesized.
+    batch.pattern = Some(escape_glob(&file));
+    if batch.aggregate.is_none() {
+        batch.aggregate = Some(cli::AggregateArg::Synthesize);
+    }
+    match BatchSettings::resolve(batch, color, env) {
         Ok(mut settings) => {
             settings.task.chunk_always = true;
             settings.output.answer_on_stdout = true;

@@ -130,17 +130,31 @@ pub struct ResumeArgs {
     pub json: bool,
 }
 
+/// `rlm query FILE PROMPT [flags]`: `rlm batch`'s arguments, its two positionals named for
+/// one file and one question (parsed once, here: the flags are `rlm batch`'s own).
 #[derive(Debug, Args)]
+#[command(
+    mut_arg("pattern", |a| a.value_name("FILE").help("The file to read.").required(true)),
+    mut_arg("sub_prompt", |a| a.value_name("PROMPT").help("The question; `{file}` becomes the file's path.").required(true)),
+    // The other input axes do not apply to one file.
+    mut_arg("files_from", |a| a.hide(true)),
+    mut_arg("null", |a| a.hide(true)),
+    mut_arg("changed_since", |a| a.hide(true)),
+    mut_arg("include", |a| a.hide(true)),
+    mut_arg("exclude", |a| a.hide(true)),
+    mut_arg("no_recursive", |a| a.hide(true)),
+    mut_arg("max_files", |a| a.hide(true)),
+    mut_arg("neighbors_of", |a| a.hide(true)),
+    mut_arg("direction", |a| a.hide(true)),
+    mut_arg("depth", |a| a.hide(true)),
+    mut_arg("graph", |a| a.hide(true)),
+    mut_arg("graph_file", |a| a.hide(true)),
+    mut_arg("batch_small", |a| a.hide(true)),
+    mut_arg("no_batch_small", |a| a.hide(true))
+)]
 pub struct QueryArgs {
-    /// The file to read.
-    #[arg(value_name = "FILE")]
-    pub file: PathBuf,
-    /// The question; `{file}` becomes the file's path.
-    #[arg(value_name = "PROMPT")]
-    pub prompt: String,
-    /// Flags passed on to `rlm batch`.
-    #[arg(value_name = "BATCH_FLAGS", trailing_var_arg = true, allow_hyphen_values = true)]
-    pub rest: Vec<String>,
+    #[command(flatten)]
+    pub batch: BatchArgs,
 }
 
 #[derive(Debug, Subcommand)]
