@@ -26,7 +26,7 @@ pub fn run_cli() -> ExitCode {
     };
     let status = match cli.command {
         Command::Batch(args) => run_batch(*args, cli.color, &env),
-        Command::Query(args) => run_query(args, cli.color, &env),
+        Command::Query(args) => run_query(*args, cli.color, &env),
         Command::Status(args) => simple(runs::status(args, &env, &Printer::plain())),
         Command::List(args) => simple(runs::list(args, &env, &Printer::plain())),
         Command::Resume(args) => match runs::resume(args, cli.color, &env) {

@@ -63,7 +63,7 @@ pub enum Command {
         after_help = "Any `rlm batch` flag may follow the prompt (--model, --focus, --json, --output-dir, …). \
 Exit codes as for rlm batch."
     )]
-    Query(QueryArgs),
+    Query(Box<QueryArgs>),
     /// Show a run from the task store: unit states, cost so far, ETA, failures.
     Status(StatusArgs),
     /// List the runs in the task store, newest first.
