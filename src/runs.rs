@@ -131,18 +131,30 @@ pub fn resume(args: ResumeArgs, color: ColorArg, env: &Environment) -> Result<Ba
                 })?
         }
     };
-    let mut batch = match Cli::try_parse_from(&run.command) {
-        Ok(Cli {
-            command: Command::Batch(batch),
-            ..
-        }) => batch,
-        _ => {
-            return Err(RlmError::Usage(format!(
-                "run {} was not started by rlm batch ({}): run its command again instead (finished answers are cached)",
-                run.id,
-                run.command.join(" ")
-            )))
-        }
+    let not_batch = || {
+        RlmError::Usage(format!(
+            "run {} was not started by rlm batch ({}): run its command again instead (finished answers are cached)",
+            run.id,
+            run.command.join(" ")
+        ))
+    };
+    if run.command.get(1).map(String::as_str) != Some("batch") {
+        return Err(not_batch());
+    }
+    // The arguments the run recorded; a run recorded by an older rlm only has its command.
+    let recorded = run
+        .settings
+        .get(crate::batch::RECORDED_ARGS)
+        .and_then(|a| serde_json::from_value::<crate::cli::BatchArgs>(a.clone()).ok());
+    let mut batch = match recorded {
+        Some(args) => Box::new(args),
+        None => match Cli::try_parse_from(&run.command) {
+            Ok(Cli {
+                command: Command::Batch(batch),
+                ..
+            }) => batch,
+            _ => return Err(not_batch()),
+        },
     };
     let lock = RunLock::acquire_for_resume(&run.output_dir, run.id.as_str())?;
     // Read only: the run is claimed (a new attempt recorded, its stopped units queued again)

@@ -410,6 +410,13 @@ fn nothing_to_do(settings: &BatchSettings, manifest: &crate::input::Manifest, pr
 /// The run as the task store records it.
 fn new_run(settings: &BatchSettings, run_dir: &RunDir, started_at: jiff::Timestamp) -> NewRun {
     let redactor = settings.redactor();
+    // The arguments, for `rlm resume` to build the settings from (without URL credentials).
+    let mut args = settings.args.clone();
+    args.base_url = args.base_url.map(|u| crate::secret::redact_url(&u).into_owned());
+    let mut recorded = serde_json::to_value(settings).unwrap_or_default();
+    if let Some(map) = recorded.as_object_mut() {
+        map.insert(RECORDED_ARGS.into(), serde_json::to_value(&args).unwrap_or_default());
+    }
     NewRun {
         id: Some(run_dir.run_id.clone()),
         kind: "batch".into(),
@@ -429,10 +436,13 @@ fn new_run(settings: &BatchSettings, run_dir: &RunDir, started_at: jiff::Timesta
         output_dir: Some(run_dir.dir.clone()),
         parent: settings.parent_run.as_deref().map(RunId::from),
         depth: settings.provider.depth,
-        settings: serde_json::to_value(settings).unwrap_or_default(),
+        settings: recorded,
         started: Some(crate::store::Timestamp::from_millis(started_at.as_millisecond())),
     }
 }
+
+/// Where a run's settings record holds the arguments they were built from.
+pub const RECORDED_ARGS: &str = "args";
 
 /// The store's status for a finished run: the report's, in the store's words.
 fn store_status(report: &RunReport) -> StoreRunStatus {

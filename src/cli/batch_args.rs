@@ -11,7 +11,9 @@ use super::numeric::{
 };
 use super::DirectionArg;
 
-#[derive(Debug, Args)]
+/// `rlm batch`'s arguments. Serializable: a run records them, and `rlm resume` builds the
+/// run's settings from that record again, without parsing a command line.
+#[derive(Debug, Clone, Args, serde::Serialize, serde::Deserialize)]
 #[command(
     after_help = "Exit codes: 0 success, 1 some files failed (answers already paid for are cached), \
 2 usage or input error (nothing was sent), 3 nothing succeeded or the provider refused the request, \
@@ -268,7 +270,7 @@ pub struct BatchArgs {
     pub require_citations: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
 pub enum ProviderArg {
     Anthropic,
     Openai,
@@ -276,7 +278,7 @@ pub enum ProviderArg {
     Command,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
 pub enum AggregateArg {
     Concat,
     Merge,
@@ -285,7 +287,7 @@ pub enum AggregateArg {
     Synthesize,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
 pub enum FailOnArg {
     Error,
     Warning,
@@ -302,13 +304,13 @@ impl From<FailOnArg> for crate::findings::FailOn {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
 pub enum ChunkingArg {
     Auto,
     Off,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
 pub enum FocusArg {
     General,
     Security,
@@ -327,7 +329,7 @@ impl From<FocusArg> for crate::content::Focus {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
 pub enum ColorArg {
     Auto,
     Always,

@@ -269,7 +269,7 @@ pub struct IndexNeighborsArgs {
     pub json: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
 pub enum DirectionArg {
     /// Upstream: what the node depends on.
     In,

@@ -47,6 +47,10 @@ pub struct BatchSettings {
     /// `rlm resume`: the run taken up again.
     #[serde(skip)]
     pub resume: Option<ResumeTarget>,
+    /// The arguments these settings were built from: a run records them (URL credentials
+    /// hidden), and `rlm resume` builds the run's settings from the record.
+    #[serde(skip)]
+    pub args: Box<BatchArgs>,
     /// `RLM_PARENT_RUN`: the run whose command agent started this one.
     pub parent_run: Option<String>,
     pub input: InputSettings,
@@ -258,6 +262,7 @@ fn serialize_url<S: serde::Serializer>(url: &str, s: S) -> Result<S::Ok, S::Erro
 impl BatchSettings {
     /// Combines flags, environment and the project config; every conflict is one clear error.
     pub fn resolve(args: BatchArgs, color: ColorArg, env: &Environment) -> Result<Self, RlmError> {
+        let recorded = Box::new(args.clone());
         // Destructure exhaustively so a new flag is a compile error until it is handled here.
         let BatchArgs {
             pattern,
@@ -381,6 +386,7 @@ impl BatchSettings {
         let backoff_base = backoff_base(env)?;
 
         Ok(BatchSettings {
+            args: recorded,
             input: InputSettings {
                 pattern: source.label(),
                 source,

@@ -542,3 +542,26 @@ fn an_answer_the_cache_cannot_take_is_kept_and_resume_never_pays_for_it_again() 
     assert!(files_under(&p.path().join("out/pending-cache")).is_empty());
     assert_eq!(p.report()["succeeded"], 10);
 }
+
+#[test]
+fn resume_builds_the_settings_from_the_recorded_arguments_not_a_command_line() {
+    let mock = MockLlm::start();
+    let p = long_answers(12);
+    let url = mock.url();
+    let budget = budget_at_estimate(&p, &url);
+    p.rlm(&batch_args(&url, &["-j", "1", "--max-cost", &budget, "--yes"]))
+        .run()
+        .assert_exit(1);
+    // The recorded command line no longer parses: resume does not need it.
+    let store = rusqlite::Connection::open(p.path().join(".aiwg/rlm/store.sqlite3")).unwrap();
+    store
+        .execute(
+            "UPDATE runs SET command_json = '[\"rlm\", \"batch\", \"--no-such-flag\"]'",
+            [],
+        )
+        .unwrap();
+    drop(store);
+    p.rlm(&["resume", "--max-cost", "10", "--yes"]).run().assert_exit(0);
+    assert_eq!(mock.requests(), 12, "each file requested once over both runs");
+    assert_eq!(p.report()["succeeded"], 12);
+}
