@@ -453,7 +453,17 @@ async fn start(prepared: Prepared, settings: JobSettings) -> Result<ExitStatus, 
         "estimated_cost_usd": estimate.usd, "estimated_calls": estimate.calls}));
     printer.banner(&format!("Job {} in {}", dir.id, dir.root.display()));
     let store = StoreLink::open(&settings, &dir, true, &printer)?;
-    launch(settings, dir, record, models, context, store, printer, cache).await
+    launch(Launch {
+        settings,
+        dir,
+        record,
+        models,
+        context,
+        store,
+        printer,
+        cache,
+    })
+    .await
 }
 
 /// What `rerun` redoes: a phase (and every phase after it), with a new prompt or not.
@@ -528,7 +538,17 @@ async fn go_on(
     record.settings = settings.remembered.to_store();
     record.resolved = resolved(&settings, &models);
     dir.write_record(&mut record)?;
-    launch(settings, dir, record, models, context, store, printer, cache).await
+    launch(Launch {
+        settings,
+        dir,
+        record,
+        models,
+        context,
+        store,
+        printer,
+        cache,
+    })
+    .await
 }
 
 /// Resets the phases a rerun redoes, in memory; returns the batch directories to move
@@ -595,9 +615,8 @@ fn load_phases(dir: &JobDir, record: &JobRecord) -> Result<Vec<ResolvedPhase>, R
         .collect()
 }
 
-/// Builds the invocation and runs the phases.
-#[allow(clippy::too_many_arguments)]
-async fn launch(
+/// What a job run is started with.
+struct Launch {
     settings: JobSettings,
     dir: JobDir,
     record: JobRecord,
@@ -606,7 +625,20 @@ async fn launch(
     store: StoreLink,
     printer: Printer,
     cache: Cache,
-) -> Result<ExitStatus, RlmError> {
+}
+
+/// Builds the invocation and runs the phases.
+async fn launch(launch: Launch) -> Result<ExitStatus, RlmError> {
+    let Launch {
+        settings,
+        dir,
+        record,
+        models,
+        context,
+        store,
+        printer,
+        cache,
+    } = launch;
     let phases = load_phases(&dir, &record)?;
     let deadline = settings.exec.deadline.map(|d| std::time::Instant::now() + d);
     let run = JobRun {

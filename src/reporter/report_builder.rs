@@ -253,18 +253,16 @@ impl Reporter for ReportBuilder {
             } => {
                 self.cost += cost_usd;
                 if *kind == UnitKind::Aggregate {
-                    self.calls.push(call_record(
-                        unit,
-                        label,
-                        *usage,
-                        *saved,
-                        *cached,
-                        *attempts,
-                        *truncated,
-                        *duration_ms,
-                        *cost_usd,
-                        None,
-                    ));
+                    let call = CallFields {
+                        usage: *usage,
+                        saved: *saved,
+                        cached: *cached,
+                        attempts: *attempts,
+                        truncated: *truncated,
+                        duration_ms: *duration_ms,
+                        cost_usd: *cost_usd,
+                    };
+                    self.calls.push(call_record(unit, label, call, None));
                 } else if let Some(r) = self.record(unit) {
                     r.status = UnitStatus::Succeeded;
                     r.result_file = result_file.clone();
@@ -297,19 +295,16 @@ impl Reporter for ReportBuilder {
                     self.fatal = Some(reason.clone());
                 }
                 if *kind == UnitKind::Aggregate {
-                    let record = call_record(
-                        unit,
-                        label,
-                        *usage,
-                        Usage::default(),
-                        false,
-                        *attempts,
-                        false,
-                        *duration_ms,
-                        *cost_usd,
-                        Some(reason.clone()),
-                    );
-                    self.calls.push(record);
+                    let call = CallFields {
+                        usage: *usage,
+                        saved: Usage::default(),
+                        cached: false,
+                        attempts: *attempts,
+                        truncated: false,
+                        duration_ms: *duration_ms,
+                        cost_usd: *cost_usd,
+                    };
+                    self.calls.push(call_record(unit, label, call, Some(reason.clone())));
                 } else if let Some(r) = self.record(unit) {
                     r.status = UnitStatus::Failed;
                     r.reason = Some(reason.clone());
@@ -348,10 +343,25 @@ impl Reporter for ReportBuilder {
     }
 }
 
-#[allow(clippy::too_many_arguments)] // a record is a row of plain fields
-fn call_record(
-    unit: &UnitId,
-    label: &str,
+/// An aggregation call's record from its event's fields.
+fn call_record(unit: &UnitId, label: &str, call: CallFields, reason: Option<String>) -> CallRecord {
+    CallRecord {
+        id: unit.clone(),
+        kind: UnitKind::Aggregate,
+        label: label.to_string(),
+        usage: call.usage,
+        saved: call.saved,
+        cached: call.cached,
+        attempts: call.attempts,
+        truncated: call.truncated,
+        duration_ms: call.duration_ms,
+        cost_usd: call.cost_usd,
+        reason,
+    }
+}
+
+/// The measures of one aggregation call, as its event carries them.
+struct CallFields {
     usage: Usage,
     saved: Usage,
     cached: bool,
@@ -359,21 +369,6 @@ fn call_record(
     truncated: bool,
     duration_ms: u64,
     cost_usd: f64,
-    reason: Option<String>,
-) -> CallRecord {
-    CallRecord {
-        id: unit.clone(),
-        kind: UnitKind::Aggregate,
-        label: label.to_string(),
-        usage,
-        saved,
-        cached,
-        attempts,
-        truncated,
-        duration_ms,
-        cost_usd,
-        reason,
-    }
 }
 
 #[cfg(test)]
