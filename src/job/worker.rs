@@ -122,6 +122,9 @@ pub async fn run_worker(
             user: user.clone(),
             max_tokens: ctx.max_tokens,
             schema: request.schema.clone(),
+            // The system prompt (the job's context document, the phase's instructions) is the
+            // same for every call of a phase: the provider caches it once it is long enough.
+            cache_prefix: true,
             ..CompletionRequest::default()
         };
         let place = place.take().unwrap_or_else(|| ctx.call.limiter.place());
