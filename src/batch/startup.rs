@@ -153,6 +153,7 @@ pub fn provider(settings: &BatchSettings, model: &ModelInfo, run_id: &str) -> Re
         model: model.id.clone(),
         temperature: p.temperature,
         timeout: p.timeout,
+        connect_timeout: p.connect_timeout,
     })
     .map_err(RlmError::Usage)?;
     Ok(Arc::new(http))

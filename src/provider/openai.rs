@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use super::status::ErrorDetail;
-use super::{Completion, CompletionRequest, Usage};
+use super::{BadReply, Completion, CompletionRequest, Usage};
 
 /// How a schema is asked for: the official `json_schema` response format, or the
 /// `json_object` format with the schema beside it (llama-cpp-python and other servers that
@@ -58,13 +58,14 @@ pub fn rejects_json_schema(status: u16, body: &str) -> bool {
         && (body.contains("json_schema") || body.contains("response_format") || body.contains("json_object"))
 }
 
-pub fn parse_reply(bytes: &[u8]) -> Result<Completion, String> {
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON ({e})"))?;
+/// The answer of a 2xx reply. `content: null` without a refusal is [`BadReply::Empty`].
+pub fn parse_reply(bytes: &[u8]) -> Result<Completion, BadReply> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| BadReply::Malformed(format!("not JSON ({e})")))?;
     let choice = value
         .get("choices")
         .and_then(Value::as_array)
         .and_then(|c| c.first())
-        .ok_or("no `choices`")?;
+        .ok_or_else(|| BadReply::Malformed("no `choices`".into()))?;
     let content = choice.pointer("/message/content");
     let text = match content {
         Some(Value::String(s)) => s.clone(),
@@ -73,13 +74,16 @@ pub fn parse_reply(bytes: &[u8]) -> Result<Completion, String> {
             .filter_map(|p| p.get("text").and_then(Value::as_str))
             .collect(),
         Some(Value::Null) | None => {
-            if choice.pointer("/message/refusal").is_some() {
+            if choice.pointer("/message/refusal").is_some_and(|r| !r.is_null()) {
                 String::new()
             } else {
-                return Err("no `message.content`".into());
+                return Err(BadReply::Empty(format!(
+                    "`message.content` is null (finish reason: {})",
+                    choice.get("finish_reason").and_then(Value::as_str).unwrap_or("none")
+                )));
             }
         }
-        Some(_) => return Err("`message.content` is neither text nor parts".into()),
+        Some(_) => return Err(BadReply::Malformed("`message.content` is neither text nor parts".into())),
     };
     let stop_reason = choice.get("finish_reason").and_then(Value::as_str).map(str::to_string);
     // Local servers may omit usage: every field is optional.
@@ -137,6 +141,15 @@ mod tests {
             }
         );
         assert!(!c.truncated);
+    }
+
+    #[test]
+    fn null_content_is_an_empty_reply_but_a_refusal_is_an_answer() {
+        let empty = br#"{"choices":[{"message":{"role":"assistant","content":null},"finish_reason":"stop"}]}"#;
+        assert!(matches!(parse_reply(empty), Err(BadReply::Empty(r)) if r.contains("stop")));
+        let refused = br#"{"choices":[{"message":{"content":null,"refusal":"no"},"finish_reason":"stop"}]}"#;
+        assert_eq!(parse_reply(refused).unwrap().text, "");
+        assert!(matches!(parse_reply(b"{}"), Err(BadReply::Malformed(_))));
     }
 
     #[test]

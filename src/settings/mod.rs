@@ -127,6 +127,8 @@ pub struct ProviderSettings {
     pub context_window: Option<u64>,
     pub temperature: Option<f32>,
     pub timeout: Duration,
+    /// `--connect-timeout`.
+    pub connect_timeout: Duration,
     pub max_tokens: u32,
     /// `--provider command`: the agent's argv.
     pub command: Option<Vec<String>>,
@@ -251,6 +253,7 @@ impl BatchSettings {
             json,
             quiet,
             timeout,
+            connect_timeout,
             deadline,
             save_trajectory,
             retries,
@@ -369,6 +372,7 @@ impl BatchSettings {
         }
         let provider = ProviderSettings {
             timeout: Duration::from_secs_f64(timeout),
+            connect_timeout: Duration::from_secs_f64(connect_timeout),
             max_tokens,
             depth,
             ..provider
