@@ -96,10 +96,17 @@ impl CallContext {
         } else {
             format!("{n} attempts in a row")
         };
-        Some(format!(
-            "the model server at {} never answered: {reason} ({tries}, nothing ever came back) — {advice}",
-            self.endpoint
-        ))
+        Some(if kind == ErrorKind::Unreachable {
+            format!(
+                "cannot reach the model server at {}: {reason} ({tries}, it never answered) — {advice}",
+                self.endpoint
+            )
+        } else {
+            format!(
+                "the model server at {} never answered: {reason} ({tries}, nothing ever came back) — {advice}",
+                self.endpoint
+            )
+        })
     }
 }
 
@@ -188,7 +195,10 @@ pub async fn call_with_retries(
                 ctx.width_changed(throttled.change);
                 // This call waits what the server asked, and longer when its 429s repeat;
                 // when the whole pool pauses, at least that long.
-                let own = at_least(retry_after.map(|h| ctx.policy.after_server_hint(h)), ctx.policy.backoff(throttles));
+                let own = at_least(
+                    retry_after.map(|h| ctx.policy.after_server_hint(h)),
+                    ctx.policy.backoff(throttles),
+                );
                 paused_all = throttled.pause.is_some();
                 let wait = own.max(throttled.pause.unwrap_or_default());
                 let limit = ctx.policy.rate_limit_wait;
@@ -243,7 +253,10 @@ pub async fn call_with_retries(
                 } else {
                     ctx.width_changed(slot.faulted());
                 }
-                at_least(retry_after.map(|h| ctx.policy.after_server_hint(h)), ctx.policy.backoff(faults))
+                at_least(
+                    retry_after.map(|h| ctx.policy.after_server_hint(h)),
+                    ctx.policy.backoff(faults),
+                )
             }
         };
         ctx.emit(Event::Retried {

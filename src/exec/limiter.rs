@@ -441,7 +441,11 @@ fn pause_length(n: u32, hinted: Duration) -> Duration {
         .min(LONGEST_PAUSE);
     let backoff = d / 2 + d.mul_f64(random_unit() / 2.0);
     // A little spread after a hint too, so a pool does not come back in one instant.
-    let hinted = hinted + hinted.mul_f64(0.1).min(Duration::from_millis(250)).mul_f64(random_unit());
+    let hinted = hinted
+        + hinted
+            .mul_f64(0.1)
+            .min(Duration::from_millis(250))
+            .mul_f64(random_unit());
     backoff.max(hinted)
 }
 
@@ -527,7 +531,10 @@ mod tests {
         // The server carries 3: the other 4 are refused while those 3 are in flight.
         let refused: Vec<Slot> = slots.drain(3..).collect();
         let outcomes: Vec<Throttled> = refused.into_iter().map(|s| s.throttled(Throttle::default())).collect();
-        assert!(outcomes.iter().all(|o| o.pause.is_none()), "a concurrency 429 pauses no one");
+        assert!(
+            outcomes.iter().all(|o| o.pause.is_none()),
+            "a concurrency 429 pauses no one"
+        );
         assert_eq!((l.width(), l.sustained(), l.in_flight()), (3, 3, 3));
         assert_eq!(l.paused_for(), Duration::ZERO);
         // The three old calls succeed: they started before the decrease, so nothing grows.
@@ -580,7 +587,10 @@ mod tests {
             window: None,
         };
         let first = lone.throttled(hint).pause.unwrap();
-        assert!(first >= Duration::from_secs(1) && first <= Duration::from_millis(1250), "{first:?}");
+        assert!(
+            first >= Duration::from_secs(1) && first <= Duration::from_millis(1250),
+            "{first:?}"
+        );
         // A server that keeps saying "1 s": each pause with no success between doubles.
         let mut pauses = Vec::new();
         for _ in 0..7 {
@@ -589,7 +599,10 @@ mod tests {
             pauses.push(probe.throttled(hint).pause.unwrap());
         }
         assert!(pauses[5] >= Duration::from_secs(30), "{pauses:?}");
-        assert!(pauses.iter().all(|p| *p <= LONGEST_PAUSE + Duration::from_millis(250)), "{pauses:?}");
+        assert!(
+            pauses.iter().all(|p| *p <= LONGEST_PAUSE + Duration::from_millis(250)),
+            "{pauses:?}"
+        );
         // `retry-after: 0` still waits.
         l.state().paused_until = None;
         l.state().pauses = 0;
@@ -612,7 +625,10 @@ mod tests {
             }),
         };
         let outcome = slots.pop().unwrap().throttled(spent);
-        assert!(outcome.pause.unwrap() >= Duration::from_millis(500), "at least the backoff floor");
+        assert!(
+            outcome.pause.unwrap() >= Duration::from_millis(500),
+            "at least the backoff floor"
+        );
         assert_eq!(l.width(), 4, "a window says nothing about width");
         drop(slots);
         let waiter = tokio::spawn({
@@ -755,7 +771,10 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
         assert_eq!(l.width(), 2);
-        assert_eq!(l.acquire().await.unwrap().faulted(), Some(WidthChange { from: 2, to: 1 }));
+        assert_eq!(
+            l.acquire().await.unwrap().faulted(),
+            Some(WidthChange { from: 2, to: 1 })
+        );
         for _ in 0..50 {
             l.acquire().await.unwrap().succeeded();
         }

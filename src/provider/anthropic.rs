@@ -140,7 +140,10 @@ mod tests {
 
     #[test]
     fn malformed_is_an_error() {
-        assert!(matches!(parse_reply(b"{\"content\": [", &plain()), Err(BadReply::Malformed(_))));
+        assert!(matches!(
+            parse_reply(b"{\"content\": [", &plain()),
+            Err(BadReply::Malformed(_))
+        ));
         assert!(matches!(parse_reply(b"{}", &plain()), Err(BadReply::Malformed(_))));
     }
 

@@ -191,12 +191,7 @@ impl HttpProvider {
         self.answered.store(true, Ordering::Relaxed);
         let status = response.status().as_u16();
         let headers = response.headers().clone();
-        let header = |name: &str| {
-            headers
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string)
-        };
+        let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
         let deadline = started + self.timeout;
         if !(200..300).contains(&status) {
             let bytes = self.read_error_body(&mut response, deadline).await;
@@ -213,7 +208,10 @@ impl HttpProvider {
             self.read_stream(&mut response, cap).await
         } else {
             // A server that ignored `stream` answers whole, as any other.
-            let bytes = self.read_whole(&mut response, deadline, cap).await.map_err(|e| (e, None))?;
+            let bytes = self
+                .read_whole(&mut response, deadline, cap)
+                .await
+                .map_err(|e| (e, None))?;
             tracing::debug!(status, bytes = bytes.len(), "reply");
             match self.kind {
                 ProviderKind::Anthropic => anthropic::parse_reply(&bytes, request),
@@ -231,7 +229,12 @@ impl HttpProvider {
     }
 
     /// A whole body, by `deadline`, at most `cap` bytes.
-    async fn read_whole(&self, response: &mut reqwest::Response, deadline: Instant, cap: usize) -> Result<Vec<u8>, CallError> {
+    async fn read_whole(
+        &self,
+        response: &mut reqwest::Response,
+        deadline: Instant,
+        cap: usize,
+    ) -> Result<Vec<u8>, CallError> {
         if response.content_length().is_some_and(|n| n > cap as u64) {
             return Err(too_large(cap));
         }
@@ -328,7 +331,10 @@ impl HttpProvider {
         if e.is_connect() && e.is_timeout() {
             CallError::silent(
                 ErrorKind::Unreachable,
-                format!("no connection within --connect-timeout {}", seconds(self.connect_timeout)),
+                format!(
+                    "no connection within --connect-timeout {}",
+                    seconds(self.connect_timeout)
+                ),
             )
         } else if e.is_connect() {
             CallError::silent(ErrorKind::Unreachable, format!("cannot connect: {}", root_cause(e)))
@@ -467,7 +473,12 @@ mod tests {
         ] {
             assert!(is_local_url(local), "{local}");
         }
-        for remote in ["https://api.openai.com", "http://8.8.8.8", "http://gpu-box.example", "not a url"] {
+        for remote in [
+            "https://api.openai.com",
+            "http://8.8.8.8",
+            "http://gpu-box.example",
+            "not a url",
+        ] {
             assert!(!is_local_url(remote), "{remote}");
         }
     }

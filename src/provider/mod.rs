@@ -205,7 +205,9 @@ impl From<BadReply> for CallError {
     fn from(bad: BadReply) -> Self {
         match bad {
             BadReply::Malformed(reason) => CallError::new(ErrorKind::Transient, format!("malformed reply: {reason}")),
-            BadReply::Empty(reason) => CallError::new(ErrorKind::EmptyReply, format!("the reply held no answer: {reason}")),
+            BadReply::Empty(reason) => {
+                CallError::new(ErrorKind::EmptyReply, format!("the reply held no answer: {reason}"))
+            }
         }
     }
 }

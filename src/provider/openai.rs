@@ -83,7 +83,11 @@ pub fn parse_reply(bytes: &[u8]) -> Result<Completion, BadReply> {
                 )));
             }
         }
-        Some(_) => return Err(BadReply::Malformed("`message.content` is neither text nor parts".into())),
+        Some(_) => {
+            return Err(BadReply::Malformed(
+                "`message.content` is neither text nor parts".into(),
+            ))
+        }
     };
     let stop_reason = choice.get("finish_reason").and_then(Value::as_str).map(str::to_string);
     // Local servers may omit usage: every field is optional.

@@ -80,7 +80,8 @@ pub fn retry_after(header: &dyn Fn(&str) -> Option<String>) -> Option<Duration> 
     let value = header("retry-after")?;
     let value = value.trim();
     if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(LONGEST_HINT.as_secs_f64())));
+        return (secs.is_finite() && secs >= 0.0)
+            .then(|| Duration::from_secs_f64(secs.min(LONGEST_HINT.as_secs_f64())));
     }
     let at = jiff::fmt::rfc2822::DateTimeParser::new().parse_timestamp(value).ok()?;
     Some(until(server_now(header), at))
@@ -132,15 +133,20 @@ fn until(now: jiff::Timestamp, at: jiff::Timestamp) -> Duration {
 pub fn parse_go_duration(s: &str) -> Option<Duration> {
     let s = s.trim();
     if let Ok(secs) = s.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(LONGEST_HINT.as_secs_f64())));
+        return (secs.is_finite() && secs >= 0.0)
+            .then(|| Duration::from_secs_f64(secs.min(LONGEST_HINT.as_secs_f64())));
     }
     let mut total = 0.0;
     let mut rest = s;
     while !rest.is_empty() {
-        let digits = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
         let number: f64 = rest[..digits].parse().ok()?;
         rest = &rest[digits..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
         let factor = match &rest[..unit_len] {
             "h" => 3.6e12,
             "m" => 6e10,
@@ -267,7 +273,10 @@ mod tests {
                 resets_in: Some(Duration::from_secs(360))
             })
         );
-        let room = headers(&[("x-ratelimit-remaining-requests", "3"), ("x-ratelimit-remaining-tokens", "-1")]);
+        let room = headers(&[
+            ("x-ratelimit-remaining-requests", "3"),
+            ("x-ratelimit-remaining-tokens", "-1"),
+        ]);
         assert_eq!(rate_window(&room), Some(RateWindow::default()));
         assert_eq!(rate_window(&headers(&[("retry-after", "1")])), None);
     }

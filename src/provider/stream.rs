@@ -88,9 +88,8 @@ impl StreamedReply {
             self.done = true;
             return Ok(());
         }
-        let chunk: Value = serde_json::from_str(data).map_err(|e| {
-            CallError::from(BadReply::Malformed(format!("a streamed chunk is not JSON ({e})")))
-        })?;
+        let chunk: Value = serde_json::from_str(data)
+            .map_err(|e| CallError::from(BadReply::Malformed(format!("a streamed chunk is not JSON ({e})"))))?;
         if let Some(error) = chunk.get("error") {
             let message = error
                 .get("message")
@@ -208,19 +207,27 @@ mod tests {
         cut.feed(chunk("Hel").as_bytes()).unwrap();
         assert_eq!(cut.finish().unwrap_err().kind, ErrorKind::Transient);
         let mut empty = StreamedReply::new(1000);
-        empty.feed(b"data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n").unwrap();
+        empty
+            .feed(b"data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+            .unwrap();
         assert_eq!(empty.finish().unwrap_err().kind, ErrorKind::EmptyReply);
     }
 
     #[test]
     fn an_error_event_or_an_overlong_answer_fails_the_call() {
         let mut failing = StreamedReply::new(1000);
-        let error = failing.feed(b"data: {\"error\": {\"message\": \"out of memory\"}}\n\n").unwrap_err();
+        let error = failing
+            .feed(b"data: {\"error\": {\"message\": \"out of memory\"}}\n\n")
+            .unwrap_err();
         assert!(error.reason.contains("out of memory"), "{}", error.reason);
         let mut long = StreamedReply::new(10);
         let error = long.feed(chunk("more than ten bytes").as_bytes()).unwrap_err();
         assert_eq!(error.kind, ErrorKind::Unit);
-        assert!(error.reason.starts_with("the reply was larger than"), "{}", error.reason);
+        assert!(
+            error.reason.starts_with("the reply was larger than"),
+            "{}",
+            error.reason
+        );
         let mut endless_line = StreamedReply::new(10);
         assert!(endless_line.feed(&[b'x'; 11]).is_err());
     }

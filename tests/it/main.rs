@@ -21,6 +21,7 @@ mod graph_batch;
 mod index;
 mod mock_selftest;
 mod newcomer;
+mod pushback;
 mod real_model;
 mod schema;
 mod skill;

@@ -600,7 +600,9 @@ impl DeadEnd {
                 socket.listen(0)?.into_std()
             })
             .unwrap_or_else(|e| panic!("mock_llm: cannot listen: {e}"));
-        let addr = listener.local_addr().unwrap_or_else(|e| panic!("mock_llm: no address: {e}"));
+        let addr = listener
+            .local_addr()
+            .unwrap_or_else(|e| panic!("mock_llm: no address: {e}"));
         let mut queued = Vec::new();
         while queued.len() < 16 {
             match std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(300)) {
@@ -1237,7 +1239,10 @@ enum Action {
     Hang,
     Reset,
     /// A 200 event stream (chunked), one event every `gap`.
-    Stream { events: Vec<Vec<u8>>, gap: Duration },
+    Stream {
+        events: Vec<Vec<u8>>,
+        gap: Duration,
+    },
     /// A 200 JSON body without `content-length`, then close.
     Unbounded(Vec<u8>),
 }
@@ -1245,20 +1250,24 @@ enum Action {
 /// The server-sent events of a streamed Chat Completions reply, as OpenAI sends them.
 fn stream_events(value: &Value, include_usage: bool) -> Vec<Vec<u8>> {
     let choice = &value["choices"][0];
-    let base = |choices: Value| {
-        json!({"id": value["id"], "object": "chat.completion.chunk", "created": 0, "model": value["model"], "choices": choices})
-    };
+    let base = |choices: Value| json!({"id": value["id"], "object": "chat.completion.chunk", "created": 0, "model": value["model"], "choices": choices});
     let mut events = Vec::new();
     let mut push = |v: Value| events.push(format!("data: {v}\n\n").into_bytes());
-    push(base(json!([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}])));
+    push(base(
+        json!([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]),
+    ));
     if let Some(text) = choice["message"]["content"].as_str() {
         let chars: Vec<char> = text.chars().collect();
         for piece in chars.chunks(8) {
             let piece: String = piece.iter().collect();
-            push(base(json!([{"index": 0, "delta": {"content": piece}, "finish_reason": null}])));
+            push(base(
+                json!([{"index": 0, "delta": {"content": piece}, "finish_reason": null}]),
+            ));
         }
     }
-    push(base(json!([{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}])));
+    push(base(
+        json!([{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]),
+    ));
     if include_usage {
         let mut last = base(json!([]));
         last["usage"] = value["usage"].clone();
@@ -1268,7 +1277,13 @@ fn stream_events(value: &Value, include_usage: bool) -> Vec<Vec<u8>> {
     events
 }
 
-async fn write_stream(stream: &mut TcpStream, state: &State, events: &[Vec<u8>], gap: Duration, keep_alive: bool) -> io::Result<()> {
+async fn write_stream(
+    stream: &mut TcpStream,
+    state: &State,
+    events: &[Vec<u8>],
+    gap: Duration,
+    keep_alive: bool,
+) -> io::Result<()> {
     let head = format!(
         "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: {}\r\n\r\n",
         if keep_alive { "keep-alive" } else { "close" }
@@ -1330,18 +1345,21 @@ async fn handle_conn(mut stream: TcpStream, state: Arc<State>) {
             continue;
         };
 
-        let received = Instant::now();
         let guard = InFlight::new(&state);
-        // One at a time, in arrival order (tokio's mutex is fair), when the server is serial.
+        // One at a time, in arrival order (tokio's mutex is fair), when the server is serial;
+        // the latency counts from the request's turn.
         let _turn = match &state.serial {
             Some(turn) => Some(turn.lock().await),
             None => None,
         };
+        let received = Instant::now();
         let action = handle_model_request(&state, api, req, received).await;
         match action {
             Action::Stream { events, gap } => {
                 state.streamed.fetch_add(1, Ordering::SeqCst);
-                let ok = write_stream(&mut stream, &state, &events, gap, keep_alive).await.is_ok();
+                let ok = write_stream(&mut stream, &state, &events, gap, keep_alive)
+                    .await
+                    .is_ok();
                 drop(guard);
                 if !ok || !keep_alive {
                     return;
@@ -1468,7 +1486,9 @@ async fn handle_model_request(state: &Arc<State>, api: Api, req: Request, receiv
         Some(Fault::NoContent) => no_content = true,
         Some(Fault::Oversized(bytes)) => {
             let mut body = match api {
-                Api::Anthropic => br#"{"type":"message","role":"assistant","content":[{"type":"text","text":""#.to_vec(),
+                Api::Anthropic => {
+                    br#"{"type":"message","role":"assistant","content":[{"type":"text","text":""#.to_vec()
+                }
                 Api::OpenAi => br#"{"choices":[{"index":0,"message":{"role":"assistant","content":""#.to_vec(),
             };
             body.resize(bytes.saturating_sub(64).max(body.len()), b'x');
@@ -1543,7 +1563,11 @@ fn throttle(inner: &mut Inner, in_flight: usize) -> Option<Refusal> {
     }
     if let Some(limit) = inner.rate_limit {
         let now = Instant::now();
-        while inner.window.front().is_some_and(|t| now.duration_since(*t) >= limit.window) {
+        while inner
+            .window
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= limit.window)
+        {
             inner.window.pop_front();
         }
         if inner.window.len() >= limit.per_window {
