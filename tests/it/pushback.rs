@@ -45,7 +45,7 @@ fn local<'a>(pattern: &'a str, url: &'a str, extra: &[&'a str]) -> Vec<&'a str> 
 fn a_concurrency_limit_is_learned_without_j_and_never_pauses_the_pool() {
     for j in [None, Some("7")] {
         let mock = MockLlm::start();
-        mock.set_latency(Duration::from_millis(50));
+        mock.set_latency(Duration::from_millis(100));
         mock.limit_concurrency(3, None);
         let p = Project::new().ts_files(40);
         let url = mock.url();
@@ -74,40 +74,46 @@ fn a_concurrency_limit_is_learned_without_j_and_never_pauses_the_pool() {
             .filter(|e| e["event"] == "pool:width")
             .map(|e| e["to"].as_u64().unwrap())
             .min();
-        assert_eq!(narrowed, Some(3), "the pool settled at the server's limit");
+        // At the server's limit — or one below, when a reply was on its way back as a
+        // refusal came (the pool then counts one call fewer in flight than the server did).
+        assert!(matches!(narrowed, Some(2..=3)), "the pool narrowed to {narrowed:?}");
     }
 }
 
 #[test]
 fn a_429_delays_only_its_call_while_the_others_go_on() {
-    // 8 files at width 4, replies take 100 ms; the target's first request gets a 429 with
-    // retry-after 1 s while 3 others are in flight: a concurrency refusal, so the other
-    // seven files go on and the target's second request is the last one the server sees.
+    // 8 files at width 4, replies take 300 ms. The target is the fourth of the first wave:
+    // its request gets a 429 with retry-after 3 s while the three before it are in flight —
+    // a concurrency refusal — so the other seven files go on (about 0.9 s at width 3) and
+    // the target's second request is the last one the server sees.
     let mock = MockLlm::start();
-    mock.set_latency(Duration::from_millis(100));
-    mock.fault_when("TARGET_NEEDLE", vec![Fault::RateLimited { retry_after_secs: 1 }]);
+    mock.set_latency(Duration::from_millis(300));
+    mock.fault_when("TARGET_NEEDLE", vec![Fault::RateLimited { retry_after_secs: 3 }]);
     let p = Project::new()
-        .file("src/a0.ts", "export const TARGET_NEEDLE = 0;\n")
-        .ts_files(7);
+        .ts_files(7)
+        .file("src/f02b.ts", "export const TARGET_NEEDLE = 0;\n");
     let url = mock.url();
     let out = p.rlm(&batch("src/*.ts", &url, &["--max-parallel", "4"])).run();
     out.assert_exit(0);
     let recorded = mock.recorded();
     assert_eq!(recorded.len(), 9, "8 files and one retry");
+    let first = recorded
+        .iter()
+        .position(|r| r.user_text().contains("TARGET_NEEDLE"))
+        .unwrap();
     assert!(
-        recorded[0].user_text().contains("TARGET_NEEDLE"),
-        "the target goes first"
+        first < 4 && recorded[first].fault.is_some(),
+        "refused in the first wave"
     );
-    assert!(recorded[0].fault.is_some());
     let last = recorded.last().unwrap();
     assert!(last.user_text().contains("TARGET_NEEDLE") && last.fault.is_none());
     assert!(
-        out.stderr.contains("rate limited: retrying src/a0.ts in 1."),
+        out.stderr.contains("rate limited: retrying src/f02b.ts in 3."),
         "{}",
         out.stderr
     );
     assert!(!out.stderr.contains("pausing all calls"), "{}", out.stderr);
-    assert_eq!(unit(&p.report(), "src/a0.ts")["attempts"], 2);
+    assert_eq!(unit(&p.report(), "src/f02b.ts")["attempts"], 2);
 }
 
 #[test]
@@ -426,7 +432,7 @@ fn a_server_that_refuses_to_stream_is_asked_for_whole_replies_from_then_on() {
 #[test]
 fn a_local_server_that_serves_one_at_a_time_is_not_queued_up() {
     let mock = MockLlm::start_serial();
-    mock.set_latency(Duration::from_millis(60));
+    mock.set_latency(Duration::from_millis(150));
     let p = Project::new().ts_files(24);
     let url = mock.url();
     let out = p
@@ -447,7 +453,7 @@ fn a_local_server_that_serves_one_at_a_time_is_not_queued_up() {
 #[test]
 fn a_local_server_that_runs_calls_side_by_side_is_widened() {
     let mock = MockLlm::start();
-    mock.set_latency(Duration::from_millis(60));
+    mock.set_latency(Duration::from_millis(150));
     let p = Project::new().ts_files(40);
     let url = mock.url();
     let out = p
