@@ -7,6 +7,7 @@ mod interrupt;
 mod limiter;
 mod pool;
 mod retry;
+mod width_search;
 
 pub use call::{call_with_retries, CallContext, CallFailure, CallResult, GRACE};
 pub use event::Event;
