@@ -1,10 +1,12 @@
 //! Standalone mock LLM server (Anthropic + OpenAI wire formats) for benchmarks.
 //!
 //! Usage: cargo run --release --example mock_llm -- [--port P] [--latency-ms L]
+//!   [--limit-concurrency N] [--rate-limit N/SECS [--count-refused] [--retry-after S|omit]
+//!   [--rate-headers]] [--serial] [--stream-gap-ms G]
 //!
 //! Prints the base URL (e.g. `http://127.0.0.1:40123`) as the only stdout
 //! line, then serves until SIGTERM / Ctrl-C, and finally prints
-//! `requests=N max_in_flight=M` to stderr.
+//! `requests=N max_in_flight=M throttled=T` to stderr.
 
 #[path = "../tests/it/support/mock_llm.rs"]
 mod mock_llm;
@@ -13,11 +15,28 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
-const USAGE: &str = "usage: mock_llm [--port P] [--latency-ms L]";
+const USAGE: &str = "usage: mock_llm [--port P] [--latency-ms L] [--limit-concurrency N] \
+[--rate-limit N/SECS [--count-refused] [--retry-after S|omit] [--rate-headers]] [--serial] [--stream-gap-ms G]";
 
-fn parse_args() -> Result<(u16, u64), String> {
-    let mut port: u16 = 0;
-    let mut latency_ms: u64 = 0;
+#[derive(Default)]
+struct Options {
+    port: u16,
+    latency_ms: u64,
+    /// At most this many requests in flight; more get a 429 with no retry-after.
+    limit_concurrency: Option<usize>,
+    /// At most N requests per SECS seconds.
+    rate_limit: Option<(usize, f64)>,
+    /// Refused requests count against the window too.
+    count_refused: bool,
+    /// Every 429 of the window says this (`Some(None)`: no retry-after at all).
+    retry_after: Option<Option<u64>>,
+    rate_headers: bool,
+    serial: bool,
+    stream_gap_ms: u64,
+}
+
+fn parse_args() -> Result<Options, String> {
+    let mut o = Options::default();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -30,20 +49,48 @@ fn parse_args() -> Result<(u16, u64), String> {
                 .or_else(|| args.next())
                 .ok_or_else(|| format!("{name} needs a value\n{USAGE}"))
         };
+        let bad = |name: &str, v: &str| format!("bad {name} {v:?}\n{USAGE}");
         match flag.as_str() {
             "--port" => {
                 let v = value("--port")?;
-                port = v.parse().map_err(|_| format!("bad --port {v:?}\n{USAGE}"))?;
+                o.port = v.parse().map_err(|_| bad("--port", &v))?;
             }
             "--latency-ms" => {
                 let v = value("--latency-ms")?;
-                latency_ms = v.parse().map_err(|_| format!("bad --latency-ms {v:?}\n{USAGE}"))?;
+                o.latency_ms = v.parse().map_err(|_| bad("--latency-ms", &v))?;
+            }
+            "--limit-concurrency" => {
+                let v = value("--limit-concurrency")?;
+                o.limit_concurrency = Some(v.parse().map_err(|_| bad("--limit-concurrency", &v))?);
+            }
+            "--rate-limit" => {
+                let v = value("--rate-limit")?;
+                let parsed = v
+                    .split_once('/')
+                    .and_then(|(n, secs)| Some((n.parse().ok()?, secs.parse().ok()?)))
+                    .filter(|(n, secs): &(usize, f64)| *n > 0 && *secs > 0.0);
+                o.rate_limit = Some(parsed.ok_or_else(|| bad("--rate-limit", &v))?);
+            }
+            "--count-refused" => o.count_refused = true,
+            "--retry-after" => {
+                let v = value("--retry-after")?;
+                o.retry_after = Some(if v == "omit" {
+                    None
+                } else {
+                    Some(v.parse().map_err(|_| bad("--retry-after", &v))?)
+                });
+            }
+            "--rate-headers" => o.rate_headers = true,
+            "--serial" => o.serial = true,
+            "--stream-gap-ms" => {
+                let v = value("--stream-gap-ms")?;
+                o.stream_gap_ms = v.parse().map_err(|_| bad("--stream-gap-ms", &v))?;
             }
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
         }
     }
-    Ok((port, latency_ms))
+    Ok(o)
 }
 
 async fn wait_for_signal() {
@@ -69,21 +116,38 @@ async fn wait_for_signal() {
 }
 
 fn main() -> ExitCode {
-    let (port, latency_ms) = match parse_args() {
+    let o = match parse_args() {
         Ok(v) => v,
         Err(msg) => {
             eprintln!("{msg}");
             return ExitCode::from(2);
         }
     };
-    let server = match mock_llm::MockLlm::try_start_on(port) {
+    let server = match mock_llm::MockLlm::try_start_with(o.port, o.serial) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("mock_llm: cannot listen on 127.0.0.1:{port}: {e}");
+            eprintln!("mock_llm: cannot listen on 127.0.0.1:{}: {e}", o.port);
             return ExitCode::FAILURE;
         }
     };
-    server.set_latency(Duration::from_millis(latency_ms));
+    server.set_latency(Duration::from_millis(o.latency_ms));
+    server.set_stream_gap(Duration::from_millis(o.stream_gap_ms));
+    if let Some(n) = o.limit_concurrency {
+        server.limit_concurrency(n, None);
+    }
+    if let Some((n, secs)) = o.rate_limit {
+        server.limit_rate_with(mock_llm::RateLimit {
+            per_window: n,
+            window: Duration::from_secs_f64(secs),
+            counts_refused: o.count_refused,
+            retry_after: match o.retry_after {
+                None => mock_llm::RetryAfter::Truth,
+                Some(None) => mock_llm::RetryAfter::Omitted,
+                Some(Some(secs)) => mock_llm::RetryAfter::Lie(secs),
+            },
+            headers: o.rate_headers,
+        });
+    }
 
     let mut stdout = std::io::stdout().lock();
     let _ = writeln!(stdout, "{}", server.url());
@@ -100,9 +164,10 @@ fn main() -> ExitCode {
     rt.block_on(wait_for_signal());
 
     eprintln!(
-        "requests={} max_in_flight={}",
+        "requests={} max_in_flight={} throttled={}",
         server.requests(),
-        server.max_in_flight()
+        server.max_in_flight(),
+        server.throttled()
     );
     ExitCode::SUCCESS
 }

@@ -178,6 +178,7 @@ pub fn provider_for(p: &ProviderSettings, model: &ModelInfo, run_id: &str) -> Re
         model: model.id.clone(),
         temperature: p.temperature,
         timeout: p.timeout,
+        connect_timeout: p.connect_timeout,
     })
     .map_err(RlmError::Usage)?;
     Ok(Arc::new(http))

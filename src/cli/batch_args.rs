@@ -167,6 +167,12 @@ pub struct BatchArgs {
     #[arg(long, value_name = "SECS", default_value = "120", value_parser = parse_seconds, allow_negative_numbers = true)]
     pub timeout: f64,
 
+    /// Seconds to wait for a connection to the model server, up to 86400. A server that
+    /// cannot be reached (or never answers) a few times in a row, before it has ever
+    /// answered, stops the run.
+    #[arg(long, value_name = "SECS", default_value = "10", value_parser = parse_seconds, allow_negative_numbers = true)]
+    pub connect_timeout: f64,
+
     /// Retries per call after the first attempt on server errors, timeouts, resets and
     /// malformed replies (0-20). Rate limits (429) do not use them up: see --rate-limit-wait.
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=20), allow_negative_numbers = true)]

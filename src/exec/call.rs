@@ -1,35 +1,47 @@
-//! One model call with retries, under the run's shared limiter and cooldown.
+//! One model call with retries, under the run's shared limiter.
 //!
 //! Each attempt takes a slot from the [`Limiter`] and gives it back before waiting to retry.
-//! How a failure is retried depends on its [`ErrorKind`] alone: rate limits on a time
-//! budget (and a pause for every call), faults on the count budget, fatal errors never
-//! (they halt the limiter before the slot is released, so no other call starts after a 401).
+//! How a failure is retried depends on its [`ErrorKind`]: rate limits on a time budget
+//! (`--rate-limit-wait`; the limiter decides whether the 429 narrows the pool or pauses
+//! it), faults on the count budget (`--retries`), an empty reply once, fatal errors never
+//! (they halt the limiter before the slot is released, so no other call starts after a
+//! 401). An endpoint that sends nothing back — no connection, or not a byte within
+//! `--timeout` — a few times in a row before it has ever answered stops the run: every
+//! other call would wait just as long for nothing.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::{Cooldown, Event, Limiter, Place, RetryPolicy};
+use super::limiter::Throttle;
+use super::{Event, Limiter, Place, RetryPolicy};
 use crate::provider::{CallError, Completion, CompletionRequest, ErrorKind, Provider};
 use crate::unit::UnitId;
+
+/// Silent failures in a row, before the endpoint ever answered, that stop the run (fewer
+/// when fewer calls are in flight: one `--timeout` is what a silent server may cost).
+const SILENT_LIMIT: u32 = 3;
 
 /// What every call of a run shares.
 #[derive(Debug)]
 pub struct CallContext {
     pub provider: Arc<dyn Provider>,
     pub policy: RetryPolicy,
-    pub cooldown: Cooldown,
     pub limiter: Arc<Limiter>,
     pub events: UnboundedSender<Event>,
     /// The endpoint as shown in messages (credentials hidden).
     pub endpoint: String,
     /// Whether the endpoint has answered at all in this run (any HTTP status counts).
     reached: AtomicBool,
+    /// Silent failures so far while it never has.
+    silent: AtomicU32,
 }
 
 impl CallContext {
+    /// The context of a run's calls. A local server's pool starts at one call and searches
+    /// for its best width (see the limiter).
     pub fn new(
         provider: Arc<dyn Provider>,
         policy: RetryPolicy,
@@ -37,19 +49,64 @@ impl CallContext {
         events: UnboundedSender<Event>,
         endpoint: String,
     ) -> Self {
+        if provider.is_local() {
+            limiter.search_from_one();
+        }
         CallContext {
             provider,
             policy,
-            cooldown: Cooldown::default(),
             limiter,
             events,
             endpoint,
             reached: AtomicBool::new(false),
+            silent: AtomicU32::new(0),
         }
     }
 
     fn emit(&self, event: Event) {
         let _ = self.events.send(event);
+    }
+
+    fn width_changed(&self, change: Option<super::WidthChange>) {
+        if let Some(change) = change {
+            self.emit(Event::WidthChanged {
+                from: change.from,
+                to: change.to,
+            });
+        }
+    }
+
+    /// Counts a silent failure; the message that stops the run when it is one too many.
+    fn silent_failure(&self, kind: ErrorKind, reason: &str) -> Option<String> {
+        if self.reached.load(Ordering::Relaxed) {
+            return None;
+        }
+        let n = self.silent.fetch_add(1, Ordering::Relaxed) + 1;
+        let needed = SILENT_LIMIT.min(self.limiter.width() as u32).max(1);
+        if n < needed {
+            return None;
+        }
+        let advice = match kind {
+            ErrorKind::Timeout => "is it stuck or overloaded? check the server, or raise --timeout",
+            ErrorKind::Unreachable => "is it running, and is --base-url right?",
+            _ => "is --base-url the right address and scheme (http or https)?",
+        };
+        let tries = if n == 1 {
+            "1 attempt".to_string()
+        } else {
+            format!("{n} attempts in a row")
+        };
+        Some(if kind == ErrorKind::Unreachable {
+            format!(
+                "cannot reach the model server at {}: {reason} ({tries}, it never answered) — {advice}",
+                self.endpoint
+            )
+        } else {
+            format!(
+                "the model server at {} never answered: {reason} ({tries}, nothing ever came back) — {advice}",
+                self.endpoint
+            )
+        })
     }
 }
 
@@ -86,6 +143,7 @@ pub async fn call_with_retries(
     let mut place = Some(place);
     let mut attempts = 0;
     let mut faults = 0;
+    let mut empties = 0;
     let mut throttles = 0;
     let mut first_throttle: Option<Instant> = None;
     let failed = |failure: CallFailure, attempts: u32| CallResult {
@@ -94,13 +152,11 @@ pub async fn call_with_retries(
         slot: None,
     };
     loop {
-        ctx.cooldown.wait().await;
+        // Waits for this call's turn, a free slot, and the end of any pause of the pool.
         let place = place.take().unwrap_or_else(|| ctx.limiter.place());
         let Some(slot) = place.acquire().await else {
             return failed(CallFailure::Halted, attempts);
         };
-        // A 429 may have paused the pool while this call waited for its slot.
-        ctx.cooldown.wait().await;
         attempts += 1;
         ctx.emit(Event::Started {
             unit: unit.clone(),
@@ -109,12 +165,7 @@ pub async fn call_with_retries(
         let error = match ctx.provider.complete(request).await {
             Ok(completion) => {
                 ctx.reached.store(true, Ordering::Relaxed);
-                if let Some(change) = slot.note_success() {
-                    ctx.emit(Event::WidthChanged {
-                        from: change.from,
-                        to: change.to,
-                    });
-                }
+                ctx.width_changed(slot.note_success());
                 return CallResult {
                     outcome: Ok(completion),
                     attempts,
@@ -123,14 +174,17 @@ pub async fn call_with_retries(
             }
             Err(e) => e,
         };
-        if error.kind != ErrorKind::Unreachable {
+        if !error.silent {
             ctx.reached.store(true, Ordering::Relaxed);
         }
         let CallError {
             kind,
             reason,
             retry_after,
+            window,
+            silent,
         } = error;
+        let mut paused_all = false;
         let wait = match kind {
             ErrorKind::Fatal => {
                 // Halted before the slot is released: nothing else starts after this.
@@ -142,60 +196,72 @@ pub async fn call_with_retries(
             ErrorKind::RateLimited => {
                 throttles += 1;
                 let since = *first_throttle.get_or_insert_with(Instant::now);
-                let wait =
-                    retry_after.map_or_else(|| ctx.policy.backoff(throttles), |h| ctx.policy.after_server_hint(h));
-                if since.elapsed() + wait > ctx.policy.rate_limit_wait {
+                let throttled = slot.throttled(Throttle { retry_after, window });
+                ctx.width_changed(throttled.change);
+                // This call waits what the server asked, and longer when its 429s repeat;
+                // when the whole pool pauses, at least that long.
+                let own = at_least(
+                    retry_after.map(|h| ctx.policy.after_server_hint(h)),
+                    ctx.policy.backoff(throttles),
+                );
+                paused_all = throttled.pause.is_some();
+                let wait = own.max(throttled.pause.unwrap_or_default());
+                let limit = ctx.policy.rate_limit_wait;
+                if since.elapsed() + wait > limit {
                     return failed(
                         CallFailure::Unit {
                             kind,
                             reason: format!(
-                                "{reason} (still rate limited after {}s; raise --rate-limit-wait or lower --max-parallel)",
-                                since.elapsed().as_secs()
+                                "{reason} (rate limited for {:.1}s; waiting {:.1}s more would pass --rate-limit-wait {}s: \
+                                 raise it, or lower --max-parallel)",
+                                since.elapsed().as_secs_f64(),
+                                wait.as_secs_f64(),
+                                limit.as_secs_f64()
                             ),
                         },
                         attempts,
                     );
                 }
-                // Everyone waits, this call included (at the top of the loop); paused before
-                // the slot is released, so no waiting call slips through.
-                ctx.cooldown.extend(wait);
-                narrow(ctx, slot);
-                wait
+                own
             }
-            ErrorKind::Overloaded | ErrorKind::Transient | ErrorKind::Timeout | ErrorKind::Unreachable => {
+            ErrorKind::Overloaded
+            | ErrorKind::Transient
+            | ErrorKind::Timeout
+            | ErrorKind::Unreachable
+            | ErrorKind::EmptyReply => {
+                if silent {
+                    if let Some(message) = ctx.silent_failure(kind, &reason) {
+                        ctx.limiter.halt();
+                        drop(slot);
+                        return failed(CallFailure::Fatal(message), attempts);
+                    }
+                }
                 faults += 1;
-                if faults > ctx.policy.retries {
+                if kind == ErrorKind::EmptyReply {
+                    empties += 1;
+                }
+                if faults > ctx.policy.retries || empties > 1 {
                     let tries = if attempts == 1 {
                         "1 attempt".to_string()
                     } else {
                         format!("{attempts} attempts")
                     };
-                    if kind == ErrorKind::Unreachable && !ctx.reached.load(Ordering::Relaxed) {
-                        // Nothing has ever answered: every other call would fail the same way.
-                        ctx.limiter.halt();
-                        drop(slot);
-                        return failed(
-                            CallFailure::Fatal(format!(
-                                "cannot reach the model server at {}: {reason} (gave up after {tries}) — is it running? check --base-url",
-                                ctx.endpoint
-                            )),
-                            attempts,
-                        );
-                    }
-                    return failed(
-                        CallFailure::Unit {
-                            kind,
-                            reason: format!("{reason} (gave up after {tries})"),
-                        },
-                        attempts,
-                    );
+                    let reason = if empties > 1 {
+                        format!("the model returned no answer, twice: {reason}")
+                    } else {
+                        format!("{reason} (gave up after {tries})")
+                    };
+                    return failed(CallFailure::Unit { kind, reason }, attempts);
                 }
                 if kind == ErrorKind::Overloaded {
-                    narrow(ctx, slot);
+                    ctx.width_changed(slot.overloaded());
                 } else {
-                    drop(slot);
+                    ctx.width_changed(slot.faulted());
                 }
-                retry_after.map_or_else(|| ctx.policy.backoff(faults), |h| ctx.policy.after_server_hint(h))
+                at_least(
+                    retry_after.map(|h| ctx.policy.after_server_hint(h)),
+                    ctx.policy.backoff(faults),
+                )
             }
         };
         ctx.emit(Event::Retried {
@@ -204,22 +270,17 @@ pub async fn call_with_retries(
             attempt: attempts,
             error: kind,
             reason,
-            wait_ms: wait.as_millis() as u64,
+            wait_ms: wait.max(ctx.limiter.paused_for()).as_millis() as u64,
+            paused_all,
         });
-        if kind != ErrorKind::RateLimited {
-            tokio::time::sleep(wait).await;
-        }
+        tokio::time::sleep(wait).await;
     }
 }
 
-/// Releases the slot with pushback, and tells the user when the pool narrowed.
-fn narrow(ctx: &CallContext, slot: super::Slot) {
-    if let Some(change) = slot.pushed_back() {
-        ctx.emit(Event::WidthChanged {
-            from: change.from,
-            to: change.to,
-        });
-    }
+/// A server's hint, but never less than the backoff: `retry-after: 0` must not make a busy
+/// loop, and a hint repeated despite failing must not keep the pace.
+fn at_least(hint: Option<Duration>, backoff: Duration) -> Duration {
+    hint.map_or(backoff, |h| h.max(backoff))
 }
 
 /// How long the pool waits for calls in flight after an interrupt.

@@ -40,6 +40,8 @@ pub enum Event {
         error: ErrorKind,
         reason: String,
         wait_ms: u64,
+        /// A 429 paused every call of the pool (a spent window), not only this one.
+        paused_all: bool,
     },
     /// The pool's width changed (the provider pushed back, or calls succeed again).
     #[serde(rename = "pool:width")]

@@ -1,18 +1,58 @@
-//! The pool's adaptive width: at most `cap` calls in flight, fewer while the provider
-//! pushes back.
+//! The pool's adaptive width: how many calls may be in flight, learned from how the
+//! provider answers, and when none may start at all.
 //!
-//! Additive increase, multiplicative decrease (as TCP does): a rate limit or an overload
-//! halves the width (at least 1), and each run of `width` successes raises it by one, never
-//! above the cap. Only pushback on a call that started after the last decrease counts, so
-//! the seven 429s of one burst halve the width once, not seven times. A slot is taken per
-//! attempt and given back while a call waits to retry, so a narrowed pool is really
-//! narrower. Slots are given out first come, first served, so `-j 1` runs units in plan
-//! order. Once halted (an interrupt, a fatal error, the budget), no slot is given out.
+//! The policy:
+//! - **Start** at the cap (`--max-parallel`), or at one call for a local server (below).
+//! - **A 429 while other calls of ours are in flight** means "too many at once" (a
+//!   concurrency limit): the width drops to the number of calls still in flight — what the
+//!   server is carrying — and that becomes the *sustained* width. Only the refused call
+//!   waits (see `call.rs`); the others go on. A burst of k refusals out of w calls settles at
+//!   w − k, the server's real limit, within the burst.
+//! - **A 429 with nothing else of ours in flight, or whose headers say a request or token
+//!   budget is spent**, means "not now" to every call (a per-minute window): the whole pool
+//!   pauses until the window resets (the reset headers or `retry-after`), at least about a
+//!   second. Pauses that follow one another with no success between them grow
+//!   exponentially with jitter (1, 2, 4 … 60 s), whatever the server says, so a server that
+//!   answers `retry-after: 1` (or 0) for minutes is asked once per pause, not once a second.
+//!   After a pause one call goes alone; its success reopens the pool. When the narrowing
+//!   that led to such a pause was the window filling up, not a concurrency limit, the
+//!   sustained width it lowered is restored.
+//! - **Growth**: a success widens the pool by one while it is below the sustained width (a
+//!   quick return after an overload or a pause). At the sustained width it tries one more
+//!   only after [`PROBE_ROUNDS`] rounds of successes and only while calls wait for a slot,
+//!   so a limit once found is tested rarely; a wider width that survives a round becomes the
+//!   sustained one. Never above the cap.
+//! - **Overload** (529, 503) halves the width, once per burst, and leaves the sustained width
+//!   alone (the width grows back to it). Only pushback on a call that started after the last
+//!   decrease counts, so the seven 529s of one burst halve the width once, not seven times.
+//! - **Local servers** (llama.cpp's server runs one request at a time) start at one call and
+//!   widen by one only while each step raises the calls completed per second by at least
+//!   half of what the step could add; the first step that does not, or a fault or pushback
+//!   during a step, goes back to the best width for good ([`WidthSearch`]).
+//!
+//! A slot is taken per attempt and given back while a call waits to retry, so a narrowed
+//! pool is really narrower. Slots are given out first come, first served, so `-j 1` runs
+//! units in plan order. Once halted (an interrupt, a fatal error, the budget), no slot is
+//! given out.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::retry::random_unit;
+use super::width_search::WidthSearch;
+use crate::provider::RateWindow;
+
+/// Rounds of successes at the sustained width before one more call is tried.
+pub const PROBE_ROUNDS: usize = 8;
+/// The first pause of the pool (before jitter); each pause with no success since the last
+/// one doubles it.
+const FIRST_PAUSE: Duration = Duration::from_secs(1);
+/// The longest pause the backoff alone makes (a server's reset time may ask for more).
+const LONGEST_PAUSE: Duration = Duration::from_secs(60);
 
 /// The shared limiter of one run.
 #[derive(Debug)]
@@ -25,11 +65,27 @@ pub struct Limiter {
 #[derive(Debug)]
 struct State {
     width: usize,
+    /// The widest the provider is known to carry (the cap until a 429 says otherwise).
+    sustained: usize,
+    /// The sustained width before the narrowings since the last success; restored when they
+    /// end in a pause (the window was full, it was not a concurrency limit).
+    narrowed_from: Option<usize>,
     in_flight: usize,
     halted: bool,
-    /// Bumped at every decrease; a slot remembers the epoch it was taken in.
+    /// Bumped at every decrease: pushback on a slot taken before it is of an old burst.
     epoch: u64,
+    /// Bumped at every change of width: a success counts for growth only at the width its
+    /// call started at.
+    generation: u64,
     successes: usize,
+    /// No slot is given out before this.
+    paused_until: Option<Instant>,
+    /// Pauses with no success since the first of them.
+    pauses: u32,
+    /// After a pause: one call at a time until one succeeds.
+    probing: bool,
+    /// Local servers: the search for the width that serves most.
+    search: Option<WidthSearch>,
     /// Tickets of the callers waiting for a slot, in arrival order.
     queue: VecDeque<u64>,
     next_ticket: u64,
@@ -42,6 +98,45 @@ pub struct WidthChange {
     pub to: usize,
 }
 
+/// What a 429 said.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Throttle {
+    pub retry_after: Option<Duration>,
+    pub window: Option<RateWindow>,
+}
+
+/// What the limiter made of a 429.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Throttled {
+    pub change: Option<WidthChange>,
+    /// The whole pool waits this long (from now); `None`: only the refused call waits.
+    pub pause: Option<Duration>,
+}
+
+impl State {
+    fn change_width(&mut self, to: usize) -> Option<WidthChange> {
+        let from = self.width;
+        if to == from {
+            return None;
+        }
+        self.width = to;
+        self.generation += 1;
+        self.successes = 0;
+        if to < from {
+            self.epoch += 1;
+        }
+        Some(WidthChange { from, to })
+    }
+
+    /// The search met trouble: back to its best width.
+    fn search_trouble(&mut self) -> Option<WidthChange> {
+        let width = self.width;
+        let best = self.search.as_mut()?.trouble(width)?;
+        self.sustained = best;
+        self.change_width(best)
+    }
+}
+
 impl Limiter {
     /// A limiter that starts (and stays at most) at `cap`.
     pub fn new(cap: usize) -> Arc<Self> {
@@ -50,10 +145,17 @@ impl Limiter {
             cap,
             state: Mutex::new(State {
                 width: cap,
+                sustained: cap,
+                narrowed_from: None,
                 in_flight: 0,
                 halted: false,
                 epoch: 0,
+                generation: 0,
                 successes: 0,
+                paused_until: None,
+                pauses: 0,
+                probing: false,
+                search: None,
                 queue: VecDeque::new(),
                 next_ticket: 0,
             }),
@@ -63,6 +165,15 @@ impl Limiter {
 
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A local server: start at one call and widen only while throughput improves.
+    pub fn search_from_one(&self) {
+        let mut s = self.state();
+        if s.search.is_none() && self.cap > 1 {
+            s.search = Some(WidthSearch::default());
+            s.change_width(1);
+        }
     }
 
     /// Waits for a slot, behind everyone who asked earlier; `None` once halted.
@@ -99,9 +210,21 @@ impl Limiter {
         self.state().width
     }
 
+    /// The widest the provider is known to carry.
+    pub fn sustained(&self) -> usize {
+        self.state().sustained
+    }
+
     /// Calls in flight now.
     pub fn in_flight(&self) -> usize {
         self.state().in_flight
+    }
+
+    /// How long the pool stays paused from now (zero when it is not).
+    pub fn paused_for(&self) -> Duration {
+        self.state()
+            .paused_until
+            .map_or(Duration::ZERO, |u| u.saturating_duration_since(Instant::now()))
     }
 
     fn release(&self) {
@@ -121,7 +244,7 @@ pub struct Place {
 }
 
 impl Place {
-    /// Waits for this place's turn and a free slot; `None` once halted.
+    /// Waits for this place's turn, the end of any pause and a free slot; `None` once halted.
     pub async fn acquire(self) -> Option<Slot> {
         let limiter = self.limiter.clone();
         let ticket = self.ticket;
@@ -129,20 +252,36 @@ impl Place {
             let notified = limiter.notify.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            {
+            let paused_until = {
                 let mut s = limiter.state();
                 if s.halted {
                     return None;
                 }
-                if s.queue.front() == Some(&ticket) && s.in_flight < s.width {
-                    s.in_flight += 1;
-                    return Some(Slot {
-                        limiter: limiter.clone(),
-                        epoch: s.epoch,
-                    });
+                match s.paused_until {
+                    Some(until) if until > Instant::now() => Some(until),
+                    _ => {
+                        let width = if s.probing { 1 } else { s.width };
+                        if s.queue.front() == Some(&ticket) && s.in_flight < width {
+                            s.in_flight += 1;
+                            return Some(Slot {
+                                limiter: limiter.clone(),
+                                epoch: s.epoch,
+                                generation: s.generation,
+                            });
+                        }
+                        None
+                    }
                 }
+            };
+            match paused_until {
+                Some(until) => {
+                    tokio::select! {
+                        () = &mut notified => {}
+                        () = tokio::time::sleep_until(until) => {}
+                    }
+                }
+                None => notified.await,
             }
-            notified.await;
         }
     }
 }
@@ -163,10 +302,11 @@ impl Drop for Place {
 pub struct Slot {
     limiter: Arc<Limiter>,
     epoch: u64,
+    generation: u64,
 }
 
 impl Slot {
-    /// The attempt succeeded: one step towards a wider pool.
+    /// The attempt succeeded: the pool reopens after a pause, and grows.
     pub fn succeeded(self) -> Option<WidthChange> {
         self.note_success()
     }
@@ -176,14 +316,105 @@ impl Slot {
     pub fn note_success(&self) -> Option<WidthChange> {
         let change = {
             let mut s = self.limiter.state();
-            s.successes += 1;
-            if s.width < self.limiter.cap && s.successes >= s.width {
-                s.successes = 0;
-                s.width += 1;
-                Some(WidthChange {
-                    from: s.width - 1,
-                    to: s.width,
+            let s = &mut *s;
+            // Evidence about the present: the call started after the last decrease.
+            if self.epoch == s.epoch {
+                s.pauses = 0;
+                s.narrowed_from = None;
+                if s.probing {
+                    s.probing = false;
+                    self.limiter.notify.notify_waiters();
+                }
+            }
+            if self.generation != s.generation {
+                None
+            } else if let Some(search) = s.search.as_mut() {
+                let to = search.succeeded(Instant::now(), s.width, self.limiter.cap);
+                to.and_then(|to| {
+                    s.sustained = to;
+                    s.change_width(to)
                 })
+            } else if s.width < s.sustained {
+                s.change_width(s.width + 1)
+            } else {
+                s.successes += 1;
+                if s.width > s.sustained && s.successes >= s.width {
+                    // The wider width carried a whole round: it is sustained.
+                    s.sustained = s.width;
+                    s.successes = 0;
+                    None
+                } else if s.width == s.sustained
+                    && s.width < self.limiter.cap
+                    && s.successes >= PROBE_ROUNDS * s.width
+                    && !s.queue.is_empty()
+                {
+                    s.change_width(s.width + 1)
+                } else {
+                    None
+                }
+            }
+        };
+        change
+    }
+
+    /// The provider said 429: narrow to what it carries, or pause the whole pool.
+    pub fn throttled(self, throttle: Throttle) -> Throttled {
+        let outcome = {
+            let mut s = self.limiter.state();
+            let s = &mut *s;
+            let now = Instant::now();
+            let others = s.in_flight.saturating_sub(1);
+            let spent = throttle.window.is_some_and(|w| w.spent);
+            let searched = s.search_trouble();
+            if spent || others == 0 {
+                let paused = s.paused_until.is_some_and(|u| u > now);
+                if !paused {
+                    s.pauses += 1;
+                }
+                let hinted = throttle
+                    .retry_after
+                    .max(throttle.window.and_then(|w| w.resets_in))
+                    .unwrap_or(Duration::ZERO);
+                let until = now + pause_length(s.pauses, hinted);
+                s.paused_until = Some(s.paused_until.map_or(until, |u| u.max(until)));
+                s.probing = true;
+                if let Some(before) = s.narrowed_from.take() {
+                    s.sustained = s.sustained.max(before);
+                }
+                s.epoch += 1;
+                s.successes = 0;
+                Throttled {
+                    change: searched,
+                    pause: s.paused_until.map(|u| u.saturating_duration_since(now)),
+                }
+            } else {
+                let to = s.width.min(others).max(1);
+                if s.narrowed_from.is_none() {
+                    s.narrowed_from = Some(s.sustained);
+                }
+                s.sustained = s.sustained.min(to);
+                let change = s.change_width(to);
+                s.successes = 0;
+                Throttled {
+                    change: searched.or(change),
+                    pause: None,
+                }
+            }
+        };
+        drop(self);
+        outcome
+    }
+
+    /// The provider is overloaded (529, 503): halve the width, once per burst.
+    pub fn overloaded(self) -> Option<WidthChange> {
+        let change = {
+            let mut s = self.limiter.state();
+            let searched = s.search_trouble();
+            if searched.is_some() {
+                searched
+            } else if s.epoch == self.epoch && s.width > 1 {
+                let to = (s.width / 2).max(1);
+                s.change_width(to)
             } else {
                 None
             }
@@ -191,20 +422,10 @@ impl Slot {
         change
     }
 
-    /// The provider pushed back: halve the width, once per burst.
-    pub fn pushed_back(self) -> Option<WidthChange> {
-        let change = {
-            let mut s = self.limiter.state();
-            if s.epoch == self.epoch && s.width > 1 {
-                let from = s.width;
-                s.width = (s.width / 2).max(1);
-                s.epoch += 1;
-                s.successes = 0;
-                Some(WidthChange { from, to: s.width })
-            } else {
-                None
-            }
-        };
+    /// The attempt failed otherwise (a timeout, a server error): a local server's width
+    /// search stops at its best width.
+    pub fn faulted(self) -> Option<WidthChange> {
+        let change = self.limiter.state().search_trouble();
         drop(self);
         change
     }
@@ -216,28 +437,190 @@ impl Drop for Slot {
     }
 }
 
+/// How long pause number `n` (1-based, counted since the last success) lasts: what the
+/// server asked, but at least an "equal jitter" backoff, uniform in [d/2, d] with
+/// d = 1 s·2^(n-1) capped at 60 s — a server's hint only lengthens it.
+fn pause_length(n: u32, hinted: Duration) -> Duration {
+    let d = FIRST_PAUSE
+        .saturating_mul(1u32 << n.saturating_sub(1).min(16))
+        .min(LONGEST_PAUSE);
+    let backoff = d / 2 + d.mul_f64(random_unit() / 2.0);
+    // A little spread after a hint too, so a pool does not come back in one instant.
+    let hinted = hinted
+        + hinted
+            .mul_f64(0.1)
+            .min(Duration::from_millis(250))
+            .mul_f64(random_unit());
+    backoff.max(hinted)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    async fn take(l: &Arc<Limiter>, n: usize) -> Vec<Slot> {
+        let mut v = Vec::new();
+        for _ in 0..n {
+            v.push(l.acquire().await.unwrap());
+        }
+        v
+    }
+
     #[tokio::test]
-    async fn width_halves_once_per_burst_and_grows_back() {
+    async fn a_burst_of_429s_settles_at_what_the_server_carries() {
         let l = Limiter::new(7);
-        let slots: Vec<Slot> = futures_join(&l, 7).await;
-        assert_eq!(l.in_flight(), 7);
-        let mut changes = slots.into_iter().map(Slot::pushed_back);
-        assert_eq!(changes.next().flatten(), Some(WidthChange { from: 7, to: 3 }));
-        assert!(changes.all(|c| c.is_none()), "one burst halves once");
-        assert_eq!((l.width(), l.in_flight()), (3, 0));
-        // Three successes at width 3 widen it to 4; then four more to 5.
-        for _ in 0..3 {
+        let mut slots = take(&l, 7).await;
+        // The server carries 3: the other 4 are refused while those 3 are in flight.
+        let refused: Vec<Slot> = slots.drain(3..).collect();
+        let outcomes: Vec<Throttled> = refused.into_iter().map(|s| s.throttled(Throttle::default())).collect();
+        assert!(
+            outcomes.iter().all(|o| o.pause.is_none()),
+            "a concurrency 429 pauses no one"
+        );
+        assert_eq!((l.width(), l.sustained(), l.in_flight()), (3, 3, 3));
+        assert_eq!(l.paused_for(), Duration::ZERO);
+        // The three old calls succeed: they started before the decrease, so nothing grows.
+        for s in slots {
+            assert_eq!(s.succeeded(), None);
+        }
+        assert_eq!(l.width(), 3);
+    }
+
+    #[tokio::test]
+    async fn at_the_sustained_width_one_more_is_tried_only_after_rounds_and_while_calls_wait() {
+        let l = Limiter::new(7);
+        let mut slots = take(&l, 4).await;
+        for s in slots.drain(3..) {
+            s.throttled(Throttle::default());
+        }
+        drop(slots);
+        assert_eq!(l.width(), 3);
+        // With calls waiting, the probe comes after PROBE_ROUNDS rounds.
+        let mut changes = Vec::new();
+        for i in 1..=PROBE_ROUNDS * 3 {
+            let slot = l.acquire().await.unwrap();
+            let waiting = l.place();
+            if let Some(c) = slot.succeeded() {
+                changes.push((i, c));
+            }
+            drop(waiting);
+        }
+        assert_eq!(changes, [(PROBE_ROUNDS * 3, WidthChange { from: 3, to: 4 })]);
+        // The probe width is refused: back to 3, and sustained stays 3.
+        let slots = take(&l, 4).await;
+        let mut slots = slots.into_iter();
+        let first = slots.next().unwrap().throttled(Throttle::default());
+        assert_eq!(first.change, Some(WidthChange { from: 4, to: 3 }));
+        assert_eq!(l.sustained(), 3);
+        drop(slots);
+        // Nobody waiting: no probe however long it goes well.
+        for _ in 0..100 {
             l.acquire().await.unwrap().succeeded();
         }
-        assert_eq!(l.width(), 4);
+        assert_eq!(l.width(), 3);
+    }
+
+    #[tokio::test]
+    async fn a_429_with_nothing_else_in_flight_pauses_everyone_and_repeats_back_off() {
+        let l = Limiter::new(4);
+        let lone = l.acquire().await.unwrap();
+        let hint = Throttle {
+            retry_after: Some(Duration::from_secs(1)),
+            window: None,
+        };
+        let first = lone.throttled(hint).pause.unwrap();
+        assert!(
+            first >= Duration::from_secs(1) && first <= Duration::from_millis(1250),
+            "{first:?}"
+        );
+        // A server that keeps saying "1 s": each pause with no success between doubles.
+        let mut pauses = Vec::new();
+        for _ in 0..7 {
+            l.state().paused_until = None; // as if the pause had passed
+            let probe = l.acquire().await.unwrap();
+            pauses.push(probe.throttled(hint).pause.unwrap());
+        }
+        assert!(pauses[5] >= Duration::from_secs(30), "{pauses:?}");
+        assert!(
+            pauses.iter().all(|p| *p <= LONGEST_PAUSE + Duration::from_millis(250)),
+            "{pauses:?}"
+        );
+        // `retry-after: 0` still waits.
+        l.state().paused_until = None;
+        l.state().pauses = 0;
+        let zero = l.acquire().await.unwrap().throttled(Throttle {
+            retry_after: Some(Duration::ZERO),
+            window: None,
+        });
+        assert!(zero.pause.unwrap() >= Duration::from_millis(500));
+    }
+
+    #[tokio::test]
+    async fn a_spent_window_pauses_the_pool_until_it_resets_then_one_call_probes() {
+        let l = Limiter::new(4);
+        let mut slots = take(&l, 4).await;
+        let spent = Throttle {
+            retry_after: None,
+            window: Some(RateWindow {
+                spent: true,
+                resets_in: Some(Duration::from_millis(300)),
+            }),
+        };
+        let outcome = slots.pop().unwrap().throttled(spent);
+        assert!(
+            outcome.pause.unwrap() >= Duration::from_millis(500),
+            "at least the backoff floor"
+        );
+        assert_eq!(l.width(), 4, "a window says nothing about width");
+        drop(slots);
+        let waiter = tokio::spawn({
+            let l = l.clone();
+            async move { l.acquire().await.map(|s| (s, Instant::now())) }
+        });
+        let paused_at = Instant::now();
+        let (probe, got) = waiter.await.unwrap().unwrap();
+        assert!(got.duration_since(paused_at) >= Duration::from_millis(400));
+        // Probing: a second call waits until the probe succeeds.
+        let second = tokio::spawn({
+            let l = l.clone();
+            async move { l.acquire().await.is_some() }
+        });
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        assert!(!second.is_finished(), "one call probes alone");
+        probe.succeeded();
+        assert!(second.await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn narrowings_that_end_in_a_pause_were_a_window_and_do_not_lower_the_sustained_width() {
+        let l = Limiter::new(5);
+        let slots = take(&l, 5).await;
+        for s in slots {
+            s.throttled(Throttle::default());
+        }
+        assert_eq!(l.width(), 1);
+        assert_eq!(l.sustained(), 5, "restored by the pause");
+        assert!(l.paused_for() > Duration::ZERO);
+        l.state().paused_until = None;
+        // After the pause, the probe's success reopens and the width climbs back quickly.
         for _ in 0..4 {
             l.acquire().await.unwrap().succeeded();
         }
         assert_eq!(l.width(), 5);
+    }
+
+    #[tokio::test]
+    async fn overload_halves_once_per_burst_and_grows_back_to_the_sustained_width() {
+        let l = Limiter::new(7);
+        let slots = take(&l, 7).await;
+        let mut changes = slots.into_iter().map(Slot::overloaded);
+        assert_eq!(changes.next().flatten(), Some(WidthChange { from: 7, to: 3 }));
+        assert!(changes.all(|c| c.is_none()), "one burst halves once");
+        assert_eq!((l.width(), l.sustained(), l.in_flight()), (3, 7, 0));
+        for _ in 0..4 {
+            l.acquire().await.unwrap().succeeded();
+        }
+        assert_eq!(l.width(), 7);
         for _ in 0..100 {
             l.acquire().await.unwrap().succeeded();
         }
@@ -249,17 +632,18 @@ mod tests {
         let l = Limiter::new(2);
         let a = l.acquire().await.unwrap();
         let b = l.acquire().await.unwrap();
-        a.pushed_back();
-        assert_eq!(l.width(), 1);
-        // One still in flight at width 1: the next waits until it is released.
+        drop(a);
+        let c = l.acquire().await.unwrap();
+        assert_eq!(l.in_flight(), 2);
         let waiter = tokio::spawn({
             let l = l.clone();
             async move { l.acquire().await.is_some() }
         });
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
         assert!(!waiter.is_finished());
         drop(b);
         assert!(waiter.await.unwrap());
+        drop(c);
         l.halt();
         assert!(l.acquire().await.is_none());
     }
@@ -279,7 +663,7 @@ mod tests {
                 drop(slot);
             }));
             // Each waiter is queued before the next one is spawned.
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
         drop(held);
         for t in tasks {
@@ -288,11 +672,23 @@ mod tests {
         assert_eq!(*order.lock().unwrap(), [0, 1, 2, 3, 4]);
     }
 
-    async fn futures_join(l: &Arc<Limiter>, n: usize) -> Vec<Slot> {
-        let mut v = Vec::new();
-        for _ in 0..n {
-            v.push(l.acquire().await.unwrap());
+    #[tokio::test]
+    async fn a_local_server_starts_at_one_and_a_fault_during_a_step_goes_back() {
+        let l = Limiter::new(4);
+        l.search_from_one();
+        assert_eq!(l.width(), 1);
+        for _ in 0..WidthSearch::sample(1) {
+            l.acquire().await.unwrap().succeeded();
+            tokio::time::sleep(Duration::from_millis(2)).await;
         }
-        v
+        assert_eq!(l.width(), 2);
+        assert_eq!(
+            l.acquire().await.unwrap().faulted(),
+            Some(WidthChange { from: 2, to: 1 })
+        );
+        for _ in 0..50 {
+            l.acquire().await.unwrap().succeeded();
+        }
+        assert_eq!(l.width(), 1, "settled at the best width");
     }
 }

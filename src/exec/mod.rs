@@ -1,18 +1,17 @@
-//! Execution: the bounded pool, the adaptive limiter, the retry policy, the shared
-//! rate-limit cooldown, and the events they emit.
+//! Execution: the bounded pool, the adaptive limiter (width, rate-limit pauses), the retry
+//! policy, and the events they emit.
 
 mod call;
-mod cooldown;
 mod event;
 mod interrupt;
 mod limiter;
 mod pool;
 mod retry;
+mod width_search;
 
 pub use call::{call_with_retries, CallContext, CallFailure, CallResult, GRACE};
-pub use cooldown::Cooldown;
 pub use event::Event;
 pub use interrupt::Interrupt;
-pub use limiter::{Limiter, Place, Slot, WidthChange};
+pub use limiter::{Limiter, Place, Slot, Throttle, Throttled, WidthChange};
 pub use pool::{run_pool, Flow, Job, JobMeta, Lost, PoolContext, PoolEnd, PoolHandler};
 pub use retry::RetryPolicy;

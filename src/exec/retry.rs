@@ -39,7 +39,7 @@ impl RetryPolicy {
 
 /// A uniform number in [0, 1): a xorshift step over a shared state seeded from the clock.
 /// Jitter needs no cryptographic randomness, so this saves a dependency.
-fn random_unit() -> f64 {
+pub(super) fn random_unit() -> f64 {
     static STATE: AtomicU64 = AtomicU64::new(0);
     let mut x = STATE.load(Ordering::Relaxed);
     if x == 0 {

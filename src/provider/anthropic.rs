@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::catalog;
 use super::status::ErrorDetail;
-use super::{Completion, CompletionRequest, Usage};
+use super::{BadReply, Completion, CompletionRequest, Usage};
 
 /// Pinned: newer versions reject `temperature` (see PROVIDERS.md).
 pub const API_VERSION: &str = "2023-06-01";
@@ -114,21 +114,34 @@ fn tool_answer(content: &[Value], request: &CompletionRequest) -> Option<String>
     Some(value.to_string())
 }
 
-pub fn parse_reply(bytes: &[u8], request: &CompletionRequest) -> Result<Completion, String> {
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON ({e})"))?;
+/// The answer of a 2xx reply (see [`parse_message`]).
+pub fn parse_reply(bytes: &[u8], request: &CompletionRequest) -> Result<Completion, BadReply> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| BadReply::Malformed(format!("not JSON ({e})")))?;
     parse_message(&value, request)
 }
 
-/// A Message (the realtime reply, or the `message` of a succeeded batch result).
-pub fn parse_message(value: &Value, request: &CompletionRequest) -> Result<Completion, String> {
+/// A Message (the realtime reply, or the `message` of a succeeded batch result). A reply with
+/// no answer in it (`content: []`, no text block and no forced tool call) is
+/// [`BadReply::Empty`] — unless the model refused, which is its answer.
+pub fn parse_message(value: &Value, request: &CompletionRequest) -> Result<Completion, BadReply> {
     let content = value
         .get("content")
         .and_then(Value::as_array)
-        .ok_or("no `content` array")?;
-    let text: String = tool_answer(content, request).unwrap_or_else(|| {
+        .ok_or_else(|| BadReply::Malformed("no `content` array".into()))?;
+    let is_text = |block: &&Value| block.get("type").and_then(Value::as_str) == Some("text");
+    let tool = tool_answer(content, request);
+    let refused = value.get("stop_reason").and_then(Value::as_str) == Some("refusal");
+    if tool.is_none() && !content.iter().any(|b| is_text(&b)) && !refused {
+        return Err(BadReply::Empty(format!(
+            "no text block in `content` ({} blocks, stop reason: {})",
+            content.len(),
+            value.get("stop_reason").and_then(Value::as_str).unwrap_or("none")
+        )));
+    }
+    let text: String = tool.unwrap_or_else(|| {
         content
             .iter()
-            .filter(|block| block.get("type").and_then(Value::as_str) == Some("text"))
+            .filter(is_text)
             .filter_map(|block| block.get("text").and_then(Value::as_str))
             .collect()
     });
@@ -198,8 +211,23 @@ mod tests {
 
     #[test]
     fn malformed_is_an_error() {
-        assert!(parse_reply(b"{\"content\": [", &plain()).is_err());
-        assert!(parse_reply(b"{}", &plain()).is_err());
+        assert!(matches!(
+            parse_reply(b"{\"content\": [", &plain()),
+            Err(BadReply::Malformed(_))
+        ));
+        assert!(matches!(parse_reply(b"{}", &plain()), Err(BadReply::Malformed(_))));
+    }
+
+    #[test]
+    fn no_text_block_is_an_empty_reply_but_a_refusal_is_an_answer() {
+        let empty = br#"{"content":[],"stop_reason":"end_turn"}"#;
+        assert!(matches!(parse_reply(empty, &plain()), Err(BadReply::Empty(r)) if r.contains("end_turn")));
+        let no_text = br#"{"content":[{"type":"thinking","thinking":"hm"}],"stop_reason":"end_turn"}"#;
+        assert!(matches!(parse_reply(no_text, &plain()), Err(BadReply::Empty(_))));
+        let refused = br#"{"content":[],"stop_reason":"refusal"}"#;
+        assert_eq!(parse_reply(refused, &plain()).unwrap().text, "");
+        let blank = br#"{"content":[{"type":"text","text":""}],"stop_reason":"end_turn"}"#;
+        assert_eq!(parse_reply(blank, &plain()).unwrap().text, "");
     }
 
     fn plain() -> CompletionRequest {

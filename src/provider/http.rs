@@ -1,11 +1,21 @@
 //! The HTTP providers: Anthropic Messages and OpenAI-compatible Chat Completions over one
 //! shared `reqwest` client (connections are reused across calls).
+//!
+//! Every wait is bounded: a connection within `--connect-timeout`, the reply's first byte
+//! within `--timeout`, and then either the whole reply within `--timeout` or, for a streamed
+//! reply (local servers, see `stream.rs`), no silence longer than `--timeout`. Bodies are
+//! read chunk by chunk up to a cap derived from `--max-tokens`, so a runaway reply fails the
+//! call instead of filling memory.
 
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use super::openai::{Dialect, SchemaFormat};
-use super::status::{classify_status, parse_retry_after};
+use super::status::{classify_status, rate_window, retry_after};
+use super::stream::{refuses_streaming, too_large, StreamedReply};
 use super::{
     anthropic, openai, BoxFuture, CallError, Completion, CompletionRequest, ErrorKind, Provider, ProviderKind,
 };
@@ -20,7 +30,24 @@ pub struct HttpConfig {
     pub api_key: Option<ApiKey>,
     pub model: String,
     pub temperature: Option<f32>,
+    /// `--timeout`: for the first byte of a reply, then for the rest of it (or, streamed,
+    /// for each silence in it).
     pub timeout: Duration,
+    /// `--connect-timeout`: for the TCP (and TLS) connection.
+    pub connect_timeout: Duration,
+}
+
+/// At most this much of an error body is read: enough for any message a server writes.
+const ERROR_BODY_CAP: usize = 64 * 1024;
+
+/// A streamed reply frames each token in a JSON chunk; its raw bytes may run to this many
+/// times the cap on its text.
+const STREAM_OVERHEAD: usize = 8;
+
+/// The largest reply body a call can need: 64 bytes a token (far above any tokenizer's
+/// bytes per token, JSON escaping included) plus 1 MiB for the envelope.
+pub fn reply_cap(max_tokens: u32) -> usize {
+    (max_tokens as usize).saturating_mul(64).saturating_add(1 << 20)
 }
 
 /// How an endpoint renders a [`CompletionRequest`] as a request body: the one rendering
@@ -71,9 +98,17 @@ pub struct HttpProvider {
     model: String,
     wire: Wire,
     timeout: Duration,
+    connect_timeout: Duration,
     /// The server refused the `json_schema` response format once: `--schema` is asked for
     /// as `json_object` with the schema beside it from then on.
     schema_as_json_object: AtomicBool,
+    /// An OpenAI-compatible server on a loopback or private address: replies are streamed.
+    local: bool,
+    /// The server refused `"stream": true` once: replies are read whole from then on.
+    stream_refused: AtomicBool,
+    /// Some HTTP reply has come back in this run: a DNS failure now is a resolver's hiccup,
+    /// not a wrong host.
+    answered: AtomicBool,
     redactor: Redactor,
 }
 
@@ -82,7 +117,7 @@ impl HttpProvider {
         if config.kind == ProviderKind::Command {
             return Err("internal error: a command provider is not an HTTP provider".into());
         }
-        let http = client()?;
+        let http = client_with(config.connect_timeout)?;
         let versioned = versioned_base(&config.base_url);
         let endpoint = match config.kind {
             ProviderKind::Anthropic => format!("{versioned}/messages"),
@@ -93,36 +128,48 @@ impl HttpProvider {
             http,
             wire: Wire::new(&config),
             schema_as_json_object: AtomicBool::new(false),
+            local: config.kind == ProviderKind::Openai && is_local_url(&config.base_url),
+            stream_refused: AtomicBool::new(false),
+            answered: AtomicBool::new(false),
             endpoint,
             redactor: Redactor::new(config.api_key.iter()),
             api_key: config.api_key,
             model: config.model,
             timeout: config.timeout,
+            connect_timeout: config.connect_timeout,
         })
     }
 
+    /// One call; a server that refuses `stream` or the `json_schema` format is asked again
+    /// without it (and never with it again in this run).
     async fn call(&self, request: &CompletionRequest) -> Result<Completion, CallError> {
-        if request.schema.is_none() || self.kind != ProviderKind::Openai {
-            return self.send(request, SchemaFormat::JsonSchema).await.map_err(|(e, _)| e);
-        }
-        let format = if self.schema_as_json_object.load(Ordering::Relaxed) {
-            SchemaFormat::JsonObject
-        } else {
-            SchemaFormat::JsonSchema
-        };
-        match self.send(request, format).await {
-            Err((_, Some((status, body))))
-                if format == SchemaFormat::JsonSchema && openai::rejects_json_schema(status, &body) =>
-            {
-                // Some servers (llama-cpp-python) take a schema only beside `json_object`.
-                tracing::debug!(
-                    status,
-                    "the server refused response_format json_schema: retrying with json_object"
-                );
-                self.schema_as_json_object.store(true, Ordering::Relaxed);
-                self.send(request, SchemaFormat::JsonObject).await.map_err(|(e, _)| e)
+        loop {
+            let stream = self.local && !self.stream_refused.load(Ordering::Relaxed);
+            let format = if self.schema_as_json_object.load(Ordering::Relaxed) {
+                SchemaFormat::JsonObject
+            } else {
+                SchemaFormat::JsonSchema
+            };
+            match self.send(request, format, stream).await {
+                Err((_, Some((status, body)))) if stream && refuses_streaming(status, &body) => {
+                    tracing::debug!(status, "the server refused to stream: asking for whole replies");
+                    self.stream_refused.store(true, Ordering::Relaxed);
+                }
+                Err((_, Some((status, body))))
+                    if self.kind == ProviderKind::Openai
+                        && request.schema.is_some()
+                        && format == SchemaFormat::JsonSchema
+                        && openai::rejects_json_schema(status, &body) =>
+                {
+                    // Some servers (llama-cpp-python) take a schema only beside `json_object`.
+                    tracing::debug!(
+                        status,
+                        "the server refused response_format json_schema: retrying with json_object"
+                    );
+                    self.schema_as_json_object.store(true, Ordering::Relaxed);
+                }
+                other => return other.map_err(|(e, _)| e),
             }
-            other => other.map_err(|(e, _)| e),
         }
     }
 
@@ -131,45 +178,57 @@ impl HttpProvider {
         &self,
         request: &CompletionRequest,
         schema_format: SchemaFormat,
+        stream: bool,
     ) -> Result<Completion, (CallError, Option<(u16, String)>)> {
-        let body = self.wire.body(request, schema_format);
+        let mut body = self.wire.body(request, schema_format);
+        if stream {
+            body["stream"] = serde_json::json!(true);
+            body["stream_options"] = serde_json::json!({"include_usage": true});
+        }
         let builder = authorized(self.kind, self.http.post(&self.endpoint), self.api_key.as_ref());
-        tracing::debug!(endpoint = %self.endpoint, model = %self.model, "sending request");
-        let response = builder
+        tracing::debug!(endpoint = %self.endpoint, model = %self.model, stream, "sending request");
+        let started = Instant::now();
+        let sent = builder
             .header("content-type", "application/json")
-            .timeout(self.timeout)
             .body(body.to_string())
-            .send()
-            .await
-            .map_err(|e| (transport_error(&e, self.timeout), None))?;
+            .send();
+        let mut response = match tokio::time::timeout(self.timeout, sent).await {
+            Err(_) => return Err((self.no_reply(), None)),
+            Ok(Err(e)) => return Err((self.transport_error(&e), None)),
+            Ok(Ok(response)) => response,
+        };
+        self.answered.store(true, Ordering::Relaxed);
         let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok())
-            .and_then(parse_retry_after);
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|e| (transport_error(&e, self.timeout), None))?;
-        tracing::debug!(status, bytes = bytes.len(), "reply");
+        let headers = response.headers().clone();
+        let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
+        let deadline = started + self.timeout;
         if !(200..300).contains(&status) {
+            let bytes = self.read_error_body(&mut response, deadline).await;
             // An error body can echo what we sent, the key included; scrubbed here, the
             // reason is safe everywhere it goes.
             let body = self.redactor.scrub(&String::from_utf8_lossy(&bytes)).into_owned();
-            let error = classify_status(self.kind, status, &body, retry_after, &self.model);
+            let window = (status == 429).then(|| rate_window(&header)).flatten();
+            let error = classify_status(self.kind, status, &body, retry_after(&header), window, &self.model);
             return Err((error, Some((status, body))));
         }
-        let parsed = match self.kind {
-            ProviderKind::Anthropic => anthropic::parse_reply(&bytes, request),
-            ProviderKind::Openai | ProviderKind::Command => openai::parse_reply(&bytes),
-        };
-        let mut completion = parsed.map_err(|reason| {
-            (
-                CallError::new(ErrorKind::Transient, format!("malformed reply: {reason}")),
-                None,
-            )
-        })?;
+        let cap = reply_cap(request.max_tokens);
+        let event_stream = header("content-type").is_some_and(|t| t.starts_with("text/event-stream"));
+        let mut completion = if stream && event_stream {
+            self.read_stream(&mut response, cap).await
+        } else {
+            // A server that ignored `stream` answers whole, as any other.
+            let bytes = self
+                .read_whole(&mut response, deadline, cap)
+                .await
+                .map_err(|e| (e, None))?;
+            tracing::debug!(status, bytes = bytes.len(), "reply");
+            match self.kind {
+                ProviderKind::Anthropic => anthropic::parse_reply(&bytes, request),
+                ProviderKind::Openai | ProviderKind::Command => openai::parse_reply(&bytes),
+            }
+            .map_err(CallError::from)
+        }
+        .map_err(|e| (e, None))?;
         // A model that echoes the key (it was in an input file, say) must not put it in a
         // result file or the cache.
         if let std::borrow::Cow::Owned(clean) = self.redactor.scrub(&completion.text) {
@@ -177,11 +236,184 @@ impl HttpProvider {
         }
         Ok(completion)
     }
+
+    /// A whole body, by `deadline`, at most `cap` bytes.
+    async fn read_whole(
+        &self,
+        response: &mut reqwest::Response,
+        deadline: Instant,
+        cap: usize,
+    ) -> Result<Vec<u8>, CallError> {
+        if response.content_length().is_some_and(|n| n > cap as u64) {
+            return Err(too_large(cap));
+        }
+        let mut bytes = Vec::new();
+        loop {
+            match tokio::time::timeout_at(deadline, response.chunk()).await {
+                Err(_) => {
+                    return Err(CallError::new(
+                        ErrorKind::Timeout,
+                        format!(
+                            "the reply was not complete within --timeout {} ({} bytes came)",
+                            seconds(self.timeout),
+                            bytes.len()
+                        ),
+                    ))
+                }
+                Ok(Err(e)) => return Err(self.body_error(&e)),
+                Ok(Ok(None)) => return Ok(bytes),
+                Ok(Ok(Some(chunk))) => {
+                    if bytes.len() + chunk.len() > cap {
+                        return Err(too_large(cap));
+                    }
+                    bytes.extend_from_slice(&chunk);
+                }
+            }
+        }
+    }
+
+    /// A streamed reply: each chunk within `--timeout` of the one before.
+    async fn read_stream(&self, response: &mut reqwest::Response, cap: usize) -> Result<Completion, CallError> {
+        let mut reply = StreamedReply::new(cap);
+        let mut received = 0usize;
+        loop {
+            match tokio::time::timeout(self.timeout, response.chunk()).await {
+                Err(_) => {
+                    return Err(CallError::new(
+                        ErrorKind::Timeout,
+                        format!(
+                            "the streamed reply stalled: nothing for --timeout {} ({received} bytes had come)",
+                            seconds(self.timeout)
+                        ),
+                    ))
+                }
+                Ok(Err(e)) => return Err(self.body_error(&e)),
+                Ok(Ok(None)) => return reply.finish(),
+                Ok(Ok(Some(chunk))) => {
+                    received += chunk.len();
+                    if received > cap.saturating_mul(STREAM_OVERHEAD) {
+                        return Err(too_large(cap.saturating_mul(STREAM_OVERHEAD)));
+                    }
+                    reply.feed(&chunk)?;
+                }
+            }
+        }
+    }
+
+    /// The first [`ERROR_BODY_CAP`] bytes of an error body (what is there by `deadline`).
+    async fn read_error_body(&self, response: &mut reqwest::Response, deadline: Instant) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        while bytes.len() < ERROR_BODY_CAP {
+            match tokio::time::timeout_at(deadline, response.chunk()).await {
+                Ok(Ok(Some(chunk))) => bytes.extend_from_slice(&chunk),
+                _ => break,
+            }
+        }
+        bytes.truncate(ERROR_BODY_CAP);
+        bytes
+    }
+
+    /// Nothing at all came back within `--timeout`.
+    fn no_reply(&self) -> CallError {
+        CallError::silent(
+            ErrorKind::Timeout,
+            format!("no reply within --timeout {}", seconds(self.timeout)),
+        )
+    }
+
+    /// A failure before any reply came back.
+    fn transport_error(&self, e: &reqwest::Error) -> CallError {
+        if e.is_dns() || chain_mentions(e, "dns error") {
+            let host = reqwest::Url::parse(&self.endpoint)
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_string))
+                .unwrap_or_default();
+            let reason = format!("cannot resolve the host name {host}: {}", root_cause(e));
+            // Never answered: the name is wrong (or the network has no DNS); retrying
+            // cannot help. Once the server has answered, a failed lookup is a hiccup.
+            return if self.answered.load(Ordering::Relaxed) {
+                CallError::silent(ErrorKind::Unreachable, reason)
+            } else {
+                CallError::new(ErrorKind::Fatal, format!("{reason} — check --base-url"))
+            };
+        }
+        if e.is_connect() && e.is_timeout() {
+            CallError::silent(
+                ErrorKind::Unreachable,
+                format!(
+                    "no connection within --connect-timeout {}",
+                    seconds(self.connect_timeout)
+                ),
+            )
+        } else if e.is_connect() {
+            CallError::silent(ErrorKind::Unreachable, format!("cannot connect: {}", root_cause(e)))
+        } else if e.is_timeout() {
+            self.no_reply()
+        } else {
+            CallError::silent(ErrorKind::Transient, format!("connection failed: {}", root_cause(e)))
+        }
+    }
+
+    /// A failure while a reply's body was coming.
+    fn body_error(&self, e: &reqwest::Error) -> CallError {
+        CallError::new(
+            ErrorKind::Transient,
+            format!("the connection broke during the reply: {}", root_cause(e)),
+        )
+    }
+}
+
+/// `12s`, `1.5s`: a timeout as the user wrote it.
+fn seconds(d: Duration) -> String {
+    format!("{}s", d.as_secs_f64())
+}
+
+fn chain_mentions(e: &(dyn std::error::Error + 'static), needle: &str) -> bool {
+    let mut current = Some(e);
+    while let Some(err) = current {
+        if err.to_string().contains(needle) {
+            return true;
+        }
+        current = err.source();
+    }
+    false
+}
+
+/// Whether `base_url` names this machine or a private network (loopback, RFC 1918,
+/// link-local, IPv6 unique-local): where self-hosted model servers live.
+pub fn is_local_url(base_url: &str) -> bool {
+    let Ok(url) = reqwest::Url::parse(base_url) else {
+        return false;
+    };
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+    if host == "localhost" || host.ends_with(".localhost") {
+        return true;
+    }
+    match host.parse::<IpAddr>() {
+        Ok(IpAddr::V4(ip)) => ip.is_loopback() || ip.is_private() || ip.is_link_local(),
+        Ok(IpAddr::V6(ip)) => {
+            let first = ip.segments()[0];
+            ip.is_loopback()
+                || first & 0xfe00 == 0xfc00
+                || first & 0xffc0 == 0xfe80
+                || ip
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| v4.is_loopback() || v4.is_private())
+        }
+        Err(_) => false,
+    }
 }
 
 impl Provider for HttpProvider {
     fn kind(&self) -> ProviderKind {
         self.kind
+    }
+
+    fn is_local(&self) -> bool {
+        self.local
     }
 
     fn model(&self) -> &str {
@@ -217,10 +449,18 @@ pub(crate) fn authorized(
 /// The process's HTTP client settings: rustls with the ring provider and the platform's
 /// certificate store (so corporate CAs work), HTTP/2 when the server offers it.
 pub fn client() -> Result<reqwest::Client, String> {
+    client_with(DEFAULT_CONNECT_TIMEOUT)
+}
+
+/// `--connect-timeout`'s default.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// [`client`] with this connect timeout.
+pub fn client_with(connect_timeout: Duration) -> Result<reqwest::Client, String> {
     // Installing twice is harmless: the first provider stays.
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(10))
+        .connect_timeout(connect_timeout)
         .pool_max_idle_per_host(32)
         .user_agent(concat!("rlm/", env!("CARGO_PKG_VERSION")))
         .build()
@@ -237,19 +477,6 @@ pub fn versioned_base(base: &str) -> String {
     }
 }
 
-fn transport_error(e: &reqwest::Error, timeout: Duration) -> CallError {
-    if e.is_timeout() {
-        CallError::new(
-            ErrorKind::Timeout,
-            format!("no reply within {}s (timeout)", timeout.as_secs_f64()),
-        )
-    } else if e.is_connect() {
-        CallError::new(ErrorKind::Unreachable, format!("cannot connect: {}", root_cause(e)))
-    } else {
-        CallError::new(ErrorKind::Transient, format!("connection failed: {}", root_cause(e)))
-    }
-}
-
 /// The innermost error message: reqwest's own is "error sending request for url (...)".
 pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     let mut current = e;
@@ -257,4 +484,39 @@ pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
         current = next;
     }
     current.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_servers_are_loopback_and_private_addresses() {
+        for local in [
+            "http://127.0.0.1:8080",
+            "http://localhost:11434/v1",
+            "http://10.1.2.3",
+            "http://192.168.1.20:8000",
+            "http://172.16.0.9",
+            "http://[::1]:8080",
+            "http://[fd00::1]",
+        ] {
+            assert!(is_local_url(local), "{local}");
+        }
+        for remote in [
+            "https://api.openai.com",
+            "http://8.8.8.8",
+            "http://gpu-box.example",
+            "not a url",
+        ] {
+            assert!(!is_local_url(remote), "{remote}");
+        }
+    }
+
+    #[test]
+    fn the_reply_cap_grows_with_max_tokens() {
+        assert_eq!(reply_cap(0), 1 << 20);
+        assert_eq!(reply_cap(4096), 4096 * 64 + (1 << 20));
+        assert!(reply_cap(u32::MAX) > reply_cap(1_000_000));
+    }
 }

@@ -14,8 +14,9 @@ mod http;
 pub mod model;
 pub mod openai;
 mod status;
+mod stream;
 
-pub use http::{versioned_base, HttpConfig, HttpProvider, Wire};
+pub use http::{versioned_base, HttpConfig, HttpProvider, Wire, DEFAULT_CONNECT_TIMEOUT};
 pub use model::ModelInfo;
 
 use std::future::Future;
@@ -149,9 +150,12 @@ pub enum ErrorKind {
     Transient,
     /// No reply within the timeout: a fault retry.
     Timeout,
-    /// The endpoint cannot be reached (refused, DNS, TLS): a fault retry while the endpoint
-    /// has answered before in this run; the end of the run when it never has.
+    /// The endpoint cannot be reached (refused, no connection within `--connect-timeout`,
+    /// TLS): a fault retry; a few in a row before the endpoint ever answered end the run.
     Unreachable,
+    /// The reply carried no answer at all (Anthropic `content: []` or no text block, OpenAI
+    /// `content: null`): retried once, then this unit fails.
+    EmptyReply,
     /// Final for this unit only (the input is too long for the model).
     Unit,
     /// Final for the run: every other call would fail the same way (bad key, no quota).
@@ -171,8 +175,13 @@ impl ErrorKind {
 pub struct CallError {
     pub kind: ErrorKind,
     pub reason: String,
-    /// The server's `retry-after`, if it sent one.
+    /// The server's `retry-after` (or `retry-after-ms`), if it sent one.
     pub retry_after: Option<Duration>,
+    /// What the provider's rate-limit headers said, on a 429 that carried them.
+    pub window: Option<RateWindow>,
+    /// Nothing came back from the endpoint: no connection, or not one byte of a reply
+    /// before the timeout. Such failures before the endpoint ever answered end the run.
+    pub silent: bool,
 }
 
 impl CallError {
@@ -181,6 +190,46 @@ impl CallError {
             kind,
             reason: reason.into(),
             retry_after: None,
+            window: None,
+            silent: false,
+        }
+    }
+
+    /// A failure in which the endpoint sent nothing back.
+    pub fn silent(kind: ErrorKind, reason: impl Into<String>) -> Self {
+        CallError {
+            silent: true,
+            ..CallError::new(kind, reason)
+        }
+    }
+}
+
+/// What a 429's rate-limit headers (`anthropic-ratelimit-*`, `x-ratelimit-*`) say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RateWindow {
+    /// A request or token budget has nothing left (`*-remaining: 0`): every call is refused
+    /// until it resets, so the whole pool should wait, not only this call.
+    pub spent: bool,
+    /// How long until the spent budgets all have room again (the latest of their resets).
+    pub resets_in: Option<Duration>,
+}
+
+/// Why a 2xx reply could not be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BadReply {
+    /// Not the wire format (not JSON, no `content` / `choices`).
+    Malformed(String),
+    /// Well-formed, but with no answer in it (no text block, `content: null`).
+    Empty(String),
+}
+
+impl From<BadReply> for CallError {
+    fn from(bad: BadReply) -> Self {
+        match bad {
+            BadReply::Malformed(reason) => CallError::new(ErrorKind::Transient, format!("malformed reply: {reason}")),
+            BadReply::Empty(reason) => {
+                CallError::new(ErrorKind::EmptyReply, format!("the reply held no answer: {reason}"))
+            }
         }
     }
 }
@@ -195,4 +244,11 @@ pub trait Provider: Send + Sync + std::fmt::Debug {
 
     /// Makes one call. Never retries; never panics on a strange reply.
     fn complete<'a>(&'a self, request: &'a CompletionRequest) -> BoxFuture<'a, Result<Completion, CallError>>;
+
+    /// A server on this machine or the local network (an OpenAI-compatible base URL on a
+    /// loopback or private address): it may serve one call at a time, so the pool starts at
+    /// one call in flight and widens only while that raises throughput.
+    fn is_local(&self) -> bool {
+        false
+    }
 }

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use super::status::ErrorDetail;
-use super::{Completion, CompletionRequest, Usage};
+use super::{BadReply, Completion, CompletionRequest, Usage};
 
 /// How a schema is asked for: the official `json_schema` response format, or the
 /// `json_object` format with the schema beside it (llama-cpp-python and other servers that
@@ -97,18 +97,20 @@ pub fn rejects_json_schema(status: u16, body: &str) -> bool {
         && (body.contains("json_schema") || body.contains("response_format") || body.contains("json_object"))
 }
 
-pub fn parse_reply(bytes: &[u8]) -> Result<Completion, String> {
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON ({e})"))?;
+/// The answer of a 2xx reply (see [`parse_completion`]).
+pub fn parse_reply(bytes: &[u8]) -> Result<Completion, BadReply> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| BadReply::Malformed(format!("not JSON ({e})")))?;
     parse_completion(&value)
 }
 
 /// A chat completion (the realtime reply, or the `response.body` of a batch output line).
-pub fn parse_completion(value: &Value) -> Result<Completion, String> {
+/// `content: null` without a refusal is [`BadReply::Empty`].
+pub fn parse_completion(value: &Value) -> Result<Completion, BadReply> {
     let choice = value
         .get("choices")
         .and_then(Value::as_array)
         .and_then(|c| c.first())
-        .ok_or("no `choices`")?;
+        .ok_or_else(|| BadReply::Malformed("no `choices`".into()))?;
     let content = choice.pointer("/message/content");
     let text = match content {
         Some(Value::String(s)) => s.clone(),
@@ -117,13 +119,20 @@ pub fn parse_completion(value: &Value) -> Result<Completion, String> {
             .filter_map(|p| p.get("text").and_then(Value::as_str))
             .collect(),
         Some(Value::Null) | None => {
-            if choice.pointer("/message/refusal").is_some() {
+            if choice.pointer("/message/refusal").is_some_and(|r| !r.is_null()) {
                 String::new()
             } else {
-                return Err("no `message.content`".into());
+                return Err(BadReply::Empty(format!(
+                    "`message.content` is null (finish reason: {})",
+                    choice.get("finish_reason").and_then(Value::as_str).unwrap_or("none")
+                )));
             }
         }
-        Some(_) => return Err("`message.content` is neither text nor parts".into()),
+        Some(_) => {
+            return Err(BadReply::Malformed(
+                "`message.content` is neither text nor parts".into(),
+            ))
+        }
     };
     let stop_reason = choice.get("finish_reason").and_then(Value::as_str).map(str::to_string);
     Ok(Completion {
@@ -200,6 +209,15 @@ mod tests {
         prompt_cache_key: true,
         schema_format: SchemaFormat::JsonSchema,
     };
+
+    #[test]
+    fn null_content_is_an_empty_reply_but_a_refusal_is_an_answer() {
+        let empty = br#"{"choices":[{"message":{"role":"assistant","content":null},"finish_reason":"stop"}]}"#;
+        assert!(matches!(parse_reply(empty), Err(BadReply::Empty(r)) if r.contains("stop")));
+        let refused = br#"{"choices":[{"message":{"content":null,"refusal":"no"},"finish_reason":"stop"}]}"#;
+        assert_eq!(parse_reply(refused).unwrap().text, "");
+        assert!(matches!(parse_reply(b"{}"), Err(BadReply::Malformed(_))));
+    }
 
     #[test]
     fn max_tokens_field_depends_on_server() {

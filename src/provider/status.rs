@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::{anthropic, openai, CallError, ErrorKind, ProviderKind};
+use super::{anthropic, openai, CallError, ErrorKind, ProviderKind, RateWindow};
 
 /// Turns an HTTP error status (and its body) into a [`CallError`].
 pub fn classify_status(
@@ -10,6 +10,7 @@ pub fn classify_status(
     status: u16,
     body: &str,
     retry_after: Option<Duration>,
+    window: Option<RateWindow>,
     model: &str,
 ) -> CallError {
     let detail = match kind {
@@ -51,17 +52,116 @@ pub fn classify_status(
         kind: error_kind,
         reason,
         retry_after,
+        window: window.filter(|_| error_kind == ErrorKind::RateLimited),
+        silent: false,
     }
 }
 
-/// `retry-after` is either seconds or an HTTP date; we honour the seconds form and treat a
-/// date as "soon" (1 s), which is what servers send in practice.
-pub fn parse_retry_after(value: &str) -> Option<Duration> {
+/// The longest wait a header may ask for: a value beyond it is a server's mistake, and a
+/// run can always be resumed.
+const LONGEST_HINT: Duration = Duration::from_secs(3600);
+
+/// The server's clock: its `date` header when it sent one (so a reset time is read against
+/// the clock that wrote it, whatever our own clock says), else ours.
+pub fn server_now(header: &dyn Fn(&str) -> Option<String>) -> jiff::Timestamp {
+    header("date")
+        .and_then(|d| jiff::fmt::rfc2822::DateTimeParser::new().parse_timestamp(d.trim()).ok())
+        .unwrap_or_else(jiff::Timestamp::now)
+}
+
+/// How long a refusal asks us to wait: `retry-after-ms` (OpenAI), else `retry-after` in
+/// seconds or as an HTTP date.
+pub fn retry_after(header: &dyn Fn(&str) -> Option<String>) -> Option<Duration> {
+    if let Some(ms) = header("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok()) {
+        if ms.is_finite() && ms >= 0.0 {
+            return Some(Duration::from_secs_f64(ms / 1000.0).min(LONGEST_HINT));
+        }
+    }
+    let value = header("retry-after")?;
     let value = value.trim();
     if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(3600.0)));
+        return (secs.is_finite() && secs >= 0.0)
+            .then(|| Duration::from_secs_f64(secs.min(LONGEST_HINT.as_secs_f64())));
     }
-    (!value.is_empty()).then_some(Duration::from_secs(1))
+    let at = jiff::fmt::rfc2822::DateTimeParser::new().parse_timestamp(value).ok()?;
+    Some(until(server_now(header), at))
+}
+
+/// What the rate-limit headers of a refusal say: which budgets are spent and when they reset.
+/// Anthropic: `anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-{remaining,reset}`
+/// with RFC 3339 reset times; OpenAI: `x-ratelimit-remaining-{requests,tokens}` with
+/// `x-ratelimit-reset-{requests,tokens}` as durations (`1s`, `6m0s`, `20ms`). `None` when the
+/// server sent none of them (local servers, proxies); a negative `remaining` (Azure's `-1`)
+/// means unknown.
+pub fn rate_window(header: &dyn Fn(&str) -> Option<String>) -> Option<RateWindow> {
+    let now = server_now(header);
+    let mut seen = false;
+    let mut window = RateWindow::default();
+    let mut spent = |remaining: Option<String>, reset: Option<Duration>| {
+        let Some(remaining) = remaining.and_then(|r| r.trim().parse::<i64>().ok()) else {
+            return;
+        };
+        seen = true;
+        if remaining == 0 {
+            window.spent = true;
+            if let Some(reset) = reset {
+                window.resets_in = Some(window.resets_in.map_or(reset, |r| r.max(reset)));
+            }
+        }
+    };
+    for budget in ["requests", "tokens", "input-tokens", "output-tokens"] {
+        let reset = header(&format!("anthropic-ratelimit-{budget}-reset"))
+            .and_then(|r| r.trim().parse::<jiff::Timestamp>().ok())
+            .map(|at| until(now, at));
+        spent(header(&format!("anthropic-ratelimit-{budget}-remaining")), reset);
+    }
+    for budget in ["requests", "tokens"] {
+        let reset = header(&format!("x-ratelimit-reset-{budget}")).and_then(|r| parse_go_duration(&r));
+        spent(header(&format!("x-ratelimit-remaining-{budget}")), reset);
+    }
+    seen.then_some(window)
+}
+
+/// From `now` to `at`, never negative, never beyond [`LONGEST_HINT`].
+fn until(now: jiff::Timestamp, at: jiff::Timestamp) -> Duration {
+    let secs = (at.as_millisecond() - now.as_millisecond()) as f64 / 1000.0;
+    Duration::from_secs_f64(secs.clamp(0.0, LONGEST_HINT.as_secs_f64()))
+}
+
+/// A Go-style duration as OpenAI writes its resets: `1s`, `6m0s`, `20ms`, `1h2m3.5s`, `250us`;
+/// a bare number is seconds.
+pub fn parse_go_duration(s: &str) -> Option<Duration> {
+    let s = s.trim();
+    if let Ok(secs) = s.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0)
+            .then(|| Duration::from_secs_f64(secs.min(LONGEST_HINT.as_secs_f64())));
+    }
+    let mut total = 0.0;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let number: f64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let factor = match &rest[..unit_len] {
+            "h" => 3.6e12,
+            "m" => 6e10,
+            "s" => 1e9,
+            "ms" => 1e6,
+            "us" | "\u{b5}s" | "\u{3bc}s" => 1e3,
+            "ns" => 1.0,
+            _ => return None,
+        };
+        total += number * factor;
+        rest = &rest[unit_len..];
+    }
+    // Counted in nanoseconds, so `20ms` is exactly 20 ms.
+    (!s.is_empty() && total.is_finite())
+        .then(|| Duration::from_nanos(total.round().min(LONGEST_HINT.as_nanos() as f64) as u64))
 }
 
 /// What the error bodies of both formats tell us.
@@ -103,30 +203,93 @@ mod tests {
     use super::*;
 
     fn kind_of(p: ProviderKind, status: u16, body: &str) -> ErrorKind {
-        classify_status(p, status, body, None, "m").kind
+        classify_status(p, status, body, None, None, "m").kind
+    }
+
+    fn headers<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name: &str| pairs.iter().find(|(n, _)| *n == name).map(|(_, v)| v.to_string())
     }
 
     #[test]
     fn retry_after_forms() {
-        assert_eq!(parse_retry_after("2"), Some(Duration::from_secs(2)));
-        assert_eq!(parse_retry_after("0.5"), Some(Duration::from_millis(500)));
+        let ra = |v: &str| retry_after(&headers(&[("retry-after", v)]));
+        assert_eq!(ra("2"), Some(Duration::from_secs(2)));
+        assert_eq!(ra("0.5"), Some(Duration::from_millis(500)));
+        assert_eq!(ra("0"), Some(Duration::ZERO));
+        assert_eq!(ra(""), None);
+        assert_eq!(ra("-3"), None);
+        assert_eq!(ra("999999"), Some(LONGEST_HINT));
+        // An HTTP date is read against the server's own clock.
+        let dated = headers(&[
+            ("retry-after", "Wed, 21 Oct 2026 07:28:30 GMT"),
+            ("date", "Wed, 21 Oct 2026 07:28:00 GMT"),
+        ]);
+        assert_eq!(retry_after(&dated), Some(Duration::from_secs(30)));
+        let ms = headers(&[("retry-after-ms", "1500"), ("retry-after", "9")]);
+        assert_eq!(retry_after(&ms), Some(Duration::from_millis(1500)));
+    }
+
+    #[test]
+    fn go_durations() {
+        assert_eq!(parse_go_duration("1s"), Some(Duration::from_secs(1)));
+        assert_eq!(parse_go_duration("6m0s"), Some(Duration::from_secs(360)));
+        assert_eq!(parse_go_duration("20ms"), Some(Duration::from_millis(20)));
+        assert_eq!(parse_go_duration("2m3.5s"), Some(Duration::from_millis(123_500)));
+        assert_eq!(parse_go_duration("2h"), Some(LONGEST_HINT));
+        assert_eq!(parse_go_duration("7"), Some(Duration::from_secs(7)));
+        assert_eq!(parse_go_duration("soon"), None);
+        assert_eq!(parse_go_duration("3x"), None);
+        assert_eq!(parse_go_duration(""), None);
+    }
+
+    #[test]
+    fn rate_limit_headers_say_what_is_spent_and_when_it_resets() {
+        let anthropic = headers(&[
+            ("date", "Wed, 21 Oct 2026 07:28:00 GMT"),
+            ("anthropic-ratelimit-requests-remaining", "0"),
+            ("anthropic-ratelimit-requests-reset", "2026-10-21T07:28:40Z"),
+            ("anthropic-ratelimit-tokens-remaining", "0"),
+            ("anthropic-ratelimit-tokens-reset", "2026-10-21T07:28:10Z"),
+            ("anthropic-ratelimit-input-tokens-remaining", "5000"),
+            ("anthropic-ratelimit-input-tokens-reset", "2026-10-21T07:29:00Z"),
+        ]);
         assert_eq!(
-            parse_retry_after("Wed, 21 Oct 2026 07:28:00 GMT"),
-            Some(Duration::from_secs(1))
+            rate_window(&anthropic),
+            Some(RateWindow {
+                spent: true,
+                resets_in: Some(Duration::from_secs(40))
+            })
         );
-        assert_eq!(parse_retry_after(""), None);
-        assert_eq!(parse_retry_after("-3"), None);
+        let openai = headers(&[
+            ("x-ratelimit-remaining-requests", "12"),
+            ("x-ratelimit-reset-requests", "1s"),
+            ("x-ratelimit-remaining-tokens", "0"),
+            ("x-ratelimit-reset-tokens", "6m0s"),
+        ]);
+        assert_eq!(
+            rate_window(&openai),
+            Some(RateWindow {
+                spent: true,
+                resets_in: Some(Duration::from_secs(360))
+            })
+        );
+        let room = headers(&[
+            ("x-ratelimit-remaining-requests", "3"),
+            ("x-ratelimit-remaining-tokens", "-1"),
+        ]);
+        assert_eq!(rate_window(&room), Some(RateWindow::default()));
+        assert_eq!(rate_window(&headers(&[("retry-after", "1")])), None);
     }
 
     #[test]
     fn statuses_are_classified() {
         let a = ProviderKind::Anthropic;
-        let auth = classify_status(a, 401, "{}", None, "m");
+        let auth = classify_status(a, 401, "{}", None, None, "m");
         assert_eq!(auth.kind, ErrorKind::Fatal);
         assert_eq!(auth.reason, "authentication failed (401): check ANTHROPIC_API_KEY");
         assert_eq!(kind_of(a, 529, "{}"), ErrorKind::Overloaded);
         assert_eq!(kind_of(a, 500, "{}"), ErrorKind::Transient);
-        let limited = classify_status(a, 429, "{}", Some(Duration::from_secs(3)), "m");
+        let limited = classify_status(a, 429, "{}", Some(Duration::from_secs(3)), None, "m");
         assert_eq!(
             (limited.kind, limited.retry_after),
             (ErrorKind::RateLimited, Some(Duration::from_secs(3)))

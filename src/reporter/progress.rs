@@ -161,12 +161,21 @@ impl Reporter for ProgressReporter {
                 reason,
                 wait_ms,
                 error: ErrorKind::RateLimited,
+                paused_all,
                 ..
-            } => self.line(&format!(
-                "rate limited: pausing all calls for {:.1}s, then retrying {} (attempt {attempt}: {reason})",
-                *wait_ms as f64 / 1000.0,
-                escape::name(label)
-            )),
+            } => self.line(&if *paused_all {
+                format!(
+                    "rate limited: pausing all calls for {:.1}s, then retrying {} (attempt {attempt}: {reason})",
+                    *wait_ms as f64 / 1000.0,
+                    escape::name(label)
+                )
+            } else {
+                format!(
+                    "rate limited: retrying {} in {:.1}s, the other calls go on (attempt {attempt}: {reason})",
+                    escape::name(label),
+                    *wait_ms as f64 / 1000.0
+                )
+            }),
             Event::Retried {
                 label,
                 attempt,

@@ -167,6 +167,8 @@ pub struct ProviderSettings {
     pub context_window: Option<u64>,
     pub temperature: Option<f32>,
     pub timeout: Duration,
+    /// `--connect-timeout`.
+    pub connect_timeout: Duration,
     pub max_tokens: u32,
     /// `--provider command`: the agent's argv.
     pub command: Option<Vec<String>>,
@@ -295,6 +297,7 @@ impl BatchSettings {
             json,
             quiet,
             timeout,
+            connect_timeout,
             deadline,
             save_trajectory,
             retries,
@@ -377,6 +380,7 @@ impl BatchSettings {
                 context_window,
                 temperature,
                 timeout,
+                connect_timeout,
                 max_tokens,
                 max_depth,
                 agent_env,

@@ -21,6 +21,8 @@ pub struct ProviderFlags {
     pub temperature: Option<f32>,
     /// Seconds per call.
     pub timeout: f64,
+    /// Seconds to connect (`--connect-timeout`).
+    pub connect_timeout: f64,
     pub max_tokens: u32,
     /// `--max-depth`: refuse to start this deep in nested runs.
     pub max_depth: u32,
@@ -39,6 +41,7 @@ pub fn provider_settings(flags: ProviderFlags, env: &Environment) -> Result<Prov
         context_window,
         temperature,
         timeout,
+        connect_timeout,
         max_tokens,
         max_depth,
         agent_env,
@@ -88,6 +91,7 @@ pub fn provider_settings(flags: ProviderFlags, env: &Environment) -> Result<Prov
     }
     Ok(ProviderSettings {
         timeout: Duration::from_secs_f64(timeout),
+        connect_timeout: Duration::from_secs_f64(connect_timeout),
         max_tokens,
         depth,
         ..provider
@@ -154,6 +158,7 @@ pub(super) fn resolve_provider(
         context_window,
         temperature,
         timeout: Duration::from_secs(120),
+        connect_timeout: crate::provider::DEFAULT_CONNECT_TIMEOUT,
         max_tokens: 4096,
         command: None,
         agent_env: Vec::new(),
@@ -206,6 +211,7 @@ pub(super) fn command_provider(
         context_window,
         temperature: None,
         timeout: Duration::from_secs(120),
+        connect_timeout: crate::provider::DEFAULT_CONNECT_TIMEOUT,
         max_tokens: 4096,
         command: Some(argv),
         agent_env: agent_env.to_vec(),

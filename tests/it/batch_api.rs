@@ -46,6 +46,7 @@ fn config(mock: &MockLlm, kind: ProviderKind) -> HttpConfig {
         model: model(kind).to_string(),
         temperature: None,
         timeout: Duration::from_secs(30),
+        connect_timeout: Duration::from_secs(10),
     }
 }
 

@@ -1,7 +1,7 @@
 //! Provider faults end to end: what is retried (and how the pool slows down), what stops
 //! the run, what the user is told, what never leaks, and Ctrl-C.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::support::mock_llm::*;
 use crate::support::*;
@@ -84,62 +84,17 @@ fn connection_reset_is_retried() {
 #[test]
 fn hung_call_times_out_and_is_retried() {
     let (_, _, out) = retried_once(Fault::Hang, &["--timeout", "1"]);
-    assert!(out.stderr.contains("no reply within 1s (timeout)"), "{}", out.stderr);
+    assert!(out.stderr.contains("no reply within --timeout 1s"), "{}", out.stderr);
     assert!(out.duration >= Duration::from_secs(1), "{:?}", out.duration);
 }
 
 #[test]
 fn rate_limit_honours_retry_after() {
     let (_, _, out) = retried_once(Fault::RateLimited { retry_after_secs: 1 }, &[]);
-    assert!(out.stderr.contains("rate limited: pausing all calls"), "{}", out.stderr);
+    // Whether the pool pauses or only this call waits depends on what else is in flight
+    // (see tests/it/pushback.rs); either way the call waited the second it was asked to.
+    assert!(out.stderr.contains("rate limited: "), "{}", out.stderr);
     assert!(out.duration >= Duration::from_secs(1), "{:?}", out.duration);
-}
-
-#[test]
-fn rate_limit_pauses_the_whole_pool() {
-    // 8 files at width 4, replies take 300 ms. The first wave of 4 arrives at once; one of
-    // them gets a 429 with retry-after 1 s straight away. The other 3 finish at ~0.3 s,
-    // which frees 3 slots: without a shared cooldown their replacements would arrive then.
-    let mock = MockLlm::start();
-    mock.set_latency(Duration::from_millis(300));
-    mock.fault_when("TARGET_NEEDLE", vec![Fault::RateLimited { retry_after_secs: 1 }]);
-    let p = Project::new()
-        .file("src/a0.ts", "export const TARGET_NEEDLE = 0;\n")
-        .ts_files(7);
-    let url = mock.url();
-    let mut running = p.rlm(&batch("src/*.ts", &url, &["--max-parallel", "4"])).spawn();
-    // Watch the request counter: when did the n-th request arrive?
-    let mut arrivals: Vec<Instant> = Vec::new();
-    while !running.exited() {
-        while arrivals.len() < mock.requests() {
-            arrivals.push(Instant::now());
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    let out = running.wait();
-    out.assert_exit(0);
-    assert_eq!(mock.requests(), 9, "8 files and one retry");
-    let faulted = mock
-        .recorded()
-        .iter()
-        .position(|r| r.fault.is_some())
-        .expect("the 429 was served");
-    assert!(faulted < 4, "the 429 was in the first wave");
-    // Stragglers of the first wave may still arrive just after the 429; after that, nothing
-    // until the cooldown ends (retry-after 1 s, plus up to 100 ms of jitter).
-    let t429 = arrivals[faulted];
-    let next = arrivals
-        .iter()
-        .map(|&a| a.saturating_duration_since(t429))
-        .find(|&d| d > Duration::from_millis(100))
-        .expect("requests after the 429");
-    assert!(
-        next >= Duration::from_millis(900),
-        "a request reached the server {next:?} after the 429; the pool should pause for 1 s"
-    );
-    let report = p.report();
-    assert_eq!(report["status"], "SUCCESS");
-    assert_eq!(unit(&report, "src/a0.ts")["attempts"], 2);
 }
 
 // ---------------------------------------------------------------------------

@@ -221,6 +221,7 @@ mod tests {
             model: "claude-haiku-5-5".into(),
             temperature: None,
             timeout: std::time::Duration::from_secs(5),
+            connect_timeout: crate::provider::DEFAULT_CONNECT_TIMEOUT,
         };
         AnthropicBatches::new(&config, BatchLimits::ANTHROPIC, BatchTimeouts::default()).unwrap()
     }

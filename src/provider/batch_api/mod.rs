@@ -272,6 +272,7 @@ impl Reply {
             ProviderKind::Anthropic => super::anthropic::parse_message(&self.message, request),
             ProviderKind::Openai | ProviderKind::Command => super::openai::parse_completion(&self.message),
         }
+        .map_err(|bad| crate::provider::CallError::from(bad).reason)
     }
 
     /// The provider's reply as sent (scrubbed).

@@ -305,7 +305,14 @@ fn parse_line(t: &Transport, line: &str) -> Result<ItemResult, String> {
             if (200..300).contains(&status) {
                 ItemOutcome::Succeeded(Reply::new(ProviderKind::Openai, body))
             } else {
-                let error = classify_status(ProviderKind::Openai, status, &body.to_string(), None, &t.wire.model);
+                let error = classify_status(
+                    ProviderKind::Openai,
+                    status,
+                    &body.to_string(),
+                    None,
+                    None,
+                    &t.wire.model,
+                );
                 ItemOutcome::Errored {
                     reason: error.reason,
                     retryable: !matches!(error.kind, ErrorKind::Fatal | ErrorKind::Unit),
@@ -329,6 +336,7 @@ mod tests {
             model: "gpt-4.1-mini".into(),
             temperature: None,
             timeout: std::time::Duration::from_secs(5),
+            connect_timeout: crate::provider::DEFAULT_CONNECT_TIMEOUT,
         };
         OpenAiBatches::new(&config, BatchLimits::OPENAI, BatchTimeouts::default()).unwrap()
     }

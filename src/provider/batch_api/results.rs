@@ -201,6 +201,7 @@ mod tests {
                 model: "m".into(),
                 temperature: None,
                 timeout: std::time::Duration::from_secs(5),
+                connect_timeout: crate::provider::DEFAULT_CONNECT_TIMEOUT,
             };
             let transport = Transport::new(&config, BatchLimits::OPENAI, BatchTimeouts::default()).unwrap();
             let mut stream = ResultStream::new(Arc::new(transport), "batch_1", vec![format!("{url}/results")], parse);

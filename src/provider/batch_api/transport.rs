@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::{BatchError, BatchLimits, BatchTimeouts};
 use crate::provider::http::{authorized, client, root_cause, versioned_base, Wire};
-use crate::provider::status::{classify_status, parse_retry_after};
+use crate::provider::status::classify_status;
 use crate::provider::{CallError, ErrorKind, HttpConfig, ProviderKind};
 use crate::secret::{redact_url, ApiKey, Redactor};
 
@@ -129,7 +129,7 @@ impl Transport {
                 BatchError::Call {
                     server,
                     during,
-                    error: classify_status(self.kind, status, &body, retry_after, &self.wire.model),
+                    error: classify_status(self.kind, status, &body, retry_after, None, &self.wire.model),
                 }
             }
         }
@@ -164,11 +164,10 @@ impl Transport {
 
 /// The server's `retry-after`, if it sent one.
 pub(super) fn retry_after(response: &reqwest::Response) -> Option<Duration> {
-    response
-        .headers()
-        .get("retry-after")
-        .and_then(|v| v.to_str().ok())
-        .and_then(parse_retry_after)
+    let headers = response.headers();
+    crate::provider::status::retry_after(&|name: &str| {
+        headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string)
+    })
 }
 
 /// `scheme://host:port` of a URL.

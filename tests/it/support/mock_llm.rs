@@ -13,6 +13,13 @@
 //! headers up to CRLFCRLF, a `Content-Length` body, keep-alive by default,
 //! `Connection: close` honoured, every response carries `Content-Length`.
 //!
+//! Pushback and silence: a concurrency limit, a per-window rate limit (optionally counting
+//! the refused requests, with lying `retry-after`s or with the providers' rate-limit
+//! headers), one request at a time (as llama.cpp's server), and two dead ends —
+//! [`DeadEnd::never_accepts`] (connections hang) and [`DeadEnd::refuses`] (refused).
+//! OpenAI requests with `"stream": true` get a server-sent event stream (chunked), unless
+//! streaming is refused.
+//!
 //! Order of checks for a model request: the request is counted and recorded;
 //! then the API key is checked (401, no fault consumed); then a fault is
 //! popped (per-needle queues first, then the global queue) and applied; then
@@ -85,6 +92,37 @@ pub enum Fault {
     Reset,
     /// A normal reply but with stop_reason `max_tokens` / finish_reason `length`.
     Truncated,
+    /// 200 with no answer in it: Anthropic `content: []`, OpenAI `content: null`.
+    NoContent,
+    /// 200 whose body is this many bytes (a JSON reply with a huge text), sent without a
+    /// `content-length`, delimited by closing the connection.
+    Oversized(usize),
+}
+
+/// What the 429s of [`MockLlm::limit_rate_with`] say about when to come back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryAfter {
+    /// The whole seconds until the window has room.
+    Truth,
+    /// Always this many seconds, whatever the window says.
+    Lie(u64),
+    /// No `retry-after` header.
+    Omitted,
+}
+
+/// A per-window rate limit.
+#[derive(Debug, Clone, Copy)]
+pub struct RateLimit {
+    /// Requests admitted per window.
+    pub per_window: usize,
+    pub window: Duration,
+    /// Refused requests count against the window too (as some providers count every
+    /// request): a client that keeps asking keeps the window full.
+    pub counts_refused: bool,
+    pub retry_after: RetryAfter,
+    /// 429s carry `anthropic-ratelimit-requests-{limit,remaining,reset}` (RFC 3339) and
+    /// `x-ratelimit-{limit,remaining,reset}-requests` (`59s`), with remaining 0.
+    pub headers: bool,
 }
 
 /// One model request as received by the mock.
@@ -136,11 +174,14 @@ struct Inner {
     recorded: Vec<Recorded>,
     /// At most this many model requests in flight; more get a 429 (with this retry-after).
     concurrency_limit: Option<(usize, Option<u64>)>,
-    /// At most this many model requests per window; more get a 429 whose retry-after says
-    /// when the window has room again.
-    rate_limit: Option<(usize, Duration)>,
-    /// Arrival times of the requests admitted by `rate_limit`, oldest first.
+    /// At most this many model requests per window; more get a 429.
+    rate_limit: Option<RateLimit>,
+    /// Arrival times of the requests counted by `rate_limit`, oldest first.
     window: VecDeque<Instant>,
+    /// OpenAI requests with `"stream": true` get a 400 instead of a stream.
+    refuse_streaming: bool,
+    /// Between the events of a streamed reply.
+    stream_gap: Duration,
     /// 429s served by the two limits.
     throttled: usize,
 }
@@ -156,6 +197,10 @@ struct State {
     next_id: AtomicU64,
     batches: batch::Batches,
     prompt_cache: prompt_cache::PromptCache,
+    /// Held while a model request is served, when the server serves one at a time.
+    serial: Option<tokio::sync::Mutex<()>>,
+    /// Streamed replies sent.
+    streamed: AtomicUsize,
 }
 
 impl State {
@@ -306,6 +351,17 @@ impl MockLlm {
 
     /// Like [`MockLlm::start_on`] but returns bind/runtime errors.
     pub fn try_start_on(port: u16) -> io::Result<MockLlm> {
+        MockLlm::try_start_with(port, false)
+    }
+
+    /// Like a llama.cpp server: model requests are served one at a time, in arrival order;
+    /// the others wait (and count as in flight) until their turn.
+    pub fn start_serial() -> MockLlm {
+        MockLlm::try_start_with(0, true).unwrap_or_else(|e| panic!("mock_llm: cannot start: {e}"))
+    }
+
+    /// [`MockLlm::try_start_on`], serving one request at a time when `serial`.
+    pub fn try_start_with(port: u16, serial: bool) -> io::Result<MockLlm> {
         let std_listener = std::net::TcpListener::bind(("127.0.0.1", port))?;
         std_listener.set_nonblocking(true)?;
         let port = std_listener.local_addr()?.port();
@@ -314,7 +370,10 @@ impl MockLlm {
             .thread_name("mock-llm-worker")
             .enable_all()
             .build()?;
-        let state = Arc::new(State::default());
+        let state = Arc::new(State {
+            serial: serial.then(|| tokio::sync::Mutex::new(())),
+            ..State::default()
+        });
         state.next_id.store(1, Ordering::Relaxed);
         let timer_state = state.clone();
         let timer_thread = std::thread::Builder::new()
@@ -385,9 +444,35 @@ impl MockLlm {
     /// Like a server that allows `n` requests per `window` (60 a minute, say): more get a
     /// 429 whose `retry-after` is the whole seconds until the window has room.
     pub fn limit_rate(&self, n: usize, window: Duration) {
+        self.limit_rate_with(RateLimit {
+            per_window: n,
+            window,
+            counts_refused: false,
+            retry_after: RetryAfter::Truth,
+            headers: false,
+        });
+    }
+
+    /// A per-window limit with every option of [`RateLimit`].
+    pub fn limit_rate_with(&self, limit: RateLimit) {
         let mut inner = self.state.lock();
-        inner.rate_limit = Some((n, window));
+        inner.rate_limit = Some(limit);
         inner.window.clear();
+    }
+
+    /// OpenAI requests with `"stream": true` get a 400 ("stream is not supported").
+    pub fn refuse_streaming(&self) {
+        self.state.lock().refuse_streaming = true;
+    }
+
+    /// Streamed replies pause this long between their events (a slow local model).
+    pub fn set_stream_gap(&self, d: Duration) {
+        self.state.lock().stream_gap = d;
+    }
+
+    /// Streamed replies sent so far.
+    pub fn streamed(&self) -> usize {
+        self.state.streamed.load(Ordering::SeqCst)
     }
 
     /// 429s served by [`MockLlm::limit_concurrency`] and [`MockLlm::limit_rate`].
@@ -493,6 +578,79 @@ impl Drop for MockLlm {
         if let Some(t) = self.timer_thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Dead ends: addresses where no model server answers
+
+/// An address on 127.0.0.1 where nothing answers, kept while the value lives.
+pub struct DeadEnd {
+    port: u16,
+    _listener: Option<std::net::TcpListener>,
+    _socket: Option<tokio::net::TcpSocket>,
+    _queued: Vec<std::net::TcpStream>,
+}
+
+impl DeadEnd {
+    /// A listener that never accepts, its accept queue full: Linux drops the SYNs of new
+    /// connections, so they hang (as on a black-holed address) until the client gives up.
+    pub fn never_accepts() -> DeadEnd {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()
+            .unwrap_or_else(|e| panic!("mock_llm: no runtime: {e}"));
+        let listener = rt
+            .block_on(async {
+                let socket = tokio::net::TcpSocket::new_v4()?;
+                socket.bind(([127, 0, 0, 1], 0).into())?;
+                // A backlog of 0: one connection fills the queue.
+                socket.listen(0)?.into_std()
+            })
+            .unwrap_or_else(|e| panic!("mock_llm: cannot listen: {e}"));
+        let addr = listener
+            .local_addr()
+            .unwrap_or_else(|e| panic!("mock_llm: no address: {e}"));
+        let mut queued = Vec::new();
+        while queued.len() < 16 {
+            match std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(300)) {
+                Ok(s) => queued.push(s),
+                Err(_) => break,
+            }
+        }
+        assert!(
+            std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(300)).is_err(),
+            "mock_llm: the accept queue of the dead end is not full"
+        );
+        DeadEnd {
+            port: addr.port(),
+            _listener: Some(listener),
+            _socket: None,
+            _queued: queued,
+        }
+    }
+
+    /// A port that is bound but not listening: connections are refused at once.
+    pub fn refuses() -> DeadEnd {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap_or_else(|e| panic!("mock_llm: no socket: {e}"));
+        socket
+            .bind(([127, 0, 0, 1], 0).into())
+            .unwrap_or_else(|e| panic!("mock_llm: cannot bind: {e}"));
+        let port = socket
+            .local_addr()
+            .unwrap_or_else(|e| panic!("mock_llm: no address: {e}"))
+            .port();
+        DeadEnd {
+            port,
+            _listener: None,
+            _socket: Some(socket),
+            _queued: Vec::new(),
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
     }
 }
 
@@ -784,8 +942,8 @@ fn fault_response(api: Api, fault: &Fault) -> Response {
             body: br#"{"id": "msg_1", "content": ["#.to_vec(),
             extra_headers: Vec::new(),
         },
-        // Hang / Reset / Truncated are handled by the caller.
-        Fault::Hang | Fault::Reset | Fault::Truncated => {
+        // Hang / Reset / Truncated / NoContent / Oversized are handled by the caller.
+        Fault::Hang | Fault::Reset | Fault::Truncated | Fault::NoContent | Fault::Oversized(_) => {
             Response::json(500, &error_body(api, 500, "mock: unreachable"))
         }
     }
@@ -927,20 +1085,34 @@ pub fn instance_of(schema: &Value) -> Value {
     }
 }
 
-fn normal_response(state: &State, api: Api, body: &Value, truncated: bool) -> Response {
-    Response::json(200, &normal_reply(state, api, body, truncated))
+fn normal_response(state: &State, api: Api, body: &Value, truncated: bool, no_content: bool) -> Response {
+    let mut v = normal_reply(state, api, body, truncated);
+    if no_content {
+        match api {
+            Api::Anthropic => v["content"] = json!([]),
+            Api::OpenAi => v["choices"][0]["message"]["content"] = Value::Null,
+        }
+    }
+    Response::json(200, &v)
+}
+
+/// The reply text the mock gives for this request (what a schema asks for when one is
+/// asked: a batch's files, a job worker's items, an analyst's findings, an instance).
+fn reply_text(api: Api, body: &Value) -> String {
+    let texts = extract_texts(api, body);
+    match requested_schema(api, body) {
+        Some(schema) if !texts.user.contains(REPLY_OPEN) => job_answer(&schema, &texts.user)
+            .unwrap_or_else(|| schema_reply(&schema, &texts.user))
+            .to_string(),
+        _ => reply_for(&texts.system, &texts.user),
+    }
 }
 
 /// The reply to a model request (also each request of a batch).
 fn normal_reply(state: &State, api: Api, body: &Value, truncated: bool) -> Value {
     let texts = extract_texts(api, body);
     let schema = requested_schema(api, body);
-    let reply = match &schema {
-        Some(schema) if !texts.user.contains(REPLY_OPEN) => job_answer(schema, &texts.user)
-            .unwrap_or_else(|| schema_reply(schema, &texts.user))
-            .to_string(),
-        _ => reply_for(&texts.system, &texts.user),
-    };
+    let reply = reply_text(api, body);
     // A forced Anthropic tool answers with a tool_use block when the reply is JSON.
     let tool_input = match (api, &schema) {
         (Api::Anthropic, Some(_)) => serde_json::from_str::<Value>(&reply).ok(),
@@ -1302,6 +1474,67 @@ enum Action {
     Respond(Response),
     Hang,
     Reset,
+    /// A 200 event stream (chunked), one event every `gap`.
+    Stream {
+        events: Vec<Vec<u8>>,
+        gap: Duration,
+    },
+    /// A 200 JSON body without `content-length`, then close.
+    Unbounded(Vec<u8>),
+}
+
+/// The server-sent events of a streamed Chat Completions reply, as OpenAI sends them.
+fn stream_events(value: &Value, include_usage: bool) -> Vec<Vec<u8>> {
+    let choice = &value["choices"][0];
+    let base = |choices: Value| json!({"id": value["id"], "object": "chat.completion.chunk", "created": 0, "model": value["model"], "choices": choices});
+    let mut events = Vec::new();
+    let mut push = |v: Value| events.push(format!("data: {v}\n\n").into_bytes());
+    push(base(
+        json!([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]),
+    ));
+    if let Some(text) = choice["message"]["content"].as_str() {
+        let chars: Vec<char> = text.chars().collect();
+        for piece in chars.chunks(8) {
+            let piece: String = piece.iter().collect();
+            push(base(
+                json!([{"index": 0, "delta": {"content": piece}, "finish_reason": null}]),
+            ));
+        }
+    }
+    push(base(
+        json!([{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]),
+    ));
+    if include_usage {
+        let mut last = base(json!([]));
+        last["usage"] = value["usage"].clone();
+        push(last);
+    }
+    events.push(b"data: [DONE]\n\n".to_vec());
+    events
+}
+
+async fn write_stream(
+    stream: &mut TcpStream,
+    state: &State,
+    events: &[Vec<u8>],
+    gap: Duration,
+    keep_alive: bool,
+) -> io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: {}\r\n\r\n",
+        if keep_alive { "keep-alive" } else { "close" }
+    );
+    stream.write_all(head.as_bytes()).await?;
+    for (i, event) in events.iter().enumerate() {
+        if i > 0 && !gap.is_zero() {
+            state.timers.sleep_until(Instant::now() + gap).await;
+        }
+        let mut chunk = format!("{:x}\r\n", event.len()).into_bytes();
+        chunk.extend_from_slice(event);
+        chunk.extend_from_slice(b"\r\n");
+        stream.write_all(&chunk).await?;
+    }
+    stream.write_all(b"0\r\n\r\n").await
 }
 
 async fn handle_conn(mut stream: TcpStream, state: Arc<State>) {
@@ -1361,10 +1594,37 @@ async fn handle_conn(mut stream: TcpStream, state: Arc<State>) {
             continue;
         };
 
-        let received = Instant::now();
         let guard = InFlight::new(&state);
+        // One at a time, in arrival order (tokio's mutex is fair), when the server is serial;
+        // the latency counts from the request's turn.
+        let _turn = match &state.serial {
+            Some(turn) => Some(turn.lock().await),
+            None => None,
+        };
+        let received = Instant::now();
         let action = handle_model_request(&state, api, req, received).await;
         match action {
+            Action::Stream { events, gap } => {
+                state.streamed.fetch_add(1, Ordering::SeqCst);
+                let ok = write_stream(&mut stream, &state, &events, gap, keep_alive)
+                    .await
+                    .is_ok();
+                drop(guard);
+                if !ok || !keep_alive {
+                    return;
+                }
+            }
+            Action::Unbounded(body) => {
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n";
+                let _ = stream.write_all(head.as_bytes()).await;
+                for piece in body.chunks(64 * 1024) {
+                    if stream.write_all(piece).await.is_err() {
+                        break;
+                    }
+                }
+                drop(guard);
+                return;
+            }
             Action::Respond(resp) => {
                 let ok = write_response(&mut stream, &resp, keep_alive).await.is_ok();
                 drop(guard);
@@ -1400,7 +1660,7 @@ async fn handle_model_request(state: &Arc<State>, api: Api, req: Request, receiv
     let parsed: Option<Value> = serde_json::from_slice(&req.body).ok();
 
     // Decide auth + throttling + fault under one lock, and record.
-    let (authorized, throttle, fault) = {
+    let (authorized, throttle, fault, refuse_streaming, stream_gap) = {
         let mut inner = state.lock();
         let authorized = match &inner.key {
             None => true,
@@ -1419,6 +1679,8 @@ async fn handle_model_request(state: &Arc<State>, api: Api, req: Request, receiv
         } else {
             None
         };
+        let refuse_streaming = inner.refuse_streaming;
+        let stream_gap = inner.stream_gap;
         let fault = if authorized && throttle.is_none() {
             pop_fault(&mut inner, &req.body)
         } else {
@@ -1429,10 +1691,11 @@ async fn handle_model_request(state: &Arc<State>, api: Api, req: Request, receiv
             headers: req.headers,
             body: parsed.clone().unwrap_or(Value::Null),
             fault: throttle
-                .map(|secs| format!("Throttled {{ retry_after_secs: {secs:?} }}"))
+                .as_ref()
+                .map(|t| format!("Throttled {{ retry_after_secs: {:?} }}", t.retry_after))
                 .or_else(|| fault.as_ref().map(|f| format!("{f:?}"))),
         });
-        (authorized, throttle, fault)
+        (authorized, throttle, fault, refuse_streaming, stream_gap)
     };
 
     if !authorized {
@@ -1453,21 +1716,37 @@ async fn handle_model_request(state: &Arc<State>, api: Api, req: Request, receiv
         return Action::Respond(Response::json(401, &body));
     }
 
-    if let Some(retry_after) = throttle {
+    if let Some(refusal) = throttle {
         let mut r = fault_response(api, &Fault::RateLimited { retry_after_secs: 0 });
-        r.extra_headers.clear();
-        if let Some(secs) = retry_after {
+        r.extra_headers = refusal.headers;
+        if let Some(secs) = refusal.retry_after {
             r.extra_headers.push(("retry-after", secs.to_string()));
         }
         return Action::Respond(r);
     }
 
     let mut truncated = false;
+    let mut no_content = false;
     match fault {
         None => {}
         Some(Fault::Hang) => return Action::Hang,
         Some(Fault::Reset) => return Action::Reset,
         Some(Fault::Truncated) => truncated = true,
+        Some(Fault::NoContent) => no_content = true,
+        Some(Fault::Oversized(bytes)) => {
+            let mut body = match api {
+                Api::Anthropic => {
+                    br#"{"type":"message","role":"assistant","content":[{"type":"text","text":""#.to_vec()
+                }
+                Api::OpenAi => br#"{"choices":[{"index":0,"message":{"role":"assistant","content":""#.to_vec(),
+            };
+            body.resize(bytes.saturating_sub(64).max(body.len()), b'x');
+            body.extend_from_slice(match api {
+                Api::Anthropic => br#""}],"stop_reason":"end_turn"}"#.as_slice(),
+                Api::OpenAi => br#""},"finish_reason":"stop"}]}"#.as_slice(),
+            });
+            return Action::Unbounded(body);
+        }
         Some(f) => return Action::Respond(fault_response(api, &f)),
     }
 
@@ -1487,32 +1766,85 @@ async fn handle_model_request(state: &Arc<State>, api: Api, req: Request, receiv
         }
     };
 
-    let resp = normal_response(state, api, &body, truncated);
+    let streaming = api == Api::OpenAi && body.get("stream") == Some(&Value::Bool(true));
+    if streaming && refuse_streaming {
+        return Action::Respond(Response::json(
+            400,
+            &error_body(api, 400, "mock: stream is not supported by this server"),
+        ));
+    }
+    let resp = if streaming {
+        let mut value = normal_reply(state, api, &body, truncated);
+        if no_content {
+            value["choices"][0]["message"]["content"] = Value::Null;
+        }
+        let include_usage = body.pointer("/stream_options/include_usage") == Some(&Value::Bool(true));
+        Action::Stream {
+            events: stream_events(&value, include_usage),
+            gap: stream_gap,
+        }
+    } else {
+        Action::Respond(normal_response(state, api, &body, truncated, no_content))
+    };
     let latency = state.latency();
     if !latency.is_zero() {
         state.timers.sleep_until(received + latency).await;
     }
-    Action::Respond(resp)
+    resp
 }
 
-/// Whether the limits refuse this request: `Some(retry-after)` when they do.
-fn throttle(inner: &mut Inner, in_flight: usize) -> Option<Option<u64>> {
+/// A 429 of the limits: its `retry-after` and any rate-limit headers.
+struct Refusal {
+    retry_after: Option<u64>,
+    headers: Vec<(&'static str, String)>,
+}
+
+/// Whether the limits refuse this request, and what the 429 says when they do.
+fn throttle(inner: &mut Inner, in_flight: usize) -> Option<Refusal> {
     if let Some((n, retry_after)) = inner.concurrency_limit {
         if in_flight > n {
             inner.throttled += 1;
-            return Some(retry_after);
+            return Some(Refusal {
+                retry_after,
+                headers: Vec::new(),
+            });
         }
     }
-    if let Some((n, window)) = inner.rate_limit {
+    if let Some(limit) = inner.rate_limit {
         let now = Instant::now();
-        while inner.window.front().is_some_and(|t| now.duration_since(*t) >= window) {
+        while inner
+            .window
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= limit.window)
+        {
             inner.window.pop_front();
         }
-        if inner.window.len() >= n {
+        if inner.window.len() >= limit.per_window {
             inner.throttled += 1;
-            let free_at = inner.window.front().map_or(now, |t| *t + window);
-            let secs = free_at.saturating_duration_since(now).as_secs_f64().ceil().max(1.0) as u64;
-            return Some(Some(secs));
+            let free_at = inner.window.front().map_or(now, |t| *t + limit.window);
+            if limit.counts_refused {
+                inner.window.push_back(now);
+            }
+            let wait = free_at.saturating_duration_since(now);
+            let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+            let mut headers = Vec::new();
+            if limit.headers {
+                let reset = jiff::Timestamp::try_from(std::time::SystemTime::now() + wait)
+                    .map(|t| t.to_string())
+                    .unwrap_or_default();
+                headers.push(("anthropic-ratelimit-requests-limit", limit.per_window.to_string()));
+                headers.push(("anthropic-ratelimit-requests-remaining", "0".to_string()));
+                headers.push(("anthropic-ratelimit-requests-reset", reset));
+                headers.push(("x-ratelimit-limit-requests", limit.per_window.to_string()));
+                headers.push(("x-ratelimit-remaining-requests", "0".to_string()));
+                headers.push(("x-ratelimit-reset-requests", format!("{}ms", wait.as_millis())));
+            }
+            let retry_after = match limit.retry_after {
+                RetryAfter::Truth => Some(secs),
+                RetryAfter::Lie(secs) => Some(secs),
+                RetryAfter::Omitted => None,
+            };
+            return Some(Refusal { retry_after, headers });
         }
         inner.window.push_back(now);
     }
