@@ -195,7 +195,10 @@ fn the_rate_limit_budget_message_says_the_limit_and_the_time_spent() {
         .and_then(|r| r.split('s').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no time spent in: {reason}"));
-    assert!(spent < 2.5, "{reason}");
+    // Each wait is checked against the budget before it starts; the call made after
+    // the last wait and the rounding to a tenth may carry the figure a little past it,
+    // never by another whole retry (1 s here).
+    assert!(spent < 3.4, "{reason}");
 }
 
 // ---------------------------------------------------------------------------
