@@ -31,6 +31,22 @@ pub fn map<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> R + 
     })
 }
 
+/// Threads for CPU-bound work (rendering and hashing thousands of units).
+pub fn cpu_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8)
+}
+
+/// [`map`] over CPU-bound work that has no side effects: an item whose thread panicked is
+/// done again on the calling thread, so the panic surfaces there, as it would have without
+/// threads.
+pub fn map_pure<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    map(items, cpu_threads(), &f)
+        .into_iter()
+        .zip(items)
+        .map(|(r, item)| r.unwrap_or_else(|| f(item)))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -49,5 +65,11 @@ mod tests {
             "the chunk with the panic is lost as None"
         );
         assert!(out[50..].iter().all(Option::is_some));
+    }
+
+    #[test]
+    fn pure_work_keeps_order_and_redoes_nothing_that_succeeded() {
+        let items: Vec<u32> = (0..500).collect();
+        assert_eq!(map_pure(&items, |i| i + 1), (1..501).collect::<Vec<_>>());
     }
 }

@@ -29,12 +29,14 @@ fn read_one((path, display): (PathBuf, String)) -> Read {
             reason: "binary file (NUL byte in the first 8 KiB)".into(),
         }),
         Ok(bytes) => {
-            let source = crate::source::SourceText::decode(&bytes);
+            let size = bytes.len() as u64;
+            let content_hash = sha256_hex(&bytes);
+            let source = crate::source::SourceText::decode_owned(bytes);
             Read::File(InputFile {
-                size: bytes.len() as u64,
+                size,
                 // Of the text, not the bytes: UTF-16's newlines are two bytes.
                 lines: count_lines(source.text.as_bytes()),
-                content_hash: sha256_hex(&bytes),
+                content_hash,
                 source: Some(source),
                 path,
                 display,
@@ -57,8 +59,11 @@ fn read_regular(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
     if !meta.is_file() {
         return Err(std::io::Error::other("not a regular file"));
     }
+    // Read through `take`, not the `File` itself: `File::read_to_end` asks for the size
+    // again (a statx and an lseek a file), which the metadata above already gave. A file
+    // that grew since is still read to its end.
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.read_to_end(&mut bytes)?;
+    (&mut file).take(u64::MAX).read_to_end(&mut bytes)?;
     Ok(bytes)
 }
 
@@ -97,6 +102,17 @@ mod tests {
         assert_eq!(count_lines(b"a"), 1);
         assert_eq!(count_lines(b"a\n"), 1);
         assert_eq!(count_lines(b"a\r\nb"), 2);
+    }
+
+    #[test]
+    fn a_file_is_read_whole_whatever_its_size() {
+        let dir = tempfile::tempdir().unwrap();
+        for len in [1usize, 31, 32, 33, 8191, 8192, 100_000] {
+            let path = dir.path().join(format!("f{len}"));
+            let content: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+            std::fs::write(&path, &content).unwrap();
+            assert_eq!(read_regular(&path).unwrap(), content, "{len} bytes");
+        }
     }
 
     #[test]
