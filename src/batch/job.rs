@@ -223,7 +223,11 @@ async fn keep(
 ) -> JobOutcome {
     let written = tokio::task::spawn_blocking(move || {
         let read = answers::read(&unit, &text, rendered.expect, ctx.requests.schema.as_ref());
-        let written = answers::write(&ctx.run_dir, &unit, &text, &read);
+        let cached = answers::Cached {
+            cache: &ctx.cache,
+            key: &rendered.key,
+        };
+        let written = answers::write(&ctx.run_dir, Some(cached), &unit, &text, &read);
         (read, written, unit.result_name)
     })
     .await;

@@ -228,6 +228,7 @@ async fn execute(settings: &BatchSettings, plan: &Plan, exec: &mut Execution) {
         &run_dir,
         &plan.units,
         &plan.requests,
+        &plan.cache,
         plan.pre.hits.clone(),
         plan.pre.blocked.clone(),
     );

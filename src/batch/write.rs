@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::dispatcher::Dispatcher;
 use super::execution::Execution;
 use crate::aggregate::Aggregate;
-use crate::cache::CacheEntry;
+use crate::cache::{Cache, CacheEntry};
 use crate::exec::Event;
 use crate::input::Manifest;
 use crate::printer::Printer;
@@ -52,6 +52,7 @@ pub fn cache_hits(
     run_dir: &RunDir,
     units: &[WorkUnit],
     requests: &RequestContext,
+    cache: &Cache,
     hits: Vec<(usize, CacheEntry)>,
     blocked: Vec<(usize, String)>,
 ) {
@@ -59,7 +60,11 @@ pub fn cache_hits(
         let unit = &units[*i];
         let expect = crate::request::expect_of(unit, requests);
         let read = super::answers::read(unit, &entry.text, expect, requests.schema.as_ref());
-        let written = super::answers::write(run_dir, unit, &entry.text, &read);
+        let cached = super::answers::Cached {
+            cache,
+            key: &unit.cache_key,
+        };
+        let written = super::answers::write(run_dir, Some(cached), unit, &entry.text, &read);
         (read, written)
     });
     for ((i, entry), read) in hits.into_iter().zip(read) {
