@@ -1,9 +1,12 @@
 //! Reading the matched files: hash, size, line count, and the binary/empty/unreadable sort.
 //!
-//! Files are read in parallel (this dominates a fully cached rerun). A reader thread that
-//! panics does not drop its files: they are listed as unreadable with the reason.
+//! Files are read in parallel (this dominates a fully cached rerun), and by a walk as it
+//! finds them ([`ReadAhead`]). A reader thread that panics does not drop its files: they
+//! are listed as unreadable with the reason.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use super::{InputFile, Manifest, SkippedFile};
 use crate::hash::sha256_hex;
@@ -77,19 +80,92 @@ pub fn count_lines(bytes: &[u8]) -> u64 {
 /// ones, keeping the order.
 pub fn read_candidates(candidates: Vec<(PathBuf, String)>) -> Manifest {
     let reads = crate::parallel::map(&candidates, crate::parallel::io_threads(), |c| read_one(c.clone()));
+    assemble(reads.into_iter().zip(candidates))
+}
+
+/// The manifest of files read, in the given order; a file without a read (its reader
+/// failed) is unreadable.
+fn assemble(reads: impl Iterator<Item = (Option<Read>, (PathBuf, String))>) -> Manifest {
     let mut manifest = Manifest::default();
-    for (read, (_, display)) in reads.into_iter().zip(candidates) {
+    for (read, (_, display)) in reads {
         match read {
             Some(Read::File(f)) => manifest.files.push(f),
             Some(Read::Skip(s)) => manifest.skipped.push(s),
             Some(Read::Unreadable(s)) => manifest.unreadable.push(s),
-            None => manifest.unreadable.push(SkippedFile {
-                path: display,
-                reason: "internal error: the reader thread failed".into(),
-            }),
+            None => manifest.unreadable.push(reader_failed(&display)),
         }
     }
     manifest
+}
+
+/// Files read on a few threads as they are handed over, while the caller goes on finding
+/// the next ones: the walk of a large tree then costs no time of its own.
+pub struct ReadAhead {
+    sender: Option<std::sync::mpsc::Sender<(PathBuf, String)>>,
+    readers: Vec<std::thread::JoinHandle<()>>,
+    /// What each reader read, by display path.
+    reads: Arc<Mutex<HashMap<String, Read>>>,
+}
+
+impl ReadAhead {
+    pub fn start() -> Self {
+        let (sender, receiver) = std::sync::mpsc::channel::<(PathBuf, String)>();
+        let receiver = Arc::new(Mutex::new(receiver));
+        let reads: Arc<Mutex<HashMap<String, Read>>> = Arc::default();
+        let readers = (0..crate::parallel::io_threads())
+            .map(|_| {
+                let (receiver, reads) = (receiver.clone(), reads.clone());
+                std::thread::spawn(move || loop {
+                    let next = lock(&receiver).recv();
+                    let Ok((path, display)) = next else { break };
+                    // A panic reading one file (a bug) fails that file, not its reader.
+                    let read = std::panic::catch_unwind(|| read_one((path, display.clone())))
+                        .unwrap_or_else(|_| Read::Unreadable(reader_failed(&display)));
+                    lock(&reads).insert(display, read);
+                })
+            })
+            .collect();
+        ReadAhead {
+            sender: Some(sender),
+            readers,
+            reads,
+        }
+    }
+
+    /// Hands a file over to be read.
+    pub fn read(&self, path: PathBuf, display: String) {
+        if let Some(sender) = &self.sender {
+            // Only fails once every reader is gone: `finish` then reads what is missing.
+            let _ = sender.send((path, display));
+        }
+    }
+
+    /// The manifest of `candidates` (sorted, each handed over before), once all are read.
+    pub fn finish(mut self, candidates: Vec<(PathBuf, String)>) -> Manifest {
+        self.sender = None;
+        for reader in std::mem::take(&mut self.readers) {
+            let _ = reader.join();
+        }
+        let mut reads = std::mem::take(&mut *lock(&self.reads));
+        assemble(candidates.into_iter().map(|candidate| {
+            // Not read (a reader thread died): read here.
+            let read = reads
+                .remove(&candidate.1)
+                .unwrap_or_else(|| read_one(candidate.clone()));
+            (Some(read), candidate)
+        }))
+    }
+}
+
+fn reader_failed(display: &str) -> SkippedFile {
+    SkippedFile {
+        path: display.to_string(),
+        reason: "internal error: the reader thread failed".into(),
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]
@@ -113,6 +189,32 @@ mod tests {
             std::fs::write(&path, &content).unwrap();
             assert_eq!(read_regular(&path).unwrap(), content, "{len} bytes");
         }
+    }
+
+    #[test]
+    fn read_ahead_gives_the_manifest_of_the_candidates_in_their_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut candidates = Vec::new();
+        let ahead = ReadAhead::start();
+        for i in (0..300).rev() {
+            let path = dir.path().join(format!("f{i:03}"));
+            std::fs::write(&path, if i % 100 == 0 { String::new() } else { format!("{i}\n") }).unwrap();
+            ahead.read(path.clone(), format!("f{i:03}"));
+            candidates.push((path, format!("f{i:03}")));
+        }
+        // A candidate never handed over is read all the same.
+        candidates.push((dir.path().join("gone"), "gone".into()));
+        candidates.sort_by(|a, b| a.1.cmp(&b.1));
+        let m = ahead.finish(candidates.clone());
+        assert_eq!(m.files.len(), 297);
+        assert_eq!(m.files[0].display, "f001");
+        assert!(m.files.windows(2).all(|w| w[0].display < w[1].display));
+        assert_eq!(
+            m.skipped.iter().map(|s| s.path.as_str()).collect::<Vec<_>>(),
+            ["f000", "f100", "f200"]
+        );
+        assert_eq!(m.unreadable[0].path, "gone");
+        assert_eq!(m.files.len() + m.skipped.len() + m.unreadable.len(), candidates.len());
     }
 
     #[test]

@@ -35,13 +35,13 @@ pub struct Walk<'a> {
     pub keep: Option<Prune>,
 }
 
-/// What a walk found: files `(path, display)` that match, unsorted, what matched but is not
-/// sent, and what matched but cannot be read as a file.
-#[derive(Debug, Default)]
+/// What a walk found: files `(path, display)` that match, unsorted (each already being
+/// read), what matched but is not sent, and what matched but cannot be read as a file.
 pub struct Found {
     pub candidates: Vec<(PathBuf, String)>,
     pub skipped: Vec<SkippedFile>,
     pub unreadable: Vec<SkippedFile>,
+    reading: super::read::ReadAhead,
 }
 
 impl Found {
@@ -52,10 +52,11 @@ impl Found {
             mut candidates,
             skipped,
             unreadable,
+            reading,
         } = self;
         candidates.sort_by(|a, b| a.1.cmp(&b.1));
         candidates.dedup_by(|a, b| a.1 == b.1);
-        let mut manifest = super::read::read_candidates(candidates);
+        let mut manifest = reading.finish(candidates);
         manifest.skipped.extend(skipped);
         manifest.skipped.sort_by(|a, b| a.path.cmp(&b.path));
         manifest.unreadable.extend(unreadable);
@@ -118,7 +119,12 @@ impl Walk<'_> {
             }
         });
 
-        let mut found = Found::default();
+        let mut found = Found {
+            candidates: Vec::new(),
+            skipped: Vec::new(),
+            unreadable: Vec::new(),
+            reading: super::read::ReadAhead::start(),
+        };
         for result in builder.build() {
             let entry = match result {
                 Ok(entry) => entry,
@@ -155,7 +161,9 @@ impl Walk<'_> {
                 continue;
             }
             if file_type.is_file() {
-                found.candidates.push((entry.into_path(), display));
+                let path = entry.into_path();
+                found.reading.read(path.clone(), display.clone());
+                found.candidates.push((path, display));
             } else {
                 // Never opened: a FIFO blocks its reader.
                 found.unreadable.push(SkippedFile {
