@@ -124,6 +124,7 @@ fn start(
     (started, started_at): (Instant, jiff::Timestamp),
 ) -> Result<Execution, RlmError> {
     let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();
+    let (paid_tx, paid_rx) = tokio::sync::mpsc::unbounded_channel();
     let width = settings.exec.parallelism.width;
     let limiter = Limiter::new(width);
     let call = CallContext::new(
@@ -184,6 +185,7 @@ fn start(
     };
     let jobs = Arc::new(JobContext {
         call: Arc::new(call),
+        paid: paid_tx,
         cache: plan.cache.clone(),
         run_dir: run_dir.clone(),
         requests: plan.requests.clone(),
@@ -208,7 +210,14 @@ fn start(
         .exec
         .deadline
         .map(|d| started + settings.resume.as_ref().map_or(d, |t| t.remaining(d)));
-    Ok(Execution::new(dispatcher, jobs, events_rx, limiter, width, deadline))
+    Ok(Execution::new(
+        dispatcher,
+        jobs,
+        (events_rx, paid_rx),
+        limiter,
+        width,
+        deadline,
+    ))
 }
 
 /// The map phase: cache hits served, misses called, batch members retried alone.

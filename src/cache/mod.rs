@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::fs_atomic::{sweep_temp_files, write_atomic_in, Durability};
+use crate::fs_atomic::{sweep_temp_files, write_atomic_in, write_atomic_unsynced_in, Durability, Unsynced};
 use crate::provider::Usage;
 
 /// The bucket name; bump it when [`CacheEntry`] changes incompatibly.
@@ -166,6 +166,21 @@ impl Cache {
         }
     }
 
+    /// [`Cache::put`] in two steps: the entry is in place when this returns (other runs
+    /// read it; it outlives this process) and durable once the returned
+    /// [`Unsynced::sync`] has returned — only then does the answer count.
+    pub fn put_unsynced(&self, entry: &CacheEntry) -> std::io::Result<Unsynced> {
+        let key = CacheKey(entry.key.clone());
+        let path = self.path(&key);
+        let temp = self.temp_dir();
+        if let Some(dir) = path.parent() {
+            fs_err::create_dir_all(dir)?;
+        }
+        fs_err::create_dir_all(&temp)?;
+        let bytes = serde_json::to_vec(entry).map_err(std::io::Error::other)?;
+        write_atomic_unsynced_in(&path, &bytes, &temp)
+    }
+
     /// Makes sure entries can be written, before any call is paid for; sweeps temporary
     /// files that a killed process left (older than an hour: another rlm may be writing).
     pub fn prepare(&self) -> std::io::Result<()> {
@@ -222,6 +237,8 @@ mod tests {
             max_tokens: 100,
             created_unix: 0,
         };
+        cache.put_unsynced(&entry).unwrap().sync().unwrap();
+        assert_eq!(cache.get(&key, 100).unwrap().unwrap().text, "result");
         cache.put(&entry).unwrap();
         assert_eq!(cache.get(&key, 100).unwrap().unwrap().text, "result");
         assert!(

@@ -14,5 +14,5 @@ pub use cooldown::Cooldown;
 pub use event::Event;
 pub use interrupt::Interrupt;
 pub use limiter::{Limiter, Place, Slot, WidthChange};
-pub use pool::{run_pool, Flow, Job, JobMeta, Lost, PoolContext, PoolEnd, PoolHandler};
+pub use pool::{run_pool, Flow, Job, JobMeta, Lost, Paid, PoolContext, PoolEnd, PoolHandler};
 pub use retry::RetryPolicy;
