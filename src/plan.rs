@@ -134,7 +134,7 @@ pub fn plan(manifest: &Manifest, opts: &PlanOptions, ctx: &RequestContext, model
         ..ChunkOptions::default()
     };
     let mut chunks: Vec<Vec<Chunk>> = (0..files.len()).map(|_| Vec::new()).collect();
-    let cut = crate::parallel::map_pure(&chunked, |&i| {
+    let cut = crate::parallel::map_pure_from(&chunked, 2, |&i| {
         detections[i].map_or_else(Vec::new, |d| chunk(&d, text_of(&files[i]), &chunk_opts))
     });
     for (i, file_chunks) in chunked.into_iter().zip(cut) {
@@ -321,7 +321,8 @@ fn finish(
 /// A unit whose key and size are not known yet (see [`settle`]).
 fn unsized_unit(inputs: Vec<UnitInput>, body: UnitBody, label: String, result_name: String) -> WorkUnit {
     WorkUnit {
-        id: UnitId::for_inputs(&inputs),
+        // Set with the key (hashing is done on all cores).
+        id: UnitId::named(String::new()),
         label,
         inputs,
         result_name,
@@ -333,8 +334,9 @@ fn unsized_unit(inputs: Vec<UnitInput>, body: UnitBody, label: String, result_na
     }
 }
 
-/// What rendering a unit tells the plan: its key and its prompt's size.
+/// What rendering a unit tells the plan: its id, its key and its prompt's size.
 struct Size {
+    id: UnitId,
     key: crate::cache::CacheKey,
     prompt_bytes: u64,
 }
@@ -343,6 +345,7 @@ impl Size {
     fn of(unit: &WorkUnit, ctx: &RequestContext) -> Size {
         let rendered = request::render(unit, ctx);
         Size {
+            id: UnitId::for_inputs(&unit.inputs),
             prompt_bytes: rendered.prompt_bytes(),
             key: rendered.key,
         }
@@ -353,6 +356,7 @@ impl Size {
 fn settle(unit: &mut WorkUnit, size: Size, ctx: &RequestContext, budget: Budget) {
     let bytes = size.prompt_bytes;
     let needed = tokens::upper_bound(bytes);
+    unit.id = size.id;
     unit.cache_key = size.key;
     unit.estimated_input_tokens = tokens::expected(bytes);
     unit.prompt_bytes = bytes;

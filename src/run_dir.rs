@@ -432,10 +432,12 @@ pub fn sanitize(path: &str) -> String {
 /// the first 8 hex characters of the path's hash appended.
 pub fn result_names(paths: &[&str]) -> Vec<String> {
     let mut seen = HashSet::with_capacity(paths.len());
+    // Sanitized on all cores (tens of thousands of names in a large plan); made unique here.
+    let stems = crate::parallel::map_pure(paths, |path| sanitize(path));
     paths
         .iter()
-        .map(|path| {
-            let stem = sanitize(path);
+        .zip(stems)
+        .map(|(path, stem)| {
             let mut name = format!("{stem}.result.md");
             let mut salt = 0u32;
             while !seen.insert(name.to_ascii_lowercase()) {

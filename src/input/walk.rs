@@ -38,7 +38,7 @@ pub struct Walk<'a> {
 /// What a walk found: files `(path, display)` that match, unsorted (each already being
 /// read), what matched but is not sent, and what matched but cannot be read as a file.
 pub struct Found {
-    pub candidates: Vec<(PathBuf, String)>,
+    candidates: Vec<(PathBuf, String)>,
     pub skipped: Vec<SkippedFile>,
     pub unreadable: Vec<SkippedFile>,
     reading: super::read::ReadAhead,
@@ -49,13 +49,11 @@ impl Found {
     /// skips and the reader's together, sorted by path.
     pub fn into_manifest(self) -> super::Manifest {
         let Found {
-            mut candidates,
+            candidates,
             skipped,
             unreadable,
             reading,
         } = self;
-        candidates.sort_by(|a, b| a.1.cmp(&b.1));
-        candidates.dedup_by(|a, b| a.1 == b.1);
         let mut manifest = reading.finish(candidates);
         manifest.skipped.extend(skipped);
         manifest.skipped.sort_by(|a, b| a.path.cmp(&b.path));
@@ -191,6 +189,29 @@ impl Walk<'_> {
     }
 }
 
+/// `path` below `root`, where the walk of `root` found it. The walk's paths are `root`
+/// joined with names, so this is a cut at a byte offset; `Path::strip_prefix` compares
+/// component by component, which, done a few times for every file, was a visible part of
+/// walking a large tree. Anything else falls back to it.
+pub(super) fn below<'p>(path: &'p Path, root: &Path) -> &'p Path {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let (p, r) = (path.as_os_str().as_bytes(), root.as_os_str().as_bytes());
+        if let Some(rest) = p.strip_prefix(r) {
+            let rest = if r.ends_with(b"/") {
+                Some(rest)
+            } else {
+                rest.strip_prefix(b"/")
+            };
+            if let Some(rest) = rest.filter(|rest| !rest.starts_with(b"/")) {
+                return Path::new(std::ffi::OsStr::from_bytes(rest));
+            }
+        }
+    }
+    path.strip_prefix(root).unwrap_or(path)
+}
+
 /// Why a symbolic link is not followed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum LinkProblem {
@@ -277,4 +298,26 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// canonicalized, so the walk stays cheap.
 fn is_same_dir(dir: &Path, excluded: Option<&Path>) -> bool {
     excluded.is_some_and(|ex| ex.file_name() == dir.file_name() && dir.canonicalize().is_ok_and(|d| d == ex))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn below_cuts_the_root_off_as_strip_prefix_would() {
+        for (path, root, want) in [
+            ("/a/b/c.txt", "/a", "b/c.txt"),
+            ("/a/b/c.txt", "/a/", "b/c.txt"),
+            ("/x.txt", "/", "x.txt"),
+            ("src//lib/x", "src//lib", "x"),
+            ("/a/b", "/a/b", ""),
+            ("/ab/c", "/a", "/ab/c"),
+            ("/other/c", "/a", "/other/c"),
+        ] {
+            let (path, root) = (Path::new(path), Path::new(root));
+            assert_eq!(below(path, root), Path::new(want), "{path:?} below {root:?}");
+            assert_eq!(below(path, root), path.strip_prefix(root).unwrap_or(path));
+        }
+    }
 }
