@@ -4,8 +4,9 @@
 //! Temporary files are named `.rlm-tmp-*` so a run can sweep those a `kill -9` left behind
 //! ([`sweep_temp_files`]). Durable writes are fsynced before the rename, and the directory
 //! after it (the rename itself is durable only then): a paid answer in the cache must
-//! survive a power loss; files derived from the cache need not. This is the one atomic
-//! write of the code base.
+//! survive a power loss; files derived from the cache need not. A write can also be put in
+//! place first and fsynced later ([`write_atomic_unsynced_in`]), so the wait for the disk
+//! does not hold up the next call. This is the one atomic write of the code base.
 
 use std::io::Write;
 use std::path::Path;
@@ -47,16 +48,57 @@ pub fn write_atomic_in(path: &Path, bytes: &[u8], durability: Durability, temp_d
     }
     tmp.persist(path).map_err(|e| named(e.error, path))?;
     if durability == Durability::Synced {
-        // Best effort: not every platform can open a directory.
-        let dir = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        if let Ok(d) = std::fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
+        sync_dir_of(path);
     }
     Ok(())
+}
+
+/// A file written by [`write_atomic_unsynced_in`]: in place (a reader, or a crash of rlm,
+/// sees all of it) but not yet on the disk.
+#[derive(Debug)]
+pub struct Unsynced {
+    file: std::fs::File,
+    path: std::path::PathBuf,
+}
+
+impl Unsynced {
+    /// fsyncs the file, then its directory: from here on it survives a power loss too.
+    pub fn sync(self) -> std::io::Result<()> {
+        self.file.sync_all().map_err(|e| named(e, &self.path))?;
+        sync_dir_of(&self.path);
+        Ok(())
+    }
+}
+
+/// [`write_atomic_in`] whose fsync is left to the caller ([`Unsynced::sync`]), so a paid
+/// answer is in place — visible to other processes, kept if rlm dies — at once, and the
+/// wait for the disk need not hold up anything else. The rename comes before the fsync:
+/// until the sync returns, a power loss may leave the file empty or partial, which readers
+/// of such files (the cache) take for a miss.
+pub fn write_atomic_unsynced_in(path: &Path, bytes: &[u8], temp_dir: &Path) -> std::io::Result<Unsynced> {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(TEMP_PREFIX);
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
+    let mut tmp = builder.tempfile_in(temp_dir).map_err(|e| named(e, temp_dir))?;
+    tmp.write_all(bytes).map_err(|e| named(e, path))?;
+    let file = tmp.persist(path).map_err(|e| named(e.error, path))?;
+    Ok(Unsynced {
+        file,
+        path: path.to_path_buf(),
+    })
+}
+
+/// fsyncs the directory holding `path` (what makes a rename durable). Best effort: not
+/// every platform can open a directory.
+fn sync_dir_of(path: &Path) {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
 }
 
 /// Removes `.rlm-tmp-*` files in `dir` older than `min_age` (left by a process that was
@@ -96,6 +138,24 @@ mod tests {
         write_atomic(&p, b"two", Durability::Buffered).unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn an_unsynced_write_is_in_place_before_its_sync() {
+        let dir = tempfile::tempdir().unwrap();
+        let temp = dir.path().join("tmp");
+        std::fs::create_dir(&temp).unwrap();
+        let p = dir.path().join("a.json");
+        std::fs::write(&p, "old").unwrap();
+        let pending = write_atomic_unsynced_in(&p, b"new", &temp).unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
+        assert_eq!(
+            std::fs::read_dir(&temp).unwrap().count(),
+            0,
+            "no temporary file is left"
+        );
+        pending.sync().unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
     }
 
     #[test]

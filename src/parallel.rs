@@ -11,7 +11,18 @@ pub fn io_threads() -> usize {
 /// `f` over every item, on up to `threads` threads, results in the items' order. A thread
 /// that panics yields `None` for each of its items instead of losing them.
 pub fn map<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> R + Sync) -> Vec<Option<R>> {
-    if items.len() < 64 || threads <= 1 {
+    map_from(items, threads, 64, f)
+}
+
+/// [`map`], on threads only from `min_items` items on (below that, starting threads costs
+/// more than it saves, unless each item is heavy).
+fn map_from<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    min_items: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<Option<R>> {
+    if items.len() < min_items.max(2) || threads <= 1 {
         return items.iter().map(|i| Some(f(i))).collect();
     }
     let chunk = items.len().div_ceil(threads).max(1);
@@ -29,6 +40,28 @@ pub fn map<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> R + 
             })
             .collect()
     })
+}
+
+/// Threads for CPU-bound work (rendering and hashing thousands of units).
+pub fn cpu_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8)
+}
+
+/// [`map`] over CPU-bound work that has no side effects: an item whose thread panicked is
+/// done again on the calling thread, so the panic surfaces there, as it would have without
+/// threads.
+pub fn map_pure<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    map_pure_from(items, 64, f)
+}
+
+/// [`map_pure`] over items heavy enough to share out from `min_items` on (cutting files
+/// into chunks: a few large files).
+pub fn map_pure_from<T: Sync, R: Send>(items: &[T], min_items: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    map_from(items, cpu_threads(), min_items, &f)
+        .into_iter()
+        .zip(items)
+        .map(|(r, item)| r.unwrap_or_else(|| f(item)))
+        .collect()
 }
 
 #[cfg(test)]
@@ -49,5 +82,14 @@ mod tests {
             "the chunk with the panic is lost as None"
         );
         assert!(out[50..].iter().all(Option::is_some));
+    }
+
+    #[test]
+    fn pure_work_keeps_order_and_redoes_nothing_that_succeeded() {
+        let items: Vec<u32> = (0..500).collect();
+        assert_eq!(map_pure(&items, |i| i + 1), (1..501).collect::<Vec<_>>());
+        let few: Vec<u32> = (0..5).collect();
+        assert_eq!(map_pure_from(&few, 2, |i| i * 3), [0, 3, 6, 9, 12]);
+        assert_eq!(map_pure_from(&[7u32], 2, |i| i + 1), [8]);
     }
 }

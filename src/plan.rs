@@ -121,25 +121,34 @@ pub fn plan(manifest: &Manifest, opts: &PlanOptions, ctx: &RequestContext, model
             }
         })
         .collect();
-    let detections: Vec<Option<Detection>> = files
-        .iter()
-        .zip(&treatments)
-        .map(|(f, t)| (*t != Treatment::Whole).then(|| detection(f)))
+    // Detection, chunking and rendering are spread over the cores: planning tens of
+    // thousands of files is mostly these.
+    let work: Vec<(&InputFile, Treatment)> = files.iter().zip(treatments.iter().copied()).collect();
+    let detections: Vec<Option<Detection>> =
+        crate::parallel::map_pure(&work, |(f, t)| (*t != Treatment::Whole).then(|| detection(f)));
+    let chunked: Vec<usize> = (0..files.len())
+        .filter(|&i| treatments[i] == Treatment::Chunked && detections[i].is_some())
         .collect();
+    let chunk_opts = ChunkOptions {
+        max_chunk_tokens: content_budget,
+        ..ChunkOptions::default()
+    };
+    let mut chunks: Vec<Vec<Chunk>> = (0..files.len()).map(|_| Vec::new()).collect();
+    let cut = crate::parallel::map_pure_from(&chunked, 2, |&i| {
+        detections[i].map_or_else(Vec::new, |d| chunk(&d, text_of(&files[i]), &chunk_opts))
+    });
+    for (i, file_chunks) in chunked.into_iter().zip(cut) {
+        chunks[i] = file_chunks;
+    }
 
     // Drafts in file order: a chunked file's chunks in its place, the batches where the
     // first batched file was.
     let mut drafts: Vec<Draft> = Vec::new();
     let mut batchable: Vec<usize> = Vec::new();
-    for (i, file) in files.iter().enumerate() {
+    for (i, file_chunks) in chunks.into_iter().enumerate() {
         match (treatments[i], &detections[i]) {
-            (Treatment::Chunked, Some(d)) => {
-                let chunk_opts = ChunkOptions {
-                    max_chunk_tokens: content_budget,
-                    ..ChunkOptions::default()
-                };
-                let text = text_of(file);
-                for c in chunk(d, text, &chunk_opts) {
+            (Treatment::Chunked, Some(_)) => {
+                for c in file_chunks {
                     drafts.push(Draft::Chunk {
                         file: i,
                         chunk: Box::new(c),
@@ -174,7 +183,7 @@ pub fn plan(manifest: &Manifest, opts: &PlanOptions, ctx: &RequestContext, model
     let unit_names: Vec<String> = names.by_ref().take(drafts.len()).collect();
     let mut member_names = names;
 
-    let units: Vec<WorkUnit> = drafts
+    let mut units: Vec<WorkUnit> = drafts
         .into_iter()
         .zip(unit_names)
         .zip(labels)
@@ -197,9 +206,13 @@ pub fn plan(manifest: &Manifest, opts: &PlanOptions, ctx: &RequestContext, model
                 }
                 Draft::Batch(members) => batch_body(files, &detections, &members, &mut member_names),
             };
-            finish(inputs, body, label, result_name, ctx, budget)
+            unsized_unit(inputs, body, label, result_name)
         })
         .collect();
+    let sizes = crate::parallel::map_pure(&units, |unit| Size::of(unit, ctx));
+    for (unit, size) in units.iter_mut().zip(sizes) {
+        settle(unit, size, ctx, budget);
+    }
     units
 }
 
@@ -299,8 +312,17 @@ fn finish(
     ctx: &RequestContext,
     budget: Budget,
 ) -> WorkUnit {
-    let mut unit = WorkUnit {
-        id: UnitId::for_inputs(&inputs),
+    let mut unit = unsized_unit(inputs, body, label, result_name);
+    let size = Size::of(&unit, ctx);
+    settle(&mut unit, size, ctx, budget);
+    unit
+}
+
+/// A unit whose key and size are not known yet (see [`settle`]).
+fn unsized_unit(inputs: Vec<UnitInput>, body: UnitBody, label: String, result_name: String) -> WorkUnit {
+    WorkUnit {
+        // Set with the key (hashing is done on all cores).
+        id: UnitId::named(String::new()),
         label,
         inputs,
         result_name,
@@ -309,11 +331,33 @@ fn finish(
         estimated_input_tokens: 0,
         prompt_bytes: 0,
         blocked: None,
-    };
-    let rendered = request::render(&unit, ctx);
-    let bytes = rendered.prompt_bytes();
+    }
+}
+
+/// What rendering a unit tells the plan: its id, its key and its prompt's size.
+struct Size {
+    id: UnitId,
+    key: crate::cache::CacheKey,
+    prompt_bytes: u64,
+}
+
+impl Size {
+    fn of(unit: &WorkUnit, ctx: &RequestContext) -> Size {
+        let rendered = request::render(unit, ctx);
+        Size {
+            id: UnitId::for_inputs(&unit.inputs),
+            prompt_bytes: rendered.prompt_bytes(),
+            key: rendered.key,
+        }
+    }
+}
+
+/// Gives `unit` its key and size and, when it cannot be sent, why.
+fn settle(unit: &mut WorkUnit, size: Size, ctx: &RequestContext, budget: Budget) {
+    let bytes = size.prompt_bytes;
     let needed = tokens::upper_bound(bytes);
-    unit.cache_key = rendered.key;
+    unit.id = size.id;
+    unit.cache_key = size.key;
     unit.estimated_input_tokens = tokens::expected(bytes);
     unit.prompt_bytes = bytes;
     if needed > budget.input_tokens && budget.known {
@@ -327,7 +371,6 @@ fn finish(
             }
         ));
     }
-    unit
 }
 
 /// A unit before its name is known.

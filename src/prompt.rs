@@ -52,7 +52,7 @@ impl Delimiter {
                 hasher.update(counter.to_le_bytes());
             }
             let digest = hasher.finalize();
-            let token: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+            let token = crate::hash::hex(&digest[..8]);
             if !content.contains(&token) {
                 return format!("file_content_{token}");
             }

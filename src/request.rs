@@ -17,7 +17,6 @@ use crate::cache::{ArtifactRef, CacheKey};
 use crate::content::{
     render_batch, render_chunk, Analyst, BatchFile, BatchPrompt, ChunkPrompt, Focus, Shape, Templates,
 };
-use crate::hash::sha256_hex;
 use crate::prompt::{self, Delimiter};
 use crate::provider::CompletionRequest;
 use crate::schema::OutputSchema;
@@ -278,20 +277,46 @@ fn key(inputs: &[UnitInput], request: &CompletionRequest, ctx: &RequestContext) 
 
 /// `rlm-request/v3:` and 16 hex digits of the hash of what a request sends.
 pub fn request_query(request: &CompletionRequest) -> String {
-    let schema = request.schema.as_ref().map(|s| s.to_string()).unwrap_or_default();
-    let sent = [
-        request.system.as_str(),
-        request.shared.as_str(),
-        request.user.as_str(),
-        schema.as_str(),
-    ]
-    .join("\u{0}");
-    format!("rlm-request/v3:{}", &sha256_hex(sent.as_bytes())[..16])
+    // The parts joined by NULs, hashed as they are rather than copied into one string.
+    let mut hasher = crate::hash::Sha256Writer::default();
+    for part in [&request.system, &request.shared, &request.user] {
+        hasher.update(part.as_bytes());
+        hasher.update(&[0]);
+    }
+    if let Some(schema) = &request.schema {
+        // Writing into a hash cannot fail; this is the schema's `to_string()`.
+        let _ = serde_json::to_writer(&mut hasher, schema.as_ref());
+    }
+    format!("rlm-request/v3:{}", &hasher.hex()[..16])
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hash::sha256_hex;
+
+    #[test]
+    fn the_request_query_hashes_the_parts_joined_by_nuls() {
+        let mut request = CompletionRequest {
+            system: "sys".into(),
+            user: "user".into(),
+            ..CompletionRequest::default()
+        };
+        let joined = |schema: &str| format!("sys\u{0}\u{0}user\u{0}{schema}");
+        assert_eq!(
+            request_query(&request),
+            format!("rlm-request/v3:{}", &sha256_hex(joined("").as_bytes())[..16])
+        );
+        let schema = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+        request.schema = Some(Arc::new(schema.clone()));
+        assert_eq!(
+            request_query(&request),
+            format!(
+                "rlm-request/v3:{}",
+                &sha256_hex(joined(&schema.to_string()).as_bytes())[..16]
+            )
+        );
+    }
 
     #[test]
     fn slices_lines_inclusively() {

@@ -230,6 +230,44 @@ impl RunDir {
         Ok(path)
     }
 
+    /// Writes a result file: plainly, without a temporary file or an fsync. Its answer is
+    /// already in the cache, durably, so a crash loses nothing a rerun cannot write again;
+    /// a file of that name is removed first, never written through (it may be a hard link
+    /// into the cache, see [`RunDir::link_result`]).
+    pub fn write_result(&self, name: &str, content: &str) -> std::io::Result<PathBuf> {
+        let path = self.dir.join(name);
+        let bytes = self.redactor.scrub(content);
+        create_new_replacing(&path, |file| file.write_all(bytes.as_bytes()))?;
+        Ok(path)
+    }
+
+    /// Makes the result file `name` a hard link to `source` (the cache's copy of its
+    /// answer), if the link then holds exactly `content` as it would be written; false when
+    /// it does not (the caller writes it instead). A link costs the file system no new
+    /// file, which is most of what a fully cached rerun of thousands of files spends.
+    pub fn link_result(&self, name: &str, content: &str, source: &Path) -> std::io::Result<bool> {
+        let path = self.dir.join(name);
+        let expected = self.redactor.scrub(content);
+        match std::fs::hard_link(source, &path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                std::fs::remove_file(&path)?;
+                if std::fs::hard_link(source, &path).is_err() {
+                    return Ok(false);
+                }
+            }
+            // No copy in the cache, or another file system: written instead.
+            Err(_) => return Ok(false),
+        }
+        // Checked through the link itself, so what the run directory holds is what was
+        // compared, whatever happens to the cache's file meanwhile.
+        let holds = holds_exactly(&path, expected.as_bytes());
+        if !holds {
+            std::fs::remove_file(&path)?;
+        }
+        Ok(holds)
+    }
+
     /// Writes the markdown report, scrubbed.
     pub fn write_report_md(&self, content: &str) -> std::io::Result<()> {
         write_atomic(
@@ -238,6 +276,33 @@ impl RunDir {
             Durability::Buffered,
         )
     }
+}
+
+/// Whether the file at `path` holds exactly `expected`: one read of one byte more than
+/// that (a regular file reads whole up to the size asked), so a file that is longer,
+/// shorter or different is told apart without asking its size first.
+fn holds_exactly(path: &Path, expected: &[u8]) -> bool {
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut bytes = Vec::with_capacity(expected.len() + 1);
+    let limit = expected.len() as u64 + 1;
+    file.take(limit).read_to_end(&mut bytes).is_ok() && bytes == expected
+}
+
+/// Creates `path` anew (removing a file already there) and fills it with `fill`.
+fn create_new_replacing(path: &Path, fill: impl Fn(&mut std::fs::File) -> std::io::Result<()>) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    let mut file = match options.open(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            std::fs::remove_file(path)?;
+            options.open(path)
+        }
+        other => other,
+    }
+    .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    fill(&mut file).map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))
 }
 
 /// `batch-{timestamp}`, or with `-2`, `-3`… while `taken` says so.
@@ -367,10 +432,12 @@ pub fn sanitize(path: &str) -> String {
 /// the first 8 hex characters of the path's hash appended.
 pub fn result_names(paths: &[&str]) -> Vec<String> {
     let mut seen = HashSet::with_capacity(paths.len());
+    // Sanitized on all cores (tens of thousands of names in a large plan); made unique here.
+    let stems = crate::parallel::map_pure(paths, |path| sanitize(path));
     paths
         .iter()
-        .map(|path| {
-            let stem = sanitize(path);
+        .zip(stems)
+        .map(|(path, stem)| {
             let mut name = format!("{stem}.result.md");
             let mut salt = 0u32;
             while !seen.insert(name.to_ascii_lowercase()) {
@@ -462,5 +529,38 @@ mod tests {
         let again = RunDir::reopen(rlm.path(), &dir, &id, lock, Redactor::default()).unwrap();
         assert!(again.dir.join("events.jsonl").exists() && !again.dir.join("a.result.md").exists());
         assert!(RunLock::acquire(&dir).is_err(), "the resumed run holds the directory");
+    }
+
+    #[test]
+    fn result_files_are_written_plainly_or_linked_only_when_they_hold_the_answer() {
+        let rlm = tempfile::tempdir().unwrap();
+        let key = crate::secret::ApiKey::new("sk-secret-123");
+        let run = RunDir::create(rlm.path(), None, Redactor::new([&key])).unwrap();
+        // Written plainly, scrubbed, replacing what was there without writing through it.
+        let cached = rlm.path().join("cached.answer");
+        std::fs::write(&cached, "cached").unwrap();
+        std::fs::hard_link(&cached, run.dir.join("a.result.md")).unwrap();
+        run.write_result("a.result.md", "key sk-secret-123").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(run.dir.join("a.result.md")).unwrap(),
+            "key [REDACTED]"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&cached).unwrap(),
+            "cached",
+            "the link was replaced, not written through"
+        );
+        // Linked when the cache's copy holds exactly the text, replacing a file of that name.
+        assert!(run.link_result("a.result.md", "cached", &cached).unwrap());
+        assert_eq!(std::fs::read_to_string(run.dir.join("a.result.md")).unwrap(), "cached");
+        // Not when it differs (edited, stale, or the answer holds a secret): nothing is left.
+        assert!(!run.link_result("b.result.md", "other", &cached).unwrap());
+        std::fs::write(&cached, "sk-secret-123").unwrap();
+        assert!(!run.link_result("c.result.md", "sk-secret-123", &cached).unwrap());
+        assert!(!run.dir.join("b.result.md").exists() && !run.dir.join("c.result.md").exists());
+        // No copy in the cache: not linked.
+        assert!(!run
+            .link_result("d.result.md", "x", &rlm.path().join("missing"))
+            .unwrap());
     }
 }

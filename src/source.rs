@@ -27,8 +27,47 @@ impl SourceText {
         })
     }
 
+    /// [`SourceText::decode`], taking the bytes: UTF-8 without a BOM (nearly every file)
+    /// becomes the text without a copy.
+    pub fn decode_owned(bytes: Vec<u8>) -> Arc<SourceText> {
+        if encoding_rs::Encoding::for_bom(&bytes).is_some() {
+            return Self::decode(&bytes);
+        }
+        match String::from_utf8(bytes) {
+            Ok(text) => Arc::new(SourceText {
+                text,
+                encoding: "utf-8",
+                lossy: false,
+            }),
+            Err(e) => Self::decode(e.as_bytes()),
+        }
+    }
+
     /// Whether the report should name the file: its bytes were not exactly UTF-8 text.
     pub fn is_unusual(&self) -> bool {
         self.lossy || self.encoding != "utf-8"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owned_decoding_is_decoding() {
+        let cases: [&[u8]; 5] = [
+            b"plain ascii\n",
+            "caf\u{e9} \u{1f600}\n".as_bytes(),
+            b"\xef\xbb\xbfwith a BOM\n",
+            b"\xff\xfeu\x00t\x00f\x001\x006\x00",
+            b"caf\xe9 latin-1\n",
+        ];
+        for bytes in cases {
+            assert_eq!(
+                SourceText::decode_owned(bytes.to_vec()),
+                SourceText::decode(bytes),
+                "{bytes:?}"
+            );
+        }
     }
 }

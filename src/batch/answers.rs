@@ -7,6 +7,7 @@
 //! (see [`crate::plan::member_unit`]), never reported as a success it is not.
 
 use crate::answer::{self, Answer, Scope};
+use crate::cache::{Cache, CacheKey};
 use crate::content::{split_batch_answer, ContentType, Shape};
 use crate::request::Expect;
 use crate::run_dir::RunDir;
@@ -103,13 +104,38 @@ pub fn read(unit: &WorkUnit, text: &str, expect: Expect, schema: Option<&OutputS
     }
 }
 
+/// Where a unit's answer is kept in the cache, so its result file can be a link to it.
+#[derive(Clone, Copy)]
+pub struct Cached<'a> {
+    pub cache: &'a Cache,
+    pub key: &'a CacheKey,
+}
+
 /// Writes the unit's result file (the whole answer) and, for a batch, each answered
-/// member's result file.
-pub fn write(run_dir: &RunDir, unit: &WorkUnit, text: &str, answers: &UnitAnswers) -> std::io::Result<()> {
-    run_dir.write(&unit.result_name, text)?;
+/// member's result file. With `cached`, the unit's result file is a hard link to the
+/// cache's copy of the answer when that holds exactly the same text; else it is written and
+/// becomes that copy, so the next rerun links it.
+pub fn write(
+    run_dir: &RunDir,
+    cached: Option<Cached<'_>>,
+    unit: &WorkUnit,
+    text: &str,
+    answers: &UnitAnswers,
+) -> std::io::Result<()> {
+    match cached {
+        Some(Cached { cache, key }) => {
+            if !run_dir.link_result(&unit.result_name, text, &cache.answer_file(key))? {
+                let path = run_dir.write_result(&unit.result_name, text)?;
+                cache.adopt_answer_file(key, &path);
+            }
+        }
+        None => {
+            run_dir.write_result(&unit.result_name, text)?;
+        }
+    }
     if matches!(unit.body, UnitBody::Batch(_)) {
         for file in &answers.files {
-            run_dir.write(&file.result_file, &file.answer.text)?;
+            run_dir.write_result(&file.result_file, &file.answer.text)?;
         }
     }
     Ok(())

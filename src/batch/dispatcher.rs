@@ -6,12 +6,12 @@
 //!
 //! Reporters only listen: nothing is read back out of them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use super::answers::UnitAnswers;
 use super::job::{JobFailure, JobOutcome};
-use crate::exec::{Event, Flow, JobMeta, Lost, PoolHandler};
+use crate::exec::{Event, Flow, JobMeta, Lost, Paid, PoolHandler};
 use crate::printer::Printer;
 use crate::provider::ModelInfo;
 use crate::reporter::Reporters;
@@ -49,6 +49,9 @@ pub struct Dispatcher {
     failed: Vec<(String, String)>,
     /// Halted when dispatching stops, before the finished job's slot is released.
     limiter: Option<std::sync::Arc<crate::exec::Limiter>>,
+    /// Units whose cost was counted when they said they were paid for (not again when they
+    /// finish).
+    counted: HashSet<UnitId>,
 }
 
 impl Dispatcher {
@@ -72,6 +75,7 @@ impl Dispatcher {
             stop: None,
             failed: Vec::new(),
             limiter: None,
+            counted: HashSet::new(),
         }
     }
 
@@ -159,7 +163,9 @@ impl PoolHandler<JobOutcome> for Dispatcher {
         let slot = outcome.slot.take();
         let JobMeta { unit, label, kind } = outcome.meta;
         let cost_usd = self.model.cost(outcome.usage);
-        self.spent += cost_usd;
+        if !self.counted.remove(&unit) {
+            self.spent += cost_usd;
+        }
         let mut flow = Flow::Continue;
         match outcome.failure {
             None => {
@@ -246,6 +252,23 @@ impl PoolHandler<JobOutcome> for Dispatcher {
             }
         }
         if flow != Flow::Continue {
+            if let Some(limiter) = &self.limiter {
+                limiter.halt();
+            }
+        }
+        drop(slot);
+        flow
+    }
+
+    /// The budget is checked before the slot is released, as when a job finishes: no call
+    /// starts on it past `--max-cost`.
+    fn paid(&mut self, paid: Paid) -> Flow {
+        let Paid { unit, usage, slot } = paid;
+        self.spent += self.model.cost(usage);
+        self.counted.insert(unit);
+        let mut flow = Flow::Continue;
+        if let Some(reason) = self.over_budget() {
+            flow = self.stop(StopReason::Budget(reason));
             if let Some(limiter) = &self.limiter {
                 limiter.halt();
             }

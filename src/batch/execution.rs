@@ -20,6 +20,8 @@ pub struct Execution {
     pub dispatcher: Dispatcher,
     pub jobs: Arc<JobContext>,
     events: UnboundedReceiver<Event>,
+    /// What jobs report when their calls are paid for (see [`exec::Paid`]).
+    paid: UnboundedReceiver<exec::Paid>,
     interrupt: Interrupt,
     limiter: Arc<Limiter>,
     width: usize,
@@ -31,7 +33,7 @@ impl Execution {
     pub fn new(
         dispatcher: Dispatcher,
         jobs: Arc<JobContext>,
-        events: UnboundedReceiver<Event>,
+        (events, paid): (UnboundedReceiver<Event>, UnboundedReceiver<exec::Paid>),
         limiter: Arc<Limiter>,
         width: usize,
         deadline: Option<std::time::Instant>,
@@ -40,6 +42,7 @@ impl Execution {
             dispatcher,
             jobs,
             events,
+            paid,
             // From here on, Ctrl-C and SIGTERM are heard instead of killing the process.
             interrupt: Interrupt::new().with_deadline(deadline),
             limiter,
@@ -64,6 +67,7 @@ impl Execution {
         let ctx = self.jobs.clone();
         let pool = PoolContext {
             events: &mut self.events,
+            paid: &mut self.paid,
             interrupt: &mut self.interrupt,
             limiter: &self.limiter,
             admission: self.width * ADMISSION_FACTOR,

@@ -2,9 +2,11 @@
 //! aggregation call (check the cache, call, cache).
 //!
 //! File I/O and hashing run on the blocking pool, off the async workers. A paid answer is
-//! written to the cache first (fsynced), then to its result file, in one blocking step:
-//! there is no moment where a result is written but not cached, and an aborted task does
-//! not interrupt the step.
+//! put in the cache first, then fsynced, then written to its result file: there is no
+//! moment where a result is written but not durably cached. Once the answer is in the
+//! cache (before the fsync), the job tells the dispatcher what its calls cost and hands back
+//! its slot ([`exec::Paid`]), so the next call does not wait for the disk; the answer
+//! counts when the job ends, after the fsync.
 //!
 //! Before paying for a key, a job claims it in the cache (`claim_key`), and holds the claim
 //! until the answer is cached: two rlm processes sharing a cache never pay for one key at
@@ -27,6 +29,9 @@ use crate::unit::{UnitId, UnitKind, WorkUnit};
 /// What every job of a run shares, read-only.
 pub struct JobContext {
     pub call: Arc<CallContext>,
+    /// Where a unit says its calls are paid for and its answer in place, handing back its
+    /// slot before it waits for the disk.
+    pub paid: tokio::sync::mpsc::UnboundedSender<exec::Paid>,
     pub cache: Cache,
     pub run_dir: RunDir,
     /// How a unit becomes its request.
@@ -108,8 +113,10 @@ pub struct JobOutcome {
     pub failure: Option<JobFailure>,
     /// The answer could not be persisted (cache or result file): dispatching must stop.
     pub write_error: Option<String>,
-    /// The call's slot, held until the answer is written and the dispatcher has heard of
-    /// it: a budget or a write failure stops the pool before another call can start.
+    /// The call's slot, held until the answer is in the cache and the dispatcher has heard
+    /// what it cost (an [`exec::Paid`], or this outcome): a budget stops the pool before
+    /// another call can start, and so does a failure to put the answer in the cache (one
+    /// to fsync it is heard when the job ends).
     pub slot: Option<crate::exec::Slot>,
 }
 
@@ -197,16 +204,42 @@ async fn run_unit(ctx: Arc<JobContext>, unit: WorkUnit, mut outcome: JobOutcome,
         return outcome;
     };
     let entry = cache_entry(&ctx, rendered.key.clone(), &unit, &text, &outcome);
-    let persisted = {
-        let ctx = ctx.clone();
+    let entry = Arc::new(entry);
+    let in_place = {
+        let (ctx, entry) = (ctx.clone(), entry.clone());
         let (label, result_name) = (unit.label.clone(), unit.result_name.clone());
         tokio::task::spawn_blocking(move || {
-            let put = ctx.cache.put(&entry);
-            // Cached (or not): whoever waits for this key reads the cache now.
+            let put = ctx.cache.put_unsynced(&entry);
+            // In the cache (or not): whoever waits for this key reads it now.
             drop(claim);
             put.map_err(|e| uncached(&ctx, &entry, &label, Some(&result_name), &e))
         })
         .await
+    };
+    let persisted = match in_place {
+        Ok(Ok(unsynced)) => {
+            // The answer is in place: the dispatcher counts its cost and frees the slot
+            // while this job waits for the disk (the answer counts once that is done).
+            if let Some(slot) = outcome.slot.take() {
+                let paid = exec::Paid {
+                    unit: unit.id.clone(),
+                    usage: outcome.usage,
+                    slot,
+                };
+                if let Err(unsent) = ctx.paid.send(paid) {
+                    outcome.slot = Some(unsent.0.slot);
+                }
+            }
+            let ctx = ctx.clone();
+            let (label, result_name) = (unit.label.clone(), unit.result_name.clone());
+            tokio::task::spawn_blocking(move || {
+                unsynced
+                    .sync()
+                    .map_err(|e| uncached(&ctx, &entry, &label, Some(&result_name), &e))
+            })
+            .await
+        }
+        other => other.map(|put| put.map(drop)),
     };
     match persisted {
         Ok(Ok(())) => {}
@@ -226,7 +259,11 @@ async fn keep(
 ) -> JobOutcome {
     let written = tokio::task::spawn_blocking(move || {
         let read = answers::read(&unit, &text, rendered.expect, ctx.requests.schema.as_ref());
-        let written = answers::write(&ctx.run_dir, &unit, &text, &read);
+        let cached = answers::Cached {
+            cache: &ctx.cache,
+            key: &rendered.key,
+        };
+        let written = answers::write(&ctx.run_dir, Some(cached), &unit, &text, &read);
         (read, written, unit.result_name)
     })
     .await;

@@ -64,6 +64,9 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
     printer.banner(&output::init_block(&settings, &plan));
     if settings.output.dry_run {
         dry_run::show(&printer, &settings, &plan);
+        // The process ends here: freeing every file's text and every unit one by one (a
+        // visible part of planning tens of thousands of files) would gain nothing.
+        std::mem::forget(plan);
         return Ok(ExitStatus::Success);
     }
     estimate::confirm(&settings, &plan.estimate, &printer)?;
@@ -81,6 +84,8 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
         &printer,
     );
     output::completion(&printer, &report, settings.output.quiet, answer.as_deref());
+    // As above: the plan is only memory, and the process ends.
+    std::mem::forget(plan);
     Ok(report.exit_status())
 }
 
@@ -135,6 +140,7 @@ fn start(
     (started, started_at): (Instant, jiff::Timestamp),
 ) -> Result<Execution, RlmError> {
     let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();
+    let (paid_tx, paid_rx) = tokio::sync::mpsc::unbounded_channel();
     let width = settings.exec.parallelism.width;
     let limiter = Limiter::new(width);
     let call = CallContext::new(
@@ -195,6 +201,7 @@ fn start(
     };
     let jobs = Arc::new(JobContext {
         call: Arc::new(call),
+        paid: paid_tx,
         cache: plan.cache.clone(),
         run_dir: run_dir.clone(),
         requests: plan.requests.clone(),
@@ -220,7 +227,14 @@ fn start(
         .exec
         .deadline
         .map(|d| started + settings.resume.as_ref().map_or(d, |t| t.remaining(d)));
-    Ok(Execution::new(dispatcher, jobs, events_rx, limiter, width, deadline))
+    Ok(Execution::new(
+        dispatcher,
+        jobs,
+        (events_rx, paid_rx),
+        limiter,
+        width,
+        deadline,
+    ))
 }
 
 /// The map phase: cache hits served, misses called, batch members retried alone.
@@ -240,6 +254,7 @@ async fn execute(settings: &BatchSettings, plan: &Plan, exec: &mut Execution) {
         &run_dir,
         &plan.units,
         &plan.requests,
+        &plan.cache,
         plan.pre.hits.clone(),
         plan.pre.blocked.clone(),
     );

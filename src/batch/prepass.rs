@@ -23,20 +23,32 @@ pub fn run(
     mode: CacheMode,
     max_tokens: u32,
 ) -> Result<Prepass, RlmError> {
+    // One open and read a key, on a few threads: a fully cached rerun of thousands of
+    // units reads thousands of entries here.
+    let lookups = crate::parallel::map(units, crate::parallel::io_threads(), |unit| {
+        if unit.blocked.is_some() || !mode.reads() {
+            return Ok(None);
+        }
+        cache.get(&unit.cache_key, max_tokens)
+    });
     let mut pre = Prepass::default();
-    for (i, unit) in units.iter().enumerate() {
+    for (i, (unit, lookup)) in units.iter().zip(lookups).enumerate() {
         if let Some(reason) = &unit.blocked {
             pre.blocked.push((i, reason.clone()));
             continue;
         }
-        let entry = if mode.reads() {
-            cache.get(&unit.cache_key, max_tokens).map_err(|e| {
-                RlmError::Usage(format!(
+        let entry = match lookup {
+            Some(Ok(entry)) => entry,
+            Some(Err(e)) => {
+                return Err(RlmError::Usage(format!(
                     "{e}: fix its permissions, or pass --no-cache (nothing was called)"
+                )))
+            }
+            None => {
+                return Err(RlmError::Usage(
+                    "internal error: a cache reader thread failed (nothing was called)".into(),
                 ))
-            })?
-        } else {
-            None
+            }
         };
         let entry = entry.or_else(|| pending.get(unit.cache_key.as_str()).cloned());
         match entry {

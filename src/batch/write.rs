@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::dispatcher::Dispatcher;
 use super::execution::Execution;
 use crate::aggregate::Aggregate;
-use crate::cache::CacheEntry;
+use crate::cache::{Cache, CacheEntry};
 use crate::exec::Event;
 use crate::input::Manifest;
 use crate::printer::Printer;
@@ -29,16 +29,31 @@ pub fn plan_files(
     units: &[WorkUnit],
     printer: &Printer,
 ) {
-    let plan = serde_json::json!({ "input": settings.input.source, "manifest": manifest, "units": units });
+    /// Serialized as it is, not through a `serde_json::Value` (a tree of every unit's
+    /// fields, which cost more than the writing for plans of thousands of units).
+    #[derive(serde::Serialize)]
+    struct PlanFile<'a> {
+        input: &'a crate::settings::InputSource,
+        manifest: &'a Manifest,
+        units: &'a [WorkUnit],
+    }
+    let plan = PlanFile {
+        input: &settings.input.source,
+        manifest,
+        units,
+    };
     // Each dispatched unit's prompt goes in prompts/ (see job::keep_prompt).
     if let Err(e) = std::fs::create_dir_all(run_dir.dir.join("prompts")) {
         printer.warn(&format!("cannot create the prompts directory: {e}"));
     }
-    for (name, value) in [
-        ("settings.json", serde_json::to_value(settings).unwrap_or_default()),
-        ("plan.json", plan),
+    for (name, text) in [
+        ("settings.json", serde_json::to_string_pretty(settings)),
+        ("plan.json", serde_json::to_string_pretty(&plan)),
     ] {
-        if let Err(e) = run_dir.write(name, &format!("{value:#}\n")) {
+        let written = text
+            .map_err(std::io::Error::other)
+            .and_then(|text| run_dir.write(name, &format!("{text}\n")));
+        if let Err(e) = written {
             printer.warn(&format!("cannot write {name}: {e}"));
         }
     }
@@ -52,6 +67,7 @@ pub fn cache_hits(
     run_dir: &RunDir,
     units: &[WorkUnit],
     requests: &RequestContext,
+    cache: &Cache,
     hits: Vec<(usize, CacheEntry)>,
     blocked: Vec<(usize, String)>,
 ) {
@@ -59,7 +75,11 @@ pub fn cache_hits(
         let unit = &units[*i];
         let expect = crate::request::expect_of(unit, requests);
         let read = super::answers::read(unit, &entry.text, expect, requests.schema.as_ref());
-        let written = super::answers::write(run_dir, unit, &entry.text, &read);
+        let cached = super::answers::Cached {
+            cache,
+            key: &unit.cache_key,
+        };
+        let written = super::answers::write(run_dir, Some(cached), unit, &entry.text, &read);
         (read, written)
     });
     for ((i, entry), read) in hits.into_iter().zip(read) {

@@ -9,8 +9,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::hash::sha256_hex;
-
 /// One input of a cached call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ArtifactRef {
@@ -35,23 +33,36 @@ impl CacheKey {
         aggregate: Option<&str>,
         endpoint: Option<&str>,
     ) -> Self {
-        let mut inputs = inputs.to_vec();
+        let mut inputs: Vec<&ArtifactRef> = inputs.iter().collect();
         inputs.sort_by(|a, b| a.artifact_id.cmp(&b.artifact_id));
-        // serde_json's map is a BTreeMap (no `preserve_order`), so keys come out sorted and
-        // `to_string` is canonical.
-        let mut canonical = serde_json::json!({
-            "inputs": inputs,
-            "query": query,
-            "subPrompt": sub_prompt,
-            "model": model,
-        });
-        if let Some(a) = aggregate {
-            canonical["aggregateStrategy"] = a.into();
+        // The canonical JSON written straight into the hash: the fields in sorted order
+        // (what a `serde_json::Value`, whose map is a BTreeMap, prints), absent optional
+        // fields left out, no whitespace. Building the `Value` and its string first cost
+        // more than hashing them, thousands of times a plan.
+        #[derive(Serialize)]
+        struct Canonical<'a> {
+            #[serde(rename = "aggregateStrategy", skip_serializing_if = "Option::is_none")]
+            aggregate: Option<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            endpoint: Option<&'a str>,
+            inputs: Vec<&'a ArtifactRef>,
+            model: &'a str,
+            query: &'a str,
+            #[serde(rename = "subPrompt")]
+            sub_prompt: &'a str,
         }
-        if let Some(e) = endpoint {
-            canonical["endpoint"] = e.into();
-        }
-        CacheKey(sha256_hex(canonical.to_string().as_bytes()))
+        let canonical = Canonical {
+            aggregate,
+            endpoint,
+            inputs,
+            model,
+            query,
+            sub_prompt,
+        };
+        let mut hasher = crate::hash::Sha256Writer::default();
+        // Writing into a hash cannot fail, and these fields always serialize.
+        let _ = serde_json::to_writer(&mut hasher, &canonical);
+        CacheKey(hasher.hex())
     }
 
     pub fn as_str(&self) -> &str {
@@ -62,6 +73,7 @@ impl CacheKey {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hash::sha256_hex;
 
     fn artifact(id: &str, hash: &str) -> ArtifactRef {
         ArtifactRef {
@@ -85,6 +97,38 @@ mod tests {
         let key = CacheKey::new(&[artifact("a.ts", "h")], "q", "p", "m", Some("merge"), None);
         let canonical = r#"{"aggregateStrategy":"merge","inputs":[{"artifactId":"a.ts","contentHash":"h"}],"model":"m","query":"q","subPrompt":"p"}"#;
         assert_eq!(key.0, sha256_hex(canonical.as_bytes()));
+    }
+
+    #[test]
+    fn key_is_the_hash_of_the_value_canonical_json() {
+        // Every combination of the optional fields, against what the key was defined as:
+        // sha256 of `serde_json::Value`'s sorted, compact text.
+        let inputs = [artifact("z\"q", "2"), artifact("a/é", "1")];
+        for aggregate in [None, Some("merge")] {
+            for endpoint in [None, Some("http://h:1/v1")] {
+                let mut value = serde_json::json!({
+                    "inputs": [
+                        {"artifactId": "a/é", "contentHash": "1"},
+                        {"artifactId": "z\"q", "contentHash": "2"},
+                    ],
+                    "query": "q\n",
+                    "subPrompt": "Review {file}",
+                    "model": "m",
+                });
+                if let Some(a) = aggregate {
+                    value["aggregateStrategy"] = a.into();
+                }
+                if let Some(e) = endpoint {
+                    value["endpoint"] = e.into();
+                }
+                let key = CacheKey::new(&inputs, "q\n", "Review {file}", "m", aggregate, endpoint);
+                assert_eq!(
+                    key.0,
+                    sha256_hex(value.to_string().as_bytes()),
+                    "{aggregate:?} {endpoint:?}"
+                );
+            }
+        }
     }
 
     #[test]

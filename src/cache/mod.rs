@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::fs_atomic::{sweep_temp_files, write_atomic_in, Durability};
+use crate::fs_atomic::{sweep_temp_files, write_atomic_in, write_atomic_unsynced_in, Durability, Unsynced};
 use crate::provider::Usage;
 
 /// The bucket name; bump it when [`CacheEntry`] changes incompatibly.
@@ -125,6 +125,62 @@ impl Cache {
         write_atomic_in(&path, &bytes, Durability::Synced, &temp)
     }
 
+    /// `<key>.answer` beside the entry: the answer's text as a file of its own, so that a
+    /// run's result file can be a hard link to it rather than a new file (a fully cached
+    /// rerun of thousands of files was mostly the file system allocating their inodes). It
+    /// is no part of the entry: it is made from a result file ([`Cache::adopt_answer_file`]),
+    /// never fsynced, and a result file linked to it is checked to hold exactly the answer
+    /// (see [`crate::run_dir::RunDir::link_result`]).
+    pub fn answer_file(&self, key: &CacheKey) -> PathBuf {
+        self.root.join(&key.0[..2]).join(format!("{}.answer", key.0))
+    }
+
+    /// Makes `result` — a result file holding exactly the text of `key`'s answer — the
+    /// answer file of `key`, by a hard link (a stale one is replaced atomically). Best
+    /// effort: without it, the next rerun writes its result file instead of linking it.
+    pub fn adopt_answer_file(&self, key: &CacheKey, result: &Path) {
+        let target = self.answer_file(key);
+        let linked = match std::fs::hard_link(result, &target) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                if same_file(result, &target) {
+                    return;
+                }
+                static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+                let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let temp = self.temp_dir().join(format!(
+                    "{}{}-{n}-{}.answer",
+                    crate::fs_atomic::TEMP_PREFIX,
+                    std::process::id(),
+                    key.0
+                ));
+                std::fs::hard_link(result, &temp).and_then(|()| {
+                    std::fs::rename(&temp, &target).inspect_err(|_| {
+                        let _ = std::fs::remove_file(&temp);
+                    })
+                })
+            }
+            other => other,
+        };
+        if let Err(e) = linked {
+            tracing::debug!(path = %target.display(), "cannot keep the answer file: {e}");
+        }
+    }
+
+    /// [`Cache::put`] in two steps: the entry is in place when this returns (other runs
+    /// read it; it outlives this process) and durable once the returned
+    /// [`Unsynced::sync`] has returned — only then does the answer count.
+    pub fn put_unsynced(&self, entry: &CacheEntry) -> std::io::Result<Unsynced> {
+        let key = CacheKey(entry.key.clone());
+        let path = self.path(&key);
+        let temp = self.temp_dir();
+        if let Some(dir) = path.parent() {
+            fs_err::create_dir_all(dir)?;
+        }
+        fs_err::create_dir_all(&temp)?;
+        let bytes = serde_json::to_vec(entry).map_err(std::io::Error::other)?;
+        write_atomic_unsynced_in(&path, &bytes, &temp)
+    }
+
     /// Makes sure entries can be written, before any call is paid for; sweeps temporary
     /// files that a killed process left (older than an hour: another rlm may be writing).
     pub fn prepare(&self) -> std::io::Result<()> {
@@ -136,6 +192,23 @@ impl Cache {
             .tempfile_in(&temp)
             .map(drop)
             .map_err(|e| std::io::Error::new(e.kind(), format!("cannot write in the cache {}: {e}", temp.display())))
+    }
+}
+
+/// Whether two paths name one file (hard links of each other).
+fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::metadata(a), std::fs::metadata(b)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (a, b);
+        false
     }
 }
 
@@ -164,6 +237,8 @@ mod tests {
             max_tokens: 100,
             created_unix: 0,
         };
+        cache.put_unsynced(&entry).unwrap().sync().unwrap();
+        assert_eq!(cache.get(&key, 100).unwrap().unwrap().text, "result");
         cache.put(&entry).unwrap();
         assert_eq!(cache.get(&key, 100).unwrap().unwrap().text, "result");
         assert!(
@@ -176,5 +251,32 @@ mod tests {
         std::fs::remove_file(cache.path(&key)).unwrap();
         std::fs::create_dir(cache.path(&key)).unwrap();
         assert!(cache.get(&key, 100).is_err());
+    }
+
+    #[test]
+    fn an_answer_file_is_adopted_by_a_link_and_a_stale_one_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::new(&dir.path().join("rlm"));
+        cache.prepare().unwrap();
+        let key = CacheKey("ab".repeat(32));
+        std::fs::create_dir_all(cache.answer_file(&key).parent().unwrap()).unwrap();
+        let first = dir.path().join("first.result.md");
+        std::fs::write(&first, "one").unwrap();
+        cache.adopt_answer_file(&key, &first);
+        assert!(same_file(&first, &cache.answer_file(&key)));
+        cache.adopt_answer_file(&key, &first);
+        // Another answer for the key (paid again): its result file replaces the old one.
+        let second = dir.path().join("second.result.md");
+        std::fs::write(&second, "two").unwrap();
+        cache.adopt_answer_file(&key, &second);
+        assert_eq!(std::fs::read_to_string(cache.answer_file(&key)).unwrap(), "two");
+        assert!(!same_file(&first, &cache.answer_file(&key)));
+        assert_eq!(
+            std::fs::read_to_string(&first).unwrap(),
+            "one",
+            "the old result file is untouched"
+        );
+        let leftovers = std::fs::read_dir(cache.temp_dir()).unwrap().count();
+        assert_eq!(leftovers, 0, "no temporary link is left behind");
     }
 }

@@ -311,8 +311,9 @@ impl Slot {
         self.note_success()
     }
 
-    /// [`Slot::succeeded`], keeping the slot: a job holds it until its answer is written,
-    /// so at most `width` answers are ever paid for but not yet kept.
+    /// [`Slot::succeeded`], keeping the slot: a job holds it until its answer is in the
+    /// cache (not yet fsynced: see [`crate::exec::Paid`]) and its cost counted, so at most
+    /// `width` answers are ever paid for but not yet kept.
     pub fn note_success(&self) -> Option<WidthChange> {
         let change = {
             let mut s = self.limiter.state();

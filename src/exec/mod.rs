@@ -13,5 +13,5 @@ pub use call::{call_with_retries, CallContext, CallFailure, CallResult, GRACE};
 pub use event::Event;
 pub use interrupt::Interrupt;
 pub use limiter::{Limiter, Place, Slot, Throttle, Throttled, WidthChange};
-pub use pool::{run_pool, Flow, Job, JobMeta, Lost, PoolContext, PoolEnd, PoolHandler};
+pub use pool::{run_pool, Flow, Job, JobMeta, Lost, Paid, PoolContext, PoolEnd, PoolHandler};
 pub use retry::RetryPolicy;

@@ -61,10 +61,26 @@ pub enum Lost {
     Panicked(String),
 }
 
+/// A job's calls are over and its answer is in place (not yet durable): what they used, and
+/// the slot of the last one. The handler counts the cost and frees the slot while the job
+/// waits for the disk, so that wait does not hold up the next call (issue 16's fan-out).
+#[derive(Debug)]
+pub struct Paid {
+    pub unit: UnitId,
+    pub usage: crate::provider::Usage,
+    pub slot: super::Slot,
+}
+
 /// Receives what happens in the pool; lives on the dispatcher, so it needs no locking.
 pub trait PoolHandler<O> {
     /// A job finished (its result is already on disk).
     fn finished(&mut self, output: O) -> Flow;
+    /// A job's calls are paid for (see [`Paid`]); it finishes later. Heard before its
+    /// [`PoolHandler::finished`].
+    fn paid(&mut self, paid: Paid) -> Flow {
+        drop(paid);
+        Flow::Continue
+    }
     /// Something a job reported while running.
     fn event(&mut self, event: Event);
     /// A job ended without an output.
@@ -77,6 +93,8 @@ pub trait PoolHandler<O> {
 pub struct PoolContext<'a> {
     /// Events the jobs send while running.
     pub events: &'a mut UnboundedReceiver<Event>,
+    /// What jobs report when their calls are paid for.
+    pub paid: &'a mut UnboundedReceiver<Paid>,
     pub interrupt: &'a mut Interrupt,
     pub limiter: &'a Limiter,
     /// Most jobs admitted at once.
@@ -96,6 +114,7 @@ where
 {
     let PoolContext {
         events,
+        paid,
         interrupt,
         limiter,
         admission,
@@ -130,10 +149,24 @@ where
                 grace_deadline = None;
             }
             Some(event) = events.recv() => handler.event(event),
+            Some(p) = paid.recv() => {
+                let flow = handler.paid(p);
+                if flow != Flow::Continue && stopping.is_none() {
+                    stopping = Some(PoolEnd::Stopped);
+                    limiter.halt();
+                }
+            }
             Some(joined) = tasks.join_next_with_id(), if !tasks.is_empty() => {
                 // Events a job sent before it ended are heard before its end.
                 while let Ok(event) = events.try_recv() {
                     handler.event(event);
+                }
+                while let Ok(p) = paid.try_recv() {
+                    let flow = handler.paid(p);
+                    if flow != Flow::Continue && stopping.is_none() {
+                        stopping = Some(PoolEnd::Stopped);
+                        limiter.halt();
+                    }
                 }
                 match joined {
                     Ok((id, output)) => {
@@ -166,6 +199,9 @@ where
     }
     while let Ok(event) = events.try_recv() {
         handler.event(event);
+    }
+    while let Ok(p) = paid.try_recv() {
+        handler.paid(p);
     }
     stopping.unwrap_or(PoolEnd::Completed)
 }
@@ -232,6 +268,7 @@ mod tests {
         job: impl Fn(Item) -> tokio::task::JoinHandle<usize>,
     ) -> PoolEnd {
         let (_tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let (_paid_tx, mut paid) = tokio::sync::mpsc::unbounded_channel();
         let limiter = Limiter::new(admission);
         let mut interrupt = Interrupt::new();
         let job = |i: Item| {
@@ -240,6 +277,7 @@ mod tests {
         };
         let ctx = PoolContext {
             events: &mut rx,
+            paid: &mut paid,
             interrupt: &mut interrupt,
             limiter: &limiter,
             admission,
@@ -307,5 +345,80 @@ mod tests {
         assert_eq!(end, PoolEnd::Completed);
         assert_eq!(handler.done, 2);
         assert_eq!(handler.lost, [("1".to_string(), Lost::Panicked("boom 1".into()))]);
+    }
+
+    /// Records what it hears, in order.
+    #[derive(Default)]
+    struct Recorder {
+        heard: Vec<String>,
+    }
+
+    impl PoolHandler<usize> for Recorder {
+        fn finished(&mut self, output: usize) -> Flow {
+            self.heard.push(format!("finished {output}"));
+            Flow::Continue
+        }
+        fn paid(&mut self, paid: Paid) -> Flow {
+            self.heard.push(format!("paid {}", paid.unit));
+            drop(paid.slot);
+            Flow::Continue
+        }
+        fn event(&mut self, _: Event) {}
+        fn lost(&mut self, _: JobMeta, _: Lost) {}
+        fn interrupting(&mut self, _: usize, _: Duration) {}
+    }
+
+    /// A job that says it is paid for hands its slot back at once: the next job's call
+    /// starts while the first one still waits (for the disk), and the handler hears the
+    /// payment before the end. (Were the slot held to the end, the first job would wait for
+    /// the second forever.)
+    #[tokio::test]
+    async fn a_slot_handed_back_when_paid_lets_the_next_call_start_and_paid_is_heard_first() {
+        let (_tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let (paid_tx, mut paid) = tokio::sync::mpsc::unbounded_channel();
+        let limiter = Limiter::new(1);
+        let mut interrupt = Interrupt::new();
+        let second_started = Arc::new(tokio::sync::Notify::new());
+        let job = {
+            let limiter = limiter.clone();
+            let second_started = second_started.clone();
+            move |Item(i): Item| {
+                let (limiter, paid_tx, second_started) = (limiter.clone(), paid_tx.clone(), second_started.clone());
+                async move {
+                    let Some(slot) = limiter.acquire().await else {
+                        return i + 100;
+                    };
+                    if i == 1 {
+                        second_started.notify_one();
+                        return i;
+                    }
+                    let unit = UnitId::named(format!("u{i}"));
+                    paid_tx
+                        .send(Paid {
+                            unit,
+                            usage: crate::provider::Usage::default(),
+                            slot,
+                        })
+                        .unwrap();
+                    // Waits "for the disk" until the next job has had the slot.
+                    second_started.notified().await;
+                    i
+                }
+            }
+        };
+        let mut handler = Recorder::default();
+        let ctx = PoolContext {
+            events: &mut rx,
+            paid: &mut paid,
+            interrupt: &mut interrupt,
+            limiter: &limiter,
+            admission: 2,
+            grace: Duration::from_secs(1),
+        };
+        let run = run_pool(vec![Item(0), Item(1)], job, ctx, &mut handler);
+        let end = tokio::time::timeout(Duration::from_secs(30), run).await;
+        assert_eq!(end, Ok(PoolEnd::Completed), "the first job never let the second start");
+        assert_eq!(handler.heard[0], "paid u0");
+        assert!(handler.heard.contains(&"finished 0".to_string()) && handler.heard.contains(&"finished 1".to_string()));
     }
 }

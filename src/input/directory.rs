@@ -58,7 +58,7 @@ pub fn resolve_directory(cwd: &Path, query: &DirectoryQuery<'_>, opts: &WalkOpti
     // Globs match the path below DIR as the bytes it is; the display is `display_path`'s.
     let relative = {
         let root = root.clone();
-        move |path: &Path| path.strip_prefix(&root).unwrap_or(path).to_path_buf()
+        move |path: &Path| super::walk::below(path, &root).to_path_buf()
     };
     let display_of = |path: &Path| -> String {
         let below = relative(path);
@@ -81,9 +81,13 @@ pub fn resolve_directory(cwd: &Path, query: &DirectoryQuery<'_>, opts: &WalkOpti
         exclusions: Exclusions::for_patterns(query.include),
         hidden: opts.hidden || names_hidden,
         max_depth: (!query.recursive).then_some(1),
-        keep: Some(Box::new(move |path, _| !prune_exclude.is_match(prune_relative(path)))),
+        keep: (!query.exclude.is_empty())
+            .then(|| -> super::walk::Prune { Box::new(move |path, _| !prune_exclude.is_match(prune_relative(path))) }),
     }
     .run(&display_of, &|path, _| {
+        if query.include.is_empty() && query.exclude.is_empty() {
+            return true;
+        }
         let rel = relative(path);
         (query.include.is_empty() || include.is_match(&rel)) && !exclude.is_match(&rel)
     });

@@ -79,7 +79,7 @@ pub fn resolve_glob(cwd: &Path, pattern: &str, opts: &WalkOptions) -> Result<Man
     // The name as the user wrote it: the literal prefix, then the path below it. Matched as
     // the bytes it is (a name need not be UTF-8), shown through `display_path`.
     let as_written = |path: &Path| -> PathBuf {
-        let below = path.strip_prefix(&root).unwrap_or(path);
+        let below = super::walk::below(path, &root);
         if below.as_os_str().is_empty() {
             PathBuf::from(&prefix)
         } else {

@@ -35,13 +35,13 @@ pub struct Walk<'a> {
     pub keep: Option<Prune>,
 }
 
-/// What a walk found: files `(path, display)` that match, unsorted, what matched but is not
-/// sent, and what matched but cannot be read as a file.
-#[derive(Debug, Default)]
+/// What a walk found: files `(path, display)` that match, unsorted (each already being
+/// read), what matched but is not sent, and what matched but cannot be read as a file.
 pub struct Found {
-    pub candidates: Vec<(PathBuf, String)>,
+    candidates: Vec<(PathBuf, String)>,
     pub skipped: Vec<SkippedFile>,
     pub unreadable: Vec<SkippedFile>,
+    reading: super::read::ReadAhead,
 }
 
 impl Found {
@@ -49,13 +49,12 @@ impl Found {
     /// skips and the reader's together, sorted by path.
     pub fn into_manifest(self) -> super::Manifest {
         let Found {
-            mut candidates,
+            candidates,
             skipped,
             unreadable,
+            reading,
         } = self;
-        candidates.sort_by(|a, b| a.1.cmp(&b.1));
-        candidates.dedup_by(|a, b| a.1 == b.1);
-        let mut manifest = super::read::read_candidates(candidates);
+        let mut manifest = reading.finish(candidates);
         manifest.skipped.extend(skipped);
         manifest.skipped.sort_by(|a, b| a.path.cmp(&b.path));
         manifest.unreadable.extend(unreadable);
@@ -118,7 +117,12 @@ impl Walk<'_> {
             }
         });
 
-        let mut found = Found::default();
+        let mut found = Found {
+            candidates: Vec::new(),
+            skipped: Vec::new(),
+            unreadable: Vec::new(),
+            reading: super::read::ReadAhead::start(),
+        };
         for result in builder.build() {
             let entry = match result {
                 Ok(entry) => entry,
@@ -155,7 +159,9 @@ impl Walk<'_> {
                 continue;
             }
             if file_type.is_file() {
-                found.candidates.push((entry.into_path(), display));
+                let path = entry.into_path();
+                found.reading.read(path.clone(), display.clone());
+                found.candidates.push((path, display));
             } else {
                 // Never opened: a FIFO blocks its reader.
                 found.unreadable.push(SkippedFile {
@@ -181,6 +187,29 @@ impl Walk<'_> {
         }
         found
     }
+}
+
+/// `path` below `root`, where the walk of `root` found it. The walk's paths are `root`
+/// joined with names, so this is a cut at a byte offset; `Path::strip_prefix` compares
+/// component by component, which, done a few times for every file, was a visible part of
+/// walking a large tree. Anything else falls back to it.
+pub(super) fn below<'p>(path: &'p Path, root: &Path) -> &'p Path {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let (p, r) = (path.as_os_str().as_bytes(), root.as_os_str().as_bytes());
+        if let Some(rest) = p.strip_prefix(r) {
+            let rest = if r.ends_with(b"/") {
+                Some(rest)
+            } else {
+                rest.strip_prefix(b"/")
+            };
+            if let Some(rest) = rest.filter(|rest| !rest.starts_with(b"/")) {
+                return Path::new(std::ffi::OsStr::from_bytes(rest));
+            }
+        }
+    }
+    path.strip_prefix(root).unwrap_or(path)
 }
 
 /// Why a symbolic link is not followed.
@@ -269,4 +298,26 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// canonicalized, so the walk stays cheap.
 fn is_same_dir(dir: &Path, excluded: Option<&Path>) -> bool {
     excluded.is_some_and(|ex| ex.file_name() == dir.file_name() && dir.canonicalize().is_ok_and(|d| d == ex))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn below_cuts_the_root_off_as_strip_prefix_would() {
+        for (path, root, want) in [
+            ("/a/b/c.txt", "/a", "b/c.txt"),
+            ("/a/b/c.txt", "/a/", "b/c.txt"),
+            ("/x.txt", "/", "x.txt"),
+            ("src//lib/x", "src//lib", "x"),
+            ("/a/b", "/a/b", ""),
+            ("/ab/c", "/a", "/ab/c"),
+            ("/other/c", "/a", "/other/c"),
+        ] {
+            let (path, root) = (Path::new(path), Path::new(root));
+            assert_eq!(below(path, root), Path::new(want), "{path:?} below {root:?}");
+            assert_eq!(below(path, root), path.strip_prefix(root).unwrap_or(path));
+        }
+    }
 }

@@ -191,8 +191,11 @@ pub async fn run_batches(
         outcome: &mut outcome,
         stop: None,
     };
+    // A job's phase calls hand their slots back when they finish (nothing is paid early).
+    let (_paid_tx, mut paid) = tokio::sync::mpsc::unbounded_channel();
     let pool = PoolContext {
         events: &mut events,
+        paid: &mut paid,
         interrupt,
         limiter: &limiter,
         admission: width * ADMISSION_FACTOR,

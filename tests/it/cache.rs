@@ -170,6 +170,7 @@ fn corrupt_cache_entries_are_misses() {
         .all_files()
         .into_iter()
         .filter(|f| f.to_string_lossy().contains("/.aiwg/rlm/cache/results-v1/"))
+        .filter(|f| f.extension().is_some_and(|e| e == "json"))
         .collect();
     assert_eq!(entries.len(), N);
     std::fs::write(&entries[0], b"{ not json").unwrap();
@@ -251,4 +252,50 @@ fn a_cache_that_cannot_be_written_stops_the_run_before_any_call() {
         "{}",
         out.stderr
     );
+}
+
+/// A cache hit's result file is a hard link to the cache's copy of the answer (no new file
+/// for the file system to allocate), and only while that copy holds exactly the answer: a
+/// result file edited in place does not leak into the next run.
+#[cfg(unix)]
+#[test]
+fn cached_result_files_are_links_to_the_answer_and_never_carry_an_edit() {
+    use std::os::unix::fs::MetadataExt;
+    let mock = MockLlm::start();
+    let p = warmed_up(&mock);
+    let first = p.out_dir();
+    let name = file_names(&first)
+        .into_iter()
+        .find(|n| n.ends_with(".result.md"))
+        .unwrap();
+    let answer = std::fs::read_to_string(first.join(&name)).unwrap();
+    let url = mock.url();
+    p.rlm(&batch(&url, &[])).run().assert_exit(0);
+    assert_eq!(mock.requests(), 0);
+    let second = p.out_dir();
+    let (a, b) = (
+        std::fs::metadata(first.join(&name)).unwrap(),
+        std::fs::metadata(second.join(&name)).unwrap(),
+    );
+    assert_eq!((a.dev(), a.ino()), (b.dev(), b.ino()), "one file, linked");
+    assert!(
+        b.nlink() >= 3,
+        "the paying run's file, the cache's link to it, this run's"
+    );
+    // Edited in place (through every link to it): the next rerun writes the answer itself.
+    std::fs::write(second.join(&name), "edited by hand").unwrap();
+    p.rlm(&batch(&url, &[])).run().assert_exit(0);
+    assert_eq!(mock.requests(), 0);
+    let third = p.out_dir();
+    assert_eq!(std::fs::read_to_string(third.join(&name)).unwrap(), answer);
+    assert_eq!(p.report()["status"], "SUCCESS");
+    // ...and the one after links again, to the answer's new copy.
+    p.rlm(&batch(&url, &[])).run().assert_exit(0);
+    let fourth = p.out_dir();
+    let (c, d) = (
+        std::fs::metadata(third.join(&name)).unwrap(),
+        std::fs::metadata(fourth.join(&name)).unwrap(),
+    );
+    assert_eq!((c.dev(), c.ino()), (d.dev(), d.ino()));
+    assert_eq!(std::fs::read_to_string(fourth.join(&name)).unwrap(), answer);
 }

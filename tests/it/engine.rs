@@ -156,7 +156,11 @@ fn a_cache_entry_that_cannot_be_read_stops_the_run_before_any_call() {
     let entry = p
         .all_files()
         .into_iter()
-        .find(|f| f.to_string_lossy().contains("/cache/results-v1/") && !f.to_string_lossy().contains("/.tmp/"))
+        .find(|f| {
+            f.to_string_lossy().contains("/cache/results-v1/")
+                && !f.to_string_lossy().contains("/.tmp/")
+                && f.extension().is_some_and(|e| e == "json")
+        })
         .unwrap();
     std::fs::remove_file(&entry).unwrap();
     std::fs::create_dir(&entry).unwrap();
