@@ -138,6 +138,12 @@ pub fn resume(args: ResumeArgs, color: ColorArg, env: &Environment) -> Result<Ba
             run.command.join(" ")
         ))
     };
+    if run.command.get(1).map(String::as_str) == Some("job") {
+        return Err(RlmError::Usage(format!(
+            "run {} is a job ({}): rlm job resume {} goes on with it",
+            run.id, run.status, run.id
+        )));
+    }
     if run.command.get(1).map(String::as_str) != Some("batch") {
         return Err(not_batch());
     }

@@ -151,8 +151,8 @@ impl StoreLink {
             JobStatus::Failed => RunStatus::Failed,
             JobStatus::BudgetExceeded => RunStatus::BudgetExceeded,
             JobStatus::DeadlineExceeded => RunStatus::DeadlineExceeded,
-            // The store has no PAUSED: an interrupted run is the one `resume` takes up.
-            JobStatus::Interrupted | JobStatus::Paused | JobStatus::Running => RunStatus::Interrupted,
+            JobStatus::Paused => RunStatus::Paused,
+            JobStatus::Interrupted | JobStatus::Running => RunStatus::Interrupted,
         };
         let run = self.run.clone();
         self.write(|s| s.record_run_end(&run, status));

@@ -136,11 +136,13 @@ pub enum RunStatus {
     BudgetExceeded,
     /// `--deadline` passed; resumable.
     DeadlineExceeded,
+    /// A job stopped after the phase `--pause-after` named; `rlm job resume` goes on.
+    Paused,
 }
 
 impl RunStatus {
     /// Every status (for parsing).
-    pub const ALL: [RunStatus; 7] = [
+    pub const ALL: [RunStatus; 8] = [
         RunStatus::Running,
         RunStatus::Success,
         RunStatus::Partial,
@@ -148,6 +150,7 @@ impl RunStatus {
         RunStatus::Interrupted,
         RunStatus::BudgetExceeded,
         RunStatus::DeadlineExceeded,
+        RunStatus::Paused,
     ];
 
     /// The name stored in the database and shown to users (the report's spelling).
@@ -160,6 +163,7 @@ impl RunStatus {
             RunStatus::Interrupted => "INTERRUPTED",
             RunStatus::BudgetExceeded => "BUDGET_EXCEEDED",
             RunStatus::DeadlineExceeded => "DEADLINE_EXCEEDED",
+            RunStatus::Paused => "PAUSED",
         }
     }
 
@@ -172,7 +176,11 @@ impl RunStatus {
     pub fn is_stopped_early(self) -> bool {
         matches!(
             self,
-            RunStatus::Running | RunStatus::Interrupted | RunStatus::BudgetExceeded | RunStatus::DeadlineExceeded
+            RunStatus::Running
+                | RunStatus::Interrupted
+                | RunStatus::BudgetExceeded
+                | RunStatus::DeadlineExceeded
+                | RunStatus::Paused
         )
     }
 }

@@ -348,6 +348,17 @@ fn pause_after_stops_with_paused_and_resume_goes_on() {
     assert!(dir.join("data/classify.json").is_file());
     assert!(!dir.join("report.md").exists(), "the report is not paid for yet");
     assert_eq!(mock.requests(), 2);
+    // The run store says PAUSED too, and `rlm resume` points at the job's own resume.
+    let list = p.rlm(&["list", "--json"]).run();
+    list.assert_exit(0);
+    assert_eq!(list.json()[0]["status"], "PAUSED", "{}", list.stdout);
+    let resume = p.rlm(&["resume"]).run();
+    resume.assert_exit(2);
+    assert!(
+        resume.stderr.contains(&format!("rlm job resume {}", job_id(&dir))),
+        "{}",
+        resume.stderr
+    );
     let out = p.rlm(&["job", "resume", &job_id(&dir), "--json"]).run();
     out.assert_exit(0);
     assert_eq!(out.json()["status"], "SUCCESS");
