@@ -291,13 +291,7 @@ fn simple(result: Result<(), RlmError>) -> ExitStatus {
 
 /// Prints an error that ended a command and returns its exit code.
 fn report_error(printer: &Printer, e: &RlmError) -> ExitStatus {
-    let kind = match e {
-        RlmError::Usage(_) => "usage",
-        RlmError::NoMatch(_) => "no_match",
-        RlmError::Io { .. } | RlmError::File(_) => "io",
-        RlmError::Provider(_) => "provider",
-    };
-    report_failure(printer, kind, &e.to_string(), e.exit_status())
+    report_failure(printer, e.kind(), &e.to_string(), e.exit_status())
 }
 
 /// Prints an error that ended a command — one line on stderr (the seed's multi-line "no

@@ -33,9 +33,36 @@ impl ExitStatus {
 /// the provider that ends it at the start (exit 3).
 #[derive(Debug, thiserror::Error)]
 pub enum RlmError {
-    /// Bad flags, bad configuration or bad input.
+    /// Bad flags or flag values.
     #[error("{0}")]
     Usage(String),
+    /// No usable provider configuration (no key, no server, a bad config file).
+    #[error("{0}")]
+    Config(String),
+    /// The inputs: nothing sendable matched, a list of files or a git reference is bad.
+    #[error("{0}")]
+    Input(String),
+    /// Every unit is too large for the model's context: nothing can be sent.
+    #[error("{0}")]
+    TooLarge(String),
+    /// The answer cache cannot be read or written, or `--cache-only` misses.
+    #[error("{0}")]
+    Cache(String),
+    /// The run store cannot be opened or does not know the run.
+    #[error("{0}")]
+    Store(String),
+    /// Another rlm process works on the run or its directory.
+    #[error("{0}")]
+    InUse(String),
+    /// The run directory cannot be created or written.
+    #[error("{0}")]
+    Output(String),
+    /// The estimate exceeds `--max-cost` or a safety threshold.
+    #[error("{0}")]
+    OverBudget(String),
+    /// The user answered no to the cost confirmation.
+    #[error("{0}")]
+    Declined(String),
     /// The pattern matched nothing (the message is the seed's multi-line help).
     #[error("{0}")]
     NoMatch(String),
@@ -66,8 +93,27 @@ impl RlmError {
     /// The exit code this error maps to.
     pub fn exit_status(&self) -> ExitStatus {
         match self {
-            RlmError::Usage(_) | RlmError::NoMatch(_) | RlmError::Io { .. } | RlmError::File(_) => ExitStatus::Usage,
             RlmError::Provider(_) => ExitStatus::Failed,
+            _ => ExitStatus::Usage,
+        }
+    }
+
+    /// The `kind` of the `--json` error document: what an agent reading it acts on.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RlmError::Usage(_) => "usage",
+            RlmError::Config(_) => "config",
+            RlmError::Input(_) => "input",
+            RlmError::TooLarge(_) => "too_large",
+            RlmError::Cache(_) => "cache",
+            RlmError::Store(_) => "store",
+            RlmError::InUse(_) => "in_use",
+            RlmError::Output(_) => "output",
+            RlmError::OverBudget(_) => "over_budget",
+            RlmError::Declined(_) => "declined",
+            RlmError::NoMatch(_) => "no_match",
+            RlmError::Io { .. } | RlmError::File(_) => "io",
+            RlmError::Provider(_) => "provider",
         }
     }
 }

@@ -61,7 +61,7 @@ impl RunLock {
     /// naming the pid of the rlm that holds it — when another run works in it.
     pub fn acquire(dir: &Path) -> Result<RunLock, RlmError> {
         Self::take(dir)?.map_err(|holder| {
-            RlmError::Usage(format!(
+            RlmError::InUse(format!(
                 "the run directory {} is in use by {holder}: wait for that run to end (or stop it), \
                  or pass another --output-dir",
                 dir.display()
@@ -73,7 +73,7 @@ impl RunLock {
     /// naming the pid) while the run is still going on.
     pub fn acquire_for_resume(dir: &Path, run_id: &str) -> Result<RunLock, RlmError> {
         Self::take(dir)?.map_err(|holder| {
-            RlmError::Usage(format!(
+            RlmError::InUse(format!(
                 "run {run_id} is still running in {holder} (it holds {}): wait for it to end, or stop it first",
                 dir.display()
             ))
@@ -82,10 +82,10 @@ impl RunLock {
 
     /// The lock, or who holds it (`rlm process 1234`).
     fn take(dir: &Path) -> Result<Result<RunLock, String>, RlmError> {
-        fs_err::create_dir_all(dir).map_err(|e| RlmError::Usage(format!("--output-dir: {e}")))?;
+        fs_err::create_dir_all(dir).map_err(|e| RlmError::Output(format!("--output-dir: {e}")))?;
         let path = dir.join(LOCK_FILE);
         let lock = FileLock::try_exclusive(&path)
-            .map_err(|e| RlmError::Usage(format!("cannot lock the run directory {}: {e}", dir.display())))?;
+            .map_err(|e| RlmError::Output(format!("cannot lock the run directory {}: {e}", dir.display())))?;
         let Some(lock) = lock else {
             return Ok(Err(holder_pid(&path).map_or_else(
                 || "another rlm process".to_string(),
@@ -149,7 +149,7 @@ impl RunDir {
             _lock: lock,
         };
         run.write(MARKER, &format!("{{\"run_id\": \"{run_id}\"}}\n"))
-            .map_err(|e| RlmError::Usage(format!("the run directory {} is not writable: {e}", dir.display())))?;
+            .map_err(|e| RlmError::Output(format!("the run directory {} is not writable: {e}", dir.display())))?;
         Ok(run)
     }
 
@@ -219,7 +219,7 @@ impl RunDir {
         };
         // The probe: a run directory that cannot take a small file cannot take results.
         run.write(MARKER, &format!("{{\"run_id\": \"{}\"}}\n", run.run_id))
-            .map_err(|e| RlmError::Usage(format!("the output directory is not writable: {e}")))?;
+            .map_err(|e| RlmError::Output(format!("the output directory is not writable: {e}")))?;
         Ok(run)
     }
 
@@ -350,9 +350,9 @@ fn check_usable(dir: &Path) -> Result<(), RlmError> {
     let shown = dir.display();
     match std::fs::metadata(dir) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(RlmError::Usage(format!("--output-dir {shown}: {e}"))),
+        Err(e) => return Err(RlmError::Output(format!("--output-dir {shown}: {e}"))),
         Ok(m) if !m.is_dir() => {
-            return Err(RlmError::Usage(format!(
+            return Err(RlmError::Output(format!(
                 "--output-dir {shown} is a file, not a directory: pass a directory (it is created if missing)"
             )))
         }
@@ -361,7 +361,7 @@ fn check_usable(dir: &Path) -> Result<(), RlmError> {
     let names = names_in(dir)?;
     let foreign = !names.iter().any(|n| n == MARKER) && names.iter().any(|n| n != LOCK_FILE);
     if foreign {
-        return Err(RlmError::Usage(format!(
+        return Err(RlmError::Output(format!(
             "--output-dir {shown} is not empty and holds no earlier rlm run: pass a new or empty directory"
         )));
     }
@@ -382,7 +382,7 @@ fn clear_outputs(dir: &Path, keep: Keep) -> Result<(), RlmError> {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => {
-                return Err(RlmError::Usage(format!(
+                return Err(RlmError::Output(format!(
                     "--output-dir {shown}: cannot replace {name}: {e}"
                 )))
             }

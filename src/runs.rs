@@ -14,39 +14,44 @@ use crate::run_dir::RunLock;
 use crate::secret::Redactor;
 use crate::settings::{BatchSettings, Environment, ResumeTarget};
 use crate::store::{
-    list_json, list_text, status_json, status_text, tree_json, tree_text, Limits, RunId, RunSummary, TaskStore,
-    Timestamp, UnitState, STORE_FILE,
+    list_json, list_text, status_json, status_text, tree_json, tree_text, Limits, RunId, RunSummary, StoreError,
+    TaskStore, Timestamp, UnitState, STORE_FILE,
 };
 
 /// The store of this directory; a clear error when no run was ever recorded here.
 fn open(cwd: &Path) -> Result<TaskStore, RlmError> {
     let rlm_dir = cwd.join(".aiwg").join("rlm");
     if !rlm_dir.join(STORE_FILE).exists() {
-        return Err(RlmError::Usage(format!(
+        return Err(RlmError::Store(format!(
             "no runs recorded in {}: start one with rlm batch",
             rlm_dir.display()
         )));
     }
-    TaskStore::open(&rlm_dir).map_err(|e| RlmError::Usage(e.to_string()))
+    TaskStore::open(&rlm_dir).map_err(|e| RlmError::Store(e.to_string()))
 }
 
-fn usage(e: impl std::fmt::Display) -> RlmError {
-    RlmError::Usage(e.to_string())
+/// A run store error as the command's error: another process at work on the run is
+/// `in_use`, the rest are the store's.
+fn store_error(e: StoreError) -> RlmError {
+    match e {
+        e @ StoreError::RunInUse { .. } => RlmError::InUse(e.to_string()),
+        e => RlmError::Store(e.to_string()),
+    }
 }
 
 /// The run named, or the latest one of this directory.
 fn pick(store: &TaskStore, run: Option<&str>, cwd: &Path) -> Result<RunSummary, RlmError> {
     match run {
         Some(query) => {
-            let id = store.find_run(query).map_err(usage)?;
-            store.run(&id).map_err(usage)
+            let id = store.find_run(query).map_err(store_error)?;
+            store.run(&id).map_err(store_error)
         }
         None => store
             .list_runs(200)
-            .map_err(usage)?
+            .map_err(store_error)?
             .into_iter()
             .find(|r| r.cwd == cwd)
-            .ok_or_else(|| RlmError::Usage("no run was started in this directory: rlm list shows every run".into())),
+            .ok_or_else(|| RlmError::Store("no run was started in this directory: rlm list shows every run".into())),
     }
 }
 
@@ -58,10 +63,10 @@ fn pick_root(store: &TaskStore, run: Option<&str>, cwd: &Path) -> Result<RunSumm
     }
     store
         .list_runs(200)
-        .map_err(usage)?
+        .map_err(store_error)?
         .into_iter()
         .find(|r| r.cwd == cwd && r.parent.is_none())
-        .ok_or_else(|| RlmError::Usage("no run was started in this directory: rlm list shows every run".into()))
+        .ok_or_else(|| RlmError::Store("no run was started in this directory: rlm list shows every run".into()))
 }
 
 /// `rlm status [RUN] [--tree] [--json]`.
@@ -74,14 +79,14 @@ pub fn status(args: StatusArgs, env: &Environment, printer: &Printer) -> Result<
     };
     let now = Timestamp::now();
     let text = if args.tree {
-        let tree = store.tree(&run.id).map_err(usage)?;
+        let tree = store.tree(&run.id).map_err(store_error)?;
         if args.json {
             tree_json(&tree, now)
         } else {
             tree_text(&tree)
         }
     } else {
-        let failures = store.failures(&run.id).map_err(usage)?;
+        let failures = store.failures(&run.id).map_err(store_error)?;
         if args.json {
             status_json(&run, &failures, now)
         } else {
@@ -95,7 +100,7 @@ pub fn status(args: StatusArgs, env: &Environment, printer: &Printer) -> Result<
 /// `rlm list [--json]`.
 pub fn list(args: ListArgs, env: &Environment, printer: &Printer) -> Result<(), RlmError> {
     let store = open(&env.cwd)?;
-    let runs = store.list_runs(args.limit as usize).map_err(usage)?;
+    let runs = store.list_runs(args.limit as usize).map_err(store_error)?;
     let text = if args.json {
         list_json(&runs, Timestamp::now())
     } else {
@@ -116,16 +121,16 @@ pub fn resume(args: ResumeArgs, color: ColorArg, env: &Environment) -> Result<Ba
     let store = open(&env.cwd)?;
     let run = match args.run.as_deref() {
         Some(query) => {
-            let id = store.find_run(query).map_err(usage)?;
-            store.run(&id).map_err(usage)?
+            let id = store.find_run(query).map_err(store_error)?;
+            store.run(&id).map_err(store_error)?
         }
         None => {
             let depth = env.var("RLM_DEPTH").and_then(|d| d.trim().parse().ok()).unwrap_or(0);
             store
                 .latest_unfinished_run(&env.cwd, depth)
-                .map_err(usage)?
+                .map_err(store_error)?
                 .ok_or_else(|| {
-                    RlmError::Usage(
+                    RlmError::Store(
                         "no unfinished run in this directory: rlm list shows the runs (name one to resume it)".into(),
                     )
                 })?
@@ -169,15 +174,15 @@ pub fn resume(args: ResumeArgs, color: ColorArg, env: &Environment) -> Result<Ba
         max_cost_usd: args.max_cost,
         deadline_ms: args.deadline.map(|secs| (secs * 1000.0).round() as u64),
     };
-    let earlier = store.spent(&run.id).map_err(usage)?;
+    let earlier = store.spent(&run.id).map_err(store_error)?;
     // A limit given now, else the latest an earlier resume gave, else the command's own.
-    let limits = given.or(store.resume_limits(&run.id).map_err(usage)?);
+    let limits = given.or(store.resume_limits(&run.id).map_err(store_error)?);
     let skip: HashSet<String> = if args.failed {
         HashSet::new()
     } else {
         store
             .units_in_state(&run.id, &[UnitState::Failed, UnitState::TimedOut])
-            .map_err(usage)?
+            .map_err(store_error)?
             .into_iter()
             .collect()
     };

@@ -136,7 +136,7 @@ pub fn verdict(settings: &BatchSettings, usd: f64) -> Result<bool, RlmError> {
 pub fn budget_verdict(budget: &BudgetSettings, usd: f64, spent: f64) -> Result<bool, RlmError> {
     let over = |shown: f64, limit: f64, how: &str| {
         let (shown, limit) = crate::money::usd_pair(shown, limit);
-        RlmError::Usage(format!(
+        RlmError::OverBudget(format!(
             "Estimated cost ({shown}) exceeds safety threshold ({limit}). Options: {how}; reduce scope with a \
              more specific glob; use a cheaper model (--model haiku)"
         ))
@@ -145,7 +145,7 @@ pub fn budget_verdict(budget: &BudgetSettings, usd: f64, spent: f64) -> Result<b
         if usd + spent > max {
             if spent > 0.0 {
                 let (total, limit) = crate::money::usd_pair(usd + spent, max);
-                return Err(RlmError::Usage(format!(
+                return Err(RlmError::OverBudget(format!(
                     "the run has spent {} and the rest is estimated at {}: {total} in all exceeds --max-cost \
                      ({limit}); resume with a higher --max-cost",
                     crate::money::usd(spent),
@@ -191,7 +191,7 @@ fn ask(output: &OutputSettings, usd: f64, printer: &Printer) -> Result<(), RlmEr
         let mut answer = String::new();
         let _ = std::io::stdin().lock().read_line(&mut answer);
         if !matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
-            return Err(RlmError::Usage("cancelled: nothing was called".into()));
+            return Err(RlmError::Declined("cancelled: nothing was called".into()));
         }
     } else {
         printer.warn(&format!(

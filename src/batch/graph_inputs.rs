@@ -26,7 +26,7 @@ pub fn resolve(settings: &BatchSettings, source: &InputSource, printer: &Printer
         depth: *depth,
         graph_file: graph_file.as_deref(),
     };
-    let found = resolve_neighbors(&settings.cwd, &query).map_err(|e| RlmError::Usage(e.to_string()))?;
+    let found = resolve_neighbors(&settings.cwd, &query).map_err(|e| RlmError::Input(e.to_string()))?;
     if let Some(notice) = &found.notice {
         printer.important(&format!("rlm: {notice}"));
     }

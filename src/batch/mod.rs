@@ -113,7 +113,7 @@ fn open_run_dir(settings: &BatchSettings, plan: &Plan, printer: &Printer) -> Res
     if settings.exec.cache_mode != CacheMode::ReadOnly {
         plan.cache
             .prepare()
-            .map_err(|e| RlmError::Usage(format!("{e}: the cache must be writable before anything is paid for")))?;
+            .map_err(|e| RlmError::Cache(format!("{e}: the cache must be writable before anything is paid for")))?;
         if !plan.pending.is_empty() {
             // Answers an earlier attempt paid for but could not cache: into the cache now.
             match pending::settle(&run_dir.dir, &plan.cache) {

@@ -50,7 +50,7 @@ pub async fn plan(settings: &BatchSettings, printer: &Printer) -> Result<Planned
     warnings.extend(settings.exec.parallelism.warning.iter().cloned());
     let mut blocker = settings.provider.blocker.clone();
     if let (Some(b), false) = (&blocker, settings.output.dry_run) {
-        return Err(RlmError::Usage(b.clone()));
+        return Err(RlmError::Config(b.clone()));
     }
     let model = match startup::resolve_model(settings, printer).await {
         Ok(model) => model,
@@ -118,12 +118,12 @@ pub async fn plan(settings: &BatchSettings, printer: &Printer) -> Result<Planned
         settings.provider.max_tokens,
     )?;
     if settings.exec.cache_mode == CacheMode::ReadOnly && !pre.misses.is_empty() {
-        return Err(RlmError::Usage(prepass::cache_only_message(&units, &pre.misses)));
+        return Err(RlmError::Cache(prepass::cache_only_message(&units, &pre.misses)));
     }
     if pre.hits.is_empty() && pre.misses.is_empty() && !settings.output.dry_run {
         // Every unit is too large to send: nothing would be sent, so nothing starts (exit 2).
         if let Some((i, reason)) = pre.blocked.first() {
-            return Err(RlmError::Usage(format!(
+            return Err(RlmError::TooLarge(format!(
                 "nothing can be sent: {}{}: {reason}",
                 crate::escape::name(&units[*i].label),
                 match pre.blocked.len() {

@@ -40,12 +40,12 @@ pub fn run(
         let entry = match lookup {
             Some(Ok(entry)) => entry,
             Some(Err(e)) => {
-                return Err(RlmError::Usage(format!(
+                return Err(RlmError::Cache(format!(
                     "{e}: fix its permissions, or pass --no-cache (nothing was called)"
                 )))
             }
             None => {
-                return Err(RlmError::Usage(
+                return Err(RlmError::Cache(
                     "internal error: a cache reader thread failed (nothing was called)".into(),
                 ))
             }

@@ -50,7 +50,7 @@ pub fn resolve_inputs(settings: &BatchSettings, printer: &Printer) -> Result<Man
                 ListSeparator::Newline
             };
             let paths =
-                read_files_from(list, separator, &mut std::io::stdin()).map_err(|e| RlmError::Usage(e.to_string()))?;
+                read_files_from(list, separator, &mut std::io::stdin()).map_err(|e| RlmError::Input(e.to_string()))?;
             let filter = ListFilter {
                 pattern: filter.as_deref(),
                 default_exclusions: false,
@@ -58,7 +58,7 @@ pub fn resolve_inputs(settings: &BatchSettings, printer: &Printer) -> Result<Man
             resolve_list(&settings.cwd, paths, filter, &walk)?
         }
         InputSource::ChangedSince { reference, filter } => {
-            let paths = changed_since(reference, &settings.cwd).map_err(|e| RlmError::Usage(e.to_string()))?;
+            let paths = changed_since(reference, &settings.cwd).map_err(|e| RlmError::Input(e.to_string()))?;
             let filter = ListFilter {
                 pattern: filter.as_deref(),
                 default_exclusions: true,
@@ -100,7 +100,7 @@ pub fn resolve_inputs(settings: &BatchSettings, printer: &Printer) -> Result<Man
         } else {
             "were skipped or could not be read"
         };
-        return Err(RlmError::Usage(format!(
+        return Err(RlmError::Input(format!(
             "all {} files matching '{}' {what} ({}): nothing to send",
             all.len(),
             crate::escape::name(&input.pattern),

@@ -63,7 +63,7 @@ impl StoreLink {
         } else {
             match store.claim_run(&link.run, false, crate::store::Limits::default()) {
                 Ok(_) => Ok(()),
-                Err(e @ StoreError::RunInUse { .. }) => return Err(RlmError::Usage(e.to_string())),
+                Err(e @ StoreError::RunInUse { .. }) => return Err(RlmError::InUse(e.to_string())),
                 // Not recorded when it started (the store was unavailable then): record it now.
                 Err(StoreError::UnknownRun(_)) => store.create_run(&new_run).map(drop),
                 Err(e) => Err(e),

@@ -43,7 +43,7 @@ impl From<DiscoveryError> for crate::error::RlmError {
     fn from(e: DiscoveryError) -> Self {
         match e {
             DiscoveryError::Refused(m) | DiscoveryError::Unreachable(m) => crate::error::RlmError::Provider(m),
-            DiscoveryError::NotOne(m) => crate::error::RlmError::Usage(m),
+            DiscoveryError::NotOne(m) => crate::error::RlmError::Config(m),
         }
     }
 }

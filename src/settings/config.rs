@@ -40,7 +40,7 @@ impl ProjectConfig {
             Err(e) => return Err(RlmError::io(path, e)),
         };
         Self::parse(&text).map_err(|msg| {
-            RlmError::Usage(format!(
+            RlmError::Config(format!(
                 "{}: {msg}; expected JSON such as {{\"parallelism\": {{\"max_parallel_subagents\": 4}}}}",
                 path.display()
             ))

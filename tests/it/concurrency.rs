@@ -69,6 +69,10 @@ fn a_second_run_on_a_busy_output_directory_refuses_naming_the_first() {
             second.stderr
         );
     }
+    // An agent reading --json is told what kind of refusal it is.
+    let second = p.rlm(&run_in(&url, "List {file}", "out", &["--json"])).run();
+    second.assert_exit(2);
+    assert_eq!(second.json()["error"]["kind"], "in_use", "{}", second.stdout);
     let out = first.wait();
     out.assert_exit(0);
     assert_eq!(p.report()["succeeded"], 10);

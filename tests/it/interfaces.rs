@@ -45,13 +45,13 @@ fn json_gives_an_error_document_for_every_refusal_before_a_run() {
     assert_error_document(&out, "usage", "RLM_DEPTH is 3");
     // The cost refusal.
     let out = p.rlm(&batch("src/*.ts", &url, &["--json", "--max-cost", "0"])).run();
-    assert_error_document(&out, "usage", "exceeds safety threshold");
+    assert_error_document(&out, "over_budget", "exceeds safety threshold");
     // No provider.
     let out = p
         .rlm(&["batch", "src/*.ts", "List {file}", "--json"])
         .env_remove("ANTHROPIC_API_KEY")
         .run();
-    assert_error_document(&out, "usage", "no model provider configured");
+    assert_error_document(&out, "config", "no model provider configured");
     assert_eq!(mock.requests(), 0);
 
     // rlm query, resume, status and list (with a run in the store).
@@ -63,10 +63,10 @@ fn json_gives_an_error_document_for_every_refusal_before_a_run() {
         .run();
     assert_error_document(&out, "usage", "--retries");
     let out = p.rlm(&["resume", "no-such-run", "--json"]).run();
-    let doc = assert_error_document(&out, "usage", "no-such-run");
+    let doc = assert_error_document(&out, "store", "no-such-run");
     assert_eq!(doc.as_object().unwrap().len(), 3, "{doc:#}");
     let out = p.rlm(&["status", "no-such-run", "--json"]).run();
-    assert_error_document(&out, "usage", "no-such-run");
+    assert_error_document(&out, "store", "no-such-run");
     let out = p.rlm(&["list", "--json", "--limit", "0"]).run();
     assert_error_document(&out, "usage", "--limit");
     // And the other commands with --json.
