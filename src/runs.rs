@@ -82,10 +82,12 @@ pub fn status(args: StatusArgs, env: &Environment, printer: &Printer) -> Result<
         }
     } else {
         let failures = store.failures(&run.id).map_err(usage)?;
+        // As the last poll saw them: `rlm status` never calls the provider.
+        let batches = store.batch_submissions(&run.id).map_err(usage)?;
         if args.json {
-            status_json(&run, &failures, now)
+            status_json(&run, &failures, &batches, now)
         } else {
-            status_text(&run, &failures, now)
+            status_text(&run, &failures, &batches, now)
         }
     };
     printer.data(text.trim_end());

@@ -5,7 +5,9 @@ mod batch_args;
 mod job_args;
 mod numeric;
 
-pub use batch_args::{AggregateArg, BatchArgs, ChunkingArg, ColorArg, FailOnArg, FocusArg, ProviderArg};
+pub use batch_args::{
+    AggregateArg, BatchApiArg, BatchArgs, BatchFallbackArg, ChunkingArg, ColorArg, FailOnArg, FocusArg, ProviderArg,
+};
 pub use job_args::{
     ExportFormatArg, JobCallArgs, JobCommand, JobExportArgs, JobListArgs, JobRerunArgs, JobResumeArgs, JobRunArgs,
     JobRunFlags, JobStatusArgs, PrReviewArgs,
