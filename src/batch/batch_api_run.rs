@@ -135,6 +135,50 @@ pub async fn delivery(settings: &BatchSettings, model: &ModelInfo) -> Result<(De
     }
 }
 
+/// `rlm cancel` while another rlm (`holder`) waits for the run's batches: each is canceled
+/// at the provider and the cancel recorded; the waiting rlm sees it at its next poll and
+/// collects what had finished.
+pub async fn cancel_at_provider(
+    settings: &BatchSettings,
+    run: &RunId,
+    batches: &[String],
+    holder: &str,
+    printer: &Printer,
+) -> Result<(), RlmError> {
+    let model = settings.provider.model.as_deref().unwrap_or("unknown");
+    let api = client(settings, model).map_err(|e| RlmError::Usage(e.to_string()))?;
+    let mut store = TaskStore::open(&settings.rlm_dir()).map_err(|e| RlmError::Usage(e.to_string()))?;
+    let mut asked = 0;
+    for batch_id in batches {
+        match api.cancel(batch_id).await {
+            Ok(_) => {
+                asked += 1;
+                if let Err(e) = store.record_batch_cancel_requested(run, batch_id) {
+                    printer.warn(&format!("the run store could not record the cancel of {batch_id}: {e}"));
+                }
+            }
+            Err(e @ BatchError::Call { .. }) if !e.is_retryable() && !is_refusal_of_us(&e) => {
+                // Most likely over already: its results are collected as they are.
+                printer.warn(&format!("batch {batch_id}: {e}"));
+            }
+            Err(e) => return Err(RlmError::Provider(format!("cancelling batch {batch_id}: {e}"))),
+        }
+    }
+    printer.banner(&format!(
+        "rlm: asked {} to cancel {asked} of the {} {} of run {run}; {holder} waits for them and collects what had \
+         finished",
+        api.server(),
+        batches.len(),
+        if batches.len() == 1 { "batch" } else { "batches" },
+    ));
+    Ok(())
+}
+
+/// A refusal of the key or the account (not of the request).
+fn is_refusal_of_us(e: &BatchError) -> bool {
+    matches!(e, BatchError::Call { error, .. } if error.kind == ErrorKind::Fatal)
+}
+
 /// A batch an earlier attempt of the run submitted and did not collect.
 #[derive(Debug)]
 struct Earlier {
@@ -243,9 +287,25 @@ impl BatchApiRun {
         self.aggregation
     }
 
-    /// Whether this is `rlm cancel`.
-    pub fn cancels(&self) -> bool {
-        self.cancel
+    /// `rlm cancel`: the line that says what it did.
+    pub fn cancel_line(&self) -> Option<String> {
+        if !self.cancel {
+            return None;
+        }
+        let c = self.cancel_summary;
+        Some(format!(
+            "rlm: run {}: {} {} canceled at {}; {} finished {} kept (cached, result files written), {} not run \
+             (`rlm resume {}` sends {})",
+            self.run,
+            c.batches,
+            if c.batches == 1 { "batch" } else { "batches" },
+            self.api.server(),
+            c.kept,
+            if c.kept == 1 { "answer" } else { "answers" },
+            c.not_run,
+            self.run,
+            if c.not_run == 1 { "it" } else { "them" },
+        ))
     }
 
     /// The map phase: the units that missed the cache (failed ones of an earlier attempt
@@ -345,6 +405,8 @@ impl BatchApiRun {
         self.take_earlier(&mut p);
         let mut to_send: Vec<usize> = (0..p.work.len()).filter(|&i| !p.in_flight[i]).collect();
         if self.cancel {
+            // Nothing is called: an invalid `--schema` answer is not asked for again.
+            exec.halt_calls();
             self.cancel_earlier(exec, &p).await;
             for i in std::mem::take(&mut to_send) {
                 self.cancelled(
@@ -628,6 +690,7 @@ impl BatchApiRun {
                         b.counts = state.counts;
                         if state.has_ended() {
                             let b = p.batches.remove(i);
+                            display.ended(&b.batch_id, state.status);
                             if self.collect(exec, p, b, state, &mut retry).await == Collected::Stopped {
                                 self.leave(exec, p, Left::Stopped);
                                 return Waited::Stopped;
@@ -666,7 +729,6 @@ impl BatchApiRun {
                 i += 1;
             }
         }
-        display.done();
         Waited::Done(retry)
     }
 
@@ -1255,11 +1317,12 @@ impl WaitDisplay {
         }
     }
 
-    fn done(&self) {
-        if self.kind == ProgressStyleKind::Lines && self.last_line.is_some() {
+    /// A batch has ended: its results are read now.
+    fn ended(&self, batch_id: &str, status: BatchStatus) {
+        if self.kind == ProgressStyleKind::Lines {
             let waited = format_duration(u64::try_from(self.started.elapsed().as_millis()).unwrap_or(0));
             self.printer.progress(&format!(
-                "the batch API answered after {waited}: collecting the results"
+                "batch {batch_id} is {status} after {waited} of waiting: collecting its results"
             ));
         }
     }

@@ -68,7 +68,10 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
         dry_run::show(&printer, &settings, &plan);
         return Ok(ExitStatus::Success);
     }
-    estimate::confirm(&settings, &plan.estimate, &printer)?;
+    if !settings.exec.batch_api.cancel {
+        // (`rlm cancel` calls nothing.)
+        estimate::confirm(&settings, &plan.estimate, &printer)?;
+    }
     let run_dir = open_run_dir(&settings, &plan, &printer)?;
     let mut exec = start(&settings, &plan, &run_dir, &printer, (started, started_at))?;
     execute(&settings, &plan, &mut exec).await;
@@ -83,7 +86,25 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
         &printer,
     );
     output::completion(&printer, &report, settings.output.quiet, answer.as_deref());
+    if let Some(line) = exec.batch_api.as_ref().and_then(|b| b.cancel_line()) {
+        // `rlm cancel`: done when the batches are canceled and what finished is kept.
+        printer.important(&line);
+        return Ok(ExitStatus::Success);
+    }
     Ok(report.exit_status())
+}
+
+/// `rlm cancel` while another rlm (`holder`) waits for the run's batches: the cancel is
+/// asked of the provider; the waiting rlm collects.
+pub async fn cancel_at_provider(
+    settings: &BatchSettings,
+    run: &str,
+    batches: &[String],
+    holder: &str,
+    printer: &Printer,
+) -> Result<ExitStatus, RlmError> {
+    batch_api_run::cancel_at_provider(settings, &RunId::from(run), batches, holder, printer).await?;
+    Ok(ExitStatus::Success)
 }
 
 /// The run directory (a resumed run's own), with the plan and settings written into it,

@@ -40,6 +40,8 @@ pub enum BatchProgress {
     AfterTime(Duration),
     /// Never done by itself: it waits to be canceled.
     Held,
+    /// Its first `n` requests done at its first poll, the rest held until it is canceled.
+    HeldAfter(usize),
 }
 
 /// What a request of a batch gets instead of its answer.
@@ -555,6 +557,8 @@ fn advance(state: &State, inner: &mut Inner, batch: &mut MockBatch) {
                 ((total as f64 * share.min(1.0)) as usize).min(total)
             }
             BatchProgress::Held => 0,
+            BatchProgress::HeldAfter(n) if batch.polls > 0 => n.min(total),
+            BatchProgress::HeldAfter(_) => 0,
         }
     };
     while batch.outcomes.len() < target {
