@@ -406,3 +406,173 @@ fn auto_falls_back_to_realtime_calls_where_the_server_has_no_batch_api() {
     assert_eq!(refused.stderr.trim().lines().count(), 1, "{}", refused.stderr);
     assert_eq!(mock.requests(), 5, "nothing more was sent");
 }
+
+#[test]
+fn batches_of_small_files_and_all_aggregation_calls_go_through_the_batch_api_with_all() {
+    let mock = MockLlm::start();
+    let mut p = Project::new();
+    for i in 0..6 {
+        p = p.file(&format!("proj/m{i}.py"), &format!("def f{i}():\n    return {i}\n"));
+    }
+    for i in 0..3 {
+        p = p.file(&format!("proj/d{i}.md"), &format!("# Doc {i}\n\nText {i}.\n"));
+    }
+    let url = mock.url();
+    let out = rlm_fast(
+        &p,
+        &[
+            "batch",
+            "proj",
+            "Review {file}",
+            "--base-url",
+            &url,
+            "--model",
+            "haiku",
+            "-o",
+            "out",
+            "--json",
+            "--batch-api",
+            "all",
+        ],
+    )
+    .run();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 0, "no realtime call at all: {}", out.stderr);
+    // The map phase (two batches of small files, one per type), the per-type syntheses,
+    // the cross-type report: three batches, phase by phase.
+    assert_eq!(mock.batch_sizes(), [2, 2, 1], "{}", out.stderr);
+    let map: Vec<_> = mock.batch_requests().into_iter().take(2).collect();
+    assert!(
+        map.iter().all(|r| r.body.to_string().contains("files")),
+        "each batch unit asks for its {{\"files\": …}} answer"
+    );
+    let report = out.json();
+    assert_eq!(report["files_succeeded"], 9, "{report}");
+    assert_eq!(report["price_tier"], "batch");
+    assert!(
+        p.read("out/proj-m3.py.result.md").trim().len() > 1,
+        "a member's own result file"
+    );
+    assert!(!p.aggregate_md().trim().is_empty());
+    let calls = report["aggregate_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 3, "{report}");
+}
+
+#[test]
+fn a_schema_answer_from_a_batch_that_does_not_conform_gets_its_one_retry_in_realtime() {
+    const SCHEMA: &str = r#"{"type": "object", "properties": {"functions": {"type": "array", "items": {"type": "string"}}},
+        "required": ["functions"], "additionalProperties": false}"#;
+    let mock = MockLlm::start();
+    let p = ts_project(4).file("functions.schema.json", SCHEMA).file(
+        "src/bad.ts",
+        &format!("// {}\n", reply_marker(r#"{"functions": [1], "extra": true}"#)),
+    );
+    let url = mock.url();
+    let out = rlm_fast(&p, &batch_api_args(&url, &["--schema", "functions.schema.json"])).run();
+    out.assert_exit(1);
+    assert_eq!(mock.batch_sizes(), [5]);
+    for r in mock.batch_requests() {
+        assert_eq!(r.body["tool_choice"]["name"], "answer", "the forced tool, as realtime");
+    }
+    let retried = mock.recorded();
+    assert_eq!(retried.len(), 1, "the bad answer, asked for again in realtime");
+    assert!(retried[0].user_text().contains("does not conform to the JSON Schema"));
+    let good: Value = serde_json::from_str(&p.read("out/src-f002.ts.result.md")).unwrap();
+    assert_eq!(good, serde_json::json!({"functions": ["mock"]}));
+    assert!(p.exists("out/src-bad.ts.rejected.md"));
+    assert!(out.stderr.contains("does not conform to --schema"), "{}", out.stderr);
+}
+
+#[test]
+fn the_deadline_ends_the_wait_and_leaves_the_batch_to_collect() {
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::Held);
+    let p = ts_project(6);
+    let url = mock.url();
+    let out = rlm_fast(&p, &batch_api_args(&url, &["--deadline", "1s"])).run();
+    // Nothing came back in time: as for realtime calls, a run with no answer exits 3.
+    out.assert_exit(3);
+    assert!(
+        out.stderr
+            .contains("rlm: the --deadline passed while waiting: the batch keeps running at the provider; `rlm resume"),
+        "{}",
+        out.stderr
+    );
+    assert!(p.report()["error"]
+        .as_str()
+        .unwrap()
+        .contains("the --deadline (1s) passed"));
+    assert_eq!(mock.batch_cancels(), 0);
+    mock.set_batch_progress(BatchProgress::AfterPolls(1));
+    rlm_fast(&p, &["resume", "--deadline", "10m"]).run().assert_exit(0);
+    assert_eq!(mock.batch_submissions(), 1);
+    assert_eq!(results(&p), 6);
+}
+
+#[test]
+fn openai_batches_through_the_binary_and_the_config_key_turns_it_on() {
+    let mock = MockLlm::start();
+    let p = ts_project(12).file(".aiwg/aiwg.config", r#"{"rlm": {"batch_api": "on"}}"#);
+    let url = mock.url();
+    let out = rlm_fast(
+        &p,
+        &[
+            "batch",
+            "src/*.ts",
+            "List {file}",
+            "--base-url",
+            &url,
+            "--model",
+            "gpt-4.1-mini",
+            "-o",
+            "out",
+            "--json",
+        ],
+    )
+    .env_remove("ANTHROPIC_API_KEY")
+    .env("OPENAI_API_KEY", TEST_KEY)
+    .run();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 0);
+    assert_eq!((mock.batch_uploads(), mock.batch_submissions()), (1, 1));
+    assert_eq!(out.json()["price_tier"], "batch");
+    // `--batch-api off` overrides the config.
+    let q = ts_project(2).file(".aiwg/aiwg.config", r#"{"rlm": {"batch_api": true}}"#);
+    rlm_fast(
+        &q,
+        &[
+            "batch",
+            "src/*.ts",
+            "List {file}",
+            "--base-url",
+            &url,
+            "--model",
+            "gpt-4.1-mini",
+            "--batch-api",
+            "off",
+        ],
+    )
+    .env_remove("ANTHROPIC_API_KEY")
+    .env("OPENAI_API_KEY", TEST_KEY)
+    .run()
+    .assert_exit(0);
+    assert_eq!(mock.requests(), 2);
+    let bad = ts_project(1).file(".aiwg/aiwg.config", r#"{"rlm": {"batch_api": "maybe"}}"#);
+    let out = bad.rlm(&batch("src/*.ts", &url, &[])).run();
+    out.assert_exit(2);
+    assert!(out.stderr.contains("rlm.batch_api is `maybe`"), "{}", out.stderr);
+}
+
+#[test]
+fn the_command_provider_has_no_batch_api() {
+    let p = ts_project(1);
+    let out = p
+        .rlm(&["batch", "src/*.ts", "List {file}", "--command", "cat", "--batch-api"])
+        .run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("the command provider has no batch API"),
+        "{}",
+        out.stderr
+    );
+}
