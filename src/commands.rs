@@ -33,6 +33,16 @@ pub fn run_cli() -> ExitCode {
             Ok(settings) => run_settings(settings),
             Err(e) => report_error(&error_printer(), &e),
         },
+        Command::Cancel(args) => match runs::cancel(args, cli.color, &env) {
+            Ok(runs::Cancel::Collect(settings)) => run_settings(*settings),
+            Ok(runs::Cancel::AtProvider {
+                settings,
+                run,
+                batches,
+                holder,
+            }) => cancel_at_provider(&settings, run.as_str(), &batches, &holder),
+            Err(e) => report_error(&error_printer(), &e),
+        },
         Command::Job(command) => job::run_command(command, cli.color, &env),
         Command::Skill(action) => run_skill(action, &env),
         Command::Index(command) => run_index(command),
@@ -279,6 +289,23 @@ fn run_settings(settings: BatchSettings) -> ExitStatus {
     let outcome = runtime.block_on(batch::run(settings, printer.clone()));
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     outcome.unwrap_or_else(|e| report_error(&printer, &e))
+}
+
+/// `rlm cancel` of a run another rlm waits for: only the cancel, at the provider.
+fn cancel_at_provider(settings: &BatchSettings, run: &str, batches: &[String], holder: &str) -> ExitStatus {
+    let printer = Printer::new(settings.output.printer_mode(), settings.redactor());
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            return report_error(
+                &printer,
+                &RlmError::Usage(format!("cannot start the async runtime: {e}")),
+            )
+        }
+    };
+    runtime
+        .block_on(batch::cancel_at_provider(settings, run, batches, holder, &printer))
+        .unwrap_or_else(|e| report_error(&printer, &e))
 }
 
 /// A command that prints and succeeds, or fails with one error.

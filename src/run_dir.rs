@@ -80,6 +80,12 @@ impl RunLock {
         })
     }
 
+    /// Takes the lock of a run's directory, or says who holds it (`rlm process 1234`):
+    /// `rlm cancel` leaves the collecting to an rlm that still waits for the run.
+    pub fn try_for_resume(dir: &Path) -> Result<Result<RunLock, String>, RlmError> {
+        Self::take(dir)
+    }
+
     /// The lock, or who holds it (`rlm process 1234`).
     fn take(dir: &Path) -> Result<Result<RunLock, String>, RlmError> {
         fs_err::create_dir_all(dir).map_err(|e| RlmError::Output(format!("--output-dir: {e}")))?;

@@ -1,5 +1,6 @@
-//! `rlm status`, `rlm list` and `rlm resume`: the task store read back, and a stopped run
-//! taken up again under its own id, as its next attempt.
+//! `rlm status`, `rlm list`, `rlm resume` and `rlm cancel`: the task store read back, a
+//! stopped run taken up again under its own id, as its next attempt, and a run's batches
+//! canceled at the provider.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -7,7 +8,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 
-use crate::cli::{Cli, ColorArg, Command, ListArgs, ResumeArgs, StatusArgs};
+use crate::cli::{CancelArgs, Cli, ColorArg, Command, ListArgs, ResumeArgs, StatusArgs};
 use crate::error::RlmError;
 use crate::printer::{Printer, PrinterMode};
 use crate::run_dir::RunLock;
@@ -87,10 +88,12 @@ pub fn status(args: StatusArgs, env: &Environment, printer: &Printer) -> Result<
         }
     } else {
         let failures = store.failures(&run.id).map_err(store_error)?;
+        // As the last poll saw them: `rlm status` never calls the provider.
+        let batches = store.batch_submissions(&run.id).map_err(store_error)?;
         if args.json {
-            status_json(&run, &failures, now)
+            status_json(&run, &failures, &batches, now)
         } else {
-            status_text(&run, &failures, now)
+            status_text(&run, &failures, &batches, now)
         }
     };
     printer.data(text.trim_end());
@@ -136,37 +139,7 @@ pub fn resume(args: ResumeArgs, color: ColorArg, env: &Environment) -> Result<Ba
                 })?
         }
     };
-    let not_batch = || {
-        RlmError::Usage(format!(
-            "run {} was not started by rlm batch ({}): run its command again instead (finished answers are cached)",
-            run.id,
-            run.command.join(" ")
-        ))
-    };
-    if run.command.get(1).map(String::as_str) == Some("job") {
-        return Err(RlmError::Usage(format!(
-            "run {} is a job ({}): rlm job resume {} goes on with it",
-            run.id, run.status, run.id
-        )));
-    }
-    if run.command.get(1).map(String::as_str) != Some("batch") {
-        return Err(not_batch());
-    }
-    // The arguments the run recorded; a run recorded by an older rlm only has its command.
-    let recorded = run
-        .settings
-        .get(crate::batch::RECORDED_ARGS)
-        .and_then(|a| serde_json::from_value::<crate::cli::BatchArgs>(a.clone()).ok());
-    let mut batch = match recorded {
-        Some(args) => Box::new(args),
-        None => match Cli::try_parse_from(&run.command) {
-            Ok(Cli {
-                command: Command::Batch(batch),
-                ..
-            }) => batch,
-            _ => return Err(not_batch()),
-        },
-    };
+    let mut batch = batch_args_of(&run)?;
     let lock = RunLock::acquire_for_resume(&run.output_dir, run.id.as_str())?;
     // Read only: the run is claimed (a new attempt recorded, its stopped units queued again)
     // when the resumed run starts recording, after every check that could still refuse it.
@@ -204,10 +177,7 @@ pub fn resume(args: ResumeArgs, color: ColorArg, env: &Environment) -> Result<Ba
     batch.yes |= args.yes;
     batch.quiet |= args.quiet;
     batch.json |= args.json;
-    let mut run_env = env.clone();
-    run_env.cwd = run.cwd.clone();
-    run_env.argv = run.command.clone();
-    let mut settings = BatchSettings::resolve(*batch, color, &run_env)?;
+    let mut settings = replay(&run, *batch, color, env)?;
     settings.resume = Some(ResumeTarget {
         run_id: RunId::as_str(&run.id).to_string(),
         output_dir: run.output_dir.clone(),
@@ -220,6 +190,138 @@ pub fn resume(args: ResumeArgs, color: ColorArg, env: &Environment) -> Result<Ba
         limits: given,
     });
     Ok(settings)
+}
+
+/// The `rlm batch` arguments a run was started with.
+fn batch_args_of(run: &RunSummary) -> Result<Box<crate::cli::BatchArgs>, RlmError> {
+    let not_batch = || {
+        RlmError::Usage(format!(
+            "run {} was not started by rlm batch ({}): run its command again instead (finished answers are cached)",
+            run.id,
+            run.command.join(" ")
+        ))
+    };
+    if run.command.get(1).map(String::as_str) == Some("job") {
+        return Err(RlmError::Usage(format!(
+            "run {} is a job ({}): rlm job resume {} goes on with it",
+            run.id, run.status, run.id
+        )));
+    }
+    if run.command.get(1).map(String::as_str) != Some("batch") {
+        return Err(not_batch());
+    }
+    // The arguments the run recorded; a run recorded by an older rlm only has its command.
+    let recorded = run
+        .settings
+        .get(crate::batch::RECORDED_ARGS)
+        .and_then(|a| serde_json::from_value::<crate::cli::BatchArgs>(a.clone()).ok());
+    match recorded {
+        Some(args) => Ok(Box::new(args)),
+        None => match Cli::try_parse_from(&run.command) {
+            Ok(Cli {
+                command: Command::Batch(batch),
+                ..
+            }) => Ok(batch),
+            _ => Err(not_batch()),
+        },
+    }
+}
+
+/// The settings of `run`'s own command (as given again), in its own directory.
+fn replay(
+    run: &RunSummary,
+    batch: crate::cli::BatchArgs,
+    color: ColorArg,
+    env: &Environment,
+) -> Result<BatchSettings, RlmError> {
+    let mut run_env = env.clone();
+    run_env.cwd = run.cwd.clone();
+    run_env.argv = run.command.clone();
+    BatchSettings::resolve(batch, color, &run_env)
+}
+
+/// What `rlm cancel` does.
+pub enum Cancel {
+    /// No rlm waits for the run's batches: cancel them at the provider, then collect what
+    /// had finished, in the run's directory, as the run's next attempt.
+    Collect(Box<BatchSettings>),
+    /// The rlm that waits for them (`holder`) collects them: only the cancel is asked for.
+    AtProvider {
+        settings: Box<BatchSettings>,
+        run: RunId,
+        batches: Vec<String>,
+        holder: String,
+    },
+}
+
+/// `rlm cancel [RUN]`: the run's batches still at the provider, and who collects them.
+pub fn cancel(args: CancelArgs, color: ColorArg, env: &Environment) -> Result<Cancel, RlmError> {
+    let store = open(&env.cwd)?;
+    let run = pick(&store, args.run.as_deref(), &env.cwd)?;
+    let waiting: Vec<String> = store
+        .batch_submissions(&run.id)
+        .map_err(store_error)?
+        .into_iter()
+        .filter(|b| b.collected_at.is_none())
+        .map(|b| b.batch_id)
+        .collect();
+    if waiting.is_empty() {
+        return Err(RlmError::Usage(format!(
+            "run {} has no batch waiting at the provider: nothing to cancel (rlm status {} shows it)",
+            run.id, run.id
+        )));
+    }
+    let mut batch = batch_args_of(&run)?;
+    batch.yes = true;
+    batch.quiet |= args.quiet;
+    batch.json |= args.json;
+    let lock = RunLock::try_for_resume(&run.output_dir)?;
+    drop(store);
+    let mut settings = replay(&run, *batch, color, env)?;
+    if !settings.exec.batch_api.mode.is_on() {
+        // The batches were submitted under --batch-api (or the config's), whatever it says now.
+        settings.exec.batch_api.mode = crate::settings::BatchApiMode::On;
+    }
+    settings.exec.batch_api.cancel = true;
+    let lock = match lock {
+        Ok(lock) => lock,
+        Err(holder) => {
+            return Ok(Cancel::AtProvider {
+                settings: Box::new(settings),
+                run: run.id.clone(),
+                batches: waiting,
+                holder,
+            })
+        }
+    };
+    let store = open(&env.cwd)?;
+    let earlier = store.spent(&run.id).map_err(store_error)?;
+    drop(store);
+    settings.resume = Some(ResumeTarget {
+        run_id: RunId::as_str(&run.id).to_string(),
+        output_dir: run.output_dir.clone(),
+        skip: HashSet::new(),
+        lock: Arc::new(lock),
+        attempt: earlier.attempts + 1,
+        spent_usd: earlier.cost_usd,
+        elapsed: earlier.elapsed(),
+        retry_failed: false,
+        limits: Limits::default(),
+    });
+    let printer = Printer::new(
+        PrinterMode {
+            quiet: args.quiet,
+            ..PrinterMode::default()
+        },
+        Redactor::default(),
+    );
+    let n = waiting.len();
+    printer.banner(&format!(
+        "rlm: cancelling run {} ({n} {} at the provider); what had finished is kept",
+        run.id,
+        if n == 1 { "batch" } else { "batches" }
+    ));
+    Ok(Cancel::Collect(Box::new(settings)))
 }
 
 /// `rlm: resuming run batch-… (started 2026-11-22 10:15 UTC, 40 of 100 units left; $1.52

@@ -13,6 +13,7 @@ use super::answers::UnitAnswers;
 use super::job::{JobFailure, JobOutcome};
 use crate::exec::{Event, Flow, JobMeta, Lost, Paid, PoolHandler};
 use crate::printer::Printer;
+use crate::provider::catalog::PriceTier;
 use crate::provider::ModelInfo;
 use crate::reporter::Reporters;
 use crate::unit::{UnitId, UnitKind};
@@ -122,6 +123,21 @@ impl Dispatcher {
         Flow::Drain
     }
 
+    /// Stops dispatching from outside the pool (the batch-API stage: a refused key, a
+    /// server without a batch API): no call starts after this.
+    pub fn halt(&mut self, why: StopReason) {
+        if self.stop.is_none() {
+            if let StopReason::Fatal(reason) = &why {
+                // Said as the error it is, as a fatal call failure is.
+                self.printer.error(reason);
+            }
+        }
+        self.stop(why);
+        if let Some(limiter) = &self.limiter {
+            limiter.halt();
+        }
+    }
+
     /// Whether the run's spend (earlier attempts included) has reached `--max-cost`.
     pub fn over_budget(&self) -> Option<String> {
         let max = self.max_cost?;
@@ -162,10 +178,13 @@ impl PoolHandler<JobOutcome> for Dispatcher {
         // Released last: no call can start on it before the budget has been checked.
         let slot = outcome.slot.take();
         let JobMeta { unit, label, kind } = outcome.meta;
-        let cost_usd = self.model.cost(outcome.usage);
+        // Realtime calls at the list price, batch-API requests at the batch price.
+        let cost_usd = self.model.cost(outcome.usage) + self.model.cost_at(outcome.batch_usage, PriceTier::Batch);
         if !self.counted.remove(&unit) {
             self.spent += cost_usd;
         }
+        let mut usage = outcome.usage;
+        usage.add(outcome.batch_usage);
         let mut flow = Flow::Continue;
         match outcome.failure {
             None => {
@@ -184,7 +203,7 @@ impl PoolHandler<JobOutcome> for Dispatcher {
                     kind,
                     attempts: outcome.attempts,
                     duration_ms: outcome.duration_ms,
-                    usage: outcome.usage,
+                    usage,
                     saved: outcome.saved,
                     cost_usd,
                     cached: outcome.cached,
@@ -208,7 +227,7 @@ impl PoolHandler<JobOutcome> for Dispatcher {
                     kind,
                     attempts: outcome.attempts,
                     duration_ms: outcome.duration_ms,
-                    usage: outcome.usage,
+                    usage,
                     cost_usd,
                     error,
                     reason,
@@ -228,7 +247,7 @@ impl PoolHandler<JobOutcome> for Dispatcher {
                     kind,
                     attempts: outcome.attempts,
                     duration_ms: outcome.duration_ms,
-                    usage: outcome.usage,
+                    usage,
                     cost_usd,
                     error: Some(crate::provider::ErrorKind::Fatal),
                     reason,

@@ -69,7 +69,12 @@ pub fn show(printer: &Printer, settings: &BatchSettings, plan: &Plan) {
         if files == 1 { "" } else { "s" },
         plan.pre.hits.len(),
         calls_text(&plan.estimate),
-        plan.model.cost_text(plan.estimate.usd)
+        match plan.estimate.price_tier {
+            crate::provider::catalog::PriceTier::Batch if !plan.model.is_free() => {
+                format!("{} at batch price", plan.model.cost_text(plan.estimate.usd))
+            }
+            _ => plan.model.cost_text(plan.estimate.usd),
+        }
     ));
     printer.data(&text);
 }
@@ -133,8 +138,12 @@ fn write_json(out: &mut impl Write, settings: &BatchSettings, plan: &Plan, verdi
             "output_tokens": estimate.output_tokens,
             "cost_usd": estimate.usd,
             "price_basis": model.price_basis,
+            "price_tier": estimate.price_tier,
         }),
     );
+    put("batch_api", json!(settings.exec.batch_api.mode));
+    put("price_basis", json!(model.price_basis));
+    put("price_tier", json!(estimate.price_tier));
     put("cost_check", json!(verdict));
     put("warnings", json!(plan.warnings));
     // The head's fields, then the two long lists, each element as it is rendered.

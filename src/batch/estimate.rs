@@ -4,10 +4,12 @@
 
 use std::io::BufRead;
 
+use super::batch_api_run::Delivery;
 use super::prepass::Prepass;
 use crate::aggregate::AggregateStrategy;
 use crate::error::RlmError;
 use crate::printer::Printer;
+use crate::provider::catalog::PriceTier;
 use crate::provider::ModelInfo;
 use crate::settings::{BatchSettings, BudgetSettings, OutputSettings};
 use crate::unit::WorkUnit;
@@ -29,6 +31,9 @@ pub struct Estimate {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub usd: f64,
+    /// The price the per-unit calls are counted at: `batch` (half of list) under
+    /// `--batch-api`.
+    pub price_tier: PriceTier,
 }
 
 /// The expected answer of a unit with `input` prompt tokens.
@@ -36,7 +41,15 @@ fn answer_tokens(input: u64, max_out: u64) -> u64 {
     (64 + input / 4).min(max_out)
 }
 
-pub fn estimate(units: &[WorkUnit], pre: &Prepass, settings: &BatchSettings, model: &ModelInfo) -> Estimate {
+/// The estimate of the calls a run would make, each at the price it is billed at
+/// (`delivery`: realtime, or the batch API's half price).
+pub fn estimate(
+    units: &[WorkUnit],
+    pre: &Prepass,
+    settings: &BatchSettings,
+    model: &ModelInfo,
+    delivery: Delivery,
+) -> Estimate {
     let max_out = u64::from(settings.provider.max_tokens);
     let mut input = 0;
     let mut output = 0;
@@ -45,6 +58,15 @@ pub fn estimate(units: &[WorkUnit], pre: &Prepass, settings: &BatchSettings, mod
         input += tokens;
         output += answer_tokens(tokens, max_out);
     }
+    let price = |input: u64, output: u64, tier: PriceTier| {
+        let usage = crate::provider::Usage {
+            input_tokens: input,
+            output_tokens: output,
+            ..Default::default()
+        };
+        model.cost_at(usage, tier)
+    };
+    let unit_usd = price(input, output, delivery.unit_tier());
     // Every answer (cached or not) is read by the aggregation calls.
     let answers: u64 = pre
         .hits
@@ -57,11 +79,17 @@ pub fn estimate(units: &[WorkUnit], pre: &Prepass, settings: &BatchSettings, mod
             .map(|&i| answer_tokens(units[i].estimated_input_tokens, max_out))
             .sum::<u64>();
     let aggregate_calls = aggregate_calls(units, pre, settings, model, answers);
+    let mut aggregate_usd = 0.0;
     if aggregate_calls > 0 {
         // The answers are read once, and summaries of summaries once more.
         let summary_out = max_out.min(2048);
-        input += answers + (aggregate_calls as u64 - 1) * summary_out;
-        output += aggregate_calls as u64 * summary_out;
+        let (agg_in, agg_out) = (
+            answers + (aggregate_calls as u64 - 1) * summary_out,
+            aggregate_calls as u64 * summary_out,
+        );
+        aggregate_usd = price(agg_in, agg_out, delivery.aggregate_tier());
+        input += agg_in;
+        output += agg_out;
     }
     let calls = pre.misses.len() + aggregate_calls;
     Estimate {
@@ -69,7 +97,8 @@ pub fn estimate(units: &[WorkUnit], pre: &Prepass, settings: &BatchSettings, mod
         aggregate_calls,
         input_tokens: input,
         output_tokens: output,
-        usd: model.price.map_or(0.0, |p| p.cost(input, 0, output)),
+        usd: unit_usd + aggregate_usd,
+        price_tier: delivery.unit_tier(),
     }
 }
 

@@ -1,11 +1,14 @@
 //! The executing part of a run: one pool, one limiter, one dispatcher and one interrupt
-//! listener for every phase — the per-unit calls and the aggregation calls alike.
+//! listener for every phase — the per-unit calls and the aggregation calls alike. With
+//! `--batch-api`, a phase goes through the provider's batch API instead
+//! ([`super::batch_api_run`]), heard by the same dispatcher.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use tokio::sync::mpsc::UnboundedReceiver;
 
+use super::batch_api_run::BatchApiRun;
 use super::dispatcher::Dispatcher;
 use super::job::{run_job, Job, JobContext};
 use crate::exec::{self, run_pool, Event, Interrupt, Limiter, PoolContext, PoolEnd, GRACE};
@@ -27,6 +30,18 @@ pub struct Execution {
     width: usize,
     /// Ctrl-C or SIGTERM arrived.
     pub interrupted: bool,
+    /// `--batch-api`: how phases go through the provider's batch API (`None`: realtime).
+    pub batch_api: Option<Box<BatchApiRun>>,
+}
+
+/// How a wait between two batch polls ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pause {
+    Elapsed,
+    /// Ctrl-C or SIGTERM.
+    Interrupted,
+    /// `--deadline` passed.
+    DeadlinePassed,
 }
 
 impl Execution {
@@ -48,14 +63,33 @@ impl Execution {
             limiter,
             width,
             interrupted: false,
+            batch_api: None,
         }
     }
 
-    /// Runs one phase of jobs through the pool.
+    /// Runs one phase of jobs: through the pool, or (aggregation calls under
+    /// `--batch-api all`) through the provider's batch API.
     pub async fn run_phase(&mut self, jobs: Vec<Job>) -> PoolEnd {
         if jobs.is_empty() {
             return PoolEnd::Completed;
         }
+        let summaries = jobs.iter().all(|j| matches!(j, Job::Summary(_)));
+        if summaries && self.batch_api.as_ref().is_some_and(|b| b.batches_aggregation()) {
+            if let Some(mut batch_api) = self.batch_api.take() {
+                batch_api.run_summaries(self, jobs).await;
+                self.batch_api = Some(batch_api);
+                return if self.interrupted {
+                    PoolEnd::Interrupted
+                } else {
+                    PoolEnd::Completed
+                };
+            }
+        }
+        self.run_pool(jobs).await
+    }
+
+    /// Runs one phase of jobs through the pool, as realtime calls.
+    pub async fn run_pool(&mut self, jobs: Vec<Job>) -> PoolEnd {
         for job in &jobs {
             let meta = exec::Job::meta(job);
             self.dispatcher.emit(Event::Queued {
@@ -63,6 +97,14 @@ impl Execution {
                 label: meta.label,
                 kind: meta.kind,
             });
+        }
+        self.run_announced(jobs).await
+    }
+
+    /// [`Execution::run_pool`] for jobs already announced to the reporters (`task:queued`).
+    pub async fn run_announced(&mut self, jobs: Vec<Job>) -> PoolEnd {
+        if jobs.is_empty() {
+            return PoolEnd::Completed;
         }
         let ctx = self.jobs.clone();
         let pool = PoolContext {
@@ -110,6 +152,19 @@ impl Execution {
 
     /// Batch members without a usable answer, each as a unit of its own.
     async fn retry_members(&mut self, units: &[WorkUnit], budget: Budget) {
+        let retried = self.members_to_retry(units, budget);
+        if retried.is_empty() || !self.may_call() {
+            return;
+        }
+        let jobs = retried.iter().map(|(_, m)| Job::Unit(m.clone())).collect();
+        self.run_phase(jobs).await;
+        self.merge_members(retried);
+    }
+
+    /// The members of batches of small files whose entry in the batch's answer was missing
+    /// or invalid, each as a unit of its own (with the batch it belongs to), made known to
+    /// the report.
+    pub fn members_to_retry(&mut self, units: &[WorkUnit], budget: Budget) -> Vec<(UnitId, WorkUnit)> {
         let mut retried: Vec<(UnitId, WorkUnit)> = Vec::new();
         for unit in units {
             let Some(answers) = self.dispatcher.answers.get(&unit.id) else {
@@ -122,16 +177,18 @@ impl Execution {
                 }
             }
         }
-        if retried.is_empty() || !self.may_call() {
-            return;
+        if !retried.is_empty() {
+            self.dispatcher.reporters.builder.set_unit_files(
+                retried
+                    .iter()
+                    .map(|(_, m)| (m.id.clone(), m.inputs.iter().map(|i| i.display.clone()).collect())),
+            );
         }
-        self.dispatcher.reporters.builder.set_unit_files(
-            retried
-                .iter()
-                .map(|(_, m)| (m.id.clone(), m.inputs.iter().map(|i| i.display.clone()).collect())),
-        );
-        let jobs = retried.iter().map(|(_, m)| Job::Unit(m.clone())).collect();
-        self.run_phase(jobs).await;
+        retried
+    }
+
+    /// The answers of members retried alone, back with the batch they belong to.
+    pub fn merge_members(&mut self, retried: Vec<(UnitId, WorkUnit)>) {
         for (parent, member) in retried {
             let Some(answers) = self.dispatcher.answers.remove(&member.id) else {
                 continue;
@@ -148,9 +205,37 @@ impl Execution {
         !self.interrupted && !self.limiter.is_halted() && self.dispatcher.over_budget().is_none()
     }
 
+    /// No call starts from now on (`rlm cancel` collects, and calls nothing).
+    pub fn halt_calls(&self) {
+        self.limiter.halt();
+    }
+
     /// `--deadline` is what stopped the run.
     pub fn deadline_passed(&self) -> bool {
         self.interrupt.deadline_passed
+    }
+
+    /// Waits until `until`, or until Ctrl-C, SIGTERM or the deadline, whichever comes
+    /// first (the batch-API stage waits here between polls).
+    pub async fn pause(&mut self, until: tokio::time::Instant) -> Pause {
+        if self.interrupt.deadline_passed {
+            return Pause::DeadlinePassed;
+        }
+        if self.interrupted {
+            return Pause::Interrupted;
+        }
+        tokio::select! {
+            biased;
+            () = self.interrupt.recv() => {
+                if self.interrupt.deadline_passed {
+                    Pause::DeadlinePassed
+                } else {
+                    self.interrupted = true;
+                    Pause::Interrupted
+                }
+            }
+            () = tokio::time::sleep_until(until) => Pause::Elapsed,
+        }
     }
 
     /// Why no more calls may be made, for the report.

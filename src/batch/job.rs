@@ -99,8 +99,10 @@ pub struct JobOutcome {
     pub meta: JobMeta,
     pub attempts: u32,
     pub duration_ms: u64,
-    /// What the calls of this job used (and cost), whether or not it succeeded.
+    /// What the realtime calls of this job used (and cost), whether or not it succeeded.
     pub usage: Usage,
+    /// What its batch-API request used: billed at the batch price.
+    pub batch_usage: Usage,
     /// Served from the cache: what the original call used.
     pub saved: Usage,
     pub cached: bool,
@@ -121,12 +123,13 @@ pub struct JobOutcome {
 }
 
 impl JobOutcome {
-    fn new(meta: JobMeta) -> Self {
+    pub(super) fn new(meta: JobMeta) -> Self {
         JobOutcome {
             meta,
             attempts: 0,
             duration_ms: 0,
             usage: Usage::default(),
+            batch_usage: Usage::default(),
             saved: Usage::default(),
             cached: false,
             truncated: false,
@@ -139,7 +142,7 @@ impl JobOutcome {
         }
     }
 
-    fn failed(mut self, reason: String) -> Self {
+    pub(super) fn failed(mut self, reason: String) -> Self {
         self.failure = Some(JobFailure::Unit { kind: None, reason });
         self
     }
@@ -203,6 +206,20 @@ async fn run_unit(ctx: Arc<JobContext>, unit: WorkUnit, mut outcome: JobOutcome,
     let Some(text) = outcome.text.take().filter(|_| outcome.failure.is_none()) else {
         return outcome;
     };
+    keep_paid(ctx, unit, rendered, text, outcome, claim).await
+}
+
+/// Keeps an answer just paid for — a realtime call's or a batch-API result's: cached first
+/// (fsynced; a claim on its key is let go once it is), then read into its files' answers
+/// and written to their result files.
+pub(super) async fn keep_paid(
+    ctx: Arc<JobContext>,
+    unit: WorkUnit,
+    rendered: Rendered,
+    text: String,
+    mut outcome: JobOutcome,
+    claim: Option<ClaimGuard>,
+) -> JobOutcome {
     let entry = cache_entry(&ctx, rendered.key.clone(), &unit, &text, &outcome);
     let entry = Arc::new(entry);
     let in_place = {
@@ -249,8 +266,35 @@ async fn run_unit(ctx: Arc<JobContext>, unit: WorkUnit, mut outcome: JobOutcome,
     keep(ctx, unit, rendered, text, outcome).await
 }
 
+/// Writes a paid answer's cache entry off the async workers; the error to stop the run
+/// with when the cache did not take it (the answer is then kept in the run directory).
+async fn persist(
+    ctx: &Arc<JobContext>,
+    entry: CacheEntry,
+    label: &str,
+    result_name: Option<String>,
+    claim: Option<ClaimGuard>,
+) -> Option<String> {
+    let persisted = {
+        let ctx = ctx.clone();
+        let label = label.to_string();
+        tokio::task::spawn_blocking(move || {
+            let put = ctx.cache.put(&entry);
+            // Cached (or not): whoever waits for this key reads the cache now.
+            drop(claim);
+            put.map_err(|e| uncached(&ctx, &entry, &label, result_name.as_deref(), &e))
+        })
+        .await
+    };
+    match persisted {
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => Some(e),
+        Err(e) => Some(format!("internal error while caching the answer: {e}")),
+    }
+}
+
 /// Reads an answer into its files' answers and writes their result files.
-async fn keep(
+pub(super) async fn keep(
     ctx: Arc<JobContext>,
     unit: WorkUnit,
     rendered: Rendered,
@@ -310,7 +354,7 @@ fn uncached(ctx: &JobContext, entry: &CacheEntry, label: &str, result: Option<&s
 
 /// The cache entry at `key` (or an answer kept by an earlier attempt), looked up off the
 /// async workers.
-async fn lookup(ctx: &Arc<JobContext>, key: &CacheKey) -> Result<Option<CacheEntry>, String> {
+pub(super) async fn lookup(ctx: &Arc<JobContext>, key: &CacheKey) -> Result<Option<CacheEntry>, String> {
     if let Some(entry) = ctx.pending.get(key.as_str()) {
         return Ok(Some(entry.clone()));
     }
@@ -322,8 +366,15 @@ async fn lookup(ctx: &Arc<JobContext>, key: &CacheKey) -> Result<Option<CacheEnt
     }
 }
 
-async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutcome, place: Place) -> JobOutcome {
-    let started = Instant::now();
+/// A summary job's request and the cache key of its answer.
+pub(super) struct SummaryCall {
+    pub key: CacheKey,
+    pub artifacts: Vec<ArtifactRef>,
+    pub request: CompletionRequest,
+}
+
+/// Renders a summary job (the one place it becomes its request).
+pub(super) fn summary_call(ctx: &JobContext, job: &SummaryJob) -> SummaryCall {
     let artifacts = vec![ArtifactRef {
         artifact_id: "summarize-input".to_string(),
         content_hash: sha256_hex(job.user.as_bytes()),
@@ -338,6 +389,43 @@ async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutc
         Some("summarize"),
         ctx.requests.endpoint.as_deref(),
     );
+    let request = CompletionRequest {
+        system,
+        user: job.user.clone(),
+        max_tokens: ctx.requests.max_tokens,
+        ..CompletionRequest::default()
+    };
+    SummaryCall {
+        key,
+        artifacts,
+        request,
+    }
+}
+
+/// Keeps a summary just paid for: cached, its text on the outcome.
+pub(super) async fn keep_summary(
+    ctx: &Arc<JobContext>,
+    call: SummaryCall,
+    label: &str,
+    text: String,
+    mut outcome: JobOutcome,
+    claim: Option<ClaimGuard>,
+) -> JobOutcome {
+    let entry = CacheEntry {
+        inputs: call.artifacts,
+        ..cache_entry_text(ctx, call.key, &text, &outcome)
+    };
+    if let Some(e) = persist(ctx, entry, label, None, claim).await {
+        outcome.write_error = Some(e);
+    }
+    outcome.text = Some(text);
+    outcome
+}
+
+async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutcome, place: Place) -> JobOutcome {
+    let started = Instant::now();
+    let summary = summary_call(&ctx, &job);
+    let key = summary.key.clone();
     if ctx.read_cache {
         match lookup(&ctx, &key).await {
             Ok(Some(entry)) => {
@@ -364,36 +452,11 @@ async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutc
         }
         KeyClaim::Held(claim, place) => (claim, place),
     };
-    let request = CompletionRequest {
-        system,
-        user: job.user,
-        max_tokens: ctx.requests.max_tokens,
-        ..CompletionRequest::default()
-    };
-    let mut outcome = call(&ctx, &request, (&job.id, &job.label), outcome, started, place).await;
-    let Some(text) = outcome.text.clone().filter(|_| outcome.failure.is_none()) else {
+    let mut outcome = call(&ctx, &summary.request, (&job.id, &job.label), outcome, started, place).await;
+    let Some(text) = outcome.text.take().filter(|_| outcome.failure.is_none()) else {
         return outcome;
     };
-    let entry = CacheEntry {
-        inputs: artifacts,
-        ..cache_entry_text(&ctx, key, &text, &outcome)
-    };
-    let persisted = {
-        let ctx = ctx.clone();
-        let label = job.label.clone();
-        tokio::task::spawn_blocking(move || {
-            let put = ctx.cache.put(&entry);
-            drop(claim);
-            put.map_err(|e| uncached(&ctx, &entry, &label, None, &e))
-        })
-        .await
-    };
-    match persisted {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => outcome.write_error = Some(e),
-        Err(e) => outcome.write_error = Some(format!("internal error while caching the summary: {e}")),
-    }
-    outcome
+    keep_summary(&ctx, summary, &job.label, text, outcome, claim).await
 }
 
 /// What claiming a key came to.
@@ -519,7 +582,7 @@ pub(super) async fn call(
 
 /// `prompts/<unit id>.md` in the run directory: what this unit sends, to inspect or replay.
 /// Best effort: a prompt that cannot be kept does not stop the call.
-fn keep_prompt(ctx: &JobContext, unit: &WorkUnit, request: &CompletionRequest) {
+pub(super) fn keep_prompt(ctx: &JobContext, unit: &WorkUnit, request: &CompletionRequest) {
     let text = format!(
         "<!-- system -->\n{}\n<!-- user -->\n{}",
         request.system,
@@ -543,12 +606,15 @@ fn cache_entry(ctx: &JobContext, key: CacheKey, unit: &WorkUnit, text: &str, out
 }
 
 fn cache_entry_text(ctx: &JobContext, key: CacheKey, text: &str, outcome: &JobOutcome) -> CacheEntry {
+    // What producing the answer used, by whatever route it was paid for.
+    let mut usage = outcome.usage;
+    usage.add(outcome.batch_usage);
     CacheEntry {
         key: key.0,
         model: ctx.requests.model.clone(),
         inputs: Vec::new(),
         text: text.to_string(),
-        usage: outcome.usage,
+        usage,
         truncated: outcome.truncated,
         max_tokens: ctx.requests.max_tokens,
         created_unix: jiff::Timestamp::now().as_second().max(0) as u64,

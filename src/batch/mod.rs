@@ -9,6 +9,7 @@
 
 mod aggregate_stage;
 mod answers;
+mod batch_api_run;
 mod conform;
 mod dispatcher;
 mod dry_run;
@@ -43,6 +44,7 @@ use crate::settings::BatchSettings;
 use crate::store::{NewRun, RunId, RunStatus as StoreRunStatus, TaskStore};
 
 use answers::FileAnswer;
+use batch_api_run::{BatchApiRun, Delivery};
 use dispatcher::{Dispatcher, StopReason};
 use execution::Execution;
 use job::JobContext;
@@ -69,7 +71,10 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
         std::mem::forget(plan);
         return Ok(ExitStatus::Success);
     }
-    estimate::confirm(&settings, &plan.estimate, &printer)?;
+    if !settings.exec.batch_api.cancel {
+        // (`rlm cancel` calls nothing.)
+        estimate::confirm(&settings, &plan.estimate, &printer)?;
+    }
     let run_dir = open_run_dir(&settings, &plan, &printer)?;
     let mut exec = start(&settings, &plan, &run_dir, &printer, (started, started_at))?;
     execute(&settings, &plan, &mut exec).await;
@@ -84,9 +89,28 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
         &printer,
     );
     output::completion(&printer, &report, settings.output.quiet, answer.as_deref());
+    let cancel_line = exec.batch_api.as_ref().and_then(|b| b.cancel_line());
     // As above: the plan is only memory, and the process ends.
     std::mem::forget(plan);
+    if let Some(line) = cancel_line {
+        // `rlm cancel`: done when the batches are canceled and what finished is kept.
+        printer.important(&line);
+        return Ok(ExitStatus::Success);
+    }
     Ok(report.exit_status())
+}
+
+/// `rlm cancel` while another rlm (`holder`) waits for the run's batches: the cancel is
+/// asked of the provider; the waiting rlm collects.
+pub async fn cancel_at_provider(
+    settings: &BatchSettings,
+    run: &str,
+    batches: &[String],
+    holder: &str,
+    printer: &Printer,
+) -> Result<ExitStatus, RlmError> {
+    batch_api_run::cancel_at_provider(settings, &RunId::from(run), batches, holder, printer).await?;
+    Ok(ExitStatus::Success)
 }
 
 /// The run directory (a resumed run's own), with the plan and settings written into it,
@@ -213,6 +237,25 @@ fn start(
         read_cache: settings.exec.cache_mode.reads(),
         may_call: settings.exec.cache_mode != CacheMode::ReadOnly,
     });
+    let batch_api = match plan.delivery {
+        Delivery::Realtime => None,
+        // Batches are recorded in the store before anything waits for them: no store, no
+        // batches (the run store reporter said why it could not open it).
+        _ if reporters.store.is_none() => {
+            return Err(RlmError::Usage(
+                "--batch-api records each batch in the run store before waiting for it, and the store cannot be \
+                 written: nothing was sent"
+                    .into(),
+            ))
+        }
+        delivery => Some(Box::new(BatchApiRun::start(
+            settings,
+            &plan.model,
+            RunId::from(run_dir.run_id.as_str()),
+            delivery,
+            printer,
+        )?)),
+    };
     let dispatcher = Dispatcher::new(
         reporters,
         plan.model.clone(),
@@ -227,14 +270,9 @@ fn start(
         .exec
         .deadline
         .map(|d| started + settings.resume.as_ref().map_or(d, |t| t.remaining(d)));
-    Ok(Execution::new(
-        dispatcher,
-        jobs,
-        (events_rx, paid_rx),
-        limiter,
-        width,
-        deadline,
-    ))
+    let mut exec = Execution::new(dispatcher, jobs, (events_rx, paid_rx), limiter, width, deadline);
+    exec.batch_api = batch_api;
+    Ok(exec)
 }
 
 /// The map phase: cache hits served, misses called, batch members retried alone.
@@ -260,7 +298,16 @@ async fn execute(settings: &BatchSettings, plan: &Plan, exec: &mut Execution) {
     );
     let skip = settings.resume.as_ref().map(|t| &t.skip);
     let budget = Budget::of(&plan.model, settings.provider.max_tokens);
-    exec.run_units(&plan.units, &plan.pre.misses, skip, budget).await;
+    match exec.batch_api.take() {
+        // `--batch-api`: through the provider's batch API (see `batch_api_run`).
+        Some(mut batch_api) => {
+            batch_api
+                .run_units(exec, &plan.units, &plan.pre.misses, skip, budget)
+                .await;
+            exec.batch_api = Some(batch_api);
+        }
+        None => exec.run_units(&plan.units, &plan.pre.misses, skip, budget).await,
+    }
 }
 
 /// The answers of the run's files, in plan order.
@@ -483,6 +530,7 @@ fn report_context(settings: &BatchSettings, plan: &Plan, run_dir: &RunDir) -> Re
         aggregate: settings.task.aggregate.name().to_string(),
         max_parallel: settings.exec.parallelism.width,
         price_basis: plan.model.price_basis,
+        price_tier: plan.delivery.unit_tier(),
         estimated_cost_usd: plan.estimate.usd,
         files_matched: plan.manifest.matched(),
         skipped: plan.manifest.skipped.clone(),

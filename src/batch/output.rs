@@ -6,6 +6,7 @@ use super::planning::Plan;
 use crate::escape;
 use crate::printer::Printer;
 use crate::prompt;
+use crate::provider::catalog::PriceTier;
 use crate::report::{format_duration, RunReport, RunStatus};
 use crate::settings::BatchSettings;
 use crate::unit::{UnitBody, WorkUnit};
@@ -33,6 +34,13 @@ pub fn init_block(settings: &BatchSettings, plan: &Plan) -> String {
     };
     let cost = if model.is_free() {
         model.cost_text(0.0)
+    } else if estimate.price_tier == PriceTier::Batch {
+        let which = if plan.delivery.aggregate_tier() == PriceTier::Batch || estimate.aggregate_calls == 0 {
+            ""
+        } else {
+            " for the per-unit calls"
+        };
+        format!("{} at batch price (half of list{which})", model.cost_text(estimate.usd))
     } else {
         model.cost_text(estimate.usd)
     };

@@ -2,6 +2,7 @@
 //! as one [`Plan`] that nothing after it changes. The dry run prints it; the real run
 //! executes it.
 
+use super::batch_api_run::{self, Delivery};
 use super::estimate::{self, Estimate};
 use super::prepass::{self, Prepass};
 use super::startup;
@@ -31,6 +32,8 @@ pub struct Plan {
     pub cache: Cache,
     /// Answers an earlier attempt of this run paid for but could not cache, by key.
     pub pending: std::collections::HashMap<String, crate::cache::CacheEntry>,
+    /// Realtime calls, or the provider's batch API (`--batch-api`).
+    pub delivery: Delivery,
 }
 
 /// What planning came to.
@@ -59,6 +62,18 @@ pub async fn plan(settings: &BatchSettings, printer: &Printer) -> Result<Planned
             ModelInfo::resolve("unknown".into(), None, &settings.budget.prices, false)
         }
         Err(e) => return Err(e.into()),
+    };
+    // Whether the server has a batch API is known before anything is planned around it.
+    let delivery = match batch_api_run::delivery(settings, &model).await {
+        Ok((delivery, notice)) => {
+            warnings.extend(notice);
+            delivery
+        }
+        Err(e) if settings.output.dry_run => {
+            blocker = blocker.or(Some(e.to_string()));
+            Delivery::Realtime
+        }
+        Err(e) => return Err(e),
     };
     if !model.context_window_known && settings.provider.kind != crate::provider::ProviderKind::Command {
         warnings.push(format!(
@@ -133,7 +148,7 @@ pub async fn plan(settings: &BatchSettings, printer: &Printer) -> Result<Planned
             )));
         }
     }
-    let estimate = estimate::estimate(&units, &pre, settings, &model);
+    let estimate = estimate::estimate(&units, &pre, settings, &model, delivery);
     Ok(Planned::Plan(Box::new(Plan {
         manifest,
         model,
@@ -145,5 +160,6 @@ pub async fn plan(settings: &BatchSettings, printer: &Printer) -> Result<Planned
         warnings,
         cache,
         pending,
+        delivery,
     })))
 }

@@ -142,6 +142,21 @@ pub struct BatchArgs {
     #[arg(long)]
     pub cache_only: bool,
 
+    /// Send the units that miss the cache through the provider's batch API (Anthropic
+    /// Message Batches, OpenAI Batch: half the price, results within 24 hours, usually much
+    /// sooner) instead of realtime calls. Bare, or `on`: a server without a batch API is an
+    /// error; `auto`: such a server gets realtime calls, with a notice; `all`: the
+    /// aggregation calls go through it too, phase by phase; `off`: realtime calls. Give it
+    /// after the prompt, or as --batch-api=WHEN. [default: rlm.batch_api in
+    /// .aiwg/aiwg.config, else off]
+    #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "on", value_name = "WHEN")]
+    pub batch_api: Option<BatchApiArg>,
+
+    /// With --batch-api: where requests the provider returns errored or expired are tried
+    /// again (within --retries): in a follow-up batch, or in realtime calls.
+    #[arg(long, value_enum, default_value_t = BatchFallbackArg::Batch, value_name = "HOW")]
+    pub batch_api_fallback: BatchFallbackArg,
+
     /// Run even when the estimated cost is above $10.
     #[arg(long)]
     pub force: bool,
@@ -282,6 +297,42 @@ pub enum ProviderArg {
     Openai,
     /// A command-line agent given with --command.
     Command,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+pub enum BatchApiArg {
+    On,
+    Auto,
+    All,
+    Off,
+}
+
+impl From<BatchApiArg> for crate::settings::BatchApiMode {
+    fn from(arg: BatchApiArg) -> Self {
+        match arg {
+            BatchApiArg::On => Self::On,
+            BatchApiArg::Auto => Self::Auto,
+            BatchApiArg::All => Self::All,
+            BatchApiArg::Off => Self::Off,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+pub enum BatchFallbackArg {
+    /// A follow-up batch.
+    Batch,
+    /// Realtime calls.
+    Realtime,
+}
+
+impl From<BatchFallbackArg> for crate::settings::BatchFallback {
+    fn from(arg: BatchFallbackArg) -> Self {
+        match arg {
+            BatchFallbackArg::Batch => Self::Batch,
+            BatchFallbackArg::Realtime => Self::Realtime,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]

@@ -5,7 +5,9 @@ mod batch_args;
 mod job_args;
 mod numeric;
 
-pub use batch_args::{AggregateArg, BatchArgs, ChunkingArg, ColorArg, FailOnArg, FocusArg, ProviderArg};
+pub use batch_args::{
+    AggregateArg, BatchApiArg, BatchArgs, BatchFallbackArg, ChunkingArg, ColorArg, FailOnArg, FocusArg, ProviderArg,
+};
 pub use job_args::{
     ExportFormatArg, JobCallArgs, JobCommand, JobExportArgs, JobListArgs, JobRerunArgs, JobResumeArgs, JobRunArgs,
     JobRunFlags, JobStatusArgs, PrReviewArgs,
@@ -74,6 +76,14 @@ Exit codes as for rlm batch."
         after_help = "Exit codes as for rlm batch; 2 also when there is no run to resume or another rlm owns it."
     )]
     Resume(ResumeArgs),
+    /// Cancel a run's batches at the provider (`--batch-api`): what had finished is
+    /// collected and kept (cached, its result files written), the rest recorded as not run;
+    /// `rlm resume` sends those later.
+    #[command(
+        after_help = "Exit codes: 0 the batches were canceled (or had ended) and what had finished is kept; 2 no \
+such run, or it has no batch at the provider; 3 the provider refused the cancel."
+    )]
+    Cancel(CancelArgs),
     /// Multi-phase jobs over structured items (map → reduce → review → report): a job
     /// file, or the pull-request review of a repository.
     #[command(subcommand)]
@@ -125,6 +135,19 @@ pub struct ResumeArgs {
     #[arg(long, short = 'q')]
     pub quiet: bool,
     /// As for rlm batch.
+    // Repeatable, as every --json: a wrapper may add its own (/rlm-batch does; issue 17).
+    #[arg(long, overrides_with = "json")]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CancelArgs {
+    /// The run id (or its unique beginning). [default: the latest run in this directory]
+    pub run: Option<String>,
+    /// As for rlm batch.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// As for rlm batch: the run's report as one JSON document on stdout.
     // Repeatable, as every --json: a wrapper may add its own (/rlm-batch does; issue 17).
     #[arg(long, overrides_with = "json")]
     pub json: bool,

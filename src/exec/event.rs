@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use crate::provider::batch_api::{BatchCounts, BatchStatus};
 use crate::provider::{ErrorKind, Usage};
 use crate::unit::{UnitId, UnitKind};
 
@@ -90,4 +91,20 @@ pub enum Event {
     /// The run stopped dispatching (budget, write failure, fatal error, interrupt).
     #[serde(rename = "run:stopping")]
     Stopping { reason: String },
+    /// A batch was created at the provider's batch API (and recorded in the run store
+    /// before anything waited for it).
+    #[serde(rename = "batch:submitted")]
+    BatchSubmitted {
+        batch_id: String,
+        /// `map`, `members` (files of a batch retried alone) or `aggregate`.
+        phase: String,
+        requests: usize,
+    },
+    /// A poll of a batch: where its requests are.
+    #[serde(rename = "batch:polled")]
+    BatchPolled {
+        batch_id: String,
+        status: BatchStatus,
+        counts: BatchCounts,
+    },
 }

@@ -199,6 +199,14 @@ impl JobSettings {
             env,
         )?;
         let config_parallel = config.max_parallel();
+        // Refused above: a job's phases are realtime calls.
+        let batch_api = crate::settings::BatchApiSettings::resolve(
+            None,
+            None,
+            crate::settings::BatchFallback::Batch,
+            provider.kind,
+            env,
+        )?;
         Ok(JobSettings {
             cwd: env.cwd.clone(),
             argv: env.argv.clone(),
@@ -221,6 +229,7 @@ impl JobSettings {
                 },
                 deadline: deadline.map(Duration::from_secs_f64),
                 trajectory: None,
+                batch_api,
             },
             output: OutputSettings {
                 output_dir: None,

@@ -4,7 +4,8 @@ use std::fmt::Write;
 
 use super::RunReport;
 use crate::escape;
-use crate::provider::model::cost_text;
+use crate::provider::catalog::PriceTier;
+use crate::provider::model::{cost_text, PriceBasis};
 
 impl RunReport {
     /// The seed's markdown completion report.
@@ -165,9 +166,16 @@ impl RunReport {
         steps
     }
 
-    /// A cost as the user reads it (see [`cost_text`]).
+    /// A cost as the user reads it (see [`cost_text`]), and whether it is at the batch
+    /// price.
     pub fn cost_text(&self, usd: f64) -> String {
-        cost_text(self.price_basis, &self.model, usd)
+        let text = cost_text(self.price_basis, &self.model, usd);
+        match (self.price_tier, self.price_basis) {
+            (PriceTier::Batch, PriceBasis::Listed | PriceBasis::Ceiling) => {
+                format!("{text} at the batch price (half of list)")
+            }
+            _ => text,
+        }
     }
 }
 

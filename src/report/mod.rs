@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::error::ExitStatus;
 use crate::input::SkippedFile;
+use crate::provider::catalog::PriceTier;
 use crate::provider::model::PriceBasis;
 use crate::provider::Usage;
 use crate::unit::{UnitId, UnitKind};
@@ -180,6 +181,12 @@ pub struct RunReport {
     /// Where prices come from: `listed`, `ceiling` (unlisted on the official API, an upper
     /// bound) or `unknown` (another server: free as far as rlm knows).
     pub price_basis: PriceBasis,
+    /// `batch` when the run's calls went through the provider's batch API (at half of the
+    /// list price; aggregation calls too under `--batch-api all`), `realtime` otherwise.
+    pub price_tier: PriceTier,
+    /// The ids of the provider batches the run submitted (`--batch-api`), in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub batches: Vec<String>,
     pub duration_ms: u64,
     pub started_at: String,
     pub finished_at: String,

@@ -144,6 +144,7 @@ impl Reporter for EventLog {
                 | Event::Failed { .. }
                 | Event::Cancelled { .. }
                 | Event::Stopping { .. }
+                | Event::BatchSubmitted { .. }
         );
         let result = self
             .out

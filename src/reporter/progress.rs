@@ -193,7 +193,16 @@ impl Reporter for ProgressReporter {
             Event::WidthChanged { .. } => {}
             Event::Warning { message } => self.printer.warn(message),
             Event::Stopping { reason } => self.printer.important(&format!("rlm: {reason}")),
-            Event::RunStarted { .. } => {}
+            Event::BatchSubmitted {
+                batch_id,
+                phase,
+                requests,
+            } => self.line(&format!(
+                "submitted batch {batch_id} ({requests} {} of the {phase} phase) to the provider's batch API",
+                if *requests == 1 { "request" } else { "requests" }
+            )),
+            // The batch-API stage shows its wait itself.
+            Event::RunStarted { .. } | Event::BatchPolled { .. } => {}
         }
         self.refresh();
     }

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use super::Reporter;
 use crate::exec::Event;
 use crate::input::SkippedFile;
+use crate::provider::catalog::PriceTier;
 use crate::provider::model::PriceBasis;
 use crate::provider::Usage;
 use crate::report::{CallRecord, FailedFile, RunReport, RunStatus, UnitRecord, UnitStatus};
@@ -26,6 +27,8 @@ pub struct ReportContext {
     pub aggregate: String,
     pub max_parallel: usize,
     pub price_basis: PriceBasis,
+    /// How the run's calls are billed (`batch` under `--batch-api`).
+    pub price_tier: PriceTier,
     pub estimated_cost_usd: f64,
     pub files_matched: usize,
     pub skipped: Vec<SkippedFile>,
@@ -63,6 +66,8 @@ pub struct ReportBuilder {
     cost: f64,
     /// The files each unit reads, when known (else each unit counts as one file).
     unit_files: HashMap<UnitId, Vec<String>>,
+    /// Batches submitted to the provider's batch API.
+    batches: Vec<String>,
 }
 
 impl ReportBuilder {
@@ -84,6 +89,7 @@ impl ReportBuilder {
             errors: Vec::new(),
             cost: 0.0,
             unit_files: HashMap::new(),
+            batches: Vec::new(),
         }
     }
 
@@ -113,6 +119,7 @@ impl ReportBuilder {
             errors,
             cost,
             unit_files,
+            batches,
             ..
         } = std::mem::take(self);
         let mut candidates = fatal.iter().chain(stop_reason.iter()).chain(errors.iter()).cloned();
@@ -162,6 +169,8 @@ impl ReportBuilder {
             estimated_cost_usd: ctx.estimated_cost_usd,
             price_known: ctx.price_basis == PriceBasis::Listed,
             price_basis: ctx.price_basis,
+            price_tier: ctx.price_tier,
+            batches,
             duration_ms: end.duration_ms,
             started_at: end.started_at,
             finished_at: end.finished_at,
@@ -338,7 +347,9 @@ impl Reporter for ReportBuilder {
             | Event::Queued { .. }
             | Event::Started { .. }
             | Event::Retried { .. }
-            | Event::WidthChanged { .. } => {}
+            | Event::WidthChanged { .. }
+            | Event::BatchPolled { .. } => {}
+            Event::BatchSubmitted { batch_id, .. } => self.batches.push(batch_id.clone()),
         }
     }
 }

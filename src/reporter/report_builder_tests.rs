@@ -11,6 +11,7 @@ fn ctx() -> ReportContext {
         aggregate: "concat".into(),
         max_parallel: 4,
         price_basis: PriceBasis::Listed,
+        price_tier: crate::provider::catalog::PriceTier::Realtime,
         estimated_cost_usd: 0.0,
         files_matched: 4,
         skipped: vec![],

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+use super::BatchApiMode;
 use crate::error::RlmError;
 use crate::provider::catalog::Price;
 
@@ -28,6 +29,27 @@ pub struct RlmConfig {
     /// Prices by exact model id, USD per million tokens.
     #[serde(default)]
     pub prices: BTreeMap<String, Price>,
+    /// `rlm.batch_api`: `"on"`, `"auto"`, `"all"`, `"off"` or a boolean; `--batch-api`
+    /// overrides it.
+    #[serde(default, deserialize_with = "batch_api_mode")]
+    pub batch_api: Option<BatchApiMode>,
+}
+
+/// `rlm.batch_api`: a mode's name, or `true` (`on`) / `false` (`off`).
+fn batch_api_mode<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<BatchApiMode>, D::Error> {
+    use serde::de::Error;
+    match serde_json::Value::deserialize(d)? {
+        serde_json::Value::Null => Ok(None),
+        serde_json::Value::Bool(on) => Ok(Some(if on { BatchApiMode::On } else { BatchApiMode::Off })),
+        serde_json::Value::String(name) => BatchApiMode::from_name(&name).map(Some).ok_or_else(|| {
+            D::Error::custom(format!(
+                "rlm.batch_api is `{name}`: use on, auto, all, off, true or false"
+            ))
+        }),
+        other => Err(D::Error::custom(format!(
+            "rlm.batch_api is {other}: use on, auto, all, off, true or false"
+        ))),
+    }
 }
 
 impl ProjectConfig {
@@ -86,5 +108,12 @@ mod tests {
         assert!(ProjectConfig::parse(r#"{"parallelism":{"max_parallel_subagents":0}}"#).is_err());
         assert!(ProjectConfig::parse(r#"{"parallelism":{"max_parallel_subagents":-1}}"#).is_err());
         assert!(ProjectConfig::parse(r#"{"rlm":{"prices":{"m":{"input":-1,"output":2}}}}"#).is_err());
+        let c = ProjectConfig::parse(r#"{"rlm":{"batch_api":"auto"}}"#).unwrap();
+        assert_eq!(c.rlm.batch_api, Some(BatchApiMode::Auto));
+        let c = ProjectConfig::parse(r#"{"rlm":{"batch_api":true}}"#).unwrap();
+        assert_eq!(c.rlm.batch_api, Some(BatchApiMode::On));
+        assert_eq!(ProjectConfig::parse("{}").unwrap().rlm.batch_api, None);
+        let e = ProjectConfig::parse(r#"{"rlm":{"batch_api":"sometimes"}}"#).unwrap_err();
+        assert!(e.contains("rlm.batch_api is `sometimes`"), "{e}");
     }
 }

@@ -6,6 +6,7 @@
 //! looks at clap or the environment. The model a local server serves is discovered later,
 //! in the run's async start-up.
 
+mod batch_api;
 mod config;
 mod environment;
 mod input_flags;
@@ -13,6 +14,7 @@ mod input_source;
 mod parallelism;
 mod provider_choice;
 
+pub use batch_api::{BatchApiMode, BatchApiSettings, BatchFallback};
 pub use config::ProjectConfig;
 pub use environment::Environment;
 use input_flags::{resolve_input, InputFlags, ResolvedInput};
@@ -204,6 +206,9 @@ pub struct ExecSettings {
     pub deadline: Option<Duration>,
     /// `--save-trajectory`: where each call is logged.
     pub trajectory: Option<PathBuf>,
+    /// `--batch-api`: units (and with `all`, aggregation calls) through the provider's
+    /// batch API.
+    pub batch_api: BatchApiSettings,
 }
 
 /// What the user sees and where results go.
@@ -319,6 +324,8 @@ impl BatchSettings {
             graph,
             graph_file,
             require_citations,
+            batch_api,
+            batch_api_fallback,
         } = args;
 
         if prompt_file.as_deref() == Some(Path::new("-")) && files_from.as_deref() == Some(Path::new("-")) {
@@ -388,6 +395,20 @@ impl BatchSettings {
             env,
         )?;
         let backoff_base = backoff_base(env)?;
+        let batch_api = BatchApiSettings::resolve(
+            batch_api.map(Into::into),
+            config.rlm.batch_api,
+            batch_api_fallback.into(),
+            provider.kind,
+            env,
+        )?;
+        if batch_api.mode.is_on() && provider.kind == ProviderKind::Command {
+            return Err(RlmError::Usage(
+                "--batch-api: the command provider has no batch API; run without --batch-api (or set \
+                 rlm.batch_api to off in .aiwg/aiwg.config)"
+                    .into(),
+            ));
+        }
 
         Ok(BatchSettings {
             args: recorded,
@@ -434,6 +455,7 @@ impl BatchSettings {
                 rate_limit_wait: Duration::from_secs_f64(rate_limit_wait),
                 deadline: deadline.map(Duration::from_secs_f64),
                 trajectory: save_trajectory.map(|p| if p.is_absolute() { p } else { env.cwd.join(p) }),
+                batch_api,
                 cache_mode: if cache_only {
                     CacheMode::ReadOnly
                 } else if no_cache {

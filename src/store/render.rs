@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::batch_submissions::BatchSubmission;
 use super::lifecycle::UnitState;
 use super::liveness::Liveness;
 use super::summary::{Failure, RunSummary, RunTree};
@@ -40,6 +41,9 @@ struct StatusView<'a> {
     #[serde(flatten)]
     run: RunView<'a>,
     failures: &'a [Failure],
+    /// Its batches at a provider's batch API (`--batch-api`), as last polled.
+    #[serde(skip_serializing_if = "<[BatchSubmission]>::is_empty")]
+    batches: &'a [BatchSubmission],
 }
 
 #[derive(Serialize)]
@@ -58,8 +62,9 @@ impl<'a> TreeView<'a> {
     }
 }
 
-/// `rlm status RUN`: the run, its unit counts, spend, ETA and failures.
-pub fn status_text(run: &RunSummary, failures: &[Failure], now: Timestamp) -> String {
+/// `rlm status RUN`: the run, its unit counts, spend, ETA, its batches at the provider as
+/// last polled (no network call), and failures.
+pub fn status_text(run: &RunSummary, failures: &[Failure], batches: &[BatchSubmission], now: Timestamp) -> String {
     let mut out = String::new();
     let owner = match &run.owner {
         Some(o) if o.liveness == Liveness::Gone => {
@@ -108,6 +113,7 @@ pub fn status_text(run: &RunSummary, failures: &[Failure], now: Timestamp) -> St
         let _ = writeln!(out, "eta       about {}", duration(eta));
     }
     let _ = writeln!(out, "output    {}", run.output_dir.display());
+    batches_text(&mut out, batches, now);
     if !failures.is_empty() {
         let _ = writeln!(out, "\nfailures ({})", failures.len());
         for f in failures {
@@ -119,11 +125,69 @@ pub fn status_text(run: &RunSummary, failures: &[Failure], now: Timestamp) -> St
     out
 }
 
+/// The run's batches: a summary line, then one line per batch (the newest
+/// [`BATCHES_SHOWN`]).
+fn batches_text(out: &mut String, batches: &[BatchSubmission], now: Timestamp) {
+    if batches.is_empty() {
+        return;
+    }
+    let (mut done, mut errored, mut total) = (0, 0, 0);
+    let mut waiting = 0;
+    for b in batches {
+        total += b.request_count;
+        done += b.counts.done().min(b.request_count);
+        errored += b.counts.errored + b.counts.expired;
+        waiting += usize::from(b.collected_at.is_none());
+    }
+    let polled = batches.iter().filter_map(|b| b.polled_at).max();
+    let last = polled.map_or_else(
+        || "not polled yet".to_string(),
+        |at| format!("last polled {} UTC ({} ago)", at.to_minutes(), duration(now.since(at))),
+    );
+    let _ = writeln!(
+        out,
+        "batches   {} at {} ({} waiting) · {done}/{total} done, {errored} errored · {last}",
+        batches.len(),
+        batches[0].server,
+        waiting,
+    );
+    if batches.len() > BATCHES_SHOWN {
+        let _ = writeln!(out, "  … {} earlier batches", batches.len() - BATCHES_SHOWN);
+    }
+    for b in batches.iter().skip(batches.len().saturating_sub(BATCHES_SHOWN)) {
+        let state = match (b.collected_at, b.cancel_requested_at) {
+            (Some(_), _) => "collected".to_string(),
+            (None, Some(_)) => format!("cancel asked; {}", b.status),
+            (None, None) => b.status.to_string(),
+        };
+        let polls = match b.polls {
+            0 => "not polled".to_string(),
+            1 => "polled once".to_string(),
+            n => format!("polled {n} times"),
+        };
+        let _ = writeln!(
+            out,
+            "  {}  {state}  {}  {}/{} done, {} errored, {} expired, {} canceled · {polls}",
+            b.batch_id,
+            b.phase,
+            b.counts.done().min(b.request_count),
+            b.request_count,
+            b.counts.errored,
+            b.counts.expired,
+            b.counts.canceled,
+        );
+    }
+}
+
+/// Batch lines `rlm status` shows (the JSON has them all).
+const BATCHES_SHOWN: usize = 10;
+
 /// `rlm status RUN --json`.
-pub fn status_json(run: &RunSummary, failures: &[Failure], now: Timestamp) -> String {
+pub fn status_json(run: &RunSummary, failures: &[Failure], batches: &[BatchSubmission], now: Timestamp) -> String {
     let view = StatusView {
         run: RunView::new(run, now),
         failures,
+        batches,
     };
     serde_json::to_string_pretty(&view).unwrap_or_default()
 }

@@ -75,6 +75,7 @@ fn status_of_a_running_run_shows_counts_cost_eta_and_failures() {
     let text = status_text(
         &run("batch-2026-11-22-101530", RunStatus::Running, Some(Liveness::Alive)),
         &failures(),
+        &[],
         now,
     );
     assert_eq!(
@@ -96,16 +97,21 @@ fn status_of_a_running_run_shows_counts_cost_eta_and_failures() {
 #[test]
 fn status_says_how_to_go_on_with_a_crashed_run() {
     let now = Timestamp::from_millis(START_MS + 120_000);
-    let crashed = status_text(&run("batch-x", RunStatus::Running, Some(Liveness::Gone)), &[], now);
+    let crashed = status_text(&run("batch-x", RunStatus::Running, Some(Liveness::Gone)), &[], &[], now);
     assert!(crashed
         .starts_with("run       batch-x  CRASHED (its rlm process 4242 is gone; `rlm resume batch-x` goes on)\n"));
     assert!(!crashed.contains("eta"), "no ETA for a run nobody works on");
-    let stalled = status_text(&run("batch-x", RunStatus::Running, Some(Liveness::Stalled)), &[], now);
+    let stalled = status_text(
+        &run("batch-x", RunStatus::Running, Some(Liveness::Stalled)),
+        &[],
+        &[],
+        now,
+    );
     assert!(
         stalled.contains("STALLED (rlm process 4242, no heartbeat for 20s)"),
         "{stalled}"
     );
-    let done = status_text(&run("batch-x", RunStatus::Partial, None), &[], now);
+    let done = status_text(&run("batch-x", RunStatus::Partial, None), &[], &[], now);
     assert!(
         done.contains("batch-x  PARTIAL\n") && done.contains("finished  2026-11-22 10:25 UTC\n"),
         "{done}"
@@ -118,6 +124,7 @@ fn status_json_has_the_summary_the_readable_status_and_the_failures() {
     let json = status_json(
         &run("batch-x", RunStatus::Running, Some(Liveness::Gone)),
         &failures(),
+        &[],
         now,
     );
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
@@ -202,4 +209,77 @@ fn small_formats() {
     );
     assert_eq!(cut("abcdef", 4), "abc…");
     assert_eq!(cut("abc", 4), "abc");
+}
+
+#[test]
+fn status_shows_the_batches_as_last_polled() {
+    use crate::provider::batch_api::{BatchCounts, BatchStatus};
+    use crate::store::BatchSubmission;
+    let now = Timestamp::from_millis(START_MS + 120_000);
+    let batch = |id: &str, status, counts: BatchCounts, polled: Option<i64>, collected: bool| BatchSubmission {
+        batch_id: id.into(),
+        provider: "anthropic".into(),
+        server: "https://api.anthropic.com".into(),
+        phase: "map".into(),
+        request_count: 300,
+        submitted_at: Timestamp::from_millis(START_MS),
+        status,
+        polled_at: polled.map(|ms| Timestamp::from_millis(START_MS + ms)),
+        polls: if polled.is_some() { 4 } else { 0 },
+        counts,
+        cancel_requested_at: None,
+        collected_at: collected.then(|| Timestamp::from_millis(START_MS + 60_000)),
+    };
+    let batches = [
+        batch(
+            "msgbatch_1",
+            BatchStatus::Ended,
+            BatchCounts {
+                succeeded: 298,
+                errored: 2,
+                ..BatchCounts::default()
+            },
+            Some(60_000),
+            true,
+        ),
+        batch(
+            "msgbatch_2",
+            BatchStatus::InProgress,
+            BatchCounts {
+                processing: 150,
+                succeeded: 149,
+                expired: 1,
+                ..BatchCounts::default()
+            },
+            Some(100_000),
+            false,
+        ),
+    ];
+    let text = status_text(
+        &run("batch-x", RunStatus::Running, Some(Liveness::Alive)),
+        &[],
+        &batches,
+        now,
+    );
+    assert!(
+        text.contains(
+            "batches   2 at https://api.anthropic.com (1 waiting) · 450/600 done, 3 errored · last polled \
+             2026-11-22 10:17 UTC (20s ago)\n  \
+             msgbatch_1  collected  map  300/300 done, 2 errored, 0 expired, 0 canceled · polled 4 times\n  \
+             msgbatch_2  in_progress  map  150/300 done, 0 errored, 1 expired, 0 canceled · polled 4 times\n"
+        ),
+        "{text}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&status_json(
+        &run("batch-x", RunStatus::Running, None),
+        &[],
+        &batches,
+        now,
+    ))
+    .unwrap();
+    assert_eq!(json["batches"][1]["status"], "in_progress");
+    assert_eq!(json["batches"][1]["counts"]["succeeded"], 149);
+    let none: serde_json::Value =
+        serde_json::from_str(&status_json(&run("batch-x", RunStatus::Running, None), &[], &[], now)).unwrap();
+    assert!(none.get("batches").is_none(), "no batches, no key");
 }

@@ -8,6 +8,7 @@ mod support;
 
 mod batch;
 mod batch_api;
+mod batch_api_run;
 mod cache;
 mod ci;
 mod ci_review_script;

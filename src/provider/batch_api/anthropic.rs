@@ -80,6 +80,20 @@ impl AnthropicBatches {
         Ok(ResultStream::new(t.clone(), &state.batch_id, vec![url], parse_line))
     }
 
+    /// Lists one batch: a server without the API answers 404.
+    async fn list(&self) -> Result<(), BatchError> {
+        let t = &self.transport;
+        let builder = t.request(reqwest::Method::GET, &format!("{}?limit=1", t.url(BATCHES)));
+        t.json(
+            builder,
+            "looking for the batch API",
+            t.timeouts.control,
+            Missing::Endpoint("/v1/messages/batches"),
+        )
+        .await
+        .map(|_| ())
+    }
+
     async fn request_cancel(&self, batch_id: &str) -> Result<BatchState, BatchError> {
         let t = &self.transport;
         let url = t.url(&format!("{BATCHES}/{batch_id}/cancel"));
@@ -133,6 +147,10 @@ impl BatchApi for AnthropicBatches {
 
     fn cancel<'a>(&'a self, batch_id: &'a str) -> BoxFuture<'a, Result<BatchState, BatchError>> {
         Box::pin(self.request_cancel(batch_id))
+    }
+
+    fn probe(&self) -> BoxFuture<'_, Result<(), BatchError>> {
+        Box::pin(self.list())
     }
 }
 

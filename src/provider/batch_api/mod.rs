@@ -401,6 +401,10 @@ pub trait BatchApi: Send + Sync + std::fmt::Debug {
 
     /// Asks the provider to cancel a batch; returns its state after the request.
     fn cancel<'a>(&'a self, batch_id: &'a str) -> BoxFuture<'a, Result<BatchState, BatchError>>;
+
+    /// Asks whether the server has this batch API at all (one small listing), before
+    /// anything is planned around it: [`BatchError::Unsupported`] when it has none.
+    fn probe(&self) -> BoxFuture<'_, Result<(), BatchError>>;
 }
 
 /// The batch API of the endpoint `config` describes, with the provider's limits unless
@@ -488,9 +492,35 @@ where
 /// first, doubling to five minutes. Most batches end within the hour; a poll costs one
 /// small request.
 pub fn poll_delay(polls: u32) -> Duration {
-    const FIRST: u64 = 5;
-    const MOST: u64 = 300;
-    Duration::from_secs(FIRST.saturating_mul(1u64 << polls.min(16)).min(MOST))
+    PollSchedule::DEFAULT.delay(polls)
+}
+
+/// The spacing of polls: `first`, doubling after each poll, never above `most`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PollSchedule {
+    pub first: Duration,
+    pub most: Duration,
+}
+
+impl PollSchedule {
+    /// Five seconds, doubling to five minutes (see [`poll_delay`]).
+    pub const DEFAULT: PollSchedule = PollSchedule {
+        first: Duration::from_secs(5),
+        most: Duration::from_secs(300),
+    };
+
+    /// The wait before poll number `polls` (0 for the first).
+    pub fn delay(&self, polls: u32) -> Duration {
+        self.first
+            .saturating_mul(1u32 << polls.min(16))
+            .min(self.most.max(self.first))
+    }
+}
+
+impl Default for PollSchedule {
+    fn default() -> Self {
+        PollSchedule::DEFAULT
+    }
 }
 
 /// Whether `id` is a custom id both providers take: 1 to 64 of `[A-Za-z0-9_-]`.
@@ -530,6 +560,12 @@ mod tests {
         let delays: Vec<u64> = (0..8).map(|n| poll_delay(n).as_secs()).collect();
         assert_eq!(delays, [5, 10, 20, 40, 80, 160, 300, 300]);
         assert_eq!(poll_delay(u32::MAX).as_secs(), 300);
+        let fast = PollSchedule {
+            first: Duration::from_millis(20),
+            most: Duration::from_millis(50),
+        };
+        let delays: Vec<u128> = (0..4).map(|n| fast.delay(n).as_millis()).collect();
+        assert_eq!(delays, [20, 40, 50, 50]);
     }
 
     #[test]

@@ -147,6 +147,20 @@ impl OpenAiBatches {
         Ok(ResultStream::new(t.clone(), &state.batch_id, urls, parse_line))
     }
 
+    /// Lists one batch: a server without the API answers 404.
+    async fn list(&self) -> Result<(), BatchError> {
+        let t = &self.transport;
+        let builder = t.request(reqwest::Method::GET, &format!("{}?limit=1", t.url("/batches")));
+        t.json(
+            builder,
+            "looking for the batch API",
+            t.timeouts.control,
+            Missing::Endpoint("/v1/batches"),
+        )
+        .await
+        .map(|_| ())
+    }
+
     async fn request_cancel(&self, batch_id: &str) -> Result<BatchState, BatchError> {
         let t = &self.transport;
         let builder = t.request(reqwest::Method::POST, &t.url(&format!("/batches/{batch_id}/cancel")));
@@ -200,6 +214,10 @@ impl BatchApi for OpenAiBatches {
 
     fn cancel<'a>(&'a self, batch_id: &'a str) -> BoxFuture<'a, Result<BatchState, BatchError>> {
         Box::pin(self.request_cancel(batch_id))
+    }
+
+    fn probe(&self) -> BoxFuture<'_, Result<(), BatchError>> {
+        Box::pin(self.list())
     }
 }
 

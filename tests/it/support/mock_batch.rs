@@ -1,10 +1,12 @@
 //! The mock's batch APIs: Anthropic Message Batches and OpenAI Batch (with its Files).
 //!
 //! Routes (with the mock's key check; Anthropic's also need `anthropic-version`):
-//! - `POST /v1/messages/batches`, `GET /v1/messages/batches/{id}`,
+//! - `GET /v1/messages/batches` (a listing: the batch ids, newest first),
+//!   `POST /v1/messages/batches`, `GET /v1/messages/batches/{id}`,
 //!   `GET /v1/messages/batches/{id}/results`, `POST /v1/messages/batches/{id}/cancel`;
 //! - `POST /v1/files` (multipart, `purpose=batch`), `GET /v1/files/{id}/content`,
-//!   `DELETE /v1/files/{id}`, `POST /v1/batches`, `GET /v1/batches/{id}`,
+//!   `DELETE /v1/files/{id}`, `GET /v1/batches` (a listing), `POST /v1/batches`,
+//!   `GET /v1/batches/{id}`,
 //!   `POST /v1/batches/{id}/cancel`.
 //!
 //! A batch advances when it is polled: by default it has ended at its first poll;
@@ -38,6 +40,8 @@ pub enum BatchProgress {
     AfterTime(Duration),
     /// Never done by itself: it waits to be canceled.
     Held,
+    /// Its first `n` requests done at its first poll, the rest held until it is canceled.
+    HeldAfter(usize),
 }
 
 /// What a request of a batch gets instead of its answer.
@@ -83,6 +87,9 @@ struct Inner {
     cancels: usize,
     refusals: usize,
     result_fetches: usize,
+    listings: usize,
+    /// Requests to any batch route, answered or refused.
+    calls: usize,
 }
 
 impl Default for Inner {
@@ -103,6 +110,8 @@ impl Default for Inner {
             cancels: 0,
             refusals: 0,
             result_fetches: 0,
+            listings: 0,
+            calls: 0,
         }
     }
 }
@@ -194,6 +203,17 @@ impl MockLlm {
         self.state.batches.lock().cancels
     }
 
+    /// Listings of batches (`GET /v1/batches`, `GET /v1/messages/batches`).
+    pub fn batch_listings(&self) -> usize {
+        self.state.batches.lock().listings
+    }
+
+    /// Every request to a batch route (submissions, uploads, polls, cancels, listings,
+    /// results): what "no network call" is measured by.
+    pub fn batch_calls(&self) -> usize {
+        self.state.batches.lock().calls
+    }
+
     /// Results downloads (Anthropic results, OpenAI output and error files).
     pub fn batch_result_fetches(&self) -> usize {
         self.state.batches.lock().result_fetches
@@ -224,7 +244,12 @@ pub(super) fn route(state: &State, req: &Request) -> Option<Response> {
         ["v1", "batches", ..] | ["v1", "files", ..] => Api::OpenAi,
         _ => return None,
     };
-    if let Some(status) = state.batches.lock().disabled {
+    let disabled = {
+        let mut inner = state.batches.lock();
+        inner.calls += 1;
+        inner.disabled
+    };
+    if let Some(status) = disabled {
         let message = format!("mock: no route for {} {}", req.method, req.path);
         return Some(Response::json(status, &error_body(api, status, &message)));
     }
@@ -234,6 +259,7 @@ pub(super) fn route(state: &State, req: &Request) -> Option<Response> {
     let method = req.method.as_str();
     Some(match (method, segments.as_slice()) {
         ("POST", ["v1", "messages", "batches"]) => anthropic_create(state, req),
+        ("GET", ["v1", "messages", "batches"]) => list(state, api),
         ("GET", ["v1", "messages", "batches", id]) => poll(state, api, id, req),
         ("GET", ["v1", "messages", "batches", id, "results"]) => anthropic_results(state, id),
         ("POST", ["v1", "messages", "batches", id, "cancel"]) => cancel(state, api, id, req),
@@ -241,6 +267,7 @@ pub(super) fn route(state: &State, req: &Request) -> Option<Response> {
         ("GET", ["v1", "files", id, "content"]) => file_content(state, id),
         ("DELETE", ["v1", "files", id]) => delete_file(state, id),
         ("POST", ["v1", "batches"]) => openai_create(state, req),
+        ("GET", ["v1", "batches"]) => list(state, api),
         ("GET", ["v1", "batches", id]) => poll(state, api, id, req),
         ("POST", ["v1", "batches", id, "cancel"]) => cancel(state, api, id, req),
         _ => {
@@ -277,6 +304,21 @@ fn check_auth(state: &State, api: Api, req: &Request) -> Option<Response> {
 
 fn not_found(api: Api, what: &str) -> Response {
     Response::json(404, &error_body(api, 404, &format!("mock: no {what}")))
+}
+
+/// A listing of the batches of `api`, newest first (ids only: rlm lists only to learn that
+/// the API is there).
+fn list(state: &State, api: Api) -> Response {
+    let mut inner = state.batches.lock();
+    inner.listings += 1;
+    let ids: Vec<Value> = inner
+        .batches
+        .iter()
+        .rev()
+        .filter(|b| b.api == api)
+        .map(|b| json!({"id": b.id}))
+        .collect();
+    Response::json(200, &json!({"object": "list", "data": ids, "has_more": false}))
 }
 
 fn anthropic_create(state: &State, req: &Request) -> Response {
@@ -515,6 +557,8 @@ fn advance(state: &State, inner: &mut Inner, batch: &mut MockBatch) {
                 ((total as f64 * share.min(1.0)) as usize).min(total)
             }
             BatchProgress::Held => 0,
+            BatchProgress::HeldAfter(n) if batch.polls > 0 => n.min(total),
+            BatchProgress::HeldAfter(_) => 0,
         }
     };
     while batch.outcomes.len() < target {

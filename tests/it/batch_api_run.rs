@@ -1,0 +1,578 @@
+//! `rlm batch --batch-api` through the binary, against the mock's batch APIs (issue 18):
+//! a run of a few hundred files, `kill -9` while waiting then `rlm resume` (one
+//! submission), errored items retried alone, `rlm cancel`, a split above the request
+//! limit, cost at half of list, `rlm status` without a network call, `--batch-api auto`
+//! against a server without batch endpoints.
+#![cfg(unix)]
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::mock_llm::batch::{BatchFault, BatchProgress};
+use crate::support::mock_llm::*;
+use crate::support::*;
+
+/// Polls every 20 ms (the default schedule waits seconds).
+const FAST_POLLS: &str = "20";
+
+fn ts_project(n: usize) -> Project {
+    let p = Project::new();
+    for i in 0..n {
+        p.write(&format!("src/f{i:03}.ts"), &format!("export const f{i:03} = {i};\n"));
+    }
+    p
+}
+
+/// `rlm batch src/*.ts "List {file}" --base-url URL --model haiku -o out --batch-api EXTRA…`
+fn batch_api_args<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "batch",
+        "src/*.ts",
+        "List {file}",
+        "--base-url",
+        url,
+        "--model",
+        "haiku",
+        "-o",
+        "out",
+        "--yes",
+        "--batch-api",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+fn rlm_fast(p: &Project, args: &[&str]) -> Run {
+    p.rlm(args).env("RLM_BATCH_POLL_MS", FAST_POLLS)
+}
+
+#[test]
+fn a_few_hundred_files_go_through_one_batch_and_no_realtime_call() {
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::AfterPolls(2));
+    let p = ts_project(300);
+    let url = mock.url();
+    let out = rlm_fast(&p, &batch_api_args(&url, &["--json"])).run();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 0, "no realtime call");
+    assert_eq!(mock.batch_submissions(), 1);
+    assert_eq!(mock.batch_sizes(), [300]);
+    let report = out.json();
+    assert_eq!(report["succeeded"], 300, "{report}");
+    assert_eq!(report["price_tier"], "batch");
+    assert_eq!(report["batches"].as_array().map(Vec::len), Some(1));
+    for i in [0, 150, 299] {
+        let file = p.read(&format!("out/src-f{i:03}.ts.result.md"));
+        assert!(!file.trim().is_empty());
+    }
+}
+
+/// `rlm status --json` of the latest run here.
+fn status(p: &Project) -> Value {
+    let out = p.rlm(&["status", "--json"]).run();
+    out.assert_exit(0);
+    out.json()
+}
+
+/// The files whose result file exists in `out/`.
+fn results(p: &Project) -> usize {
+    let dir = p.path().join("out");
+    if !dir.is_dir() {
+        return 0;
+    }
+    file_names(&dir).iter().filter(|n| n.ends_with(".result.md")).count()
+}
+
+#[test]
+fn kill_9_while_waiting_then_resume_polls_the_same_batch_and_never_submits_again() {
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::Held);
+    let p = ts_project(40);
+    let url = mock.url();
+    let running = rlm_fast(&p, &batch_api_args(&url, &[])).spawn();
+    assert!(
+        wait_until(Duration::from_secs(30), || mock.batch_polls() >= 2),
+        "the run submits and polls"
+    );
+    running.signal("KILL");
+    let _ = running.wait();
+    assert_eq!(mock.batch_submissions(), 1);
+    assert_eq!(results(&p), 0, "nothing was collected before the kill");
+
+    // The store has the batch as last polled; reading it calls no one.
+    let calls = mock.batch_calls();
+    let s = status(&p);
+    assert_eq!(mock.batch_calls(), calls, "rlm status made a request to the server");
+    let batches = s["batches"].as_array().expect("the status lists the run's batches");
+    assert_eq!(batches.len(), 1, "{s}");
+    assert_eq!(batches[0]["status"], "in_progress");
+    assert_eq!(batches[0]["request_count"], 40);
+    assert!(batches[0]["polls"].as_u64().unwrap() >= 1, "{s}");
+    let text = p.rlm(&["status"]).run();
+    assert!(
+        text.stdout.contains("batches   1 at http://127.0.0.1:") && text.stdout.contains("0/40 done"),
+        "{}",
+        text.stdout
+    );
+    assert_eq!(mock.batch_calls(), calls);
+
+    mock.set_batch_progress(BatchProgress::AfterPolls(1));
+    let out = rlm_fast(&p, &["resume", "--yes"]).run();
+    out.assert_exit(0);
+    assert_eq!(
+        mock.batch_submissions(),
+        1,
+        "the resume polled the batch it had: {}",
+        out.stderr
+    );
+    assert_eq!(mock.requests(), 0, "and made no realtime call");
+    assert_eq!(results(&p), 40);
+    assert_eq!(p.report()["succeeded"], 40);
+    let s = status(&p);
+    assert_eq!(s["display_status"], "SUCCESS", "{s}");
+    assert!(s["batches"][0]["collected_at"].is_string(), "{s}");
+}
+
+#[test]
+fn ctrl_c_while_waiting_says_the_batch_keeps_running_and_status_makes_no_request() {
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::Held);
+    let p = ts_project(10);
+    let url = mock.url();
+    // The first poll a minute away: nothing but `rlm status` could call the server now.
+    let running = p
+        .rlm(&batch_api_args(&url, &[]))
+        .env("RLM_BATCH_POLL_MS", "60000")
+        .spawn();
+    assert!(wait_until(Duration::from_secs(30), || {
+        mock.batch_submissions() == 1 && status(&p)["batches"].as_array().is_some_and(|b| b.len() == 1)
+    }));
+    let calls = mock.batch_calls();
+    let s = status(&p);
+    assert_eq!(mock.batch_calls(), calls, "rlm status made a request to the server");
+    assert_eq!(s["display_status"], "RUNNING");
+    assert_eq!(s["batches"][0]["polls"], 0);
+    let run = s["id"].as_str().unwrap().to_string();
+
+    running.signal("INT");
+    let out = running.wait();
+    out.assert_exit(130);
+    let said = format!(
+        "the batch keeps running at the provider; `rlm resume {run}` collects it, `rlm cancel {run}` cancels it"
+    );
+    assert!(out.stderr.lines().any(|l| l == said), "{}", out.stderr);
+    assert_eq!(mock.batch_cancels(), 0, "Ctrl-C leaves the batch running");
+    let s = status(&p);
+    assert_eq!(s["display_status"], "INTERRUPTED");
+    assert!(s["batches"][0]["collected_at"].is_null());
+}
+
+#[test]
+fn cancel_keeps_what_had_finished_and_resume_sends_the_rest() {
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::HeldAfter(12));
+    let p = ts_project(30);
+    let url = mock.url();
+    let running = rlm_fast(&p, &batch_api_args(&url, &[])).spawn();
+    assert!(wait_until(Duration::from_secs(30), || mock.batch_polls() >= 2));
+    running.signal("INT");
+    running.wait().assert_exit(130);
+    assert_eq!(results(&p), 0);
+
+    let out = rlm_fast(&p, &["cancel"]).run();
+    out.assert_exit(0);
+    assert_eq!(mock.batch_cancels(), 1);
+    assert_eq!(mock.requests(), 0, "a cancel calls no model");
+    assert_eq!(
+        results(&p),
+        12,
+        "the answers that had finished are kept: {}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("1 batch canceled at http://127.0.0.1:")
+            && out.stderr.contains("12 finished answers kept")
+            && out.stderr.contains("18 not run"),
+        "{}",
+        out.stderr
+    );
+    let s = status(&p);
+    assert_eq!(s["units"]["completed"], 12, "{s}");
+    assert_eq!(s["units"]["cancelled"], 18, "{s}");
+    assert!(s["batches"][0]["cancel_requested_at"].is_string());
+    assert!(s["batches"][0]["collected_at"].is_string());
+    let again = p.rlm(&["cancel"]).run();
+    again.assert_exit(2);
+    assert!(
+        again.stderr.contains("has no batch waiting at the provider"),
+        "{}",
+        again.stderr
+    );
+
+    // What was cancelled is sent again by a resume (the kept answers are cache hits).
+    mock.set_batch_progress(BatchProgress::AfterPolls(1));
+    rlm_fast(&p, &["resume", "--yes"]).run().assert_exit(0);
+    assert_eq!(mock.batch_sizes(), [30, 18]);
+    assert_eq!(results(&p), 30);
+}
+
+#[test]
+fn cancel_while_another_rlm_waits_asks_the_provider_and_that_rlm_collects() {
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::HeldAfter(5));
+    let p = ts_project(20);
+    let url = mock.url();
+    let running = rlm_fast(&p, &batch_api_args(&url, &[])).spawn();
+    assert!(wait_until(Duration::from_secs(30), || mock.batch_polls() >= 2));
+    let cancel = p.rlm(&["cancel"]).run();
+    cancel.assert_exit(0);
+    assert!(
+        cancel.stderr.contains("waits for them and collects"),
+        "{}",
+        cancel.stderr
+    );
+    let out = running.wait();
+    out.assert_exit(1);
+    assert_eq!(mock.batch_cancels(), 1);
+    assert_eq!(mock.batch_submissions(), 1, "canceled requests are not sent again");
+    let report = p.report();
+    assert_eq!(report["succeeded"], 5);
+    assert_eq!(report["not_run"].as_array().map(Vec::len), Some(15), "{report}");
+}
+
+#[test]
+fn errored_and_expired_requests_are_retried_alone_in_a_follow_up_batch() {
+    let mock = MockLlm::start();
+    mock.batch_fault_when("f003 = 3", vec![BatchFault::Errored { retryable: true }]);
+    mock.batch_fault_when("f007 = 7", vec![BatchFault::Expired]);
+    mock.batch_fault_when("f011 = 11", vec![BatchFault::Canceled]);
+    mock.batch_fault_when("f015 = 15", vec![BatchFault::Errored { retryable: false }]);
+    let p = ts_project(20);
+    let url = mock.url();
+    let out = rlm_fast(&p, &batch_api_args(&url, &[])).run();
+    out.assert_exit(1);
+    assert_eq!(
+        mock.batch_sizes(),
+        [20, 2],
+        "only the errored and the expired: {}",
+        out.stderr
+    );
+    let second: Vec<String> = mock
+        .batch_requests()
+        .iter()
+        .filter(|r| r.batch_id != mock.batch_requests()[0].batch_id)
+        .map(|r| r.body.to_string())
+        .collect();
+    assert!(second.iter().any(|b| b.contains("f003 = 3")) && second.iter().any(|b| b.contains("f007 = 7")));
+    assert_eq!(mock.requests(), 0);
+    let report = p.report();
+    assert_eq!(report["succeeded"], 18, "{report}");
+    assert_eq!(report["failed"][0]["path"], "src/f015.ts", "{report}");
+    assert_eq!(
+        report["not_run"],
+        serde_json::json!(["src/f011.ts"]),
+        "canceled stays not run"
+    );
+}
+
+#[test]
+fn retries_go_realtime_with_the_realtime_fallback_and_stop_at_the_retry_budget() {
+    let mock = MockLlm::start();
+    mock.batch_fault_when("f002 = 2", vec![BatchFault::Errored { retryable: true }]);
+    let p = ts_project(6);
+    let url = mock.url();
+    rlm_fast(&p, &batch_api_args(&url, &["--batch-api-fallback", "realtime"]))
+        .run()
+        .assert_exit(0);
+    assert_eq!(mock.batch_submissions(), 1);
+    assert_eq!(mock.requests(), 1, "the errored request, in realtime");
+
+    // Always expired: sent once and retried once (--retries 1), then failed.
+    let mock = MockLlm::start();
+    mock.batch_fault_when("f001 = 1", vec![BatchFault::Expired; 5]);
+    let p = ts_project(3);
+    let url = mock.url();
+    let out = rlm_fast(&p, &batch_api_args(&url, &["--retries", "1"])).run();
+    out.assert_exit(1);
+    assert_eq!(mock.batch_sizes(), [3, 1]);
+    assert!(
+        out.stderr
+            .contains("expired at the provider (not run within 24 hours) (after 2 sends)"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_submission_above_the_request_limit_is_split() {
+    let mock = MockLlm::start();
+    mock.set_batch_limits(40, 10_000_000);
+    let p = ts_project(100);
+    let url = mock.url();
+    rlm_fast(&p, &batch_api_args(&url, &[]))
+        .env("RLM_BATCH_LIMITS", "40")
+        .run()
+        .assert_exit(0);
+    assert_eq!(mock.batch_sizes(), [40, 40, 20]);
+    assert_eq!(mock.batch_refusals(), 0);
+    assert_eq!(results(&p), 100);
+    let bad = rlm_fast(&p, &batch_api_args(&url, &[]))
+        .env("RLM_BATCH_LIMITS", "0")
+        .run();
+    bad.assert_exit(2);
+    assert!(bad.stderr.contains("RLM_BATCH_LIMITS='0'"), "{}", bad.stderr);
+}
+
+#[test]
+fn batch_calls_cost_half_of_list_and_say_so() {
+    let realtime_mock = MockLlm::start();
+    let p = ts_project(8);
+    let url = realtime_mock.url();
+    let mut args = batch_api_args(&url, &["--json"]);
+    args.retain(|a| *a != "--batch-api");
+    let realtime = p.rlm(&args).run();
+    realtime.assert_exit(0);
+    let realtime = realtime.json();
+
+    let mock = MockLlm::start();
+    let q = ts_project(8);
+    let url = mock.url();
+    let dry = rlm_fast(&q, &batch_api_args(&url, &["--dry-run", "--json"])).run();
+    dry.assert_exit(0);
+    let dry = dry.json();
+    assert_eq!(dry["price_tier"], "batch");
+    assert_eq!(dry["estimate"]["price_tier"], "batch");
+    assert_eq!(dry["price_basis"], "listed");
+    let half = realtime["estimated_cost_usd"].as_f64().unwrap() / 2.0;
+    assert!(
+        (dry["estimated_cost_usd"].as_f64().unwrap() - half).abs() < 1e-12,
+        "{dry}"
+    );
+
+    let banner = rlm_fast(&q, &batch_api_args(&url, &["--dry-run"])).run();
+    assert!(
+        banner.stderr.contains(" at batch price (half of list)"),
+        "{}",
+        banner.stderr
+    );
+    let batched = rlm_fast(&q, &batch_api_args(&url, &["--json"])).run();
+    batched.assert_exit(0);
+    let batched = batched.json();
+    assert_eq!(realtime["price_tier"], "realtime");
+    assert_eq!(batched["price_tier"], "batch");
+    assert_eq!(batched["tokens_in"], realtime["tokens_in"], "the same requests");
+    let (full, paid) = (
+        realtime["cost_usd"].as_f64().unwrap(),
+        batched["cost_usd"].as_f64().unwrap(),
+    );
+    assert!(
+        full > 0.0 && (paid - full / 2.0).abs() < 1e-12,
+        "{paid} is not half of {full}"
+    );
+    assert!(
+        q.report_md().contains("at the batch price (half of list)"),
+        "{}",
+        q.report_md()
+    );
+}
+
+#[test]
+fn auto_falls_back_to_realtime_calls_where_the_server_has_no_batch_api() {
+    let mock = MockLlm::start();
+    mock.disable_batch_api(Some(404));
+    let p = ts_project(5);
+    let url = mock.url();
+    let out = rlm_fast(&p, &batch_api_args(&url, &["auto", "--json"])).run();
+    out.assert_exit(0);
+    assert!(
+        out.stderr
+            .contains("has no batch API: --batch-api auto makes realtime calls instead"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(mock.requests(), 5);
+    assert_eq!(mock.batch_submissions(), 0);
+    let report = out.json();
+    assert_eq!(report["price_tier"], "realtime");
+    assert!(report["warnings"].to_string().contains("has no batch API"), "{report}");
+
+    // Without `auto`: one line naming the server, exit 2, nothing paid.
+    let q = ts_project(5);
+    let refused = rlm_fast(&q, &batch_api_args(&url, &[])).run();
+    refused.assert_exit(2);
+    let line = format!("{url} has no batch API (404 on /v1/messages/batches)");
+    assert!(refused.stderr.contains(&line), "{}", refused.stderr);
+    assert_eq!(refused.stderr.trim().lines().count(), 1, "{}", refused.stderr);
+    assert_eq!(mock.requests(), 5, "nothing more was sent");
+}
+
+#[test]
+fn batches_of_small_files_and_all_aggregation_calls_go_through_the_batch_api_with_all() {
+    let mock = MockLlm::start();
+    let mut p = Project::new();
+    for i in 0..6 {
+        p = p.file(&format!("proj/m{i}.py"), &format!("def f{i}():\n    return {i}\n"));
+    }
+    for i in 0..3 {
+        p = p.file(&format!("proj/d{i}.md"), &format!("# Doc {i}\n\nText {i}.\n"));
+    }
+    let url = mock.url();
+    let out = rlm_fast(
+        &p,
+        &[
+            "batch",
+            "proj",
+            "Review {file}",
+            "--base-url",
+            &url,
+            "--model",
+            "haiku",
+            "-o",
+            "out",
+            "--json",
+            "--batch-api",
+            "all",
+        ],
+    )
+    .run();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 0, "no realtime call at all: {}", out.stderr);
+    // The map phase (two batches of small files, one per type), the per-type syntheses,
+    // the cross-type report: three batches, phase by phase.
+    assert_eq!(mock.batch_sizes(), [2, 2, 1], "{}", out.stderr);
+    let map: Vec<_> = mock.batch_requests().into_iter().take(2).collect();
+    assert!(
+        map.iter().all(|r| r.body.to_string().contains("files")),
+        "each batch unit asks for its {{\"files\": …}} answer"
+    );
+    let report = out.json();
+    assert_eq!(report["files_succeeded"], 9, "{report}");
+    assert_eq!(report["price_tier"], "batch");
+    assert!(
+        p.read("out/proj-m3.py.result.md").trim().len() > 1,
+        "a member's own result file"
+    );
+    assert!(!p.aggregate_md().trim().is_empty());
+    let calls = report["aggregate_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 3, "{report}");
+}
+
+#[test]
+fn a_schema_answer_from_a_batch_that_does_not_conform_gets_its_one_retry_in_realtime() {
+    const SCHEMA: &str = r#"{"type": "object", "properties": {"functions": {"type": "array", "items": {"type": "string"}}},
+        "required": ["functions"], "additionalProperties": false}"#;
+    let mock = MockLlm::start();
+    let p = ts_project(4).file("functions.schema.json", SCHEMA).file(
+        "src/bad.ts",
+        &format!("// {}\n", reply_marker(r#"{"functions": [1], "extra": true}"#)),
+    );
+    let url = mock.url();
+    let out = rlm_fast(&p, &batch_api_args(&url, &["--schema", "functions.schema.json"])).run();
+    out.assert_exit(1);
+    assert_eq!(mock.batch_sizes(), [5]);
+    for r in mock.batch_requests() {
+        assert_eq!(r.body["tool_choice"]["name"], "answer", "the forced tool, as realtime");
+    }
+    let retried = mock.recorded();
+    assert_eq!(retried.len(), 1, "the bad answer, asked for again in realtime");
+    assert!(retried[0].user_text().contains("does not conform to the JSON Schema"));
+    let good: Value = serde_json::from_str(&p.read("out/src-f002.ts.result.md")).unwrap();
+    assert_eq!(good, serde_json::json!({"functions": ["mock"]}));
+    assert!(p.exists("out/src-bad.ts.rejected.md"));
+    assert!(out.stderr.contains("does not conform to --schema"), "{}", out.stderr);
+}
+
+#[test]
+fn the_deadline_ends_the_wait_and_leaves_the_batch_to_collect() {
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::Held);
+    let p = ts_project(6);
+    let url = mock.url();
+    let out = rlm_fast(&p, &batch_api_args(&url, &["--deadline", "1s"])).run();
+    // Nothing came back in time: as for realtime calls, a run with no answer exits 3.
+    out.assert_exit(3);
+    assert!(
+        out.stderr
+            .contains("rlm: the --deadline passed while waiting: the batch keeps running at the provider; `rlm resume"),
+        "{}",
+        out.stderr
+    );
+    assert!(p.report()["error"]
+        .as_str()
+        .unwrap()
+        .contains("the --deadline (1s) passed"));
+    assert_eq!(mock.batch_cancels(), 0);
+    mock.set_batch_progress(BatchProgress::AfterPolls(1));
+    rlm_fast(&p, &["resume", "--deadline", "10m"]).run().assert_exit(0);
+    assert_eq!(mock.batch_submissions(), 1);
+    assert_eq!(results(&p), 6);
+}
+
+#[test]
+fn openai_batches_through_the_binary_and_the_config_key_turns_it_on() {
+    let mock = MockLlm::start();
+    let p = ts_project(12).file(".aiwg/aiwg.config", r#"{"rlm": {"batch_api": "on"}}"#);
+    let url = mock.url();
+    let out = rlm_fast(
+        &p,
+        &[
+            "batch",
+            "src/*.ts",
+            "List {file}",
+            "--base-url",
+            &url,
+            "--model",
+            "gpt-4.1-mini",
+            "-o",
+            "out",
+            "--json",
+        ],
+    )
+    .env_remove("ANTHROPIC_API_KEY")
+    .env("OPENAI_API_KEY", TEST_KEY)
+    .run();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 0);
+    assert_eq!((mock.batch_uploads(), mock.batch_submissions()), (1, 1));
+    assert_eq!(out.json()["price_tier"], "batch");
+    // `--batch-api off` overrides the config.
+    let q = ts_project(2).file(".aiwg/aiwg.config", r#"{"rlm": {"batch_api": true}}"#);
+    rlm_fast(
+        &q,
+        &[
+            "batch",
+            "src/*.ts",
+            "List {file}",
+            "--base-url",
+            &url,
+            "--model",
+            "gpt-4.1-mini",
+            "--batch-api",
+            "off",
+        ],
+    )
+    .env_remove("ANTHROPIC_API_KEY")
+    .env("OPENAI_API_KEY", TEST_KEY)
+    .run()
+    .assert_exit(0);
+    assert_eq!(mock.requests(), 2);
+    let bad = ts_project(1).file(".aiwg/aiwg.config", r#"{"rlm": {"batch_api": "maybe"}}"#);
+    let out = bad.rlm(&batch("src/*.ts", &url, &[])).run();
+    out.assert_exit(2);
+    assert!(out.stderr.contains("rlm.batch_api is `maybe`"), "{}", out.stderr);
+}
+
+#[test]
+fn the_command_provider_has_no_batch_api() {
+    let p = ts_project(1);
+    let out = p
+        .rlm(&["batch", "src/*.ts", "List {file}", "--command", "cat", "--batch-api"])
+        .run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("the command provider has no batch API"),
+        "{}",
+        out.stderr
+    );
+}
