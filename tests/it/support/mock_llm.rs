@@ -67,7 +67,8 @@ pub const FINDINGS_PHRASE: &str = "Answer with one JSON object and nothing else"
 pub const SUMMARY_PHRASE: &str = "Summarize the following batch processing results";
 
 const MAX_HEAD: usize = 64 * 1024;
-const MAX_BODY: usize = 64 * 1024 * 1024;
+/// A batch submission may be 256 MB (Anthropic's limit; OpenAI's file 200 MB).
+const MAX_BODY: usize = 300 * 1024 * 1024;
 
 /// A fault injected in place of a normal reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
