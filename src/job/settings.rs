@@ -219,6 +219,7 @@ impl JobSettings {
                     CacheMode::ReadWrite
                 },
                 deadline: deadline.map(Duration::from_secs_f64),
+                prompt_cache: config.rlm.prompt_cache != Some(false),
                 trajectory: None,
             },
             output: OutputSettings {

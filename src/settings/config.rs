@@ -28,6 +28,8 @@ pub struct RlmConfig {
     /// Prices by exact model id, USD per million tokens.
     #[serde(default)]
     pub prices: BTreeMap<String, Price>,
+    /// `false`: never mark prompt prefixes for the provider's cache (as `--no-prompt-cache`).
+    pub prompt_cache: Option<bool>,
 }
 
 impl ProjectConfig {
