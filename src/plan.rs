@@ -308,10 +308,12 @@ fn finish(
         cache_key: crate::cache::CacheKey(String::new()),
         estimated_input_tokens: 0,
         prompt_bytes: 0,
+        prefix: Default::default(),
         blocked: None,
     };
     let rendered = request::render(&unit, ctx);
     let bytes = rendered.prompt_bytes();
+    unit.prefix = rendered.prefix();
     let needed = tokens::upper_bound(bytes);
     unit.cache_key = rendered.key;
     unit.estimated_input_tokens = tokens::expected(bytes);

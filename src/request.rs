@@ -28,7 +28,8 @@ use crate::hash::sha256_hex;
 use crate::prompt::{self, Delimiter};
 use crate::provider::CompletionRequest;
 use crate::schema::OutputSchema;
-use crate::unit::{UnitBody, UnitInput, WorkUnit};
+use crate::unit::{PromptPrefix, UnitBody, UnitInput, WorkUnit};
+use sha2::Digest;
 
 /// What every request of a run shares.
 #[derive(Debug, Clone)]
@@ -80,6 +81,22 @@ impl Rendered {
     /// The characters of the prompt (system and user).
     pub fn prompt_bytes(&self) -> u64 {
         (self.request.system.len() + self.request.shared.len() + self.request.user.len()) as u64
+    }
+
+    /// The prompt-cache prefix: system and shared text.
+    pub fn prefix(&self) -> PromptPrefix {
+        let digest = sha2::Sha256::new()
+            .chain_update(self.request.system.as_bytes())
+            .chain_update([0u8])
+            .chain_update(self.request.shared.as_bytes())
+            .finalize();
+        let mut id = [0u8; 8];
+        id.copy_from_slice(&digest[..8]);
+        PromptPrefix {
+            id: u64::from_le_bytes(id),
+            bytes: (self.request.system.len() + self.request.shared.len()) as u64,
+            marked: self.request.cache_prefix,
+        }
     }
 }
 

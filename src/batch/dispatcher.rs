@@ -13,6 +13,7 @@ use super::answers::UnitAnswers;
 use super::job::{JobFailure, JobOutcome};
 use crate::exec::{Event, Flow, JobMeta, Lost, PoolHandler};
 use crate::printer::Printer;
+use crate::provider::catalog::PriceTier;
 use crate::provider::ModelInfo;
 use crate::reporter::Reporters;
 use crate::unit::{UnitId, UnitKind};
@@ -159,6 +160,7 @@ impl PoolHandler<JobOutcome> for Dispatcher {
         let slot = outcome.slot.take();
         let JobMeta { unit, label, kind } = outcome.meta;
         let cost_usd = self.model.cost(outcome.usage);
+        let cache_saved_usd = self.model.cache_savings(outcome.usage, PriceTier::Realtime);
         self.spent += cost_usd;
         let mut flow = Flow::Continue;
         match outcome.failure {
@@ -181,6 +183,7 @@ impl PoolHandler<JobOutcome> for Dispatcher {
                     usage: outcome.usage,
                     saved: outcome.saved,
                     cost_usd,
+                    cache_saved_usd,
                     cached: outcome.cached,
                     truncated: outcome.truncated,
                     result_file: outcome.result_file,

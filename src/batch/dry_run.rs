@@ -132,6 +132,8 @@ fn write_json(out: &mut impl Write, settings: &BatchSettings, plan: &Plan, verdi
             "aggregate_calls": estimate.aggregate_calls,
             "input_tokens": estimate.input_tokens,
             "output_tokens": estimate.output_tokens,
+            "cache_read_tokens": estimate.cache_read_tokens,
+            "cache_write_tokens": estimate.cache_write_tokens,
             "cost_usd": estimate.usd,
             "price_basis": model.price_basis,
         }),

@@ -1,15 +1,25 @@
 //! The cost estimate of the calls a run would make, and the seed's safety thresholds:
 //! above $1 ask (on a terminal), above $10 require `--force`, above $100 refuse unless
 //! `--max-cost` allows it.
+//!
+//! Prompt caching counts once the prefixes are known (they are: every unit is rendered
+//! when planned). Units that share a prefix long enough for the model's cache: the first
+//! calls write it — as many as start at once, since a call only finds what a finished call
+//! wrote — and the rest read it. Anthropic caches a marked prefix (writes cost 1.25× input,
+//! reads a tenth); OpenAI caches any prefix by itself (reads at its cached-input price, no
+//! write premium).
 
+use std::collections::HashMap;
 use std::io::BufRead;
 
 use super::prepass::Prepass;
 use crate::aggregate::AggregateStrategy;
 use crate::error::RlmError;
 use crate::printer::Printer;
-use crate::provider::ModelInfo;
+use crate::provider::catalog::{self, PriceTier};
+use crate::provider::{ModelInfo, ProviderKind};
 use crate::settings::{BatchSettings, BudgetSettings, OutputSettings};
+use crate::tokens;
 use crate::unit::WorkUnit;
 
 /// Above this estimate, ask on a terminal.
@@ -28,6 +38,10 @@ pub struct Estimate {
     pub aggregate_calls: usize,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Of `input_tokens`, expected to be read from the provider's prompt cache.
+    pub cache_read_tokens: u64,
+    /// Of `input_tokens`, expected to be written to it (Anthropic).
+    pub cache_write_tokens: u64,
     pub usd: f64,
 }
 
@@ -64,13 +78,50 @@ pub fn estimate(units: &[WorkUnit], pre: &Prepass, settings: &BatchSettings, mod
         output += aggregate_calls as u64 * summary_out;
     }
     let calls = pre.misses.len() + aggregate_calls;
+    let (cache_read_tokens, cache_write_tokens) = prompt_cache(units, pre, settings, model);
+    let usage = crate::provider::Usage {
+        input_tokens: input,
+        output_tokens: output,
+        cached_input_tokens: cache_read_tokens,
+        cache_write_tokens,
+    };
     Estimate {
         calls,
         aggregate_calls,
         input_tokens: input,
         output_tokens: output,
-        usd: model.price.map_or(0.0, |p| p.cost(input, 0, output)),
+        cache_read_tokens,
+        cache_write_tokens,
+        usd: model.cost_at(usage, PriceTier::Realtime),
     }
+}
+
+/// The prompt-cache reads and writes the calls are expected to make (see the module doc).
+fn prompt_cache(units: &[WorkUnit], pre: &Prepass, settings: &BatchSettings, model: &ModelInfo) -> (u64, u64) {
+    let (needs_marker, writes_cost_more) = match settings.provider.kind {
+        ProviderKind::Anthropic => (true, true),
+        ProviderKind::Openai => (false, false),
+        ProviderKind::Command => return (0, 0),
+    };
+    let minimum = catalog::min_cacheable_tokens(&model.id);
+    let mut groups: HashMap<u64, (u64, u64)> = HashMap::new();
+    for &i in &pre.misses {
+        let prefix = units[i].prefix;
+        // The provider's rule (see provider::anthropic): the prefix must reach the minimum.
+        if (prefix.marked || !needs_marker) && tokens::upper_bound(prefix.bytes) >= minimum {
+            groups.entry(prefix.id).or_insert((tokens::expected(prefix.bytes), 0)).1 += 1;
+        }
+    }
+    let at_once = settings.exec.parallelism.width.max(1) as u64;
+    let (mut read, mut written) = (0, 0);
+    for (tokens, calls) in groups.into_values() {
+        let first = calls.min(at_once);
+        read += (calls - first) * tokens;
+        if writes_cost_more {
+            written += first * tokens;
+        }
+    }
+    (read, written)
 }
 
 /// The aggregation calls the strategy will make: summarize one (or one per group of

@@ -26,6 +26,7 @@ mod interfaces;
 mod job;
 mod mock_selftest;
 mod newcomer;
+mod prompt_cache;
 mod real_model;
 mod schema;
 mod skill;
