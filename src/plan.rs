@@ -330,6 +330,7 @@ fn unsized_unit(inputs: Vec<UnitInput>, body: UnitBody, label: String, result_na
         cache_key: crate::cache::CacheKey(String::new()),
         estimated_input_tokens: 0,
         prompt_bytes: 0,
+        prefix: Default::default(),
         blocked: None,
     }
 }
@@ -339,6 +340,7 @@ struct Size {
     id: UnitId,
     key: crate::cache::CacheKey,
     prompt_bytes: u64,
+    prefix: crate::unit::PromptPrefix,
 }
 
 impl Size {
@@ -347,6 +349,7 @@ impl Size {
         Size {
             id: UnitId::for_inputs(&unit.inputs),
             prompt_bytes: rendered.prompt_bytes(),
+            prefix: rendered.prefix(),
             key: rendered.key,
         }
     }
@@ -358,6 +361,7 @@ fn settle(unit: &mut WorkUnit, size: Size, ctx: &RequestContext, budget: Budget)
     let needed = tokens::upper_bound(bytes);
     unit.id = size.id;
     unit.cache_key = size.key;
+    unit.prefix = size.prefix;
     unit.estimated_input_tokens = tokens::expected(bytes);
     unit.prompt_bytes = bytes;
     if needed > budget.input_tokens && budget.known {

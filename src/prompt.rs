@@ -6,6 +6,13 @@
 //! own hash, so it cannot close its tag; and the same inputs always give the same bytes,
 //! so the dry run shows exactly what is sent and providers can cache a repeated prefix.
 //! File names are escaped where they appear.
+//!
+//! Prompt caching: the user's instruction is split once ([`Instruction::split`]) into the
+//! lines every unit shares — sent first, the same bytes in every call, so providers can
+//! cache them with the system prompt — and the rest, from the line that names `{file}`,
+//! sent last, after the content (long content before the question).
+
+use std::borrow::Cow;
 
 use crate::escape;
 
@@ -71,13 +78,56 @@ impl Delimiter {
     }
 }
 
-/// Replaces `{file}` in the user's sub-prompt. Other braces (JSON examples) are left alone.
-pub fn render_sub_prompt(sub_prompt: &str, file: &str) -> String {
-    sub_prompt.replace("{file}", &escape::name(file))
+/// The user's instruction, split for prompt caching: `shared` is its lines before the first
+/// line that names `{file}` (all but its last line when none does), the same for every
+/// unit of a run; `per_unit` is the rest, where `{file}` is filled in for each unit.
+/// Splitting at a line keeps each part whole sentences: "Review {file}" shares nothing,
+/// a rubric followed by "Review {file} against it." shares the rubric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Instruction<'a> {
+    pub shared: &'a str,
+    pub per_unit: &'a str,
 }
 
-/// The user message of a per-file call: the file between delimiters it cannot forge, then
-/// the instruction (long content first, the question last).
+impl<'a> Instruction<'a> {
+    pub fn split(sub_prompt: &'a str) -> Self {
+        let text = sub_prompt.trim_end();
+        let first_use = text.find("{file}").unwrap_or(text.len());
+        let at = text[..first_use].rfind('\n').map_or(0, |i| i + 1);
+        Instruction {
+            shared: text[..at].trim_end(),
+            per_unit: &text[at..],
+        }
+    }
+
+    /// The start of every unit's user message: the shared lines, said to continue after the
+    /// content; empty when nothing is shared.
+    pub fn shared_message(&self) -> String {
+        if self.shared.is_empty() {
+            return String::new();
+        }
+        format!(
+            "Instruction (the same for every file; its last part follows the content below):\n{}\n\n",
+            self.shared
+        )
+    }
+
+    /// The unit's last line: the per-unit part with `{file}` naming `files` (a batch's
+    /// files, the instruction applying to each of them), each escaped.
+    pub fn closing_line(&self, files: &[&str]) -> String {
+        let label = if self.shared.is_empty() {
+            "Instruction"
+        } else {
+            "Instruction, continued"
+        };
+        let names: Vec<Cow<'_, str>> = files.iter().map(|f| escape::name(f)).collect();
+        format!("{label}: {}\n", self.per_unit.replace("{file}", &names.join(", ")))
+    }
+}
+
+/// The user message of a per-file call, without the shared part of the instruction (see
+/// [`Instruction`]): the file between delimiters it cannot forge, then the instruction
+/// (long content first, the question last).
 pub fn render_file_message(sub_prompt: &str, file: &str, content: &str, delimiter: &Delimiter) -> String {
     render_cited_file_message(sub_prompt, file, content, delimiter, None)
 }
@@ -93,11 +143,11 @@ pub fn render_cited_file_message(
     citation_block: Option<&str>,
 ) -> String {
     let citation_block = citation_block.map_or(String::new(), |b| format!("{}\n\n", b.trim_end()));
-    let instruction = render_sub_prompt(sub_prompt, file);
     format!(
-        "File: {}\n\n{citation_block}{}\nInstruction: {instruction}\n",
+        "File: {}\n\n{citation_block}{}\n{}",
         escape::name(file),
         delimiter.block(file, content),
+        Instruction::split(sub_prompt).closing_line(&[file]),
     )
 }
 
@@ -127,8 +177,8 @@ mod tests {
 
     #[test]
     fn file_placeholder_is_replaced_and_json_braces_kept() {
-        let p = render_sub_prompt("Count TODOs in {file}. Return {\"count\": N}", "src/a.ts");
-        assert_eq!(p, "Count TODOs in src/a.ts. Return {\"count\": N}");
+        let p = Instruction::split("Count TODOs in {file}. Return {\"count\": N}").closing_line(&["src/a.ts"]);
+        assert_eq!(p, "Instruction: Count TODOs in src/a.ts. Return {\"count\": N}\n");
     }
 
     #[test]
@@ -138,6 +188,28 @@ mod tests {
         let m = render_file_message("List exports in {file}", "a.ts", "export const x = 1;", &d);
         assert!(m.contains(&format!("<{tag} path=\"a.ts\">\nexport const x = 1;\n</{tag}>")));
         assert!(m.ends_with("Instruction: List exports in a.ts\n"));
+    }
+
+    #[test]
+    fn the_instruction_is_split_at_the_line_that_names_the_file() {
+        let one = Instruction::split("Summarize {file}");
+        assert_eq!(one.shared, "");
+        assert_eq!(one.shared_message(), "");
+        assert_eq!(one.closing_line(&["a.py"]), "Instruction: Summarize a.py\n");
+        let rubric = Instruction::split("Rules:\n- no eval\n\nReview {file} against them.\nBe brief about {file}.\n");
+        assert_eq!(rubric.shared, "Rules:\n- no eval");
+        assert_eq!(rubric.per_unit, "Review {file} against them.\nBe brief about {file}.");
+        assert!(rubric.shared_message().ends_with("\nRules:\n- no eval\n\n"));
+        assert_eq!(
+            rubric.closing_line(&["a.py"]),
+            "Instruction, continued: Review a.py against them.\nBe brief about a.py.\n"
+        );
+        // No `{file}`: the last line is the question, asked last.
+        let plain = Instruction::split("Context line.\nCount the TODOs.");
+        assert_eq!((plain.shared, plain.per_unit), ("Context line.", "Count the TODOs."));
+        // `{file}` in the first line: nothing is shared.
+        let first = Instruction::split("Review {file}:\nrule 1\nrule 2");
+        assert_eq!((first.shared, first.per_unit), ("", "Review {file}:\nrule 1\nrule 2"));
     }
 
     #[test]

@@ -7,6 +7,13 @@
 //! so what the dry run shows is what is sent. Rendering is deterministic: the delimiters
 //! are derived from the content (see [`crate::prompt::Delimiter`]), so the same inputs give
 //! byte-identical requests, and rendering twice (to plan, then to send) costs only time.
+//!
+//! Prompt caching: what every unit of a run shares comes first — the system prompt, then
+//! the shared lines of the user's instruction ([`crate::prompt::Instruction`]) as the
+//! request's `shared` text — and is marked for the providers' prompt caches
+//! (`cache_prefix`) unless `--no-prompt-cache` says not to; the unit's file name, lines and
+//! content follow, and the rest of the instruction comes last. The marker is not part of
+//! the cache key: turning it off never asks again for an answer already paid for.
 
 use std::sync::Arc;
 
@@ -20,7 +27,8 @@ use crate::content::{
 use crate::prompt::{self, Delimiter};
 use crate::provider::CompletionRequest;
 use crate::schema::OutputSchema;
-use crate::unit::{UnitBody, UnitInput, WorkUnit};
+use crate::unit::{PromptPrefix, UnitBody, UnitInput, WorkUnit};
+use sha2::Digest;
 
 /// What every request of a run shares.
 #[derive(Debug, Clone)]
@@ -38,6 +46,8 @@ pub struct RequestContext {
     /// every cache key.
     pub model: String,
     pub endpoint: Option<String>,
+    /// Mark the shared prefix for the provider's prompt cache (off: `--no-prompt-cache`).
+    pub prompt_cache: bool,
 }
 
 /// What a unit's answer must be, and so how it is read.
@@ -71,6 +81,22 @@ impl Rendered {
     pub fn prompt_bytes(&self) -> u64 {
         (self.request.system.len() + self.request.shared.len() + self.request.user.len()) as u64
     }
+
+    /// The prompt-cache prefix: system and shared text.
+    pub fn prefix(&self) -> PromptPrefix {
+        let digest = sha2::Sha256::new()
+            .chain_update(self.request.system.as_bytes())
+            .chain_update([0u8])
+            .chain_update(self.request.shared.as_bytes())
+            .finalize();
+        let mut id = [0u8; 8];
+        id.copy_from_slice(&digest[..8]);
+        PromptPrefix {
+            id: u64::from_le_bytes(id),
+            bytes: (self.request.system.len() + self.request.shared.len()) as u64,
+            marked: self.request.cache_prefix,
+        }
+    }
 }
 
 /// What `unit`'s answer must be (the [`Rendered::expect`] of its request, without
@@ -90,7 +116,17 @@ pub fn expect_of(unit: &WorkUnit, ctx: &RequestContext) -> Expect {
 /// Renders `unit` (see the module doc).
 pub fn render(unit: &WorkUnit, ctx: &RequestContext) -> Rendered {
     let delimiter = Delimiter::salted(&ctx.sub_prompt);
-    let (system, mut user, expect, schema) = match &unit.body {
+    // --require-citations: each input's hash16 (and a chunk's lines), before the content.
+    let citations: String = match &unit.body {
+        UnitBody::Piece(_) | UnitBody::Batch(_) if ctx.require_citations => unit
+            .inputs
+            .iter()
+            .map(|i| format!("{}\n", crate::citation::input_block(i).trim_end()))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    };
+    let (system, shared, user, expect, schema) = match &unit.body {
         UnitBody::Plain => plain(unit, ctx, &delimiter),
         UnitBody::Piece(piece) => {
             let input = unit.inputs.first();
@@ -107,6 +143,7 @@ pub fn render(unit: &WorkUnit, ctx: &RequestContext) -> Rendered {
                     file_lines: piece.file_lines,
                     chunk: &piece.chunk,
                     content_block: &block,
+                    citations: &citations,
                     shape,
                 },
             );
@@ -120,7 +157,7 @@ pub fn render(unit: &WorkUnit, ctx: &RequestContext) -> Rendered {
                 (Some(s), Shape::Schema) => format!("{}{}", prompt.system, s.instruction()),
                 _ => prompt.system,
             };
-            (system, prompt.user, expect, schema)
+            (system, prompt.shared, prompt.user, expect, schema)
         }
         UnitBody::Batch(batch) => {
             let shape = Shape::of(&ctx.sub_prompt, ctx.schema.is_some());
@@ -145,6 +182,7 @@ pub fn render(unit: &WorkUnit, ctx: &RequestContext) -> Rendered {
                     detection: &batch.detection,
                     files: &files,
                     content_block: &content,
+                    citations: &citations,
                     shape,
                 },
             );
@@ -154,30 +192,35 @@ pub fn render(unit: &WorkUnit, ctx: &RequestContext) -> Rendered {
                 _ => prompt.system,
             };
             let schema = batch_schema(shape, analyst, ctx.schema.as_ref());
-            (system, prompt.user, Expect::Batch(shape), Some(Arc::new(schema)))
+            (
+                system,
+                prompt.shared,
+                prompt.user,
+                Expect::Batch(shape),
+                Some(Arc::new(schema)),
+            )
         }
     };
-    if ctx.require_citations && !matches!(unit.body, UnitBody::Plain) {
-        // --require-citations: each input's hash16 (and a chunk's lines) after the content.
-        for input in &unit.inputs {
-            user.push_str("\n\n");
-            user.push_str(&crate::citation::input_block(input));
-        }
-    }
     let request = CompletionRequest {
         system,
+        shared,
         user,
         max_tokens: ctx.max_tokens,
         schema,
-        ..CompletionRequest::default()
+        cache_prefix: ctx.prompt_cache,
     };
     let key = key(&unit.inputs, &request, ctx);
     Rendered { request, expect, key }
 }
 
-/// A whole file with the generic prompt: its name, its citation block, its content, the
-/// instruction.
-fn plain(unit: &WorkUnit, ctx: &RequestContext, delimiter: &Delimiter) -> (String, String, Expect, Option<Arc<Value>>) {
+/// The messages of a request: system, shared, the unit's own user text, what the answer
+/// must be, and the structured-output schema.
+type Parts = (String, String, String, Expect, Option<Arc<Value>>);
+
+/// A whole file with the generic prompt: the shared lines of the instruction, then its
+/// name, its citation block, its content, the rest of the instruction.
+fn plain(unit: &WorkUnit, ctx: &RequestContext, delimiter: &Delimiter) -> Parts {
+    let shared = prompt::Instruction::split(&ctx.sub_prompt).shared_message();
     let mut user = String::new();
     for input in &unit.inputs {
         let citation_block = ctx.require_citations.then(|| crate::citation::input_block(input));
@@ -192,11 +235,12 @@ fn plain(unit: &WorkUnit, ctx: &RequestContext, delimiter: &Delimiter) -> (Strin
     match &ctx.schema {
         Some(s) => (
             format!("{}{}", prompt::BATCH_SYSTEM, s.instruction()),
+            shared,
             user,
             Expect::Schema,
             Some(s.value.clone()),
         ),
-        None => (prompt::BATCH_SYSTEM.to_string(), user, Expect::Text, None),
+        None => (prompt::BATCH_SYSTEM.to_string(), shared, user, Expect::Text, None),
     }
 }
 

@@ -133,10 +133,25 @@ pub struct WorkUnit {
     /// Bytes of the rendered prompt (system and user).
     #[serde(skip)]
     pub prompt_bytes: u64,
+    /// The prompt-cache prefix its request starts with (system and shared text), for the
+    /// estimate: units with the same prefix read it from the provider's cache.
+    #[serde(skip)]
+    pub prefix: PromptPrefix,
     /// Set when the unit cannot be sent (too large for the context budget): it fails with
     /// this reason and is never silently truncated.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub blocked: Option<String>,
+}
+
+/// The start of a request that every unit of its kind shares: the system prompt and the
+/// shared part of the user message (see [`crate::request`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PromptPrefix {
+    /// The first 8 bytes of sha256 over it: the same prefix, the same id.
+    pub id: u64,
+    pub bytes: u64,
+    /// Marked for the provider's cache (not under `--no-prompt-cache`).
+    pub marked: bool,
 }
 
 /// How a unit is asked.

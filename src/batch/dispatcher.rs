@@ -180,6 +180,8 @@ impl PoolHandler<JobOutcome> for Dispatcher {
         let JobMeta { unit, label, kind } = outcome.meta;
         // Realtime calls at the list price, batch-API requests at the batch price.
         let cost_usd = self.model.cost(outcome.usage) + self.model.cost_at(outcome.batch_usage, PriceTier::Batch);
+        let cache_saved_usd = self.model.cache_savings(outcome.usage, PriceTier::Realtime)
+            + self.model.cache_savings(outcome.batch_usage, PriceTier::Batch);
         if !self.counted.remove(&unit) {
             self.spent += cost_usd;
         }
@@ -206,6 +208,7 @@ impl PoolHandler<JobOutcome> for Dispatcher {
                     usage,
                     saved: outcome.saved,
                     cost_usd,
+                    cache_saved_usd,
                     cached: outcome.cached,
                     truncated: outcome.truncated,
                     result_file: outcome.result_file,

@@ -3,7 +3,8 @@
 //! With `--json`, one document on stdout, written as it is rendered — a unit at a time, so
 //! a plan of tens of thousands of units never sits in memory twice. Each unit shows its
 //! inputs with their line ranges, the exact content the model reads, and the request
-//! exactly as it would be sent (from [`crate::request::render`], the executor's renderer).
+//! exactly as it would be sent (from [`crate::request::render`], the executor's renderer),
+//! with the start of its user message that every unit shares (the prompt-cache prefix).
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -136,6 +137,8 @@ fn write_json(out: &mut impl Write, settings: &BatchSettings, plan: &Plan, verdi
             "aggregate_calls": estimate.aggregate_calls,
             "input_tokens": estimate.input_tokens,
             "output_tokens": estimate.output_tokens,
+            "cache_read_tokens": estimate.cache_read_tokens,
+            "cache_write_tokens": estimate.cache_write_tokens,
             "cost_usd": estimate.usd,
             "price_basis": model.price_basis,
             "price_tier": estimate.price_tier,
@@ -237,9 +240,13 @@ fn unit_entry(plan: &Plan, files: &Files<'_>, unit: &WorkUnit, cached: bool) -> 
         "inputs": inputs,
         "content": content,
         "expect": rendered.expect,
+        // `user` is the whole user message; `shared` its start, the same in every unit, and
+        // `cache_prefix` whether system + shared are marked for the provider's prompt cache.
         "prompt": {
             "system": rendered.request.system,
             "user": rendered.request.user_text(),
+            "shared": rendered.request.shared,
+            "cache_prefix": rendered.request.cache_prefix,
         },
         "schema": rendered.request.schema.as_deref(),
     });

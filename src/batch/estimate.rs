@@ -1,7 +1,15 @@
 //! The cost estimate of the calls a run would make, and the seed's safety thresholds:
 //! above $1 ask (on a terminal), above $10 require `--force`, above $100 refuse unless
 //! `--max-cost` allows it.
+//!
+//! Prompt caching counts once the prefixes are known (they are: every unit is rendered
+//! when planned). Units that share a prefix long enough for the model's cache: the first
+//! calls write it — as many as start at once, since a call only finds what a finished call
+//! wrote — and the rest read it. Anthropic caches a marked prefix (writes cost 1.25× input,
+//! reads a tenth); OpenAI caches any prefix by itself (reads at its cached-input price, no
+//! write premium).
 
+use std::collections::HashMap;
 use std::io::BufRead;
 
 use super::batch_api_run::Delivery;
@@ -9,9 +17,10 @@ use super::prepass::Prepass;
 use crate::aggregate::AggregateStrategy;
 use crate::error::RlmError;
 use crate::printer::Printer;
-use crate::provider::catalog::PriceTier;
-use crate::provider::ModelInfo;
+use crate::provider::catalog::{self, PriceTier};
+use crate::provider::{ModelInfo, ProviderKind};
 use crate::settings::{BatchSettings, BudgetSettings, OutputSettings};
+use crate::tokens;
 use crate::unit::WorkUnit;
 
 /// Above this estimate, ask on a terminal.
@@ -30,6 +39,10 @@ pub struct Estimate {
     pub aggregate_calls: usize,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Of `input_tokens`, expected to be read from the provider's prompt cache.
+    pub cache_read_tokens: u64,
+    /// Of `input_tokens`, expected to be written to it (Anthropic).
+    pub cache_write_tokens: u64,
     pub usd: f64,
     /// The price the per-unit calls are counted at: `batch` (half of list) under
     /// `--batch-api`.
@@ -66,7 +79,15 @@ pub fn estimate(
         };
         model.cost_at(usage, tier)
     };
-    let unit_usd = price(input, output, delivery.unit_tier());
+    // The per-unit calls share their prompts' prefixes through the provider's cache.
+    let (cache_read_tokens, cache_write_tokens) = prompt_cache(units, pre, settings, model);
+    let unit_usage = crate::provider::Usage {
+        input_tokens: input,
+        output_tokens: output,
+        cached_input_tokens: cache_read_tokens,
+        cache_write_tokens,
+    };
+    let unit_usd = model.cost_at(unit_usage, delivery.unit_tier());
     // Every answer (cached or not) is read by the aggregation calls.
     let answers: u64 = pre
         .hits
@@ -97,9 +118,39 @@ pub fn estimate(
         aggregate_calls,
         input_tokens: input,
         output_tokens: output,
+        cache_read_tokens,
+        cache_write_tokens,
         usd: unit_usd + aggregate_usd,
         price_tier: delivery.unit_tier(),
     }
+}
+
+/// The prompt-cache reads and writes the calls are expected to make (see the module doc).
+fn prompt_cache(units: &[WorkUnit], pre: &Prepass, settings: &BatchSettings, model: &ModelInfo) -> (u64, u64) {
+    let (needs_marker, writes_cost_more) = match settings.provider.kind {
+        ProviderKind::Anthropic => (true, true),
+        ProviderKind::Openai => (false, false),
+        ProviderKind::Command => return (0, 0),
+    };
+    let minimum = catalog::min_cacheable_tokens(&model.id);
+    let mut groups: HashMap<u64, (u64, u64)> = HashMap::new();
+    for &i in &pre.misses {
+        let prefix = units[i].prefix;
+        // The provider's rule (see provider::anthropic): the prefix must reach the minimum.
+        if (prefix.marked || !needs_marker) && tokens::upper_bound(prefix.bytes) >= minimum {
+            groups.entry(prefix.id).or_insert((tokens::expected(prefix.bytes), 0)).1 += 1;
+        }
+    }
+    let at_once = settings.exec.parallelism.width.max(1) as u64;
+    let (mut read, mut written) = (0, 0);
+    for (tokens, calls) in groups.into_values() {
+        let first = calls.min(at_once);
+        read += (calls - first) * tokens;
+        if writes_cost_more {
+            written += first * tokens;
+        }
+    }
+    (read, written)
 }
 
 /// The aggregation calls the strategy will make: summarize one (or one per group of

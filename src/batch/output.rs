@@ -52,7 +52,7 @@ pub fn init_block(settings: &BatchSettings, plan: &Plan) -> String {
     format!(
         "RLM Batch Initialized\nPattern: {}\nFiles matched: {}{skipped}\n{units_line}Sub-prompt: {}\nModel: {} ({} at {})\n\
          Max parallel: {}\nAggregate: {}\nCache: {} hits, {} misses{}\n\
-         Estimated cost: {cost} ({}, ~{} input tokens, ~{} output tokens)\n",
+         Estimated cost: {cost} ({}, ~{} input tokens{}, ~{} output tokens)\n",
         escape::name(&settings.input.pattern),
         manifest.matched(),
         prompt::shorten(&settings.task.sub_prompt, PROMPT_SHOWN),
@@ -70,6 +70,11 @@ pub fn init_block(settings: &BatchSettings, plan: &Plan) -> String {
         },
         calls_text(estimate),
         estimate.input_tokens,
+        if estimate.cache_read_tokens > 0 {
+            format!(" of which ~{} read from the prompt cache", estimate.cache_read_tokens)
+        } else {
+            String::new()
+        },
         estimate.output_tokens,
     )
 }
@@ -166,6 +171,11 @@ pub fn completion(printer: &Printer, report: &RunReport, quiet: bool, answer: Op
         report.tokens_saved,
         report.cost_text(report.cost_usd),
     ));
+    if let Some(cache) = report.prompt_cache_text() {
+        // Before the blank line that ends the figures.
+        text.truncate(text.trim_end().len());
+        text.push_str(&format!("\nPrompt cache: {cache}\n\n"));
+    }
     if let Some(p) = &report.aggregate_path {
         text.push_str(&format!("Results: {p}\n"));
     }

@@ -91,6 +91,7 @@ pub async fn plan(settings: &BatchSettings, printer: &Printer) -> Result<Planned
         max_tokens: settings.provider.max_tokens,
         model: model.id.clone(),
         endpoint: settings.provider.endpoint_identity(),
+        prompt_cache: settings.exec.prompt_cache,
     };
     let options = PlanOptions {
         chunking: settings.task.chunking,

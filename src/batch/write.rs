@@ -96,6 +96,7 @@ pub fn cache_hits(
                     usage: Usage::default(),
                     saved: entry.usage,
                     cost_usd: 0.0,
+                    cache_saved_usd: 0.0,
                     cached: true,
                     truncated: entry.truncated,
                     result_file: Some(unit.result_name.clone()),

@@ -132,6 +132,12 @@ pub struct BatchArgs {
     #[arg(long, short = 'j', value_name = "N", value_parser = parse_width, allow_negative_numbers = true)]
     pub max_parallel: Option<usize>,
 
+    /// Do not mark the prompt prefix every file shares for the provider's prompt cache
+    /// (Anthropic `cache_control`, OpenAI `prompt_cache_key`); also `rlm.prompt_cache: false`
+    /// in .aiwg/aiwg.config. What is sent is otherwise the same.
+    #[arg(long)]
+    pub no_prompt_cache: bool,
+
     /// Do not read cached results (fresh results are still written to the cache).
     #[arg(long, conflicts_with = "cache_only")]
     pub no_cache: bool,

@@ -3,9 +3,11 @@
 //! batch and synthesis calls.
 //!
 //! The system message depends only on the analyst, the focus and the answer format, so it
-//! is the same for every unit of a kind (providers can cache it); everything about the unit
-//! — path, line range, "chunk M of N", schema summary — goes in the user message, before the
-//! content and the instruction. The content block is rendered by the caller (it owns the
+//! is the same for every unit of a kind; the user message starts with the shared lines of
+//! the user's instruction ([`crate::prompt::Instruction`]), the same for every unit, so
+//! providers can cache system and shared part together. Everything about the unit — path,
+//! line range, "chunk M of N", schema summary — comes after, then the content, then the
+//! rest of the instruction. The content block is rendered by the caller (it owns the
 //! delimiters), and line numbers are always those of the original file.
 
 use serde::{Deserialize, Serialize};
@@ -15,6 +17,7 @@ use super::chunk::{Chunk, ChunkStrategy};
 use super::content_type::ContentType;
 use super::detect::{DetectedBy, Detection};
 use super::prompt_templates::{fill, TemplateName, Templates};
+use crate::prompt::Instruction;
 
 /// The four analyst families of the seed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -134,10 +137,13 @@ impl Analyst {
     }
 }
 
-/// The two messages of one call.
+/// The two messages of one call; the user message is `shared` then `user`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Prompt {
     pub system: String,
+    /// The start of the user message every unit of the run shares (empty for synthesis).
+    pub shared: String,
+    /// The rest of the user message: this unit's own.
     pub user: String,
 }
 
@@ -155,6 +161,9 @@ pub struct ChunkPrompt<'a> {
     pub chunk: &'a Chunk,
     /// `chunk.content`, wrapped in the caller's delimiters.
     pub content_block: &'a str,
+    /// `--require-citations`: the file's citation block (empty without it), before the
+    /// content.
+    pub citations: &'a str,
     /// What the answer must be.
     pub shape: Shape,
 }
@@ -208,12 +217,18 @@ pub fn render_chunk(templates: &Templates, input: &ChunkPrompt<'_>) -> Prompt {
     if let Some(note) = &chunk.context.note {
         user.push_str(&format!("Note: {note}\n"));
     }
+    let instruction = Instruction::split(input.sub_prompt);
     push_body(
         &mut user,
+        input.citations,
         input.content_block,
-        &input.sub_prompt.replace("{file}", &crate::escape::name(input.path)),
+        &instruction.closing_line(&[input.path]),
     );
-    Prompt { system, user }
+    Prompt {
+        system,
+        shared: instruction.shared_message(),
+        user,
+    }
 }
 
 /// One file of a batch: its path and line count.
@@ -232,6 +247,9 @@ pub struct BatchPrompt<'a> {
     pub files: &'a [BatchFile<'a>],
     /// All files' contents, each wrapped in the caller's delimiters (naming its path).
     pub content_block: &'a str,
+    /// `--require-citations`: the files' citation blocks (empty without it), before the
+    /// contents.
+    pub citations: &'a str,
     /// What each file's answer must be.
     pub shape: Shape,
 }
@@ -258,17 +276,19 @@ pub fn render_batch(templates: &Templates, input: &BatchPrompt<'_>) -> Prompt {
         ));
     }
     // `{file}` names the batch's files: the instruction applies to each of them.
-    let names: Vec<String> = input
-        .files
-        .iter()
-        .map(|f| crate::escape::name(f.path).into_owned())
-        .collect();
+    let names: Vec<&str> = input.files.iter().map(|f| f.path).collect();
+    let instruction = Instruction::split(input.sub_prompt);
     push_body(
         &mut user,
+        input.citations,
         input.content_block,
-        &input.sub_prompt.replace("{file}", &names.join(", ")),
+        &instruction.closing_line(&names),
     );
-    Prompt { system, user }
+    Prompt {
+        system,
+        shared: instruction.shared_message(),
+        user,
+    }
 }
 
 /// Phase 1 of synthesis: one call per content type over its analysts' results (rendered by
@@ -305,10 +325,12 @@ fn synthesis(templates: &Templates, name: TemplateName, values: &[(&str, &str)])
     match templates.section(name, "user") {
         Some(user) => Prompt {
             system: templates.section(name, "main").unwrap_or_default().to_owned(),
+            shared: String::new(),
             user: fill(user, values),
         },
         None => Prompt {
             system: String::new(),
+            shared: String::new(),
             user: fill(templates.get(name).trim(), values),
         },
     }
@@ -371,14 +393,20 @@ fn describe_type(d: &Detection) -> String {
     format!("{}{language}, detected {how}", d.content_type)
 }
 
-/// The content, then the instruction: long input first, the question last.
-fn push_body(user: &mut String, content_block: &str, instruction: &str) {
+/// The citation blocks, the content, then the instruction's closing line: long input first,
+/// the question last.
+fn push_body(user: &mut String, citations: &str, content_block: &str, closing_line: &str) {
     user.push('\n');
+    if !citations.is_empty() {
+        user.push_str(citations.trim_end());
+        user.push_str("\n\n");
+    }
     user.push_str(content_block);
     if !content_block.ends_with('\n') {
         user.push('\n');
     }
-    user.push_str(&format!("\nInstruction: {instruction}\n"));
+    user.push('\n');
+    user.push_str(closing_line);
 }
 
 #[cfg(test)]

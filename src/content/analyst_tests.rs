@@ -30,6 +30,7 @@ fn render(sub_prompt: &str, focus: Focus, detection: &Detection, chunk: &Chunk) 
         file_lines: 2800,
         chunk,
         content_block: "<file_content path=\"src/data_pipeline.py\">\ncode\n</file_content>",
+        citations: "",
         shape: crate::content::Shape::of(sub_prompt, false),
     };
     render_chunk(&Templates::embedded(), &input)
@@ -129,6 +130,7 @@ fn json_chunks_carry_schema_and_place() {
         file_lines: lines,
         chunk: &chunks[1],
         content_block: &chunks[1].content,
+        citations: "",
         shape: crate::content::Shape::Findings,
     };
     let p = render_chunk(&Templates::embedded(), &input);
@@ -164,6 +166,7 @@ fn batch_prompts_list_files_and_ask_for_a_splittable_answer() {
         detection: &d,
         files: &files,
         content_block: "B",
+        citations: "",
         shape: crate::content::Shape::Findings,
     };
     let p = render_batch(&Templates::embedded(), &input);
@@ -216,4 +219,45 @@ fn synthesis_prompts_fill_in_one_pass() {
         .unwrap();
     let p = render_cross_synthesis(&custom, "Q", "S");
     assert_eq!((p.system.as_str(), p.user.as_str()), ("", "Report on S for Q"));
+}
+
+#[test]
+fn the_shared_lines_of_the_instruction_come_first_and_the_question_last() {
+    let d = Detection::given(ContentType::SourceCode, Some(Language::Python));
+    let chunk = code_chunk();
+    let input = ChunkPrompt {
+        sub_prompt: "Our rules:\n- no eval\n\nReview {file} against them.\n",
+        focus: Focus::General,
+        path: "src/data_pipeline.py",
+        detection: &d,
+        file_lines: 2800,
+        chunk: &chunk,
+        content_block: "<file_content>\ncode\n</file_content>\n",
+        citations: "CITATION REQUIREMENT: cite [src/data_pipeline.py@0123456789abcdef].\n",
+        shape: crate::content::Shape::Findings,
+    };
+    let p = render_chunk(&Templates::embedded(), &input);
+    assert!(p.shared.ends_with(":\nOur rules:\n- no eval\n\n"), "{}", p.shared);
+    // The unit's own part: where the chunk is, its citation block, its content, the question.
+    let at = |needle: &str| p.user.find(needle).unwrap_or_else(|| panic!("{needle} in {}", p.user));
+    assert!(at("File: src/data_pipeline.py") < at("chunk 2 of 10"));
+    assert!(at("chunk 2 of 10") < at("CITATION REQUIREMENT"));
+    assert!(at("CITATION REQUIREMENT") < at("<file_content>"));
+    assert!(p
+        .user
+        .ends_with("</file_content>\n\nInstruction, continued: Review src/data_pipeline.py against them.\n"));
+    let files = [BatchFile { path: "a.py", lines: 3 }];
+    let batch = render_batch(
+        &Templates::embedded(),
+        &BatchPrompt {
+            sub_prompt: input.sub_prompt,
+            focus: Focus::General,
+            detection: &d,
+            files: &files,
+            content_block: "B\n",
+            citations: "",
+            shape: crate::content::Shape::Findings,
+        },
+    );
+    assert_eq!(batch.shared, p.shared, "one shared part for every kind of unit");
 }

@@ -59,6 +59,9 @@ pub enum Event {
         /// Tokens a cache hit saved (the usage of the call that produced it).
         saved: Usage,
         cost_usd: f64,
+        /// What the provider's prompt cache saved on this call (negative when a prefix was
+        /// written and not read back).
+        cache_saved_usd: f64,
         cached: bool,
         truncated: bool,
         result_file: Option<String>,

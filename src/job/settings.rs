@@ -228,6 +228,7 @@ impl JobSettings {
                     CacheMode::ReadWrite
                 },
                 deadline: deadline.map(Duration::from_secs_f64),
+                prompt_cache: config.rlm.prompt_cache != Some(false),
                 trajectory: None,
                 batch_api,
             },

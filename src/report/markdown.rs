@@ -56,6 +56,11 @@ impl RunReport {
             self.cost_text(self.estimated_cost_usd),
             self.max_parallel,
         );
+        if let Some(text) = self.prompt_cache_text() {
+            // After the statistics' blank line: one more item of the list.
+            md.truncate(md.trim_end().len());
+            let _ = write!(md, "\n- Prompt cache: {text}\n\n");
+        }
         md.push_str("## Failed Files\n\n");
         if self.failed.is_empty() {
             md.push_str("None.\n");
@@ -122,6 +127,31 @@ impl RunReport {
     }
 
     /// One sentence on what the run did.
+    /// What the provider's prompt cache did, when it did anything: `12000 tokens read and
+    /// 1500 written by the provider's prompt cache, saving $0.0123`.
+    pub fn prompt_cache_text(&self) -> Option<String> {
+        if self.cache_read_tokens == 0 && self.cache_write_tokens == 0 {
+            return None;
+        }
+        let money = match self.price_basis {
+            crate::provider::model::PriceBasis::Listed | crate::provider::model::PriceBasis::Ceiling => {
+                if self.prompt_cache_saved_usd >= 0.0 {
+                    format!(", saving {}", crate::money::usd(self.prompt_cache_saved_usd))
+                } else {
+                    format!(
+                        ", costing {} more (a prefix written is cheaper only once it is read back)",
+                        crate::money::usd(-self.prompt_cache_saved_usd)
+                    )
+                }
+            }
+            _ => String::new(),
+        };
+        Some(format!(
+            "{} tokens read and {} written by the provider's prompt cache{money}",
+            self.cache_read_tokens, self.cache_write_tokens
+        ))
+    }
+
     pub fn summary_line(&self) -> String {
         let calls = self.units.iter().filter(|u| !u.cached && u.attempts > 0).count()
             + self.aggregate_calls.iter().filter(|c| !c.cached).count();

@@ -86,7 +86,13 @@ pub struct UnitRecord {
     pub cached: bool,
     pub tokens_in: u64,
     pub tokens_out: u64,
+    /// Of `tokens_in`, read from the provider's prompt cache.
     pub cached_input_tokens: u64,
+    /// Of `tokens_in`, written to the provider's prompt cache (Anthropic).
+    pub cache_write_tokens: u64,
+    /// What the provider's prompt cache saved on this unit's call (negative when its
+    /// prefix was written and not read back by it).
+    pub prompt_cache_saved_usd: f64,
     /// Tokens a cache hit saved.
     pub tokens_saved: u64,
     pub attempts: u32,
@@ -107,6 +113,8 @@ impl UnitRecord {
             tokens_in: 0,
             tokens_out: 0,
             cached_input_tokens: 0,
+            cache_write_tokens: 0,
+            prompt_cache_saved_usd: 0.0,
             tokens_saved: 0,
             attempts: 0,
             duration_ms: 0,
@@ -131,6 +139,8 @@ pub struct CallRecord {
     pub truncated: bool,
     pub duration_ms: u64,
     pub cost_usd: f64,
+    /// What the provider's prompt cache saved on this call.
+    pub prompt_cache_saved_usd: f64,
     /// Why it failed, when it did.
     pub reason: Option<String>,
 }
@@ -174,6 +184,14 @@ pub struct RunReport {
     pub tokens_saved: u64,
     pub tokens_in: u64,
     pub tokens_out: u64,
+    /// Of `tokens_in`, read from the provider's prompt cache (every call, aggregation
+    /// included).
+    pub cache_read_tokens: u64,
+    /// Of `tokens_in`, written to the provider's prompt cache (Anthropic).
+    pub cache_write_tokens: u64,
+    /// What the provider's prompt cache saved: the calls' cost had every prompt token been
+    /// billed as fresh input, less their cost (writes cost more than input, reads far less).
+    pub prompt_cache_saved_usd: f64,
     pub cost_usd: f64,
     pub estimated_cost_usd: f64,
     /// False when the model is not in the price table.

@@ -226,6 +226,7 @@ mod tests {
             usage: Usage::default(),
             saved: Usage::default(),
             cost_usd: 0.5,
+            cache_saved_usd: 0.0,
             cached,
             truncated: false,
             result_file: None,

@@ -165,6 +165,9 @@ impl ReportBuilder {
             tokens_saved: 0,
             tokens_in: 0,
             tokens_out: 0,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+            prompt_cache_saved_usd: 0.0,
             cost_usd: cost,
             estimated_cost_usd: ctx.estimated_cost_usd,
             price_known: ctx.price_basis == PriceBasis::Listed,
@@ -208,11 +211,17 @@ impl ReportBuilder {
             report.tokens_saved += record.tokens_saved;
             report.tokens_in += record.tokens_in;
             report.tokens_out += record.tokens_out;
+            report.cache_read_tokens += record.cached_input_tokens;
+            report.cache_write_tokens += record.cache_write_tokens;
+            report.prompt_cache_saved_usd += record.prompt_cache_saved_usd;
         }
         for call in &report.aggregate_calls {
             report.tokens_in += call.usage.input_tokens;
             report.tokens_out += call.usage.output_tokens;
             report.tokens_saved += call.saved.total();
+            report.cache_read_tokens += call.usage.cached_input_tokens;
+            report.cache_write_tokens += call.usage.cache_write_tokens;
+            report.prompt_cache_saved_usd += call.prompt_cache_saved_usd;
         }
         report.files_succeeded = files_succeeded(&records, &unit_files);
         report.units = records;
@@ -256,6 +265,7 @@ impl Reporter for ReportBuilder {
                 usage,
                 saved,
                 cost_usd,
+                cache_saved_usd,
                 cached,
                 truncated,
                 result_file,
@@ -271,7 +281,9 @@ impl Reporter for ReportBuilder {
                         duration_ms: *duration_ms,
                         cost_usd: *cost_usd,
                     };
-                    self.calls.push(call_record(unit, label, call, None));
+                    let mut call = call_record(unit, label, call, None);
+                    call.prompt_cache_saved_usd = *cache_saved_usd;
+                    self.calls.push(call);
                 } else if let Some(r) = self.record(unit) {
                     r.status = UnitStatus::Succeeded;
                     r.result_file = result_file.clone();
@@ -279,6 +291,8 @@ impl Reporter for ReportBuilder {
                     r.tokens_in = usage.input_tokens;
                     r.tokens_out = usage.output_tokens;
                     r.cached_input_tokens = usage.cached_input_tokens;
+                    r.cache_write_tokens = usage.cache_write_tokens;
+                    r.prompt_cache_saved_usd = *cache_saved_usd;
                     r.tokens_saved = saved.total();
                     r.attempts = *attempts;
                     r.duration_ms = *duration_ms;
@@ -319,6 +333,8 @@ impl Reporter for ReportBuilder {
                     r.reason = Some(reason.clone());
                     r.tokens_in = usage.input_tokens;
                     r.tokens_out = usage.output_tokens;
+                    r.cached_input_tokens = usage.cached_input_tokens;
+                    r.cache_write_tokens = usage.cache_write_tokens;
                     r.attempts = *attempts;
                     r.duration_ms = *duration_ms;
                     r.cost_usd = *cost_usd;
@@ -367,6 +383,7 @@ fn call_record(unit: &UnitId, label: &str, call: CallFields, reason: Option<Stri
         truncated: call.truncated,
         duration_ms: call.duration_ms,
         cost_usd: call.cost_usd,
+        prompt_cache_saved_usd: 0.0,
         reason,
     }
 }

@@ -386,6 +386,7 @@ mod tests {
             cache_key: CacheKey(format!("{n:064}")),
             estimated_input_tokens: 1,
             prompt_bytes: 4,
+            prefix: Default::default(),
             blocked: None,
             body: crate::unit::UnitBody::Plain,
         }
@@ -430,6 +431,7 @@ mod tests {
             usage: Default::default(),
             saved: Default::default(),
             cost_usd: 0.01,
+            cache_saved_usd: 0.0,
             cached: false,
             truncated: false,
             result_file: Some(u.result_name.clone()),

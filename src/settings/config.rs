@@ -33,6 +33,8 @@ pub struct RlmConfig {
     /// overrides it.
     #[serde(default, deserialize_with = "batch_api_mode")]
     pub batch_api: Option<BatchApiMode>,
+    /// `false`: never mark prompt prefixes for the provider's cache (as `--no-prompt-cache`).
+    pub prompt_cache: Option<bool>,
 }
 
 /// `rlm.batch_api`: a mode's name, or `true` (`on`) / `false` (`off`).

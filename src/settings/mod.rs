@@ -202,6 +202,9 @@ pub struct ExecSettings {
     /// How long one call may wait out 429s before it fails.
     pub rate_limit_wait: Duration,
     pub cache_mode: CacheMode,
+    /// Mark the shared prompt prefix for the provider's prompt cache (`--no-prompt-cache`
+    /// or `rlm.prompt_cache: false` turn it off).
+    pub prompt_cache: bool,
     /// `--deadline`: the whole run's time limit.
     pub deadline: Option<Duration>,
     /// `--save-trajectory`: where each call is logged.
@@ -294,6 +297,7 @@ impl BatchSettings {
             output_dir,
             aggregate,
             max_parallel,
+            no_prompt_cache,
             no_cache,
             cache_only,
             force,
@@ -454,6 +458,7 @@ impl BatchSettings {
                 backoff_base,
                 rate_limit_wait: Duration::from_secs_f64(rate_limit_wait),
                 deadline: deadline.map(Duration::from_secs_f64),
+                prompt_cache: !no_prompt_cache && config.rlm.prompt_cache != Some(false),
                 trajectory: save_trajectory.map(|p| if p.is_absolute() { p } else { env.cwd.join(p) }),
                 batch_api,
                 cache_mode: if cache_only {

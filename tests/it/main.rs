@@ -27,6 +27,7 @@ mod interfaces;
 mod job;
 mod mock_selftest;
 mod newcomer;
+mod prompt_cache;
 mod pushback;
 mod real_model;
 mod schema;
