@@ -7,10 +7,10 @@ use std::time::Instant;
 
 use super::dispatcher::Dispatcher;
 use super::execution::Execution;
+use super::planning::Plan;
 use crate::aggregate::Aggregate;
 use crate::cache::CacheEntry;
 use crate::exec::Event;
-use crate::input::Manifest;
 use crate::printer::Printer;
 use crate::provider::Usage;
 use crate::report::{Gate, RunEndReason, RunReport, RunStatus};
@@ -20,24 +20,26 @@ use crate::run_dir::RunDir;
 use crate::settings::BatchSettings;
 use crate::unit::{UnitKind, WorkUnit};
 
-/// `settings.json` (the resolved settings, no secret) and `plan.json` (manifest and units)
-/// in the run directory, so a run can be inspected (and later resumed) without its command.
-pub fn plan_files(
-    run_dir: &RunDir,
-    settings: &BatchSettings,
-    manifest: &Manifest,
-    units: &[WorkUnit],
-    printer: &Printer,
-) {
-    let plan = serde_json::json!({ "input": settings.input.source, "manifest": manifest, "units": units });
+/// `settings.json` (the resolved settings and the arguments they came from, no secret; the
+/// plan's identity) and `plan.json` (manifest and units) in the run directory, so a run can
+/// be inspected, resumed and merged without its command.
+pub fn plan_files(run_dir: &RunDir, settings: &BatchSettings, plan: &Plan, printer: &Printer) {
+    let mut recorded = super::recorded_settings(settings);
+    if let Some(map) = recorded.as_object_mut() {
+        map.insert("plan_id".into(), serde_json::json!(plan.plan_id));
+        map.insert("plan_units".into(), serde_json::json!(plan.plan_units));
+    }
+    let plan = serde_json::json!({
+        "input": settings.input.source,
+        "plan_id": plan.plan_id,
+        "manifest": plan.manifest,
+        "units": plan.units,
+    });
     // Each dispatched unit's prompt goes in prompts/ (see job::keep_prompt).
     if let Err(e) = std::fs::create_dir_all(run_dir.dir.join("prompts")) {
         printer.warn(&format!("cannot create the prompts directory: {e}"));
     }
-    for (name, value) in [
-        ("settings.json", serde_json::to_value(settings).unwrap_or_default()),
-        ("plan.json", plan),
-    ] {
+    for (name, value) in [("settings.json", recorded), ("plan.json", plan)] {
         if let Err(e) = run_dir.write(name, &format!("{value:#}\n")) {
             printer.warn(&format!("cannot write {name}: {e}"));
         }

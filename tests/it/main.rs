@@ -29,5 +29,6 @@ mod newcomer;
 mod prompt_cache;
 mod real_model;
 mod schema;
+mod shard;
 mod skill;
 mod spine;
