@@ -10,7 +10,7 @@ use crate::cli::{self as cli, Cli, Command};
 use crate::error::{ExitStatus, RlmError};
 use crate::printer::Printer;
 use crate::settings::{BatchSettings, Environment};
-use crate::{batch, citation, completions, escape, index, job, man_page, printer, process, runs, secret, skill};
+use crate::{batch, citation, completions, escape, index, job, man_page, merge, printer, process, runs, secret, skill};
 
 /// Parses the command line, runs it, prints any error as one line, and returns the
 /// documented exit code.
@@ -44,6 +44,7 @@ pub fn run_cli() -> ExitCode {
             Err(e) => report_error(&error_printer(), &e),
         },
         Command::Job(command) => job::run_command(command, cli.color, &env),
+        Command::Merge(args) => run_merge(args, cli.color, &env),
         Command::Skill(action) => run_skill(action, &env),
         Command::Index(command) => run_index(command),
         Command::VerifyCitations(args) => run_verify_citations(args),
@@ -306,6 +307,37 @@ fn cancel_at_provider(settings: &BatchSettings, run: &str, batches: &[String], h
     runtime
         .block_on(batch::cancel_at_provider(settings, run, batches, holder, &printer))
         .unwrap_or_else(|e| report_error(&printer, &e))
+}
+
+/// `rlm merge RUN_DIR… -o OUT`: the runs checked, then merged as one run.
+fn run_merge(args: cli::MergeArgs, color: cli::ColorArg, env: &Environment) -> ExitStatus {
+    let json = args.json;
+    let plan = match merge::prepare(args, color, env) {
+        Ok(plan) => plan,
+        Err(e) => {
+            let printer = Printer::new(
+                printer::PrinterMode {
+                    json,
+                    ..printer::PrinterMode::default()
+                },
+                secret::Redactor::default(),
+            );
+            return report_error(&printer, &e);
+        }
+    };
+    let printer = Printer::new(plan.settings.output.printer_mode(), plan.settings.redactor());
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            return report_error(
+                &printer,
+                &RlmError::Usage(format!("cannot start the async runtime: {e}")),
+            )
+        }
+    };
+    let outcome = runtime.block_on(merge::run(plan, printer.clone()));
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    outcome.unwrap_or_else(|e| report_error(&printer, &e))
 }
 
 /// A command that prints and succeeds, or fails with one error.

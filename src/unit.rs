@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cache::CacheKey;
 use crate::content::{Chunk, Detection};
@@ -19,7 +19,7 @@ use crate::source::SourceText;
 
 /// A unit's id: `u-` and 16 hex characters of the hash of its inputs' artifact ids, so the
 /// same inputs get the same id in every run (resume and events rely on it).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct UnitId(String);
 

@@ -117,6 +117,13 @@ fn write_json(out: &mut impl Write, settings: &BatchSettings, plan: &Plan, verdi
     put("files_matched", json!(manifest.matched()));
     put("files_sent", json!(manifest.files.len()));
     put("units_planned", json!(units.len()));
+    put("plan_id", json!(plan.plan_id));
+    if let Some(shard) = settings.input.shard {
+        put(
+            "shard",
+            json!({"index": shard.index, "count": shard.count, "plan_units": plan.plan_units}),
+        );
+    }
     put("skipped", json!(manifest.skipped));
     put("unreadable", json!(manifest.unreadable));
     put("cache_hits", json!(pre.hits.len()));

@@ -6,6 +6,9 @@
 //! runs the misses through one pool ([`execution::Execution`]), whose dispatcher keeps
 //! every answer ([`answers::FileAnswer`]) and the spend; reporters only listen. Aggregation
 //! and the findings read those answers; the report is built from the events.
+//!
+//! `rlm merge` ([`run_merged`]) is the same flow with the execution stage replaced: the
+//! units are answered by other runs of the plan ([`served`]).
 
 mod aggregate_stage;
 mod answers;
@@ -22,6 +25,7 @@ mod output;
 mod pending;
 mod planning;
 mod prepass;
+mod served;
 pub(crate) mod startup;
 mod synthesize;
 mod trajectory;
@@ -48,7 +52,8 @@ use batch_api_run::{BatchApiRun, Delivery};
 use dispatcher::{Dispatcher, StopReason};
 use execution::Execution;
 use job::JobContext;
-use planning::{Plan, Planned};
+pub(crate) use planning::{Plan, Planned};
+pub(crate) use served::{Recorded, RecordedUnit};
 
 /// Runs one batch and returns its exit status. An error is something that stopped the
 /// run before any call was made (exit 2) or a refusal at the start; everything after the
@@ -76,7 +81,7 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
         estimate::confirm(&settings, &plan.estimate, &printer)?;
     }
     let run_dir = open_run_dir(&settings, &plan, &printer)?;
-    let mut exec = start(&settings, &plan, &run_dir, &printer, (started, started_at))?;
+    let mut exec = start(&settings, &plan, &run_dir, &printer, (started, started_at), None)?;
     execute(&settings, &plan, &mut exec).await;
     let (paths, answer) = aggregate(&settings, &plan, &run_dir, &mut exec).await;
     let report = finish(
@@ -111,6 +116,56 @@ pub async fn cancel_at_provider(
 ) -> Result<ExitStatus, RlmError> {
     batch_api_run::cancel_at_provider(settings, &RunId::from(run), batches, holder, printer).await?;
     Ok(ExitStatus::Success)
+}
+
+/// Plans a run without starting it (`rlm merge` plans the whole plan its runs split).
+pub(crate) async fn plan(settings: &BatchSettings, printer: &Printer) -> Result<Planned, RlmError> {
+    planning::plan(settings, printer).await
+}
+
+/// What `rlm merge` brings to a run: the units its runs answered, and those runs.
+pub(crate) struct Merged {
+    pub recorded: Recorded,
+    /// The merged runs' ids, as their reports name them.
+    pub runs: Vec<String>,
+    /// What the merged runs estimated, together.
+    pub estimated_cost_usd: f64,
+}
+
+/// `rlm merge`: `plan` (the whole plan) run with its units answered by the merged runs,
+/// then aggregated, its findings collected and reported, as one run over the whole plan.
+pub(crate) async fn run_merged(
+    settings: &BatchSettings,
+    plan: &Plan,
+    merged: &Merged,
+    printer: &Printer,
+) -> Result<ExitStatus, RlmError> {
+    let started = Instant::now();
+    let started_at = jiff::Timestamp::now();
+    let run_dir = open_run_dir(settings, plan, printer)?;
+    let mut exec = start(settings, plan, &run_dir, printer, (started, started_at), Some(merged))?;
+    exec.dispatcher.emit(Event::RunStarted {
+        units: plan.units.len(),
+        cached: 0,
+        to_call: 0,
+        width: settings.exec.parallelism.width,
+        model: plan.model.id.clone(),
+        provider: settings.provider.kind.name().to_string(),
+    });
+    let budget = Budget::of(&plan.model, settings.provider.max_tokens);
+    served::serve(&mut exec.dispatcher, &run_dir, plan, &merged.recorded, budget);
+    let (paths, answer) = aggregate(settings, plan, &run_dir, &mut exec).await;
+    let report = finish(
+        settings,
+        plan,
+        &run_dir,
+        &mut exec,
+        paths,
+        (started, started_at),
+        printer,
+    );
+    output::completion(printer, &report, settings.output.quiet, answer.as_deref());
+    Ok(report.exit_status())
 }
 
 /// The run directory (a resumed run's own), with the plan and settings written into it,
@@ -149,7 +204,7 @@ fn open_run_dir(settings: &BatchSettings, plan: &Plan, printer: &Printer) -> Res
             }
         }
     }
-    write::plan_files(&run_dir, settings, &plan.manifest, &plan.units, printer);
+    write::plan_files(&run_dir, settings, plan, printer);
     tracing::debug!(dir = %run_dir.dir.display(), "run directory ready");
     Ok(run_dir)
 }
@@ -162,6 +217,7 @@ fn start(
     run_dir: &RunDir,
     printer: &Printer,
     (started, started_at): (Instant, jiff::Timestamp),
+    merged: Option<&Merged>,
 ) -> Result<Execution, RlmError> {
     let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();
     let (paid_tx, paid_rx) = tokio::sync::mpsc::unbounded_channel();
@@ -188,7 +244,7 @@ fn start(
     };
     let units = &plan.units;
     let mut builder = ReportBuilder::new(
-        report_context(settings, plan, run_dir),
+        report_context(settings, plan, run_dir, merged),
         units.iter().map(|u| (u.id.clone(), u.label.clone())),
     );
     builder.set_unit_files(
@@ -472,13 +528,7 @@ fn nothing_to_do(settings: &BatchSettings, manifest: &crate::input::Manifest, pr
 /// The run as the task store records it.
 fn new_run(settings: &BatchSettings, run_dir: &RunDir, started_at: jiff::Timestamp) -> NewRun {
     let redactor = settings.redactor();
-    // The arguments, for `rlm resume` to build the settings from (without URL credentials).
-    let mut args = settings.args.clone();
-    args.base_url = args.base_url.map(|u| crate::secret::redact_url(&u).into_owned());
-    let mut recorded = serde_json::to_value(settings).unwrap_or_default();
-    if let Some(map) = recorded.as_object_mut() {
-        map.insert(RECORDED_ARGS.into(), serde_json::to_value(&args).unwrap_or_default());
-    }
+    let recorded = recorded_settings(settings);
     NewRun {
         id: Some(run_dir.run_id.clone()),
         kind: "batch".into(),
@@ -506,6 +556,19 @@ fn new_run(settings: &BatchSettings, run_dir: &RunDir, started_at: jiff::Timesta
 /// Where a run's settings record holds the arguments they were built from.
 pub const RECORDED_ARGS: &str = "args";
 
+/// The settings as a run records them (in the task store and `settings.json`), with the
+/// arguments they were built from, for `rlm resume` and `rlm merge` to build them again
+/// (without URL credentials; keys are never part of either).
+pub(crate) fn recorded_settings(settings: &BatchSettings) -> serde_json::Value {
+    let mut args = settings.args.clone();
+    args.base_url = args.base_url.map(|u| crate::secret::redact_url(&u).into_owned());
+    let mut recorded = serde_json::to_value(settings).unwrap_or_default();
+    if let Some(map) = recorded.as_object_mut() {
+        map.insert(RECORDED_ARGS.into(), serde_json::to_value(&args).unwrap_or_default());
+    }
+    recorded
+}
+
 /// The store's status for a finished run: the report's, in the store's words.
 fn store_status(report: &RunReport) -> StoreRunStatus {
     use crate::report::RunStatus as R;
@@ -520,9 +583,15 @@ fn store_status(report: &RunReport) -> StoreRunStatus {
 }
 
 /// What the report says that events do not.
-fn report_context(settings: &BatchSettings, plan: &Plan, run_dir: &RunDir) -> ReportContext {
+fn report_context(settings: &BatchSettings, plan: &Plan, run_dir: &RunDir, merged: Option<&Merged>) -> ReportContext {
     ReportContext {
         run_id: run_dir.run_id.clone(),
+        plan_id: plan.plan_id.to_string(),
+        shard: settings.input.shard.map(|shard| crate::report::ShardRecord {
+            shard,
+            plan_units: plan.plan_units,
+        }),
+        merged_from: merged.map(|m| m.runs.clone()).unwrap_or_default(),
         pattern: settings.input.pattern.clone(),
         sub_prompt: settings.task.sub_prompt.clone(),
         model: plan.model.id.clone(),
@@ -531,7 +600,7 @@ fn report_context(settings: &BatchSettings, plan: &Plan, run_dir: &RunDir) -> Re
         max_parallel: settings.exec.parallelism.width,
         price_basis: plan.model.price_basis,
         price_tier: plan.delivery.unit_tier(),
-        estimated_cost_usd: plan.estimate.usd,
+        estimated_cost_usd: merged.map_or(plan.estimate.usd, |m| m.estimated_cost_usd),
         files_matched: plan.manifest.matched(),
         skipped: plan.manifest.skipped.clone(),
         unreadable: plan.manifest.unreadable.clone(),

@@ -44,11 +44,22 @@ pub fn init_block(settings: &BatchSettings, plan: &Plan) -> String {
     } else {
         model.cost_text(estimate.usd)
     };
-    let units_line = if units.len() == manifest.files.len() {
+    let mut units_line = if units.len() == manifest.files.len() && settings.input.shard.is_none() {
         String::new()
     } else {
-        format!("Units: {} ({})\n", units.len(), unit_breakdown(units))
+        match units.len() {
+            0 => "Units: 0\n".to_string(),
+            n => format!("Units: {n} ({})\n", unit_breakdown(units)),
+        }
     };
+    if let Some(shard) = settings.input.shard {
+        units_line.push_str(&format!(
+            "Shard: {shard} ({} of the plan's {} units; plan {})\n",
+            units.len(),
+            plan.plan_units,
+            plan.plan_id
+        ));
+    }
     format!(
         "RLM Batch Initialized\nPattern: {}\nFiles matched: {}{skipped}\n{units_line}Sub-prompt: {}\nModel: {} ({} at {})\n\
          Max parallel: {}\nAggregate: {}\nCache: {} hits, {} misses{}\n\

@@ -14,6 +14,7 @@ use crate::printer::Printer;
 use crate::provider::ModelInfo;
 use crate::request::RequestContext;
 use crate::settings::BatchSettings;
+use crate::shard::PlanId;
 use crate::unit::WorkUnit;
 
 /// Everything a run will do, decided before any call.
@@ -22,7 +23,12 @@ pub struct Plan {
     pub model: ModelInfo,
     /// How units become requests (the same for the dry run and the real run).
     pub requests: RequestContext,
+    /// The units this run takes: every planned unit, or those of its `--shard`.
     pub units: Vec<WorkUnit>,
+    /// The whole plan's identity (every unit, whatever the shard).
+    pub plan_id: PlanId,
+    /// Units in the whole plan.
+    pub plan_units: usize,
     pub pre: Prepass,
     pub estimate: Estimate,
     /// Why a real run could not start (a dry run reports it instead of failing).
@@ -98,7 +104,12 @@ pub async fn plan(settings: &BatchSettings, printer: &Printer) -> Result<Planned
         batch_small: settings.task.batch_small,
         chunk_always: settings.task.chunk_always,
     };
-    let units = plan::plan(&manifest, &options, &requests, &model);
+    let mut units = plan::plan(&manifest, &options, &requests, &model);
+    let plan_id = PlanId::of(&units);
+    let plan_units = units.len();
+    if let Some(shard) = settings.input.shard {
+        units.retain(|u| shard.takes(&u.id));
+    }
     warnings.extend(plan::unknown_window_warnings(
         &units,
         &model,
@@ -155,6 +166,8 @@ pub async fn plan(settings: &BatchSettings, printer: &Printer) -> Result<Planned
         model,
         requests,
         units,
+        plan_id,
+        plan_units,
         pre,
         estimate,
         blocker,

@@ -7,10 +7,10 @@ use std::time::Instant;
 
 use super::dispatcher::Dispatcher;
 use super::execution::Execution;
+use super::planning::Plan;
 use crate::aggregate::Aggregate;
 use crate::cache::{Cache, CacheEntry};
 use crate::exec::Event;
-use crate::input::Manifest;
 use crate::printer::Printer;
 use crate::provider::Usage;
 use crate::report::{Gate, RunEndReason, RunReport, RunStatus};
@@ -20,34 +20,36 @@ use crate::run_dir::RunDir;
 use crate::settings::BatchSettings;
 use crate::unit::{UnitKind, WorkUnit};
 
-/// `settings.json` (the resolved settings, no secret) and `plan.json` (manifest and units)
-/// in the run directory, so a run can be inspected (and later resumed) without its command.
-pub fn plan_files(
-    run_dir: &RunDir,
-    settings: &BatchSettings,
-    manifest: &Manifest,
-    units: &[WorkUnit],
-    printer: &Printer,
-) {
+/// `settings.json` (the resolved settings and the arguments they came from, no secret; the
+/// plan's identity) and `plan.json` (manifest and units) in the run directory, so a run can
+/// be inspected, resumed and merged without its command.
+pub fn plan_files(run_dir: &RunDir, settings: &BatchSettings, plan: &Plan, printer: &Printer) {
+    let mut recorded = super::recorded_settings(settings);
+    if let Some(map) = recorded.as_object_mut() {
+        map.insert("plan_id".into(), serde_json::json!(plan.plan_id));
+        map.insert("plan_units".into(), serde_json::json!(plan.plan_units));
+    }
     /// Serialized as it is, not through a `serde_json::Value` (a tree of every unit's
     /// fields, which cost more than the writing for plans of thousands of units).
     #[derive(serde::Serialize)]
     struct PlanFile<'a> {
         input: &'a crate::settings::InputSource,
-        manifest: &'a Manifest,
+        plan_id: &'a crate::shard::PlanId,
+        manifest: &'a crate::input::Manifest,
         units: &'a [WorkUnit],
     }
     let plan = PlanFile {
         input: &settings.input.source,
-        manifest,
-        units,
+        plan_id: &plan.plan_id,
+        manifest: &plan.manifest,
+        units: &plan.units,
     };
     // Each dispatched unit's prompt goes in prompts/ (see job::keep_prompt).
     if let Err(e) = std::fs::create_dir_all(run_dir.dir.join("prompts")) {
         printer.warn(&format!("cannot create the prompts directory: {e}"));
     }
     for (name, text) in [
-        ("settings.json", serde_json::to_string_pretty(settings)),
+        ("settings.json", serde_json::to_string_pretty(&recorded)),
         ("plan.json", serde_json::to_string_pretty(&plan)),
     ] {
         let written = text

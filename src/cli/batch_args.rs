@@ -7,7 +7,7 @@ use clap::{ArgAction, Args, ValueEnum};
 
 use super::numeric::{
     parse_context_window, parse_duration, parse_max_cost, parse_max_files, parse_max_tokens, parse_seconds,
-    parse_temperature, parse_width,
+    parse_shard, parse_temperature, parse_width,
 };
 use super::DirectionArg;
 
@@ -259,6 +259,12 @@ pub struct BatchArgs {
     /// Directory mode: only the files directly in DIR, not in its subdirectories.
     #[arg(long)]
     pub no_recursive: bool,
+
+    /// Take only shard K of N of the planned units (each unit's shard is a hash of its
+    /// stable id): N machines given the same inputs and --shard 1/N … N/N split one job
+    /// with no coordinator, each writing its own run directory; `rlm merge` combines them.
+    #[arg(long, value_name = "K/N", value_parser = parse_shard)]
+    pub shard: Option<crate::shard::Shard>,
 
     /// Process at most N files, the largest (1-100000); the others are listed as skipped.
     /// [default: 20 for a directory, no limit for a glob]

@@ -88,6 +88,44 @@ such run, or it has no batch at the provider; 3 the provider refused the cancel.
     /// file, or the pull-request review of a repository.
     #[command(subcommand)]
     Job(JobCommand),
+    /// Combine runs of one plan over disjoint units — the shards of a `rlm batch --shard
+    /// K/N` split — into one aggregate and one report, as if one run had done them all.
+    #[command(
+        after_help = "Run it where the shards' inputs are (the same checkout and configuration): it plans the \
+job again to check that every run belongs to it. Exit codes as for rlm batch; 2 also when the runs belong to \
+different plans, share units, or are not finished runs."
+    )]
+    Merge(MergeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The run directories to combine (each holds the report.json and settings.json of a
+    /// finished run).
+    #[arg(value_name = "RUN_DIR", required = true)]
+    pub runs: Vec<PathBuf>,
+    /// Where the merged run goes (result files, aggregate, report).
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub output_dir: PathBuf,
+    /// How to combine the answers (summarize and synthesize call the model). [default: the runs' own]
+    #[arg(long, value_enum)]
+    pub aggregate: Option<AggregateArg>,
+    /// Exit 1 when a finding at or above this level exists. [default: the runs' own]
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    pub fail_on: Option<FailOnArg>,
+    /// Also write the findings as SARIF 2.1.0 to PATH. [default: the runs' own]
+    #[arg(long, value_name = "PATH")]
+    pub sarif: Option<PathBuf>,
+    /// Stop the aggregation calls once they have cost this many USD.
+    #[arg(long, value_name = "USD", value_parser = parse_max_cost, allow_negative_numbers = true)]
+    pub max_cost: Option<f64>,
+    /// Print one JSON document on stdout (the merged report) and nothing else.
+    // Repeatable, as every --json: a wrapper may add its own (/rlm-batch does; issue 17).
+    #[arg(long, overrides_with = "json")]
+    pub json: bool,
+    /// No banner and no progress; errors, warnings and failures still go to stderr.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]

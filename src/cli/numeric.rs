@@ -32,6 +32,11 @@ pub fn parse_duration(s: &str) -> Result<f64, String> {
     }
 }
 
+/// `--shard K/N`: N from 1 to 10000, K from 1 to N.
+pub fn parse_shard(s: &str) -> Result<crate::shard::Shard, String> {
+    s.parse()
+}
+
 /// A sampling temperature: 0 to 2, as both APIs accept.
 pub fn parse_temperature(s: &str) -> Result<f32, String> {
     let v = parse_f64(s)?;

@@ -6,7 +6,7 @@ mod markdown;
 
 pub use markdown::format_duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::ExitStatus;
 use crate::input::SkippedFile;
@@ -64,7 +64,7 @@ pub enum Gate {
 }
 
 /// What became of one unit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum UnitStatus {
     Succeeded,
@@ -73,8 +73,8 @@ pub enum UnitStatus {
     NotRun,
 }
 
-/// One unit in the report.
-#[derive(Debug, Clone, Serialize)]
+/// One unit in the report (`rlm merge` reads them back: fields added later default).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct UnitRecord {
     pub id: UnitId,
     /// The unit's label: its file's path for a whole file.
@@ -89,9 +89,11 @@ pub struct UnitRecord {
     /// Of `tokens_in`, read from the provider's prompt cache.
     pub cached_input_tokens: u64,
     /// Of `tokens_in`, written to the provider's prompt cache (Anthropic).
+    #[serde(default)]
     pub cache_write_tokens: u64,
     /// What the provider's prompt cache saved on this unit's call (negative when its
     /// prefix was written and not read back by it).
+    #[serde(default)]
     pub prompt_cache_saved_usd: f64,
     /// Tokens a cache hit saved.
     pub tokens_saved: u64,
@@ -123,6 +125,15 @@ impl UnitRecord {
             reason: None,
         }
     }
+}
+
+/// `--shard K/N`: which part of its plan a run took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardRecord {
+    #[serde(flatten)]
+    pub shard: crate::shard::Shard,
+    /// Units in the whole plan (this run's are in `units`).
+    pub plan_units: usize,
 }
 
 /// One aggregation call (summarize) in the report.
@@ -163,6 +174,15 @@ pub struct RunReport {
     pub gate: Option<Gate>,
     /// The run's id (`batch-{timestamp}`), as in `events.jsonl`.
     pub run_id: String,
+    /// The identity of the run's whole plan (every unit's id and cache key): runs of one
+    /// plan over disjoint units can be combined by `rlm merge`.
+    pub plan_id: String,
+    /// `--shard K/N`: the part of the plan this run took.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardRecord>,
+    /// `rlm merge`: the runs whose units this run combined.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub merged_from: Vec<String>,
     pub pattern: String,
     pub sub_prompt: String,
     pub model: String,
@@ -240,7 +260,7 @@ impl RunReport {
     pub fn decide_status(&self, end: RunEndReason) -> RunStatus {
         if end == RunEndReason::Interrupted {
             RunStatus::Interrupted
-        } else if end == RunEndReason::Fatal || self.succeeded == 0 {
+        } else if end == RunEndReason::Fatal || (self.succeeded == 0 && !self.nothing_to_do()) {
             RunStatus::Failed
         } else if end == RunEndReason::Budget {
             RunStatus::BudgetExceeded
@@ -251,6 +271,11 @@ impl RunReport {
         } else {
             RunStatus::Success
         }
+    }
+
+    /// The run had no unit and nothing failed: a shard that no unit of its plan fell in.
+    fn nothing_to_do(&self) -> bool {
+        self.units.is_empty() && self.failed.is_empty() && self.not_run.is_empty() && self.error.is_none()
     }
 
     /// The exit status: the run's, or 1 when it succeeded but `--fail-on` did not pass.

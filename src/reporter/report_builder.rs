@@ -20,6 +20,9 @@ use crate::unit::{UnitId, UnitKind};
 #[derive(Debug, Clone, Default)]
 pub struct ReportContext {
     pub run_id: String,
+    pub plan_id: String,
+    pub shard: Option<crate::report::ShardRecord>,
+    pub merged_from: Vec<String>,
     pub pattern: String,
     pub sub_prompt: String,
     pub model: String,
@@ -140,6 +143,9 @@ impl ReportBuilder {
             status: RunStatus::Success,
             gate: None,
             run_id: ctx.run_id,
+            plan_id: ctx.plan_id,
+            shard: ctx.shard,
+            merged_from: ctx.merged_from,
             pattern: ctx.pattern,
             sub_prompt: ctx.sub_prompt,
             model: ctx.model,

@@ -20,6 +20,9 @@ fn ctx() -> ReportContext {
             reason: "cannot read: Permission denied".into(),
         }],
         warnings: vec![],
+        plan_id: "p-0".into(),
+        shard: None,
+        merged_from: vec![],
     }
 }
 

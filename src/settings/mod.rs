@@ -118,6 +118,8 @@ pub struct InputSettings {
     /// `--max-files`: the largest this many files are processed (directory mode: default
     /// [`DEFAULT_DIRECTORY_MAX_FILES`]; a glob: no limit unless given).
     pub max_files: Option<usize>,
+    /// `--shard K/N`: only the planned units of shard K of N.
+    pub shard: Option<crate::shard::Shard>,
 }
 
 impl InputSettings {
@@ -321,6 +323,7 @@ impl BatchSettings {
             include,
             exclude,
             no_recursive,
+            shard,
             max_files,
             neighbors_of,
             direction,
@@ -423,6 +426,7 @@ impl BatchSettings {
                 hidden,
                 follow_links,
                 max_files,
+                shard,
             },
             task: TaskSettings {
                 sub_prompt,

@@ -31,5 +31,6 @@ mod prompt_cache;
 mod pushback;
 mod real_model;
 mod schema;
+mod shard;
 mod skill;
 mod spine;
