@@ -117,7 +117,9 @@ impl Printer {
     }
 
     /// The one JSON document of `--json`.
-    pub fn json(&self, value: &serde_json::Value) {
+    pub fn json<T: serde::Serialize + ?Sized>(&self, value: &T) {
+        // Serialized as it is (a report of 100,000 units as a `Value` tree would take
+        // hundreds of megabytes for nothing).
         let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| "null".into());
         self.inner
             .json_written

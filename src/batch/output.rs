@@ -143,7 +143,7 @@ pub fn completion(printer: &Printer, report: &RunReport, quiet: bool, answer: Op
         }
     }
     if printer.mode().json {
-        printer.json(&serde_json::to_value(report).unwrap_or_default());
+        printer.json(report);
         return;
     }
     if let (Some(answer), true) = (answer, quiet) {
