@@ -99,8 +99,8 @@ pub struct JobCallArgs {
     #[arg(long)]
     pub no_cache: bool,
 
-    /// Send map phases through the provider's batch API (50 % cheaper, slower). Not
-    /// available yet: rlm says so and sends nothing.
+    /// Send map phases through the provider's batch API (half the price, results within
+    /// 24 hours); remembered by the job, so resume polls the batches it sent.
     #[arg(long)]
     pub batch_api: bool,
 }

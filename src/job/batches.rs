@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use super::definition::PhaseKind;
 use super::ingest::id_key;
 use super::job_dir::{read_json_if_whole, write_bytes, write_json, JobDir};
 use super::progress::Progress;
@@ -146,7 +147,7 @@ pub async fn run_batches(
     });
     let system = rendering.system(&run.delimiter);
     let schema = rendering.wrapper_schema().map(Arc::new);
-    let mut jobs = Vec::with_capacity(to_run.len());
+    let mut jobs: Vec<BatchJob> = Vec::with_capacity(to_run.len());
     for batch in to_run {
         write_json(&run.dir.batch_input(&phase.name, batch.n), &batch.items)?;
         let name = unit_name(&phase.name, batch.n, generation);
@@ -170,6 +171,35 @@ pub async fn run_batches(
             },
         });
     }
+    // `--batch-api`: a map phase's calls through the provider's batch API first.
+    let mut answered = Vec::new();
+    let mut stopped = false;
+    if phase.kind == PhaseKind::Map
+        && run.settings.exec.batch_api.mode.is_on()
+        && run.settings.exec.cache_mode != crate::cache::CacheMode::ReadOnly
+    {
+        let record = run.dir.batches(&phase.name).join(if generation == 0 {
+            "provider-batches.json".to_string()
+        } else {
+            format!("provider-batches~{generation}.json")
+        });
+        let collected = super::batch_api::collect(
+            super::batch_api::Phase {
+                provider: &provider_settings,
+                model: &model.id,
+                settings: &run.settings.exec.batch_api,
+                record,
+                printer: &run.printer,
+            },
+            &workers,
+            jobs,
+            &mut run.interrupt,
+        )
+        .await?;
+        jobs = collected.rest;
+        answered = collected.answered;
+        stopped = collected.stopped;
+    }
     let JobRun {
         dir,
         record,
@@ -191,6 +221,23 @@ pub async fn run_batches(
         outcome: &mut outcome,
         stop: None,
     };
+    // What the batch API answered counts first, as if the pool had run it.
+    for mut done in answered {
+        done.written = persist(dir, &phase.name, done.n, &done.outcome).await;
+        if handler.finished(done) != Flow::Continue {
+            stopped = true;
+        }
+    }
+    if stopped {
+        let deadline_passed = interrupt.deadline_passed;
+        let stop = handler.stop.take();
+        run.stop = run.stop.take().or(stop).or(Some(if deadline_passed {
+            Stop::Deadline
+        } else {
+            Stop::Interrupted
+        }));
+        return Ok(outcome);
+    }
     // A job's phase calls hand their slots back when they finish (nothing is paid early).
     let (_paid_tx, mut paid) = tokio::sync::mpsc::unbounded_channel();
     let pool = PoolContext {
@@ -241,11 +288,11 @@ fn answer_len(value: &Value) -> usize {
 }
 
 /// A batch in the pool.
-struct BatchJob {
-    n: usize,
-    ids: Vec<Value>,
-    check: Arc<dyn AnswerCheck>,
-    request: WorkerRequest,
+pub(super) struct BatchJob {
+    pub n: usize,
+    pub ids: Vec<Value>,
+    pub check: Arc<dyn AnswerCheck>,
+    pub request: WorkerRequest,
 }
 
 impl exec::Job for BatchJob {
@@ -259,12 +306,25 @@ impl exec::Job for BatchJob {
 }
 
 /// A batch out of the pool.
-struct BatchDone {
+pub(super) struct BatchDone {
     n: usize,
     ids: Vec<Value>,
     outcome: WorkerOutcome,
     /// The accepted answer's output file could not be written.
     written: Result<(), String>,
+}
+
+impl BatchDone {
+    /// `job` ended with `outcome` outside the pool (answered through the batch API); its
+    /// output file is still to be written.
+    pub(super) fn new(job: &BatchJob, outcome: WorkerOutcome) -> Self {
+        BatchDone {
+            n: job.n,
+            ids: job.ids.clone(),
+            outcome,
+            written: Ok(()),
+        }
+    }
 }
 
 /// Writes the batch's output (an accepted answer) or its last rejected answer, off the

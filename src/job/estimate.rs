@@ -68,6 +68,8 @@ pub struct EstimateInput<'a> {
     pub max_tokens: Vec<u32>,
     /// Whether each phase has a prompt (a reduce or report without one calls nothing).
     pub prompts: Vec<bool>,
+    /// `--batch-api`: map phases are billed at the batch price (half of list).
+    pub batch_api: bool,
 }
 
 pub fn estimate(input: &EstimateInput<'_>) -> JobEstimate {
@@ -126,9 +128,18 @@ pub fn estimate(input: &EstimateInput<'_>) -> JobEstimate {
             calls: batches,
             input_tokens,
             output_tokens,
-            usd: model
-                .price
-                .map_or(0.0, |price| price.cost(input_tokens, 0, output_tokens)),
+            usd: model.cost_at(
+                crate::provider::Usage {
+                    input_tokens,
+                    output_tokens,
+                    ..Default::default()
+                },
+                if input.batch_api && p.kind == PhaseKind::Map {
+                    crate::provider::catalog::PriceTier::Batch
+                } else {
+                    crate::provider::catalog::PriceTier::Realtime
+                },
+            ),
             exact: exact || done,
             done,
         });

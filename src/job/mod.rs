@@ -8,6 +8,7 @@
 //! disk (`job_dir`) and run phase by phase (`runner`). `resume` and `rerun` take a job up
 //! again from its `job.json`; `list`, `status` and `export` read it.
 
+mod batch_api;
 mod batch_check;
 mod batches;
 mod cluster;
@@ -154,7 +155,7 @@ fn resolve(
     env: &Environment,
 ) -> Result<JobSettings, RlmError> {
     remembered.overlay(given);
-    JobSettings::resolve(remembered, flags, given.batch_api, color, env)
+    JobSettings::resolve(remembered, flags, color, env)
 }
 
 /// A job before it exists on disk: everything checked, nothing written.
@@ -362,6 +363,7 @@ fn estimate_and_confirm(
             .map(|p| settings.phase_provider(p).map_or(16_000, |p| p.max_tokens))
             .collect(),
         prompts: texts.iter().map(|(p, _)| p.is_some()).collect(),
+        batch_api: settings.exec.batch_api.mode.is_on(),
     };
     let e = estimate::estimate(&input);
     printer.banner(&estimate::table(&e, models));

@@ -50,6 +50,9 @@ pub struct RememberedSettings {
     pub temperature: Option<f32>,
     #[serde(default)]
     pub no_cache: bool,
+    /// `--batch-api`: map phases through the provider's batch API.
+    #[serde(default)]
+    pub batch_api: bool,
 }
 
 impl RememberedSettings {
@@ -68,7 +71,7 @@ impl RememberedSettings {
             context_window,
             temperature,
             no_cache,
-            batch_api: _,
+            batch_api,
         } = given;
         if let Some(p) = provider {
             self.provider = Some(provider_name(*p).to_string());
@@ -91,6 +94,7 @@ impl RememberedSettings {
         self.context_window = context_window.or(self.context_window);
         self.temperature = temperature.or(self.temperature);
         self.no_cache |= no_cache;
+        self.batch_api |= batch_api;
     }
 
     /// What goes into `job.json`: a base URL with credentials is left out.
@@ -154,17 +158,9 @@ impl JobSettings {
     pub fn resolve(
         remembered: RememberedSettings,
         flags: JobRunFlags,
-        batch_api: bool,
         color: ColorArg,
         env: &Environment,
     ) -> Result<Self, RlmError> {
-        if batch_api {
-            return Err(RlmError::Usage(
-                "--batch-api: sending map phases through the providers' batch APIs is not available in rlm yet; \
-                 run without --batch-api (calls are made in real time)"
-                    .into(),
-            ));
-        }
         if remembered.base_url_withheld && remembered.base_url.is_none() {
             return Err(RlmError::Usage(
                 "this job was started with a --base-url that holds credentials, which a job does not store: \
@@ -199,9 +195,14 @@ impl JobSettings {
             env,
         )?;
         let config_parallel = config.max_parallel();
-        // Refused above: a job's phases are realtime calls.
+        // Map phases through the batch API (the other phases' few calls are realtime).
+        if remembered.batch_api && provider.kind == crate::provider::ProviderKind::Command {
+            return Err(RlmError::Usage(
+                "--batch-api: the command provider has no batch API; drop --batch-api or use an HTTP provider".into(),
+            ));
+        }
         let batch_api = crate::settings::BatchApiSettings::resolve(
-            None,
+            remembered.batch_api.then_some(crate::settings::BatchApiMode::On),
             None,
             crate::settings::BatchFallback::Batch,
             provider.kind,

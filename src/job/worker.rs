@@ -191,7 +191,7 @@ pub async fn run_worker(
 }
 
 /// The answer as JSON (a free-text answer is a JSON string).
-fn parse(text: &str, structured: bool) -> Result<Value, String> {
+pub(super) fn parse(text: &str, structured: bool) -> Result<Value, String> {
     if structured {
         extract_json(text)
     } else if text.trim().is_empty() {
@@ -217,7 +217,11 @@ pub fn reask_message(user: &str, errors: &[String]) -> String {
 }
 
 /// A cached answer that still passes the check.
-async fn cached_answer(ctx: &Arc<WorkerContext>, request: &WorkerRequest, check: &dyn AnswerCheck) -> Option<Value> {
+pub(super) async fn cached_answer(
+    ctx: &Arc<WorkerContext>,
+    request: &WorkerRequest,
+    check: &dyn AnswerCheck,
+) -> Option<Value> {
     let (cache, key, max) = (ctx.cache.clone(), request.key.clone(), ctx.max_tokens);
     let entry = match tokio::task::spawn_blocking(move || cache.get(&key, max)).await {
         Ok(Ok(Some(entry))) => entry,
@@ -233,7 +237,12 @@ async fn cached_answer(ctx: &Arc<WorkerContext>, request: &WorkerRequest, check:
 }
 
 /// Caches an accepted answer; `Some(error)` when it could not be written.
-async fn store(ctx: &Arc<WorkerContext>, request: &WorkerRequest, accepted: &Value, usage: Usage) -> Option<String> {
+pub(super) async fn store(
+    ctx: &Arc<WorkerContext>,
+    request: &WorkerRequest,
+    accepted: &Value,
+    usage: Usage,
+) -> Option<String> {
     let text = match accepted {
         Value::String(s) => s.clone(),
         other => other.to_string(),

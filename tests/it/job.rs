@@ -720,11 +720,13 @@ fn gh_problems_and_bad_input_are_one_line_each_and_nothing_is_sent() {
             "--input",
             "gh/prs.json",
             "--batch-api",
+            "--command",
+            "cat",
         ])
         .run();
     refused.assert_exit(2);
     assert!(
-        refused.stderr.contains("--batch-api") && refused.stderr.contains("not available"),
+        refused.stderr.contains("--batch-api") && refused.stderr.contains("no batch API"),
         "{}",
         refused.stderr
     );
@@ -842,5 +844,96 @@ fn the_pr_review_example_job_file_is_the_preset_as_a_file() {
     assert_eq!(
         std::fs::read_to_string(dir.join("prompts/01-classifications.md")).unwrap(),
         p.read("pr-review/classify.md")
+    );
+}
+
+// ---------------------------------------------------------------------------
+// --batch-api: map phases through the provider's batch API
+
+/// Polls every 20 ms (the default schedule waits seconds).
+fn fast(run: Run) -> Run {
+    run.env("RLM_BATCH_POLL_MS", "20")
+}
+
+#[test]
+fn batch_api_sends_the_map_phase_as_one_provider_batch_at_half_the_price() {
+    let mock = MockLlm::start();
+    mock.set_batch_progress(batch::BatchProgress::AfterPolls(1));
+    let p = job_project(12, 4, &[], REPORT_PHASE);
+    let out = fast(p.rlm(&job_args(&mock.url(), &["--batch-api", "--json", "--yes"]))).run();
+    out.assert_exit(0);
+    assert_eq!(out.json()["status"], "SUCCESS", "{}", out.stderr);
+    assert_eq!(mock.batch_submissions(), 1);
+    assert_eq!(mock.batch_sizes(), [3], "three batches of four items, one request each");
+    assert!(map_requests(&mock).is_empty(), "no realtime map call");
+    assert_eq!(mock.requests(), 1, "only the report call is realtime");
+    let dir = only_job(&p);
+    let data = read_json(&dir.join("data/classify.json"));
+    assert_eq!(data.as_array().map(Vec::len), Some(12), "{data}");
+    assert_eq!(batch_outputs(&dir, "classify").len(), 3);
+    assert!(dir.join("batches/classify/provider-batches.json").is_file());
+    // The same job realtime costs twice as much for its map phase.
+    let record = read_json(&dir.join("job.json"));
+    let batch_cost = record["phases"][0]["cost_usd"].as_f64().unwrap();
+    let realtime = MockLlm::start();
+    let q = job_project(12, 4, &[], REPORT_PHASE);
+    q.rlm(&job_args(&realtime.url(), &["-q", "--yes"])).run().assert_exit(0);
+    let record = read_json(&only_job(&q).join("job.json"));
+    let realtime_cost = record["phases"][0]["cost_usd"].as_f64().unwrap();
+    assert!(batch_cost > 0.0);
+    assert!(
+        (batch_cost * 2.0 - realtime_cost).abs() < 1e-9,
+        "{batch_cost} vs {realtime_cost}"
+    );
+}
+
+#[test]
+fn batch_api_job_killed_while_waiting_resumes_by_polling_the_batch_it_sent() {
+    let mock = MockLlm::start();
+    mock.set_batch_progress(batch::BatchProgress::Held);
+    let p = job_project(8, 4, &[], REPORT_PHASE);
+    let running = fast(p.rlm(&job_args(&mock.url(), &["--batch-api", "--yes"]))).spawn();
+    assert!(
+        wait_until(Duration::from_secs(30), || mock.batch_polls() >= 2),
+        "the job submits and polls"
+    );
+    running.signal("KILL");
+    let _ = running.wait();
+    assert_eq!(mock.batch_submissions(), 1);
+    let dir = only_job(&p);
+    assert!(batch_outputs(&dir, "classify").is_empty());
+
+    mock.set_batch_progress(batch::BatchProgress::AfterPolls(1));
+    // `--batch-api` is remembered: the resume polls the batch, never sends it again.
+    let out = fast(p.rlm(&["job", "resume", &job_id(&dir), "--json"])).run();
+    out.assert_exit(0);
+    assert_eq!(out.json()["status"], "SUCCESS", "{}", out.stderr);
+    assert_eq!(mock.batch_submissions(), 1, "{}", out.stderr);
+    assert!(map_requests(&mock).is_empty(), "no realtime map call");
+    assert_eq!(batch_outputs(&dir, "classify").len(), 2);
+}
+
+#[test]
+fn batch_api_answers_that_fail_the_check_are_asked_again_in_real_time() {
+    let mock = MockLlm::start();
+    mock.set_batch_progress(batch::BatchProgress::AfterPolls(1));
+    // Entry 3's batch answers an invalid kind until it is asked again with the errors:
+    // the batch API's answer is rejected, and the realtime worker asks (twice).
+    let hints = vec![(3, first_attempt_hint(&json!({"kind": "bogus"})))];
+    let p = job_project(8, 4, &hints, "");
+    let out = fast(p.rlm(&job_args(&mock.url(), &["--batch-api", "--json", "--yes"]))).run();
+    out.assert_exit(0);
+    assert_eq!(out.json()["status"], "SUCCESS", "{}", out.stderr);
+    assert_eq!(mock.batch_submissions(), 1);
+    let realtime = map_requests(&mock);
+    assert_eq!(realtime.len(), 2, "only the rejected batch goes realtime: {realtime:?}");
+    assert!(
+        realtime.iter().all(|ids| ids.contains(&"e3".to_string())),
+        "{realtime:?}"
+    );
+    let dir = only_job(&p);
+    assert_eq!(
+        read_json(&dir.join("data/classify.json")).as_array().map(Vec::len),
+        Some(8)
     );
 }

@@ -1,0 +1,251 @@
+//! `rlm job --batch-api`: a map phase's worker calls through the provider's batch API, at
+//! half the price. Each batch of items is one request of a provider batch; the provider
+//! batch's id and custom ids are written to `batches/{phase}/provider-batches.json`
+//! *before* rlm waits for it, so a crash, Ctrl-C or `--deadline` leaves it running at the
+//! provider and `rlm job resume` polls it again — never submitting those requests twice.
+//!
+//! An answer that comes back is checked like a realtime worker's (the schema and the
+//! batch: every id once); an accepted answer is cached, then written as the batch's output
+//! file, and counts at the batch price. Requests that errored, expired or were canceled,
+//! and answers the check rejects, are left to the realtime workers, which ask again with
+//! the errors appended, under the phase's `retries`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::batches::{BatchDone, BatchJob};
+use super::job_dir::{read_json_if_whole, write_json};
+use super::worker::{cached_answer, parse, store, WorkerContext, WorkerEnd, WorkerOutcome};
+use crate::error::RlmError;
+use crate::exec::Interrupt;
+use crate::printer::Printer;
+use crate::provider::batch_api::{
+    batch_api, custom_id_for, submit_all, BatchApi, BatchItem, BatchTimeouts, ItemOutcome, Submitted,
+};
+use crate::provider::catalog::PriceTier;
+use crate::provider::{CompletionRequest, HttpConfig};
+use crate::settings::{BatchApiSettings, ProviderSettings};
+
+/// The provider batches of one phase (and generation), as written before waiting.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Record {
+    batches: Vec<RecordedBatch>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct RecordedBatch {
+    id: String,
+    custom_ids: Vec<String>,
+}
+
+/// What the phase's batch API needs besides its jobs.
+pub struct Phase<'a> {
+    pub provider: &'a ProviderSettings,
+    pub model: &'a str,
+    pub settings: &'a BatchApiSettings,
+    /// `batches/{phase}/provider-batches[~N].json`.
+    pub record: PathBuf,
+    pub printer: &'a Printer,
+}
+
+/// What the batch API did for a phase: the batches it answered (for the dispatcher to
+/// count), the rest for the realtime workers, and whether the job must stop now (Ctrl-C or
+/// the deadline while waiting: the provider batch keeps running).
+pub struct Collected {
+    pub answered: Vec<BatchDone>,
+    pub rest: Vec<BatchJob>,
+    pub stopped: bool,
+}
+
+/// Sends `jobs` that miss the cache through the batch API (or finds the batches an earlier
+/// attempt sent), waits for them and collects their answers.
+pub async fn collect(
+    phase: Phase<'_>,
+    workers: &Arc<WorkerContext>,
+    jobs: Vec<BatchJob>,
+    interrupt: &mut Interrupt,
+) -> Result<Collected, RlmError> {
+    let started = Instant::now();
+    let api = client(phase.provider, phase.model)?;
+    let mut record: Record = read_json_if_whole(&phase.record).unwrap_or_default();
+    let recorded: HashMap<String, ()> = record
+        .batches
+        .iter()
+        .flat_map(|b| b.custom_ids.iter().map(|c| (c.clone(), ())))
+        .collect();
+    // Jobs by custom id; those with a valid cached answer go to the pool, which serves it.
+    let mut by_id: BTreeMap<String, BatchJob> = BTreeMap::new();
+    let mut rest = Vec::new();
+    let mut to_send = Vec::new();
+    for job in jobs {
+        if workers.cache_reads && cached_answer(workers, &job.request, job.check.as_ref()).await.is_some() {
+            rest.push(job);
+            continue;
+        }
+        let custom_id = custom_id_for(job.request.unit.as_str());
+        if !recorded.contains_key(&custom_id) {
+            to_send.push(BatchItem {
+                custom_id: custom_id.clone(),
+                request: request_of(workers, &job),
+            });
+        }
+        by_id.insert(custom_id, job);
+    }
+    if !to_send.is_empty() {
+        let path = phase.record.clone();
+        let report = submit_all(api.as_ref(), to_send, |submitted: &Submitted| {
+            record.batches.push(RecordedBatch {
+                id: submitted.batch_id.clone(),
+                custom_ids: submitted.custom_ids.clone(),
+            });
+            write_json(&path, &record).map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|e| RlmError::Provider(format!("--batch-api: {e}")))?;
+        for (custom_id, e) in report.rejected {
+            phase.printer.warn(&format!(
+                "{custom_id}: not sent through the batch API ({e}): sent in real time"
+            ));
+        }
+        for s in &report.submitted {
+            phase.printer.progress(&format!(
+                "  submitted provider batch {} ({} requests); rlm job resume collects it if this rlm stops",
+                s.batch_id,
+                s.custom_ids.len()
+            ));
+        }
+    }
+    let mut answered = Vec::new();
+    for batch in record.batches.clone() {
+        if !batch.custom_ids.iter().any(|c| by_id.contains_key(c)) {
+            continue; // Everything it answered is done.
+        }
+        let Some(state) = wait(api.as_ref(), &batch.id, phase.settings, phase.printer, interrupt).await? else {
+            phase.printer.warn(&format!(
+                "the batch keeps running at the provider ({}); rlm job resume collects it",
+                batch.id
+            ));
+            rest.extend(by_id.into_values());
+            return Ok(Collected {
+                answered,
+                rest,
+                stopped: true,
+            });
+        };
+        let mut results = api
+            .results(&state)
+            .await
+            .map_err(|e| RlmError::Provider(format!("--batch-api: cannot read the results of {}: {e}", batch.id)))?;
+        while let Some(item) = results.next().await {
+            let item =
+                item.map_err(|e| RlmError::Provider(format!("--batch-api: the results of {}: {e}", batch.id)))?;
+            let ItemOutcome::Succeeded(reply) = &item.outcome else {
+                continue; // Errored, expired or canceled: the realtime workers ask again.
+            };
+            let Some(job) = by_id.get(&item.custom_id) else {
+                continue;
+            };
+            let request = request_of(workers, job);
+            let Ok(completion) = reply.completion(&request) else {
+                continue;
+            };
+            let Ok(value) = parse(&completion.text, job.request.schema.is_some()) else {
+                continue;
+            };
+            let Ok(accepted) = job.check.check(&value) else {
+                continue; // Rejected: asked again in real time, with the errors.
+            };
+            let Some(job) = by_id.remove(&item.custom_id) else {
+                continue;
+            };
+            let write_error = store(workers, &job.request, &accepted, completion.usage).await;
+            answered.push(BatchDone::new(
+                &job,
+                WorkerOutcome {
+                    end: WorkerEnd::Accepted(accepted),
+                    cached: false,
+                    usage: completion.usage,
+                    cost_usd: workers.model.cost_at(completion.usage, PriceTier::Batch),
+                    calls: 1,
+                    reasked: 0,
+                    duration_ms: started.elapsed().as_millis() as u64,
+                    write_error,
+                },
+            ));
+        }
+    }
+    rest.extend(by_id.into_values());
+    Ok(Collected {
+        answered,
+        rest,
+        stopped: false,
+    })
+}
+
+/// The request a batch's worker sends first (see `worker::run_worker`).
+fn request_of(workers: &WorkerContext, job: &BatchJob) -> CompletionRequest {
+    CompletionRequest {
+        system: job.request.system.clone(),
+        user: job.request.user.clone(),
+        max_tokens: workers.max_tokens,
+        schema: job.request.schema.clone(),
+        cache_prefix: true,
+        ..CompletionRequest::default()
+    }
+}
+
+fn client(p: &ProviderSettings, model: &str) -> Result<Box<dyn BatchApi>, RlmError> {
+    let config = HttpConfig {
+        kind: p.kind,
+        base_url: p.base_url.clone(),
+        api_key: p.api_key.clone(),
+        model: model.to_string(),
+        temperature: p.temperature,
+        timeout: p.timeout,
+        connect_timeout: p.connect_timeout,
+    };
+    batch_api(&config, None, BatchTimeouts::default()).map_err(|e| RlmError::Usage(format!("--batch-api: {e}")))
+}
+
+/// Polls `batch_id` until it has ended (its state), or `None` when Ctrl-C or the deadline
+/// came first. Polls back off as the settings say; faults of a poll are retried.
+async fn wait(
+    api: &dyn BatchApi,
+    batch_id: &str,
+    settings: &BatchApiSettings,
+    printer: &Printer,
+    interrupt: &mut Interrupt,
+) -> Result<Option<crate::provider::batch_api::BatchState>, RlmError> {
+    let started = Instant::now();
+    let mut polls = 0u32;
+    let mut last_said = Instant::now();
+    loop {
+        match api.poll(batch_id).await {
+            Ok(state) if state.has_ended() => return Ok(Some(state)),
+            Ok(state) => {
+                if polls == 0 || last_said.elapsed() >= Duration::from_secs(60) {
+                    printer.progress(&format!(
+                        "  waiting for provider batch {batch_id}: {}/{} done, {} errored, {}s waited",
+                        state.counts.done(),
+                        state.counts.total(),
+                        state.counts.errored,
+                        started.elapsed().as_secs()
+                    ));
+                    last_said = Instant::now();
+                }
+            }
+            Err(e) if e.is_retryable() => printer.progress(&format!("  polling {batch_id}: {e}; polling again")),
+            Err(e) => return Err(RlmError::Provider(format!("--batch-api: cannot poll {batch_id}: {e}"))),
+        }
+        let delay = settings.poll.delay(polls);
+        polls += 1;
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            () = interrupt.recv() => return Ok(None),
+        }
+    }
+}
