@@ -45,6 +45,8 @@ pub struct JobContext {
     pub read_cache: bool,
     /// False under `--cache-only`: an uncached call fails instead of calling.
     pub may_call: bool,
+    /// The run's answer journal (see [`super::pending`]).
+    pub journal: Option<Arc<super::pending::Journal>>,
 }
 
 /// A job of the pool.
@@ -222,6 +224,16 @@ pub(super) async fn keep_paid(
 ) -> JobOutcome {
     let entry = cache_entry(&ctx, rendered.key.clone(), &unit, &text, &outcome);
     let entry = Arc::new(entry);
+    // Journaled (one append, which survives a kill -9): the slot is handed back now, and
+    // the cache entry is written while the next call runs.
+    let mut journaled = false;
+    if let (Some(journal), true) = (&ctx.journal, outcome.slot.is_some()) {
+        let (journal, line) = (journal.clone(), entry.clone());
+        if let Ok(Ok(())) = tokio::task::spawn_blocking(move || journal.append(&line)).await {
+            journaled = true;
+            hand_back(&ctx, &unit, &mut outcome);
+        }
+    }
     let in_place = {
         let (ctx, entry) = (ctx.clone(), entry.clone());
         let (label, result_name) = (unit.label.clone(), unit.result_name.clone());
@@ -237,22 +249,17 @@ pub(super) async fn keep_paid(
         Ok(Ok(unsynced)) => {
             // The answer is in place: the dispatcher counts its cost and frees the slot
             // while this job waits for the disk (the answer counts once that is done).
-            if let Some(slot) = outcome.slot.take() {
-                let paid = exec::Paid {
-                    unit: unit.id.clone(),
-                    usage: outcome.usage,
-                    slot,
-                };
-                if let Err(unsent) = ctx.paid.send(paid) {
-                    outcome.slot = Some(unsent.0.slot);
-                }
-            }
+            hand_back(&ctx, &unit, &mut outcome);
             let ctx = ctx.clone();
             let (label, result_name) = (unit.label.clone(), unit.result_name.clone());
             tokio::task::spawn_blocking(move || {
-                unsynced
+                let synced = unsynced
                     .sync()
-                    .map_err(|e| uncached(&ctx, &entry, &label, Some(&result_name), &e))
+                    .map_err(|e| uncached(&ctx, &entry, &label, Some(&result_name), &e));
+                if let (Ok(()), Some(journal), true) = (&synced, &ctx.journal, journaled) {
+                    journal.cached();
+                }
+                synced
             })
             .await
         }
@@ -290,6 +297,21 @@ async fn persist(
         Ok(Ok(())) => None,
         Ok(Err(e)) => Some(e),
         Err(e) => Some(format!("internal error while caching the answer: {e}")),
+    }
+}
+
+/// Tells the dispatcher the unit's calls are paid for and hands its slot back, when it
+/// still holds one.
+fn hand_back(ctx: &JobContext, unit: &WorkUnit, outcome: &mut JobOutcome) {
+    if let Some(slot) = outcome.slot.take() {
+        let paid = exec::Paid {
+            unit: unit.id.clone(),
+            usage: outcome.usage,
+            slot,
+        };
+        if let Err(unsent) = ctx.paid.send(paid) {
+            outcome.slot = Some(unsent.0.slot);
+        }
     }
 }
 

@@ -193,7 +193,7 @@ fn open_run_dir(settings: &BatchSettings, plan: &Plan, printer: &Printer) -> Res
         plan.cache
             .prepare()
             .map_err(|e| RlmError::Cache(format!("{e}: the cache must be writable before anything is paid for")))?;
-        if !plan.pending.is_empty() {
+        if !plan.pending.is_empty() || run_dir.dir.join(pending::JOURNAL).exists() {
             // Answers an earlier attempt paid for but could not cache: into the cache now.
             match pending::settle(&run_dir.dir, &plan.cache) {
                 (moved, None) => tracing::debug!(moved, "kept answers cached"),
@@ -279,7 +279,16 @@ fn start(
                 .ok()
         }),
     };
+    // Realtime answers are journaled before their slot is handed back (see `pending`).
+    let journal = match pending::Journal::open(&run_dir.dir) {
+        Ok(journal) => Some(Arc::new(journal)),
+        Err(e) => {
+            tracing::debug!(error = %e, "no answer journal: answers are cached before their slot is freed");
+            None
+        }
+    };
     let jobs = Arc::new(JobContext {
+        journal,
         call: Arc::new(call),
         paid: paid_tx,
         cache: plan.cache.clone(),
@@ -455,6 +464,9 @@ fn finish(
     printer: &Printer,
 ) -> RunReport {
     exec.dispatcher.reporters.progress.finish();
+    if let Some(journal) = &exec.jobs.journal {
+        journal.retire();
+    }
     if exec.deadline_passed() {
         let limit = settings.exec.deadline.map(|d| d.as_secs_f64()).unwrap_or_default();
         exec.dispatcher.reporters.builder.add_error(format!(

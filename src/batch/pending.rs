@@ -1,5 +1,13 @@
 //! Answers paid for but not cached: kept in the run directory until the cache takes them.
 //!
+//! Every answer first goes into the run's journal (`answers.journal`: one JSON cache entry
+//! per line, appended by one write while the call still holds its slot): a written line
+//! survives a `kill -9`, and appending to an open file costs microseconds where creating
+//! the cache's file costs a file system's inode allocation, so the slot is handed back
+//! sooner. The cache entry is written (and fsynced) after. A journal whose every line was
+//! cached is removed when the run ends; `rlm resume` serves what a killed attempt left in
+//! it, like the answers below.
+//!
 //! When the cache cannot take an answer (a full disk, a broken cache directory), the answer
 //! is written to `pending-cache/<key>.json` in the run directory — the cache entry as it
 //! would have been stored — beside its result file, and dispatching stops. `rlm resume`
@@ -7,13 +15,84 @@
 //! either way, so an answer is never paid for twice because the cache failed once.
 
 use std::collections::HashMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use crate::cache::{Cache, CacheEntry};
 use crate::fs_atomic::{write_atomic, Durability};
 
 /// The directory in a run directory that holds answers the cache did not take.
 pub const PENDING_DIR: &str = "pending-cache";
+
+/// The run's journal of answers (see the module doc).
+pub const JOURNAL: &str = "answers.journal";
+
+/// The open journal of a run.
+#[derive(Debug)]
+pub struct Journal {
+    file: Mutex<std::fs::File>,
+    path: PathBuf,
+    /// Lines appended, and lines whose cache entry was then written and fsynced.
+    appended: AtomicU64,
+    cached: AtomicU64,
+    /// It held lines of an earlier attempt that could not be cached: never removed here.
+    earlier: bool,
+}
+
+impl Journal {
+    /// Opens (or creates) the journal of run directory `dir` for appending.
+    pub fn open(dir: &Path) -> std::io::Result<Journal> {
+        let path = dir.join(JOURNAL);
+        let file = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
+        let earlier = file.metadata().map(|m| m.len() > 0).unwrap_or(true);
+        Ok(Journal {
+            file: Mutex::new(file),
+            path,
+            appended: AtomicU64::new(0),
+            cached: AtomicU64::new(0),
+            earlier,
+        })
+    }
+
+    /// Appends `entry` as one line, with one write (a torn last line is skipped on load).
+    pub fn append(&self, entry: &CacheEntry) -> std::io::Result<()> {
+        let mut line = serde_json::to_vec(entry).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        let mut file = self
+            .file
+            .lock()
+            .map_err(|_| std::io::Error::other("the journal's lock is poisoned"))?;
+        file.write_all(&line)?;
+        self.appended.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// An appended answer is now in the cache, fsynced.
+    pub fn cached(&self) {
+        self.cached.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// At the end of the run: the journal goes when every line it holds is cached (an
+    /// earlier attempt's lines were cached by `settle` before this attempt started).
+    pub fn retire(&self) {
+        if !self.earlier && self.appended.load(Ordering::Relaxed) == self.cached.load(Ordering::Relaxed) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// The answers of the journal of run directory `dir` (a torn or unreadable line skipped).
+fn journal_entries(dir: &Path) -> Vec<CacheEntry> {
+    let Ok(bytes) = std::fs::read(dir.join(JOURNAL)) else {
+        return Vec::new();
+    };
+    bytes
+        .split(|&b| b == b'\n')
+        .filter_map(|line| serde_json::from_slice::<CacheEntry>(line).ok())
+        .collect()
+}
 
 /// Keeps `entry` in the run directory `dir` (durably: it may be the only copy of a paid
 /// answer); returns where.
@@ -29,17 +108,19 @@ pub fn keep(dir: &Path, entry: &CacheEntry) -> std::io::Result<PathBuf> {
 /// The answers kept in the run directory `dir`, by cache key (none when there are none, or
 /// the directory cannot be read: a missing answer is paid for again, never invented).
 pub fn load(dir: &Path) -> HashMap<String, CacheEntry> {
+    let mut kept: HashMap<String, CacheEntry> = journal_entries(dir)
+        .into_iter()
+        .map(|entry| (entry.key.clone(), entry))
+        .collect();
     let Ok(entries) = std::fs::read_dir(dir.join(PENDING_DIR)) else {
-        return HashMap::new();
+        return kept;
     };
-    entries
-        .flatten()
-        .filter_map(|e| {
-            let bytes = std::fs::read(e.path()).ok()?;
-            let entry: CacheEntry = serde_json::from_slice(&bytes).ok()?;
-            Some((entry.key.clone(), entry))
-        })
-        .collect()
+    kept.extend(entries.flatten().filter_map(|e| {
+        let bytes = std::fs::read(e.path()).ok()?;
+        let entry: CacheEntry = serde_json::from_slice(&bytes).ok()?;
+        Some((entry.key.clone(), entry))
+    }));
+    kept
 }
 
 /// Moves the kept answers of run directory `dir` into the cache; returns how many moved and
@@ -57,6 +138,10 @@ pub fn settle(dir: &Path, cache: &Cache) -> (usize, Option<String>) {
                 error.get_or_insert_with(|| e.to_string());
             }
         }
+    }
+    if error.is_none() {
+        // Every line of the journal is cached now.
+        let _ = std::fs::remove_file(dir.join(JOURNAL));
     }
     (moved, error)
 }
@@ -92,5 +177,46 @@ mod tests {
         assert!(load(&run).is_empty(), "moved, not copied");
         let got = cache.get(&crate::cache::CacheKey(key.clone()), 10).unwrap().unwrap();
         assert_eq!(got.text, format!("answer {key}"));
+    }
+
+    #[test]
+    fn journaled_answers_are_served_a_torn_line_skipped_and_settled_then_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("run");
+        fs_err::create_dir_all(&run).unwrap();
+        let (a, b) = ("cd".repeat(32), "ef".repeat(32));
+        let journal = Journal::open(&run).unwrap();
+        journal.append(&entry(&a)).unwrap();
+        journal.append(&entry(&b)).unwrap();
+        drop(journal);
+        // A kill -9 in the middle of a write leaves a torn last line.
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(run.join(JOURNAL))
+            .unwrap();
+        file.write_all(b"{\"key\":\"torn").unwrap();
+        let loaded = load(&run);
+        assert_eq!(loaded.len(), 2);
+        assert_eq!(loaded[&b].text, format!("answer {b}"));
+        // An attempt that finds earlier lines never removes them itself.
+        let again = Journal::open(&run).unwrap();
+        again.retire();
+        assert!(run.join(JOURNAL).exists());
+        let cache = Cache::new(&dir.path().join("rlm"));
+        assert_eq!(settle(&run, &cache), (2, None));
+        assert!(!run.join(JOURNAL).exists(), "every line is cached: the journal goes");
+        assert!(cache.get(&crate::cache::CacheKey(a.clone()), 10).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_journal_is_retired_only_when_every_line_was_cached() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Journal::open(dir.path()).unwrap();
+        journal.append(&entry(&"01".repeat(32))).unwrap();
+        journal.retire();
+        assert!(dir.path().join(JOURNAL).exists(), "one line is not cached yet");
+        journal.cached();
+        journal.retire();
+        assert!(!dir.path().join(JOURNAL).exists());
     }
 }

@@ -565,3 +565,36 @@ fn resume_builds_the_settings_from_the_recorded_arguments_not_a_command_line() {
     assert_eq!(mock.requests(), 12, "each file requested once over both runs");
     assert_eq!(p.report()["succeeded"], 12);
 }
+
+#[test]
+fn answers_a_killed_run_journaled_but_never_cached_are_not_paid_again() {
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(6);
+    let url = mock.url();
+    p.rlm(&batch("src/*.ts", &url, &["-o", "out"])).run().assert_exit(0);
+    assert!(
+        !p.exists("out/answers.journal"),
+        "a finished run's journal is gone: all of it is cached"
+    );
+    assert_eq!(mock.requests(), 6);
+    // What a kill -9 between the journal's append and the cache's write leaves: the answers
+    // in the run directory's journal, none in the cache.
+    let cache = p.path().join(".aiwg/rlm/cache/results-v1");
+    let mut journal = String::new();
+    for f in files_under(&cache) {
+        if f.extension().is_some_and(|e| e == "json") && !f.to_string_lossy().contains("/.tmp") {
+            journal.push_str(std::fs::read_to_string(&f).unwrap().trim());
+            journal.push('\n');
+        }
+    }
+    assert_eq!(journal.lines().count(), 6);
+    std::fs::remove_dir_all(&cache).unwrap();
+    std::fs::write(p.path().join("out/answers.journal"), journal).unwrap();
+    mock.reset_counts();
+    let out = p.rlm(&batch("src/*.ts", &url, &["-o", "out"])).run();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 0, "served from the journal: {}", out.stderr);
+    assert_eq!(p.report()["cache_hits"], 6);
+    assert_eq!(cached_entries(&p), 6, "and put into the cache");
+    assert!(!p.exists("out/answers.journal"));
+}
