@@ -214,7 +214,10 @@ impl HttpProvider {
         let cap = reply_cap(request.max_tokens);
         let event_stream = header("content-type").is_some_and(|t| t.starts_with("text/event-stream"));
         let mut completion = if stream && event_stream {
-            self.read_stream(&mut response, cap).await
+            // Of what was sent: the body less its JSON framing, as the plan estimates it.
+            let prompt_tokens =
+                crate::tokens::expected((request.system.len() + request.shared.len() + request.user.len()) as u64);
+            self.read_stream(&mut response, cap, prompt_tokens).await
         } else {
             // A server that ignored `stream` answers whole, as any other.
             let bytes = self
@@ -273,7 +276,12 @@ impl HttpProvider {
     }
 
     /// A streamed reply: each chunk within `--timeout` of the one before.
-    async fn read_stream(&self, response: &mut reqwest::Response, cap: usize) -> Result<Completion, CallError> {
+    async fn read_stream(
+        &self,
+        response: &mut reqwest::Response,
+        cap: usize,
+        prompt_tokens: u64,
+    ) -> Result<Completion, CallError> {
         let mut reply = StreamedReply::new(cap);
         let mut received = 0usize;
         loop {
@@ -288,7 +296,7 @@ impl HttpProvider {
                     ))
                 }
                 Ok(Err(e)) => return Err(self.body_error(&e)),
-                Ok(Ok(None)) => return reply.finish(),
+                Ok(Ok(None)) => return reply.finish(prompt_tokens),
                 Ok(Ok(Some(chunk))) => {
                     received += chunk.len();
                     if received > cap.saturating_mul(STREAM_OVERHEAD) {

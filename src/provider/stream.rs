@@ -27,6 +27,10 @@ pub struct StreamedReply {
     refusal: bool,
     finish_reason: Option<String>,
     usage: Usage,
+    /// A chunk carried `usage` (servers such as llama-cpp-python never send it).
+    usage_seen: bool,
+    /// Chunks that carried content: a token each, as local servers stream them.
+    content_chunks: u64,
     done: bool,
     /// The most text (and the longest line) this reply may have: see `http::reply_cap`.
     cap: usize,
@@ -41,6 +45,8 @@ impl StreamedReply {
             refusal: false,
             finish_reason: None,
             usage: Usage::default(),
+            usage_seen: false,
+            content_chunks: 0,
             done: false,
             cap,
         }
@@ -103,6 +109,7 @@ impl StreamedReply {
         }
         if let Some(choice) = chunk.get("choices").and_then(Value::as_array).and_then(|c| c.first()) {
             if let Some(piece) = choice.pointer("/delta/content").and_then(Value::as_str) {
+                self.content_chunks += u64::from(!piece.is_empty());
                 self.text.push_str(piece);
                 if self.text.len() > self.cap {
                     return Err(too_large(self.cap));
@@ -116,6 +123,7 @@ impl StreamedReply {
             }
         }
         if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+            self.usage_seen = true;
             let field = |ptr: &str| usage.pointer(ptr).and_then(Value::as_u64).unwrap_or(0);
             self.usage = Usage {
                 input_tokens: field("/prompt_tokens"),
@@ -127,8 +135,10 @@ impl StreamedReply {
         Ok(())
     }
 
-    /// The stream ended: the answer, or why there is none.
-    pub fn finish(mut self) -> Result<Completion, CallError> {
+    /// The stream ended: the answer, or why there is none. A stream that never said its
+    /// usage counts its content chunks as output tokens and `prompt_tokens` (an estimate
+    /// from the request's size) as input, so a local server's work is not reported as none.
+    pub fn finish(mut self, prompt_tokens: u64) -> Result<Completion, CallError> {
         let last = std::mem::take(&mut self.partial);
         self.line(&last)?;
         let data = std::mem::take(&mut self.data);
@@ -142,6 +152,10 @@ impl StreamedReply {
                 self.finish_reason.as_deref().unwrap_or("none")
             ))
             .into());
+        }
+        if !self.usage_seen {
+            self.usage.input_tokens = prompt_tokens;
+            self.usage.output_tokens = self.content_chunks;
         }
         Ok(Completion {
             text: self.text,
@@ -195,7 +209,7 @@ mod tests {
             for piece in body.as_bytes().chunks(split) {
                 reply.feed(piece).unwrap();
             }
-            let c = reply.finish().unwrap();
+            let c = reply.finish(0).unwrap();
             assert_eq!(c.text, "Hello");
             assert!(c.truncated);
             assert_eq!((c.usage.input_tokens, c.usage.output_tokens), (7, 2));
@@ -203,15 +217,32 @@ mod tests {
     }
 
     #[test]
+    fn a_stream_without_usage_counts_its_chunks_and_the_prompt_estimate() {
+        // llama-cpp-python's server ignores stream_options.include_usage.
+        let body = format!(
+            "{}{}{}data: {}\n\ndata: [DONE]\n\n",
+            chunk("Hel"),
+            chunk(""),
+            chunk("lo"),
+            serde_json::json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+        );
+        let mut reply = StreamedReply::new(1000);
+        reply.feed(body.as_bytes()).unwrap();
+        let c = reply.finish(40).unwrap();
+        assert_eq!(c.text, "Hello");
+        assert_eq!((c.usage.input_tokens, c.usage.output_tokens), (40, 2));
+    }
+
+    #[test]
     fn an_unfinished_stream_is_malformed_and_an_empty_one_empty() {
         let mut cut = StreamedReply::new(1000);
         cut.feed(chunk("Hel").as_bytes()).unwrap();
-        assert_eq!(cut.finish().unwrap_err().kind, ErrorKind::Transient);
+        assert_eq!(cut.finish(0).unwrap_err().kind, ErrorKind::Transient);
         let mut empty = StreamedReply::new(1000);
         empty
             .feed(b"data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
             .unwrap();
-        assert_eq!(empty.finish().unwrap_err().kind, ErrorKind::EmptyReply);
+        assert_eq!(empty.finish(0).unwrap_err().kind, ErrorKind::EmptyReply);
     }
 
     #[test]
