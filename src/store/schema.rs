@@ -130,6 +130,11 @@ pub fn check_version(conn: &Connection) -> rusqlite::Result<VersionCheck> {
 /// Applies the missing migrations in one immediate transaction. The version is read again
 /// inside it, because another process may have migrated since [`check_version`].
 pub fn migrate(conn: &mut Connection) -> rusqlite::Result<VersionCheck> {
+    // A store already at this version needs no write lock: `rlm status` must not wait for
+    // a running rlm's write transaction (recording a batch of 100,000 requests, say).
+    if let VersionCheck::Usable(SCHEMA_VERSION) = check_version(conn)? {
+        return Ok(VersionCheck::Usable(SCHEMA_VERSION));
+    }
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let found = match check_version(&tx)? {
         VersionCheck::Usable(found) => found,
