@@ -59,10 +59,6 @@ pub fn serve(dispatcher: &mut Dispatcher, run_dir: &RunDir, plan: &Plan, recorde
                 label: member.label.clone(),
                 kind: UnitKind::Map,
             });
-            dispatcher.reporters.builder.set_unit_files([(
-                member.id.clone(),
-                member.inputs.iter().map(|i| i.display.clone()).collect(),
-            )]);
             if let Some(member_answers) = serve_one(dispatcher, run_dir, plan, &member, found) {
                 dispatcher.answers.remove(&member.id);
                 if let Some(parent) = dispatcher.answers.get_mut(&unit.id) {

@@ -34,3 +34,4 @@ mod schema;
 mod shard;
 mod skill;
 mod spine;
+mod spine_batches;
