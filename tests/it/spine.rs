@@ -420,20 +420,14 @@ fn a_file_missing_from_a_batch_answer_is_retried_alone_and_never_counted_before(
 }
 
 #[test]
-fn query_keeps_an_answer_in_prose_and_prints_it() {
+fn query_asks_a_file_read_whole_for_prose_and_prints_it() {
     let mock = MockLlm::start();
     let url = mock.url();
-    let p = Project::new().file(
-        "mod.py",
-        &format!(
-            "\"\"\"A module.\"\"\"\n# {}\nx = 1\n",
-            reply_marker("It sets x to one.")
-        ),
-    );
-    let out = p
-        .rlm(&[
+    let p = Project::new().file("mod.py", "\"\"\"A module.\"\"\"\nx = 1\n");
+    let query = |p: &Project, file: &str| {
+        p.rlm(&[
             "query",
-            "mod.py",
+            file,
             "Summarize this module",
             "--base-url",
             &url,
@@ -441,11 +435,37 @@ fn query_keeps_an_answer_in_prose_and_prints_it() {
             "openai",
         ])
         .env_remove("ANTHROPIC_API_KEY")
-        .run();
+        .run()
+    };
+    let out = query(&p, "mod.py");
     out.assert_exit(0);
-    assert_eq!(out.stdout.trim(), "It sets x to one.");
-    assert_eq!(mock.requests(), 1, "paid once");
-    assert!(out.stderr.contains("answered in prose"), "{}", out.stderr);
+    // A model that honours structured output is not forced into findings: none is asked.
+    let recorded = mock.recorded();
+    assert_eq!(recorded.len(), 1, "paid once");
+    assert!(
+        recorded[0].body.get("response_format").is_none(),
+        "{}",
+        recorded[0].body
+    );
+    assert!(
+        !recorded[0].system_text().contains(FINDINGS_PHRASE),
+        "{}",
+        recorded[0].system_text()
+    );
+    assert!(out.stdout.trim().starts_with("mock result "), "{}", out.stdout);
+    assert!(!out.stderr.contains("answered in prose"), "{}", out.stderr);
+
+    // A longer file: its chunks give findings, and the synthesis writes the prose printed.
+    let p = Project::new().file("big.py", &python(100));
+    let out = query(&p, "big.py");
+    out.assert_exit(0);
+    let recorded = mock.recorded();
+    let chunks: Vec<&Recorded> = recorded
+        .iter()
+        .filter(|r| r.body.get("response_format").is_some())
+        .collect();
+    assert!(chunks.len() > 1, "the chunks ask for findings");
+    assert!(!out.stdout.trim().starts_with('{'), "prose, not JSON: {}", out.stdout);
 }
 
 #[test]
