@@ -610,3 +610,78 @@ fn a_file_too_big_to_send_whole_stops_before_anything_is_sent() {
     assert!(out.stderr.contains("--chunking off"), "{}", out.stderr);
     assert_eq!(mock.requests(), 0);
 }
+
+#[test]
+fn report_and_aggregate_count_files_apart_from_units_and_a_chunk_lists_its_own_bytes() {
+    let mock = MockLlm::start();
+    let url = mock.url();
+    let big = python(100);
+    let p = Project::new()
+        .file("src/big.py", &big)
+        .file("src/a.md", "# A\n\napples\n")
+        .file("src/b.md", "# B\n\nbees\n");
+    let args = ["batch", "src", "Review {file}", "--aggregate", "concat"];
+    let plan = run(&p, &url, &[&args[..], &["--dry-run", "--json"]].concat()).json();
+    let units = plan["units"].as_array().unwrap();
+    let chunks: Vec<&Value> = units.iter().filter(|u| u["kind"] == "chunk").collect();
+    assert!(chunks.len() > 1, "{plan:#}");
+    // Each chunk lists the bytes of its own lines: together, the file.
+    let chunk_bytes: Vec<u64> = chunks.iter().map(|u| u["bytes"].as_u64().unwrap()).collect();
+    assert!(chunk_bytes.iter().all(|b| *b < big.len() as u64), "{chunk_bytes:?}");
+    assert_eq!(chunk_bytes.iter().sum::<u64>(), big.len() as u64, "{chunk_bytes:?}");
+    let batch = units.iter().find(|u| u["kind"] == "batch").unwrap();
+    assert_eq!(batch["bytes"], ("# A\n\napples\n".len() + "# B\n\nbees\n".len()) as u64);
+    let listing = run(&p, &url, &[&args[..], &["--dry-run"]].concat());
+    let first = chunks[0]["path"].as_str().unwrap();
+    assert!(
+        listing.stdout.contains(&format!("{} B  {first}", chunk_bytes[0])),
+        "{}",
+        listing.stdout
+    );
+    assert!(
+        !listing.stdout.contains(&format!("{} B", big.len())),
+        "{}",
+        listing.stdout
+    );
+
+    let total_units = units.len();
+    run(&p, &url, &args).assert_exit(0);
+    let aggregate = p.aggregate_md();
+    assert!(
+        aggregate.contains(&format!("\nFiles processed: 3 (in {total_units} units)\n")),
+        "{aggregate}"
+    );
+    let md = p.report_md();
+    assert!(md.contains("**Files Processed**: 3/3"), "{md}");
+    assert!(md.contains(&format!("- Units succeeded: {total_units}")), "{md}");
+    assert!(md.contains("- Successfully processed: 3"), "{md}");
+}
+
+#[test]
+fn the_cost_warning_said_at_start_up_is_in_the_report() {
+    let mock = MockLlm::start();
+    let url = mock.url();
+    let mut p = Project::new();
+    let text: String = (0..900).map(|i| format!("line of text number {i} here\n")).collect();
+    for i in 0..30 {
+        p = p.file(&format!("src/f{i:02}.txt"), &text);
+    }
+    // No --yes, and no terminal to ask on: the run says so and goes on.
+    let out = p
+        .rlm(&[
+            "batch",
+            "src/*.txt",
+            "Summarize {file}",
+            "--model",
+            "claude-sonnet-4-5",
+            "--base-url",
+            &url,
+            "-o",
+            "out",
+        ])
+        .run();
+    out.assert_exit(0);
+    assert!(out.stderr.contains("no terminal to ask, proceeding"), "{}", out.stderr);
+    let warnings = p.report()["warnings"].to_string();
+    assert!(warnings.contains("no terminal to ask, proceeding"), "{warnings}");
+}
