@@ -35,3 +35,4 @@ mod shard;
 mod skill;
 mod spine;
 mod spine_batches;
+mod spine_findings;
