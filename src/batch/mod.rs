@@ -566,8 +566,7 @@ fn finish(
     let report = write::report(exec, run_dir, settings, end, printer);
     findings_stage::publish(settings, &collected, &report.to_markdown(), printer);
     if let Some(store) = &mut exec.dispatcher.reporters.store {
-        store.finish(store_status(&report));
-        if let Some(e) = &store.failure {
+        if let Some(e) = store.finish(store_status(&report)) {
             printer.warn(&format!("the task store could not record all of this run: {e}"));
         }
     }
