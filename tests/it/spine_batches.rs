@@ -79,6 +79,12 @@ fn a_member_missing_when_the_budget_stops_the_run_is_not_run_never_processed() {
     let md = p.report_md();
     assert!(!md.contains("Successfully processed: 3"), "{md}");
     assert_ne!(out.status, 0);
+    // `rlm merge` serves the run as it recorded it: c.md is still not run.
+    let merged = p.rlm(&["merge", "out", "-o", "merged", "--json"]).run();
+    let merged = merged.json();
+    assert_eq!(merged["files_succeeded"], 2, "{merged:#}");
+    assert_eq!(merged["not_run"], json!(["src/c.md"]), "{merged:#}");
+    assert_eq!(mock.requests(), 1, "merge calls nothing");
 }
 
 fn as_strs(v: &[String]) -> Vec<&str> {
