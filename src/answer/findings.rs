@@ -44,15 +44,13 @@ const SEVERITY: [&str; 3] = ["severity", "level", "priority"];
 /// are kept as written (with forward slashes). A finding without a usable line keeps its
 /// path and has no region; a missing or unknown severity is a warning (SARIF's default level).
 pub fn read_findings(values: &[Value], default_path: &str) -> Vec<Finding> {
-    let mut found: Vec<Finding> = Vec::new();
-    for value in values {
-        for (_, finding) in read_items(value, default_path) {
-            if !found.contains(&finding) {
-                found.push(finding);
-            }
-        }
-    }
-    found
+    let mut seen = std::collections::HashSet::new();
+    values
+        .iter()
+        .flat_map(|value| read_items(value, default_path))
+        .map(|(_, finding)| finding)
+        .filter(|f| seen.insert(f.clone()))
+        .collect()
 }
 
 /// The findings of one JSON value, each with the index of the item it was read from (in

@@ -121,8 +121,15 @@ impl Answer {
         let mut value = self.json.clone()?;
         if let Some(slot) = findings::findings_items_mut(&mut value) {
             let written = std::mem::take(slot);
+            // Item index → the finding read from it.
+            let read: std::collections::HashMap<usize, usize> = self
+                .items
+                .iter()
+                .enumerate()
+                .filter_map(|(f, at)| Some(((*at)?, f)))
+                .collect();
             for (i, item) in written.into_iter().enumerate() {
-                match self.items.iter().position(|at| *at == Some(i)) {
+                match read.get(&i).copied() {
                     Some(f) => slot.push(findings::rewrite_item(&item, &self.findings[f])),
                     // A finding read and then dropped as a duplicate.
                     None if findings::is_finding(&item) => {}
@@ -166,15 +173,8 @@ impl Answer {
 
     /// The same finding written twice in one answer (after placing) is one finding.
     fn drop_exact_duplicates(&mut self) {
-        let mut seen: Vec<Finding> = Vec::new();
-        self.retain_findings(|_, f| {
-            if seen.contains(f) {
-                false
-            } else {
-                seen.push(f.clone());
-                true
-            }
-        });
+        let mut seen = std::collections::HashSet::new();
+        self.retain_findings(|_, f| seen.insert(f.clone()));
     }
 }
 
