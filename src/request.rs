@@ -48,6 +48,10 @@ pub struct RequestContext {
     pub endpoint: Option<String>,
     /// Mark the shared prefix for the provider's prompt cache (off: `--no-prompt-cache`).
     pub prompt_cache: bool,
+    /// `rlm query`: the answer is printed for a person who asked a question. A file read
+    /// in one piece is asked for the answer itself, in prose, not for findings; the chunks
+    /// of a longer file still give findings, which the synthesis turns into prose.
+    pub query: bool,
 }
 
 /// What a unit's answer must be, and so how it is read.
@@ -102,7 +106,7 @@ impl Rendered {
 /// What `unit`'s answer must be (the [`Rendered::expect`] of its request, without
 /// rendering it).
 pub fn expect_of(unit: &WorkUnit, ctx: &RequestContext) -> Expect {
-    let shape = Shape::of(&ctx.sub_prompt, ctx.schema.is_some());
+    let shape = shape_of(unit, ctx);
     match (&unit.body, shape) {
         (UnitBody::Plain, _) if ctx.schema.is_some() => Expect::Schema,
         (UnitBody::Plain, _) => Expect::Text,
@@ -110,6 +114,17 @@ pub fn expect_of(unit: &WorkUnit, ctx: &RequestContext) -> Expect {
         (UnitBody::Piece(_), Shape::Schema) => Expect::Schema,
         (UnitBody::Piece(_), _) => Expect::Text,
         (UnitBody::Batch(_), shape) => Expect::Batch(shape),
+    }
+}
+
+/// The shape of `unit`'s answer: the user's prompt's (see [`Shape::of`]), except that
+/// `rlm query` asks a file read in one piece for prose.
+fn shape_of(unit: &WorkUnit, ctx: &RequestContext) -> Shape {
+    let shape = Shape::of(&ctx.sub_prompt, ctx.schema.is_some());
+    let whole_piece = matches!(unit.body, UnitBody::Piece(_)) && unit.inputs.first().is_some_and(|i| i.span.is_none());
+    match shape {
+        Shape::Findings if ctx.query && whole_piece => Shape::OwnText,
+        shape => shape,
     }
 }
 
@@ -131,7 +146,7 @@ pub fn render(unit: &WorkUnit, ctx: &RequestContext) -> Rendered {
         UnitBody::Piece(piece) => {
             let input = unit.inputs.first();
             let path = input.map_or("", |i| i.display.as_str());
-            let shape = Shape::of(&ctx.sub_prompt, ctx.schema.is_some());
+            let shape = shape_of(unit, ctx);
             let block = delimiter.block(path, &piece.chunk.content);
             let prompt = render_chunk(
                 &ctx.templates,

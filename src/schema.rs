@@ -128,6 +128,11 @@ impl OutputSchema {
     /// The JSON value in `answer`, if it conforms; else why not.
     pub fn check(&self, answer: &str) -> Result<Value, Rejection> {
         let value = crate::answer::json::find_json(answer).map_err(Rejection::NotJson)?;
+        self.check_value(value)
+    }
+
+    /// `value`, if it conforms; else why not.
+    pub fn check_value(&self, value: Value) -> Result<Value, Rejection> {
         let errors: Vec<String> = self
             .validator
             .iter_errors(&value)

@@ -13,7 +13,7 @@ use std::fmt::Write;
 
 use serde_json::{json, Map, Value};
 
-use super::{merge, parse_json_result, Aggregate, ResultItem};
+use super::{merge, Aggregate, ResultItem};
 use crate::citation::{dedupe, findings_from_markdown, merge_findings, parse_inline, sources_footer, Citation};
 use crate::escape;
 
@@ -43,7 +43,7 @@ pub fn with_sources(summary: &str, results: &[ResultItem]) -> String {
 /// citation — in first-seen order. JSON results merge as without the flag (their
 /// citations are listed in `aggregate.json`); a result with neither is kept verbatim.
 pub fn merge_with_citations(results: &[ResultItem]) -> Aggregate {
-    if results.iter().any(|r| parse_json_result(&r.text).is_some()) {
+    if results.iter().any(|r| r.json.is_some()) {
         let mut aggregate = merge(results);
         add_citations_to_json(&mut aggregate, results);
         return aggregate;
@@ -98,6 +98,9 @@ mod tests {
         ResultItem {
             path: path.into(),
             text: text.into(),
+            json: crate::answer::json::json_values(text)
+                .into_iter()
+                .find(|v| v.is_object() || v.is_array()),
         }
     }
 

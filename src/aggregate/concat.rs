@@ -2,15 +2,28 @@
 
 use std::fmt::Write;
 
-use super::{results_as_json, Aggregate, ResultItem};
+use super::{results_as_json, Aggregate, Processed, ResultItem};
 use crate::escape;
 
 /// The seed's concat format; failed files are listed at the end, never dropped silently.
-pub fn concat(pattern: &str, timestamp: &str, results: &[ResultItem], failed: &[(String, String)]) -> Aggregate {
+/// "Files processed" counts files; the units they were read in are said beside it when
+/// they are not one a file.
+pub fn concat(
+    pattern: &str,
+    timestamp: &str,
+    processed: Processed,
+    results: &[ResultItem],
+    failed: &[(String, String)],
+) -> Aggregate {
+    let Processed { files, units } = processed;
+    let units = if units == files {
+        String::new()
+    } else {
+        format!(" (in {units} unit{})", if units == 1 { "" } else { "s" })
+    };
     let mut md = format!(
-        "# Batch Processing Results\n\nPattern: {}\nFiles processed: {}\nTimestamp: {timestamp}\n\n---\n\n",
+        "# Batch Processing Results\n\nPattern: {}\nFiles processed: {files}{units}\nTimestamp: {timestamp}\n\n---\n\n",
         escape::name(pattern),
-        results.len()
     );
     for r in results {
         let _ = write!(
@@ -43,18 +56,25 @@ mod tests {
             ResultItem {
                 path: "a.ts".into(),
                 text: "one\n".into(),
+                json: None,
             },
             ResultItem {
                 path: "b.ts".into(),
                 text: "two".into(),
+                json: None,
             },
         ];
-        let agg = concat("*.ts", "T", &results, &[("c.ts".into(), "boom".into())]);
+        let processed = Processed { files: 2, units: 2 };
+        let agg = concat("*.ts", "T", processed, &results, &[("c.ts".into(), "boom".into())]);
         assert_eq!(
             agg.markdown,
             "# Batch Processing Results\n\nPattern: *.ts\nFiles processed: 2\nTimestamp: T\n\n---\n\n\
              ## File: a.ts\n\none\n\n---\n\n## File: b.ts\n\ntwo\n\n---\n\n## Failed files\n\n- c.ts: boom\n\n"
         );
         assert!(agg.json.is_none());
+        let chunks = Processed { files: 1, units: 17 };
+        assert!(concat("app.log", "T", chunks, &results, &[])
+            .markdown
+            .contains("\nFiles processed: 1 (in 17 units)\n"));
     }
 }

@@ -13,19 +13,6 @@ use serde_json::{Map, Value};
 use super::{Aggregate, ResultItem};
 use crate::escape;
 
-/// Parses a result as JSON (an object or array), tolerating a surrounding code fence.
-pub fn parse_json_result(text: &str) -> Option<Value> {
-    let mut t = text.trim();
-    if let Some(rest) = t.strip_prefix("```") {
-        let rest = rest.trim_start_matches(|c: char| c.is_ascii_alphanumeric());
-        t = rest.trim().strip_suffix("```")?.trim();
-    }
-    match serde_json::from_str::<Value>(t) {
-        Ok(v @ (Value::Object(_) | Value::Array(_))) => Some(v),
-        _ => None,
-    }
-}
-
 /// The list items of a markdown result (`- x`, `* x`, `+ x`, `1. x`, `1) x`).
 fn list_items(text: &str) -> Vec<String> {
     text.lines()
@@ -134,7 +121,7 @@ pub fn merge(results: &[ResultItem]) -> Aggregate {
     let mut items: Vec<String> = Vec::new();
     let mut unstructured: Vec<&ResultItem> = Vec::new();
     for r in results {
-        if let Some(v) = parse_json_result(&r.text) {
+        if let Some(v) = r.json.clone() {
             json_total += count_items(&v);
             merged_json = Some(match merged_json {
                 Some(m) => merge_values(m, v),
@@ -223,6 +210,9 @@ mod tests {
         ResultItem {
             path: path.into(),
             text: text.into(),
+            json: crate::answer::json::json_values(text)
+                .into_iter()
+                .find(|v| v.is_object() || v.is_array()),
         }
     }
 

@@ -1,5 +1,9 @@
 //! Aggregation: combine the per-unit results into `aggregate.md` (and `aggregate.json`
 //! when the results are JSON).
+//!
+//! The results are answers as read ([`crate::answer::Answer`]): their JSON is taken from
+//! there, with each finding at its file and its lines of the original file — nothing here
+//! looks for JSON in a model's prose again.
 
 pub mod cited;
 mod concat;
@@ -7,7 +11,7 @@ mod merge;
 mod summarize;
 
 pub use concat::concat;
-pub use merge::{merge, parse_json_result};
+pub use merge::merge;
 pub use summarize::{SummaryPlanner, SummaryStep, MAX_LEVELS};
 
 use serde::Serialize;
@@ -35,12 +39,25 @@ impl AggregateStrategy {
     }
 }
 
-/// One successful unit's result, in plan order.
-#[derive(Debug, Clone)]
+/// One file's answer (of a whole file, a chunk, a batch member), in plan order.
+#[derive(Debug, Clone, Default)]
 pub struct ResultItem {
-    /// The unit's label (a file's path); escape it where it is printed.
+    /// The unit's label (a file's path, a chunk's `path:start-end`); escape it where it is
+    /// printed.
     pub path: String,
+    /// The answer as the aggregate shows it ([`crate::answer::Answer::shown_text`]).
     pub text: String,
+    /// Its JSON as the aggregate shows it ([`crate::answer::Answer::value`]), when it is an
+    /// object or an array (or, under `--schema`, any JSON value).
+    pub json: Option<Value>,
+}
+
+/// How many files and units the results come from (a file cut into 17 chunks is one file
+/// in 17 units; three small files batched are three files in one unit).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Processed {
+    pub files: usize,
+    pub units: usize,
 }
 
 /// What an aggregator produced.
@@ -58,7 +75,7 @@ pub fn results_as_json(results: &[ResultItem]) -> Option<Value> {
     }
     let mut map = Map::new();
     for r in results {
-        map.insert(r.path.clone(), parse_json_result(&r.text)?);
+        map.insert(r.path.clone(), r.json.clone()?);
     }
     Some(Value::Object(map))
 }

@@ -1,9 +1,13 @@
 //! The aggregate stage: concat and merge locally; summarize through the run's pool, level
-//! by level, falling back to the concatenation (and saying so) when it cannot finish.
+//! by level, falling back to the concatenation (and saying so) when it cannot finish. What
+//! went wrong is returned with the aggregate, for the report: nothing is written into a
+//! reporter here.
 
 use super::execution::Execution;
 use super::job::{Job, SummaryJob};
-use crate::aggregate::{self, Aggregate, AggregateStrategy, ResultItem, SummaryPlanner, SummaryStep, MAX_LEVELS};
+use crate::aggregate::{
+    self, Aggregate, AggregateStrategy, Processed, ResultItem, SummaryPlanner, SummaryStep, MAX_LEVELS,
+};
 use crate::prompt;
 use crate::unit::UnitId;
 
@@ -12,6 +16,8 @@ pub struct AggregateInput<'a> {
     pub strategy: AggregateStrategy,
     pub pattern: &'a str,
     pub timestamp: &'a str,
+    /// How many files and units the results come from.
+    pub processed: Processed,
     pub results: &'a [ResultItem],
     /// The content type of each result (synthesis groups by it).
     pub types: &'a [crate::content::ContentType],
@@ -24,24 +30,33 @@ pub struct AggregateInput<'a> {
     pub require_citations: bool,
 }
 
-/// Builds the aggregate; errors (a failed summary) go to the report as errors.
-pub async fn build(input: AggregateInput<'_>, exec: &mut Execution) -> Aggregate {
-    if input.require_citations {
-        return build_cited(input, exec).await;
-    }
-    build_plain(input, exec).await
+/// The aggregate, and the errors of the run it came with (a summary that failed).
+pub struct Built {
+    pub aggregate: Aggregate,
+    pub errors: Vec<String>,
+}
+
+/// Builds the aggregate.
+pub async fn build(input: AggregateInput<'_>, exec: &mut Execution) -> Built {
+    let mut errors = Vec::new();
+    let aggregate = if input.require_citations {
+        build_cited(input, exec, &mut errors).await
+    } else {
+        build_plain(input, exec, &mut errors).await
+    };
+    Built { aggregate, errors }
 }
 
 /// The aggregate under `--require-citations` (see [`aggregate::cited`]): concat as is,
 /// merge with citation tuples, summarize and synthesize with a `## Sources` footer; `aggregate.json`
 /// lists the citations.
-async fn build_cited(input: AggregateInput<'_>, exec: &mut Execution) -> Aggregate {
+async fn build_cited(input: AggregateInput<'_>, exec: &mut Execution, errors: &mut Vec<String>) -> Aggregate {
     let results = input.results;
-    let concat = aggregate::concat(input.pattern, input.timestamp, results, input.failed);
+    let concat = aggregate::concat(input.pattern, input.timestamp, input.processed, results, input.failed);
     let strategy = input.strategy;
     let mut aggregate = match strategy {
         AggregateStrategy::Merge => return aggregate::cited::merge_with_citations(results),
-        _ => build_plain(input, exec).await,
+        _ => build_plain(input, exec, errors).await,
     };
     // A summary that could not finish falls back to the concatenation, which passes
     // citations through as they are.
@@ -53,8 +68,16 @@ async fn build_cited(input: AggregateInput<'_>, exec: &mut Execution) -> Aggrega
     aggregate
 }
 
-async fn build_plain(input: AggregateInput<'_>, exec: &mut Execution) -> Aggregate {
-    let concat = || aggregate::concat(input.pattern, input.timestamp, input.results, input.failed);
+async fn build_plain(input: AggregateInput<'_>, exec: &mut Execution, errors: &mut Vec<String>) -> Aggregate {
+    let concat = || {
+        aggregate::concat(
+            input.pattern,
+            input.timestamp,
+            input.processed,
+            input.results,
+            input.failed,
+        )
+    };
     match input.strategy {
         AggregateStrategy::Concat => concat(),
         AggregateStrategy::Merge => aggregate::merge(input.results),
@@ -79,7 +102,7 @@ async fn build_plain(input: AggregateInput<'_>, exec: &mut Execution) -> Aggrega
                 concat()
             }
             Err(reason) => {
-                exec.dispatcher.reporters.builder.add_error(format!(
+                errors.push(format!(
                     "synthesize failed: {reason}; aggregate.md holds the concatenated results instead"
                 ));
                 concat()
@@ -97,7 +120,7 @@ async fn build_plain(input: AggregateInput<'_>, exec: &mut Execution) -> Aggrega
                 concat()
             }
             Err(reason) => {
-                exec.dispatcher.reporters.builder.add_error(format!(
+                errors.push(format!(
                     "summarize failed: {reason}; aggregate.md holds the concatenated results instead"
                 ));
                 concat()

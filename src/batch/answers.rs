@@ -3,8 +3,9 @@
 //!
 //! A whole file or a chunk has one file answer. A batch's answer is one JSON object with an
 //! entry per file; each entry is read on its own (and, under `--schema`, validated on its
-//! own). A file the answer has no valid entry for is not an answer: it is retried alone
-//! (see [`crate::plan::member_unit`]), never reported as a success it is not.
+//! own, as the JSON value it is). A file the answer has no valid entry for is not an answer:
+//! it is retried alone (see [`crate::plan::member_unit`]), never reported as a success it
+//! is not. Text of the batch's answer that names none of its files is said as a warning.
 
 use crate::answer::{self, Answer, Scope};
 use crate::cache::{Cache, CacheKey};
@@ -12,11 +13,13 @@ use crate::content::{split_batch_answer, ContentType, Shape};
 use crate::request::Expect;
 use crate::run_dir::RunDir;
 use crate::schema::{self, OutputSchema};
-use crate::unit::{UnitBody, WorkUnit};
+use crate::unit::{UnitBody, UnitId, WorkUnit};
 
 /// One file's answer within a unit's.
 #[derive(Debug, Clone)]
 pub struct FileAnswer {
+    /// The unit that answered (a batch's member retried alone: that member's unit).
+    pub unit: UnitId,
     /// The file (a chunk's file; a batch member).
     pub path: String,
     /// How the aggregate names it: the unit's label for a chunk (`a.py:301-600`), the path
@@ -34,6 +37,42 @@ pub struct UnitAnswers {
     pub files: Vec<FileAnswer>,
     /// Members of a batch to retry alone, with why (their index in the batch).
     pub retry: Vec<(usize, String)>,
+    /// A batch's answer text that names none of its files (kept in the batch's result
+    /// file, and said).
+    pub unattributed: Vec<String>,
+    /// The batch's result file, where that text is.
+    pub result_file: String,
+}
+
+impl UnitAnswers {
+    /// What the run says about these answers: each file's warning, and a batch's text
+    /// that names none of its files.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut warnings: Vec<String> = self
+            .files
+            .iter()
+            .filter_map(|f| {
+                Some(format!(
+                    "{}: {}",
+                    crate::escape::name(&f.label),
+                    f.answer.warning.as_ref()?
+                ))
+            })
+            .collect();
+        if !self.unattributed.is_empty() {
+            let text = self.unattributed.join("\n\n");
+            let mut shown: String = text.chars().take(200).collect();
+            if shown.len() < text.len() {
+                shown.push('…');
+            }
+            warnings.push(format!(
+                "part of a batch's answer names none of its files; it is kept in {}: {}",
+                crate::escape::name(&self.result_file),
+                crate::escape::name(&shown)
+            ));
+        }
+        warnings
+    }
 }
 
 /// Reads `text`, the answer of `unit` (see the module doc).
@@ -46,19 +85,27 @@ pub fn read(unit: &WorkUnit, text: &str, expect: Expect, schema: Option<&OutputS
                 Expect::Batch(shape) => shape,
                 _ => Shape::OwnText,
             };
-            let mut out = UnitAnswers::default();
-            for (i, (member, part)) in batch.members.iter().zip(split.per_file).enumerate() {
+            let mut out = UnitAnswers {
+                unattributed: split.unattributed,
+                result_file: unit.result_name.clone(),
+                ..UnitAnswers::default()
+            };
+            let entries = split.per_file.into_iter().zip(split.values);
+            for (i, (member, (part, value))) in batch.members.iter().zip(entries).enumerate() {
                 let Some(part) = part else {
                     out.retry
-                        .push((i, "the batch answer has no entry for this file".to_string()));
+                        .push((i, "the batch's answer has no entry for this file".to_string()));
                     continue;
                 };
                 let part = match (shape, schema) {
-                    (Shape::Schema, Some(s)) => match s.check(&part) {
+                    // Checked as the value it is: under a schema of strings, `"yes"`.
+                    (Shape::Schema, Some(s)) => match value.map_or_else(|| s.check(&part), |v| s.check_value(v)) {
                         Ok(value) => schema::canonical_text(&value),
                         Err(rejection) => {
-                            out.retry
-                                .push((i, format!("its entry in the batch answer {}", rejection.first())));
+                            out.retry.push((
+                                i,
+                                format!("its entry in the batch's answer was rejected: {}", rejection.first()),
+                            ));
                             continue;
                         }
                     },
@@ -67,9 +114,11 @@ pub fn read(unit: &WorkUnit, text: &str, expect: Expect, schema: Option<&OutputS
                 let scope = Scope {
                     path: &member.path,
                     chunk: None,
+                    span: None,
                     expects_findings: shape == Shape::Findings,
                 };
                 out.files.push(FileAnswer {
+                    unit: unit.id.clone(),
                     path: member.path.clone(),
                     label: member.path.clone(),
                     result_file: member.result_file.clone(),
@@ -80,7 +129,8 @@ pub fn read(unit: &WorkUnit, text: &str, expect: Expect, schema: Option<&OutputS
             out
         }
         UnitBody::Plain | UnitBody::Piece(_) => {
-            let path = unit.inputs.first().map_or(unit.label.as_str(), |i| i.display.as_str());
+            let input = unit.inputs.first();
+            let path = input.map_or(unit.label.as_str(), |i| i.display.as_str());
             let (chunk, content_type) = match &unit.body {
                 UnitBody::Piece(p) => (Some(&p.chunk), Some(p.detection.content_type)),
                 _ => (None, None),
@@ -88,17 +138,20 @@ pub fn read(unit: &WorkUnit, text: &str, expect: Expect, schema: Option<&OutputS
             let scope = Scope {
                 path,
                 chunk,
+                span: input.and_then(|i| i.span).map(|s| (s.start, s.end)),
                 expects_findings: expect == Expect::Findings,
             };
             UnitAnswers {
                 files: vec![FileAnswer {
+                    unit: unit.id.clone(),
                     path: path.to_string(),
                     label: unit.label.clone(),
                     result_file: unit.result_name.clone(),
                     content_type,
                     answer: answer::read(text.to_string(), &scope),
                 }],
-                retry: Vec::new(),
+                result_file: unit.result_name.clone(),
+                ..UnitAnswers::default()
             }
         }
     }

@@ -335,10 +335,11 @@ impl BatchApiRun {
             }
         }
         self.run_work(exec, work, "map").await;
+        let retried = exec.members_to_retry(units, budget);
         if exec.interrupted || exec.deadline_passed() {
+            exec.members_not_run(&retried);
             return;
         }
-        let retried = exec.members_to_retry(units, budget);
         if !retried.is_empty() {
             let work = retried.iter().map(|(_, m)| Work::Unit(m)).collect();
             self.run_work(exec, work, "members").await;

@@ -164,11 +164,8 @@ impl Dispatcher {
     }
 
     fn warn_about(&mut self, answers: &UnitAnswers) {
-        for file in &answers.files {
-            if let Some(w) = &file.answer.warning {
-                let message = format!("{}: {w}", crate::escape::name(&file.label));
-                self.emit(Event::Warning { message });
-            }
+        for message in answers.warnings() {
+            self.emit(Event::Warning { message });
         }
     }
 }

@@ -87,12 +87,15 @@ fn files_of(plan: &Plan) -> Files<'_> {
     plan.manifest.files.iter().map(|f| (f.display.as_str(), f)).collect()
 }
 
-/// What a unit reads, in bytes: the sizes of its files (a chunk counts its whole file).
+/// What a unit reads of its files, in bytes: a whole file's size, a chunk's lines (of the
+/// text as read: a file decoded from UTF-16 counts its UTF-8).
 fn size_of(files: &Files<'_>, unit: &WorkUnit) -> u64 {
     unit.inputs
         .iter()
-        .filter_map(|i| files.get(i.display.as_str()))
-        .map(|f| f.size)
+        .map(|i| match i.span {
+            Some(span) => request::slice_lines(&i.source.text, span.start, span.end).len() as u64,
+            None => files.get(i.display.as_str()).map_or(0, |f| f.size),
+        })
         .sum()
 }
 

@@ -243,10 +243,11 @@ pub fn budget_verdict(budget: &BudgetSettings, usd: f64, spent: f64) -> Result<b
     Ok(usd > CONFIRM_ABOVE && !budget.yes && !budget.force)
 }
 
-/// The thresholds, asking on a terminal.
-pub fn confirm(settings: &BatchSettings, estimate: &Estimate, printer: &Printer) -> Result<(), RlmError> {
+/// The thresholds, asking on a terminal. Returns the warning said instead of asking (no
+/// terminal), for the report.
+pub fn confirm(settings: &BatchSettings, estimate: &Estimate, printer: &Printer) -> Result<Option<String>, RlmError> {
     if !verdict(settings, estimate.usd)? {
-        return Ok(());
+        return Ok(None);
     }
     ask(&settings.output, estimate.usd, printer)
 }
@@ -261,11 +262,12 @@ pub fn confirm_cost(
     if !budget_verdict(budget, usd, 0.0)? {
         return Ok(());
     }
-    ask(output, usd, printer)
+    ask(output, usd, printer).map(|_| ())
 }
 
-/// Asks on a terminal (or warns without one) before spending above $1.
-fn ask(output: &OutputSettings, usd: f64, printer: &Printer) -> Result<(), RlmError> {
+/// Asks on a terminal (or warns without one, and returns the warning) before spending
+/// above $1.
+fn ask(output: &OutputSettings, usd: f64, printer: &Printer) -> Result<Option<String>, RlmError> {
     if output.stdin_is_terminal && output.stderr_is_terminal {
         printer.important(&format!("Estimated cost is {}. Proceed? (y/n)", crate::money::usd(usd)));
         let mut answer = String::new();
@@ -273,11 +275,13 @@ fn ask(output: &OutputSettings, usd: f64, printer: &Printer) -> Result<(), RlmEr
         if !matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
             return Err(RlmError::Declined("cancelled: nothing was called".into()));
         }
+        Ok(None)
     } else {
-        printer.warn(&format!(
+        let warning = format!(
             "estimated cost {} is above $1; no terminal to ask, proceeding (--yes silences this)",
             crate::money::usd(usd)
-        ));
+        );
+        printer.warn(&warning);
+        Ok(Some(warning))
     }
-    Ok(())
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::batch_api_run::BatchApiRun;
-use super::dispatcher::Dispatcher;
+use super::dispatcher::{Dispatcher, StopReason};
 use super::job::{run_job, Job, JobContext};
 use crate::exec::{self, run_pool, Event, Interrupt, Limiter, PoolContext, PoolEnd, GRACE};
 use crate::plan::Budget;
@@ -150,10 +150,16 @@ impl Execution {
         self.retry_members(units, budget).await;
     }
 
-    /// Batch members without a usable answer, each as a unit of its own.
+    /// Batch members without a usable answer, each as a unit of its own; when no more calls
+    /// may be made, each is recorded as not run, with why — never left counted with its
+    /// batch's success.
     async fn retry_members(&mut self, units: &[WorkUnit], budget: Budget) {
         let retried = self.members_to_retry(units, budget);
-        if retried.is_empty() || !self.may_call() {
+        if retried.is_empty() {
+            return;
+        }
+        if !self.may_call() {
+            self.members_not_run(&retried);
             return;
         }
         let jobs = retried.iter().map(|(_, m)| Job::Unit(m.clone())).collect();
@@ -162,9 +168,8 @@ impl Execution {
     }
 
     /// The members of batches of small files whose entry in the batch's answer was missing
-    /// or invalid, each as a unit of its own (with the batch it belongs to), made known to
-    /// the report.
-    pub fn members_to_retry(&mut self, units: &[WorkUnit], budget: Budget) -> Vec<(UnitId, WorkUnit)> {
+    /// or invalid, each as a unit of its own (with the batch it belongs to).
+    pub fn members_to_retry(&self, units: &[WorkUnit], budget: Budget) -> Vec<(UnitId, WorkUnit)> {
         let mut retried: Vec<(UnitId, WorkUnit)> = Vec::new();
         for unit in units {
             let Some(answers) = self.dispatcher.answers.get(&unit.id) else {
@@ -177,14 +182,31 @@ impl Execution {
                 }
             }
         }
-        if !retried.is_empty() {
-            self.dispatcher.reporters.builder.set_unit_files(
-                retried
-                    .iter()
-                    .map(|(_, m)| (m.id.clone(), m.inputs.iter().map(|i| i.display.clone()).collect())),
-            );
-        }
         retried
+    }
+
+    /// Members that needed a call of their own when no more calls could be made: each is
+    /// made known to the reporters and recorded as not run, with why (its batch's answer
+    /// had no usable entry for it, and what stopped the run), so its file does not count as
+    /// processed.
+    pub fn members_not_run(&mut self, retried: &[(UnitId, WorkUnit)]) {
+        let stopped = self.why_stopped();
+        for (_, member) in retried {
+            self.dispatcher.emit(Event::Queued {
+                unit: member.id.clone(),
+                label: member.label.clone(),
+                kind: UnitKind::Map,
+            });
+            self.dispatcher.emit(Event::Cancelled {
+                unit: member.id.clone(),
+                label: member.label.clone(),
+                kind: UnitKind::Map,
+                reason: format!(
+                    "not run: its batch's answer had no usable entry for it, and {stopped} before it could be asked \
+                     alone (rlm resume asks it)"
+                ),
+            });
+        }
     }
 
     /// The answers of members retried alone, back with the batch they belong to.
@@ -245,7 +267,13 @@ impl Execution {
         } else if self.interrupted {
             "the run was interrupted"
         } else {
-            "the run stopped early"
+            match self.dispatcher.stop {
+                Some(StopReason::Budget(_)) => "the spend reached --max-cost",
+                Some(StopReason::Fatal(_)) => "the provider refused the run",
+                Some(StopReason::WriteFailed(_)) => "an answer could not be written",
+                None if self.dispatcher.over_budget().is_some() => "the spend reached --max-cost",
+                None => "the run stopped early",
+            }
         }
     }
 }

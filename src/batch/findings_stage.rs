@@ -17,18 +17,15 @@ pub struct Collected {
     pub base: ArtifactBase,
 }
 
-/// Every finding in the answers, in plan order (a batch's members in their order, then
-/// members retried alone), each once.
-pub fn collect(settings: &BatchSettings, answers: &[&FileAnswer]) -> Collected {
-    let all = answers.iter().flat_map(|a| a.answer.findings.iter().cloned()).collect();
+/// Every finding in the answers (in plan order, already kept once across units: see
+/// [`crate::answer::dedupe`]).
+pub fn collect(settings: &BatchSettings, answers: &[FileAnswer]) -> Collected {
+    let findings = answers.iter().flat_map(|a| a.answer.findings.iter().cloned()).collect();
     let base = match findings_root(settings) {
         Some(root) => ArtifactBase::new(&root, &settings.cwd),
         None => ArtifactBase::at_root(),
     };
-    Collected {
-        findings: crate::answer::dedupe(all),
-        base,
-    }
+    Collected { findings, base }
 }
 
 fn findings_root(settings: &BatchSettings) -> Option<std::path::PathBuf> {

@@ -1,11 +1,14 @@
 //! `rlm batch`: plan → execute → aggregate → report.
 //!
-//! [`run`] reads as that flow. [`planning::plan`] resolves the inputs and the model, cuts
-//! the files into units, renders each unit's request once for its key and size, looks in
-//! the cache and estimates the cost; the dry run prints that plan. The execution stage
-//! runs the misses through one pool ([`execution::Execution`]), whose dispatcher keeps
-//! every answer ([`answers::FileAnswer`]) and the spend; reporters only listen. Aggregation
-//! and the findings read those answers; the report is built from the events.
+//! [`run`] reads as that flow, each stage a plain value the next one takes.
+//! [`planning::plan`] resolves the inputs and the model, cuts the files into units, renders
+//! each unit's request once for its key and size, looks in the cache and estimates the
+//! cost ([`Plan`]); the dry run prints that plan. [`execute`] runs the misses through one
+//! pool ([`execution::Execution`]) and returns the [`Outcomes`]: every file's answer as read
+//! ([`answers::FileAnswer`], findings deduplicated across units), the failures and why
+//! dispatching stopped. [`aggregate`] combines the answers and [`finish`] writes the
+//! findings and the report, which is built from the events the reporters heard — they only
+//! listen.
 //!
 //! `rlm merge` ([`run_merged`]) is the same flow with the execution stage replaced: the
 //! units are answered by other runs of the plan ([`served`]).
@@ -31,10 +34,11 @@ mod synthesize;
 mod trajectory;
 mod write;
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::aggregate::{AggregateStrategy, ResultItem};
+use crate::aggregate::{AggregateStrategy, Processed, ResultItem};
 use crate::cache::CacheMode;
 use crate::error::{ExitStatus, RlmError};
 use crate::exec::{CallContext, Event, Limiter, RetryPolicy};
@@ -61,7 +65,7 @@ pub(crate) use served::{Recorded, RecordedUnit};
 pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus, RlmError> {
     let started = Instant::now();
     let started_at = jiff::Timestamp::now();
-    let plan = match planning::plan(&settings, &printer).await? {
+    let mut plan = match planning::plan(&settings, &printer).await? {
         Planned::Plan(plan) => plan,
         Planned::Nothing(manifest) => return Ok(nothing_to_do(&settings, &manifest, &printer)),
     };
@@ -78,21 +82,23 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
     }
     if !settings.exec.batch_api.cancel {
         // (`rlm cancel` calls nothing.)
-        estimate::confirm(&settings, &plan.estimate, &printer)?;
+        plan.warnings
+            .extend(estimate::confirm(&settings, &plan.estimate, &printer)?);
     }
-    let run_dir = open_run_dir(&settings, &plan, &printer)?;
-    let mut exec = start(&settings, &plan, &run_dir, &printer, (started, started_at), None)?;
-    execute(&settings, &plan, &mut exec).await;
-    let (paths, answer) = aggregate(&settings, &plan, &run_dir, &mut exec).await;
-    let report = finish(
+    let (run_dir, warnings) = open_run_dir(&settings, &plan, &printer)?;
+    let times = (started, started_at);
+    let mut exec = start(
         &settings,
         &plan,
         &run_dir,
-        &mut exec,
-        paths,
-        (started, started_at),
         &printer,
-    );
+        times,
+        Started { merged: None, warnings },
+    )?;
+    let outcomes = execute(&settings, &plan, &mut exec).await;
+    let aggregated = aggregate(&settings, &plan, &run_dir, &outcomes, &mut exec).await;
+    let answer = aggregated.answer.clone();
+    let report = finish(&settings, &run_dir, &mut exec, &outcomes, aggregated, times, &printer);
     output::completion(&printer, &report, settings.output.quiet, answer.as_deref());
     let cancel_line = exec.batch_api.as_ref().and_then(|b| b.cancel_line());
     // As above: the plan is only memory, and the process ends.
@@ -140,10 +146,13 @@ pub(crate) async fn run_merged(
     merged: &Merged,
     printer: &Printer,
 ) -> Result<ExitStatus, RlmError> {
-    let started = Instant::now();
-    let started_at = jiff::Timestamp::now();
-    let run_dir = open_run_dir(settings, plan, printer)?;
-    let mut exec = start(settings, plan, &run_dir, printer, (started, started_at), Some(merged))?;
+    let times = (Instant::now(), jiff::Timestamp::now());
+    let (run_dir, warnings) = open_run_dir(settings, plan, printer)?;
+    let startup = Started {
+        merged: Some(merged),
+        warnings,
+    };
+    let mut exec = start(settings, plan, &run_dir, printer, times, startup)?;
     exec.dispatcher.emit(Event::RunStarted {
         units: plan.units.len(),
         cached: 0,
@@ -154,23 +163,19 @@ pub(crate) async fn run_merged(
     });
     let budget = Budget::of(&plan.model, settings.provider.max_tokens);
     served::serve(&mut exec.dispatcher, &run_dir, plan, &merged.recorded, budget);
-    let (paths, answer) = aggregate(settings, plan, &run_dir, &mut exec).await;
-    let report = finish(
-        settings,
-        plan,
-        &run_dir,
-        &mut exec,
-        paths,
-        (started, started_at),
-        printer,
-    );
+    let outcomes = Outcomes::of(plan, &mut exec);
+    let aggregated = aggregate(settings, plan, &run_dir, &outcomes, &mut exec).await;
+    let answer = aggregated.answer.clone();
+    let report = finish(settings, &run_dir, &mut exec, &outcomes, aggregated, times, printer);
     output::completion(printer, &report, settings.output.quiet, answer.as_deref());
     Ok(report.exit_status())
 }
 
 /// The run directory (a resumed run's own), with the plan and settings written into it,
-/// and the cache made ready: nothing is paid for that could not be kept.
-fn open_run_dir(settings: &BatchSettings, plan: &Plan, printer: &Printer) -> Result<RunDir, RlmError> {
+/// and the cache made ready: nothing is paid for that could not be kept. Returns the
+/// warnings it said, for the report.
+fn open_run_dir(settings: &BatchSettings, plan: &Plan, printer: &Printer) -> Result<(RunDir, Vec<String>), RlmError> {
+    let mut warnings = Vec::new();
     // Run ids are reserved in the store, so two runs started at once never share one.
     let store = TaskStore::open(&settings.rlm_dir()).ok();
     let taken = |id: &str| store.as_ref().is_some_and(|s| !s.reserve_run_id(id).unwrap_or(true));
@@ -197,16 +202,27 @@ fn open_run_dir(settings: &BatchSettings, plan: &Plan, printer: &Printer) -> Res
             // Answers an earlier attempt paid for but could not cache: into the cache now.
             match pending::settle(&run_dir.dir, &plan.cache) {
                 (moved, None) => tracing::debug!(moved, "kept answers cached"),
-                (_, Some(e)) => printer.warn(&format!(
+                (_, Some(e)) => warnings.push(format!(
                     "answers kept in {} still cannot be cached ({e}): they are used from there",
                     pending::PENDING_DIR
                 )),
             }
         }
     }
-    write::plan_files(&run_dir, settings, plan, printer);
+    warnings.extend(write::plan_files(&run_dir, settings, plan));
+    for warning in &warnings {
+        printer.warn(warning);
+    }
     tracing::debug!(dir = %run_dir.dir.display(), "run directory ready");
-    Ok(run_dir)
+    Ok((run_dir, warnings))
+}
+
+/// What a run brings to its start besides its plan.
+struct Started<'a> {
+    /// `rlm merge`: the runs that answered its units.
+    merged: Option<&'a Merged>,
+    /// Said since the plan was made (the cost question, the run directory), for the report.
+    warnings: Vec<String>,
 }
 
 /// The execution machinery: the provider, the pool's limiter, the dispatcher and its
@@ -217,7 +233,7 @@ fn start(
     run_dir: &RunDir,
     printer: &Printer,
     (started, started_at): (Instant, jiff::Timestamp),
-    merged: Option<&Merged>,
+    Started { merged, mut warnings }: Started<'_>,
 ) -> Result<Execution, RlmError> {
     let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();
     let (paid_tx, paid_rx) = tokio::sync::mpsc::unbounded_channel();
@@ -235,36 +251,27 @@ fn start(
         events_tx,
         settings.provider.shown_base_url(),
     );
-    let store = match TaskStore::open(&settings.rlm_dir()) {
-        Ok(store) => Some(store),
+    // Each warning is said as it happens, and kept for the report.
+    let mut warn = |message: String| {
+        printer.warn(&message);
+        warnings.push(message);
+    };
+    let units = &plan.units;
+    let log = match EventLog::open(
+        &run_dir.dir.join("events.jsonl"),
+        &run_dir.run_id,
+        settings.provider.depth,
+        settings.redactor(),
+        settings.resume.as_ref().map(|t| t.event_fields()),
+    ) {
+        Ok(log) => Some(log),
         Err(e) => {
-            printer.warn(&format!("{e}; rlm status and rlm resume will not know this run"));
+            warn(format!("no event log: {e}"));
             None
         }
     };
-    let units = &plan.units;
-    let mut builder = ReportBuilder::new(
-        report_context(settings, plan, run_dir, merged),
-        units.iter().map(|u| (u.id.clone(), u.label.clone())),
-    );
-    builder.set_unit_files(
-        units
-            .iter()
-            .map(|u| (u.id.clone(), u.inputs.iter().map(|i| i.display.clone()).collect())),
-    );
-    let reporters = Reporters {
-        progress: ProgressReporter::new(printer.clone(), plan.model.is_free()),
-        log: EventLog::open(
-            &run_dir.dir.join("events.jsonl"),
-            &run_dir.run_id,
-            settings.provider.depth,
-            settings.redactor(),
-            settings.resume.as_ref().map(|t| t.event_fields()),
-        )
-        .map_err(|e| printer.warn(&format!("no event log: {e}")))
-        .ok(),
-        builder,
-        store: store.and_then(|store| {
+    let store = match TaskStore::open(&settings.rlm_dir()) {
+        Ok(store) => {
             let target = match &settings.resume {
                 Some(t) => StoreTarget::Resumed {
                     run: RunId::from(t.run_id.as_str()),
@@ -274,10 +281,33 @@ fn start(
                 None => StoreTarget::New(Box::new(new_run(settings, run_dir, started_at))),
             };
             let served: Vec<usize> = plan.pre.hits.iter().map(|(i, _)| *i).collect();
-            StoreReporter::start(store, target, units, &served, settings.provider.depth)
-                .map_err(|e| printer.warn(&format!("{e}; rlm status and rlm resume will not know this run")))
-                .ok()
-        }),
+            match StoreReporter::start(store, target, units, &served, settings.provider.depth) {
+                Ok(store) => Some(store),
+                Err(e) => {
+                    warn(format!("{e}; rlm status and rlm resume will not know this run"));
+                    None
+                }
+            }
+        }
+        Err(e) => {
+            warn(format!("{e}; rlm status and rlm resume will not know this run"));
+            None
+        }
+    };
+    let builder = ReportBuilder::new(
+        report_context(settings, plan, run_dir, merged, warnings),
+        units.iter().map(|u| (u.id.clone(), u.label.clone())),
+    )
+    .with_unit_files(
+        units
+            .iter()
+            .map(|u| (u.id.clone(), u.inputs.iter().map(|i| i.display.clone()).collect())),
+    );
+    let reporters = Reporters {
+        progress: ProgressReporter::new(printer.clone(), plan.model.is_free()),
+        log,
+        builder,
+        store,
     };
     // Realtime answers are journaled before their slot is handed back (see `pending`).
     let journal = match pending::Journal::open(&run_dir.dir) {
@@ -341,7 +371,7 @@ fn start(
 }
 
 /// The map phase: cache hits served, misses called, batch members retried alone.
-async fn execute(settings: &BatchSettings, plan: &Plan, exec: &mut Execution) {
+async fn execute(settings: &BatchSettings, plan: &Plan, exec: &mut Execution) -> Outcomes {
     let width = settings.exec.parallelism.width;
     exec.dispatcher.emit(Event::RunStarted {
         units: plan.units.len(),
@@ -373,15 +403,64 @@ async fn execute(settings: &BatchSettings, plan: &Plan, exec: &mut Execution) {
         }
         None => exec.run_units(&plan.units, &plan.pre.misses, skip, budget).await,
     }
+    Outcomes::of(plan, exec)
 }
 
-/// The answers of the run's files, in plan order.
-fn answers_in_order<'a>(plan: &Plan, exec: &'a Execution) -> Vec<&'a FileAnswer> {
-    plan.units
-        .iter()
-        .filter_map(|u| exec.dispatcher.answers.get(&u.id))
-        .flat_map(|a| a.files.iter())
-        .collect()
+/// What the map phase came to.
+pub(crate) struct Outcomes {
+    /// Every file's answer, in plan order (a batch's members in their order, then members
+    /// retried alone), each finding once across them (see [`crate::answer::dedupe`]).
+    pub answers: Vec<FileAnswer>,
+    /// The files that could not be read and the units that failed (label, why).
+    pub failures: Vec<(String, String)>,
+    /// Why dispatching stopped early, if it did.
+    pub stop: Option<StopReason>,
+}
+
+impl Outcomes {
+    /// The answers the dispatcher kept, taken in plan order, with the failures.
+    fn of(plan: &Plan, exec: &mut Execution) -> Outcomes {
+        let mut kept = std::mem::take(&mut exec.dispatcher.answers);
+        let mut answers: Vec<FileAnswer> = plan
+            .units
+            .iter()
+            .filter_map(|u| kept.remove(&u.id))
+            .flat_map(|a| a.files)
+            .collect();
+        let mut read: Vec<&mut crate::answer::Answer> = answers.iter_mut().map(|f| &mut f.answer).collect();
+        crate::answer::dedupe(&mut read);
+        let failures = plan
+            .manifest
+            .unreadable
+            .iter()
+            .map(|s| (s.path.clone(), s.reason.clone()))
+            .chain(exec.dispatcher.failures())
+            .collect();
+        Outcomes {
+            answers,
+            failures,
+            stop: exec.dispatcher.stop.clone(),
+        }
+    }
+
+    /// How many files and units the answers come from.
+    fn processed(&self) -> Processed {
+        let files: HashSet<&str> = self.answers.iter().map(|a| a.path.as_str()).collect();
+        let units: HashSet<&crate::unit::UnitId> = self.answers.iter().map(|a| &a.unit).collect();
+        Processed {
+            files: files.len(),
+            units: units.len(),
+        }
+    }
+}
+
+/// What the aggregate stage came to.
+struct Aggregated {
+    paths: write::AggregatePaths,
+    /// For `rlm query`: the answer to print.
+    answer: Option<String>,
+    /// Errors of the run (a summary that failed, an aggregate not written).
+    errors: Vec<String>,
 }
 
 /// The aggregate of what succeeded, written to the run directory; and for `rlm query`,
@@ -390,14 +469,25 @@ async fn aggregate(
     settings: &BatchSettings,
     plan: &Plan,
     run_dir: &RunDir,
+    outcomes: &Outcomes,
     exec: &mut Execution,
-) -> (write::AggregatePaths, Option<String>) {
-    let files = answers_in_order(plan, exec);
+) -> Aggregated {
+    let files = &outcomes.answers;
+    if files.is_empty() {
+        return Aggregated {
+            paths: write::AggregatePaths::default(),
+            answer: None,
+            errors: Vec::new(),
+        };
+    }
+    // Any JSON is an answer under --schema; otherwise only an object or an array is data.
+    let typed = settings.task.schema.is_some();
     let results: Vec<ResultItem> = files
         .iter()
         .map(|f| ResultItem {
             path: f.label.clone(),
-            text: f.answer.text.clone(),
+            text: f.answer.shown_text(),
+            json: f.answer.value().filter(|v| typed || v.is_object() || v.is_array()),
         })
         .collect();
     let types: Vec<crate::content::ContentType> = files
@@ -407,31 +497,22 @@ async fn aggregate(
                 .unwrap_or_else(|| crate::content::detect(&f.path, "").content_type)
         })
         .collect();
-    if results.is_empty() {
-        return (write::AggregatePaths::default(), None);
-    }
-    let failed: Vec<(String, String)> = plan
-        .manifest
-        .unreadable
-        .iter()
-        .map(|s| (s.path.clone(), s.reason.clone()))
-        .chain(exec.dispatcher.failures())
-        .collect();
     let strategy = match (settings.output.answer_on_stdout, results.len()) {
         // `rlm query` on a file read in one piece: its answer is the answer.
         (true, 1) => AggregateStrategy::Concat,
         _ => settings.task.aggregate,
     };
-    let aggregate = aggregate_stage::build(
+    let built = aggregate_stage::build(
         aggregate_stage::AggregateInput {
             strategy,
             pattern: &settings.input.pattern,
             timestamp: &run_dir.timestamp,
+            processed: outcomes.processed(),
             results: &results,
             types: &types,
             sub_prompt: &settings.task.sub_prompt,
             templates: &plan.requests.templates,
-            failed: &failed,
+            failed: &outcomes.failures,
             context_window: plan.model.context_window,
             max_tokens: settings.provider.max_tokens,
             require_citations: settings.task.require_citations,
@@ -439,27 +520,23 @@ async fn aggregate(
         exec,
     )
     .await;
-    let answer = settings.output.answer_on_stdout.then(|| match results.as_slice() {
-        [one] => one.text.clone(),
-        _ => aggregate.markdown.clone(),
+    let answer = settings.output.answer_on_stdout.then(|| match files.as_slice() {
+        [one] => one.answer.text.clone(),
+        _ => built.aggregate.markdown.clone(),
     });
-    let paths = write::aggregate(
-        run_dir,
-        &settings.cwd,
-        &aggregate,
-        &mut exec.dispatcher.reporters.builder,
-    );
+    let (paths, mut errors) = write::aggregate(run_dir, &settings.cwd, &built.aggregate);
+    errors.splice(0..0, built.errors);
     tracing::debug!("aggregate written");
-    (paths, answer)
+    Aggregated { paths, answer, errors }
 }
 
 /// The findings, the report and the store's last word on the run.
 fn finish(
     settings: &BatchSettings,
-    plan: &Plan,
     run_dir: &RunDir,
     exec: &mut Execution,
-    paths: write::AggregatePaths,
+    outcomes: &Outcomes,
+    aggregated: Aggregated,
     (started, started_at): (Instant, jiff::Timestamp),
     printer: &Printer,
 ) -> RunReport {
@@ -467,27 +544,29 @@ fn finish(
     if let Some(journal) = &exec.jobs.journal {
         journal.retire();
     }
+    let mut errors = aggregated.errors;
     if exec.deadline_passed() {
         let limit = settings.exec.deadline.map(|d| d.as_secs_f64()).unwrap_or_default();
-        exec.dispatcher.reporters.builder.add_error(format!(
-            "the --deadline ({limit}s) passed: dispatching stopped; rlm resume goes on with the units not run"
-        ));
+        errors.insert(
+            0,
+            format!("the --deadline ({limit}s) passed: dispatching stopped; rlm resume goes on with the units not run"),
+        );
     }
-    let collected = findings_stage::collect(settings, &answers_in_order(plan, exec));
+    let collected = findings_stage::collect(settings, &outcomes.answers);
     let findings = findings_stage::write(settings, run_dir, &collected, printer);
-    let reason = end_reason(exec);
+    let reason = end_reason(exec, outcomes);
     let end = write::ReportEnd {
-        paths,
+        paths: aggregated.paths,
         started,
         started_at,
         reason,
         findings,
+        errors,
     };
     let report = write::report(exec, run_dir, settings, end, printer);
     findings_stage::publish(settings, &collected, &report.to_markdown(), printer);
     if let Some(store) = &mut exec.dispatcher.reporters.store {
-        store.finish(store_status(&report));
-        if let Some(e) = &store.failure {
+        if let Some(e) = store.finish(store_status(&report)) {
             printer.warn(&format!("the task store could not record all of this run: {e}"));
         }
     }
@@ -495,13 +574,14 @@ fn finish(
 }
 
 /// Why dispatching ended, as the status sees it.
-fn end_reason(exec: &Execution) -> RunEndReason {
+fn end_reason(exec: &Execution, outcomes: &Outcomes) -> RunEndReason {
     if exec.deadline_passed() {
         RunEndReason::Deadline
     } else if exec.interrupted {
         RunEndReason::Interrupted
     } else {
-        match exec.dispatcher.stop {
+        // The map phase's reason, or one the aggregation calls met.
+        match outcomes.stop.as_ref().or(exec.dispatcher.stop.as_ref()) {
             Some(StopReason::Budget(_)) => RunEndReason::Budget,
             Some(StopReason::Fatal(_)) => RunEndReason::Fatal,
             Some(StopReason::WriteFailed(_)) | None => RunEndReason::Completed,
@@ -595,7 +675,13 @@ fn store_status(report: &RunReport) -> StoreRunStatus {
 }
 
 /// What the report says that events do not.
-fn report_context(settings: &BatchSettings, plan: &Plan, run_dir: &RunDir, merged: Option<&Merged>) -> ReportContext {
+fn report_context(
+    settings: &BatchSettings,
+    plan: &Plan,
+    run_dir: &RunDir,
+    merged: Option<&Merged>,
+    started: Vec<String>,
+) -> ReportContext {
     ReportContext {
         run_id: run_dir.run_id.clone(),
         plan_id: plan.plan_id.to_string(),
@@ -616,6 +702,6 @@ fn report_context(settings: &BatchSettings, plan: &Plan, run_dir: &RunDir, merge
         files_matched: plan.manifest.matched(),
         skipped: plan.manifest.skipped.clone(),
         unreadable: plan.manifest.unreadable.clone(),
-        warnings: plan.warnings.clone(),
+        warnings: plan.warnings.iter().cloned().chain(started).collect(),
     }
 }

@@ -98,6 +98,7 @@ pub async fn plan(settings: &BatchSettings, printer: &Printer) -> Result<Planned
         model: model.id.clone(),
         endpoint: settings.provider.endpoint_identity(),
         prompt_cache: settings.exec.prompt_cache,
+        query: settings.output.answer_on_stdout,
     };
     let options = PlanOptions {
         chunking: settings.task.chunking,

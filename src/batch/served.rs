@@ -51,18 +51,23 @@ pub fn serve(dispatcher: &mut Dispatcher, run_dir: &RunDir, plan: &Plan, recorde
             let Some(member) = crate::plan::member_unit(unit, index, &plan.requests, budget) else {
                 continue;
             };
-            let Some(found) = recorded.get(&member.id) else {
-                continue;
-            };
             dispatcher.emit(Event::Queued {
                 unit: member.id.clone(),
                 label: member.label.clone(),
                 kind: UnitKind::Map,
             });
-            dispatcher.reporters.builder.set_unit_files([(
-                member.id.clone(),
-                member.inputs.iter().map(|i| i.display.clone()).collect(),
-            )]);
+            let Some(found) = recorded.get(&member.id) else {
+                // Its batch did not answer for it, and no run asked it alone: not an answer.
+                dispatcher.emit(Event::Cancelled {
+                    unit: member.id.clone(),
+                    label: member.label.clone(),
+                    kind: UnitKind::Map,
+                    reason: "not run: its batch's answer had no usable entry for it, and none of the merged runs \
+                             asked it alone"
+                        .into(),
+                });
+                continue;
+            };
             if let Some(member_answers) = serve_one(dispatcher, run_dir, plan, &member, found) {
                 dispatcher.answers.remove(&member.id);
                 if let Some(parent) = dispatcher.answers.get_mut(&unit.id) {

@@ -1,5 +1,6 @@
-//! `--save-trajectory PATH`: one JSON line per model call (prompt, response, model, tokens,
-//! duration, attempts, success), appended as calls end, scrubbed of the key. A line that
+//! `--save-trajectory PATH`: one JSON line per model call (the prompt and schema exactly as
+//! sent, response, model, tokens, duration, attempts, success), appended as calls end,
+//! scrubbed of the key. A line that
 //! cannot be written is said once and the run goes on.
 
 use std::io::Write;
@@ -58,7 +59,10 @@ impl Trajectory {
             "unit": call.unit,
             "label": call.label,
             "model": call.model,
-            "prompt": {"system": call.request.system, "user": call.request.user},
+            // Exactly what was sent: the whole user message (the shared part included) and
+            // the structured-output schema.
+            "prompt": {"system": call.request.system, "user": call.request.user_text()},
+            "schema": call.request.schema.as_deref(),
             "response": call.response,
             "error": call.error,
             "success": call.error.is_none(),

@@ -14,7 +14,7 @@ use crate::exec::Event;
 use crate::printer::Printer;
 use crate::provider::Usage;
 use crate::report::{Gate, RunEndReason, RunReport, RunStatus};
-use crate::reporter::{ReportBuilder, RunEnd};
+use crate::reporter::RunEnd;
 use crate::request::RequestContext;
 use crate::run_dir::RunDir;
 use crate::settings::BatchSettings;
@@ -22,8 +22,10 @@ use crate::unit::{UnitKind, WorkUnit};
 
 /// `settings.json` (the resolved settings and the arguments they came from, no secret; the
 /// plan's identity) and `plan.json` (manifest and units) in the run directory, so a run can
-/// be inspected, resumed and merged without its command.
-pub fn plan_files(run_dir: &RunDir, settings: &BatchSettings, plan: &Plan, printer: &Printer) {
+/// be inspected, resumed and merged without its command. Returns what could not be written
+/// (warnings: the run goes on).
+pub fn plan_files(run_dir: &RunDir, settings: &BatchSettings, plan: &Plan) -> Vec<String> {
+    let mut warnings = Vec::new();
     let mut recorded = super::recorded_settings(settings);
     if let Some(map) = recorded.as_object_mut() {
         map.insert("plan_id".into(), serde_json::json!(plan.plan_id));
@@ -45,8 +47,8 @@ pub fn plan_files(run_dir: &RunDir, settings: &BatchSettings, plan: &Plan, print
         units: &plan.units,
     };
     // Each dispatched unit's prompt goes in prompts/ (see job::keep_prompt).
-    if let Err(e) = std::fs::create_dir_all(run_dir.dir.join("prompts")) {
-        printer.warn(&format!("cannot create the prompts directory: {e}"));
+    if let Err(e) = fs_err::create_dir_all(run_dir.dir.join("prompts")) {
+        warnings.push(format!("cannot create the prompts directory: {e}"));
     }
     for (name, text) in [
         ("settings.json", serde_json::to_string_pretty(&recorded)),
@@ -56,9 +58,10 @@ pub fn plan_files(run_dir: &RunDir, settings: &BatchSettings, plan: &Plan, print
             .map_err(std::io::Error::other)
             .and_then(|text| run_dir.write(name, &format!("{text}\n")));
         if let Err(e) = written {
-            printer.warn(&format!("cannot write {name}: {e}"));
+            warnings.push(format!("cannot write {name}: {e}"));
         }
     }
+    warnings
 }
 
 /// Reads the answers of cache hits and writes their result files (on a few threads: a
@@ -136,20 +139,22 @@ pub struct AggregatePaths {
     pub json: Option<String>,
 }
 
-/// Writes `aggregate.md` (and `aggregate.json`); a failure is an error of the run.
-pub fn aggregate(run_dir: &RunDir, cwd: &Path, aggregate: &Aggregate, builder: &mut ReportBuilder) -> AggregatePaths {
+/// Writes `aggregate.md` (and `aggregate.json`): where they went, and what could not be
+/// written (an error of the run).
+pub fn aggregate(run_dir: &RunDir, cwd: &Path, aggregate: &Aggregate) -> (AggregatePaths, Vec<String>) {
     let mut paths = AggregatePaths::default();
+    let mut errors = Vec::new();
     match run_dir.write("aggregate.md", &aggregate.markdown) {
         Ok(path) => paths.markdown = Some(shown(&path, cwd)),
-        Err(e) => builder.add_error(format!("cannot write the aggregate: {e}")),
+        Err(e) => errors.push(format!("cannot write the aggregate: {e}")),
     }
     if let Some(json) = &aggregate.json {
         match run_dir.write("aggregate.json", &format!("{json:#}\n")) {
             Ok(path) => paths.json = Some(shown(&path, cwd)),
-            Err(e) => builder.add_error(format!("cannot write the JSON aggregate: {e}")),
+            Err(e) => errors.push(format!("cannot write the JSON aggregate: {e}")),
         }
     }
-    paths
+    (paths, errors)
 }
 
 /// How the report is finished: where the run's files went, when it ran, why it ended.
@@ -159,6 +164,8 @@ pub struct ReportEnd {
     pub started_at: jiff::Timestamp,
     pub reason: RunEndReason,
     pub findings: Option<crate::report::FindingsSummary>,
+    /// Errors of the run that are no event (an aggregate not written, a summary failed).
+    pub errors: Vec<String>,
 }
 
 /// Builds the report and writes it (`report.json` and the markdown report).
@@ -170,10 +177,9 @@ pub fn report(
     printer: &Printer,
 ) -> RunReport {
     let reporters = &mut exec.dispatcher.reporters;
+    let mut errors = end.errors;
     let events_path = reporters.log.as_mut().map(|log| {
-        if let Some(warning) = log.finish() {
-            reporters.builder.add_error(warning);
-        }
+        errors.extend(log.finish());
         shown(&run_dir.dir.join("events.jsonl"), &settings.cwd)
     });
     let mut report = reporters.builder.finish(RunEnd {
@@ -186,6 +192,7 @@ pub fn report(
         aggregate_path: end.paths.markdown,
         aggregate_json_path: end.paths.json,
         events_path,
+        errors,
     });
     if let Some(f) = &end.findings {
         if settings.task.fail_on.is_some() {

@@ -6,9 +6,12 @@
 //! [`split_batch_answer`] reads both, plus the near misses models produce:
 //! - Markdown: a `### File: <path>` heading before each file's section.
 //! - JSON: `{"files": [{"file": "<path>", …}]}`; also accepted: findings that each name
-//!   their `file`, or an object keyed by path.
+//!   their `file` (an answer about every file of the batch: a file no finding names has
+//!   none), or an object keyed by path.
 //!
-//! Text that names no file of the batch is returned as unattributed, never dropped.
+//! A JSON entry keeps its value as well as its text, so it is checked as the value it is
+//! (under a schema of strings, `"yes"` is a string, not the text `yes`). Text that names no
+//! file of the batch is returned as unattributed, never dropped.
 
 use serde_json::{Map, Value};
 
@@ -60,6 +63,9 @@ pub struct BatchSplit {
     /// One entry per path given to [`split_batch_answer`], in that order; `None` when the
     /// answer has nothing for that file.
     pub per_file: Vec<Option<String>>,
+    /// For each path, the JSON value its text was written from, when the answer was JSON
+    /// and held one entry for the file.
+    pub values: Vec<Option<Value>>,
     /// Parts of the answer that name no file of the batch, in answer order.
     pub unattributed: Vec<String>,
 }
@@ -78,8 +84,17 @@ impl BatchSplit {
     fn new(files: usize) -> BatchSplit {
         BatchSplit {
             per_file: vec![None; files],
+            values: vec![None; files],
             unattributed: Vec::new(),
         }
+    }
+
+    /// [`BatchSplit::add`] for a JSON entry: its text, and its value.
+    fn add_value(&mut self, file: usize, value: Value) {
+        let first = self.per_file[file].is_none();
+        self.add(Some(file), pretty(&value));
+        // Two entries for one file are one text, and no one value.
+        self.values[file] = first.then_some(value);
     }
 
     fn add(&mut self, file: Option<usize>, text: String) {
@@ -222,10 +237,6 @@ fn match_path(named: &str, paths: &[&str]) -> Option<usize> {
 /// treated as text).
 fn split_json(value: Value, paths: &[&str]) -> Option<BatchSplit> {
     let mut split = BatchSplit::new(paths.len());
-    let pretty = |v: &Value| match v {
-        Value::String(s) => s.clone(),
-        other => serde_json::to_string_pretty(other).unwrap_or_default(),
-    };
     // The key naming an entry's file, and the name.
     let named_file = |entry: &Map<String, Value>| {
         ["file", "file_path", "path"]
@@ -249,18 +260,22 @@ fn split_json(value: Value, paths: &[&str]) -> Option<BatchSplit> {
                         None => split.unattributed.push(pretty(&finding)),
                     }
                 }
+                // The findings of the whole batch: a file none names has none.
                 for (i, findings) in grouped.into_iter().enumerate() {
-                    if !findings.is_empty() {
-                        split.add(Some(i), pretty(&serde_json::json!({ "findings": findings })));
-                    }
+                    split.add_value(i, serde_json::json!({ "findings": findings }));
                 }
+                // The analysts' `metadata` says nothing about a file; anything else is kept.
+                map.remove("metadata");
                 if !map.is_empty() {
                     split.unattributed.push(pretty(&Value::Object(map)));
                 }
                 return Some(split);
             } else if !map.is_empty() && map.keys().all(|k| match_path(k, paths).is_some()) {
                 for (k, v) in map {
-                    split.add(match_path(&k, paths), pretty(&v));
+                    match match_path(&k, paths) {
+                        Some(i) => split.add_value(i, v),
+                        None => split.unattributed.push(pretty(&v)),
+                    }
                 }
                 return Some(split);
             } else {
@@ -280,7 +295,6 @@ fn split_json(value: Value, paths: &[&str]) -> Option<BatchSplit> {
             continue;
         };
         map.remove(key);
-        let file = Some(file);
         let result = match map.remove("result").or_else(|| map.remove("answer")) {
             Some(result) if map.is_empty() => result,
             Some(result) => {
@@ -289,9 +303,17 @@ fn split_json(value: Value, paths: &[&str]) -> Option<BatchSplit> {
             }
             None => Value::Object(map),
         };
-        split.add(file, pretty(&result));
+        split.add_value(file, result);
     }
     Some(split)
+}
+
+/// The text of a JSON entry: a string as it is, anything else pretty-printed.
+fn pretty(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => serde_json::to_string_pretty(other).unwrap_or_default(),
+    }
 }
 
 #[cfg(test)]

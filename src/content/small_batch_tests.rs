@@ -93,16 +93,37 @@ fn json_findings_that_name_their_file_are_regrouped() {
         {"file": "src/a.py", "type": "smell", "summary": "three"},
         {"type": "note", "summary": "nobody's"}
     ], "metadata": {"key_topics": ["x"]}}"#;
-    let split = split_batch_answer(answer, &["src/a.py", "src/b.py"]);
+    let split = split_batch_answer(answer, &["src/a.py", "src/b.py", "src/c.py"]);
     let a: serde_json::Value = serde_json::from_str(split.per_file[0].as_deref().unwrap()).unwrap();
     assert_eq!(a["findings"].as_array().unwrap().len(), 2);
     assert_eq!(a["findings"][1]["summary"], "three");
+    assert_eq!(split.values[0].as_ref(), Some(&a));
+    // The answer is about every file: one no finding names has none (it is not missing).
     assert_eq!(
-        split.unattributed.len(),
-        2,
-        "the file-less finding and the metadata are kept"
+        split.values[2],
+        Some(serde_json::json!({"findings": []})),
+        "{:?}",
+        split.per_file
     );
+    assert!(split.missing().is_empty());
+    assert_eq!(split.unattributed.len(), 1, "the file-less finding is kept");
     assert!(split.unattributed[0].contains("nobody's"));
+    assert!(!split.unattributed[0].contains("key_topics"), "metadata is no answer");
+}
+
+#[test]
+fn an_entry_keeps_its_json_value() {
+    let split = split_batch_answer(
+        r#"{"files": [{"file": "a.ts", "answer": "yes"}, {"file": "b.ts", "answer": 3}, {"file": "a.ts", "answer": "no"}]}"#,
+        &["a.ts", "b.ts"],
+    );
+    assert_eq!(split.per_file[1].as_deref(), Some("3"));
+    assert_eq!(split.values[1], Some(serde_json::json!(3)));
+    // A string is its text for reading, and still a string for checking.
+    assert_eq!(split.per_file[0].as_deref(), Some("yes\n\nno"));
+    assert_eq!(split.values[0], None, "two entries for one file are no one value");
+    let split = split_batch_answer(r#"{"files": [{"file": "a.ts", "answer": "yes"}]}"#, &["a.ts"]);
+    assert_eq!(split.values[0], Some(serde_json::json!("yes")));
 }
 
 #[test]

@@ -1,10 +1,18 @@
 //! Where the working directory sits in the repository, so that finding paths (relative to
 //! the working directory) become paths relative to the repository root — what SARIF's
 //! `%SRCROOT%` and GitHub's `file=` expect.
+//!
+//! A finding's path is the file's name as the run shows it (see
+//! [`crate::input::display_path`]): `/` separates, and a backslash is an escape — `\xFF`
+//! a byte of a name that is not UTF-8, `\\` a backslash — never a separator. A SARIF URI
+//! is made of the name's real bytes, percent-encoded (`x%FF.ts`); an annotation shows the
+//! escaped name.
 
 use std::path::{Component, Path};
 
-use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
+use std::borrow::Cow;
+
+use percent_encoding::{percent_encode, AsciiSet, CONTROLS};
 
 /// Characters escaped in a SARIF artifact URI path: those not allowed in a URI path
 /// segment. `/` stays, so the URI keeps the directory structure.
@@ -83,7 +91,7 @@ impl ArtifactBase {
 
     /// `path` (relative to the working directory, or absolute) seen from the repository root.
     pub fn repo_path(&self, path: &str) -> RepoPath {
-        let path = slashes(path);
+        let path = path.to_string();
         let joined = if path.starts_with('/') || has_drive(&path) {
             match self.root.as_deref().and_then(|root| strip_dir(&path, root)) {
                 Some(inside) => inside.to_string(),
@@ -152,8 +160,43 @@ fn strip_dir<'a>(path: &'a str, dir: &str) -> Option<&'a str> {
     path.strip_prefix(dir)?.strip_prefix('/')
 }
 
+/// A URI path of the name's bytes, percent-encoded.
 fn encode(path: &str) -> String {
-    utf8_percent_encode(path, URI_PATH).to_string()
+    percent_encode(&name_bytes(path), URI_PATH).to_string()
+}
+
+/// The bytes a shown name stands for: `\xHH` is the byte HH, `\\` a backslash (see
+/// [`crate::input::display_path`]); a name without a backslash is its UTF-8.
+fn name_bytes(shown: &str) -> Cow<'_, [u8]> {
+    if !shown.contains('\\') {
+        return Cow::Borrowed(shown.as_bytes());
+    }
+    let mut bytes = Vec::with_capacity(shown.len());
+    let mut rest = shown;
+    while let Some(at) = rest.find('\\') {
+        bytes.extend_from_slice(&rest.as_bytes()[..at]);
+        let escape = &rest[at..];
+        let byte = escape
+            .get(2..4)
+            .filter(|_| escape.starts_with("\\x"))
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        match (byte, escape.starts_with("\\\\")) {
+            (Some(b), _) => {
+                bytes.push(b);
+                rest = &escape[4..];
+            }
+            (None, true) => {
+                bytes.push(b'\\');
+                rest = &escape[2..];
+            }
+            (None, false) => {
+                bytes.push(b'\\');
+                rest = &escape[1..];
+            }
+        }
+    }
+    bytes.extend_from_slice(rest.as_bytes());
+    Cow::Owned(bytes)
 }
 
 #[cfg(test)]
@@ -165,9 +208,10 @@ mod tests {
         let base = ArtifactBase::at_root();
         assert_eq!(base.repo_path("src/a.ts"), RepoPath::Inside("src/a.ts".into()));
         assert_eq!(base.repo_path("./src/../lib/b.ts"), RepoPath::Inside("lib/b.ts".into()));
+        // A backslash is an escape in a shown name, not a separator.
         assert_eq!(
-            base.repo_path("src\\win\\c.ts"),
-            RepoPath::Inside("src/win/c.ts".into())
+            base.repo_path("src/x\\xFF.ts"),
+            RepoPath::Inside("src/x\\xFF.ts".into())
         );
         assert_eq!(
             base.repo_path("../elsewhere.ts"),
@@ -218,6 +262,9 @@ mod tests {
             ("my%20dir/src/a%20b%231%25.ts".to_string(), Some(SRCROOT))
         );
         assert_eq!(base.sarif_uri("naïve.py").0, "my%20dir/na%C3%AFve.py");
+        // A name that is not UTF-8: its bytes; a backslash in a name: %5C.
+        assert_eq!(base.sarif_uri("src/x\\xFF.ts").0, "my%20dir/src/x%FF.ts");
+        assert_eq!(base.sarif_uri("src/a\\\\b\\xC3.ts").0, "my%20dir/src/a%5Cb%C3.ts");
         assert_eq!(base.sarif_uri("/opt/x y.c"), ("file:///opt/x%20y.c".to_string(), None));
         assert_eq!(
             ArtifactBase::at_root().sarif_uri("../up.c"),

@@ -21,7 +21,10 @@ pub use level::{FailOn, Level, LevelCounts, UnknownLevel};
 /// wrote them in, with its path and its line in the original file.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Finding {
-    /// The file, relative to the working directory (forward slashes, no leading `./`).
+    /// The file, relative to the working directory, as the run shows it: its own name when
+    /// the finding is about a file of the run (`src/x\xFF.ts` for a name that is not
+    /// UTF-8, see [`crate::input::display_path`]), else as the model wrote it (forward
+    /// slashes, no leading `./`).
     pub path: String,
     /// The lines it concerns; `None` when the answer gave no usable line.
     pub region: Option<Region>,

@@ -53,6 +53,9 @@ pub struct RunEnd {
     pub aggregate_path: Option<String>,
     pub aggregate_json_path: Option<String>,
     pub events_path: Option<String>,
+    /// Errors that are no event: an aggregate that could not be written, a summary that
+    /// failed, a deadline that passed, an event log that could not be finished.
+    pub errors: Vec<String>,
 }
 
 /// The report builder of one run.
@@ -68,6 +71,8 @@ pub struct ReportBuilder {
     errors: Vec<String>,
     cost: f64,
     /// The files each unit reads, when known (else each unit counts as one file).
+    /// A unit queued after the start (a batch's member retried alone) reads one file: the
+    /// one its label names.
     unit_files: HashMap<UnitId, Vec<String>>,
     /// Batches submitted to the provider's batch API.
     batches: Vec<String>,
@@ -96,14 +101,10 @@ impl ReportBuilder {
         }
     }
 
-    /// The files each unit reads, so the report counts files, not units.
-    pub fn set_unit_files(&mut self, files: impl IntoIterator<Item = (UnitId, Vec<String>)>) {
+    /// The files each planned unit reads, so the report counts files, not units.
+    pub fn with_unit_files(mut self, files: impl IntoIterator<Item = (UnitId, Vec<String>)>) -> Self {
         self.unit_files.extend(files);
-    }
-
-    /// An error that is not an event (a failed aggregate write, a failed summary).
-    pub fn add_error(&mut self, error: String) {
-        self.errors.push(error);
+        self
     }
 
     fn record(&mut self, unit: &UnitId) -> Option<&mut UnitRecord> {
@@ -119,12 +120,13 @@ impl ReportBuilder {
             mut warnings,
             fatal,
             stop_reason,
-            errors,
+            mut errors,
             cost,
             unit_files,
             batches,
             ..
         } = std::mem::take(self);
+        errors.extend(end.errors);
         let mut candidates = fatal.iter().chain(stop_reason.iter()).chain(errors.iter()).cloned();
         let error = candidates.next();
         warnings.extend(candidates);
@@ -361,9 +363,11 @@ impl Reporter for ReportBuilder {
                 label,
                 kind: UnitKind::Map,
             } if !self.index.contains_key(unit) => {
-                // A unit planned after the start (a batch's file retried alone).
+                // A unit planned after the start (a batch's file retried alone): it reads
+                // the one file its label names.
                 self.index.insert(unit.clone(), self.records.len());
                 self.records.push(UnitRecord::new(unit.clone(), label));
+                self.unit_files.insert(unit.clone(), vec![label.clone()]);
             }
             Event::RunStarted { .. }
             | Event::Queued { .. }

@@ -65,8 +65,10 @@ fn an_unreadable_file_makes_the_run_partial_and_the_fatal_error_wins() {
         reason: "budget".into(),
     });
     b.report(&failed("b", "authentication failed (401)", true));
-    b.add_error("summarize failed".into());
-    let report = b.finish(RunEnd::default());
+    let report = b.finish(RunEnd {
+        errors: vec!["summarize failed".into()],
+        ..RunEnd::default()
+    });
     assert_eq!(report.status, RunStatus::Failed, "a fatal error fails the run");
     assert_eq!(report.error.as_deref(), Some("authentication failed (401)"));
     assert_eq!(report.warnings, ["budget", "summarize failed"]);
@@ -100,8 +102,7 @@ fn an_unreadable_file_makes_the_run_partial_and_the_fatal_error_wins() {
 #[test]
 fn files_are_counted_once_and_a_file_succeeds_only_when_all_its_units_do() {
     let units = ["chunk1", "chunk2", "batch", "whole"].map(|u| (UnitId::named(u), u.to_string()));
-    let mut b = ReportBuilder::new(ctx(), units);
-    b.set_unit_files([
+    let mut b = ReportBuilder::new(ctx(), units).with_unit_files([
         (UnitId::named("chunk1"), vec!["big.py".to_string()]),
         (UnitId::named("chunk2"), vec!["big.py".to_string()]),
         (
@@ -133,4 +134,41 @@ fn files_are_counted_once_and_a_file_succeeds_only_when_all_its_units_do() {
         report.files_succeeded, 4,
         "a.py, b.py, d.py and c.py; big.py lost a chunk"
     );
+}
+
+#[test]
+fn a_member_queued_after_the_start_and_not_run_keeps_its_file_from_counting() {
+    let units = [(UnitId::named("batch"), "batch".to_string())];
+    let mut b = ReportBuilder::new(ctx(), units)
+        .with_unit_files([(UnitId::named("batch"), vec!["a.md".to_string(), "c.md".to_string()])]);
+    b.report(&Event::Completed {
+        unit: UnitId::named("batch"),
+        label: "batch".into(),
+        kind: UnitKind::Map,
+        attempts: 1,
+        duration_ms: 1,
+        usage: Usage::default(),
+        saved: Usage::default(),
+        cost_usd: 0.0,
+        cache_saved_usd: 0.0,
+        cached: false,
+        truncated: false,
+        result_file: None,
+    });
+    // The batch's answer left c.md out, and no call could be made for it alone.
+    b.report(&Event::Queued {
+        unit: UnitId::named("member-c"),
+        label: "c.md".into(),
+        kind: UnitKind::Map,
+    });
+    b.report(&Event::Cancelled {
+        unit: UnitId::named("member-c"),
+        label: "c.md".into(),
+        kind: UnitKind::Map,
+        reason: "not run: its batch's answer had no usable entry for it".into(),
+    });
+    let report = b.finish(RunEnd::default());
+    assert_eq!(report.files_succeeded, 1, "a.md only");
+    assert_eq!(report.not_run, ["c.md"]);
+    assert_eq!(report.status, RunStatus::Partial);
 }

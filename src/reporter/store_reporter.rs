@@ -72,7 +72,7 @@ pub struct StoreReporter {
     /// Beats while the run goes on; stopped when it ends.
     heartbeat: Option<Heartbeat>,
     /// The first write failure (later ones are not repeated).
-    pub failure: Option<String>,
+    failure: Option<String>,
 }
 
 impl StoreReporter {
@@ -226,8 +226,9 @@ impl StoreReporter {
     }
 
     /// The end of the run: whatever did not finish is cancelled (with why), everything is
-    /// flushed, and the run's status recorded.
-    pub fn finish(&mut self, status: RunStatus) {
+    /// flushed, and the run's status recorded. Returns why the store could not record all
+    /// of the run, if it could not.
+    pub fn finish(&mut self, status: RunStatus) -> Option<String> {
         if status != RunStatus::Running {
             let reason = match status {
                 RunStatus::Interrupted => "not finished: the run was interrupted (rlm resume goes on)",
@@ -256,6 +257,7 @@ impl StoreReporter {
         if let Err(e) = self.store.record_run_end(&self.run, status) {
             self.failure.get_or_insert(e.to_string());
         }
+        self.failure.clone()
     }
 }
 

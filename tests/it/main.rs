@@ -34,3 +34,5 @@ mod schema;
 mod shard;
 mod skill;
 mod spine;
+mod spine_batches;
+mod spine_findings;

@@ -23,13 +23,42 @@ fn python(n: usize) -> String {
 
 /// `rlm ARGS --base-url URL --provider openai -o out`, without the Anthropic key.
 fn run(p: &Project, url: &str, args: &[&str]) -> Output {
-    let mut all: Vec<&str> = args.to_vec();
-    all.extend_from_slice(&["--base-url", url, "--provider", "openai", "-o", "out"]);
-    p.rlm(&all).env_remove("ANTHROPIC_API_KEY").run()
+    run_on(Api::OpenAi, p, url, args)
 }
 
-/// The structured-output schema of a recorded OpenAI request.
+/// The two wire formats the property is checked on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Api {
+    OpenAi,
+    /// Anthropic's Messages API (structured output as a forced tool).
+    Anthropic,
+}
+
+/// `rlm ARGS -o out` against the mock, speaking `api`.
+fn run_on(api: Api, p: &Project, url: &str, args: &[&str]) -> Output {
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend_from_slice(&["--base-url", url, "-o", "out"]);
+    match api {
+        Api::OpenAi => {
+            all.extend_from_slice(&["--provider", "openai"]);
+            p.rlm(&all).env_remove("ANTHROPIC_API_KEY").run()
+        }
+        Api::Anthropic => {
+            all.extend_from_slice(&["--model", "claude-sonnet-4-5"]);
+            p.rlm(&all).run()
+        }
+    }
+}
+
+/// The structured-output schema of a recorded request: OpenAI's `response_format`, or the
+/// input schema of the tool an Anthropic request forces.
 fn sent_schema(r: &Recorded) -> Value {
+    if let Some(name) = r.body.pointer("/tool_choice/name") {
+        return r.body["tools"]
+            .as_array()
+            .and_then(|tools| tools.iter().find(|t| &t["name"] == name))
+            .map_or(Value::Null, |t| t["input_schema"].clone());
+    }
     r.body
         .pointer("/response_format/json_schema/schema")
         .or_else(|| r.body.pointer("/response_format/schema"))
@@ -45,7 +74,7 @@ fn the_dry_run_shows_every_kind_of_unit_exactly_as_it_is_sent() {
     // A prompt whose first lines every unit shares: they open every user message, byte for
     // byte (the prompt-cache prefix), and the line naming the file closes it.
     let rubric = "Our review rules:\n- no eval\n- no bare except\n\nReview {file} against them.";
-    let kinds: [(&str, Vec<&str>); 8] = [
+    let kinds: [(&str, Vec<&str>); 10] = [
         ("whole", vec!["batch", "src/*.py", "Summarize {file}"]),
         ("chunk", vec!["batch", "big/*.py", "Review {file}"]),
         ("batch", vec!["batch", "src", "Review {file}", "--aggregate", "concat"]),
@@ -60,6 +89,11 @@ fn the_dry_run_shows_every_kind_of_unit_exactly_as_it_is_sent() {
                 "concat",
             ],
         ),
+        // A whole file under --require-citations (glob mode: the generic prompt).
+        (
+            "whole-cited",
+            vec!["batch", "src/*.py", "Summarize {file}", "--require-citations"],
+        ),
         (
             "schema",
             vec![
@@ -73,6 +107,16 @@ fn the_dry_run_shows_every_kind_of_unit_exactly_as_it_is_sent() {
             ],
         ),
         (
+            "chunk-schema",
+            vec![
+                "batch",
+                "big/*.py",
+                "Count the TODOs in {file}",
+                "--schema",
+                "count.json",
+            ],
+        ),
+        (
             "focused",
             vec!["batch", "big/*.py", "Review {file}", "--focus", "security"],
         ),
@@ -82,115 +126,140 @@ fn the_dry_run_shows_every_kind_of_unit_exactly_as_it_is_sent() {
             vec!["batch", "src", rubric, "--require-citations", "--aggregate", "concat"],
         ),
     ];
-    for (kind, args) in kinds {
-        let mock = MockLlm::start();
-        let url = mock.url();
-        let p = Project::new()
-            .file("src/a.py", "import os\nprint(os.getcwd())\n")
-            .file("src/b.py", hostile)
-            .file("src/odd\nname.py", "y = 2\n")
-            .file("big/large.py", &python(90))
-            .file("count.json", schema);
-        let mut dry = args.clone();
-        dry.extend_from_slice(&["--dry-run", "--json"]);
-        let plan = run(&p, &url, &dry);
-        plan.assert_exit(0);
-        assert_eq!(mock.requests(), 0, "{kind}: a dry run calls nothing");
-        let plan = plan.json();
-        let units = plan["units"].as_array().unwrap().clone();
-        assert!(!units.is_empty(), "{kind}");
-        run(&p, &url, &args).assert_exit(0);
-        let recorded = mock.recorded();
-        assert_eq!(recorded.len(), units.len(), "{kind}: one call per planned unit");
-        // `shared` starts every unit's user message and is the same in every unit.
-        let shared = units[0]["prompt"]["shared"].as_str().unwrap();
-        for unit in &units {
-            assert_eq!(unit["prompt"]["shared"], shared, "{kind}: one shared prefix");
-            assert_eq!(unit["prompt"]["cache_prefix"], true, "{kind}");
-            assert!(unit["prompt"]["user"].as_str().unwrap().starts_with(shared), "{kind}");
+    for api in [Api::OpenAi, Api::Anthropic] {
+        for (kind, args) in &kinds {
+            dry_run_is_what_is_sent(api, kind, args, schema, hostile);
         }
-        if kind.starts_with("shared") {
-            assert!(
-                shared.contains("Our review rules:\n- no eval\n- no bare except\n"),
-                "{shared}"
-            );
-            assert!(!shared.contains("{file}") && !shared.contains("a.py"), "{shared}");
-            for unit in &units {
-                let user = unit["prompt"]["user"].as_str().unwrap();
-                // Nothing lost: the file's name, its content, the question last.
-                assert!(user.contains("Instruction, continued: Review "), "{user}");
-                assert!(
-                    user.trim_end().ends_with("against them."),
-                    "{kind}: the question last: {user}"
-                );
-                let content = unit["content"].as_str().unwrap();
-                let first_line = content.lines().next().unwrap_or("");
-                assert!(user.find(shared.trim_end()) < user.find(first_line), "{kind}");
-            }
-        } else {
-            assert_eq!(
-                shared, "",
-                "{kind}: a one-line prompt shares nothing but the system prompt"
-            );
-        }
-        for unit in &units {
-            let user = unit["prompt"]["user"].as_str().unwrap();
-            let sent = recorded
-                .iter()
-                .find(|r| r.user_text() == user)
-                .unwrap_or_else(|| panic!("{kind}: no request sent the dry run's user message of {}", unit["path"]));
-            assert_eq!(sent.system_text(), unit["prompt"]["system"].as_str().unwrap(), "{kind}");
-            assert_eq!(
-                sent_schema(sent),
-                unit["schema"],
-                "{kind}: the structured output as planned"
-            );
-        }
-        let kinds_seen: Vec<&str> = units.iter().map(|u| u["kind"].as_str().unwrap()).collect();
-        match kind {
-            "whole" | "shared" => assert!(kinds_seen.iter().all(|k| *k == "whole_file"), "{kinds_seen:?}"),
-            "chunk" | "focused" => assert!(kinds_seen.iter().all(|k| *k == "chunk"), "{kinds_seen:?}"),
-            _ => assert!(kinds_seen.contains(&"batch"), "{kind}: {kinds_seen:?}"),
-        }
-        if kind == "cited" {
-            assert!(units
-                .iter()
-                .all(|u| u["prompt"]["user"].as_str().unwrap().contains("CITATION REQUIREMENT")));
-        }
-        if kind == "focused" {
-            assert!(units.iter().all(|u| u["prompt"]["system"]
-                .as_str()
-                .unwrap()
-                .contains("Analysis focus: security")));
-        }
-        // The hostile file cannot close its delimiter: the token it guessed is not the one used.
-        for unit in units
-            .iter()
-            .filter(|u| u["content"].as_str().unwrap_or("").contains("leak the key"))
-        {
-            let user = unit["prompt"]["user"].as_str().unwrap();
-            assert_eq!(user.matches("</file_content_0123456789abcdef>").count(), 1, "{kind}");
-            assert!(!user.contains("<file_content_0123456789abcdef "), "{kind}");
-        }
-        // Deterministic: a second dry run renders the same bytes (now served by the cache).
-        let again = run(&p, &url, &dry).json();
-        let prompts = |plan: &Value| -> Vec<Value> {
-            plan["units"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|u| u["prompt"].clone())
-                .collect()
-        };
-        assert_eq!(
-            prompts(&again),
-            prompts(&plan),
-            "{kind}: the same inputs give the same requests"
-        );
+    }
+}
+
+/// The property for one kind of unit on one wire format: every unit of the dry run is one
+/// request the mock received — system, user and structured-output schema byte for byte —
+/// and the trajectory recorded exactly that.
+fn dry_run_is_what_is_sent(api: Api, kind: &str, args: &[&str], schema: &str, hostile: &str) {
+    let kind = &format!("{api:?} {kind}");
+    let mock = MockLlm::start();
+    let url = mock.url();
+    let p = Project::new()
+        .file("src/a.py", "import os\nprint(os.getcwd())\n")
+        .file("src/b.py", hostile)
+        .file("src/odd\nname.py", "y = 2\n")
+        .file("big/large.py", &python(90))
+        .file("count.json", schema);
+    let mut dry = args.to_vec();
+    dry.extend_from_slice(&["--dry-run", "--json"]);
+    let plan = run_on(api, &p, &url, &dry);
+    plan.assert_exit(0);
+    assert_eq!(mock.requests(), 0, "{kind}: a dry run calls nothing");
+    let plan = plan.json();
+    let units = plan["units"].as_array().unwrap().clone();
+    assert!(!units.is_empty(), "{kind}");
+    let mut real = args.to_vec();
+    real.extend_from_slice(&["--save-trajectory", "traj.jsonl"]);
+    run_on(api, &p, &url, &real).assert_exit(0);
+    let recorded = mock.recorded();
+    assert_eq!(recorded.len(), units.len(), "{kind}: one call per planned unit");
+    // `shared` starts every unit's user message and is the same in every unit.
+    let shared = units[0]["prompt"]["shared"].as_str().unwrap();
+    for unit in &units {
+        assert_eq!(unit["prompt"]["shared"], shared, "{kind}: one shared prefix");
+        assert_eq!(unit["prompt"]["cache_prefix"], true, "{kind}");
+        assert!(unit["prompt"]["user"].as_str().unwrap().starts_with(shared), "{kind}");
+    }
+    if kind.contains("shared") {
         assert!(
-            again["units"].as_array().unwrap().iter().all(|u| u["cached"] == true),
-            "{kind}"
+            shared.contains("Our review rules:\n- no eval\n- no bare except\n"),
+            "{shared}"
         );
+        assert!(!shared.contains("{file}") && !shared.contains("a.py"), "{shared}");
+        for unit in &units {
+            let user = unit["prompt"]["user"].as_str().unwrap();
+            // Nothing lost: the file's name, its content, the question last.
+            assert!(user.contains("Instruction, continued: Review "), "{user}");
+            assert!(
+                user.trim_end().ends_with("against them."),
+                "{kind}: the question last: {user}"
+            );
+            let content = unit["content"].as_str().unwrap();
+            let first_line = content.lines().next().unwrap_or("");
+            assert!(user.find(shared.trim_end()) < user.find(first_line), "{kind}");
+        }
+    } else {
+        assert_eq!(
+            shared, "",
+            "{kind}: a one-line prompt shares nothing but the system prompt"
+        );
+    }
+    for unit in &units {
+        let user = unit["prompt"]["user"].as_str().unwrap();
+        let sent = recorded
+            .iter()
+            .find(|r| r.user_text() == user)
+            .unwrap_or_else(|| panic!("{kind}: no request sent the dry run's user message of {}", unit["path"]));
+        assert_eq!(sent.system_text(), unit["prompt"]["system"].as_str().unwrap(), "{kind}");
+        assert_eq!(
+            sent_schema(sent),
+            unit["schema"],
+            "{kind}: the structured output as planned"
+        );
+    }
+    let kinds_seen: Vec<&str> = units.iter().map(|u| u["kind"].as_str().unwrap()).collect();
+    match kind.split_once(' ').map_or("", |(_, k)| k) {
+        "whole" | "whole-cited" | "shared" => assert!(kinds_seen.iter().all(|k| *k == "whole_file"), "{kinds_seen:?}"),
+        "chunk" | "chunk-schema" | "focused" => assert!(kinds_seen.iter().all(|k| *k == "chunk"), "{kinds_seen:?}"),
+        _ => assert!(kinds_seen.contains(&"batch"), "{kind}: {kinds_seen:?}"),
+    }
+    if kind.ends_with("cited") {
+        assert!(units
+            .iter()
+            .all(|u| u["prompt"]["user"].as_str().unwrap().contains("CITATION REQUIREMENT")));
+    }
+    if kind.ends_with("focused") {
+        assert!(units.iter().all(|u| u["prompt"]["system"]
+            .as_str()
+            .unwrap()
+            .contains("Analysis focus: security")));
+    }
+    // The hostile file cannot close its delimiter: the token it guessed is not the one used.
+    for unit in units
+        .iter()
+        .filter(|u| u["content"].as_str().unwrap_or("").contains("leak the key"))
+    {
+        let user = unit["prompt"]["user"].as_str().unwrap();
+        assert_eq!(user.matches("</file_content_0123456789abcdef>").count(), 1, "{kind}");
+        assert!(!user.contains("<file_content_0123456789abcdef "), "{kind}");
+    }
+    // Deterministic: a second dry run renders the same bytes (now served by the cache).
+    let again = run_on(api, &p, &url, &dry).json();
+    let prompts = |plan: &Value| -> Vec<Value> {
+        plan["units"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|u| u["prompt"].clone())
+            .collect()
+    };
+    assert_eq!(
+        prompts(&again),
+        prompts(&plan),
+        "{kind}: the same inputs give the same requests"
+    );
+    assert!(
+        again["units"].as_array().unwrap().iter().all(|u| u["cached"] == true),
+        "{kind}"
+    );
+    // The trajectory records what was sent: one line per call, each a request received.
+    let trajectory = p.read("traj.jsonl");
+    let lines: Vec<Value> = trajectory.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), recorded.len(), "{kind}");
+    for line in &lines {
+        let user = line["prompt"]["user"].as_str().unwrap();
+        let sent = recorded
+            .iter()
+            .find(|r| r.user_text() == user)
+            .unwrap_or_else(|| panic!("{kind}: the trajectory's user message was not sent: {user}"));
+        assert_eq!(line["prompt"]["system"], sent.system_text(), "{kind}");
+        assert_eq!(line["schema"], sent_schema(sent), "{kind}: the trajectory's schema");
     }
 }
 
@@ -420,20 +489,14 @@ fn a_file_missing_from_a_batch_answer_is_retried_alone_and_never_counted_before(
 }
 
 #[test]
-fn query_keeps_an_answer_in_prose_and_prints_it() {
+fn query_asks_a_file_read_whole_for_prose_and_prints_it() {
     let mock = MockLlm::start();
     let url = mock.url();
-    let p = Project::new().file(
-        "mod.py",
-        &format!(
-            "\"\"\"A module.\"\"\"\n# {}\nx = 1\n",
-            reply_marker("It sets x to one.")
-        ),
-    );
-    let out = p
-        .rlm(&[
+    let p = Project::new().file("mod.py", "\"\"\"A module.\"\"\"\nx = 1\n");
+    let query = |p: &Project, file: &str| {
+        p.rlm(&[
             "query",
-            "mod.py",
+            file,
             "Summarize this module",
             "--base-url",
             &url,
@@ -441,11 +504,37 @@ fn query_keeps_an_answer_in_prose_and_prints_it() {
             "openai",
         ])
         .env_remove("ANTHROPIC_API_KEY")
-        .run();
+        .run()
+    };
+    let out = query(&p, "mod.py");
     out.assert_exit(0);
-    assert_eq!(out.stdout.trim(), "It sets x to one.");
-    assert_eq!(mock.requests(), 1, "paid once");
-    assert!(out.stderr.contains("answered in prose"), "{}", out.stderr);
+    // A model that honours structured output is not forced into findings: none is asked.
+    let recorded = mock.recorded();
+    assert_eq!(recorded.len(), 1, "paid once");
+    assert!(
+        recorded[0].body.get("response_format").is_none(),
+        "{}",
+        recorded[0].body
+    );
+    assert!(
+        !recorded[0].system_text().contains(FINDINGS_PHRASE),
+        "{}",
+        recorded[0].system_text()
+    );
+    assert!(out.stdout.trim().starts_with("mock result "), "{}", out.stdout);
+    assert!(!out.stderr.contains("answered in prose"), "{}", out.stderr);
+
+    // A longer file: its chunks give findings, and the synthesis writes the prose printed.
+    let p = Project::new().file("big.py", &python(100));
+    let out = query(&p, "big.py");
+    out.assert_exit(0);
+    let recorded = mock.recorded();
+    let chunks: Vec<&Recorded> = recorded
+        .iter()
+        .filter(|r| r.body.get("response_format").is_some())
+        .collect();
+    assert!(chunks.len() > 1, "the chunks ask for findings");
+    assert!(!out.stdout.trim().starts_with('{'), "prose, not JSON: {}", out.stdout);
 }
 
 #[test]
@@ -589,4 +678,107 @@ fn a_file_too_big_to_send_whole_stops_before_anything_is_sent() {
     );
     assert!(out.stderr.contains("--chunking off"), "{}", out.stderr);
     assert_eq!(mock.requests(), 0);
+}
+
+#[test]
+fn report_and_aggregate_count_files_apart_from_units_and_a_chunk_lists_its_own_bytes() {
+    let mock = MockLlm::start();
+    let url = mock.url();
+    let big = python(100);
+    let p = Project::new()
+        .file("src/big.py", &big)
+        .file("src/a.md", "# A\n\napples\n")
+        .file("src/b.md", "# B\n\nbees\n");
+    let args = ["batch", "src", "Review {file}", "--aggregate", "concat"];
+    let plan = run(&p, &url, &[&args[..], &["--dry-run", "--json"]].concat()).json();
+    let units = plan["units"].as_array().unwrap();
+    let chunks: Vec<&Value> = units.iter().filter(|u| u["kind"] == "chunk").collect();
+    assert!(chunks.len() > 1, "{plan:#}");
+    // Each chunk lists the bytes of its own lines: together, the file.
+    let chunk_bytes: Vec<u64> = chunks.iter().map(|u| u["bytes"].as_u64().unwrap()).collect();
+    assert!(chunk_bytes.iter().all(|b| *b < big.len() as u64), "{chunk_bytes:?}");
+    assert_eq!(chunk_bytes.iter().sum::<u64>(), big.len() as u64, "{chunk_bytes:?}");
+    let batch = units.iter().find(|u| u["kind"] == "batch").unwrap();
+    assert_eq!(batch["bytes"], ("# A\n\napples\n".len() + "# B\n\nbees\n".len()) as u64);
+    let listing = run(&p, &url, &[&args[..], &["--dry-run"]].concat());
+    let first = chunks[0]["path"].as_str().unwrap();
+    assert!(
+        listing.stdout.contains(&format!("{} B  {first}", chunk_bytes[0])),
+        "{}",
+        listing.stdout
+    );
+    assert!(
+        !listing.stdout.contains(&format!("{} B", big.len())),
+        "{}",
+        listing.stdout
+    );
+
+    let total_units = units.len();
+    run(&p, &url, &args).assert_exit(0);
+    let aggregate = p.aggregate_md();
+    assert!(
+        aggregate.contains(&format!("\nFiles processed: 3 (in {total_units} units)\n")),
+        "{aggregate}"
+    );
+    let md = p.report_md();
+    assert!(md.contains("**Files Processed**: 3/3"), "{md}");
+    assert!(md.contains(&format!("- Units succeeded: {total_units}")), "{md}");
+    assert!(md.contains("- Successfully processed: 3"), "{md}");
+}
+
+#[test]
+fn the_cost_warning_said_at_start_up_is_in_the_report() {
+    let mock = MockLlm::start();
+    let url = mock.url();
+    let mut p = Project::new();
+    let text: String = (0..900).map(|i| format!("line of text number {i} here\n")).collect();
+    for i in 0..30 {
+        p = p.file(&format!("src/f{i:02}.txt"), &text);
+    }
+    // No --yes, and no terminal to ask on: the run says so and goes on.
+    let out = p
+        .rlm(&[
+            "batch",
+            "src/*.txt",
+            "Summarize {file}",
+            "--model",
+            "claude-sonnet-4-5",
+            "--base-url",
+            &url,
+            "-o",
+            "out",
+        ])
+        .run();
+    out.assert_exit(0);
+    assert!(out.stderr.contains("no terminal to ask, proceeding"), "{}", out.stderr);
+    let warnings = p.report()["warnings"].to_string();
+    assert!(warnings.contains("no terminal to ask, proceeding"), "{warnings}");
+}
+
+#[test]
+fn analysts_ask_anthropic_for_findings_through_a_forced_tool() {
+    let mock = MockLlm::start();
+    let url = mock.url();
+    let p = Project::new().file("big/large.py", &python(90));
+    let out = run_on(
+        Api::Anthropic,
+        &p,
+        &url,
+        &["batch", "big/*.py", "Review {file}", "--sarif", "r.sarif"],
+    );
+    out.assert_exit(0);
+    let recorded = mock.recorded();
+    assert!(recorded.len() > 1, "the file was cut into chunks");
+    for r in &recorded {
+        assert_eq!(r.path, "/v1/messages");
+        assert_eq!(r.body["tool_choice"], json!({"type": "tool", "name": "answer"}));
+        let schema = sent_schema(r);
+        assert_eq!(schema["required"], json!(["findings"]), "{schema:#}");
+    }
+    // The tool's input is the answer: each chunk's finding reached SARIF, none was prose.
+    let sarif = read_json(&p.path().join("r.sarif"));
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), recorded.len(), "{sarif:#}");
+    let report = p.report();
+    assert!(!report["warnings"].to_string().contains("prose"), "{report:#}");
 }
