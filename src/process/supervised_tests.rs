@@ -18,6 +18,11 @@ fn never() -> std::future::Pending<()> {
     std::future::pending()
 }
 
+/// A liveness guard, not a speed bound: what it guards against would take an hour (the
+/// scripts sleep 3600 s, the grace is an hour), so ten minutes can only be reached by the
+/// bug, never by a loaded machine.
+const HOUR_OR_BUG: Duration = Duration::from_secs(600);
+
 /// Waits for a pid file the script writes, and returns the pid in it.
 async fn pid_from(file: &Path) -> u32 {
     let started = Instant::now();
@@ -56,7 +61,6 @@ async fn success_returns_stdout_and_sees_the_added_environment() {
     assert_eq!(out.stderr_tail, "working\n");
     assert!(out.status.success());
     assert!(out.pid > 1);
-    assert!(out.duration < Duration::from_secs(10));
     assert!(wait_for_group_death(out.pid, Duration::from_secs(2)));
 }
 
@@ -89,7 +93,7 @@ async fn a_timeout_escalates_to_sigkill_for_a_group_that_ignores_sigterm() {
     let mut spec = agent(
         dir.path(),
         "stubborn.sh",
-        &format!("echo $$ > {}\ntrap '' TERM\nsleep 100\nsleep 100", pid_file.display()),
+        &format!("echo $$ > {}\ntrap '' TERM\nsleep 3600\nsleep 3600", pid_file.display()),
     );
     spec.timeout = Some(Duration::from_millis(300));
     spec.grace = Duration::from_millis(700);
@@ -98,11 +102,11 @@ async fn a_timeout_escalates_to_sigkill_for_a_group_that_ignores_sigterm() {
     let took = started.elapsed();
     assert!(matches!(err, ProcessError::Timeout { .. }), "{err:?}");
     assert_eq!(err.kind(), FailureKind::Retryable);
+    // A lower bound (load cannot break it): the kill waited for the grace.
     assert!(
         took >= Duration::from_millis(1000),
         "SIGKILL came before the grace ended: {took:?}"
     );
-    assert!(took < Duration::from_secs(5), "{took:?}");
     let pgid = pid_from(&pid_file).await;
     assert!(
         wait_for_group_death(pgid, Duration::from_secs(2)),
@@ -113,13 +117,14 @@ async fn a_timeout_escalates_to_sigkill_for_a_group_that_ignores_sigterm() {
 #[tokio::test]
 async fn a_group_that_obeys_sigterm_does_not_wait_for_the_grace() {
     let dir = tempfile::tempdir().unwrap();
-    let mut spec = agent(dir.path(), "slow.sh", "sleep 100");
+    let mut spec = agent(dir.path(), "slow.sh", "sleep 3600");
     spec.timeout = Some(Duration::from_millis(200));
-    spec.grace = Duration::from_secs(30);
-    let started = Instant::now();
-    let err = run(&spec, "", never()).await.unwrap_err();
+    spec.grace = Duration::from_secs(3600);
+    let err = tokio::time::timeout(HOUR_OR_BUG, run(&spec, "", never()))
+        .await
+        .expect("waited for the grace although the group had obeyed SIGTERM")
+        .unwrap_err();
     assert!(matches!(err, ProcessError::Timeout { .. }), "{err:?}");
-    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
 }
 
 #[tokio::test]
@@ -129,13 +134,14 @@ async fn background_grandchildren_are_killed_when_the_command_exits() {
     let spec = agent(
         dir.path(),
         "spawner.sh",
-        &format!("sleep 100 &\necho $! > {}\necho done", grandchild.display()),
+        &format!("sleep 3600 &\necho $! > {}\necho done", grandchild.display()),
     );
-    let started = Instant::now();
-    // The grandchild holds stdout open: without the group kill this would wait 100 s.
-    let out = run(&spec, "", never()).await.unwrap();
+    // The grandchild holds stdout open: without the group kill this would wait an hour.
+    let out = tokio::time::timeout(HOUR_OR_BUG, run(&spec, "", never()))
+        .await
+        .expect("waited for the grandchild that holds stdout open")
+        .unwrap();
     assert_eq!(out.stdout, "done\n");
-    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
     let grandchild = pid_from(&grandchild).await;
     assert_ne!(grandchild, out.pid);
     assert!(
