@@ -38,6 +38,21 @@ pub enum JobCommand {
     Export(JobExportArgs),
 }
 
+impl JobCommand {
+    /// Whether the command was asked for one JSON document on stdout.
+    pub fn wants_json(&self) -> bool {
+        match self {
+            JobCommand::Run(a) => a.flags.json,
+            JobCommand::PrReview(a) => a.flags.json,
+            JobCommand::Resume(a) => a.flags.json,
+            JobCommand::Rerun(a) => a.flags.json,
+            JobCommand::List(a) => a.json,
+            JobCommand::Status(a) => a.json,
+            JobCommand::Export(_) => false,
+        }
+    }
+}
+
 const JOB_EXIT_CODES: &str = "Exit codes: 0 every phase succeeded (or the job paused as asked), 1 some items \
 were not processed (a rerun of the phase takes only them), 2 usage or input error (nothing was sent), \
 3 nothing succeeded or the provider refused the request, 130 interrupted (rlm job resume goes on).";
@@ -120,8 +135,9 @@ pub struct JobRunFlags {
     #[arg(long)]
     pub dry_run: bool,
 
-    /// Print one JSON document on stdout (job_id, dir, status, phases, cost).
-    #[arg(long)]
+    /// Print one JSON document on stdout (job_id, dir, status, phases, cost), also when
+    /// the command fails (`status` ERROR, `error`, `exit_code`).
+    #[arg(long, overrides_with = "json")]
     pub json: bool,
 
     /// No banner and no progress; errors, warnings and failures still go to stderr.
@@ -174,7 +190,7 @@ pub struct PrReviewArgs {
 #[derive(Debug, Args)]
 pub struct JobListArgs {
     /// One JSON array on stdout.
-    #[arg(long)]
+    #[arg(long, overrides_with = "json")]
     pub json: bool,
 }
 
@@ -183,7 +199,7 @@ pub struct JobStatusArgs {
     /// The job id (or its unique beginning). [default: the latest job]
     pub job: Option<String>,
     /// One JSON document on stdout.
-    #[arg(long)]
+    #[arg(long, overrides_with = "json")]
     pub json: bool,
 }
 

@@ -255,6 +255,11 @@ impl JobSettings {
         })
     }
 
+    /// The environment this invocation runs in (`PATH`, keys: never written anywhere).
+    pub fn environment(&self) -> &Environment {
+        &self.env
+    }
+
     pub fn printer_mode(&self) -> PrinterMode {
         self.output.printer_mode()
     }

@@ -15,15 +15,15 @@ use crate::support::mock_llm::*;
 use crate::support::*;
 
 /// What the map prompt says, so its requests can be told apart.
-const MAP_PROMPT: &str = "CLASSIFY-ENTRIES: give each entry its kind.";
-const REDUCE_PROMPT: &str = "GROUP-ENTRIES: confirm the groups.";
+pub(crate) const MAP_PROMPT: &str = "CLASSIFY-ENTRIES: give each entry its kind.";
+pub(crate) const REDUCE_PROMPT: &str = "GROUP-ENTRIES: confirm the groups.";
 
-const ITEM_SCHEMA: &str = r#"{"type":"object","properties":{"id":{"type":"string"},"kind":{"enum":["fix","feature","docs"]},
+pub(crate) const ITEM_SCHEMA: &str = r#"{"type":"object","properties":{"id":{"type":"string"},"kind":{"enum":["fix","feature","docs"]},
 "topic":{"type":"string"}},"required":["id","kind","topic"]}"#;
 
 /// A stand-in for the GitHub CLI: gh's JSON shapes from `$GH_DATA/prs.json`, a diff per
 /// pull request, comments read from stdin; every invocation appended to `$GH_LOG`.
-const GH: &str = r#"#!/bin/sh
+pub(crate) const GH: &str = r#"#!/bin/sh
 printf '%s\n' "$*" >> "$GH_LOG"
 case "$GH_FAIL" in
   auth) echo "To get started with GitHub CLI, please run:  gh auth login" >&2; exit 4 ;;
@@ -39,7 +39,7 @@ esac
 
 /// A project with a job file: `entries.jsonl` of `n` entries, a map phase `classify`
 /// (batches of `batch`) and the phases `extra` adds.
-fn job_project(n: usize, batch: usize, hints: &[(usize, String)], extra: &str) -> Project {
+pub(crate) fn job_project(n: usize, batch: usize, hints: &[(usize, String)], extra: &str) -> Project {
     let mut entries = String::new();
     for i in 1..=n {
         let hint = hints
@@ -68,18 +68,18 @@ fn job_project(n: usize, batch: usize, hints: &[(usize, String)], extra: &str) -
         )
 }
 
-const REPORT_PHASE: &str = "\n[[phase]]\nname = \"report\"\nkind = \"report\"\nprompt = \"report.md\"\n";
-const REDUCE_PHASE: &str =
+pub(crate) const REPORT_PHASE: &str = "\n[[phase]]\nname = \"report\"\nkind = \"report\"\nprompt = \"report.md\"\n";
+pub(crate) const REDUCE_PHASE: &str =
     "\n[[phase]]\nname = \"groups\"\nkind = \"reduce\"\nprompt = \"group.md\"\ngroup_by = \"topic\"\n";
 
-fn job_args<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+pub(crate) fn job_args<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec!["job", "run", "job.toml", "--base-url", url];
     args.extend_from_slice(extra);
     args
 }
 
 /// The job directories, oldest first.
-fn jobs(p: &Project) -> Vec<PathBuf> {
+pub(crate) fn jobs(p: &Project) -> Vec<PathBuf> {
     let root = p.path().join(".aiwg/rlm/jobs");
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
         .map(|e| e.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect())
@@ -88,18 +88,18 @@ fn jobs(p: &Project) -> Vec<PathBuf> {
     dirs
 }
 
-fn only_job(p: &Project) -> PathBuf {
+pub(crate) fn only_job(p: &Project) -> PathBuf {
     let all = jobs(p);
     assert_eq!(all.len(), 1, "{all:?}");
     all[0].clone()
 }
 
-fn job_id(dir: &Path) -> String {
+pub(crate) fn job_id(dir: &Path) -> String {
     dir.file_name().unwrap().to_string_lossy().into_owned()
 }
 
 /// The map phase's requests, by the ids of the entries they carried.
-fn map_requests(mock: &MockLlm) -> Vec<Vec<String>> {
+pub(crate) fn map_requests(mock: &MockLlm) -> Vec<Vec<String>> {
     mock.recorded()
         .iter()
         .filter(|r| r.system_text().contains(MAP_PROMPT))
@@ -113,7 +113,7 @@ fn map_requests(mock: &MockLlm) -> Vec<Vec<String>> {
         .collect()
 }
 
-fn batch_outputs(dir: &Path, phase: &str) -> Vec<String> {
+pub(crate) fn batch_outputs(dir: &Path, phase: &str) -> Vec<String> {
     let d = dir.join("batches").join(phase);
     if !d.is_dir() {
         return Vec::new();
@@ -423,7 +423,7 @@ fn rerun_of_phase_2_makes_no_map_call_and_the_same_prompt_is_served_by_the_cache
 
 /// `n` pull requests in gh's shapes: groups of three duplicates (a shared fingerprint and
 /// files), the rest alone; a lock file in every third one; a few off-vision ones.
-fn pull_requests(n: usize) -> Vec<Value> {
+pub(crate) fn pull_requests(n: usize) -> Vec<Value> {
     (1..=n)
         .map(|i| {
             let group = (i <= 150).then(|| (i - 1) / 3);
@@ -472,7 +472,7 @@ fn pull_requests(n: usize) -> Vec<Value> {
 }
 
 /// A project with the stand-in gh on PATH and `prs` as its pull requests.
-fn gh_project(prs: &[Value]) -> Project {
+pub(crate) fn gh_project(prs: &[Value]) -> Project {
     let p = Project::new()
         .file("VISION.md", "# Vision\nA command-line tool. Not a web app.\n")
         .file("gh/prs.json", &Value::Array(prs.to_vec()).to_string())
@@ -486,7 +486,7 @@ fn gh_project(prs: &[Value]) -> Project {
     p
 }
 
-fn with_gh(p: &Project, run: Run) -> Run {
+pub(crate) fn with_gh(p: &Project, run: Run) -> Run {
     let path = format!(
         "{}:{}",
         p.path().join("bin").display(),
@@ -497,7 +497,7 @@ fn with_gh(p: &Project, run: Run) -> Run {
         .env("GH_LOG", &p.path().join("gh.log").display().to_string())
 }
 
-fn gh_log(p: &Project) -> Vec<String> {
+pub(crate) fn gh_log(p: &Project) -> Vec<String> {
     std::fs::read_to_string(p.path().join("gh.log"))
         .unwrap_or_default()
         .lines()
@@ -776,7 +776,7 @@ fn a_dry_run_prints_the_estimate_per_phase_and_writes_nothing() {
 }
 
 /// Copies `examples/jobs/NAME/` into the project under `NAME/`.
-fn with_example(p: Project, name: &str) -> Project {
+pub(crate) fn with_example(p: Project, name: &str) -> Project {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/jobs").join(name);
     let mut p = p;
     for file in file_names(&src) {
@@ -851,7 +851,7 @@ fn the_pr_review_example_job_file_is_the_preset_as_a_file() {
 // --batch-api: map phases through the provider's batch API
 
 /// Polls every 20 ms (the default schedule waits seconds).
-fn fast(run: Run) -> Run {
+pub(crate) fn fast(run: Run) -> Run {
     run.env("RLM_BATCH_POLL_MS", "20")
 }
 

@@ -25,6 +25,7 @@ mod index;
 mod inputs;
 mod interfaces;
 mod job;
+mod job_checks;
 mod mock_selftest;
 mod newcomer;
 mod prompt_cache;
