@@ -26,6 +26,7 @@ mod inputs;
 mod interfaces;
 mod job;
 mod job_checks;
+mod job_clusters;
 mod mock_selftest;
 mod newcomer;
 mod prompt_cache;
