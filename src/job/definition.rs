@@ -124,8 +124,9 @@ pub struct PhaseDefinition {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_cluster_size: Option<usize>,
     // Review.
-    /// Which items: `best_candidate`, or a filter such as `quick_verdict == "review"`
-    /// (`and`, `or`, `not`, `==`, `!=`, `<`, `<=`, `>`, `>=`, `contains`).
+    /// Which items: `best_candidate`, `clustered`, or a filter such as
+    /// `quick_verdict == "review"` (`and`, `or`, `not`, `==`, `!=`, `<`, `<=`, `>`, `>=`,
+    /// `contains`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub select: Option<String>,
     /// A command run per selected item (`{id}`, `{repo}` replaced); its output is added to
@@ -274,8 +275,10 @@ impl JobDefinition {
                     if let Some(select) = &phase.select {
                         let filter = super::select::Filter::parse(select)
                             .map_err(|e| RlmError::Usage(format!("{shown}: {at}: select: {e}")))?;
-                        if filter.uses_best_candidate() && !seen_reduce {
-                            return bad("`select = \"best_candidate\"` needs a reduce phase before it".into());
+                        if filter.uses_clusters() && !seen_reduce {
+                            return bad(
+                                "`select` names best_candidate or clustered: it needs a reduce phase before it".into(),
+                            );
                         }
                     }
                     if phase.fetch.as_ref().is_some_and(Vec::is_empty) {

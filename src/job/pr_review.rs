@@ -17,6 +17,13 @@ pub const REVIEW_PROMPT: &str = include_str!("../../examples/jobs/pr-review/revi
 pub const REVIEW_SCHEMA: &str = include_str!("../../examples/jobs/pr-review/review.schema.json");
 pub const REPORT_PROMPT: &str = include_str!("../../examples/jobs/pr-review/report.md");
 
+/// What the deep review takes (the seed: the best of each cluster): the best candidate of
+/// every cluster, and every pull request in no cluster — a unique effort, its own best
+/// candidate — that its classification says to merge or to review. A duplicate that is not
+/// its cluster's best is never reviewed: the report closes it.
+pub const REVIEW_SELECT: &str =
+    "best_candidate or (not clustered and (quick_verdict == \"merge\" or quick_verdict == \"review\"))";
+
 /// A pull request's body is cut to this many characters (the seed's ~500 bytes a PR).
 const BODY_CHARS: usize = 500;
 
@@ -96,7 +103,7 @@ pub fn definition(repo: &str) -> JobDefinition {
                 )
             },
             PhaseDefinition {
-                select: Some("best_candidate or quick_verdict == \"merge\"".into()),
+                select: Some(REVIEW_SELECT.into()),
                 fetch: Some(
                     ["gh", "pr", "diff", "{id}", "-R", "{repo}"]
                         .iter()

@@ -17,7 +17,7 @@ use super::records::records_before;
 use super::reduce::clusters_of;
 use super::request::Rendering;
 use super::runner::JobRun;
-use super::select::Filter;
+use super::select::{ClusterPlace, Filter};
 use super::worker::AnswerCheck;
 use crate::error::RlmError;
 use crate::process::{self, CommandSpec, ProcessError};
@@ -77,7 +77,11 @@ pub fn selected(run: &JobRun, index: usize, items: &[Value]) -> Result<Vec<Value
         .iter()
         .filter_map(|(key, record)| {
             let m = member.get(key);
-            if !filter.matches(record, m.is_some_and(|m| m.is_best)) {
+            let place = ClusterPlace {
+                clustered: m.is_some(),
+                best: m.is_some_and(|m| m.is_best),
+            };
+            if !filter.matches(record, place) {
                 return None;
             }
             let mut item = record.clone();

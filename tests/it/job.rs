@@ -422,7 +422,8 @@ fn rerun_of_phase_2_makes_no_map_call_and_the_same_prompt_is_served_by_the_cache
 }
 
 /// `n` pull requests in gh's shapes: groups of three duplicates (a shared fingerprint and
-/// files), the rest alone; a lock file in every third one; a few off-vision ones.
+/// files), the rest alone (every tenth classified `review`, the others `close`); a lock
+/// file in every third one; a few off-vision ones.
 pub(crate) fn pull_requests(n: usize) -> Vec<Value> {
     (1..=n)
         .map(|i| {
@@ -435,11 +436,18 @@ pub(crate) fn pull_requests(n: usize) -> Vec<Value> {
             if i % 2 == 0 {
                 files.push(json!({"path": "CHANGELOG.md", "additions": 1, "deletions": 0}));
             }
+            // Singletons: every tenth is worth a review, the others are not.
+            let verdict = if group.is_some() || i % 10 == 0 {
+                "review"
+            } else {
+                "close"
+            };
             let mut hint = json!({"fingerprint": fingerprint, "intent": format!("work on {fingerprint}"),
-                "vision_alignment": 7, "quick_verdict": "review"});
+                "vision_alignment": 7, "quick_verdict": verdict});
             if i > 280 {
                 hint["vision_alignment"] = json!(1);
                 hint["flags"] = json!(["off-vision"]);
+                hint["quick_verdict"] = json!("close");
             }
             // The first duplicate group's refinement names a stranger: it keeps the
             // programmatic ranking.
@@ -577,11 +585,12 @@ fn a_pr_review_of_three_hundred_prs_finds_the_duplicates_and_reports_as_the_seed
     assert!(first["members"].as_array().unwrap().contains(&first["best_candidate"]));
     assert!(clusters[1..].iter().all(|c| c["source"] == "model"));
 
-    // Only the best candidates are reviewed, each with its diff.
+    // Only the best candidates are reviewed — of the 50 clusters, and the 13 pull requests
+    // in none that are classified `review` — each with its diff.
     let reviews = read_json(&dir.join("data/reviews.json"));
-    assert_eq!(reviews.as_array().unwrap().len(), 50);
+    assert_eq!(reviews.as_array().unwrap().len(), 63);
     let diffs = log.iter().filter(|l| l.starts_with("pr diff ")).count();
-    assert_eq!(diffs, 50);
+    assert_eq!(diffs, 63);
     assert!(log.iter().all(|l| !l.starts_with("pr comment")));
 
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
@@ -590,11 +599,12 @@ fn a_pr_review_of_three_hundred_prs_finds_the_duplicates_and_reports_as_the_seed
         "**Total PRs scanned**: 300 | **Clusters found**: 50",
         "## Executive Summary",
         "- 100 PRs identified as duplicates (reducible to 200 unique efforts)",
-        "- 50 PRs recommended for immediate merge",
-        "### Merge (50 PRs)",
+        "- 63 PRs recommended for immediate merge",
+        "### Merge (63 PRs)",
         "### Close — Duplicates (100 PRs)",
         "### Close — Off-Vision (20 PRs)",
-        "### Needs Human Review (0 PRs)",
+        "### Needs Human Review (117 PRs)",
+        "| #151 | Work on single-151 (151) | dev8 | not reviewed in depth; classified close",
         "## Cluster Details",
         "| #2 | #1 | 90% |",
     ] {
@@ -602,6 +612,12 @@ fn a_pr_review_of_three_hundred_prs_finds_the_duplicates_and_reports_as_the_seed
     }
     let report_json = read_json(&dir.join("report.json"));
     assert_eq!(report_json["totals"]["duplicates"], 100);
+    let totals = &report_json["totals"];
+    let accounted: u64 = ["merge", "close_duplicates", "close_off_vision", "needs_human_review"]
+        .iter()
+        .map(|k| totals[k].as_u64().unwrap())
+        .sum();
+    assert_eq!(accounted, 300, "every pull request in exactly one table: {totals}");
 
     // Export: JSON, Markdown, GitHub comments — posted only with --post, and --yes without a terminal.
     let id = job_id(&dir);
@@ -621,7 +637,7 @@ fn a_pr_review_of_three_hundred_prs_finds_the_duplicates_and_reports_as_the_seed
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(lines.len(), 50);
+    assert_eq!(lines.len(), 63);
     assert_eq!(lines[0]["repo"], "acme/widgets");
     assert!(
         lines[0]["body"].as_str().unwrap().contains("verdict **merge**"),
@@ -651,7 +667,7 @@ fn a_pr_review_of_three_hundred_prs_finds_the_duplicates_and_reports_as_the_seed
     .run();
     posted.assert_exit(0);
     let comment_calls: Vec<String> = gh_log(&p).into_iter().filter(|l| l.starts_with("pr comment")).collect();
-    assert_eq!(comment_calls.len(), 50);
+    assert_eq!(comment_calls.len(), 63);
     assert!(
         comment_calls.contains(&"pr comment 1 -R acme/widgets --body-file -".to_string()),
         "{comment_calls:?}"
@@ -665,7 +681,7 @@ fn a_pr_review_of_three_hundred_prs_finds_the_duplicates_and_reports_as_the_seed
     )
     .run()
     .assert_exit(0);
-    assert_eq!(gh_log(&p).iter().filter(|l| l.starts_with("pr comment")).count(), 50);
+    assert_eq!(gh_log(&p).iter().filter(|l| l.starts_with("pr comment")).count(), 63);
 }
 
 #[test]

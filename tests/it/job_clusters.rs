@@ -132,3 +132,97 @@ fn intents_that_differ_in_their_number_are_not_one_cluster() {
     let clusters = read_json(&dir.join("data/clusters.json"));
     assert_eq!(clusters.as_array().unwrap().len(), 1);
 }
+
+/// The pull request numbers of the rows of each table of a PR-review `report.md`.
+fn report_tables(report: &str) -> Vec<(String, Vec<u64>)> {
+    let mut tables: Vec<(String, Vec<u64>)> = Vec::new();
+    for line in report.lines() {
+        if let Some(title) = line.strip_prefix("### ") {
+            if !title.starts_with("Cluster:") && !title.starts_with("Assessment") {
+                tables.push((title.to_string(), Vec::new()));
+            }
+        } else if line.starts_with("## Cluster Details") {
+            break;
+        } else if let (Some(row), Some((_, rows))) = (line.strip_prefix("| #"), tables.last_mut()) {
+            rows.push(row.split(' ').next().unwrap().parse().unwrap());
+        }
+    }
+    tables
+}
+
+#[test]
+fn the_report_accounts_for_every_pr_once_and_never_merges_a_duplicate() {
+    let mock = MockLlm::start();
+    let answer = |fingerprint: &str, verdict: &str, vision: u64| {
+        json!({"fingerprint": fingerprint, "intent": format!("{fingerprint} work"), "quick_verdict": verdict,
+            "vision_alignment": vision, "verdict": "merge", "recommended_action": "merge", "confidence": 0.9})
+    };
+    let mut prs = vec![
+        // A pair: 1001 is the better one; 1002 is classified `merge`, but it is a duplicate.
+        gh_pr(1001, &["src/theme.rs"], &answer("dark-mode", "review", 9)),
+        gh_pr(1002, &["src/theme2.rs"], &answer("dark-mode", "merge", 7)),
+    ];
+    // Unique efforts worth a review, and ones that are not.
+    for n in 1003..=1010 {
+        prs.push(gh_pr(
+            n,
+            &[&format!("src/own{n}.rs")],
+            &answer(&format!("fp-{n}"), "review", 7),
+        ));
+    }
+    for n in 1011..=1013 {
+        prs.push(gh_pr(
+            n,
+            &[&format!("src/own{n}.rs")],
+            &answer(&format!("fp-{n}"), "close", 5),
+        ));
+    }
+    let mut off = answer("crypto", "close", 1);
+    off["flags"] = json!(["off-vision"]);
+    prs.push(gh_pr(1014, &["src/miner.rs"], &off));
+    let p = gh_project(&prs);
+    let out = review_from_input(&p, &mock.url(), &["--json"]);
+    out.assert_exit(0);
+    let dir = only_job(&p);
+
+    // The pair's best and every unique effort classified `review` are reviewed; the
+    // duplicate is not, whatever its classification says.
+    let reviewed: Vec<u64> = read_json(&dir.join("data/reviews.json"))
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["number"].as_u64().unwrap())
+        .collect();
+    assert_eq!(reviewed, [1001, 1003, 1004, 1005, 1006, 1007, 1008, 1009, 1010]);
+    let diffs: Vec<String> = gh_log(&p).into_iter().filter(|l| l.starts_with("pr diff")).collect();
+    assert_eq!(diffs.len(), 9, "{diffs:?}");
+
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let tables = report_tables(&report);
+    let titles: Vec<&str> = tables.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(
+        titles,
+        [
+            "Merge (9 PRs)",
+            "Close — Duplicates (1 PRs)",
+            "Close — Off-Vision (1 PRs)",
+            "Needs Human Review (3 PRs)"
+        ],
+        "{report}"
+    );
+    assert_eq!(tables[1].1, [1002]);
+    assert_eq!(tables[2].1, [1014]);
+    assert_eq!(tables[3].1, [1011, 1012, 1013]);
+    let mut every: Vec<u64> = tables.iter().flat_map(|(_, rows)| rows.clone()).collect();
+    every.sort_unstable();
+    assert_eq!(
+        every,
+        (1001..=1014).collect::<Vec<u64>>(),
+        "each PR in exactly one table"
+    );
+    assert!(report.contains("not reviewed in depth; classified close"), "{report}");
+    let totals = read_json(&dir.join("report.json"))["totals"].clone();
+    assert_eq!(totals["merge"], 9);
+    assert_eq!(totals["needs_human_review"], 3);
+    assert_eq!(totals["prs"], 14);
+}
