@@ -11,6 +11,7 @@
 mod batch_api;
 mod batch_check;
 mod batches;
+mod cache_forecast;
 mod cluster;
 mod definition;
 mod estimate;
@@ -412,11 +413,13 @@ fn refuse_blocked(
     }
 }
 
-/// The estimate, printed; `--dry-run` stops here; then the cost thresholds.
+/// The estimate (what the cache holds not counted), printed; `--dry-run` stops here
+/// (`Ok(None)`, the estimate printed as data); then the cost thresholds.
 fn estimate_and_confirm(
     settings: &JobSettings,
     job: &JobInputs<'_>,
     models: &[ModelInfo],
+    before: &cache_forecast::Before<'_>,
     printer: &Printer,
 ) -> Result<Option<estimate::JobEstimate>, RlmError> {
     let JobInputs {
@@ -453,12 +456,32 @@ fn estimate_and_confirm(
             .collect(),
         prompts: texts.iter().map(|(p, _)| p.is_some()).collect(),
         batch_api: settings.exec.batch_api.mode.is_on(),
+        cache: cache_forecast::forecast(
+            settings,
+            &cache_forecast::PhaseInputs {
+                definition,
+                states: record.map(|r| r.phases.as_slice()),
+                items,
+                texts,
+                context,
+                models,
+            },
+            before,
+        ),
     };
     let e = estimate::estimate(&input);
     printer.banner(&estimate::table(&e, models));
     if settings.dry_run {
         for blocker in blockers(settings, definition, record, texts)? {
             printer.warn(&format!("the job cannot start as it is: {blocker}"));
+        }
+        if settings.output.json {
+            printer.json(
+                &json!({"dry_run": true, "name": definition.name, "job_id": record.map(|r| &r.job_id),
+                "phases": definition.phases.len(), "estimate": e}),
+            );
+        } else {
+            printer.data("Dry run: nothing was sent and nothing was written.");
         }
         return Ok(None);
     }
@@ -468,7 +491,14 @@ fn estimate_and_confirm(
         max_cost: settings.budget.max_cost.map(|m| (m - spent).max(0.0)),
         ..settings.budget.clone()
     };
-    confirm_cost(&budget, &settings.output, e.usd, printer)?;
+    confirm_cost(&budget, &settings.output, e.usd, printer).map_err(|e| match e {
+        // The thresholds are rlm batch's; its advice about globs is not a job's.
+        RlmError::OverBudget(m) => RlmError::OverBudget(m.replace(
+            "reduce scope with a more specific glob",
+            "reduce scope with fewer items (--limit, a smaller input)",
+        )),
+        other => other,
+    })?;
     Ok(Some(e))
 }
 
@@ -494,9 +524,15 @@ async fn start(prepared: Prepared, settings: JobSettings) -> Result<ExitStatus, 
         texts: &texts,
         context: context.as_deref(),
     };
-    let confirmed = estimate_and_confirm(&settings, &inputs, &models, &printer)?;
+    let new_job = cache_forecast::Before {
+        dir: None,
+        moved: &[],
+        states: None,
+        rerun: None,
+    };
+    let confirmed = estimate_and_confirm(&settings, &inputs, &models, &new_job, &printer)?;
     let Some(estimate) = confirmed else {
-        return Ok(dry_run_done(&printer, &settings, &definition));
+        return Ok(ExitStatus::Success);
     };
     let cache = Cache::new(&settings.rlm_dir());
     cache.prepare().map_err(|e| RlmError::Usage(e.to_string()))?;
@@ -626,6 +662,7 @@ async fn go_on(
     let context = std::fs::read_to_string(dir.context()).ok();
     // A rerun's changes are made in memory first: a dry run or a refusal changes nothing.
     let mut moves = Vec::new();
+    let states_before = record.phases.clone();
     if let Some(r) = &rerun {
         moves = plan_rerun(&dir, &mut record, r);
         if let Some(p) = &r.prompt {
@@ -653,9 +690,15 @@ async fn go_on(
         texts: &texts,
         context: context.as_deref(),
     };
-    let confirmed = estimate_and_confirm(&settings, &inputs, &models, &printer)?;
+    let before = cache_forecast::Before {
+        dir: Some(&dir),
+        moved: &moves,
+        states: Some(&states_before),
+        rerun: rerun.as_ref().map(|r| (r.index, r.prompt.is_some())),
+    };
+    let confirmed = estimate_and_confirm(&settings, &inputs, &models, &before, &printer)?;
     if confirmed.is_none() {
-        return Ok(dry_run_done(&printer, &settings, &record.definition));
+        return Ok(ExitStatus::Success);
     }
     let cache = Cache::new(&settings.rlm_dir());
     cache.prepare().map_err(|e| RlmError::Usage(e.to_string()))?;
@@ -844,16 +887,6 @@ fn banner(
         definition.phases.len(),
         settings.exec.parallelism.width
     ));
-}
-
-/// `--dry-run`: the estimate was printed; nothing was written.
-fn dry_run_done(printer: &Printer, settings: &JobSettings, definition: &JobDefinition) -> ExitStatus {
-    if settings.output.json {
-        printer.json(&json!({"dry_run": true, "name": definition.name, "phases": definition.phases.len()}));
-    } else {
-        printer.data("Dry run: nothing was sent and nothing was written.");
-    }
-    ExitStatus::Success
 }
 
 /// What was resolved, for people reading `job.json` (no secrets).

@@ -319,3 +319,83 @@ fn json_errors_are_one_document_on_stdout_and_json_may_be_repeated() {
     assert_eq!(doc["job_id"], job_id(&dir));
     assert!(doc["error"]["message"].as_str().unwrap().contains("nothing to resume"));
 }
+
+#[test]
+fn a_rerun_the_cache_answers_is_estimated_free_and_neither_refused_nor_asked_about() {
+    let mock = MockLlm::start();
+    // Prices high enough that the job's estimate is above $10 (it needs --force).
+    let prices = r#"{"rlm": {"prices": {"claude-sonnet-5-5": {"input": 20000.0, "output": 80000.0}}}}"#;
+    let p = job_project(8, 4, &[], &format!("{REDUCE_PHASE}{REPORT_PHASE}")).file(".aiwg/aiwg.config", prices);
+    let refused = p.rlm(&job_args(&mock.url(), &["--max-cost", "100000"])).run();
+    refused.assert_exit(2);
+    assert!(refused.stderr.contains("--force"), "{}", refused.stderr);
+    p.rlm(&job_args(&mock.url(), &["--max-cost", "100000", "--force", "-q"]))
+        .run()
+        .assert_exit(0);
+    let dir = only_job(&p);
+    let id = job_id(&dir);
+    let spent = read_json(&dir.join("job.json"))["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["cost_usd"].as_f64().unwrap())
+        .sum::<f64>();
+    assert!(spent > 10.0, "{spent}");
+    mock.reset_counts();
+
+    // The estimate counts what the cache holds: the map phase's batches exactly, the later
+    // phases as a rerun of unchanged inputs.
+    let dry = p
+        .rlm(&["job", "rerun", &id, "--phase", "1", "--dry-run", "--json"])
+        .run();
+    dry.assert_exit(0);
+    let estimate = &dry.json()["estimate"];
+    assert_eq!(estimate["usd"], 0.0, "{estimate}");
+    assert_eq!(estimate["calls"], 0, "{estimate}");
+    assert_eq!(estimate["phases"][0]["batches"], 2);
+    assert_eq!(estimate["phases"][0]["cached"], 2);
+    assert!(dry.stderr.contains("cached"), "{}", dry.stderr);
+    // No --force, no --yes, and a budget just above what was spent: the rerun goes.
+    let max = format!("{}", spent + 0.0001);
+    let out = p
+        .rlm(&["job", "rerun", &id, "--phase", "1", "--max-cost", &max, "--json"])
+        .run();
+    out.assert_exit(0);
+    assert_eq!(out.json()["status"], "SUCCESS");
+    assert!(!out.stderr.contains("above $1"), "{}", out.stderr);
+    assert_eq!(mock.requests(), 0, "the cache answered every call");
+
+    // A new prompt is paid for (and the phases after it with it).
+    p.write("report2.md", "Summarize differently.");
+    let dry = p
+        .rlm(&[
+            "job",
+            "rerun",
+            &id,
+            "--phase",
+            "report",
+            "--prompt",
+            "report2.md",
+            "--dry-run",
+            "--json",
+        ])
+        .run();
+    dry.assert_exit(0);
+    assert_eq!(dry.json()["estimate"]["calls"], 1);
+    // A second job over the same items: its map phase is in the cache already.
+    let fresh = p.rlm(&job_args(&mock.url(), &["--dry-run", "--json"])).run();
+    fresh.assert_exit(0);
+    let phases = &fresh.json()["estimate"]["phases"];
+    assert_eq!(phases[0]["cached"], 2, "{phases}");
+    assert_eq!(phases[0]["calls"], 0, "{phases}");
+    // Over --max-cost: the job's own advice, not rlm batch's.
+    let over = p
+        .rlm(&job_args(&mock.url(), &["--max-cost", "0.01", "--no-cache"]))
+        .run();
+    over.assert_exit(2);
+    assert!(
+        over.stderr.contains("fewer items") && !over.stderr.contains("glob"),
+        "{}",
+        over.stderr
+    );
+}
