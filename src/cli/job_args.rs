@@ -110,14 +110,20 @@ pub struct JobCallArgs {
     #[arg(long, value_parser = parse_temperature, allow_negative_numbers = true)]
     pub temperature: Option<f32>,
 
-    /// Do not read cached answers (fresh answers are still cached).
-    #[arg(long)]
-    pub no_cache: bool,
-
     /// Send map phases through the provider's batch API (half the price, results within
-    /// 24 hours); remembered by the job, so resume polls the batches it sent.
-    #[arg(long)]
-    pub batch_api: bool,
+    /// 24 hours): bare or `on`; `off` for realtime calls. Remembered by the job, so resume
+    /// polls the batches it sent; `--batch-api off` on resume or rerun turns it off (a
+    /// provider batch sent before is still collected, never paid twice). Give it after the
+    /// job, or as --batch-api=on|off.
+    #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "on", value_name = "WHEN")]
+    pub batch_api: Option<Toggle>,
+}
+
+/// `on` or `off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Toggle {
+    On,
+    Off,
 }
 
 /// What holds for this invocation only.
@@ -134,6 +140,11 @@ pub struct JobRunFlags {
     /// Print the estimate per phase and stop: nothing is called or written.
     #[arg(long)]
     pub dry_run: bool,
+
+    /// Do not read cached answers in this invocation (fresh answers are still cached); not
+    /// remembered by the job.
+    #[arg(long)]
+    pub no_cache: bool,
 
     /// Print one JSON document on stdout (job_id, dir, status, phases, cost), also when
     /// the command fails (`status` ERROR, `error`, `exit_code`).

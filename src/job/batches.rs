@@ -171,24 +171,34 @@ pub async fn run_batches(
             },
         });
     }
-    // `--batch-api`: a map phase's calls through the provider's batch API first.
+    // `--batch-api`: a map phase's calls through the provider's batch API first. Turned
+    // off since, its provider batches sent before are still collected: they are paid for.
     let mut answered = Vec::new();
     let mut stopped = false;
+    let record = run.dir.batches(&phase.name).join(if generation == 0 {
+        "provider-batches.json".to_string()
+    } else {
+        format!("provider-batches~{generation}.json")
+    });
+    let submit = run.settings.exec.batch_api.mode.is_on();
     if phase.kind == PhaseKind::Map
-        && run.settings.exec.batch_api.mode.is_on()
+        && (submit || record.is_file())
         && run.settings.exec.cache_mode != crate::cache::CacheMode::ReadOnly
     {
-        let record = run.dir.batches(&phase.name).join(if generation == 0 {
-            "provider-batches.json".to_string()
-        } else {
-            format!("provider-batches~{generation}.json")
-        });
+        if !submit {
+            run.printer.progress(&format!(
+                "  {}: collecting the provider batch sent before --batch-api was turned off (never paid twice); \
+                 the other calls are made in real time",
+                phase.name
+            ));
+        }
         let collected = super::batch_api::collect(
             super::batch_api::Phase {
                 provider: &provider_settings,
                 model: &model.id,
                 settings: &run.settings.exec.batch_api,
                 record,
+                submit,
                 printer: &run.printer,
             },
             &workers,

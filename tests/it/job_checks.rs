@@ -399,3 +399,75 @@ fn a_rerun_the_cache_answers_is_estimated_free_and_neither_refused_nor_asked_abo
         over.stderr
     );
 }
+
+#[test]
+fn no_cache_holds_for_one_invocation_and_batch_api_can_be_turned_off() {
+    let mock = MockLlm::start();
+    let p = job_project(6, 3, &[], REPORT_PHASE);
+    p.rlm(&job_args(&mock.url(), &["-q"])).run().assert_exit(0);
+    let dir = only_job(&p);
+    let id = job_id(&dir);
+    mock.reset_counts();
+    p.rlm(&["job", "rerun", &id, "--phase", "report", "--no-cache", "-q"])
+        .run()
+        .assert_exit(0);
+    assert_eq!(mock.requests(), 1, "--no-cache reads nothing from the cache");
+    let settings = read_json(&dir.join("job.json"))["settings"].clone();
+    assert!(settings.get("no_cache").is_none(), "not remembered: {settings}");
+    p.rlm(&["job", "rerun", &id, "--phase", "report", "-q"])
+        .run()
+        .assert_exit(0);
+    assert_eq!(mock.requests(), 1, "the next rerun is answered by the cache again");
+
+    // --batch-api is remembered, and `--batch-api off` replaces it.
+    let q = job_project(6, 3, &[], "");
+    fast(q.rlm(&job_args(&mock.url(), &["--batch-api", "-q"])))
+        .run()
+        .assert_exit(0);
+    let dir = only_job(&q);
+    let id = job_id(&dir);
+    assert_eq!(read_json(&dir.join("job.json"))["settings"]["batch_api"], true);
+    let submissions = mock.batch_submissions();
+    mock.reset_counts();
+    let out = fast(q.rlm(&[
+        "job",
+        "rerun",
+        &id,
+        "--phase",
+        "1",
+        "--no-cache",
+        "--batch-api",
+        "off",
+        "-q",
+    ]))
+    .run();
+    out.assert_exit(0);
+    assert_eq!(mock.batch_submissions(), submissions, "no provider batch");
+    assert_eq!(map_requests(&mock).len(), 2, "the two batches in real time");
+    assert_eq!(read_json(&dir.join("job.json"))["settings"]["batch_api"], false);
+}
+
+#[test]
+fn batch_api_off_on_resume_still_collects_the_provider_batch_sent_before() {
+    let mock = MockLlm::start();
+    mock.set_batch_progress(batch::BatchProgress::Held);
+    let p = job_project(8, 4, &[], REPORT_PHASE);
+    let running = fast(p.rlm(&job_args(&mock.url(), &["--batch-api", "--yes"]))).spawn();
+    assert!(
+        wait_until(Duration::from_secs(30), || mock.batch_polls() >= 2),
+        "the job submits and polls"
+    );
+    running.signal("KILL");
+    let _ = running.wait();
+    let dir = only_job(&p);
+    mock.set_batch_progress(batch::BatchProgress::AfterPolls(1));
+    let out = fast(p.rlm(&["job", "resume", &job_id(&dir), "--batch-api", "off", "--json"])).run();
+    out.assert_exit(0);
+    assert_eq!(out.json()["status"], "SUCCESS", "{}", out.stderr);
+    assert_eq!(mock.batch_submissions(), 1, "nothing sent twice");
+    assert!(
+        map_requests(&mock).is_empty(),
+        "the batch sent before answered the map phase"
+    );
+    assert!(out.stderr.contains("collecting the provider batch"), "{}", out.stderr);
+}
