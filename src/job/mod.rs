@@ -279,6 +279,12 @@ async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmErr
         }
     };
     let shown = path.display().to_string();
+    // gh's pull requests become the seed's records, as `rlm job pr-review` makes them.
+    let (items, kind) = if definition.is_pr_review() {
+        (pr_review::normalize_items(&items, &shown)?, "pr-review")
+    } else {
+        (items, "run")
+    };
     ingest::check_ids(&items, &definition.id, &shown)?;
     if items.is_empty() {
         return Err(RlmError::Usage(format!(
@@ -287,7 +293,7 @@ async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmErr
     }
     Ok(Prepared {
         definition,
-        kind: "run",
+        kind,
         source,
         items,
         texts,

@@ -825,40 +825,88 @@ fn the_issue_triage_example_runs_as_shipped() {
 }
 
 #[test]
-fn the_pr_review_example_job_file_is_the_preset_as_a_file() {
-    let p = with_example(gh_project(&pull_requests(30)), "pr-review");
-    let out = with_gh(&p, p.rlm(&["job", "run", "pr-review/job.toml", "--dry-run"])).run();
-    out.assert_exit(0);
-    assert!(
-        out.stderr.contains("1 classifications (map)") && out.stderr.contains("4 report (report)"),
-        "{}",
-        out.stderr
-    );
+fn the_pr_review_example_job_file_runs_as_the_preset_does() {
+    // 20 pull requests in pairs that change the same file (each with its own line counts,
+    // as gh reports them), with their own fingerprints and intents; 10 alone.
+    let prs: Vec<Value> = (1..=30usize)
+        .map(|n| {
+            let file = if n <= 20 {
+                format!("src/pair{}.rs", n.div_ceil(2))
+            } else {
+                format!("src/alone{n}.rs")
+            };
+            let answer = json!({"fingerprint": format!("fp-{n}"), "intent": format!("topic{n} work"),
+                "quick_verdict": if n % 3 == 0 { "close" } else { "review" }, "vision_alignment": 6,
+                "verdict": "merge", "recommended_action": "merge", "confidence": 0.9});
+            crate::job_clusters::gh_pr(n, &[&file], &answer)
+        })
+        .collect();
+    let p = with_example(gh_project(&prs), "pr-review");
+    let mock = MockLlm::start();
+    let url = mock.url();
+    let file_job = with_gh(
+        &p,
+        p.rlm(&["job", "run", "pr-review/job.toml", "--base-url", &url, "--json"]),
+    )
+    .run();
+    file_job.assert_exit(0);
     assert!(
         gh_log(&p)[0].starts_with("pr list -R OWNER/REPO --state open"),
         "{:?}",
         gh_log(&p)
     );
-    // The preset embeds the example's prompts and schemas.
-    let mock = MockLlm::start();
-    let run = with_gh(
+    let preset = with_gh(
         &p,
         p.rlm(&[
             "job",
             "pr-review",
             "acme/widgets",
             "--vision",
-            "VISION.md",
+            "pr-review/VISION.md",
             "--base-url",
-            &mock.url(),
-            "-q",
+            &url,
+            "--json",
         ]),
     )
     .run();
-    run.assert_exit(0);
-    let dir = only_job(&p);
+    preset.assert_exit(0);
+    let (a, b) = (jobs(&p)[0].clone(), jobs(&p)[1].clone());
+    assert_eq!(read_json(&a.join("job.json"))["kind"], "pr-review");
+    // The same records, the same clusters (by the files' paths), the same reviews, the
+    // same report.
+    assert_eq!(read_json(&a.join("data/prs.json")), read_json(&b.join("data/prs.json")));
+    let members = |dir: &Path| crate::job_clusters::precluster_members(dir);
+    assert_eq!(members(&a).len(), 10, "the pairs are found by their files");
+    assert_eq!(members(&a), members(&b));
+    let reviewed = |dir: &Path| -> Vec<Value> {
+        read_json(&dir.join("data/reviews.json"))
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["number"].clone())
+            .collect()
+    };
     assert_eq!(
-        std::fs::read_to_string(dir.join("prompts/01-classifications.md")).unwrap(),
+        reviewed(&a).len(),
+        16,
+        "10 pairs' best, and the 6 alone classified review"
+    );
+    assert_eq!(reviewed(&a), reviewed(&b));
+    let totals = |dir: &Path| read_json(&dir.join("report.json"))["totals"].clone();
+    assert_eq!(totals(&a), totals(&b));
+    let report = std::fs::read_to_string(a.join("report.md")).unwrap();
+    for section in [
+        "# OWNER/REPO PR Review Report",
+        "### Merge (16 PRs)",
+        "### Close — Duplicates (10 PRs)",
+        "### Needs Human Review (4 PRs)",
+        "## Cluster Details",
+    ] {
+        assert!(report.contains(section), "missing {section:?} in\n{report}");
+    }
+    // The preset embeds the example's prompts and schemas.
+    assert_eq!(
+        std::fs::read_to_string(b.join("prompts/01-classifications.md")).unwrap(),
         p.read("pr-review/classify.md")
     );
 }

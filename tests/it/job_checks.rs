@@ -263,32 +263,38 @@ fn a_phase_that_ends_in_an_error_after_paying_closes_the_job_as_failed() {
 #[test]
 fn a_fatal_provider_stop_fails_the_phase_not_leaves_it_running() {
     let mock = MockLlm::start();
-    // The second batch (entries 4-6) is refused: the provider's quota is spent.
-    mock.fault_when("entry 4 ", vec![Fault::InsufficientQuota; 8]);
+    // The map phase is answered (and paid); then the provider's quota is spent.
+    mock.fault_when("Summarize the triage.", vec![Fault::InsufficientQuota; 4]);
     let p = job_project(6, 3, &[], REPORT_PHASE);
-    let out = p.rlm(&job_args(&mock.url(), &["-j", "1", "--json"])).run();
+    let out = p.rlm(&job_args(&mock.url(), &["--json"])).run();
     out.assert_exit(3);
     let doc = out.json();
     assert_eq!(doc["status"], "FAILED");
-    assert!(doc["cost_usd"].as_f64().unwrap() > 0.0, "the first batch was paid");
+    assert_eq!(doc["exit_code"], 3);
+    assert!(doc["cost_usd"].as_f64().unwrap() > 0.0, "the map phase was paid");
     let dir = only_job(&p);
     let record = read_json(&dir.join("job.json"));
-    assert_eq!(record["phases"][0]["status"], "failed", "{}", record["phases"][0]);
-    assert_eq!(record["phases"][1]["status"], Value::Null, "the report never started");
+    assert_eq!(record["phases"][0]["status"], "completed");
+    assert_eq!(record["phases"][1]["status"], "failed", "{}", record["phases"][1]);
     let names = event_names(&dir);
     assert!(names.contains(&"phase:failed".to_string()), "{names:?}");
     assert_eq!(names.last().map(String::as_str), Some("job:ended"));
     let status = p.rlm(&["job", "status", &job_id(&dir)]).run();
-    assert!(status.stdout.contains("failed"), "{}", status.stdout);
-    // Resume takes the failed phase up again, without paying for its first batch twice.
+    assert!(
+        status.stdout.contains("report             report  failed"),
+        "{}",
+        status.stdout
+    );
+    let runs = p.rlm(&["list", "--json"]).run();
+    assert_eq!(runs.json()[0]["status"], "FAILED", "{}", runs.stdout);
+    // Resume takes the failed phase up again, without paying for the map phase twice.
     mock.clear_faults();
     mock.reset_counts();
     let out = p.rlm(&["job", "resume", &job_id(&dir), "--json"]).run();
     out.assert_exit(0);
     assert_eq!(out.json()["status"], "SUCCESS");
-    let calls = map_requests(&mock);
-    assert_eq!(calls.len(), 1, "{calls:?}");
-    assert_eq!(calls[0], ["e4", "e5", "e6"]);
+    assert!(map_requests(&mock).is_empty());
+    assert_eq!(mock.requests(), 1, "only the report");
 }
 
 #[test]
