@@ -616,11 +616,26 @@ pub fn plan(
         .collect())
 }
 
-/// The accepted answers' objects, in batch order: a map or review phase's merged output.
-pub fn merged(outcome: &BatchesOutcome) -> Vec<Value> {
-    outcome
+/// The accepted answers' objects in item order (`items`, by their `id_field`): a map or
+/// review phase's merged output. Batches are numbered as they are planned, so a rerun of
+/// the failed ones numbers them after the others: their order is not the items'.
+pub fn merged(outcome: &BatchesOutcome, items: &[Value], id_field: &str) -> Vec<Value> {
+    let position: std::collections::HashMap<String, usize> = items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, item)| Some((item.get(id_field).and_then(id_key)?, i)))
+        .collect();
+    let mut answers: Vec<Value> = outcome
         .accepted
         .values()
         .flat_map(|v| v.as_array().cloned().unwrap_or_default())
-        .collect()
+        .collect();
+    // A stable sort: an answer whose id is not an item's keeps its place at the end.
+    answers.sort_by_key(|a| {
+        a.get(id_field)
+            .and_then(id_key)
+            .and_then(|k| position.get(&k).copied())
+            .unwrap_or(usize::MAX)
+    });
+    answers
 }

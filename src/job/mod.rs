@@ -265,9 +265,19 @@ async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmErr
             )
         }
         (None, Some(argv)) => {
-            let out = ingest::command_output(argv, &base)
-                .await
-                .map_err(|e| RlmError::Usage(format!("the job's command failed: {e}")))?;
+            let out = ingest::command_output(argv, &base).await.map_err(|e| match e {
+                crate::process::ProcessError::NotFound { program } => RlmError::Usage(format!(
+                    "{}: the job's command {program} is not found (on PATH, or at that path): install it or change \
+                     `command` in the job file",
+                    path.display()
+                )),
+                crate::process::ProcessError::NotExecutable { program } => RlmError::Usage(format!(
+                    "{}: the job's command {program} is not executable: chmod +x it or change `command` in the job \
+                     file",
+                    path.display()
+                )),
+                other => RlmError::Usage(format!("the job's command failed: {other}")),
+            })?;
             let items = ingest::parse_items(&out, &format!("the output of {}", argv.join(" ")))?;
             (items, Source::Command { argv: argv.clone() })
         }
@@ -965,7 +975,12 @@ fn status(query: Option<&str>, as_json: bool, env: &Environment) -> Result<ExitS
     let dir = JobDir::open(&env.cwd, query)?;
     let record = dir.read_record()?;
     let owner_gone = record.status == JobStatus::Running && owner_gone(env, &record.job_id);
-    let etas: Vec<Option<u64>> = record.phases.iter().map(eta_secs).collect();
+    // Nobody is working on a job whose owner is gone: it has no ETA.
+    let etas: Vec<Option<u64>> = record
+        .phases
+        .iter()
+        .map(|p| if owner_gone { None } else { eta_secs(p) })
+        .collect();
     if as_json {
         let mut doc = runner::summary_json(&dir, &record);
         doc["owner_gone"] = json!(owner_gone);

@@ -143,7 +143,7 @@ pub async fn run(run: &mut JobRun, index: usize) -> Result<(), RlmError> {
     };
     let batches = plan(&run.dir, &layout, planned, new, &check)?;
     let outcome = run_batches(run, index, &rendering, batches, UnitKind::Map).await?;
-    write_json(&run.dir.data(&phase.name), &merged(&outcome))?;
+    write_json(&run.dir.data(&phase.name), &merged(&outcome, &items, &id_field))?;
     Ok(())
 }
 
@@ -215,10 +215,17 @@ async fn fetch_all(
                     }
                     item.insert(field.to_string(), json!(text));
                 }
-                Err(e @ (ProcessError::NotFound { .. } | ProcessError::NotExecutable { .. })) => {
+                // Checked before the job started: it went away since.
+                Err(ProcessError::NotFound { program }) => {
                     return Err(RlmError::Usage(format!(
-                        "the phase's fetch command cannot run: {}",
-                        e.to_string().replace("check --command, or ", "")
+                        "the phase's fetch command cannot run: {program} is not found any more: install it again \
+                         and put it on PATH, then rlm job resume"
+                    )));
+                }
+                Err(ProcessError::NotExecutable { program }) => {
+                    return Err(RlmError::Usage(format!(
+                        "the phase's fetch command cannot run: {program} is not executable any more: chmod +x it, \
+                         then rlm job resume"
                     )));
                 }
                 Err(e) => {

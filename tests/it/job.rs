@@ -320,6 +320,23 @@ fn kill_9_in_the_map_phase_then_resume_pays_for_no_completed_batch() {
     status.assert_exit(0);
     assert_eq!(status.json()["status"], "RUNNING");
     assert_eq!(status.json()["owner_gone"], true);
+    assert!(
+        status.json()["eta_seconds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(Value::is_null),
+        "no ETA for a job nobody works on: {}",
+        status.stdout
+    );
+    let shown = p.rlm(&["status", &job_id(&dir)]).run();
+    assert!(
+        shown
+            .stdout
+            .contains(&format!("`rlm job resume {}` goes on", job_id(&dir))),
+        "{}",
+        shown.stdout
+    );
 
     mock.set_latency(Duration::ZERO);
     let out = p.rlm(&["job", "resume", "--json"]).run();

@@ -477,3 +477,61 @@ fn batch_api_off_on_resume_still_collects_the_provider_batch_sent_before() {
     );
     assert!(out.stderr.contains("collecting the provider batch"), "{}", out.stderr);
 }
+
+#[test]
+fn a_rerun_of_failed_batches_keeps_item_order_and_unprocessed_items_count_once() {
+    let mock = MockLlm::start();
+    // Entries 1-3 fail in both map phases (the request is refused as too large), once each.
+    mock.fault_when("entry 2 ", vec![Fault::Status(413, "request too large".into()); 2]);
+    let second =
+        "\n[[phase]]\nname = \"tag\"\nkind = \"map\"\nprompt = \"tag.md\"\noutput_schema = \"item.schema.json\"\n\
+                  batch_size = 3\n";
+    let p = job_project(6, 3, &[], second).file("tag.md", "TAG-ENTRIES.");
+    let out = p.rlm(&job_args(&mock.url(), &["--json"])).run();
+    out.assert_exit(1);
+    let doc = out.json();
+    assert_eq!(doc["status"], "PARTIAL");
+    assert_eq!(doc["unprocessed"], 3, "e1-e3, failed by both phases, are three items");
+    let dir = only_job(&p);
+    let id = job_id(&dir);
+    let status = p.rlm(&["job", "status", &id]).run();
+    assert!(status.stdout.contains("Unprocessed: 3 items"), "{}", status.stdout);
+
+    let out = p.rlm(&["job", "rerun", &id, "--phase", "classify", "--json"]).run();
+    out.assert_exit(0);
+    assert_eq!(out.json()["status"], "SUCCESS");
+    for phase in ["classify", "tag"] {
+        let ids: Vec<String> = read_json(&dir.join(format!("data/{phase}.json")))
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["id"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            ids,
+            ["e1", "e2", "e3", "e4", "e5", "e6"],
+            "{phase} keeps the items' order"
+        );
+    }
+}
+
+#[test]
+fn a_phase_without_batches_is_named_in_its_own_summary_line() {
+    let mock = MockLlm::start();
+    // A reduce without a prompt calls nothing; its summary names it, not the map phase.
+    let reduce = "\n[[phase]]\nname = \"groups\"\nkind = \"reduce\"\ngroup_by = \"topic\"\n";
+    let p = job_project(4, 2, &[], reduce);
+    let out = p.rlm(&job_args(&mock.url(), &[])).run();
+    out.assert_exit(0);
+    let summaries: Vec<&str> = out.stderr.lines().filter(|l| l.contains(" done")).collect();
+    assert!(
+        summaries.iter().any(|l| l.starts_with("Phase 1/2: classify: 2/2 done")),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        summaries.iter().any(|l| l.starts_with("Phase 2/2: groups: 0/0 done")),
+        "{}",
+        out.stderr
+    );
+}
