@@ -55,7 +55,8 @@ impl JobCommand {
 
 const JOB_EXIT_CODES: &str = "Exit codes: 0 every phase succeeded (or the job paused as asked), 1 some items \
 were not processed (a rerun of the phase takes only them), 2 usage or input error (nothing was sent), \
-3 nothing succeeded or the provider refused the request, 130 interrupted (rlm job resume goes on).";
+3 nothing succeeded, the provider refused the request, or a phase ended in an error after calls were made \
+(the job is FAILED; rlm job resume goes on), 130 interrupted (rlm job resume goes on).";
 
 /// How calls are made: remembered by the job, so `resume` and `rerun` need none of them
 /// again (a flag given to them replaces the remembered value).

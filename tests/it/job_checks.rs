@@ -123,6 +123,20 @@ fn a_job_files_missing_fetch_program_is_refused_before_anything_is_paid() {
     );
     assert_eq!(mock.requests(), 0);
     assert!(jobs(&p).is_empty());
+    // The same for the program a job file lists its items with.
+    p.write(
+        "list.toml",
+        "name = \"t\"\ncommand = [\"no-such-lister-7f3a\"]\n[[phase]]\nname = \"report\"\nkind = \"report\"\n",
+    );
+    let out = p.rlm(&["job", "run", "list.toml", "--base-url", &mock.url()]).run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr
+            .contains("the job's command no-such-lister-7f3a is not found")
+            && !out.stderr.contains("--command"),
+        "{}",
+        out.stderr
+    );
     // Present but not executable: said so.
     p.write("fetch-diff.sh", "#!/bin/sh\necho diff of $1\n");
     let out = p.rlm(&job_args(&mock.url(), &[])).run();
