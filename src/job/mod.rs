@@ -529,7 +529,7 @@ async fn start(prepared: Prepared, settings: JobSettings) -> Result<ExitStatus, 
         texts,
         context,
     } = prepared;
-    preflight::check_pause_after(&settings, &definition)?;
+    preflight::check_pause_after(&settings, &definition, None)?;
     refuse_blocked(&settings, &definition, None, &texts)?;
     let models = models(&settings, &definition, &printer).await?;
     banner(&printer, &settings, &definition, items.len(), &models, None);
@@ -672,7 +672,6 @@ async fn go_on(
 ) -> Result<ExitStatus, RlmError> {
     let dir = dir.clone();
     let printer = Printer::new(settings.printer_mode(), settings.redactor());
-    preflight::check_pause_after(&settings, &record.definition)?;
     let items: Vec<Value> = read_json(&dir.data(&record.definition.items))?;
     let mut phases = load_phases(&dir, &record)?;
     let context = std::fs::read_to_string(dir.context()).ok();
@@ -685,6 +684,7 @@ async fn go_on(
             phases[r.index].prompt = Some(p.clone());
         }
     }
+    preflight::check_pause_after(&settings, &record.definition, Some(&record.phases))?;
     let texts: Vec<(Option<String>, Option<String>)> = phases
         .iter()
         .map(|p| (p.prompt.clone(), p.schema.as_ref().map(|s| s.value.to_string())))

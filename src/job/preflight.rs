@@ -8,14 +8,27 @@ use std::path::{Path, PathBuf};
 
 use super::definition::{JobDefinition, PhaseDefinition};
 use super::settings::JobSettings;
+use super::state::PhaseState;
 use crate::error::RlmError;
 
-/// `--pause-after PHASE` names a phase of the job.
-pub fn check_pause_after(settings: &JobSettings, definition: &JobDefinition) -> Result<(), RlmError> {
-    if let Some(p) = &settings.pause_after {
-        definition
-            .phase_index(p)
-            .map_err(|e| RlmError::Usage(format!("--pause-after: {e}")))?;
+/// `--pause-after PHASE` names a phase of the job that will run (`states`: each phase's,
+/// for a job taken up again), else the job would never pause.
+pub fn check_pause_after(
+    settings: &JobSettings,
+    definition: &JobDefinition,
+    states: Option<&[PhaseState]>,
+) -> Result<(), RlmError> {
+    let Some(p) = &settings.pause_after else {
+        return Ok(());
+    };
+    let index = definition
+        .phase_index(p)
+        .map_err(|e| RlmError::Usage(format!("--pause-after: {e}")))?;
+    if states.and_then(|s| s.get(index)).is_some_and(|s| s.status().is_done()) {
+        return Err(RlmError::Usage(format!(
+            "--pause-after {p}: phase {} is done already, so the job would not pause: name a phase still to run",
+            definition.phases[index].name
+        )));
     }
     Ok(())
 }

@@ -181,6 +181,14 @@ fn an_unknown_pause_after_phase_is_refused_before_the_job_exists() {
     assert_eq!(doc["dir"], dir.display().to_string());
     assert_eq!(mock.requests(), before);
     assert_eq!(read_json(&dir.join("job.json"))["status"], "PAUSED");
+    // A phase that is done already would never pause the job.
+    let out = p
+        .rlm(&["job", "resume", &job_id(&dir), "--pause-after", "classify"])
+        .run();
+    out.assert_exit(2);
+    assert!(out.stderr.contains("is done already"), "{}", out.stderr);
+    assert_eq!(mock.requests(), before);
+    assert_eq!(read_json(&dir.join("job.json"))["status"], "PAUSED");
 }
 
 #[test]
