@@ -370,7 +370,7 @@ fn report_failure(printer: &Printer, kind: &str, message: &str, status: ExitStat
 
 /// What `--json` prints for a command that never ran: `ERROR` is the status of a run that
 /// never started (issue 17), so an agent reading stdout always gets a document.
-fn error_document(kind: &str, message: &str, status: ExitStatus) -> serde_json::Value {
+pub(crate) fn error_document(kind: &str, message: &str, status: ExitStatus) -> serde_json::Value {
     serde_json::json!({
         "status": "ERROR",
         "error": {"kind": kind, "message": message},

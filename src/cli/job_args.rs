@@ -38,9 +38,25 @@ pub enum JobCommand {
     Export(JobExportArgs),
 }
 
+impl JobCommand {
+    /// Whether the command was asked for one JSON document on stdout.
+    pub fn wants_json(&self) -> bool {
+        match self {
+            JobCommand::Run(a) => a.flags.json,
+            JobCommand::PrReview(a) => a.flags.json,
+            JobCommand::Resume(a) => a.flags.json,
+            JobCommand::Rerun(a) => a.flags.json,
+            JobCommand::List(a) => a.json,
+            JobCommand::Status(a) => a.json,
+            JobCommand::Export(_) => false,
+        }
+    }
+}
+
 const JOB_EXIT_CODES: &str = "Exit codes: 0 every phase succeeded (or the job paused as asked), 1 some items \
 were not processed (a rerun of the phase takes only them), 2 usage or input error (nothing was sent), \
-3 nothing succeeded or the provider refused the request, 130 interrupted (rlm job resume goes on).";
+3 nothing succeeded, the provider refused the request, or a phase ended in an error after calls were made \
+(the job is FAILED; rlm job resume goes on), 130 interrupted (rlm job resume goes on).";
 
 /// How calls are made: remembered by the job, so `resume` and `rerun` need none of them
 /// again (a flag given to them replaces the remembered value).
@@ -95,14 +111,20 @@ pub struct JobCallArgs {
     #[arg(long, value_parser = parse_temperature, allow_negative_numbers = true)]
     pub temperature: Option<f32>,
 
-    /// Do not read cached answers (fresh answers are still cached).
-    #[arg(long)]
-    pub no_cache: bool,
-
     /// Send map phases through the provider's batch API (half the price, results within
-    /// 24 hours); remembered by the job, so resume polls the batches it sent.
-    #[arg(long)]
-    pub batch_api: bool,
+    /// 24 hours): bare or `on`; `off` for realtime calls. Remembered by the job, so resume
+    /// polls the batches it sent; `--batch-api off` on resume or rerun turns it off (a
+    /// provider batch sent before is still collected, never paid twice). Give it after the
+    /// job, or as --batch-api=on|off.
+    #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "on", value_name = "WHEN")]
+    pub batch_api: Option<Toggle>,
+}
+
+/// `on` or `off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Toggle {
+    On,
+    Off,
 }
 
 /// What holds for this invocation only.
@@ -120,8 +142,14 @@ pub struct JobRunFlags {
     #[arg(long)]
     pub dry_run: bool,
 
-    /// Print one JSON document on stdout (job_id, dir, status, phases, cost).
+    /// Do not read cached answers in this invocation (fresh answers are still cached); not
+    /// remembered by the job.
     #[arg(long)]
+    pub no_cache: bool,
+
+    /// Print one JSON document on stdout (job_id, dir, status, phases, cost), also when
+    /// the command fails (`status` ERROR, `error`, `exit_code`).
+    #[arg(long, overrides_with = "json")]
     pub json: bool,
 
     /// No banner and no progress; errors, warnings and failures still go to stderr.
@@ -174,7 +202,7 @@ pub struct PrReviewArgs {
 #[derive(Debug, Args)]
 pub struct JobListArgs {
     /// One JSON array on stdout.
-    #[arg(long)]
+    #[arg(long, overrides_with = "json")]
     pub json: bool,
 }
 
@@ -183,7 +211,7 @@ pub struct JobStatusArgs {
     /// The job id (or its unique beginning). [default: the latest job]
     pub job: Option<String>,
     /// One JSON document on stdout.
-    #[arg(long)]
+    #[arg(long, overrides_with = "json")]
     pub json: bool,
 }
 

@@ -10,7 +10,7 @@ pub use batch_args::{
 };
 pub use job_args::{
     ExportFormatArg, JobCallArgs, JobCommand, JobExportArgs, JobListArgs, JobRerunArgs, JobResumeArgs, JobRunArgs,
-    JobRunFlags, JobStatusArgs, PrReviewArgs,
+    JobRunFlags, JobStatusArgs, PrReviewArgs, Toggle,
 };
 
 use std::path::PathBuf;

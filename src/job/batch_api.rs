@@ -49,6 +49,8 @@ pub struct Phase<'a> {
     pub settings: &'a BatchApiSettings,
     /// `batches/{phase}/provider-batches[~N].json`.
     pub record: PathBuf,
+    /// Send what is not sent yet (`--batch-api` on); else only collect what was sent.
+    pub submit: bool,
     pub printer: &'a Printer,
 }
 
@@ -88,6 +90,10 @@ pub async fn collect(
         }
         let custom_id = custom_id_for(job.request.unit.as_str());
         if !recorded.contains_key(&custom_id) {
+            if !phase.submit {
+                rest.push(job);
+                continue;
+            }
             to_send.push(BatchItem {
                 custom_id: custom_id.clone(),
                 request: request_of(workers, &job),

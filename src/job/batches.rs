@@ -171,24 +171,34 @@ pub async fn run_batches(
             },
         });
     }
-    // `--batch-api`: a map phase's calls through the provider's batch API first.
+    // `--batch-api`: a map phase's calls through the provider's batch API first. Turned
+    // off since, its provider batches sent before are still collected: they are paid for.
     let mut answered = Vec::new();
     let mut stopped = false;
+    let record = run.dir.batches(&phase.name).join(if generation == 0 {
+        "provider-batches.json".to_string()
+    } else {
+        format!("provider-batches~{generation}.json")
+    });
+    let submit = run.settings.exec.batch_api.mode.is_on();
     if phase.kind == PhaseKind::Map
-        && run.settings.exec.batch_api.mode.is_on()
+        && (submit || record.is_file())
         && run.settings.exec.cache_mode != crate::cache::CacheMode::ReadOnly
     {
-        let record = run.dir.batches(&phase.name).join(if generation == 0 {
-            "provider-batches.json".to_string()
-        } else {
-            format!("provider-batches~{generation}.json")
-        });
+        if !submit {
+            run.printer.progress(&format!(
+                "  {}: collecting the provider batch sent before --batch-api was turned off (never paid twice); \
+                 the other calls are made in real time",
+                phase.name
+            ));
+        }
         let collected = super::batch_api::collect(
             super::batch_api::Phase {
                 provider: &provider_settings,
                 model: &model.id,
                 settings: &run.settings.exec.batch_api,
                 record,
+                submit,
                 printer: &run.printer,
             },
             &workers,
@@ -606,11 +616,26 @@ pub fn plan(
         .collect())
 }
 
-/// The accepted answers' objects, in batch order: a map or review phase's merged output.
-pub fn merged(outcome: &BatchesOutcome) -> Vec<Value> {
-    outcome
+/// The accepted answers' objects in item order (`items`, by their `id_field`): a map or
+/// review phase's merged output. Batches are numbered as they are planned, so a rerun of
+/// the failed ones numbers them after the others: their order is not the items'.
+pub fn merged(outcome: &BatchesOutcome, items: &[Value], id_field: &str) -> Vec<Value> {
+    let position: std::collections::HashMap<String, usize> = items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, item)| Some((item.get(id_field).and_then(id_key)?, i)))
+        .collect();
+    let mut answers: Vec<Value> = outcome
         .accepted
         .values()
         .flat_map(|v| v.as_array().cloned().unwrap_or_default())
-        .collect()
+        .collect();
+    // A stable sort: an answer whose id is not an item's keeps its place at the end.
+    answers.sort_by_key(|a| {
+        a.get(id_field)
+            .and_then(id_key)
+            .and_then(|k| position.get(&k).copied())
+            .unwrap_or(usize::MAX)
+    });
+    answers
 }

@@ -4,11 +4,18 @@
 //!
 //! Chaining is the danger: "shares a file with" is not transitive, and a lock file or a
 //! changelog touched by a third of all pull requests would join them into one giant
-//! cluster. Two rules prevent it:
-//! - values (and words) that occur in many items — more than [`common_cutoff`] of them —
-//!   are ignored when measuring similarity: they say nothing about what an item is;
-//! - clusters grow by complete linkage: two clusters merge only when every member of one
-//!   is similar to every member of the other, and never beyond `max_size` members.
+//! cluster; "fix issue 11" and "fix issue 12" share every word but the one that matters.
+//! Four rules prevent it:
+//! - lock files and changelogs ([`is_noise_path`]) never count: touching one says nothing
+//!   about what a change is;
+//! - values (and words) that occur in many items — more than [`common_cutoff`] of them, a
+//!   share that holds for a 40-item job as for a 3,000-item one — are ignored too;
+//! - a text's numbers and identifiers (`11`, `v2`, `fix-issue-11`) are kept as words, so
+//!   the part that tells two texts apart is compared, and generic words are not;
+//! - two texts are similar only when they share two words, unless one of them has a
+//!   single one (one shared generic word never makes two items alike); and clusters grow
+//!   by complete linkage: two clusters merge only when every member of one is similar to
+//!   every member of the other, never beyond `max_size` members.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
@@ -18,11 +25,19 @@ use serde_json::{json, Value};
 use super::definition::Similarity;
 use super::records::Records;
 
-/// Words too common to say what a text is about.
+/// Words too common to say what a text is about: grammar, and the verbs and nouns every
+/// change is described with.
 const STOPWORDS: &[&str] = &[
-    "the", "and", "for", "with", "from", "into", "that", "this", "add", "adds", "added", "fix", "fixes", "fixed",
-    "update", "updates", "updated", "use", "when", "not", "are", "was", "support", "new", "more", "less", "all",
+    "a", "an", "as", "at", "be", "by", "do", "if", "in", "is", "it", "no", "of", "on", "or", "so", "to", "up", "we",
+    "the", "and", "for", "with", "from", "into", "that", "this", "when", "not", "are", "was", "all", "more", "less",
+    "new", "use", "add", "adds", "added", "fix", "fixes", "fixed", "update", "updates", "updated", "support", "issue",
+    "issues", "bug", "bugs", "feature", "features", "work", "change", "changes", "pr",
 ];
+
+/// A value is common when it is in more than this share of the items …
+const COMMON_SHARE: f64 = 0.05;
+/// … and in more than this many (a small job's real duplicates stay comparable).
+const COMMON_FLOOR: usize = 4;
 
 /// What the first pass needs.
 #[derive(Debug, Clone)]
@@ -69,10 +84,35 @@ impl PreCluster {
     }
 }
 
-/// Values in more items than this are ignored by similarity: at least 10, or 5 % of the
-/// items.
+/// Values in more items than this are ignored by similarity: 5 % of the items, and never
+/// fewer than [`COMMON_FLOOR`].
 pub fn common_cutoff(items: usize) -> usize {
-    (items / 20).max(10)
+    ((items as f64 * COMMON_SHARE).ceil() as usize).max(COMMON_FLOOR)
+}
+
+/// A lock file or a changelog (by its file name, in any directory): a value that looks
+/// like a path and never makes two items alike.
+pub fn is_noise_path(value: &str) -> bool {
+    if !value.contains('.') && !value.contains('/') {
+        return false;
+    }
+    let name = value.rsplit('/').next().unwrap_or(value).to_lowercase();
+    let lock = name.ends_with(".lock")
+        || name.ends_with(".lockb")
+        || name.ends_with(".lockfile")
+        || name.ends_with("-lock.json")
+        || name.ends_with("-lock.yaml")
+        || name.ends_with("-lock.yml")
+        || matches!(
+            name.as_str(),
+            "go.sum" | "npm-shrinkwrap.json" | "packages.lock.json" | "package.resolved" | "gradle.lockfile"
+        );
+    let stem = name.split('.').next().unwrap_or("");
+    let changelog = matches!(
+        stem,
+        "changelog" | "changes" | "history" | "news" | "release-notes" | "release_notes" | "releasenotes"
+    );
+    lock || changelog
 }
 
 /// Clusters the records; every cluster has two members or more.
@@ -113,7 +153,10 @@ pub fn precluster(records: &Records, config: &ClusterConfig) -> Vec<PreCluster> 
     let mut pairs: Vec<(f64, usize, usize, String)> = Vec::new();
     for rule in &config.similar_by {
         let sets: Vec<HashSet<String>> = values.iter().map(|v| features(lookup(v, &rule.field))).collect();
-        for (score, i, j) in similar_pairs(&sets, rule.threshold) {
+        let text = values
+            .iter()
+            .any(|v| matches!(lookup(v, &rule.field), Some(Value::String(_))));
+        for (score, i, j) in similar_pairs(&sets, rule.threshold, text) {
             linked.insert((i, j));
             pairs.push((score, i, j, rule.field.clone()));
         }
@@ -264,32 +307,54 @@ fn group_key(v: &Value) -> Option<String> {
     }
 }
 
-/// What similarity compares: a list's values, or a text's words (three letters or more,
-/// not stopwords).
+/// What similarity compares: a list's values (lock files and changelogs left out), or a
+/// text's words ([`words`]).
 fn features(v: Option<&Value>) -> HashSet<String> {
     match v {
         Some(Value::Array(items)) => items
             .iter()
             .filter_map(|i| match i {
+                Value::String(s) if is_noise_path(s.trim()) => None,
                 Value::String(s) => Some(s.trim().to_lowercase()),
                 Value::Null => None,
                 other => Some(other.to_string()),
             })
             .filter(|s| !s.is_empty())
             .collect(),
-        Some(Value::String(text)) => text
-            .split(|c: char| !c.is_alphanumeric())
-            .map(str::to_lowercase)
-            .filter(|w| w.chars().count() >= 3 && !STOPWORDS.contains(&w.as_str()))
-            .collect(),
+        Some(Value::String(text)) => words(text),
         _ => HashSet::new(),
     }
 }
 
+/// A text's words, lower-cased: every word of two letters or more that is not a stopword,
+/// every number, and every identifier joined by `-`, `_`, `.` or `/` that holds a digit
+/// (`fix-issue-11` is a word of its own beside `issue` and `11`).
+fn words(text: &str) -> HashSet<String> {
+    let mut out = HashSet::new();
+    for chunk in text.split(|c: char| c.is_whitespace() || ",;:()[]{}\"'`!?".contains(c)) {
+        let chunk = chunk.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
+        if chunk.is_empty() {
+            continue;
+        }
+        let joined = chunk.contains(['-', '_', '.', '/']);
+        if joined && chunk.chars().any(|c| c.is_ascii_digit()) {
+            out.insert(chunk.clone());
+        }
+        for w in chunk.split(|c: char| !c.is_alphanumeric()) {
+            let numeric = w.chars().any(|c| c.is_ascii_digit());
+            if !w.is_empty() && (numeric || (w.chars().count() >= 2 && !STOPWORDS.contains(&w))) {
+                out.insert(w.to_string());
+            }
+        }
+    }
+    out
+}
+
 /// Pairs `(score, i, j)` with `i < j` whose Jaccard similarity over their uncommon features
-/// reaches `threshold`. Candidates come from an inverted index, so items that share nothing
-/// are never compared.
-fn similar_pairs(sets: &[HashSet<String>], threshold: f64) -> Vec<(f64, usize, usize)> {
+/// reaches `threshold` — for `text`, sharing two words, unless one of them has a single
+/// one. Candidates come from an inverted index, so items that share nothing are never
+/// compared.
+fn similar_pairs(sets: &[HashSet<String>], threshold: f64, text: bool) -> Vec<(f64, usize, usize)> {
     let cutoff = common_cutoff(sets.len());
     let mut postings: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, set) in sets.iter().enumerate() {
@@ -322,8 +387,10 @@ fn similar_pairs(sets: &[HashSet<String>], threshold: f64) -> Vec<(f64, usize, u
         .filter_map(|(i, j)| {
             let inter = kept[i].intersection(&kept[j]).count();
             let union = kept[i].union(&kept[j]).count();
+            // One shared word is weak evidence; one shared (uncommon) file is not.
+            let enough = !text || inter >= 2.min(kept[i].len()).min(kept[j].len());
             let score = if union == 0 { 0.0 } else { inter as f64 / union as f64 };
-            (score >= threshold).then_some((score, i, j))
+            (enough && score >= threshold).then_some((score, i, j))
         })
         .collect()
 }
@@ -380,6 +447,62 @@ mod tests {
         let c = precluster(&Records::new(&items, "n"), &config(None, &[("files", 0.3)]));
         let sizes: Vec<usize> = c.iter().map(|c| c.members.len()).collect();
         assert_eq!(sizes, vec![2, 2], "{c:?}");
+    }
+
+    #[test]
+    fn lock_files_and_changelogs_never_join_items_in_a_small_job() {
+        // 40 items, each with its own file; eight also touch the lock file and the changelog.
+        let items: Vec<Value> = (0..40)
+            .map(|i| {
+                let mut files = vec![json!(format!("src/own{i}.rs"))];
+                if i < 8 {
+                    files.push(json!("Cargo.lock"));
+                    files.push(json!("docs/CHANGELOG.md"));
+                }
+                json!({"n": i, "files": files})
+            })
+            .collect();
+        let c = precluster(&Records::new(&items, "n"), &config(None, &[("files", 0.5)]));
+        assert!(c.is_empty(), "{c:?}");
+        assert!(is_noise_path("web/package-lock.json") && is_noise_path("CHANGES.rst") && is_noise_path("go.sum"));
+        assert!(!is_noise_path("src/lock.rs") && !is_noise_path("changelog"));
+        assert_eq!(common_cutoff(40), 4);
+        assert_eq!(common_cutoff(3000), 150);
+    }
+
+    #[test]
+    fn numbered_intents_stay_apart_and_equal_ones_join() {
+        let mut items: Vec<Value> = (11..=30)
+            .map(|i| json!({"n": i, "t": format!("fix-issue-{i}")}))
+            .collect();
+        items.push(json!({"n": 100, "t": "dark-mode toggle v2"}));
+        items.push(json!({"n": 101, "t": "toggle dark-mode, v2"}));
+        items.push(json!({"n": 102, "t": "fix"}));
+        items.push(json!({"n": 103, "t": "fix"}));
+        let c = precluster(&Records::new(&items, "n"), &config(None, &[("t", 0.6)]));
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert_eq!(c[0].members, vec![json!(100), json!(101)]);
+        let w = words("Fix issue #11 in src/io_v2.rs");
+        for expected in ["11", "src/io_v2.rs", "io", "v2", "src", "rs"] {
+            assert!(w.contains(expected), "{expected}: {w:?}");
+        }
+        assert!(!w.contains("fix") && !w.contains("in"), "{w:?}");
+    }
+
+    #[test]
+    fn one_shared_word_does_not_make_two_texts_alike() {
+        let items = vec![
+            json!({"n": 1, "t": "login page"}),
+            json!({"n": 2, "t": "login"}),
+            json!({"n": 3, "t": "login timeout"}),
+        ];
+        // 1 and 3 share one word of two: Jaccard 1/3, and one word is not enough anyway.
+        let c = precluster(&Records::new(&items, "n"), &config(None, &[("t", 0.3)]));
+        assert!(
+            c.iter()
+                .all(|c| !(c.members.contains(&json!(1)) && c.members.contains(&json!(3)))),
+            "{c:?}"
+        );
     }
 
     #[test]

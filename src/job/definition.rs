@@ -41,9 +41,17 @@ pub struct JobDefinition {
     /// The name of the ingested data: `data/{items}.json`.
     #[serde(default = "default_items")]
     pub items: String,
+    /// `pr-review`: the items are gh's pull requests (`gh pr list --json …`), normalized
+    /// into the seed's record as `rlm job pr-review` does, and the report takes the seed's
+    /// PR-review layout. Absent for any other job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
     #[serde(rename = "phase", alias = "phases", default)]
     pub phases: Vec<PhaseDefinition>,
 }
+
+/// The `kind` of a job whose items are gh's pull requests.
+pub const PR_REVIEW: &str = "pr-review";
 
 fn default_id() -> String {
     "id".to_string()
@@ -124,8 +132,9 @@ pub struct PhaseDefinition {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_cluster_size: Option<usize>,
     // Review.
-    /// Which items: `best_candidate`, or a filter such as `quick_verdict == "review"`
-    /// (`and`, `or`, `not`, `==`, `!=`, `<`, `<=`, `>`, `>=`, `contains`).
+    /// Which items: `best_candidate`, `clustered`, or a filter such as
+    /// `quick_verdict == "review"` (`and`, `or`, `not`, `==`, `!=`, `<`, `<=`, `>`, `>=`,
+    /// `contains`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub select: Option<String>,
     /// A command run per selected item (`{id}`, `{repo}` replaced); its output is added to
@@ -171,6 +180,11 @@ impl PhaseDefinition {
 }
 
 impl JobDefinition {
+    /// Whether its items are gh's pull requests, reported in the seed's layout.
+    pub fn is_pr_review(&self) -> bool {
+        self.kind.as_deref() == Some(PR_REVIEW)
+    }
+
     /// Reads and checks a definition file (`.json` as JSON, anything else as TOML).
     pub fn load(path: &Path) -> Result<Self, RlmError> {
         let shown = path.display();
@@ -210,6 +224,19 @@ impl JobDefinition {
                 "`items = \"{}\"` must be a plain name (letters, digits, - and _): it names data/{{items}}.json",
                 self.items
             ));
+        }
+        match self.kind.as_deref() {
+            None => {}
+            Some(PR_REVIEW) if self.id == "number" => {}
+            Some(PR_REVIEW) => {
+                return bad("`kind = \"pr-review\"` identifies pull requests by number: set id = \"number\"".into())
+            }
+            Some(other) => {
+                return bad(format!(
+                    "`kind = \"{other}\"` is not a kind of job: use kind = \"pr-review\" (gh's pull requests), or \
+                     leave it out"
+                ))
+            }
         }
         match (&self.input, &self.command) {
             (Some(_), Some(_)) => return bad("give `input` or `command`, not both".into()),
@@ -274,8 +301,10 @@ impl JobDefinition {
                     if let Some(select) = &phase.select {
                         let filter = super::select::Filter::parse(select)
                             .map_err(|e| RlmError::Usage(format!("{shown}: {at}: select: {e}")))?;
-                        if filter.uses_best_candidate() && !seen_reduce {
-                            return bad("`select = \"best_candidate\"` needs a reduce phase before it".into());
+                        if filter.uses_clusters() && !seen_reduce {
+                            return bad(
+                                "`select` names best_candidate or clustered: it needs a reduce phase before it".into(),
+                            );
                         }
                     }
                     if phase.fetch.as_ref().is_some_and(Vec::is_empty) {
@@ -399,6 +428,14 @@ mod tests {
             ),
             ("name = \"t\"\n[[phase]]\nname = \"a/b\"\nkind = \"report\"\n", "phase name"),
             ("name = \"t\"\n[[phase]]\nname = \"a\"\nkind = \"reduce\"\n", "group_by"),
+            (
+                "name = \"t\"\nkind = \"issues\"\n[[phase]]\nname = \"a\"\nkind = \"report\"\n",
+                "not a kind of job",
+            ),
+            (
+                "name = \"t\"\nkind = \"pr-review\"\n[[phase]]\nname = \"a\"\nkind = \"report\"\n",
+                "set id = \"number\"",
+            ),
         ] {
             let e = parse(text).unwrap_err();
             assert!(e.contains(needle), "{text:?}: {e}");

@@ -1,13 +1,15 @@
 //! The estimate before a job starts (or resumes): per phase, items, batches, calls, tokens
 //! and cost, at each phase's model's price. A map phase's numbers are exact counts of what
 //! will be sent; later phases depend on earlier answers (how many clusters, which items a
-//! review selects), so theirs are rough expectations, marked `~`. The total goes through
-//! the same $1 / $10 / $100 thresholds as `rlm batch`.
+//! review selects), so theirs are rough expectations, marked `~`. What the cache already
+//! holds (`cache_forecast`) is counted as `cached` and costs nothing. The total goes
+//! through the same $1 / $10 / $100 thresholds as `rlm batch`.
 
 use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use super::cache_forecast::CacheHits;
 use super::definition::{JobDefinition, PhaseKind};
 use super::state::JobRecord;
 use crate::provider::ModelInfo;
@@ -34,6 +36,8 @@ pub struct PhaseEstimate {
     pub model: String,
     pub items: usize,
     pub batches: usize,
+    /// Batches the cache answers: no call, nothing paid.
+    pub cached: usize,
     pub calls: usize,
     pub input_tokens: u64,
     pub output_tokens: u64,
@@ -48,6 +52,7 @@ pub struct PhaseEstimate {
 #[derive(Debug, Clone, Serialize)]
 pub struct JobEstimate {
     pub phases: Vec<PhaseEstimate>,
+    pub cached: usize,
     pub calls: usize,
     pub input_tokens: u64,
     pub output_tokens: u64,
@@ -70,6 +75,8 @@ pub struct EstimateInput<'a> {
     pub prompts: Vec<bool>,
     /// `--batch-api`: map phases are billed at the batch price (half of list).
     pub batch_api: bool,
+    /// What the cache already holds of each phase's calls.
+    pub cache: Vec<CacheHits>,
 }
 
 pub fn estimate(input: &EstimateInput<'_>) -> JobEstimate {
@@ -117,15 +124,30 @@ pub fn estimate(input: &EstimateInput<'_>) -> JobEstimate {
         } else {
             items.div_ceil(size)
         };
-        let input_tokens = batches as u64 * system + items as u64 * in_per_item;
-        let output_tokens = (items as u64 * out_per_item).min(batches as u64 * max_out);
+        // What will be paid: the batches the cache does not answer, and their items.
+        let hits = input.cache.get(i).cloned().unwrap_or_default();
+        let (items, batches, cached, paid_items) = match (&hits.map_batches, done) {
+            (_, true) => (0, 0, 0, 0),
+            (Some(planned), false) => {
+                let all: usize = planned.iter().map(|(n, _)| n).sum();
+                let paid: usize = planned.iter().filter(|(_, c)| !c).map(|(n, _)| n).sum();
+                let cached = planned.iter().filter(|(_, c)| *c).count();
+                (all, planned.len(), cached, paid)
+            }
+            (None, false) if hits.expected => (items, batches, batches, 0),
+            (None, false) => (items, batches, 0, items),
+        };
+        let calls = batches - cached;
+        let input_tokens = calls as u64 * system + paid_items as u64 * in_per_item;
+        let output_tokens = (paid_items as u64 * out_per_item).min(calls as u64 * max_out);
         phases.push(PhaseEstimate {
             phase: p.name.clone(),
             kind: p.kind.name(),
             model: model.id.clone(),
             items,
             batches,
-            calls: batches,
+            cached,
+            calls,
             input_tokens,
             output_tokens,
             usd: model.cost_at(
@@ -145,6 +167,7 @@ pub fn estimate(input: &EstimateInput<'_>) -> JobEstimate {
         });
     }
     JobEstimate {
+        cached: phases.iter().map(|p| p.cached).sum(),
         calls: phases.iter().map(|p| p.calls).sum(),
         input_tokens: phases.iter().map(|p| p.input_tokens).sum(),
         output_tokens: phases.iter().map(|p| p.output_tokens).sum(),
@@ -158,22 +181,25 @@ pub fn table(e: &JobEstimate, models: &[ModelInfo]) -> String {
     let mut s = String::from("Estimate (~ marks expectations that depend on earlier answers):\n");
     let _ = writeln!(
         s,
-        "  {:<28} {:>7} {:>8} {:>6} {:>11} {:>11} {:>10}",
-        "phase", "items", "batches", "calls", "tokens in", "tokens out", "cost"
+        "  {:<28} {:>7} {:>8} {:>7} {:>6} {:>11} {:>11} {:>10}",
+        "phase", "items", "batches", "cached", "calls", "tokens in", "tokens out", "cost"
     );
     for (i, p) in e.phases.iter().enumerate() {
         let mark = if p.exact { "" } else { "~" };
         let cost = if p.done {
             "done".to_string()
+        } else if p.calls == 0 && p.cached > 0 {
+            "cached".to_string()
         } else {
             models.get(i).map_or(format!("${:.2}", p.usd), |m| short_cost(m, p.usd))
         };
         let _ = writeln!(
             s,
-            "  {:<28} {:>7} {:>8} {:>6} {:>11} {:>11} {:>10}",
+            "  {:<28} {:>7} {:>8} {:>7} {:>6} {:>11} {:>11} {:>10}",
             format!("{} {} ({})", i + 1, p.phase, p.kind),
             format!("{mark}{}", p.items),
             format!("{mark}{}", p.batches),
+            format!("{mark}{}", p.cached),
             format!("{mark}{}", p.calls),
             format!("{mark}{}", p.input_tokens),
             format!("{mark}{}", p.output_tokens),
@@ -182,10 +208,11 @@ pub fn table(e: &JobEstimate, models: &[ModelInfo]) -> String {
     }
     let _ = write!(
         s,
-        "  {:<28} {:>7} {:>8} {:>6} {:>11} {:>11} {:>10}",
+        "  {:<28} {:>7} {:>8} {:>7} {:>6} {:>11} {:>11} {:>10}",
         "total",
         "",
         "",
+        e.cached,
         e.calls,
         e.input_tokens,
         e.output_tokens,

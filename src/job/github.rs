@@ -97,8 +97,14 @@ pub fn explain(e: &ProcessError, repo: &str, what: &str) -> RlmError {
                     "{repo}: no such repository on GitHub, or the account gh uses cannot see it: check OWNER/REPO \
                      (gh repo view {repo})"
                 )
+            } else if tail.contains("unknown json field") {
+                format!(
+                    "{what} failed: {}: this gh does not know a field rlm asks for ({PR_FIELDS}); update gh \
+                     (https://cli.github.com), or pass --input with a file of gh pr list's output",
+                    first_line(stderr_tail)
+                )
             } else {
-                format!("{what} failed: {}", last_line(stderr_tail))
+                format!("{what} failed: {}", first_line(stderr_tail))
             }
         }
         other => format!("{what} failed: {other}"),
@@ -106,9 +112,9 @@ pub fn explain(e: &ProcessError, repo: &str, what: &str) -> RlmError {
     RlmError::Usage(line)
 }
 
-fn last_line(text: &str) -> String {
+/// gh says what went wrong first (a list of what it knows may follow).
+fn first_line(text: &str) -> String {
     text.lines()
-        .rev()
         .find(|l| !l.trim().is_empty())
         .unwrap_or("no message")
         .trim()
@@ -118,6 +124,23 @@ fn last_line(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn an_unknown_field_is_named_not_the_last_field_gh_lists() {
+        use std::os::unix::process::ExitStatusExt;
+        let e = ProcessError::Exit {
+            program: "gh".into(),
+            status: std::process::ExitStatus::from_raw(1 << 8),
+            stderr_tail: "Unknown JSON field: \"bogus\"\nAvailable fields:\n  additions\n  author\n".into(),
+        };
+        let line = explain(&e, "o/r", "gh pr list").to_string();
+        assert!(
+            line.starts_with("gh pr list failed: Unknown JSON field: \"bogus\": "),
+            "{line}"
+        );
+        assert!(line.contains("update gh") && !line.contains('\n'), "{line}");
+    }
 
     #[test]
     fn repositories_are_owner_slash_name() {

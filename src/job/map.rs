@@ -29,6 +29,7 @@ pub async fn run(run: &mut JobRun, index: usize) -> Result<(), RlmError> {
         noun: "items".into(),
     };
     let items = run.items()?;
+    let order = items.clone();
     run.record.phases[index].items_total = items.len();
     let planned = planned_inputs(&run.dir, &phase.name);
     let covered = covered_ids(&planned, &id_field);
@@ -50,6 +51,6 @@ pub async fn run(run: &mut JobRun, index: usize) -> Result<(), RlmError> {
     };
     let batches = plan(&run.dir, &layout, planned, new, &check)?;
     let outcome = run_batches(run, index, &rendering, batches, UnitKind::Map).await?;
-    write_json(&run.dir.data(&phase.name), &merged(&outcome))?;
+    write_json(&run.dir.data(&phase.name), &merged(&outcome, &order, &id_field))?;
     Ok(())
 }

@@ -11,6 +11,7 @@
 mod batch_api;
 mod batch_check;
 mod batches;
+mod cache_forecast;
 mod cluster;
 mod definition;
 mod estimate;
@@ -21,6 +22,7 @@ mod job_dir;
 mod map;
 mod pr_report;
 mod pr_review;
+mod preflight;
 mod progress;
 mod records;
 mod reduce;
@@ -60,28 +62,73 @@ use settings::{JobSettings, RememberedSettings};
 use state::{JobRecord, JobStatus, PhaseState, Source, RECORD_VERSION};
 use store_link::StoreLink;
 
-/// Runs one `rlm job` subcommand; errors are printed here, as one line.
+/// Runs one `rlm job` subcommand; an error that ends it is printed here, as one line (and,
+/// with `--json`, as one error document on stdout naming the job once it exists).
 pub fn run_command(command: JobCommand, color: ColorArg, env: &Environment) -> ExitStatus {
-    let plain = Printer::plain();
+    let json = command.wants_json();
     let outcome = match command {
-        JobCommand::List(args) => list(args.json, env),
-        JobCommand::Status(args) => status(args.job.as_deref(), args.json, env),
+        JobCommand::List(args) => list(args.json, env).map_err(JobFailure::from),
+        JobCommand::Status(args) => status(args.job.as_deref(), args.json, env).map_err(JobFailure::from),
         other => match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
             Ok(runtime) => {
                 let outcome = runtime.block_on(run_async(other, color, env));
                 runtime.shutdown_timeout(std::time::Duration::from_secs(1));
                 outcome
             }
-            Err(e) => Err(RlmError::Usage(format!("cannot start the async runtime: {e}"))),
+            Err(e) => Err(RlmError::Usage(format!("cannot start the async runtime: {e}")).into()),
         },
     };
-    outcome.unwrap_or_else(|e| {
-        plain.error(&e.to_string());
-        e.exit_status()
-    })
+    outcome.unwrap_or_else(|failure| failure.report(json))
 }
 
-async fn run_async(command: JobCommand, color: ColorArg, env: &Environment) -> Result<ExitStatus, RlmError> {
+/// An error that ended a job command, and the job it happened to once the job exists.
+struct JobFailure {
+    error: RlmError,
+    /// The job's id and directory.
+    job: Option<(String, PathBuf)>,
+}
+
+impl From<RlmError> for JobFailure {
+    fn from(error: RlmError) -> Self {
+        JobFailure { error, job: None }
+    }
+}
+
+impl JobFailure {
+    /// `error`, which happened to the job in `dir`.
+    fn in_job(dir: &JobDir) -> impl Fn(RlmError) -> JobFailure + '_ {
+        move |error| JobFailure {
+            error,
+            job: Some((dir.id.clone(), dir.root.clone())),
+        }
+    }
+
+    /// One line on stderr; with `--json`, `rlm batch`'s error document on stdout, with the
+    /// job's `job_id` and `dir` when there is a job.
+    fn report(self, json: bool) -> ExitStatus {
+        let status = self.error.exit_status();
+        let message = self.error.to_string();
+        let printer = Printer::new(
+            crate::printer::PrinterMode {
+                json,
+                ..crate::printer::PrinterMode::default()
+            },
+            crate::secret::Redactor::default(),
+        );
+        printer.error(&message);
+        if json {
+            let mut doc = crate::commands::error_document(self.error.kind(), &message, status);
+            if let Some((id, dir)) = &self.job {
+                doc["job_id"] = json!(id);
+                doc["dir"] = json!(dir.display().to_string());
+            }
+            printer.json(&doc);
+        }
+        status
+    }
+}
+
+async fn run_async(command: JobCommand, color: ColorArg, env: &Environment) -> Result<ExitStatus, JobFailure> {
     match command {
         JobCommand::Run(args) => {
             let settings = resolve(RememberedSettings::default(), &args.call, args.flags, color, env)?;
@@ -104,31 +151,35 @@ async fn run_async(command: JobCommand, color: ColorArg, env: &Environment) -> R
                 Some(q) => JobDir::open(&env.cwd, Some(q))?,
                 None => latest_unfinished(&env.cwd)?,
             };
-            let record = dir.read_record()?;
+            let in_job = JobFailure::in_job(&dir);
+            let record = dir.read_record().map_err(&in_job)?;
             if !record.status.is_unfinished() {
-                return Err(RlmError::Usage(format!(
+                return Err(in_job(RlmError::Usage(format!(
                     "job {} is {}: nothing to resume (rlm job rerun {} --phase N redoes a phase)",
                     record.job_id,
                     record.status.name(),
                     record.job_id
-                )));
+                ))));
             }
-            let settings = resolve(record.settings.clone(), &args.call, args.flags, color, env)?;
-            go_on(dir, record, settings, None).await
+            let settings = resolve(record.settings.clone(), &args.call, args.flags, color, env).map_err(&in_job)?;
+            go_on(&dir, record, settings, None).await.map_err(in_job)
         }
         JobCommand::Rerun(args) => {
             let dir = JobDir::open(&env.cwd, Some(&args.job))?;
-            let record = dir.read_record()?;
-            let index = record.definition.phase_index(&args.phase)?;
+            let in_job = JobFailure::in_job(&dir);
+            let record = dir.read_record().map_err(&in_job)?;
+            let index = record.definition.phase_index(&args.phase).map_err(&in_job)?;
             let prompt = match &args.prompt {
                 Some(p) => Some(
-                    std::fs::read_to_string(env.cwd.join(p))
-                        .map_err(|e| RlmError::Usage(format!("cannot read --prompt {}: {e}", p.display())))?,
+                    fs_err::read_to_string(env.cwd.join(p))
+                        .map_err(|e| in_job(RlmError::Usage(format!("cannot read --prompt {}: {e}", p.display()))))?,
                 ),
                 None => None,
             };
-            let settings = resolve(record.settings.clone(), &args.call, args.flags, color, env)?;
-            go_on(dir, record, settings, Some(Rerun { index, prompt })).await
+            let settings = resolve(record.settings.clone(), &args.call, args.flags, color, env).map_err(&in_job)?;
+            go_on(&dir, record, settings, Some(Rerun { index, prompt }))
+                .await
+                .map_err(in_job)
         }
         JobCommand::Export(args) => {
             let printer = Printer::new(
@@ -140,7 +191,7 @@ async fn run_async(command: JobCommand, color: ColorArg, env: &Environment) -> R
                 },
                 crate::secret::Redactor::default(),
             );
-            export::export(args, env, &printer).await
+            Ok(export::export(args, env, &printer).await?)
         }
         JobCommand::List(_) | JobCommand::Status(_) => Ok(ExitStatus::Success),
     }
@@ -214,9 +265,19 @@ async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmErr
             )
         }
         (None, Some(argv)) => {
-            let out = ingest::command_output(argv, &base)
-                .await
-                .map_err(|e| RlmError::Usage(format!("the job's command failed: {e}")))?;
+            let out = ingest::command_output(argv, &base).await.map_err(|e| match e {
+                crate::process::ProcessError::NotFound { program } => RlmError::Usage(format!(
+                    "{}: the job's command {program} is not found (on PATH, or at that path): install it or change \
+                     `command` in the job file",
+                    path.display()
+                )),
+                crate::process::ProcessError::NotExecutable { program } => RlmError::Usage(format!(
+                    "{}: the job's command {program} is not executable: chmod +x it or change `command` in the job \
+                     file",
+                    path.display()
+                )),
+                other => RlmError::Usage(format!("the job's command failed: {other}")),
+            })?;
             let items = ingest::parse_items(&out, &format!("the output of {}", argv.join(" ")))?;
             (items, Source::Command { argv: argv.clone() })
         }
@@ -228,6 +289,12 @@ async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmErr
         }
     };
     let shown = path.display().to_string();
+    // gh's pull requests become the seed's records, as `rlm job pr-review` makes them.
+    let (items, kind) = if definition.is_pr_review() {
+        (pr_review::normalize_items(&items, &shown)?, "pr-review")
+    } else {
+        (items, "run")
+    };
     ingest::check_ids(&items, &definition.id, &shown)?;
     if items.is_empty() {
         return Err(RlmError::Usage(format!(
@@ -236,7 +303,7 @@ async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmErr
     }
     Ok(Prepared {
         definition,
-        kind: "run",
+        kind,
         source,
         items,
         texts,
@@ -323,11 +390,52 @@ struct JobInputs<'a> {
     context: Option<&'a str>,
 }
 
-/// The estimate, printed; `--dry-run` stops here; then the cost thresholds.
+/// What would stop the phases that will run (the phases of `record` not done yet): checked
+/// before anything is paid, so a job never stops half-way for a missing key or a missing
+/// program after paying for the phases before.
+fn blockers(
+    settings: &JobSettings,
+    definition: &JobDefinition,
+    record: Option<&JobRecord>,
+    texts: &[(Option<String>, Option<String>)],
+) -> Result<Vec<String>, RlmError> {
+    let runs: Vec<preflight::Runs<'_>> = definition
+        .phases
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| record.is_none_or(|r| !r.phases[*i].status().is_done()))
+        .map(|(i, phase)| preflight::Runs {
+            phase,
+            calls_model: texts.get(i).is_some_and(|(prompt, _)| prompt.is_some()),
+        })
+        .collect();
+    preflight::blockers(settings, &runs)
+}
+
+/// Refuses a job that a blocker would stop (one line, exit 2): not for `--dry-run`, which
+/// shows them beside its estimate.
+fn refuse_blocked(
+    settings: &JobSettings,
+    definition: &JobDefinition,
+    record: Option<&JobRecord>,
+    texts: &[(Option<String>, Option<String>)],
+) -> Result<(), RlmError> {
+    if settings.dry_run {
+        return Ok(());
+    }
+    match blockers(settings, definition, record, texts)?.into_iter().next() {
+        Some(blocker) => Err(RlmError::Usage(blocker)),
+        None => Ok(()),
+    }
+}
+
+/// The estimate (what the cache holds not counted), printed; `--dry-run` stops here
+/// (`Ok(None)`, the estimate printed as data); then the cost thresholds.
 fn estimate_and_confirm(
     settings: &JobSettings,
     job: &JobInputs<'_>,
     models: &[ModelInfo],
+    before: &cache_forecast::Before<'_>,
     printer: &Printer,
 ) -> Result<Option<estimate::JobEstimate>, RlmError> {
     let JobInputs {
@@ -364,14 +472,34 @@ fn estimate_and_confirm(
             .collect(),
         prompts: texts.iter().map(|(p, _)| p.is_some()).collect(),
         batch_api: settings.exec.batch_api.mode.is_on(),
+        cache: cache_forecast::forecast(
+            settings,
+            &cache_forecast::PhaseInputs {
+                definition,
+                states: record.map(|r| r.phases.as_slice()),
+                items,
+                texts,
+                context,
+                models,
+            },
+            before,
+        ),
     };
     let e = estimate::estimate(&input);
     printer.banner(&estimate::table(&e, models));
     if settings.dry_run {
+        for blocker in blockers(settings, definition, record, texts)? {
+            printer.warn(&format!("the job cannot start as it is: {blocker}"));
+        }
+        if settings.output.json {
+            printer.json(
+                &json!({"dry_run": true, "name": definition.name, "job_id": record.map(|r| &r.job_id),
+                "phases": definition.phases.len(), "estimate": e}),
+            );
+        } else {
+            printer.data("Dry run: nothing was sent and nothing was written.");
+        }
         return Ok(None);
-    }
-    if let Some(blocker) = &settings.provider.blocker {
-        return Err(RlmError::Usage(blocker.clone()));
     }
     // --max-cost caps the job's whole spend: what is left of it is this invocation's budget.
     let spent = record.map_or(0.0, JobRecord::cost_usd);
@@ -379,12 +507,19 @@ fn estimate_and_confirm(
         max_cost: settings.budget.max_cost.map(|m| (m - spent).max(0.0)),
         ..settings.budget.clone()
     };
-    confirm_cost(&budget, &settings.output, e.usd, printer)?;
+    confirm_cost(&budget, &settings.output, e.usd, printer).map_err(|e| match e {
+        // The thresholds are rlm batch's; its advice about globs is not a job's.
+        RlmError::OverBudget(m) => RlmError::OverBudget(m.replace(
+            "reduce scope with a more specific glob",
+            "reduce scope with fewer items (--limit, a smaller input)",
+        )),
+        other => other,
+    })?;
     Ok(Some(e))
 }
 
 /// A new job: estimate, confirm, then create it on disk and run it.
-async fn start(prepared: Prepared, settings: JobSettings) -> Result<ExitStatus, RlmError> {
+async fn start(prepared: Prepared, settings: JobSettings) -> Result<ExitStatus, JobFailure> {
     let printer = Printer::new(settings.printer_mode(), settings.redactor());
     let Prepared {
         definition,
@@ -394,6 +529,8 @@ async fn start(prepared: Prepared, settings: JobSettings) -> Result<ExitStatus, 
         texts,
         context,
     } = prepared;
+    preflight::check_pause_after(&settings, &definition, None)?;
+    refuse_blocked(&settings, &definition, None, &texts)?;
     let models = models(&settings, &definition, &printer).await?;
     banner(&printer, &settings, &definition, items.len(), &models, None);
     let inputs = JobInputs {
@@ -403,13 +540,65 @@ async fn start(prepared: Prepared, settings: JobSettings) -> Result<ExitStatus, 
         texts: &texts,
         context: context.as_deref(),
     };
-    let confirmed = estimate_and_confirm(&settings, &inputs, &models, &printer)?;
+    let new_job = cache_forecast::Before {
+        dir: None,
+        moved: &[],
+        states: None,
+        rerun: None,
+    };
+    let confirmed = estimate_and_confirm(&settings, &inputs, &models, &new_job, &printer)?;
     let Some(estimate) = confirmed else {
-        return Ok(dry_run_done(&printer, &settings, &definition));
+        return Ok(ExitStatus::Success);
     };
     let cache = Cache::new(&settings.rlm_dir());
     cache.prepare().map_err(|e| RlmError::Usage(e.to_string()))?;
     let dir = JobDir::create(&settings.cwd)?;
+    let created = Created {
+        definition,
+        kind,
+        source,
+        items,
+        texts,
+        context,
+        models,
+        estimate,
+    };
+    create(&dir, created, settings, printer, cache)
+        .await
+        .map_err(JobFailure::in_job(&dir))
+}
+
+/// A new job's content, checked and confirmed, before it is written.
+struct Created {
+    definition: JobDefinition,
+    kind: &'static str,
+    source: Source,
+    items: Vec<Value>,
+    texts: Vec<(Option<String>, Option<String>)>,
+    context: Option<String>,
+    models: Vec<ModelInfo>,
+    estimate: estimate::JobEstimate,
+}
+
+/// Writes a new job into its directory, then runs it.
+async fn create(
+    dir: &JobDir,
+    created: Created,
+    settings: JobSettings,
+    printer: Printer,
+    cache: Cache,
+) -> Result<ExitStatus, RlmError> {
+    let Created {
+        definition,
+        kind,
+        source,
+        items,
+        texts,
+        context,
+        models,
+        estimate,
+    } = created;
+    let dir = dir.clone();
     for (i, (phase, (prompt, schema))) in definition.phases.iter().zip(&texts).enumerate() {
         if let Some(p) = prompt {
             write_bytes(&dir.prompt(i, &phase.name, 1), p.as_bytes())?;
@@ -476,23 +665,31 @@ struct Rerun {
 
 /// An existing job taken up again (`resume`), or with a phase to redo (`rerun`).
 async fn go_on(
-    dir: JobDir,
+    dir: &JobDir,
     mut record: JobRecord,
     settings: JobSettings,
     rerun: Option<Rerun>,
 ) -> Result<ExitStatus, RlmError> {
+    let dir = dir.clone();
     let printer = Printer::new(settings.printer_mode(), settings.redactor());
     let items: Vec<Value> = read_json(&dir.data(&record.definition.items))?;
     let mut phases = load_phases(&dir, &record)?;
     let context = std::fs::read_to_string(dir.context()).ok();
     // A rerun's changes are made in memory first: a dry run or a refusal changes nothing.
     let mut moves = Vec::new();
+    let states_before = record.phases.clone();
     if let Some(r) = &rerun {
         moves = plan_rerun(&dir, &mut record, r);
         if let Some(p) = &r.prompt {
             phases[r.index].prompt = Some(p.clone());
         }
     }
+    preflight::check_pause_after(&settings, &record.definition, Some(&record.phases))?;
+    let texts: Vec<(Option<String>, Option<String>)> = phases
+        .iter()
+        .map(|p| (p.prompt.clone(), p.schema.as_ref().map(|s| s.value.to_string())))
+        .collect();
+    refuse_blocked(&settings, &record.definition, Some(&record), &texts)?;
     let models = models(&settings, &record.definition, &printer).await?;
     banner(
         &printer,
@@ -502,10 +699,6 @@ async fn go_on(
         &models,
         Some(&record.job_id),
     );
-    let texts: Vec<(Option<String>, Option<String>)> = phases
-        .iter()
-        .map(|p| (p.prompt.clone(), p.schema.as_ref().map(|s| s.value.to_string())))
-        .collect();
     let inputs = JobInputs {
         definition: &record.definition,
         record: Some(&record),
@@ -513,9 +706,15 @@ async fn go_on(
         texts: &texts,
         context: context.as_deref(),
     };
-    let confirmed = estimate_and_confirm(&settings, &inputs, &models, &printer)?;
+    let before = cache_forecast::Before {
+        dir: Some(&dir),
+        moved: &moves,
+        states: Some(&states_before),
+        rerun: rerun.as_ref().map(|r| (r.index, r.prompt.is_some())),
+    };
+    let confirmed = estimate_and_confirm(&settings, &inputs, &models, &before, &printer)?;
     if confirmed.is_none() {
-        return Ok(dry_run_done(&printer, &settings, &record.definition));
+        return Ok(ExitStatus::Success);
     }
     let cache = Cache::new(&settings.rlm_dir());
     cache.prepare().map_err(|e| RlmError::Usage(e.to_string()))?;
@@ -658,7 +857,7 @@ async fn launch(launch: Launch) -> Result<ExitStatus, RlmError> {
         phases,
         context,
     };
-    run.execute().await
+    Ok(run.execute().await)
 }
 
 /// The start-up lines.
@@ -673,27 +872,37 @@ fn banner(
     if let Some(w) = &settings.exec.parallelism.warning {
         printer.warn(w);
     }
-    let mut names: Vec<&str> = models.iter().map(|m| m.id.as_str()).collect();
-    names.dedup();
+    // Each phase's model and endpoint: one of each for most jobs, else phase by phase.
+    let calls: Vec<(String, String)> = definition
+        .phases
+        .iter()
+        .zip(models)
+        .map(|(phase, model)| {
+            let url = settings
+                .phase_provider(phase)
+                .map_or_else(|_| settings.provider.shown_base_url(), |p| p.shown_base_url());
+            (model.id.clone(), url)
+        })
+        .collect();
     let job = job.map_or(String::new(), |j| format!(" ({j})"));
+    let how = if calls.windows(2).all(|w| w[0] == w[1]) {
+        let (model, url) = calls.first().cloned().unwrap_or_default();
+        format!("model {model} · {url}")
+    } else {
+        let each: Vec<String> = definition
+            .phases
+            .iter()
+            .zip(&calls)
+            .map(|(phase, (model, url))| format!("{} {model} at {url}", phase.name))
+            .collect();
+        format!("per phase: {}", each.join("; "))
+    };
     printer.banner(&format!(
-        "rlm job: {}{job} · {items} items · {} phases · model {} · {} · up to {} calls at once",
+        "rlm job: {}{job} · {items} items · {} phases · {how} · up to {} calls at once",
         definition.name,
         definition.phases.len(),
-        names.join(", "),
-        settings.provider.shown_base_url(),
         settings.exec.parallelism.width
     ));
-}
-
-/// `--dry-run`: the estimate was printed; nothing was written.
-fn dry_run_done(printer: &Printer, settings: &JobSettings, definition: &JobDefinition) -> ExitStatus {
-    if settings.output.json {
-        printer.json(&json!({"dry_run": true, "name": definition.name, "phases": definition.phases.len()}));
-    } else {
-        printer.data("Dry run: nothing was sent and nothing was written.");
-    }
-    ExitStatus::Success
 }
 
 /// What was resolved, for people reading `job.json` (no secrets).
@@ -766,7 +975,12 @@ fn status(query: Option<&str>, as_json: bool, env: &Environment) -> Result<ExitS
     let dir = JobDir::open(&env.cwd, query)?;
     let record = dir.read_record()?;
     let owner_gone = record.status == JobStatus::Running && owner_gone(env, &record.job_id);
-    let etas: Vec<Option<u64>> = record.phases.iter().map(eta_secs).collect();
+    // Nobody is working on a job whose owner is gone: it has no ETA.
+    let etas: Vec<Option<u64>> = record
+        .phases
+        .iter()
+        .map(|p| if owner_gone { None } else { eta_secs(p) })
+        .collect();
     if as_json {
         let mut doc = runner::summary_json(&dir, &record);
         doc["owner_gone"] = json!(owner_gone);

@@ -29,14 +29,17 @@ pub fn build(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> 
     };
     let pr = |id: &Value| format!("#{}", cell(id));
 
-    // Duplicates: every non-canonical member named by a cluster's duplicate groups.
+    // Duplicates: every non-canonical member named by a cluster's duplicate groups (never
+    // the cluster's best candidate, which is reviewed).
     let mut duplicate_of: BTreeMap<String, (Value, Value, f64)> = BTreeMap::new();
     for c in &data.clusters {
+        let best = id_key(&c["best_candidate"]);
         for g in c["duplicate_groups"].as_array().into_iter().flatten() {
             let confidence = g["confidence"].as_f64().unwrap_or(0.0);
+            let canonical = id_key(&g["canonical"]);
             for d in g["duplicates"].as_array().into_iter().flatten() {
                 if let Some(k) = id_key(d) {
-                    if id_key(&g["canonical"]).as_deref() != Some(k.as_str()) {
+                    if canonical.as_deref() != Some(k.as_str()) && best.as_deref() != Some(k.as_str()) {
                         duplicate_of
                             .entry(k)
                             .or_insert((d.clone(), g["canonical"].clone(), confidence));
@@ -57,93 +60,91 @@ pub fn build(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> 
                 .map(move |k| (k, c))
         })
         .collect();
+    let reviews: BTreeMap<String, &Value> = data
+        .reviews()
+        .filter_map(|r| Some((id_key(&r["number"])?, r)))
+        .collect();
+    let unprocessed: BTreeSet<String> = record
+        .phases
+        .iter()
+        .flat_map(|p| p.unprocessed.iter().filter_map(id_key))
+        .collect();
 
+    // Every pull request in exactly one table, in the order they were listed: a duplicate
+    // is closed (never also merged); a reviewed one is merged or goes to a person; one
+    // whose batch failed goes to a person; an off-vision or spam one is closed; every other
+    // (classified, but not reviewed in depth) goes to a person with its classification.
     let mut merge = Vec::new();
-    let mut human = Vec::new();
-    let mut reviewed = BTreeSet::new();
-    for review in data.reviews() {
-        let id = &review["number"];
-        let Some(key) = id_key(id) else { continue };
-        reviewed.insert(key.clone());
-        let r = get(id);
-        let verdict = review["recommended_action"]
-            .as_str()
-            .or(review["verdict"].as_str())
-            .unwrap_or("")
-            .to_lowercase();
-        let confidence = review["confidence"].as_f64().unwrap_or(1.0);
-        let cluster = cluster_of.get(&key).map_or(String::new(), |c| {
-            format!(
-                "{} ({} dupes)",
-                cell(&c["theme"]),
-                c["size"].as_u64().unwrap_or(1).saturating_sub(1)
-            )
-        });
-        if verdict == "merge" && confidence >= SURE_AT_LEAST {
-            merge.push(json!({
-                "number": id, "title": r["title"], "author": r["author"], "cluster": cluster,
-                "quality": review["review"]["code_quality"], "vision": r["vision_alignment"],
-                "notes": review["action_notes"],
-            }));
-        } else {
-            let why = if verdict == "merge" {
-                format!("merge, but the review is only {:.0}% sure", confidence * 100.0)
-            } else {
-                format!(
-                    "review says {}: {}",
-                    if verdict.is_empty() { "nothing" } else { &verdict },
-                    cell(&review["review"]["summary"])
-                )
-            };
-            human.push(json!({"number": id, "title": r["title"], "author": r["author"], "reason": why}));
-        }
-    }
+    let mut duplicates = Vec::new();
     let mut off_vision = Vec::new();
+    let mut human = Vec::new();
     for (key, r) in data.records.iter() {
-        if duplicate_of.contains_key(key) || reviewed.contains(key) {
-            continue;
-        }
-        let flags: Vec<String> = r["flags"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|f| f.as_str().map(str::to_lowercase))
-            .collect();
-        let spam = r["quick_verdict"]
-            .as_str()
-            .is_some_and(|v| v.eq_ignore_ascii_case("spam"));
-        let low = r["vision_alignment"].as_f64().is_some_and(|v| v <= OFF_VISION_AT_MOST);
-        if low || spam || flags.iter().any(|f| f == "off-vision" || f == "spam") {
+        let id = &r["number"];
+        if let Some((d, canonical, confidence)) = duplicate_of.get(key) {
+            duplicates.push(json!({"number": d, "duplicate_of": canonical, "confidence": confidence}));
+        } else if let Some(review) = reviews.get(key) {
+            let verdict = review["recommended_action"]
+                .as_str()
+                .or(review["verdict"].as_str())
+                .unwrap_or("")
+                .to_lowercase();
+            let confidence = review["confidence"].as_f64().unwrap_or(1.0);
+            if verdict == "merge" && confidence >= SURE_AT_LEAST {
+                let cluster = cluster_of.get(key).map_or(String::new(), |c| {
+                    format!(
+                        "{} ({} dupes)",
+                        cell(&c["theme"]),
+                        c["size"].as_u64().unwrap_or(1).saturating_sub(1)
+                    )
+                });
+                merge.push(json!({
+                    "number": id, "title": r["title"], "author": r["author"], "cluster": cluster,
+                    "quality": review["review"]["code_quality"], "vision": r["vision_alignment"],
+                    "notes": review["action_notes"],
+                }));
+            } else {
+                let why = if verdict == "merge" {
+                    format!("merge, but the review is only {:.0}% sure", confidence * 100.0)
+                } else {
+                    format!(
+                        "review says {}: {}",
+                        if verdict.is_empty() { "nothing" } else { &verdict },
+                        cell(&review["review"]["summary"])
+                    )
+                };
+                human.push(json!({"number": id, "title": r["title"], "author": r["author"], "reason": why}));
+            }
+        } else if unprocessed.contains(key) {
+            human.push(json!({"number": id, "title": r["title"], "author": r["author"],
+                "reason": "not processed: its batch failed after the retries"}));
+        } else if is_off_vision(r) {
+            let spam = r["quick_verdict"]
+                .as_str()
+                .is_some_and(|v| v.eq_ignore_ascii_case("spam"));
             let reason = if spam {
                 "spam".to_string()
             } else {
                 cell(&r["vision_notes"])
             };
             off_vision.push(
-                json!({"number": r["number"], "title": r["title"], "vision": r["vision_alignment"],
+                json!({"number": id, "title": r["title"], "vision": r["vision_alignment"],
                 "reason": reason}),
             );
+        } else {
+            let verdict = r["quick_verdict"].as_str().unwrap_or("nothing");
+            let notes = cell(&r["vision_notes"]);
+            let reason = if notes.is_empty() {
+                format!("not reviewed in depth; classified {verdict}")
+            } else {
+                format!("not reviewed in depth; classified {verdict}: {notes}")
+            };
+            human.push(json!({"number": id, "title": r["title"], "author": r["author"], "reason": reason}));
         }
     }
-    let unprocessed: Vec<Value> = record
-        .phases
-        .iter()
-        .flat_map(|p| p.unprocessed.iter().cloned())
-        .collect();
-    for id in &unprocessed {
-        let r = get(id);
-        human.push(json!({"number": id, "title": r["title"], "author": r["author"],
-            "reason": "not processed: its batch failed after the retries"}));
-    }
-    // In the order the pull requests were listed.
-    let duplicates: Vec<Value> = data
-        .records
-        .iter()
-        .filter_map(|(key, _)| duplicate_of.get(key))
-        .map(|(d, canonical, confidence)| json!({"number": d, "duplicate_of": canonical, "confidence": confidence}))
-        .collect();
+    let reviewed = reviews.len();
 
     let total = data.records.count();
+    debug_assert_eq!(merge.len() + duplicates.len() + off_vision.len() + human.len(), total);
     let unique = total - duplicates.len();
     let closures = duplicates.len() + off_vision.len();
     let date = Timestamp::now().to_rfc3339();
@@ -240,10 +241,6 @@ pub fn build(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> 
         }),
     );
     let _ = writeln!(md, "## Cluster Details");
-    let reviews: BTreeMap<String, &Value> = data
-        .reviews()
-        .filter_map(|r| Some((id_key(&r["number"])?, r)))
-        .collect();
     for c in &data.clusters {
         let best = &c["best_candidate"];
         let b = get(best);
@@ -289,7 +286,7 @@ pub fn build(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> 
                 "close_duplicates": duplicates.len(),
                 "close_off_vision": off_vision.len(),
                 "needs_human_review": human.len(),
-                "reviewed": reviewed.len(),
+                "reviewed": reviewed,
                 "unprocessed": unprocessed.len(),
             },
             "merge": merge,
@@ -300,6 +297,21 @@ pub fn build(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> 
             "narrative": narrative,
         }),
     }
+}
+
+/// Classified off-vision (a low vision score, or flagged) or spam.
+fn is_off_vision(r: &Value) -> bool {
+    let flags: Vec<String> = r["flags"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f.as_str().map(str::to_lowercase))
+        .collect();
+    let spam = r["quick_verdict"]
+        .as_str()
+        .is_some_and(|v| v.eq_ignore_ascii_case("spam"));
+    let low = r["vision_alignment"].as_f64().is_some_and(|v| v <= OFF_VISION_AT_MOST);
+    low || spam || flags.iter().any(|f| f == "off-vision" || f == "spam")
 }
 
 /// `8/10`, or nothing.

@@ -17,6 +17,13 @@ pub const REVIEW_PROMPT: &str = include_str!("../../examples/jobs/pr-review/revi
 pub const REVIEW_SCHEMA: &str = include_str!("../../examples/jobs/pr-review/review.schema.json");
 pub const REPORT_PROMPT: &str = include_str!("../../examples/jobs/pr-review/report.md");
 
+/// What the deep review takes (the seed: the best of each cluster): the best candidate of
+/// every cluster, and every pull request in no cluster — a unique effort, its own best
+/// candidate — that its classification says to merge or to review. A duplicate that is not
+/// its cluster's best is never reviewed: the report closes it.
+pub const REVIEW_SELECT: &str =
+    "best_candidate or (not clustered and (quick_verdict == \"merge\" or quick_verdict == \"review\"))";
+
 /// A pull request's body is cut to this many characters (the seed's ~500 bytes a PR).
 const BODY_CHARS: usize = 500;
 
@@ -53,6 +60,7 @@ pub fn definition(repo: &str) -> JobDefinition {
         context: None,
         repo: Some(repo.into()),
         items: "prs".into(),
+        kind: Some(super::definition::PR_REVIEW.into()),
         phases: vec![
             PhaseDefinition {
                 batch_size: Some(50),
@@ -96,7 +104,7 @@ pub fn definition(repo: &str) -> JobDefinition {
                 )
             },
             PhaseDefinition {
-                select: Some("best_candidate or quick_verdict == \"merge\"".into()),
+                select: Some(REVIEW_SELECT.into()),
                 fetch: Some(
                     ["gh", "pr", "diff", "{id}", "-R", "{repo}"]
                         .iter()
@@ -142,6 +150,11 @@ pub fn normalize_all(text: &str, shown: &str) -> Result<Vec<Value>, RlmError> {
             "{shown} is not a JSON array of pull requests: give the output of gh pr list --json …"
         )));
     };
+    normalize_items(&prs, shown)
+}
+
+/// gh's pull requests, already parsed, as the seed's records.
+pub fn normalize_items(prs: &[Value], shown: &str) -> Result<Vec<Value>, RlmError> {
     prs.iter()
         .enumerate()
         .map(|(i, pr)| {
@@ -160,8 +173,9 @@ pub fn normalize(pr: &Value) -> Option<Value> {
     let number = pr.get("number").filter(|n| n.is_u64())?.clone();
     let text = |k: &str| pr.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     let body = text("body");
+    // Cut to BODY_CHARS characters in all, the ellipsis that says so included.
     let body = if body.chars().count() > BODY_CHARS {
-        format!("{}…", body.chars().take(BODY_CHARS).collect::<String>())
+        format!("{}…", body.chars().take(BODY_CHARS - 1).collect::<String>())
     } else {
         body
     };
@@ -304,7 +318,8 @@ mod tests {
         assert_eq!(r["ci_status"], "success");
         assert_eq!(r["review_status"], "approved");
         assert_eq!(r["has_conflicts"], true);
-        assert_eq!(r["body"].as_str().unwrap().chars().count(), 501);
+        assert_eq!(r["body"].as_str().unwrap().chars().count(), 500);
+        assert!(r["body"].as_str().unwrap().ends_with("x…"));
         assert_eq!(r["created_at"], "2026-02-10T00:00:00Z");
     }
 
@@ -322,6 +337,43 @@ mod tests {
             "success"
         );
         assert_eq!(review_status(Some(&json!(""))), "none");
+    }
+
+    #[test]
+    fn the_example_job_file_is_the_preset() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/jobs/pr-review/job.toml");
+        let file = JobDefinition::load(&path).unwrap();
+        let preset = definition("OWNER/REPO");
+        assert_eq!(file.kind, preset.kind);
+        assert_eq!(
+            (&file.id, &file.items, &file.repo),
+            (&preset.id, &preset.items, &preset.repo)
+        );
+        assert_eq!(file.phases.len(), preset.phases.len());
+        // Every key of every phase but where its prompt and schema are read from.
+        let keys = |p: &PhaseDefinition| {
+            let mut v = serde_json::to_value(p).unwrap();
+            v.as_object_mut().unwrap().remove("prompt");
+            v.as_object_mut().unwrap().remove("output_schema");
+            v
+        };
+        for (f, p) in file.phases.iter().zip(&preset.phases) {
+            assert_eq!(keys(f), keys(p), "phase {}", p.name);
+            let builtin = |path: &Option<std::path::PathBuf>| {
+                path.as_ref()
+                    .map(|p| p.display().to_string().replace("builtin:pr-review/", ""))
+            };
+            assert_eq!(f.prompt.as_ref().map(|p| p.display().to_string()), builtin(&p.prompt));
+            assert_eq!(
+                f.output_schema.as_ref().map(|p| p.display().to_string()),
+                builtin(&p.output_schema)
+            );
+        }
+        let argv = file.command.unwrap().join(" ");
+        assert!(
+            argv.ends_with(&format!("--json {}", super::super::github::PR_FIELDS)),
+            "{argv}"
+        );
     }
 
     #[test]

@@ -32,13 +32,21 @@ impl Progress {
         }
     }
 
-    /// A phase starts: `already` of its `total` batches were done before.
+    /// A phase begins (whether or not it has batches): its summary line names it.
+    pub fn phase_begun(&mut self, label: &str) {
+        self.phase = label.to_string();
+        self.total = 0;
+        self.done = 0;
+        self.failed = 0;
+        self.started = Instant::now();
+    }
+
+    /// A phase's batches start: `already` of its `total` batches were done before.
     pub fn phase_started(&mut self, label: &str, total: usize, already: usize) {
         self.phase = label.to_string();
         self.total = total;
         self.done = already;
         self.failed = 0;
-        self.started = Instant::now();
         let resumed = if already > 0 {
             format!(" ({already} done before)")
         } else {

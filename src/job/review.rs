@@ -17,7 +17,7 @@ use super::records::records_before;
 use super::reduce::clusters_of;
 use super::request::Rendering;
 use super::runner::JobRun;
-use super::select::Filter;
+use super::select::{ClusterPlace, Filter};
 use super::worker::AnswerCheck;
 use crate::error::RlmError;
 use crate::process::{self, CommandSpec, ProcessError};
@@ -77,7 +77,11 @@ pub fn selected(run: &JobRun, index: usize, items: &[Value]) -> Result<Vec<Value
         .iter()
         .filter_map(|(key, record)| {
             let m = member.get(key);
-            if !filter.matches(record, m.is_some_and(|m| m.is_best)) {
+            let place = ClusterPlace {
+                clustered: m.is_some(),
+                best: m.is_some_and(|m| m.is_best),
+            };
+            if !filter.matches(record, place) {
                 return None;
             }
             let mut item = record.clone();
@@ -139,7 +143,7 @@ pub async fn run(run: &mut JobRun, index: usize) -> Result<(), RlmError> {
     };
     let batches = plan(&run.dir, &layout, planned, new, &check)?;
     let outcome = run_batches(run, index, &rendering, batches, UnitKind::Map).await?;
-    write_json(&run.dir.data(&phase.name), &merged(&outcome))?;
+    write_json(&run.dir.data(&phase.name), &merged(&outcome, &items, &id_field))?;
     Ok(())
 }
 
@@ -211,10 +215,17 @@ async fn fetch_all(
                     }
                     item.insert(field.to_string(), json!(text));
                 }
-                Err(e @ (ProcessError::NotFound { .. } | ProcessError::NotExecutable { .. })) => {
+                // Checked before the job started: it went away since.
+                Err(ProcessError::NotFound { program }) => {
                     return Err(RlmError::Usage(format!(
-                        "the phase's fetch command cannot run: {}",
-                        e.to_string().replace("check --command, or ", "")
+                        "the phase's fetch command cannot run: {program} is not found any more: install it again \
+                         and put it on PATH, then rlm job resume"
+                    )));
+                }
+                Err(ProcessError::NotExecutable { program }) => {
+                    return Err(RlmError::Usage(format!(
+                        "the phase's fetch command cannot run: {program} is not executable any more: chmod +x it, \
+                         then rlm job resume"
                     )));
                 }
                 Err(e) => {

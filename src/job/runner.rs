@@ -75,16 +75,67 @@ impl JobRun {
         super::job_dir::read_json(&self.dir.data(&self.record.definition.items))
     }
 
-    /// Runs the phases from the first not done; returns the exit status.
-    pub async fn execute(mut self) -> Result<ExitStatus, RlmError> {
+    /// Runs the phases from the first not done, then settles the job: its status in
+    /// `job.json` and in the run store, `job:ended`, the summary (one JSON document with
+    /// `--json`), and the exit code. A phase that ends in an error is closed like any
+    /// other end (its status `failed`, the job `FAILED`), never left `running`.
+    pub async fn execute(mut self) -> ExitStatus {
+        let spent_before = self.spend();
+        let outcome = self.run_phases().await;
+        // A phase that stopped early leaves its bar: clear it before the summary.
+        self.printer.finish_bar();
+        let (paused, failure) = match outcome {
+            Ok(paused) => (paused, None),
+            Err((index, error)) => {
+                if let Some(i) = index {
+                    self.phase_failed(i, &error.to_string());
+                }
+                (false, Some(error))
+            }
+        };
+        self.record.status = match &failure {
+            Some(_) => JobStatus::Failed,
+            None => self.settle(paused),
+        };
+        self.record.stopped = match &failure {
+            Some(e) => Some(e.to_string()),
+            None => self.stop_reason(),
+        };
+        self.finish_record();
+        self.store.end(self.record.status);
+        self.dir
+            .event(&json!({"event": "job:ended", "status": self.record.status.name(),
+            "cost_usd": self.record.cost_usd()}));
+        let paid = self.spend() > spent_before;
+        let exit = match &failure {
+            // Exit 2 says nothing was sent: an error after paying is a failure (3).
+            Some(e) if paid && e.exit_status() == ExitStatus::Usage => ExitStatus::Failed,
+            Some(e) => e.exit_status(),
+            None => exit_status(self.record.status),
+        };
+        self.summarize(failure.as_ref(), exit);
+        exit
+    }
+
+    /// Calls made and money spent so far, over every invocation.
+    fn spend(&self) -> (u64, u64) {
+        let calls = self.record.earlier.calls + self.record.phases.iter().map(|p| p.calls).sum::<u64>();
+        let cost = self.record.cost_usd();
+        // Compared, never shown: micro-dollars are enough to tell "something was paid".
+        (calls, (cost * 1e6).round() as u64)
+    }
+
+    /// The phases, in order, until the job is done, stops or pauses; `Ok(true)` when it
+    /// paused. An error names the phase it ended, if one was running.
+    async fn run_phases(&mut self) -> Result<bool, (Option<usize>, RlmError)> {
+        // Checked before the job was created (`preflight`): it names a phase.
         let pause_after = match &self.settings.pause_after {
-            Some(p) => Some(self.record.definition.phase_index(p)?),
+            Some(p) => Some(self.record.definition.phase_index(p).map_err(|e| (None, e))?),
             None => None,
         };
         self.record.status = JobStatus::Running;
         self.record.stopped = None;
-        self.dir.write_record(&mut self.record)?;
-        let mut paused = false;
+        self.dir.write_record(&mut self.record).map_err(|e| (None, e))?;
         while let Some(index) = self.record.next_phase() {
             let started = std::time::Instant::now();
             let name = self.record.phases[index].name.clone();
@@ -93,28 +144,33 @@ impl JobRun {
                 state.status = Some(PhaseStatus::Running);
                 state.started_at.get_or_insert_with(|| Timestamp::now().to_rfc3339());
             }
-            self.dir.write_record(&mut self.record)?;
+            self.dir.write_record(&mut self.record).map_err(|e| (Some(index), e))?;
             self.dir
                 .event(&json!({"event": "phase:started", "phase": name, "index": index + 1}));
+            self.progress.phase_begun(&self.phase_label(index));
             let kind = self.record.definition.phases[index].kind;
             let result = match kind {
-                PhaseKind::Map => map::run(&mut self, index).await,
-                PhaseKind::Reduce => reduce::run(&mut self, index).await,
-                PhaseKind::Review => review::run(&mut self, index).await,
-                PhaseKind::Report => report::run(&mut self, index).await,
+                PhaseKind::Map => map::run(self, index).await,
+                PhaseKind::Reduce => reduce::run(self, index).await,
+                PhaseKind::Review => review::run(self, index).await,
+                PhaseKind::Report => report::run(self, index).await,
             };
             self.record.phases[index].elapsed_ms += started.elapsed().as_millis() as u64;
-            if let Err(e) = result {
-                self.record.phases[index].status = Some(PhaseStatus::Failed);
-                self.record.status = JobStatus::Failed;
-                self.record.stopped = Some(e.to_string());
-                self.finish_record();
-                return Err(e);
-            }
-            if self.stop.is_some() {
-                // The phase is not done: `resume` goes on with it.
-                self.record.phases[index].status = Some(PhaseStatus::Running);
-                break;
+            result.map_err(|e| (Some(index), e))?;
+            match &self.stop {
+                Some(Stop::Fatal(why)) | Some(Stop::WriteError(why)) => {
+                    // The job cannot go on: the phase failed (resume takes it up again).
+                    let why = why.clone();
+                    self.phase_failed(index, &why);
+                    return Ok(false);
+                }
+                Some(_) => {
+                    // Interrupted, the deadline, the budget: the phase is not done, and
+                    // `resume` goes on with it.
+                    self.record.phases[index].status = Some(PhaseStatus::Running);
+                    return Ok(false);
+                }
+                None => {}
             }
             let state = &mut self.record.phases[index];
             if !matches!(state.status, Some(PhaseStatus::Failed)) {
@@ -133,26 +189,25 @@ impl JobRun {
                 &json!({"event": "phase:completed", "phase": name, "status": state.status,
                 "batches": state.batches_total, "failed": state.batches_failed, "cost_usd": state.cost_usd}),
             );
-            self.dir.write_record(&mut self.record)?;
+            self.dir.write_record(&mut self.record).map_err(|e| (Some(index), e))?;
             if state.status == Some(PhaseStatus::Failed) {
-                break;
+                return Ok(false);
             }
             if pause_after == Some(index) && self.record.next_phase().is_some() {
-                paused = true;
-                break;
+                return Ok(true);
             }
         }
-        // A phase that stopped early leaves its bar: clear it before the summary.
-        self.printer.finish_bar();
-        self.record.status = self.settle(paused);
-        self.record.stopped = self.stop_reason();
-        self.finish_record();
-        self.store.end(self.record.status);
+        Ok(false)
+    }
+
+    /// Phase `index` ended without its results: `failed`, with `phase:failed` saying why.
+    fn phase_failed(&mut self, index: usize, why: &str) {
+        let state = &mut self.record.phases[index];
+        state.status = Some(PhaseStatus::Failed);
+        state.finished_at = Some(Timestamp::now().to_rfc3339());
+        let name = state.name.clone();
         self.dir
-            .event(&json!({"event": "job:ended", "status": self.record.status.name(),
-            "cost_usd": self.record.cost_usd()}));
-        self.summarize();
-        Ok(exit_status(self.record.status))
+            .event(&json!({"event": "phase:failed", "phase": name, "reason": why}));
     }
 
     /// The job's status when this invocation ends.
@@ -196,13 +251,21 @@ impl JobRun {
     }
 
     /// The end of the invocation: one JSON document, or a few lines.
-    fn summarize(&self) {
+    fn summarize(&self, failure: Option<&RlmError>, exit: ExitStatus) {
         let r = &self.record;
+        if let Some(e) = failure {
+            self.printer.error(&e.to_string());
+        }
         if self.settings.output.json {
-            self.printer.json(&summary_json(&self.dir, r));
+            let mut doc = summary_json(&self.dir, r);
+            doc["exit_code"] = json!(exit.code());
+            if let Some(e) = failure {
+                doc["error"] = json!({"kind": e.kind(), "message": e.to_string()});
+            }
+            self.printer.json(&doc);
             return;
         }
-        if let Some(why) = &r.stopped {
+        if let (Some(why), None) = (&r.stopped, failure) {
             match self.stop {
                 Some(Stop::Fatal(_)) | Some(Stop::WriteError(_)) => self.printer.error(why),
                 _ => self.printer.warn(&format!("the job stopped: {why}")),

@@ -1,7 +1,8 @@
 //! A review phase's `select`: which items it takes. `best_candidate` (the best of each
-//! cluster of the reduce phase), or a filter over the item's fields and the answers of
-//! earlier phases: `quick_verdict == "review"`, `vision_alignment >= 7 and not spam`,
-//! `flags contains "off-vision"`, `quality_signals.ci_passing`.
+//! cluster of the reduce phase), `clustered` (a member of one of its clusters), or a filter
+//! over the item's fields and the answers of earlier phases: `quick_verdict == "review"`,
+//! `vision_alignment >= 7 and not spam`, `flags contains "off-vision"`,
+//! `quality_signals.ci_passing`.
 //!
 //! Grammar: `expr := and ("or" and)*`, `and := unary ("and" unary)*`,
 //! `unary := "not" unary | "(" expr ")" | FIELD [OP VALUE]`; a field alone means "truthy".
@@ -14,6 +15,7 @@ use serde_json::Value;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Filter {
     BestCandidate,
+    Clustered,
     Truthy(String),
     Compare(String, Op, Value),
     Not(Box<Filter>),
@@ -32,6 +34,29 @@ pub enum Op {
     Contains,
 }
 
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Op::Eq => "==",
+            Op::Ne => "!=",
+            Op::Lt => "<",
+            Op::Le => "<=",
+            Op::Gt => ">",
+            Op::Ge => ">=",
+            Op::Contains => "contains",
+        })
+    }
+}
+
+/// Where an item stands in the reduce phase's clusters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClusterPlace {
+    /// A member of a cluster (of two or more).
+    pub clustered: bool,
+    /// Its cluster's best candidate.
+    pub best: bool,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 enum Token {
     Word(String),
@@ -48,7 +73,7 @@ impl fmt::Display for Token {
             Token::Word(w) => write!(f, "{w}"),
             Token::Text(t) => write!(f, "\"{t}\""),
             Token::Number(n) => write!(f, "{n}"),
-            Token::Op(op) => write!(f, "{op:?}"),
+            Token::Op(op) => write!(f, "{op}"),
             Token::Open => f.write_str("("),
             Token::Close => f.write_str(")"),
         }
@@ -70,25 +95,26 @@ impl Filter {
         }
     }
 
-    /// Whether it asks for the best candidates of the clusters.
-    pub fn uses_best_candidate(&self) -> bool {
+    /// Whether it asks about the clusters (`best_candidate`, `clustered`).
+    pub fn uses_clusters(&self) -> bool {
         match self {
-            Filter::BestCandidate => true,
+            Filter::BestCandidate | Filter::Clustered => true,
             Filter::Truthy(_) | Filter::Compare(..) => false,
-            Filter::Not(f) => f.uses_best_candidate(),
-            Filter::And(a, b) | Filter::Or(a, b) => a.uses_best_candidate() || b.uses_best_candidate(),
+            Filter::Not(f) => f.uses_clusters(),
+            Filter::And(a, b) | Filter::Or(a, b) => a.uses_clusters() || b.uses_clusters(),
         }
     }
 
-    /// Whether `record` is selected; `best` says whether it is a cluster's best candidate.
-    pub fn matches(&self, record: &Value, best: bool) -> bool {
+    /// Whether `record`, standing at `place` in the clusters, is selected.
+    pub fn matches(&self, record: &Value, place: ClusterPlace) -> bool {
         match self {
-            Filter::BestCandidate => best,
+            Filter::BestCandidate => place.best,
+            Filter::Clustered => place.clustered,
             Filter::Truthy(field) => truthy(lookup(record, field)),
             Filter::Compare(field, op, value) => compare(lookup(record, field), *op, value),
-            Filter::Not(f) => !f.matches(record, best),
-            Filter::And(a, b) => a.matches(record, best) && b.matches(record, best),
-            Filter::Or(a, b) => a.matches(record, best) || b.matches(record, best),
+            Filter::Not(f) => !f.matches(record, place),
+            Filter::And(a, b) => a.matches(record, place) && b.matches(record, place),
+            Filter::Or(a, b) => a.matches(record, place) || b.matches(record, place),
         }
     }
 }
@@ -240,6 +266,7 @@ impl Parser {
                 }
             }
             Some(Token::Word(w)) if w == "best_candidate" => Ok(Filter::BestCandidate),
+            Some(Token::Word(w)) if w == "clustered" => Ok(Filter::Clustered),
             Some(Token::Word(field)) => {
                 let Some(Token::Op(op)) = self.tokens.get(self.at).cloned() else {
                     return Ok(Filter::Truthy(field));
@@ -256,7 +283,7 @@ impl Parser {
                     },
                     other => {
                         return Err(format!(
-                            "expected a value after {field} {op:?}, found {}",
+                            "expected a value after {field} {op}, found {}",
                             other.map_or("the end".to_string(), |t| format!("'{t}'"))
                         ))
                     }
@@ -265,7 +292,7 @@ impl Parser {
                 Ok(Filter::Compare(field, op, value))
             }
             other => Err(format!(
-                "expected a field, best_candidate, not or '(', found {}",
+                "expected a field, best_candidate, clustered, not or '(', found {}",
                 other.map_or("the end".to_string(), |t| format!("'{t}'"))
             )),
         }
@@ -280,7 +307,7 @@ mod tests {
     #[test]
     fn filters_select_what_they_say() {
         let r = json!({"quick_verdict": "Review", "vision_alignment": 8, "flags": ["spam"], "q": {"ci": true}});
-        let yes = |s: &str| Filter::parse(s).unwrap().matches(&r, false);
+        let yes = |s: &str| Filter::parse(s).unwrap().matches(&r, ClusterPlace::default());
         assert!(yes("quick_verdict == \"review\""));
         assert!(yes("quick_verdict == review"));
         assert!(!yes("quick_verdict != 'review'"));
@@ -289,14 +316,29 @@ mod tests {
         assert!(yes("flags contains \"spam\""));
         assert!(yes("not missing and (best_candidate or vision_alignment == 8)"));
         assert!(!yes("best_candidate"));
-        assert!(Filter::parse("best_candidate").unwrap().matches(&r, true));
-        assert!(Filter::parse("best_candidate or x").unwrap().uses_best_candidate());
+        assert!(!yes("clustered"));
+        let best = ClusterPlace {
+            clustered: true,
+            best: true,
+        };
+        let member = ClusterPlace {
+            clustered: true,
+            best: false,
+        };
+        let preset = Filter::parse("best_candidate or (not clustered and quick_verdict == \"review\")").unwrap();
+        assert!(preset.matches(&r, best) && !preset.matches(&r, member) && yes("not clustered"));
+        assert!(preset.matches(&r, ClusterPlace::default()));
+        assert!(Filter::parse("best_candidate or x").unwrap().uses_clusters());
+        assert!(Filter::parse("not clustered").unwrap().uses_clusters());
     }
 
     #[test]
     fn bad_filters_say_what_is_wrong() {
         assert!(Filter::parse("").unwrap_err().contains("empty"));
-        assert!(Filter::parse("a ==").unwrap_err().contains("expected a value"));
+        assert!(Filter::parse("a ==")
+            .unwrap_err()
+            .contains("expected a value after a =="));
+        assert!(Filter::parse("a == 1 >= 2").unwrap_err().contains("unexpected '>='"));
         assert!(Filter::parse("(a").unwrap_err().contains("not closed"));
         assert!(Filter::parse("a == 'x").unwrap_err().contains("not closed"));
         assert!(Filter::parse("a b").unwrap_err().contains("unexpected"));

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::definition::PhaseDefinition;
 use crate::cache::CacheMode;
-use crate::cli::{ColorArg, JobCallArgs, JobRunFlags, ProviderArg};
+use crate::cli::{ColorArg, JobCallArgs, JobRunFlags, ProviderArg, Toggle};
 use crate::error::RlmError;
 use crate::printer::PrinterMode;
 use crate::provider::catalog::{self, PriceTable};
@@ -48,9 +48,8 @@ pub struct RememberedSettings {
     pub max_tokens: Option<u32>,
     pub context_window: Option<u64>,
     pub temperature: Option<f32>,
-    #[serde(default)]
-    pub no_cache: bool,
-    /// `--batch-api`: map phases through the provider's batch API.
+    /// `--batch-api`: map phases through the provider's batch API (`--batch-api off`
+    /// turns it off). `--no-cache` is not remembered: it holds for one invocation.
     #[serde(default)]
     pub batch_api: bool,
 }
@@ -70,7 +69,6 @@ impl RememberedSettings {
             max_tokens,
             context_window,
             temperature,
-            no_cache,
             batch_api,
         } = given;
         if let Some(p) = provider {
@@ -93,8 +91,9 @@ impl RememberedSettings {
         self.max_tokens = max_tokens.or(self.max_tokens);
         self.context_window = context_window.or(self.context_window);
         self.temperature = temperature.or(self.temperature);
-        self.no_cache |= no_cache;
-        self.batch_api |= batch_api;
+        if let Some(toggle) = batch_api {
+            self.batch_api = *toggle == Toggle::On;
+        }
     }
 
     /// What goes into `job.json`: a base URL with credentials is left out.
@@ -172,6 +171,7 @@ impl JobSettings {
             yes,
             force,
             dry_run,
+            no_cache,
             json,
             quiet,
             deadline,
@@ -223,7 +223,7 @@ impl JobSettings {
                 retries: CALL_RETRIES,
                 backoff_base: backoff_base(env)?,
                 rate_limit_wait: Duration::from_secs_f64(remembered.rate_limit_wait.unwrap_or(DEFAULT_RATE_LIMIT_WAIT)),
-                cache_mode: if remembered.no_cache {
+                cache_mode: if no_cache {
                     CacheMode::WriteOnly
                 } else {
                     CacheMode::ReadWrite
@@ -253,6 +253,11 @@ impl JobSettings {
             parent_run: env.var("RLM_PARENT_RUN").map(str::to_string),
             env: env.clone(),
         })
+    }
+
+    /// The environment this invocation runs in (`PATH`, keys: never written anywhere).
+    pub fn environment(&self) -> &Environment {
+        &self.env
     }
 
     pub fn printer_mode(&self) -> PrinterMode {

@@ -212,8 +212,13 @@ impl JobRecord {
         self.phases.iter().position(|p| !p.status().is_done())
     }
 
-    /// Ids left unprocessed by every phase.
+    /// Items some phase left unprocessed, each counted once (two phases may both have
+    /// failed the same items).
     pub fn unprocessed(&self) -> usize {
-        self.phases.iter().map(|p| p.unprocessed.len()).sum()
+        self.phases
+            .iter()
+            .flat_map(|p| p.unprocessed.iter().filter_map(super::ingest::id_key))
+            .collect::<std::collections::HashSet<String>>()
+            .len()
     }
 }

@@ -68,7 +68,13 @@ pub fn status_text(run: &RunSummary, failures: &[Failure], batches: &[BatchSubmi
     let mut out = String::new();
     let owner = match &run.owner {
         Some(o) if o.liveness == Liveness::Gone => {
-            format!(" (its rlm process {} is gone; `rlm resume {}` goes on)", o.pid, run.id)
+            // A job goes on with its own resume (as `rlm resume` says when given one).
+            let resume = if run.command.get(1).map(String::as_str) == Some("job") {
+                "rlm job resume"
+            } else {
+                "rlm resume"
+            };
+            format!(" (its rlm process {} is gone; `{resume} {}` goes on)", o.pid, run.id)
         }
         Some(o) if o.liveness == Liveness::Stalled => {
             let age = o

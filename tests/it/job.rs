@@ -15,15 +15,15 @@ use crate::support::mock_llm::*;
 use crate::support::*;
 
 /// What the map prompt says, so its requests can be told apart.
-const MAP_PROMPT: &str = "CLASSIFY-ENTRIES: give each entry its kind.";
-const REDUCE_PROMPT: &str = "GROUP-ENTRIES: confirm the groups.";
+pub(crate) const MAP_PROMPT: &str = "CLASSIFY-ENTRIES: give each entry its kind.";
+pub(crate) const REDUCE_PROMPT: &str = "GROUP-ENTRIES: confirm the groups.";
 
-const ITEM_SCHEMA: &str = r#"{"type":"object","properties":{"id":{"type":"string"},"kind":{"enum":["fix","feature","docs"]},
+pub(crate) const ITEM_SCHEMA: &str = r#"{"type":"object","properties":{"id":{"type":"string"},"kind":{"enum":["fix","feature","docs"]},
 "topic":{"type":"string"}},"required":["id","kind","topic"]}"#;
 
 /// A stand-in for the GitHub CLI: gh's JSON shapes from `$GH_DATA/prs.json`, a diff per
 /// pull request, comments read from stdin; every invocation appended to `$GH_LOG`.
-const GH: &str = r#"#!/bin/sh
+pub(crate) const GH: &str = r#"#!/bin/sh
 printf '%s\n' "$*" >> "$GH_LOG"
 case "$GH_FAIL" in
   auth) echo "To get started with GitHub CLI, please run:  gh auth login" >&2; exit 4 ;;
@@ -39,7 +39,7 @@ esac
 
 /// A project with a job file: `entries.jsonl` of `n` entries, a map phase `classify`
 /// (batches of `batch`) and the phases `extra` adds.
-fn job_project(n: usize, batch: usize, hints: &[(usize, String)], extra: &str) -> Project {
+pub(crate) fn job_project(n: usize, batch: usize, hints: &[(usize, String)], extra: &str) -> Project {
     let mut entries = String::new();
     for i in 1..=n {
         let hint = hints
@@ -68,18 +68,18 @@ fn job_project(n: usize, batch: usize, hints: &[(usize, String)], extra: &str) -
         )
 }
 
-const REPORT_PHASE: &str = "\n[[phase]]\nname = \"report\"\nkind = \"report\"\nprompt = \"report.md\"\n";
-const REDUCE_PHASE: &str =
+pub(crate) const REPORT_PHASE: &str = "\n[[phase]]\nname = \"report\"\nkind = \"report\"\nprompt = \"report.md\"\n";
+pub(crate) const REDUCE_PHASE: &str =
     "\n[[phase]]\nname = \"groups\"\nkind = \"reduce\"\nprompt = \"group.md\"\ngroup_by = \"topic\"\n";
 
-fn job_args<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+pub(crate) fn job_args<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec!["job", "run", "job.toml", "--base-url", url];
     args.extend_from_slice(extra);
     args
 }
 
 /// The job directories, oldest first.
-fn jobs(p: &Project) -> Vec<PathBuf> {
+pub(crate) fn jobs(p: &Project) -> Vec<PathBuf> {
     let root = p.path().join(".aiwg/rlm/jobs");
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
         .map(|e| e.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect())
@@ -88,18 +88,18 @@ fn jobs(p: &Project) -> Vec<PathBuf> {
     dirs
 }
 
-fn only_job(p: &Project) -> PathBuf {
+pub(crate) fn only_job(p: &Project) -> PathBuf {
     let all = jobs(p);
     assert_eq!(all.len(), 1, "{all:?}");
     all[0].clone()
 }
 
-fn job_id(dir: &Path) -> String {
+pub(crate) fn job_id(dir: &Path) -> String {
     dir.file_name().unwrap().to_string_lossy().into_owned()
 }
 
 /// The map phase's requests, by the ids of the entries they carried.
-fn map_requests(mock: &MockLlm) -> Vec<Vec<String>> {
+pub(crate) fn map_requests(mock: &MockLlm) -> Vec<Vec<String>> {
     mock.recorded()
         .iter()
         .filter(|r| r.system_text().contains(MAP_PROMPT))
@@ -113,7 +113,7 @@ fn map_requests(mock: &MockLlm) -> Vec<Vec<String>> {
         .collect()
 }
 
-fn batch_outputs(dir: &Path, phase: &str) -> Vec<String> {
+pub(crate) fn batch_outputs(dir: &Path, phase: &str) -> Vec<String> {
     let d = dir.join("batches").join(phase);
     if !d.is_dir() {
         return Vec::new();
@@ -320,6 +320,23 @@ fn kill_9_in_the_map_phase_then_resume_pays_for_no_completed_batch() {
     status.assert_exit(0);
     assert_eq!(status.json()["status"], "RUNNING");
     assert_eq!(status.json()["owner_gone"], true);
+    assert!(
+        status.json()["eta_seconds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(Value::is_null),
+        "no ETA for a job nobody works on: {}",
+        status.stdout
+    );
+    let shown = p.rlm(&["status", &job_id(&dir)]).run();
+    assert!(
+        shown
+            .stdout
+            .contains(&format!("`rlm job resume {}` goes on", job_id(&dir))),
+        "{}",
+        shown.stdout
+    );
 
     mock.set_latency(Duration::ZERO);
     let out = p.rlm(&["job", "resume", "--json"]).run();
@@ -422,8 +439,9 @@ fn rerun_of_phase_2_makes_no_map_call_and_the_same_prompt_is_served_by_the_cache
 }
 
 /// `n` pull requests in gh's shapes: groups of three duplicates (a shared fingerprint and
-/// files), the rest alone; a lock file in every third one; a few off-vision ones.
-fn pull_requests(n: usize) -> Vec<Value> {
+/// files), the rest alone (every tenth classified `review`, the others `close`); a lock
+/// file in every third one; a few off-vision ones.
+pub(crate) fn pull_requests(n: usize) -> Vec<Value> {
     (1..=n)
         .map(|i| {
             let group = (i <= 150).then(|| (i - 1) / 3);
@@ -435,11 +453,18 @@ fn pull_requests(n: usize) -> Vec<Value> {
             if i % 2 == 0 {
                 files.push(json!({"path": "CHANGELOG.md", "additions": 1, "deletions": 0}));
             }
+            // Singletons: every tenth is worth a review, the others are not.
+            let verdict = if group.is_some() || i % 10 == 0 {
+                "review"
+            } else {
+                "close"
+            };
             let mut hint = json!({"fingerprint": fingerprint, "intent": format!("work on {fingerprint}"),
-                "vision_alignment": 7, "quick_verdict": "review"});
+                "vision_alignment": 7, "quick_verdict": verdict});
             if i > 280 {
                 hint["vision_alignment"] = json!(1);
                 hint["flags"] = json!(["off-vision"]);
+                hint["quick_verdict"] = json!("close");
             }
             // The first duplicate group's refinement names a stranger: it keeps the
             // programmatic ranking.
@@ -472,7 +497,7 @@ fn pull_requests(n: usize) -> Vec<Value> {
 }
 
 /// A project with the stand-in gh on PATH and `prs` as its pull requests.
-fn gh_project(prs: &[Value]) -> Project {
+pub(crate) fn gh_project(prs: &[Value]) -> Project {
     let p = Project::new()
         .file("VISION.md", "# Vision\nA command-line tool. Not a web app.\n")
         .file("gh/prs.json", &Value::Array(prs.to_vec()).to_string())
@@ -486,7 +511,7 @@ fn gh_project(prs: &[Value]) -> Project {
     p
 }
 
-fn with_gh(p: &Project, run: Run) -> Run {
+pub(crate) fn with_gh(p: &Project, run: Run) -> Run {
     let path = format!(
         "{}:{}",
         p.path().join("bin").display(),
@@ -497,7 +522,7 @@ fn with_gh(p: &Project, run: Run) -> Run {
         .env("GH_LOG", &p.path().join("gh.log").display().to_string())
 }
 
-fn gh_log(p: &Project) -> Vec<String> {
+pub(crate) fn gh_log(p: &Project) -> Vec<String> {
     std::fs::read_to_string(p.path().join("gh.log"))
         .unwrap_or_default()
         .lines()
@@ -577,11 +602,12 @@ fn a_pr_review_of_three_hundred_prs_finds_the_duplicates_and_reports_as_the_seed
     assert!(first["members"].as_array().unwrap().contains(&first["best_candidate"]));
     assert!(clusters[1..].iter().all(|c| c["source"] == "model"));
 
-    // Only the best candidates are reviewed, each with its diff.
+    // Only the best candidates are reviewed — of the 50 clusters, and the 13 pull requests
+    // in none that are classified `review` — each with its diff.
     let reviews = read_json(&dir.join("data/reviews.json"));
-    assert_eq!(reviews.as_array().unwrap().len(), 50);
+    assert_eq!(reviews.as_array().unwrap().len(), 63);
     let diffs = log.iter().filter(|l| l.starts_with("pr diff ")).count();
-    assert_eq!(diffs, 50);
+    assert_eq!(diffs, 63);
     assert!(log.iter().all(|l| !l.starts_with("pr comment")));
 
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
@@ -590,11 +616,12 @@ fn a_pr_review_of_three_hundred_prs_finds_the_duplicates_and_reports_as_the_seed
         "**Total PRs scanned**: 300 | **Clusters found**: 50",
         "## Executive Summary",
         "- 100 PRs identified as duplicates (reducible to 200 unique efforts)",
-        "- 50 PRs recommended for immediate merge",
-        "### Merge (50 PRs)",
+        "- 63 PRs recommended for immediate merge",
+        "### Merge (63 PRs)",
         "### Close — Duplicates (100 PRs)",
         "### Close — Off-Vision (20 PRs)",
-        "### Needs Human Review (0 PRs)",
+        "### Needs Human Review (117 PRs)",
+        "| #151 | Work on single-151 (151) | dev8 | not reviewed in depth; classified close",
         "## Cluster Details",
         "| #2 | #1 | 90% |",
     ] {
@@ -602,6 +629,12 @@ fn a_pr_review_of_three_hundred_prs_finds_the_duplicates_and_reports_as_the_seed
     }
     let report_json = read_json(&dir.join("report.json"));
     assert_eq!(report_json["totals"]["duplicates"], 100);
+    let totals = &report_json["totals"];
+    let accounted: u64 = ["merge", "close_duplicates", "close_off_vision", "needs_human_review"]
+        .iter()
+        .map(|k| totals[k].as_u64().unwrap())
+        .sum();
+    assert_eq!(accounted, 300, "every pull request in exactly one table: {totals}");
 
     // Export: JSON, Markdown, GitHub comments — posted only with --post, and --yes without a terminal.
     let id = job_id(&dir);
@@ -621,7 +654,7 @@ fn a_pr_review_of_three_hundred_prs_finds_the_duplicates_and_reports_as_the_seed
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(lines.len(), 50);
+    assert_eq!(lines.len(), 63);
     assert_eq!(lines[0]["repo"], "acme/widgets");
     assert!(
         lines[0]["body"].as_str().unwrap().contains("verdict **merge**"),
@@ -651,7 +684,7 @@ fn a_pr_review_of_three_hundred_prs_finds_the_duplicates_and_reports_as_the_seed
     .run();
     posted.assert_exit(0);
     let comment_calls: Vec<String> = gh_log(&p).into_iter().filter(|l| l.starts_with("pr comment")).collect();
-    assert_eq!(comment_calls.len(), 50);
+    assert_eq!(comment_calls.len(), 63);
     assert!(
         comment_calls.contains(&"pr comment 1 -R acme/widgets --body-file -".to_string()),
         "{comment_calls:?}"
@@ -665,7 +698,7 @@ fn a_pr_review_of_three_hundred_prs_finds_the_duplicates_and_reports_as_the_seed
     )
     .run()
     .assert_exit(0);
-    assert_eq!(gh_log(&p).iter().filter(|l| l.starts_with("pr comment")).count(), 50);
+    assert_eq!(gh_log(&p).iter().filter(|l| l.starts_with("pr comment")).count(), 63);
 }
 
 #[test]
@@ -776,7 +809,7 @@ fn a_dry_run_prints_the_estimate_per_phase_and_writes_nothing() {
 }
 
 /// Copies `examples/jobs/NAME/` into the project under `NAME/`.
-fn with_example(p: Project, name: &str) -> Project {
+pub(crate) fn with_example(p: Project, name: &str) -> Project {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/jobs").join(name);
     let mut p = p;
     for file in file_names(&src) {
@@ -809,40 +842,88 @@ fn the_issue_triage_example_runs_as_shipped() {
 }
 
 #[test]
-fn the_pr_review_example_job_file_is_the_preset_as_a_file() {
-    let p = with_example(gh_project(&pull_requests(30)), "pr-review");
-    let out = with_gh(&p, p.rlm(&["job", "run", "pr-review/job.toml", "--dry-run"])).run();
-    out.assert_exit(0);
-    assert!(
-        out.stderr.contains("1 classifications (map)") && out.stderr.contains("4 report (report)"),
-        "{}",
-        out.stderr
-    );
+fn the_pr_review_example_job_file_runs_as_the_preset_does() {
+    // 20 pull requests in pairs that change the same file (each with its own line counts,
+    // as gh reports them), with their own fingerprints and intents; 10 alone.
+    let prs: Vec<Value> = (1..=30usize)
+        .map(|n| {
+            let file = if n <= 20 {
+                format!("src/pair{}.rs", n.div_ceil(2))
+            } else {
+                format!("src/alone{n}.rs")
+            };
+            let answer = json!({"fingerprint": format!("fp-{n}"), "intent": format!("topic{n} work"),
+                "quick_verdict": if n % 3 == 0 { "close" } else { "review" }, "vision_alignment": 6,
+                "verdict": "merge", "recommended_action": "merge", "confidence": 0.9});
+            crate::job_clusters::gh_pr(n, &[&file], &answer)
+        })
+        .collect();
+    let p = with_example(gh_project(&prs), "pr-review");
+    let mock = MockLlm::start();
+    let url = mock.url();
+    let file_job = with_gh(
+        &p,
+        p.rlm(&["job", "run", "pr-review/job.toml", "--base-url", &url, "--json"]),
+    )
+    .run();
+    file_job.assert_exit(0);
     assert!(
         gh_log(&p)[0].starts_with("pr list -R OWNER/REPO --state open"),
         "{:?}",
         gh_log(&p)
     );
-    // The preset embeds the example's prompts and schemas.
-    let mock = MockLlm::start();
-    let run = with_gh(
+    let preset = with_gh(
         &p,
         p.rlm(&[
             "job",
             "pr-review",
             "acme/widgets",
             "--vision",
-            "VISION.md",
+            "pr-review/VISION.md",
             "--base-url",
-            &mock.url(),
-            "-q",
+            &url,
+            "--json",
         ]),
     )
     .run();
-    run.assert_exit(0);
-    let dir = only_job(&p);
+    preset.assert_exit(0);
+    let (a, b) = (jobs(&p)[0].clone(), jobs(&p)[1].clone());
+    assert_eq!(read_json(&a.join("job.json"))["kind"], "pr-review");
+    // The same records, the same clusters (by the files' paths), the same reviews, the
+    // same report.
+    assert_eq!(read_json(&a.join("data/prs.json")), read_json(&b.join("data/prs.json")));
+    let members = |dir: &Path| crate::job_clusters::precluster_members(dir);
+    assert_eq!(members(&a).len(), 10, "the pairs are found by their files");
+    assert_eq!(members(&a), members(&b));
+    let reviewed = |dir: &Path| -> Vec<Value> {
+        read_json(&dir.join("data/reviews.json"))
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["number"].clone())
+            .collect()
+    };
     assert_eq!(
-        std::fs::read_to_string(dir.join("prompts/01-classifications.md")).unwrap(),
+        reviewed(&a).len(),
+        16,
+        "10 pairs' best, and the 6 alone classified review"
+    );
+    assert_eq!(reviewed(&a), reviewed(&b));
+    let totals = |dir: &Path| read_json(&dir.join("report.json"))["totals"].clone();
+    assert_eq!(totals(&a), totals(&b));
+    let report = std::fs::read_to_string(a.join("report.md")).unwrap();
+    for section in [
+        "# OWNER/REPO PR Review Report",
+        "### Merge (16 PRs)",
+        "### Close — Duplicates (10 PRs)",
+        "### Needs Human Review (4 PRs)",
+        "## Cluster Details",
+    ] {
+        assert!(report.contains(section), "missing {section:?} in\n{report}");
+    }
+    // The preset embeds the example's prompts and schemas.
+    assert_eq!(
+        std::fs::read_to_string(b.join("prompts/01-classifications.md")).unwrap(),
         p.read("pr-review/classify.md")
     );
 }
@@ -851,7 +932,7 @@ fn the_pr_review_example_job_file_is_the_preset_as_a_file() {
 // --batch-api: map phases through the provider's batch API
 
 /// Polls every 20 ms (the default schedule waits seconds).
-fn fast(run: Run) -> Run {
+pub(crate) fn fast(run: Run) -> Run {
     run.env("RLM_BATCH_POLL_MS", "20")
 }
 

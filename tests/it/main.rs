@@ -25,6 +25,8 @@ mod index;
 mod inputs;
 mod interfaces;
 mod job;
+mod job_checks;
+mod job_clusters;
 mod mock_selftest;
 mod newcomer;
 mod prompt_cache;

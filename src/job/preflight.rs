@@ -1,0 +1,177 @@
+//! What is checked before a job is written to disk or anything is paid for: the phase
+//! `--pause-after` names, and every phase that will run — its provider's key (a phase may
+//! name its own provider) and its `fetch` program (gh for a PR review, also with
+//! `--input`). A job that would stop half-way for one of these, after paying for the
+//! phases before it, is refused at the start instead: one line, exit 2, nothing sent.
+
+use std::path::{Path, PathBuf};
+
+use super::definition::{JobDefinition, PhaseDefinition};
+use super::settings::JobSettings;
+use super::state::PhaseState;
+use crate::error::RlmError;
+
+/// `--pause-after PHASE` names a phase of the job that will run (`states`: each phase's,
+/// for a job taken up again), else the job would never pause.
+pub fn check_pause_after(
+    settings: &JobSettings,
+    definition: &JobDefinition,
+    states: Option<&[PhaseState]>,
+) -> Result<(), RlmError> {
+    let Some(p) = &settings.pause_after else {
+        return Ok(());
+    };
+    let index = definition
+        .phase_index(p)
+        .map_err(|e| RlmError::Usage(format!("--pause-after: {e}")))?;
+    if states.and_then(|s| s.get(index)).is_some_and(|s| s.status().is_done()) {
+        return Err(RlmError::Usage(format!(
+            "--pause-after {p}: phase {} is done already, so the job would not pause: name a phase still to run",
+            definition.phases[index].name
+        )));
+    }
+    Ok(())
+}
+
+/// A phase that will run in this invocation, and whether it calls a model (a reduce or a
+/// report without a prompt does not).
+#[derive(Debug, Clone, Copy)]
+pub struct Runs<'a> {
+    pub phase: &'a PhaseDefinition,
+    pub calls_model: bool,
+}
+
+/// What would stop the phases that will run: a provider without its key, a `fetch`
+/// program that cannot be started. One line each, in phase order, never repeated.
+pub fn blockers(settings: &JobSettings, runs: &[Runs<'_>]) -> Result<Vec<String>, RlmError> {
+    let mut found: Vec<String> = Vec::new();
+    let mut add = |line: String| {
+        if !found.contains(&line) {
+            found.push(line);
+        }
+    };
+    for run in runs {
+        let phase = run.phase;
+        if run.calls_model {
+            let provider = settings.phase_provider(phase)?;
+            if let Some(blocker) = provider.blocker {
+                // The job's own provider needs no phase name: every phase uses it.
+                if phase.provider.is_some() && provider.kind != settings.provider.kind {
+                    add(format!("phase {}: {blocker}", phase.name));
+                } else {
+                    add(blocker);
+                }
+            }
+        }
+        if let Some(program) = phase.fetch.as_ref().and_then(|argv| argv.first()) {
+            let path = settings.environment().var("PATH").map(str::to_string);
+            if let Err(problem) = find_program(program, &settings.cwd, path.as_deref()) {
+                add(problem.line(&phase.name, program));
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// Why a program cannot be started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProgramProblem {
+    NotFound,
+    NotExecutable(PathBuf),
+}
+
+impl ProgramProblem {
+    /// The line that says so, and what to do; gh's names gh's own remedy.
+    fn line(&self, phase: &str, program: &str) -> String {
+        let is_gh = Path::new(program).file_name().is_some_and(|n| n == "gh");
+        match self {
+            ProgramProblem::NotFound if is_gh => format!(
+                "gh (the GitHub CLI) is not installed or not on PATH, and phase {phase} fetches each pull request's \
+                 diff with it: install it from https://cli.github.com and run gh auth login (nothing was sent)"
+            ),
+            ProgramProblem::NotFound => format!(
+                "phase {phase}: the fetch program {program} is not found (on PATH, or at that path): install it or \
+                 change `fetch` in the job file (nothing was sent)"
+            ),
+            ProgramProblem::NotExecutable(path) => format!(
+                "phase {phase}: the fetch program {} is not executable: chmod +x it or change `fetch` in the job \
+                 file (nothing was sent)",
+                path.display()
+            ),
+        }
+    }
+}
+
+/// Finds `program` as the spawner will: a name with a `/` relative to `cwd`, a bare name
+/// on `PATH`. It must be a file this user may execute.
+pub fn find_program(program: &str, cwd: &Path, path: Option<&str>) -> Result<PathBuf, ProgramProblem> {
+    let candidates: Vec<PathBuf> = if program.contains('/') {
+        vec![cwd.join(program)]
+    } else {
+        std::env::split_paths(path.unwrap_or(""))
+            .map(|dir| {
+                let dir = if dir.as_os_str().is_empty() {
+                    cwd.to_path_buf()
+                } else {
+                    cwd.join(dir)
+                };
+                dir.join(program)
+            })
+            .collect()
+    };
+    let mut not_executable = None;
+    for candidate in candidates {
+        if !candidate.is_file() {
+            continue;
+        }
+        if is_executable(&candidate) {
+            return Ok(candidate);
+        }
+        not_executable.get_or_insert(candidate);
+    }
+    Err(not_executable.map_or(ProgramProblem::NotFound, ProgramProblem::NotExecutable))
+}
+
+#[cfg(unix)]
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    fs_err::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(not(unix))]
+fn is_executable(path: &Path) -> bool {
+    path.is_file()
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn programs_are_found_on_path_or_at_their_path() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        fs_err::create_dir(&bin).unwrap();
+        let tool = bin.join("tool");
+        fs_err::write(&tool, "#!/bin/sh\n").unwrap();
+        fs_err::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let plain = bin.join("plain");
+        fs_err::write(&plain, "data").unwrap();
+        fs_err::set_permissions(&plain, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let path = format!("/nonexistent:{}", bin.display());
+        assert_eq!(find_program("tool", dir.path(), Some(&path)), Ok(tool.clone()));
+        assert_eq!(find_program("bin/tool", dir.path(), None), Ok(tool));
+        assert_eq!(
+            find_program("gone", dir.path(), Some(&path)),
+            Err(ProgramProblem::NotFound)
+        );
+        assert_eq!(
+            find_program("plain", dir.path(), Some(&path)),
+            Err(ProgramProblem::NotExecutable(plain))
+        );
+        assert!(ProgramProblem::NotFound
+            .line("reviews", "gh")
+            .starts_with("gh (the GitHub CLI)"));
+    }
+}

@@ -1,0 +1,559 @@
+//! `rlm job` refuses what would stop it half-way before anything is written or paid (a
+//! missing `fetch` program — gh for a PR review, also with `--input` —, an unknown
+//! `--pause-after` phase, a phase's provider without its key), closes a job whose phase
+//! ends in an error like any other end (FAILED in `job.json` and in the run store,
+//! `phase:failed` and `job:ended`, a truthful exit code), and prints one JSON document
+//! with `--json` whatever happens.
+#![cfg(unix)]
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::job::*;
+use crate::support::mock_llm::*;
+use crate::support::*;
+
+/// A review phase over the entries classified `fix`, fetching with `fetch`.
+fn review_phase(fetch: &str) -> String {
+    format!(
+        "\n[[phase]]\nname = \"review\"\nkind = \"review\"\nprompt = \"review.md\"\noutput_schema = \"item.schema.json\"\n\
+         select = \"kind == \\\"fix\\\"\"\nfetch = {fetch}\n"
+    )
+}
+
+fn events(dir: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("events.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn event_names(dir: &std::path::Path) -> Vec<String> {
+    events(dir)
+        .iter()
+        .map(|e| e["event"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+#[test]
+fn a_pr_review_from_input_without_gh_is_refused_before_anything_is_paid() {
+    let mock = MockLlm::start();
+    let p = gh_project(&pull_requests(12));
+    let url = mock.url();
+    let review = |extra: &[&str]| {
+        let mut args = vec![
+            "job",
+            "pr-review",
+            "acme/widgets",
+            "--vision",
+            "VISION.md",
+            "--input",
+            "gh/prs.json",
+            "--base-url",
+            &url,
+            "--yes",
+        ];
+        args.extend_from_slice(extra);
+        p.rlm(&args).env("PATH", "/nonexistent")
+    };
+    let out = review(&[]).run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("gh (the GitHub CLI) is not installed") && out.stderr.contains("phase reviews"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    let json_out = review(&["--json"]).run();
+    json_out.assert_exit(2);
+    let doc = json_out.json();
+    assert_eq!(doc["status"], "ERROR");
+    assert_eq!(doc["exit_code"], 2);
+    assert_eq!(doc["error"]["kind"], "usage");
+    assert!(doc["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("gh (the GitHub CLI)"));
+    assert!(doc.get("job_id").is_none(), "no job was created: {doc}");
+    assert_eq!(mock.requests(), 0, "nothing was sent");
+    assert!(jobs(&p).is_empty(), "no job was created");
+    // A dry run says so, and still prints the estimate.
+    let dry = review(&["--dry-run"]).run();
+    dry.assert_exit(0);
+    assert!(
+        dry.stderr.contains("cannot start as it is: gh (the GitHub CLI)") && dry.stderr.contains("total"),
+        "{}",
+        dry.stderr
+    );
+    // With gh on PATH, the same job runs (and fetches its diffs with it).
+    let ok = with_gh(
+        &p,
+        p.rlm(&[
+            "job",
+            "pr-review",
+            "acme/widgets",
+            "--vision",
+            "VISION.md",
+            "--input",
+            "gh/prs.json",
+            "--base-url",
+            &url,
+            "-q",
+        ]),
+    )
+    .run();
+    ok.assert_exit(0);
+    assert!(gh_log(&p).iter().any(|l| l.starts_with("pr diff ")));
+}
+
+#[test]
+fn a_job_files_missing_fetch_program_is_refused_before_anything_is_paid() {
+    let mock = MockLlm::start();
+    let hints: Vec<(usize, String)> = (1..=4).map(|i| (i, fields_hint(&json!({"kind": "fix"})))).collect();
+    let p = job_project(4, 2, &hints, &review_phase("[\"./fetch-diff.sh\", \"{id}\"]")).file("review.md", "Review.");
+    let out = p.rlm(&job_args(&mock.url(), &[])).run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr
+            .contains("phase review: the fetch program ./fetch-diff.sh is not found"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(mock.requests(), 0);
+    assert!(jobs(&p).is_empty());
+    // The same for the program a job file lists its items with.
+    p.write(
+        "list.toml",
+        "name = \"t\"\ncommand = [\"no-such-lister-7f3a\"]\n[[phase]]\nname = \"report\"\nkind = \"report\"\n",
+    );
+    let out = p.rlm(&["job", "run", "list.toml", "--base-url", &mock.url()]).run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr
+            .contains("the job's command no-such-lister-7f3a is not found")
+            && !out.stderr.contains("--command"),
+        "{}",
+        out.stderr
+    );
+    // Present but not executable: said so.
+    p.write("fetch-diff.sh", "#!/bin/sh\necho diff of $1\n");
+    let out = p.rlm(&job_args(&mock.url(), &[])).run();
+    out.assert_exit(2);
+    assert!(out.stderr.contains("is not executable"), "{}", out.stderr);
+    assert_eq!(mock.requests(), 0);
+    assert!(jobs(&p).is_empty());
+}
+
+#[test]
+fn an_unknown_pause_after_phase_is_refused_before_the_job_exists() {
+    let mock = MockLlm::start();
+    let p = job_project(4, 2, &[], REPORT_PHASE);
+    let out = p
+        .rlm(&job_args(&mock.url(), &["--pause-after", "nosuch", "--json"]))
+        .run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("--pause-after: no phase 'nosuch'") && out.stderr.contains("1 classify, 2 report"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.json()["status"], "ERROR");
+    assert_eq!(mock.requests(), 0);
+    assert!(jobs(&p).is_empty(), "no zombie job is left behind");
+    let runs = p.rlm(&["list", "--json"]).run();
+    assert!(!runs.stdout.contains("job-"), "no run was recorded: {}", runs.stdout);
+
+    // The same on resume: the paused job is not claimed, and stays PAUSED.
+    p.rlm(&job_args(&mock.url(), &["--pause-after", "1", "-q"]))
+        .run()
+        .assert_exit(0);
+    let dir = only_job(&p);
+    let before = mock.requests();
+    let out = p
+        .rlm(&["job", "resume", &job_id(&dir), "--pause-after", "9", "--json"])
+        .run();
+    out.assert_exit(2);
+    let doc = out.json();
+    assert_eq!(doc["status"], "ERROR");
+    assert_eq!(doc["job_id"], job_id(&dir), "the job exists: the document names it");
+    assert_eq!(doc["dir"], dir.display().to_string());
+    assert_eq!(mock.requests(), before);
+    assert_eq!(read_json(&dir.join("job.json"))["status"], "PAUSED");
+    // A phase that is done already would never pause the job.
+    let out = p
+        .rlm(&["job", "resume", &job_id(&dir), "--pause-after", "classify"])
+        .run();
+    out.assert_exit(2);
+    assert!(out.stderr.contains("is done already"), "{}", out.stderr);
+    assert_eq!(mock.requests(), before);
+    assert_eq!(read_json(&dir.join("job.json"))["status"], "PAUSED");
+}
+
+#[test]
+fn a_phase_provider_without_its_key_is_refused_before_the_job_starts() {
+    let mock = MockLlm::start();
+    let p = job_project(4, 2, &[], REPORT_PHASE);
+    let toml = p.read("job.toml").replace(
+        "kind = \"report\"\n",
+        "kind = \"report\"\nprovider = \"openai\"\nmodel = \"gpt-4.1-mini\"\n",
+    );
+    p.write("job.toml", &toml);
+    let out = p
+        .rlm(&job_args(&mock.url(), &[]))
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("phase report: OPENAI_API_KEY is not set"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(mock.requests(), 0);
+    assert!(jobs(&p).is_empty());
+    // With its own endpoint, the banner names each phase's model and endpoint.
+    let openai = MockLlm::start();
+    let out = p
+        .rlm(&job_args(&mock.url(), &["--json"]))
+        .env("OPENAI_API_KEY", "sk-test-openai-0123456789")
+        .env("OPENAI_BASE_URL", &openai.url())
+        .run();
+    out.assert_exit(0);
+    assert!(
+        out.stderr.contains("per phase: classify claude-sonnet")
+            && out.stderr.contains(&format!("report gpt-4.1-mini at {}", openai.url())),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(openai.requests(), 1, "the report went to its own provider");
+}
+
+#[test]
+fn a_phase_that_ends_in_an_error_after_paying_closes_the_job_as_failed() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(300));
+    let hints: Vec<(usize, String)> = (1..=4).map(|i| (i, fields_hint(&json!({"kind": "fix"})))).collect();
+    let p = job_project(4, 2, &hints, &review_phase("[\"./fetch-diff.sh\", \"{id}\"]"))
+        .file("review.md", "Review.")
+        .file("fetch-diff.sh", "#!/bin/sh\necho diff of $1\n");
+    let chmod = std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(p.path().join("fetch-diff.sh"))
+        .status()
+        .unwrap();
+    assert!(chmod.success());
+    let running = p.rlm(&job_args(&mock.url(), &["-j", "1", "--json"])).spawn();
+    // The program is there when the job starts, and gone when the review phase needs it.
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            jobs(&p)
+                .first()
+                .is_some_and(|d| !batch_outputs(d, "classify").is_empty())
+        }),
+        "the map phase makes progress"
+    );
+    std::fs::remove_file(p.path().join("fetch-diff.sh")).unwrap();
+    let out = running.wait();
+    out.assert_exit(3);
+    let dir = only_job(&p);
+    let doc = out.json();
+    assert_eq!(doc["status"], "FAILED");
+    assert_eq!(doc["job_id"], job_id(&dir));
+    assert_eq!(doc["exit_code"], 3, "exit 2 would say nothing was sent");
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("fetch command cannot run"),
+        "{doc}"
+    );
+    assert!(out.stderr.contains("fetch command cannot run"), "{}", out.stderr);
+    let record = read_json(&dir.join("job.json"));
+    assert_eq!(record["status"], "FAILED");
+    assert_eq!(record["phases"][0]["status"], "completed");
+    assert_eq!(record["phases"][1]["status"], "failed");
+    let names = event_names(&dir);
+    assert!(names.contains(&"phase:failed".to_string()), "{names:?}");
+    assert_eq!(names.last().map(String::as_str), Some("job:ended"), "{names:?}");
+    let runs = p.rlm(&["list", "--json"]).run();
+    runs.assert_exit(0);
+    assert_eq!(runs.json()[0]["status"], "FAILED", "{}", runs.stdout);
+}
+
+#[test]
+fn a_fatal_provider_stop_fails_the_phase_not_leaves_it_running() {
+    let mock = MockLlm::start();
+    // The map phase is answered (and paid); then the provider's quota is spent.
+    mock.fault_when("Summarize the triage.", vec![Fault::InsufficientQuota; 4]);
+    let p = job_project(6, 3, &[], REPORT_PHASE);
+    let out = p.rlm(&job_args(&mock.url(), &["--json"])).run();
+    out.assert_exit(3);
+    let doc = out.json();
+    assert_eq!(doc["status"], "FAILED");
+    assert_eq!(doc["exit_code"], 3);
+    assert!(doc["cost_usd"].as_f64().unwrap() > 0.0, "the map phase was paid");
+    let dir = only_job(&p);
+    let record = read_json(&dir.join("job.json"));
+    assert_eq!(record["phases"][0]["status"], "completed");
+    assert_eq!(record["phases"][1]["status"], "failed", "{}", record["phases"][1]);
+    let names = event_names(&dir);
+    assert!(names.contains(&"phase:failed".to_string()), "{names:?}");
+    assert_eq!(names.last().map(String::as_str), Some("job:ended"));
+    let status = p.rlm(&["job", "status", &job_id(&dir)]).run();
+    assert!(
+        status.stdout.contains("report             report  failed"),
+        "{}",
+        status.stdout
+    );
+    let runs = p.rlm(&["list", "--json"]).run();
+    assert_eq!(runs.json()[0]["status"], "FAILED", "{}", runs.stdout);
+    // Resume takes the failed phase up again, without paying for the map phase twice.
+    mock.clear_faults();
+    mock.reset_counts();
+    let out = p.rlm(&["job", "resume", &job_id(&dir), "--json"]).run();
+    out.assert_exit(0);
+    assert_eq!(out.json()["status"], "SUCCESS");
+    assert!(map_requests(&mock).is_empty());
+    assert_eq!(mock.requests(), 1, "only the report");
+}
+
+#[test]
+fn json_errors_are_one_document_on_stdout_and_json_may_be_repeated() {
+    let p = Project::new();
+    let out = p.rlm(&["job", "run", "nope.toml", "--json", "--json"]).run();
+    out.assert_exit(2);
+    let doc = out.json();
+    assert_eq!(doc["status"], "ERROR");
+    assert_eq!(doc["exit_code"], 2);
+    assert!(doc["error"]["message"].as_str().unwrap().contains("nope.toml"), "{doc}");
+    let status = p.rlm(&["job", "status", "--json", "--json"]).run();
+    status.assert_exit(2);
+    assert_eq!(status.json()["status"], "ERROR");
+    let list = p.rlm(&["job", "list", "--json", "--json"]).run();
+    list.assert_exit(0);
+    assert_eq!(list.json(), json!([]));
+
+    // A finished job: resume refuses, naming it.
+    let mock = MockLlm::start();
+    let q = job_project(2, 2, &[], "");
+    q.rlm(&job_args(&mock.url(), &["-q"])).run().assert_exit(0);
+    let dir = only_job(&q);
+    let out = q.rlm(&["job", "resume", &job_id(&dir), "--json"]).run();
+    out.assert_exit(2);
+    let doc = out.json();
+    assert_eq!(doc["status"], "ERROR");
+    assert_eq!(doc["job_id"], job_id(&dir));
+    assert!(doc["error"]["message"].as_str().unwrap().contains("nothing to resume"));
+}
+
+#[test]
+fn a_rerun_the_cache_answers_is_estimated_free_and_neither_refused_nor_asked_about() {
+    let mock = MockLlm::start();
+    // Prices high enough that the job's estimate is above $10 (it needs --force).
+    let prices = r#"{"rlm": {"prices": {"claude-sonnet-5-5": {"input": 20000.0, "output": 80000.0}}}}"#;
+    let p = job_project(8, 4, &[], &format!("{REDUCE_PHASE}{REPORT_PHASE}")).file(".aiwg/aiwg.config", prices);
+    let refused = p.rlm(&job_args(&mock.url(), &["--max-cost", "100000"])).run();
+    refused.assert_exit(2);
+    assert!(refused.stderr.contains("--force"), "{}", refused.stderr);
+    p.rlm(&job_args(&mock.url(), &["--max-cost", "100000", "--force", "-q"]))
+        .run()
+        .assert_exit(0);
+    let dir = only_job(&p);
+    let id = job_id(&dir);
+    let spent = read_json(&dir.join("job.json"))["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["cost_usd"].as_f64().unwrap())
+        .sum::<f64>();
+    assert!(spent > 10.0, "{spent}");
+    mock.reset_counts();
+
+    // The estimate counts what the cache holds: the map phase's batches exactly, the later
+    // phases as a rerun of unchanged inputs.
+    let dry = p
+        .rlm(&["job", "rerun", &id, "--phase", "1", "--dry-run", "--json"])
+        .run();
+    dry.assert_exit(0);
+    let estimate = &dry.json()["estimate"];
+    assert_eq!(estimate["usd"], 0.0, "{estimate}");
+    assert_eq!(estimate["calls"], 0, "{estimate}");
+    assert_eq!(estimate["phases"][0]["batches"], 2);
+    assert_eq!(estimate["phases"][0]["cached"], 2);
+    assert!(dry.stderr.contains("cached"), "{}", dry.stderr);
+    // No --force, no --yes, and a budget just above what was spent: the rerun goes.
+    let max = format!("{}", spent + 0.0001);
+    let out = p
+        .rlm(&["job", "rerun", &id, "--phase", "1", "--max-cost", &max, "--json"])
+        .run();
+    out.assert_exit(0);
+    assert_eq!(out.json()["status"], "SUCCESS");
+    assert!(!out.stderr.contains("above $1"), "{}", out.stderr);
+    assert_eq!(mock.requests(), 0, "the cache answered every call");
+
+    // A new prompt is paid for (and the phases after it with it).
+    p.write("report2.md", "Summarize differently.");
+    let dry = p
+        .rlm(&[
+            "job",
+            "rerun",
+            &id,
+            "--phase",
+            "report",
+            "--prompt",
+            "report2.md",
+            "--dry-run",
+            "--json",
+        ])
+        .run();
+    dry.assert_exit(0);
+    assert_eq!(dry.json()["estimate"]["calls"], 1);
+    // A second job over the same items: its map phase is in the cache already.
+    let fresh = p.rlm(&job_args(&mock.url(), &["--dry-run", "--json"])).run();
+    fresh.assert_exit(0);
+    let phases = &fresh.json()["estimate"]["phases"];
+    assert_eq!(phases[0]["cached"], 2, "{phases}");
+    assert_eq!(phases[0]["calls"], 0, "{phases}");
+    // Over --max-cost: the job's own advice, not rlm batch's.
+    let over = p
+        .rlm(&job_args(&mock.url(), &["--max-cost", "0.01", "--no-cache"]))
+        .run();
+    over.assert_exit(2);
+    assert!(
+        over.stderr.contains("fewer items") && !over.stderr.contains("glob"),
+        "{}",
+        over.stderr
+    );
+}
+
+#[test]
+fn no_cache_holds_for_one_invocation_and_batch_api_can_be_turned_off() {
+    let mock = MockLlm::start();
+    let p = job_project(6, 3, &[], REPORT_PHASE);
+    p.rlm(&job_args(&mock.url(), &["-q"])).run().assert_exit(0);
+    let dir = only_job(&p);
+    let id = job_id(&dir);
+    mock.reset_counts();
+    p.rlm(&["job", "rerun", &id, "--phase", "report", "--no-cache", "-q"])
+        .run()
+        .assert_exit(0);
+    assert_eq!(mock.requests(), 1, "--no-cache reads nothing from the cache");
+    let settings = read_json(&dir.join("job.json"))["settings"].clone();
+    assert!(settings.get("no_cache").is_none(), "not remembered: {settings}");
+    p.rlm(&["job", "rerun", &id, "--phase", "report", "-q"])
+        .run()
+        .assert_exit(0);
+    assert_eq!(mock.requests(), 1, "the next rerun is answered by the cache again");
+
+    // --batch-api is remembered, and `--batch-api off` replaces it.
+    let q = job_project(6, 3, &[], "");
+    fast(q.rlm(&job_args(&mock.url(), &["--batch-api", "-q"])))
+        .run()
+        .assert_exit(0);
+    let dir = only_job(&q);
+    let id = job_id(&dir);
+    assert_eq!(read_json(&dir.join("job.json"))["settings"]["batch_api"], true);
+    let submissions = mock.batch_submissions();
+    mock.reset_counts();
+    let out = fast(q.rlm(&[
+        "job",
+        "rerun",
+        &id,
+        "--phase",
+        "1",
+        "--no-cache",
+        "--batch-api",
+        "off",
+        "-q",
+    ]))
+    .run();
+    out.assert_exit(0);
+    assert_eq!(mock.batch_submissions(), submissions, "no provider batch");
+    assert_eq!(map_requests(&mock).len(), 2, "the two batches in real time");
+    assert_eq!(read_json(&dir.join("job.json"))["settings"]["batch_api"], false);
+}
+
+#[test]
+fn batch_api_off_on_resume_still_collects_the_provider_batch_sent_before() {
+    let mock = MockLlm::start();
+    mock.set_batch_progress(batch::BatchProgress::Held);
+    let p = job_project(8, 4, &[], REPORT_PHASE);
+    let running = fast(p.rlm(&job_args(&mock.url(), &["--batch-api", "--yes"]))).spawn();
+    assert!(
+        wait_until(Duration::from_secs(30), || mock.batch_polls() >= 2),
+        "the job submits and polls"
+    );
+    running.signal("KILL");
+    let _ = running.wait();
+    let dir = only_job(&p);
+    mock.set_batch_progress(batch::BatchProgress::AfterPolls(1));
+    let out = fast(p.rlm(&["job", "resume", &job_id(&dir), "--batch-api", "off", "--json"])).run();
+    out.assert_exit(0);
+    assert_eq!(out.json()["status"], "SUCCESS", "{}", out.stderr);
+    assert_eq!(mock.batch_submissions(), 1, "nothing sent twice");
+    assert!(
+        map_requests(&mock).is_empty(),
+        "the batch sent before answered the map phase"
+    );
+    assert!(out.stderr.contains("collecting the provider batch"), "{}", out.stderr);
+}
+
+#[test]
+fn a_rerun_of_failed_batches_keeps_item_order_and_unprocessed_items_count_once() {
+    let mock = MockLlm::start();
+    // Entries 1-3 fail in both map phases (the request is refused as too large), once each.
+    mock.fault_when("entry 2 ", vec![Fault::Status(413, "request too large".into()); 2]);
+    let second =
+        "\n[[phase]]\nname = \"tag\"\nkind = \"map\"\nprompt = \"tag.md\"\noutput_schema = \"item.schema.json\"\n\
+                  batch_size = 3\n";
+    let p = job_project(6, 3, &[], second).file("tag.md", "TAG-ENTRIES.");
+    let out = p.rlm(&job_args(&mock.url(), &["--json"])).run();
+    out.assert_exit(1);
+    let doc = out.json();
+    assert_eq!(doc["status"], "PARTIAL");
+    assert_eq!(doc["unprocessed"], 3, "e1-e3, failed by both phases, are three items");
+    let dir = only_job(&p);
+    let id = job_id(&dir);
+    let status = p.rlm(&["job", "status", &id]).run();
+    assert!(status.stdout.contains("Unprocessed: 3 items"), "{}", status.stdout);
+
+    let out = p.rlm(&["job", "rerun", &id, "--phase", "classify", "--json"]).run();
+    out.assert_exit(0);
+    assert_eq!(out.json()["status"], "SUCCESS");
+    for phase in ["classify", "tag"] {
+        let ids: Vec<String> = read_json(&dir.join(format!("data/{phase}.json")))
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["id"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            ids,
+            ["e1", "e2", "e3", "e4", "e5", "e6"],
+            "{phase} keeps the items' order"
+        );
+    }
+}
+
+#[test]
+fn a_phase_without_batches_is_named_in_its_own_summary_line() {
+    let mock = MockLlm::start();
+    // A reduce without a prompt calls nothing; its summary names it, not the map phase.
+    let reduce = "\n[[phase]]\nname = \"groups\"\nkind = \"reduce\"\ngroup_by = \"topic\"\n";
+    let p = job_project(4, 2, &[], reduce);
+    let out = p.rlm(&job_args(&mock.url(), &[])).run();
+    out.assert_exit(0);
+    let summaries: Vec<&str> = out.stderr.lines().filter(|l| l.contains(" done")).collect();
+    assert!(
+        summaries.iter().any(|l| l.starts_with("Phase 1/2: classify: 2/2 done")),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        summaries.iter().any(|l| l.starts_with("Phase 2/2: groups: 0/0 done")),
+        "{}",
+        out.stderr
+    );
+}
