@@ -70,13 +70,23 @@ impl RunLock {
     }
 
     /// Takes the lock of run `run_id`'s directory for `rlm resume`, or refuses (exit 2,
-    /// naming the pid) while the run is still going on.
-    pub fn acquire_for_resume(dir: &Path, run_id: &str) -> Result<RunLock, RlmError> {
-        Self::take(dir)?.map_err(|holder| {
-            RlmError::InUse(format!(
-                "run {run_id} is still running in {holder} (it holds {}): wait for it to end, or stop it first",
-                dir.display()
-            ))
+    /// naming the pid of the rlm that holds it). `owner` is the pid the store says works on
+    /// the run, if any: the holder is then the run itself, still going on; any other holder
+    /// is another run working in the directory (run `run_id` is not running).
+    pub fn acquire_for_resume(dir: &Path, run_id: &str, owner: Option<u32>) -> Result<RunLock, RlmError> {
+        Self::take_naming(dir)?.map_err(|(holder, pid)| {
+            if owner.is_some() && pid == owner {
+                RlmError::InUse(format!(
+                    "run {run_id} is still running in {holder} (it holds {}): wait for it to end, or stop it first",
+                    dir.display()
+                ))
+            } else {
+                RlmError::InUse(format!(
+                    "run {run_id} is not running, but its output directory {} is in use by {holder}, another run: \
+                     wait for that run to end (a run that takes the directory over leaves run {run_id} unresumable)",
+                    dir.display()
+                ))
+            }
         })
     }
 
@@ -88,15 +98,19 @@ impl RunLock {
 
     /// The lock, or who holds it (`rlm process 1234`).
     fn take(dir: &Path) -> Result<Result<RunLock, String>, RlmError> {
+        Ok(Self::take_naming(dir)?.map_err(|(holder, _)| holder))
+    }
+
+    /// The lock, or who holds it (`rlm process 1234`) and its pid when it wrote one.
+    fn take_naming(dir: &Path) -> Result<Result<RunLock, (String, Option<u32>)>, RlmError> {
         fs_err::create_dir_all(dir).map_err(|e| RlmError::Output(format!("--output-dir: {e}")))?;
         let path = dir.join(LOCK_FILE);
         let lock = FileLock::try_exclusive(&path)
             .map_err(|e| RlmError::Output(format!("cannot lock the run directory {}: {e}", dir.display())))?;
         let Some(lock) = lock else {
-            return Ok(Err(holder_pid(&path).map_or_else(
-                || "another rlm process".to_string(),
-                |pid| format!("rlm process {pid}"),
-            )));
+            let pid = holder_pid(&path);
+            let holder = pid.map_or_else(|| "another rlm process".to_string(), |pid| format!("rlm process {pid}"));
+            return Ok(Err((holder, pid)));
         };
         // Who holds it, for the message of whoever comes next.
         let mut file = lock.file();
@@ -127,10 +141,33 @@ fn holder_pid(path: &Path) -> Option<u32> {
     None
 }
 
+/// The run whose directory `dir` is, as its `.rlm-run` marker says (`None` when there is
+/// no marker, or it cannot be read).
+pub fn marked_run(dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join(MARKER)).ok()?;
+    let marker: serde_json::Value = serde_json::from_str(&text).ok()?;
+    marker.get("run_id")?.as_str().map(str::to_string)
+}
+
+/// Refuses to take up run `run_id` in `dir` when the directory's marker names another run:
+/// that run took the directory over, and taking it up again would overwrite its results and
+/// append to its `events.jsonl` (issue 17).
+pub fn check_still_owned(dir: &Path, run_id: &str) -> Result<(), RlmError> {
+    match marked_run(dir) {
+        Some(other) if other != run_id => Err(RlmError::Store(format!(
+            "run {run_id} cannot be resumed: its output directory {} now holds run {other} (its results were \
+             replaced); run its command again instead (finished answers are cached)",
+            dir.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 impl RunDir {
     /// Takes up the directory of run `run_id` again (`rlm resume`), under `lock` (taken by
     /// the resume before it claimed the run): its earlier outputs are replaced as the run
-    /// goes on, under the same id; `events.jsonl` is kept, to be appended to.
+    /// goes on, under the same id; `events.jsonl` is kept, to be appended to. Refused when
+    /// another run has taken the directory over since ([`check_still_owned`]).
     pub fn reopen(
         rlm_dir: &Path,
         dir: &Path,
@@ -140,6 +177,7 @@ impl RunDir {
     ) -> Result<Self, RlmError> {
         let timestamp = jiff::Timestamp::now().strftime("%Y-%m-%d-%H%M%S").to_string();
         check_usable(dir)?;
+        check_still_owned(dir, run_id)?;
         clear_outputs(dir, Keep::EventLog)?;
         let report_md = if dir == rlm_dir.join(run_id) {
             rlm_dir.join(format!("{run_id}-report.md"))
@@ -528,13 +566,40 @@ mod tests {
         first.write("events.jsonl", "{}\n").unwrap();
         first.write("a.result.md", "old").unwrap();
         let (dir, id) = (first.dir.clone(), first.run_id.clone());
-        let err = RunLock::acquire_for_resume(&dir, &id).unwrap_err();
+        let me = Some(std::process::id());
+        let err = RunLock::acquire_for_resume(&dir, &id, me).unwrap_err();
         assert!(err.to_string().contains("is still running in rlm process"), "{err}");
+        // Held by a process the store does not name as the run's owner: another run.
+        let err = RunLock::acquire_for_resume(&dir, &id, None).unwrap_err();
+        assert!(
+            err.to_string().contains("is not running, but its output directory"),
+            "{err}"
+        );
         drop(first);
-        let lock = Arc::new(RunLock::acquire_for_resume(&dir, &id).unwrap());
+        let lock = Arc::new(RunLock::acquire_for_resume(&dir, &id, None).unwrap());
         let again = RunDir::reopen(rlm.path(), &dir, &id, lock, Redactor::default()).unwrap();
         assert!(again.dir.join("events.jsonl").exists() && !again.dir.join("a.result.md").exists());
         assert!(RunLock::acquire(&dir).is_err(), "the resumed run holds the directory");
+    }
+
+    #[test]
+    fn a_directory_another_run_took_over_is_not_reopened() {
+        let rlm = tempfile::tempdir().unwrap();
+        let out = rlm.path().join("out");
+        let first = RunDir::create(rlm.path(), Some(&out), Redactor::default()).unwrap();
+        let first_id = first.run_id.clone();
+        drop(first);
+        let taken = |id: &str| id == first_id;
+        let second = RunDir::create_unique(rlm.path(), Some(&out), Redactor::default(), &taken).unwrap();
+        second.write("a.result.md", "the second run's").unwrap();
+        assert_eq!(marked_run(&out).as_deref(), Some(second.run_id.as_str()));
+        let second_id = second.run_id.clone();
+        drop(second);
+        let lock = Arc::new(RunLock::acquire_for_resume(&out, &first_id, None).unwrap());
+        let err = RunDir::reopen(rlm.path(), &out, &first_id, lock.clone(), Redactor::default()).unwrap_err();
+        assert!(err.to_string().contains(&format!("now holds run {second_id}")), "{err}");
+        assert!(out.join("a.result.md").exists(), "nothing of the second run is touched");
+        RunDir::reopen(rlm.path(), &out, &second_id, lock, Redactor::default()).unwrap();
     }
 
     #[test]

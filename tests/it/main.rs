@@ -30,6 +30,7 @@ mod newcomer;
 mod prompt_cache;
 mod pushback;
 mod real_model;
+mod resume;
 mod schema;
 mod shard;
 mod skill;
