@@ -28,6 +28,9 @@ use crate::secret::Redactor;
 const MAX_STEM: usize = 180;
 /// The marker that makes a directory an rlm run directory.
 const MARKER: &str = ".rlm-run";
+/// The directory of a run directory that holds answers the cache did not take (see
+/// `batch::pending`).
+pub const PENDING_CACHE_DIR: &str = "pending-cache";
 /// The lock file of a run directory: held (`flock`) by the run working in it, and holding
 /// that run's pid.
 pub const LOCK_FILE: &str = ".rlm-lock";

@@ -188,6 +188,10 @@ impl PoolHandler<JobOutcome> for Dispatcher {
         let mut usage = outcome.usage;
         usage.add(outcome.batch_usage);
         let mut flow = Flow::Continue;
+        // An answer with a write error and no failure is one the cache did not take (a
+        // result file that cannot be written fails its unit): `keep_paid` kept it in the run
+        // directory's `pending-cache/`, and the run says so per unit.
+        let uncached = outcome.failure.is_none() && outcome.write_error.is_some() && kind == UnitKind::Map;
         match outcome.failure {
             None => {
                 if let Some(answers) = outcome.answers {
@@ -199,6 +203,10 @@ impl PoolHandler<JobOutcome> for Dispatcher {
                         self.aggregate_texts.insert(unit.clone(), text);
                     }
                 }
+                let uncached = uncached.then(|| Event::Uncached {
+                    unit: unit.clone(),
+                    label: label.clone(),
+                });
                 self.emit(Event::Completed {
                     unit,
                     label,
@@ -213,6 +221,9 @@ impl PoolHandler<JobOutcome> for Dispatcher {
                     truncated: outcome.truncated,
                     result_file: outcome.result_file,
                 });
+                if let Some(event) = uncached {
+                    self.emit(event);
+                }
             }
             Some(JobFailure::Halted) => self.emit(Event::Cancelled {
                 unit,

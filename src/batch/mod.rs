@@ -175,35 +175,28 @@ fn open_run_dir(settings: &BatchSettings, plan: &Plan, printer: &Printer) -> Res
     let store = TaskStore::open(&settings.rlm_dir()).ok();
     let taken = |id: &str| store.as_ref().is_some_and(|s| !s.reserve_run_id(id).unwrap_or(true));
     let run_dir = match &settings.resume {
-        Some(target) => RunDir::reopen(
-            &settings.rlm_dir(),
-            &target.output_dir,
-            &target.run_id,
-            target.lock.clone(),
-            settings.redactor(),
-        )?,
-        None => RunDir::create_unique(
-            &settings.rlm_dir(),
-            settings.output.output_dir.as_deref(),
-            settings.redactor(),
-            &taken,
-        )?,
-    };
-    if settings.exec.cache_mode != CacheMode::ReadOnly {
-        plan.cache
-            .prepare()
-            .map_err(|e| RlmError::Cache(format!("{e}: the cache must be writable before anything is paid for")))?;
-        if !plan.pending.is_empty() || run_dir.dir.join(pending::JOURNAL).exists() {
-            // Answers an earlier attempt paid for but could not cache: into the cache now.
-            match pending::settle(&run_dir.dir, &plan.cache) {
-                (moved, None) => tracing::debug!(moved, "kept answers cached"),
-                (_, Some(e)) => printer.warn(&format!(
-                    "answers kept in {} still cannot be cached ({e}): they are used from there",
-                    pending::PENDING_DIR
-                )),
-            }
+        Some(target) => {
+            // Before the directory is taken up: a refused resume leaves it as it was.
+            pending::ready(settings, &plan.cache, &target.output_dir)?;
+            RunDir::reopen(
+                &settings.rlm_dir(),
+                &target.output_dir,
+                &target.run_id,
+                target.lock.clone(),
+                settings.redactor(),
+            )?
         }
-    }
+        None => {
+            let run_dir = RunDir::create_unique(
+                &settings.rlm_dir(),
+                settings.output.output_dir.as_deref(),
+                settings.redactor(),
+                &taken,
+            )?;
+            pending::ready(settings, &plan.cache, &run_dir.dir)?;
+            run_dir
+        }
+    };
     write::plan_files(&run_dir, settings, plan, printer);
     tracing::debug!(dir = %run_dir.dir.display(), "run directory ready");
     Ok(run_dir)

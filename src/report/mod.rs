@@ -102,6 +102,10 @@ pub struct UnitRecord {
     pub truncated: bool,
     pub cost_usd: f64,
     pub reason: Option<String>,
+    /// Its answer was paid for but the cache did not take it: kept in the run directory's
+    /// `pending-cache/` until `rlm resume` caches it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_cached: bool,
 }
 
 impl UnitRecord {
@@ -123,6 +127,7 @@ impl UnitRecord {
             truncated: false,
             cost_usd: 0.0,
             reason: None,
+            not_cached: false,
         }
     }
 }
@@ -198,6 +203,12 @@ pub struct RunReport {
     pub failed: Vec<FailedFile>,
     pub skipped: Vec<SkippedFile>,
     pub not_run: Vec<String>,
+    /// Units whose answer was paid for but not cached (a full disk): kept in
+    /// `pending_cache_dir` until `rlm resume` caches them (never paid for again).
+    pub not_cached: Vec<String>,
+    /// Where the answers of `not_cached` are kept (`{output_dir}/pending-cache`), when any are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending_cache_dir: Option<String>,
     pub truncated: Vec<String>,
     pub cache_hits: usize,
     pub cache_misses: usize,

@@ -165,6 +165,8 @@ impl ReportBuilder {
                 .collect(),
             skipped: ctx.skipped,
             not_run: Vec::new(),
+            not_cached: Vec::new(),
+            pending_cache_dir: None,
             truncated: Vec::new(),
             cache_hits: 0,
             cache_misses: 0,
@@ -209,6 +211,9 @@ impl ReportBuilder {
             if record.truncated && record.status == UnitStatus::Succeeded {
                 report.truncated.push(record.path.clone());
             }
+            if record.not_cached {
+                report.not_cached.push(record.path.clone());
+            }
             if record.cached {
                 report.cache_hits += 1;
             } else {
@@ -229,6 +234,9 @@ impl ReportBuilder {
             report.cache_write_tokens += call.usage.cache_write_tokens;
             report.prompt_cache_saved_usd += call.prompt_cache_saved_usd;
         }
+        if !report.not_cached.is_empty() {
+            say_what_was_kept(&mut report, fatal.is_some());
+        }
         report.files_succeeded = files_succeeded(&records, &unit_files);
         report.units = records;
         let reason = match (end.reason, fatal.is_some()) {
@@ -239,6 +247,33 @@ impl ReportBuilder {
         report.status = report.decide_status(reason);
         report
     }
+}
+
+/// Answers the cache did not take: the report says how many, where they are kept, and what
+/// takes them into the cache (the run stopped at the first; its message named only that one,
+/// which stays among the warnings).
+fn say_what_was_kept(report: &mut RunReport, fatal: bool) {
+    let dir = format!(
+        "{}/{}",
+        report.output_dir.trim_end_matches('/'),
+        crate::run_dir::PENDING_CACHE_DIR
+    );
+    let n = report.not_cached.len();
+    let summary = format!(
+        "{n} {} paid for but not cached (the cache could not take {}): kept in {dir}/; `rlm resume {}` caches {} \
+         from there without paying again",
+        if n == 1 { "answer was" } else { "answers were" },
+        if n == 1 { "it" } else { "them" },
+        report.run_id,
+        if n == 1 { "it" } else { "them" },
+    );
+    if fatal {
+        // The provider's refusal stays the error; this is said first among the warnings.
+        report.warnings.insert(0, summary);
+    } else if let Some(first) = report.error.replace(summary) {
+        report.warnings.insert(0, first);
+    }
+    report.pending_cache_dir = Some(dir);
 }
 
 /// The files all of whose units succeeded; a unit with no known files counts as one.
@@ -344,6 +379,11 @@ impl Reporter for ReportBuilder {
                     r.attempts = *attempts;
                     r.duration_ms = *duration_ms;
                     r.cost_usd = *cost_usd;
+                }
+            }
+            Event::Uncached { unit, .. } => {
+                if let Some(r) = self.record(unit) {
+                    r.not_cached = true;
                 }
             }
             Event::Cancelled { unit, reason, .. } => {

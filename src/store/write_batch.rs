@@ -359,6 +359,31 @@ impl<'a> WriteBatch<'a> {
         Ok(())
     }
 
+    /// Marks `unit` of `run` as completed with an answer the cache did not take (kept in the
+    /// run directory's `pending-cache/`).
+    pub fn mark_uncached(&mut self, run: &RunId, unit: &str) -> Result<(), StoreError> {
+        self.tx
+            .execute(
+                "INSERT OR IGNORE INTO uncached_units (run_id, unit_id) VALUES (?1, ?2)",
+                params![run.as_str(), unit],
+            )
+            .map_err(|e| self.sqlite(e))?;
+        Ok(())
+    }
+
+    /// The answers kept in `output_dir` are in the cache now: no unit of a run working there
+    /// is marked uncached any more.
+    pub fn clear_uncached(&mut self, output_dir: &Path) -> Result<(), StoreError> {
+        let dir: std::path::PathBuf = output_dir.components().collect();
+        self.tx
+            .execute(
+                "DELETE FROM uncached_units WHERE run_id IN (SELECT id FROM runs WHERE output_dir = ?1)",
+                [dir.to_string_lossy()],
+            )
+            .map_err(|e| self.sqlite(e))?;
+        Ok(())
+    }
+
     /// Refreshes the run's heartbeat, and the running time of this attempt.
     pub fn heartbeat(&mut self, run: &RunId) -> Result<(), StoreError> {
         let now = Timestamp::now().to_rfc3339();

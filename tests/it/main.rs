@@ -20,6 +20,7 @@ mod directory;
 mod durable;
 mod engine;
 mod faults;
+mod full_disk;
 mod graph_batch;
 mod index;
 mod inputs;
