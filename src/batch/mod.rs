@@ -322,7 +322,8 @@ fn start(
         printer.clone(),
     )
     .with_earlier_spend(settings.resume.as_ref().map_or(0.0, |t| t.spent_usd))
-    .with_limiter(limiter.clone());
+    .with_limiter(limiter.clone())
+    .with_deadline(settings.exec.deadline, &run_dir.run_id);
     // Budget and deadline count the whole run: a resume has what the earlier attempts left.
     let deadline = settings
         .exec
@@ -460,11 +461,10 @@ fn finish(
     if let Some(journal) = &exec.jobs.journal {
         journal.retire();
     }
-    if exec.deadline_passed() {
-        let limit = settings.exec.deadline.map(|d| d.as_secs_f64()).unwrap_or_default();
-        exec.dispatcher.reporters.builder.add_error(format!(
-            "the --deadline ({limit}s) passed: dispatching stopped; rlm resume goes on with the units not run"
-        ));
+    if exec.deadline_passed() && !matches!(exec.dispatcher.stop, Some(StopReason::Deadline(_))) {
+        // Passed outside the pool (waiting for a batch): said here, as the pool's stop says it.
+        let reason = exec.dispatcher.deadline_reason(0);
+        exec.dispatcher.reporters.builder.add_error(reason);
     }
     let collected = findings_stage::collect(settings, &answers_in_order(plan, exec));
     let findings = findings_stage::write(settings, run_dir, &collected, printer);
@@ -497,6 +497,7 @@ fn end_reason(exec: &Execution) -> RunEndReason {
         match exec.dispatcher.stop {
             Some(StopReason::Budget(_)) => RunEndReason::Budget,
             Some(StopReason::Fatal(_)) => RunEndReason::Fatal,
+            Some(StopReason::Deadline(_)) => RunEndReason::Deadline,
             Some(StopReason::WriteFailed(_)) | None => RunEndReason::Completed,
         }
     }

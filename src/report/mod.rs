@@ -267,21 +267,26 @@ pub struct FindingsSummary {
 }
 
 impl RunReport {
-    /// The run's status from its counts (see the README's exit codes).
+    /// The run's status from its counts and why dispatching ended (see the README's exit
+    /// codes). A budget or deadline stop is the status even when nothing succeeded (the run
+    /// is resumable with more, not a failure of its units) — but not when every unit had
+    /// been dispatched and all of them succeeded: then the limit was crossed by the last
+    /// calls, nothing is left to do, and the run is a success.
     pub fn decide_status(&self, end: RunEndReason) -> RunStatus {
-        if end == RunEndReason::Interrupted {
-            RunStatus::Interrupted
-        } else if end == RunEndReason::Fatal || (self.succeeded == 0 && !self.nothing_to_do()) {
-            RunStatus::Failed
-        } else if end == RunEndReason::Budget {
-            RunStatus::BudgetExceeded
-        } else if end == RunEndReason::Deadline {
-            RunStatus::DeadlineExceeded
-        } else if !self.failed.is_empty() || !self.not_run.is_empty() || self.error.is_some() {
-            RunStatus::Partial
-        } else {
-            RunStatus::Success
+        match end {
+            RunEndReason::Interrupted => RunStatus::Interrupted,
+            RunEndReason::Fatal => RunStatus::Failed,
+            RunEndReason::Budget if !self.all_done() => RunStatus::BudgetExceeded,
+            RunEndReason::Deadline if !self.all_done() => RunStatus::DeadlineExceeded,
+            _ if self.succeeded == 0 && !self.nothing_to_do() => RunStatus::Failed,
+            _ if !self.failed.is_empty() || !self.not_run.is_empty() || self.error.is_some() => RunStatus::Partial,
+            _ => RunStatus::Success,
         }
+    }
+
+    /// Every unit and aggregation call succeeded (whatever stopped dispatching after).
+    pub fn all_done(&self) -> bool {
+        self.failed.is_empty() && self.not_run.is_empty() && self.aggregate_calls.iter().all(|c| c.reason.is_none())
     }
 
     /// The run had no unit and nothing failed: a shard that no unit of its plan fell in.

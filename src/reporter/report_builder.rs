@@ -125,9 +125,24 @@ impl ReportBuilder {
             batches,
             ..
         } = std::mem::take(self);
+        // A budget or deadline reached when every unit had been dispatched and all of them
+        // (and the aggregation) finished stopped nothing: a warning, not the run's error.
+        use crate::report::RunEndReason;
+        let all_done = ctx.unreadable.is_empty()
+            && records.iter().all(|r| r.status == UnitStatus::Succeeded)
+            && calls.iter().all(|c| c.reason.is_none());
+        let (stop_reason, crossed_late) = match (end.reason, &fatal) {
+            (RunEndReason::Budget | RunEndReason::Deadline, None) if all_done => (None, stop_reason),
+            _ => (stop_reason, None),
+        };
         let mut candidates = fatal.iter().chain(stop_reason.iter()).chain(errors.iter()).cloned();
         let error = candidates.next();
         warnings.extend(candidates);
+        if let Some(reason) = crossed_late {
+            warnings.push(format!(
+                "every unit had been dispatched, and all of them finished, when the limit was reached: {reason}"
+            ));
+        }
 
         let interrupted = end.reason == crate::report::RunEndReason::Interrupted;
         let stopped_why = if interrupted {

@@ -134,3 +134,67 @@ fn files_are_counted_once_and_a_file_succeeds_only_when_all_its_units_do() {
         "a.py, b.py, d.py and c.py; big.py lost a chunk"
     );
 }
+
+fn completed(unit: &str) -> Event {
+    Event::Completed {
+        unit: UnitId::named(unit),
+        label: unit.into(),
+        kind: UnitKind::Map,
+        attempts: 1,
+        duration_ms: 1,
+        usage: Usage::default(),
+        saved: Usage::default(),
+        cost_usd: 0.5,
+        cache_saved_usd: 0.0,
+        cached: false,
+        truncated: false,
+        result_file: Some(format!("{unit}.result.md")),
+    }
+}
+
+fn ended(reason: crate::report::RunEndReason) -> RunEnd {
+    RunEnd {
+        reason,
+        ..RunEnd::default()
+    }
+}
+
+#[test]
+fn a_limit_is_the_status_even_with_nothing_succeeded_but_not_when_everything_did() {
+    use crate::report::RunEndReason::{Budget, Deadline};
+    let clean = || ReportContext {
+        unreadable: vec![],
+        ..ctx()
+    };
+    let units = || ["a", "b"].map(|u| (UnitId::named(u), u.to_string()));
+    for (reason, status) in [
+        (Budget, RunStatus::BudgetExceeded),
+        (Deadline, RunStatus::DeadlineExceeded),
+    ] {
+        // Nothing succeeded: the limit stopped the run, which is resumable; not FAILED.
+        let mut b = ReportBuilder::new(clean(), units());
+        b.report(&Event::Stopping {
+            reason: "the limit".into(),
+        });
+        b.report(&failed("a", "timed out", false));
+        let report = b.finish(ended(reason));
+        assert_eq!(report.status, status);
+        assert_eq!(report.error.as_deref(), Some("the limit"));
+
+        // Every unit succeeded, the limit crossed by the last calls: SUCCESS, said as a warning.
+        let mut b = ReportBuilder::new(clean(), units());
+        b.report(&completed("a"));
+        b.report(&Event::Stopping {
+            reason: "the limit".into(),
+        });
+        b.report(&completed("b"));
+        let report = b.finish(ended(reason));
+        assert_eq!(report.status, RunStatus::Success, "{reason:?}");
+        assert_eq!(report.error, None);
+        assert!(
+            report.warnings.iter().any(|w| w.ends_with("the limit")),
+            "{:?}",
+            report.warnings
+        );
+    }
+}
