@@ -155,6 +155,11 @@ pub fn resume(mut args: ResumeArgs, color: ColorArg, env: &Environment) -> Resul
     let earlier = store.spent(&run.id).map_err(store_error)?;
     // A limit given now, else the latest an earlier resume gave, else the command's own.
     let limits = given.or(store.resume_limits(&run.id).map_err(store_error)?);
+    let earlier_completed: HashSet<String> = store
+        .units_in_state(&run.id, &[UnitState::Completed])
+        .map_err(store_error)?
+        .into_iter()
+        .collect();
     let skip: HashSet<String> = if args.failed {
         HashSet::new()
     } else {
@@ -193,6 +198,7 @@ pub fn resume(mut args: ResumeArgs, color: ColorArg, env: &Environment) -> Resul
         elapsed: earlier.elapsed(),
         retry_failed: args.failed,
         limits: given,
+        earlier_completed,
     });
     Ok(settings)
 }
@@ -356,6 +362,11 @@ pub fn cancel(args: CancelArgs, color: ColorArg, env: &Environment) -> Result<Ca
     };
     let store = open(&env.cwd)?;
     let earlier = store.spent(&run.id).map_err(store_error)?;
+    let earlier_completed = store
+        .units_in_state(&run.id, &[UnitState::Completed])
+        .map_err(store_error)?
+        .into_iter()
+        .collect();
     drop(store);
     settings.resume = Some(ResumeTarget {
         run_id: RunId::as_str(&run.id).to_string(),
@@ -367,6 +378,7 @@ pub fn cancel(args: CancelArgs, color: ColorArg, env: &Environment) -> Result<Ca
         elapsed: earlier.elapsed(),
         retry_failed: false,
         limits: Limits::default(),
+        earlier_completed,
     });
     let printer = Printer::new(
         PrinterMode {

@@ -611,5 +611,11 @@ fn report_context(settings: &BatchSettings, plan: &Plan, run_dir: &RunDir, merge
         skipped: plan.manifest.skipped.clone(),
         unreadable: plan.manifest.unreadable.clone(),
         warnings: plan.warnings.clone(),
+        earlier_cost_usd: settings.resume.as_ref().map_or(0.0, |t| t.spent_usd),
+        earlier_completed: settings
+            .resume
+            .as_ref()
+            .map(|t| t.earlier_completed.clone())
+            .unwrap_or_default(),
     }
 }

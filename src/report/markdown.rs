@@ -52,7 +52,7 @@ impl RunReport {
             self.tokens_in + self.tokens_out,
             self.tokens_in,
             self.tokens_out,
-            self.cost_text(self.cost_usd),
+            self.total_cost_text(),
             self.cost_text(self.estimated_cost_usd),
             self.max_parallel,
         );
@@ -166,8 +166,13 @@ impl RunReport {
     pub fn summary_line(&self) -> String {
         let calls = self.units.iter().filter(|u| !u.cached && u.attempts > 0).count()
             + self.aggregate_calls.iter().filter(|c| !c.cached).count();
+        let earlier = match self.earlier_answers {
+            0 => String::new(),
+            n => format!(", {n} answered by earlier attempts"),
+        };
         format!(
-            "Processed {} of {} matched files with {} ({} from the cache, {} model call{}); {} failed, {} skipped{}.",
+            "Processed {} of {} matched files with {} ({} from the cache{earlier}, {} model call{}); {} failed, {} \
+             skipped{}.",
             self.files_succeeded,
             self.files_matched,
             self.model,
@@ -240,6 +245,20 @@ impl RunReport {
             steps.push(format!("Read the aggregate: {p}"));
         }
         steps
+    }
+
+    /// The run's cost, and after a resume the earlier attempts' part of it and the answers
+    /// they paid for.
+    pub fn total_cost_text(&self) -> String {
+        let total = self.cost_text(self.cost_usd);
+        if self.earlier_cost_usd <= 0.0 && self.earlier_answers == 0 {
+            return total;
+        }
+        format!(
+            "{total} ({} of it in earlier attempts, which paid for {} of the answers served now)",
+            crate::money::usd(self.earlier_cost_usd),
+            self.earlier_answers
+        )
     }
 
     /// A cost as the user reads it (see [`cost_text`]), and whether it is at the batch

@@ -106,6 +106,10 @@ pub struct UnitRecord {
     /// `pending-cache/` until `rlm resume` caches it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub not_cached: bool,
+    /// `rlm resume`: its answer was paid for by an earlier attempt of the run (served now,
+    /// and no cache hit of this attempt).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub answered_earlier: bool,
 }
 
 impl UnitRecord {
@@ -128,6 +132,7 @@ impl UnitRecord {
             cost_usd: 0.0,
             reason: None,
             not_cached: false,
+            answered_earlier: false,
         }
     }
 }
@@ -223,7 +228,13 @@ pub struct RunReport {
     /// What the provider's prompt cache saved: the calls' cost had every prompt token been
     /// billed as fresh input, less their cost (writes cost more than input, reads far less).
     pub prompt_cache_saved_usd: f64,
+    /// What the run cost: every attempt's, as the store and `rlm status` count it.
     pub cost_usd: f64,
+    /// Of `cost_usd`, what the run's earlier attempts spent (`rlm resume`; 0 otherwise).
+    pub earlier_cost_usd: f64,
+    /// Units whose answers earlier attempts paid for, served again by this one (apart from
+    /// `cache_hits` and `cache_misses`).
+    pub earlier_answers: usize,
     pub estimated_cost_usd: f64,
     /// False when the model is not in the price table.
     pub price_known: bool,

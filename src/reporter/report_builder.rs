@@ -38,6 +38,12 @@ pub struct ReportContext {
     /// Matched files that could not be read: failures.
     pub unreadable: Vec<SkippedFile>,
     pub warnings: Vec<String>,
+    /// `rlm resume`: what the run's earlier attempts spent (the report's cost is the whole
+    /// run's, as the store's is).
+    pub earlier_cost_usd: f64,
+    /// `rlm resume`: the units the earlier attempts completed (served again now, but paid
+    /// for then: not cache hits).
+    pub earlier_completed: std::collections::HashSet<String>,
 }
 
 /// How the run ended, and where its outputs are.
@@ -191,7 +197,9 @@ impl ReportBuilder {
             cache_read_tokens: 0,
             cache_write_tokens: 0,
             prompt_cache_saved_usd: 0.0,
-            cost_usd: cost,
+            cost_usd: cost + ctx.earlier_cost_usd,
+            earlier_cost_usd: ctx.earlier_cost_usd,
+            earlier_answers: 0,
             estimated_cost_usd: ctx.estimated_cost_usd,
             price_known: ctx.price_basis == PriceBasis::Listed,
             price_basis: ctx.price_basis,
@@ -229,7 +237,9 @@ impl ReportBuilder {
             if record.not_cached {
                 report.not_cached.push(record.path.clone());
             }
-            if record.cached {
+            if record.answered_earlier {
+                report.earlier_answers += 1;
+            } else if record.cached {
                 report.cache_hits += 1;
             } else {
                 report.cache_misses += 1;
@@ -340,10 +350,14 @@ impl Reporter for ReportBuilder {
                     let mut call = call_record(unit, label, call, None);
                     call.prompt_cache_saved_usd = *cache_saved_usd;
                     self.calls.push(call);
-                } else if let Some(r) = self.record(unit) {
+                } else {
+                    let earlier = *cached && self.ctx.earlier_completed.contains(unit.as_str());
+                    let Some(r) = self.record(unit) else { return };
                     r.status = UnitStatus::Succeeded;
                     r.result_file = result_file.clone();
-                    r.cached = *cached;
+                    // Paid for by an earlier attempt of the run: no cache hit of this one.
+                    r.answered_earlier = earlier;
+                    r.cached = *cached && !earlier;
                     r.tokens_in = usage.input_tokens;
                     r.tokens_out = usage.output_tokens;
                     r.cached_input_tokens = usage.cached_input_tokens;

@@ -23,6 +23,8 @@ fn ctx() -> ReportContext {
         plan_id: "p-0".into(),
         shard: None,
         merged_from: vec![],
+        earlier_cost_usd: 0.0,
+        earlier_completed: Default::default(),
     }
 }
 
@@ -197,4 +199,42 @@ fn a_limit_is_the_status_even_with_nothing_succeeded_but_not_when_everything_did
             report.warnings
         );
     }
+}
+
+#[test]
+fn after_a_resume_the_cost_is_the_whole_runs_and_earlier_answers_are_no_cache_hits() {
+    let ctx = ReportContext {
+        unreadable: vec![],
+        earlier_cost_usd: 1.25,
+        earlier_completed: ["a".to_string()].into(),
+        ..ctx()
+    };
+    let units = ["a", "b", "c"].map(|u| (UnitId::named(u), u.to_string()));
+    let mut b = ReportBuilder::new(ctx, units);
+    let served = |unit: &str| Event::Completed {
+        unit: UnitId::named(unit),
+        label: unit.into(),
+        kind: UnitKind::Map,
+        attempts: 0,
+        duration_ms: 0,
+        usage: Usage::default(),
+        saved: Usage::default(),
+        cost_usd: 0.0,
+        cache_saved_usd: 0.0,
+        cached: true,
+        truncated: false,
+        result_file: None,
+    };
+    b.report(&served("a"));
+    b.report(&served("b"));
+    b.report(&completed("c"));
+    let report = b.finish(RunEnd::default());
+    assert!((report.cost_usd - 1.75).abs() < 1e-9, "{}", report.cost_usd);
+    assert!((report.earlier_cost_usd - 1.25).abs() < 1e-9);
+    assert_eq!(
+        (report.earlier_answers, report.cache_hits, report.cache_misses),
+        (1, 1, 1)
+    );
+    assert!(report.units[0].answered_earlier && !report.units[0].cached);
+    assert!(report.units[1].cached && !report.units[1].answered_earlier);
 }

@@ -718,3 +718,47 @@ fn a_deadline_lets_the_calls_in_flight_finish_and_says_how_to_go_on() {
     );
     assert!(requests_per_file(&mock).values().all(|&n| n == 1));
 }
+
+#[test]
+fn after_a_resume_report_json_counts_the_whole_runs_cost_and_tells_earlier_answers_from_cache_hits() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(300));
+    let p = Project::new().ts_files(12);
+    let url = mock.url();
+    let running = p.rlm(&batch_args(&url, &["-j", "2"])).spawn();
+    assert!(wait_until(Duration::from_secs(20), || finished(&p).len() >= 4));
+    running.signal("TERM");
+    running.wait().assert_exit(130);
+    let first = status_json(&p);
+    let (spent_before, done) = (
+        first["cost_usd"].as_f64().unwrap(),
+        first["units"]["completed"].as_u64().unwrap(),
+    );
+    assert!(spent_before > 0.0 && done < 12, "{first}");
+
+    mock.set_latency(Duration::ZERO);
+    p.rlm(&["resume", "--yes"]).run().assert_exit(0);
+    let report = p.report();
+    let whole = status_json(&p)["cost_usd"].as_f64().unwrap();
+    assert!(
+        close(report["cost_usd"].as_f64().unwrap(), whole),
+        "{report:#} vs {whole}"
+    );
+    assert!(
+        close(report["earlier_cost_usd"].as_f64().unwrap(), spent_before),
+        "{report:#}"
+    );
+    assert_eq!(report["earlier_answers"], done, "{report:#}");
+    assert_eq!(
+        report["cache_hits"], 0,
+        "paid for by the first attempt, not cache hits: {report:#}"
+    );
+    assert_eq!(report["cache_misses"].as_u64().unwrap(), 12 - done);
+    let earlier = report["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|u| u["answered_earlier"] == true)
+        .count();
+    assert_eq!(earlier as u64, done);
+}
