@@ -202,17 +202,18 @@ impl RunDir {
 
     /// Creates the run's directory (or takes over `output_dir`) and proves it writable.
     pub fn create(rlm_dir: &Path, output_dir: Option<&Path>, redactor: Redactor) -> Result<Self, RlmError> {
-        Self::create_unique(rlm_dir, output_dir, redactor, &|_| false)
+        Self::create_unique(rlm_dir, output_dir, redactor, &|_| Ok(false))
     }
 
     /// [`RunDir::create`], with an id that `taken` does not refuse. `taken` is asked about
     /// each candidate id in turn; the task store's [`crate::store::TaskStore::reserve_run_id`]
-    /// answers it atomically, so two rlm processes never end up with one id.
+    /// answers it atomically, so two rlm processes never end up with one id. When it cannot
+    /// answer (an error), no id is handed out: the error refuses the run.
     pub fn create_unique(
         rlm_dir: &Path,
         output_dir: Option<&Path>,
         redactor: Redactor,
-        taken: &dyn Fn(&str) -> bool,
+        taken: &dyn Fn(&str) -> Result<bool, RlmError>,
     ) -> Result<Self, RlmError> {
         let timestamp = jiff::Timestamp::now().strftime("%Y-%m-%d-%H%M%S").to_string();
         fs_err::create_dir_all(rlm_dir)?;
@@ -223,8 +224,11 @@ impl RunDir {
                 let lock = Arc::new(RunLock::acquire(dir)?);
                 clear_outputs(dir, Keep::Nothing)?;
                 let run_id = unique_id(&timestamp, |id| {
-                    rlm_dir.join(id).exists() || rlm_dir.join(format!("{id}-report.md")).exists() || taken(id)
-                });
+                    if rlm_dir.join(id).exists() || rlm_dir.join(format!("{id}-report.md")).exists() {
+                        return Ok(true);
+                    }
+                    taken(id)
+                })?;
                 RunDir {
                     dir: dir.to_path_buf(),
                     report_md: dir.join("report.md"),
@@ -235,24 +239,16 @@ impl RunDir {
                 }
             }
             None => {
-                let mut created = None;
                 let run_id = unique_id(&timestamp, |id| {
-                    if rlm_dir.join(id).exists() || taken(id) {
-                        return true;
+                    if rlm_dir.join(id).exists() || taken(id)? {
+                        return Ok(true);
                     }
                     match std::fs::create_dir(rlm_dir.join(id)) {
-                        Ok(()) => {
-                            created = Some(Ok(()));
-                            false
-                        }
-                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => true,
-                        Err(e) => {
-                            created = Some(Err(RlmError::io(rlm_dir.join(id), e)));
-                            false
-                        }
+                        Ok(()) => Ok(false),
+                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(true),
+                        Err(e) => Err(RlmError::io(rlm_dir.join(id), e)),
                     }
-                });
-                created.unwrap_or(Ok(()))?;
+                })?;
                 let dir = rlm_dir.join(&run_id);
                 RunDir {
                     _lock: Arc::new(RunLock::acquire(&dir)?),
@@ -352,16 +348,16 @@ fn create_new_replacing(path: &Path, fill: impl Fn(&mut std::fs::File) -> std::i
     fill(&mut file).map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))
 }
 
-/// `batch-{timestamp}`, or with `-2`, `-3`… while `taken` says so.
-fn unique_id(timestamp: &str, mut taken: impl FnMut(&str) -> bool) -> String {
+/// `batch-{timestamp}`, or with `-2`, `-3`… while `taken` says so (its error ends the search).
+fn unique_id(timestamp: &str, mut taken: impl FnMut(&str) -> Result<bool, RlmError>) -> Result<String, RlmError> {
     let base = format!("batch-{timestamp}");
     let mut id = base.clone();
     let mut n = 1;
-    while taken(&id) {
+    while taken(&id)? {
         n += 1;
         id = format!("{base}-{n}");
     }
-    id
+    Ok(id)
 }
 
 /// Files an earlier run left in its directory, replaced by the new run.
@@ -563,6 +559,24 @@ mod tests {
     }
 
     #[test]
+    fn no_id_is_handed_out_when_the_reservation_fails() {
+        let rlm = tempfile::tempdir().unwrap();
+        let broken = |_: &str| Err(RlmError::Store("the store is busy".into()));
+        for output_dir in [None, Some(rlm.path().join("out"))] {
+            let err =
+                RunDir::create_unique(rlm.path(), output_dir.as_deref(), Redactor::default(), &broken).unwrap_err();
+            assert!(err.to_string().contains("busy"), "{err}");
+        }
+        assert!(
+            std::fs::read_dir(rlm.path())
+                .unwrap()
+                .flatten()
+                .all(|e| e.file_name() == "out"),
+            "no run directory was made"
+        );
+    }
+
+    #[test]
     fn a_resume_keeps_the_event_log_and_holds_the_lock_it_was_given() {
         let rlm = tempfile::tempdir().unwrap();
         let first = RunDir::create(rlm.path(), None, Redactor::default()).unwrap();
@@ -592,7 +606,7 @@ mod tests {
         let first = RunDir::create(rlm.path(), Some(&out), Redactor::default()).unwrap();
         let first_id = first.run_id.clone();
         drop(first);
-        let taken = |id: &str| id == first_id;
+        let taken = |id: &str| Ok(id == first_id);
         let second = RunDir::create_unique(rlm.path(), Some(&out), Redactor::default(), &taken).unwrap();
         second.write("a.result.md", "the second run's").unwrap();
         assert_eq!(marked_run(&out).as_deref(), Some(second.run_id.as_str()));

@@ -171,9 +171,19 @@ pub(crate) async fn run_merged(
 /// The run directory (a resumed run's own), with the plan and settings written into it,
 /// and the cache made ready: nothing is paid for that could not be kept.
 fn open_run_dir(settings: &BatchSettings, plan: &Plan, printer: &Printer) -> Result<RunDir, RlmError> {
-    // Run ids are reserved in the store, so two runs started at once never share one.
+    // Run ids are reserved in the store, so two runs started at once never share one. A
+    // store that fails to reserve one refuses the run (an id it could not check may be
+    // another run's); a store that cannot be opened records nothing of this run either (it
+    // warns so), so no id of it can clash there.
     let store = TaskStore::open(&settings.rlm_dir()).ok();
-    let taken = |id: &str| store.as_ref().is_some_and(|s| !s.reserve_run_id(id).unwrap_or(true));
+    let taken = |id: &str| match &store {
+        Some(store) => store.reserve_run_id(id).map(|free| !free).map_err(|e| {
+            RlmError::Store(format!(
+                "cannot reserve a run id in the task store ({e}); nothing was sent"
+            ))
+        }),
+        None => Ok(false),
+    };
     let run_dir = match &settings.resume {
         Some(target) => {
             // Before the directory is taken up: a refused resume leaves it as it was.
