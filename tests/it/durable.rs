@@ -762,3 +762,52 @@ fn after_a_resume_report_json_counts_the_whole_runs_cost_and_tells_earlier_answe
         .count();
     assert_eq!(earlier as u64, done);
 }
+
+/// The cache keys of the answers a run kept: in the cache, in its run directory's journal
+/// and in its `pending-cache/`.
+fn kept_keys(p: &Project) -> std::collections::HashSet<String> {
+    let mut keys = std::collections::HashSet::new();
+    let entries = files_under(&p.path().join(".aiwg/rlm/cache/results-v1"))
+        .into_iter()
+        .chain(files_under(&p.path().join("out/pending-cache")))
+        .filter(|f| f.extension().is_some_and(|e| e == "json") && !f.to_string_lossy().contains("/.tmp"));
+    for f in entries {
+        if let Ok(entry) = serde_json::from_str::<Value>(&std::fs::read_to_string(&f).unwrap_or_default()) {
+            keys.extend(entry["key"].as_str().map(str::to_string));
+        }
+    }
+    let journal = std::fs::read_to_string(p.path().join("out/answers.journal")).unwrap_or_default();
+    for line in journal.lines() {
+        if let Ok(entry) = serde_json::from_str::<Value>(line) {
+            keys.extend(entry["key"].as_str().map(str::to_string));
+        }
+    }
+    keys
+}
+
+#[test]
+fn a_kill_9_at_j_7_leaves_at_most_7_answers_paid_and_not_kept() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(60));
+    let p = Project::new().ts_files(120);
+    let url = mock.url();
+    let running = p.rlm(&batch_args(&url, &["-j", "7"])).spawn();
+    assert!(wait_until(Duration::from_secs(30), || mock.requests() >= 50));
+    running.signal("KILL");
+    let _ = running.wait();
+    let asked = mock.requests();
+    let kept = kept_keys(&p).len();
+    assert!(asked < 120, "killed mid-run: {asked}");
+    assert!(
+        asked - kept <= 7,
+        "{asked} requests, {kept} answers kept: more than the 7 in flight were lost"
+    );
+    mock.reset_counts();
+    p.rlm(&["resume", "--yes"]).run().assert_exit(0);
+    assert_eq!(p.report()["succeeded"], 120);
+    assert_eq!(
+        mock.requests(),
+        120 - kept,
+        "the resume paid only for the answers not kept"
+    );
+}
