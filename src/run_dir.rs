@@ -11,6 +11,10 @@
 //! is replaced: two runs on one `-o out` would otherwise both pay for every unit and mix
 //! their outputs (issue 17). The kernel releases the lock when the process ends, `kill -9`
 //! included, so a crashed run never blocks the next one.
+//!
+//! The `.rlm-run` marker names the run a directory holds now: `rlm resume` never takes up a
+//! directory whose marker names another run ([`check_still_owned`]), which would overwrite
+//! that run's results and append to its `events.jsonl`.
 
 use std::collections::HashSet;
 use std::io::{Read, Seek, Write};
@@ -147,7 +151,7 @@ fn holder_pid(path: &Path) -> Option<u32> {
 /// The run whose directory `dir` is, as its `.rlm-run` marker says (`None` when there is
 /// no marker, or it cannot be read).
 pub fn marked_run(dir: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(dir.join(MARKER)).ok()?;
+    let text = fs_err::read_to_string(dir.join(MARKER)).ok()?;
     let marker: serde_json::Value = serde_json::from_str(&text).ok()?;
     marker.get("run_id")?.as_str().map(str::to_string)
 }

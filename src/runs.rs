@@ -113,13 +113,15 @@ pub fn list(args: ListArgs, env: &Environment, printer: &Printer) -> Result<(), 
     Ok(())
 }
 
-/// `rlm resume [RUN] [--failed] [--max-cost USD] [--deadline DURATION]`: the settings of
-/// the run's own command, with the budget, deadline and output flags given now, set to go on
-/// in the run's directory under its id as the run's next attempt.
+/// `rlm resume [RUN] [--failed] [--max-cost USD] [--deadline DURATION] [--base-url URL]`:
+/// the settings of the run's own command (from its recorded arguments), with the budget,
+/// deadline, base URL and output flags given now, set to go on in the run's directory under
+/// its id as the run's next attempt.
 ///
 /// The run directory is locked before the run is claimed, so a resume of a run that is still
-/// going on refuses (naming its pid) without touching it. Says on stderr which run it took
-/// up and how much of it is left.
+/// going on refuses (naming its pid) without touching it; a run whose directory another run
+/// took over is refused, naming that run. Says on stderr which run it took up and how much
+/// of it is left.
 pub fn resume(mut args: ResumeArgs, color: ColorArg, env: &Environment) -> Result<BatchSettings, RlmError> {
     let store = open(&env.cwd)?;
     let run = match args.run.as_deref() {

@@ -10,9 +10,12 @@
 //!
 //! When the cache cannot take an answer (a full disk, a broken cache directory), the answer
 //! is written to `pending-cache/<key>.json` in the run directory — the cache entry as it
-//! would have been stored — beside its result file, and dispatching stops. `rlm resume`
-//! reads these first: each is moved into the cache once there is room, and served as a hit
-//! either way, so an answer is never paid for twice because the cache failed once.
+//! would have been stored — beside its result file, dispatching stops, and the unit is
+//! marked uncached in the task store. A run reads such answers before it pays for anything
+//! ([`gather`]: a resumed run's, those of its `-o` directory, and those the store marks in
+//! any run directory) and serves them as hits; then [`ready`] moves them into the cache, or
+//! refuses the run while the cache cannot take them. An answer is never paid for twice
+//! because the cache failed once.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -162,7 +165,7 @@ pub fn settle(dir: &Path, cache: &Cache) -> Settled {
 /// Whether run directory `dir` holds answers that are not (known to be) in the cache.
 fn holds_answers(dir: &Path) -> bool {
     dir.join(JOURNAL).exists()
-        || std::fs::read_dir(dir.join(PENDING_DIR)).is_ok_and(|mut entries| entries.next().is_some())
+        || fs_err::read_dir(dir.join(PENDING_DIR)).is_ok_and(|mut entries| entries.next().is_some())
 }
 
 /// The output directories the task store marks as holding answers the cache did not take
