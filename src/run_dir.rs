@@ -11,6 +11,10 @@
 //! is replaced: two runs on one `-o out` would otherwise both pay for every unit and mix
 //! their outputs (issue 17). The kernel releases the lock when the process ends, `kill -9`
 //! included, so a crashed run never blocks the next one.
+//!
+//! The `.rlm-run` marker names the run a directory holds now: `rlm resume` never takes up a
+//! directory whose marker names another run ([`check_still_owned`]), which would overwrite
+//! that run's results and append to its `events.jsonl`.
 
 use std::collections::HashSet;
 use std::io::{Read, Seek, Write};
@@ -28,6 +32,9 @@ use crate::secret::Redactor;
 const MAX_STEM: usize = 180;
 /// The marker that makes a directory an rlm run directory.
 const MARKER: &str = ".rlm-run";
+/// The directory of a run directory that holds answers the cache did not take (see
+/// `batch::pending`).
+pub const PENDING_CACHE_DIR: &str = "pending-cache";
 /// The lock file of a run directory: held (`flock`) by the run working in it, and holding
 /// that run's pid.
 pub const LOCK_FILE: &str = ".rlm-lock";
@@ -70,13 +77,23 @@ impl RunLock {
     }
 
     /// Takes the lock of run `run_id`'s directory for `rlm resume`, or refuses (exit 2,
-    /// naming the pid) while the run is still going on.
-    pub fn acquire_for_resume(dir: &Path, run_id: &str) -> Result<RunLock, RlmError> {
-        Self::take(dir)?.map_err(|holder| {
-            RlmError::InUse(format!(
-                "run {run_id} is still running in {holder} (it holds {}): wait for it to end, or stop it first",
-                dir.display()
-            ))
+    /// naming the pid of the rlm that holds it). `owner` is the pid the store says works on
+    /// the run, if any: the holder is then the run itself, still going on; any other holder
+    /// is another run working in the directory (run `run_id` is not running).
+    pub fn acquire_for_resume(dir: &Path, run_id: &str, owner: Option<u32>) -> Result<RunLock, RlmError> {
+        Self::take_naming(dir)?.map_err(|(holder, pid)| {
+            if owner.is_some() && pid == owner {
+                RlmError::InUse(format!(
+                    "run {run_id} is still running in {holder} (it holds {}): wait for it to end, or stop it first",
+                    dir.display()
+                ))
+            } else {
+                RlmError::InUse(format!(
+                    "run {run_id} is not running, but its output directory {} is in use by {holder}, another run: \
+                     wait for that run to end (a run that takes the directory over leaves run {run_id} unresumable)",
+                    dir.display()
+                ))
+            }
         })
     }
 
@@ -88,15 +105,19 @@ impl RunLock {
 
     /// The lock, or who holds it (`rlm process 1234`).
     fn take(dir: &Path) -> Result<Result<RunLock, String>, RlmError> {
+        Ok(Self::take_naming(dir)?.map_err(|(holder, _)| holder))
+    }
+
+    /// The lock, or who holds it (`rlm process 1234`) and its pid when it wrote one.
+    fn take_naming(dir: &Path) -> Result<Result<RunLock, (String, Option<u32>)>, RlmError> {
         fs_err::create_dir_all(dir).map_err(|e| RlmError::Output(format!("--output-dir: {e}")))?;
         let path = dir.join(LOCK_FILE);
         let lock = FileLock::try_exclusive(&path)
             .map_err(|e| RlmError::Output(format!("cannot lock the run directory {}: {e}", dir.display())))?;
         let Some(lock) = lock else {
-            return Ok(Err(holder_pid(&path).map_or_else(
-                || "another rlm process".to_string(),
-                |pid| format!("rlm process {pid}"),
-            )));
+            let pid = holder_pid(&path);
+            let holder = pid.map_or_else(|| "another rlm process".to_string(), |pid| format!("rlm process {pid}"));
+            return Ok(Err((holder, pid)));
         };
         // Who holds it, for the message of whoever comes next.
         let mut file = lock.file();
@@ -127,10 +148,33 @@ fn holder_pid(path: &Path) -> Option<u32> {
     None
 }
 
+/// The run whose directory `dir` is, as its `.rlm-run` marker says (`None` when there is
+/// no marker, or it cannot be read).
+pub fn marked_run(dir: &Path) -> Option<String> {
+    let text = fs_err::read_to_string(dir.join(MARKER)).ok()?;
+    let marker: serde_json::Value = serde_json::from_str(&text).ok()?;
+    marker.get("run_id")?.as_str().map(str::to_string)
+}
+
+/// Refuses to take up run `run_id` in `dir` when the directory's marker names another run:
+/// that run took the directory over, and taking it up again would overwrite its results and
+/// append to its `events.jsonl` (issue 17).
+pub fn check_still_owned(dir: &Path, run_id: &str) -> Result<(), RlmError> {
+    match marked_run(dir) {
+        Some(other) if other != run_id => Err(RlmError::Store(format!(
+            "run {run_id} cannot be resumed: its output directory {} now holds run {other} (its results were \
+             replaced); run its command again instead (finished answers are cached)",
+            dir.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 impl RunDir {
     /// Takes up the directory of run `run_id` again (`rlm resume`), under `lock` (taken by
     /// the resume before it claimed the run): its earlier outputs are replaced as the run
-    /// goes on, under the same id; `events.jsonl` is kept, to be appended to.
+    /// goes on, under the same id; `events.jsonl` is kept, to be appended to. Refused when
+    /// another run has taken the directory over since ([`check_still_owned`]).
     pub fn reopen(
         rlm_dir: &Path,
         dir: &Path,
@@ -140,6 +184,7 @@ impl RunDir {
     ) -> Result<Self, RlmError> {
         let timestamp = jiff::Timestamp::now().strftime("%Y-%m-%d-%H%M%S").to_string();
         check_usable(dir)?;
+        check_still_owned(dir, run_id)?;
         clear_outputs(dir, Keep::EventLog)?;
         let report_md = if dir == rlm_dir.join(run_id) {
             rlm_dir.join(format!("{run_id}-report.md"))
@@ -161,17 +206,18 @@ impl RunDir {
 
     /// Creates the run's directory (or takes over `output_dir`) and proves it writable.
     pub fn create(rlm_dir: &Path, output_dir: Option<&Path>, redactor: Redactor) -> Result<Self, RlmError> {
-        Self::create_unique(rlm_dir, output_dir, redactor, &|_| false)
+        Self::create_unique(rlm_dir, output_dir, redactor, &|_| Ok(false))
     }
 
     /// [`RunDir::create`], with an id that `taken` does not refuse. `taken` is asked about
     /// each candidate id in turn; the task store's [`crate::store::TaskStore::reserve_run_id`]
-    /// answers it atomically, so two rlm processes never end up with one id.
+    /// answers it atomically, so two rlm processes never end up with one id. When it cannot
+    /// answer (an error), no id is handed out: the error refuses the run.
     pub fn create_unique(
         rlm_dir: &Path,
         output_dir: Option<&Path>,
         redactor: Redactor,
-        taken: &dyn Fn(&str) -> bool,
+        taken: &dyn Fn(&str) -> Result<bool, RlmError>,
     ) -> Result<Self, RlmError> {
         let timestamp = jiff::Timestamp::now().strftime("%Y-%m-%d-%H%M%S").to_string();
         fs_err::create_dir_all(rlm_dir)?;
@@ -182,8 +228,11 @@ impl RunDir {
                 let lock = Arc::new(RunLock::acquire(dir)?);
                 clear_outputs(dir, Keep::Nothing)?;
                 let run_id = unique_id(&timestamp, |id| {
-                    rlm_dir.join(id).exists() || rlm_dir.join(format!("{id}-report.md")).exists() || taken(id)
-                });
+                    if rlm_dir.join(id).exists() || rlm_dir.join(format!("{id}-report.md")).exists() {
+                        return Ok(true);
+                    }
+                    taken(id)
+                })?;
                 RunDir {
                     dir: dir.to_path_buf(),
                     report_md: dir.join("report.md"),
@@ -194,24 +243,16 @@ impl RunDir {
                 }
             }
             None => {
-                let mut created = None;
                 let run_id = unique_id(&timestamp, |id| {
-                    if rlm_dir.join(id).exists() || taken(id) {
-                        return true;
+                    if rlm_dir.join(id).exists() || taken(id)? {
+                        return Ok(true);
                     }
                     match std::fs::create_dir(rlm_dir.join(id)) {
-                        Ok(()) => {
-                            created = Some(Ok(()));
-                            false
-                        }
-                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => true,
-                        Err(e) => {
-                            created = Some(Err(RlmError::io(rlm_dir.join(id), e)));
-                            false
-                        }
+                        Ok(()) => Ok(false),
+                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(true),
+                        Err(e) => Err(RlmError::io(rlm_dir.join(id), e)),
                     }
-                });
-                created.unwrap_or(Ok(()))?;
+                })?;
                 let dir = rlm_dir.join(&run_id);
                 RunDir {
                     _lock: Arc::new(RunLock::acquire(&dir)?),
@@ -311,16 +352,16 @@ fn create_new_replacing(path: &Path, fill: impl Fn(&mut std::fs::File) -> std::i
     fill(&mut file).map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))
 }
 
-/// `batch-{timestamp}`, or with `-2`, `-3`… while `taken` says so.
-fn unique_id(timestamp: &str, mut taken: impl FnMut(&str) -> bool) -> String {
+/// `batch-{timestamp}`, or with `-2`, `-3`… while `taken` says so (its error ends the search).
+fn unique_id(timestamp: &str, mut taken: impl FnMut(&str) -> Result<bool, RlmError>) -> Result<String, RlmError> {
     let base = format!("batch-{timestamp}");
     let mut id = base.clone();
     let mut n = 1;
-    while taken(&id) {
+    while taken(&id)? {
         n += 1;
         id = format!("{base}-{n}");
     }
-    id
+    Ok(id)
 }
 
 /// Files an earlier run left in its directory, replaced by the new run.
@@ -522,19 +563,64 @@ mod tests {
     }
 
     #[test]
+    fn no_id_is_handed_out_when_the_reservation_fails() {
+        let rlm = tempfile::tempdir().unwrap();
+        let broken = |_: &str| Err(RlmError::Store("the store is busy".into()));
+        for output_dir in [None, Some(rlm.path().join("out"))] {
+            let err =
+                RunDir::create_unique(rlm.path(), output_dir.as_deref(), Redactor::default(), &broken).unwrap_err();
+            assert!(err.to_string().contains("busy"), "{err}");
+        }
+        assert!(
+            std::fs::read_dir(rlm.path())
+                .unwrap()
+                .flatten()
+                .all(|e| e.file_name() == "out"),
+            "no run directory was made"
+        );
+    }
+
+    #[test]
     fn a_resume_keeps_the_event_log_and_holds_the_lock_it_was_given() {
         let rlm = tempfile::tempdir().unwrap();
         let first = RunDir::create(rlm.path(), None, Redactor::default()).unwrap();
         first.write("events.jsonl", "{}\n").unwrap();
         first.write("a.result.md", "old").unwrap();
         let (dir, id) = (first.dir.clone(), first.run_id.clone());
-        let err = RunLock::acquire_for_resume(&dir, &id).unwrap_err();
+        let me = Some(std::process::id());
+        let err = RunLock::acquire_for_resume(&dir, &id, me).unwrap_err();
         assert!(err.to_string().contains("is still running in rlm process"), "{err}");
+        // Held by a process the store does not name as the run's owner: another run.
+        let err = RunLock::acquire_for_resume(&dir, &id, None).unwrap_err();
+        assert!(
+            err.to_string().contains("is not running, but its output directory"),
+            "{err}"
+        );
         drop(first);
-        let lock = Arc::new(RunLock::acquire_for_resume(&dir, &id).unwrap());
+        let lock = Arc::new(RunLock::acquire_for_resume(&dir, &id, None).unwrap());
         let again = RunDir::reopen(rlm.path(), &dir, &id, lock, Redactor::default()).unwrap();
         assert!(again.dir.join("events.jsonl").exists() && !again.dir.join("a.result.md").exists());
         assert!(RunLock::acquire(&dir).is_err(), "the resumed run holds the directory");
+    }
+
+    #[test]
+    fn a_directory_another_run_took_over_is_not_reopened() {
+        let rlm = tempfile::tempdir().unwrap();
+        let out = rlm.path().join("out");
+        let first = RunDir::create(rlm.path(), Some(&out), Redactor::default()).unwrap();
+        let first_id = first.run_id.clone();
+        drop(first);
+        let taken = |id: &str| Ok(id == first_id);
+        let second = RunDir::create_unique(rlm.path(), Some(&out), Redactor::default(), &taken).unwrap();
+        second.write("a.result.md", "the second run's").unwrap();
+        assert_eq!(marked_run(&out).as_deref(), Some(second.run_id.as_str()));
+        let second_id = second.run_id.clone();
+        drop(second);
+        let lock = Arc::new(RunLock::acquire_for_resume(&out, &first_id, None).unwrap());
+        let err = RunDir::reopen(rlm.path(), &out, &first_id, lock.clone(), Redactor::default()).unwrap_err();
+        assert!(err.to_string().contains(&format!("now holds run {second_id}")), "{err}");
+        assert!(out.join("a.result.md").exists(), "nothing of the second run is touched");
+        RunDir::reopen(rlm.path(), &out, &second_id, lock, Redactor::default()).unwrap();
     }
 
     #[test]

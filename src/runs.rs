@@ -15,8 +15,8 @@ use crate::run_dir::RunLock;
 use crate::secret::Redactor;
 use crate::settings::{BatchSettings, Environment, ResumeTarget};
 use crate::store::{
-    list_json, list_text, status_json, status_text, tree_json, tree_text, Limits, RunId, RunSummary, StoreError,
-    TaskStore, Timestamp, UnitState, STORE_FILE,
+    list_json, list_text, status_json, status_text, tree_json, tree_text, Limits, RunId, RunStatus, RunSummary,
+    StoreError, TaskStore, Timestamp, UnitState, STORE_FILE,
 };
 
 /// The store of this directory; a clear error when no run was ever recorded here.
@@ -113,34 +113,41 @@ pub fn list(args: ListArgs, env: &Environment, printer: &Printer) -> Result<(), 
     Ok(())
 }
 
-/// `rlm resume [RUN] [--failed] [--max-cost USD] [--deadline DURATION]`: the settings of
-/// the run's own command, with the budget, deadline and output flags given now, set to go on
-/// in the run's directory under its id as the run's next attempt.
+/// `rlm resume [RUN] [--failed] [--max-cost USD] [--deadline DURATION] [--base-url URL]`:
+/// the settings of the run's own command (from its recorded arguments), with the budget,
+/// deadline, base URL and output flags given now, set to go on in the run's directory under
+/// its id as the run's next attempt.
 ///
 /// The run directory is locked before the run is claimed, so a resume of a run that is still
-/// going on refuses (naming its pid) without touching it. Says on stderr which run it took
-/// up and how much of it is left.
-pub fn resume(args: ResumeArgs, color: ColorArg, env: &Environment) -> Result<BatchSettings, RlmError> {
+/// going on refuses (naming its pid) without touching it; a run whose directory another run
+/// took over is refused, naming that run. Says on stderr which run it took up and how much
+/// of it is left.
+pub fn resume(mut args: ResumeArgs, color: ColorArg, env: &Environment) -> Result<BatchSettings, RlmError> {
     let store = open(&env.cwd)?;
     let run = match args.run.as_deref() {
         Some(query) => {
             let id = store.find_run(query).map_err(store_error)?;
             store.run(&id).map_err(store_error)?
         }
-        None => {
-            let depth = env.var("RLM_DEPTH").and_then(|d| d.trim().parse().ok()).unwrap_or(0);
-            store
-                .latest_unfinished_run(&env.cwd, depth)
-                .map_err(store_error)?
-                .ok_or_else(|| {
-                    RlmError::Store(
-                        "no unfinished run in this directory: rlm list shows the runs (name one to resume it)".into(),
-                    )
-                })?
-        }
+        None => latest_unfinished(&store, env)?,
     };
+    if run.status == RunStatus::Superseded {
+        return Err(store_error(StoreError::Superseded {
+            run: run.id.to_string(),
+            by: run
+                .superseded_by
+                .as_ref()
+                .map_or_else(|| "another run".to_string(), ToString::to_string),
+            dir: run.output_dir.clone(),
+        }));
+    }
     let mut batch = batch_args_of(&run)?;
-    let lock = RunLock::acquire_for_resume(&run.output_dir, run.id.as_str())?;
+    restore_base_url(&run, &mut batch, args.base_url.take())?;
+    let owner = run.owner.as_ref().filter(|_| run.is_owned()).map(|o| o.pid);
+    let lock = RunLock::acquire_for_resume(&run.output_dir, run.id.as_str(), owner)?;
+    // Under the lock, so the run that took the directory over (if one did) cannot be
+    // mid-way through replacing it.
+    crate::run_dir::check_still_owned(&run.output_dir, run.id.as_str())?;
     // Read only: the run is claimed (a new attempt recorded, its stopped units queued again)
     // when the resumed run starts recording, after every check that could still refuse it.
     let given = Limits {
@@ -150,6 +157,11 @@ pub fn resume(args: ResumeArgs, color: ColorArg, env: &Environment) -> Result<Ba
     let earlier = store.spent(&run.id).map_err(store_error)?;
     // A limit given now, else the latest an earlier resume gave, else the command's own.
     let limits = given.or(store.resume_limits(&run.id).map_err(store_error)?);
+    let earlier_completed: HashSet<String> = store
+        .units_in_state(&run.id, &[UnitState::Completed])
+        .map_err(store_error)?
+        .into_iter()
+        .collect();
     let skip: HashSet<String> = if args.failed {
         HashSet::new()
     } else {
@@ -188,8 +200,57 @@ pub fn resume(args: ResumeArgs, color: ColorArg, env: &Environment) -> Result<Ba
         elapsed: earlier.elapsed(),
         retry_failed: args.failed,
         limits: given,
+        earlier_completed,
     });
     Ok(settings)
+}
+
+/// The newest unfinished run of this directory that no live rlm works on; when the only
+/// ones are still going on, a refusal naming the pid of the newest.
+fn latest_unfinished(store: &TaskStore, env: &Environment) -> Result<RunSummary, RlmError> {
+    let depth = env.var("RLM_DEPTH").and_then(|d| d.trim().parse().ok()).unwrap_or(0);
+    let runs = store.unfinished_runs(&env.cwd, depth).map_err(store_error)?;
+    if let Some(run) = runs.iter().find(|r| !r.is_owned()) {
+        return Ok(run.clone());
+    }
+    match runs.first() {
+        Some(live) => Err(RlmError::InUse(format!(
+            "no stopped run to resume here: run {} is still running in rlm process {}: wait for it to end, or \
+             stop it first",
+            live.id,
+            live.owner.as_ref().map_or(0, |o| o.pid)
+        ))),
+        None => Err(RlmError::Store(
+            "no unfinished run in this directory: rlm list shows the runs (name one to resume it)".into(),
+        )),
+    }
+}
+
+/// A resumed run's base URL: the one given to `rlm resume`, else the recorded one — unless
+/// it held credentials, which no run records (`http://***@host`): replaying that would send
+/// `***` as the password, so the resume is refused before anything is sent.
+fn restore_base_url(
+    run: &RunSummary,
+    batch: &mut crate::cli::BatchArgs,
+    given: Option<String>,
+) -> Result<(), RlmError> {
+    if let Some(url) = given {
+        batch.base_url = Some(url);
+        return Ok(());
+    }
+    if batch.base_url.as_deref().is_some_and(credentials_withheld) {
+        return Err(RlmError::Usage(format!(
+            "run {} was started with a --base-url that holds credentials, which rlm does not record: pass \
+             --base-url again (rlm resume {} --base-url URL)",
+            run.id, run.id
+        )));
+    }
+    Ok(())
+}
+
+/// Whether `url` is a recorded URL whose credentials were withheld (`scheme://***@host`).
+fn credentials_withheld(url: &str) -> bool {
+    url.split_once("://").is_some_and(|(_, rest)| rest.starts_with("***@"))
 }
 
 /// The `rlm batch` arguments a run was started with.
@@ -210,13 +271,20 @@ fn batch_args_of(run: &RunSummary) -> Result<Box<crate::cli::BatchArgs>, RlmErro
     if run.command.get(1).map(String::as_str) != Some("batch") {
         return Err(not_batch());
     }
-    // The arguments the run recorded; a run recorded by an older rlm only has its command.
-    let recorded = run
-        .settings
-        .get(crate::batch::RECORDED_ARGS)
-        .and_then(|a| serde_json::from_value::<crate::cli::BatchArgs>(a.clone()).ok());
-    match recorded {
-        Some(args) => Ok(Box::new(args)),
+    // The settings are built from the arguments the run recorded, never from a command line.
+    match run.settings.get(crate::batch::RECORDED_ARGS) {
+        Some(recorded) => serde_json::from_value::<crate::cli::BatchArgs>(recorded.clone())
+            .map(Box::new)
+            .map_err(|e| {
+                RlmError::Usage(format!(
+                    "run {} recorded arguments this rlm cannot read ({e}): run its command again instead \
+                     (finished answers are cached)",
+                    run.id
+                ))
+            }),
+        // A run recorded by an older rlm, which kept only its command line: the one case
+        // where clap parses anything outside `commands.rs`, for compatibility with those
+        // stores only (its URL credentials were withheld there too).
         None => match Cli::try_parse_from(&run.command) {
             Ok(Cli {
                 command: Command::Batch(batch),
@@ -296,6 +364,11 @@ pub fn cancel(args: CancelArgs, color: ColorArg, env: &Environment) -> Result<Ca
     };
     let store = open(&env.cwd)?;
     let earlier = store.spent(&run.id).map_err(store_error)?;
+    let earlier_completed = store
+        .units_in_state(&run.id, &[UnitState::Completed])
+        .map_err(store_error)?
+        .into_iter()
+        .collect();
     drop(store);
     settings.resume = Some(ResumeTarget {
         run_id: RunId::as_str(&run.id).to_string(),
@@ -307,6 +380,7 @@ pub fn cancel(args: CancelArgs, color: ColorArg, env: &Environment) -> Result<Ca
         elapsed: earlier.elapsed(),
         retry_failed: false,
         limits: Limits::default(),
+        earlier_completed,
     });
     let printer = Printer::new(
         PrinterMode {

@@ -1,8 +1,8 @@
 //! The dispatcher: owns what the user sees of a run and what the run has produced. It hears
 //! the pool (job outcomes and the events jobs send), turns outcomes into events with their
 //! cost, fans every event out to the reporters, keeps the answers and the spend, and
-//! decides whether dispatching goes on: a fatal error aborts; the budget and a write
-//! failure drain (calls in flight finish: they are paid for).
+//! decides whether dispatching goes on: a fatal error aborts; the budget, the deadline and
+//! a write failure drain (calls in flight finish: they are paid for).
 //!
 //! Reporters only listen: nothing is read back out of them.
 
@@ -27,6 +27,15 @@ pub enum StopReason {
     WriteFailed(String),
     /// The provider refused the run (a bad key, no quota, an unreachable server).
     Fatal(String),
+    /// `--deadline` passed (the whole run's, across resumes).
+    Deadline(String),
+}
+
+/// What a deadline stop says: the limit as given, and the command that goes on.
+#[derive(Debug, Clone)]
+struct DeadlineNote {
+    limit: Duration,
+    run_id: String,
 }
 
 /// The run's dispatcher.
@@ -53,6 +62,8 @@ pub struct Dispatcher {
     /// Units whose cost was counted when they said they were paid for (not again when they
     /// finish).
     counted: HashSet<UnitId>,
+    /// `--deadline`, for what its stop says.
+    deadline: Option<DeadlineNote>,
 }
 
 impl Dispatcher {
@@ -77,7 +88,39 @@ impl Dispatcher {
             failed: Vec::new(),
             limiter: None,
             counted: HashSet::new(),
+            deadline: None,
         }
+    }
+
+    /// The run's `--deadline` (the whole run's) and its id, for what a deadline stop says.
+    pub fn with_deadline(mut self, limit: Option<Duration>, run_id: &str) -> Self {
+        self.deadline = limit.map(|limit| DeadlineNote {
+            limit,
+            run_id: run_id.to_string(),
+        });
+        self
+    }
+
+    /// The reason a deadline stop gives: which limit passed, that the calls in flight are
+    /// let finish, and that only `rlm resume RUN --deadline …` goes on (a plain resume has
+    /// no time left: the deadline counts the whole run).
+    pub fn deadline_reason(&self, in_flight: usize) -> String {
+        let (limit, run) = match &self.deadline {
+            Some(d) => (
+                format!(" ({})", crate::report::format_duration(d.limit.as_millis() as u64)),
+                d.run_id.as_str(),
+            ),
+            None => (String::new(), "RUN"),
+        };
+        let calls = match in_flight {
+            0 => String::new(),
+            1 => "; the call in flight finishes and is recorded".to_string(),
+            n => format!("; the {n} calls in flight finish and are recorded"),
+        };
+        format!(
+            "the --deadline{limit} passed: dispatching stopped{calls}. The deadline counts the whole run: \
+             `rlm resume {run} --deadline DURATION` with more time goes on (finished answers are cached)"
+        )
     }
 
     /// Counts `usd` spent by the run's earlier attempts against `--max-cost`.
@@ -115,7 +158,9 @@ impl Dispatcher {
     fn stop(&mut self, why: StopReason) -> Flow {
         if self.stop.is_none() {
             let reason = match &why {
-                StopReason::Budget(r) | StopReason::WriteFailed(r) | StopReason::Fatal(r) => r.clone(),
+                StopReason::Budget(r) | StopReason::WriteFailed(r) | StopReason::Fatal(r) | StopReason::Deadline(r) => {
+                    r.clone()
+                }
             };
             self.stop = Some(why);
             self.emit(Event::Stopping { reason });
@@ -185,6 +230,10 @@ impl PoolHandler<JobOutcome> for Dispatcher {
         let mut usage = outcome.usage;
         usage.add(outcome.batch_usage);
         let mut flow = Flow::Continue;
+        // An answer with a write error and no failure is one the cache did not take (a
+        // result file that cannot be written fails its unit): `keep_paid` kept it in the run
+        // directory's `pending-cache/`, and the run says so per unit.
+        let uncached = outcome.failure.is_none() && outcome.write_error.is_some() && kind == UnitKind::Map;
         match outcome.failure {
             None => {
                 if let Some(answers) = outcome.answers {
@@ -196,6 +245,10 @@ impl PoolHandler<JobOutcome> for Dispatcher {
                         self.aggregate_texts.insert(unit.clone(), text);
                     }
                 }
+                let uncached = uncached.then(|| Event::Uncached {
+                    unit: unit.clone(),
+                    label: label.clone(),
+                });
                 self.emit(Event::Completed {
                     unit,
                     label,
@@ -210,6 +263,9 @@ impl PoolHandler<JobOutcome> for Dispatcher {
                     truncated: outcome.truncated,
                     result_file: outcome.result_file,
                 });
+                if let Some(event) = uncached {
+                    self.emit(event);
+                }
             }
             Some(JobFailure::Halted) => self.emit(Event::Cancelled {
                 unit,
@@ -328,6 +384,17 @@ impl PoolHandler<JobOutcome> for Dispatcher {
                 })
             }
         }
+    }
+
+    /// A deadline is no Ctrl-C: dispatching stops and the calls in flight finish, as at a
+    /// budget stop (aborted after a grace period, they would be paid for again on resume).
+    fn deadline_passed(&mut self, in_flight: usize) -> bool {
+        let reason = self.deadline_reason(in_flight);
+        self.stop(StopReason::Deadline(reason));
+        if let Some(limiter) = &self.limiter {
+            limiter.halt();
+        }
+        true
     }
 
     fn interrupting(&mut self, in_flight: usize, grace: Duration) {

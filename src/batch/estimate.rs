@@ -222,7 +222,9 @@ pub fn budget_verdict(budget: &BudgetSettings, usd: f64, spent: f64) -> Result<b
         ))
     };
     if let Some(max) = budget.max_cost {
-        if usd + spent > max {
+        // Nothing left to pay for (a run whose last calls crossed the budget, resumed): no
+        // reason to refuse.
+        if usd > 0.0 && usd + spent > max {
             if spent > 0.0 {
                 let (total, limit) = crate::money::usd_pair(usd + spent, max);
                 return Err(RlmError::OverBudget(format!(

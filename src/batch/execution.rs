@@ -269,6 +269,7 @@ impl Execution {
         } else {
             match self.dispatcher.stop {
                 Some(StopReason::Budget(_)) => "the spend reached --max-cost",
+                Some(StopReason::Deadline(_)) => "the --deadline passed",
                 Some(StopReason::Fatal(_)) => "the provider refused the run",
                 Some(StopReason::WriteFailed(_)) => "an answer could not be written",
                 None if self.dispatcher.over_budget().is_some() => "the spend reached --max-cost",

@@ -360,6 +360,9 @@ pub(super) async fn keep(
 /// An answer the cache did not take: kept in the run directory, and the message says
 /// exactly where (and that `rlm resume` uses it without paying again).
 fn uncached(ctx: &JobContext, entry: &CacheEntry, label: &str, result: Option<&str>, e: &std::io::Error) -> String {
+    // No call starts from now on: the dispatcher hears of this only when the job ends, after
+    // its result file is written, and slots freed meanwhile must not pay into a full disk.
+    ctx.call.limiter.halt();
     let label = crate::escape::name(label);
     let result = result.map_or(String::new(), |r| format!(" and {}", ctx.run_dir.dir.join(r).display()));
     match super::pending::keep(&ctx.run_dir.dir, entry) {

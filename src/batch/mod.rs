@@ -175,41 +175,43 @@ pub(crate) async fn run_merged(
 /// and the cache made ready: nothing is paid for that could not be kept. Returns the
 /// warnings it said, for the report.
 fn open_run_dir(settings: &BatchSettings, plan: &Plan, printer: &Printer) -> Result<(RunDir, Vec<String>), RlmError> {
-    let mut warnings = Vec::new();
-    // Run ids are reserved in the store, so two runs started at once never share one.
+    // Run ids are reserved in the store, so two runs started at once never share one. A
+    // store that fails to reserve one refuses the run (an id it could not check may be
+    // another run's); a store that cannot be opened records nothing of this run either (it
+    // warns so), so no id of it can clash there.
     let store = TaskStore::open(&settings.rlm_dir()).ok();
-    let taken = |id: &str| store.as_ref().is_some_and(|s| !s.reserve_run_id(id).unwrap_or(true));
-    let run_dir = match &settings.resume {
-        Some(target) => RunDir::reopen(
-            &settings.rlm_dir(),
-            &target.output_dir,
-            &target.run_id,
-            target.lock.clone(),
-            settings.redactor(),
-        )?,
-        None => RunDir::create_unique(
-            &settings.rlm_dir(),
-            settings.output.output_dir.as_deref(),
-            settings.redactor(),
-            &taken,
-        )?,
+    let taken = |id: &str| match &store {
+        Some(store) => store.reserve_run_id(id).map(|free| !free).map_err(|e| {
+            RlmError::Store(format!(
+                "cannot reserve a run id in the task store ({e}); nothing was sent"
+            ))
+        }),
+        None => Ok(false),
     };
-    if settings.exec.cache_mode != CacheMode::ReadOnly {
-        plan.cache
-            .prepare()
-            .map_err(|e| RlmError::Cache(format!("{e}: the cache must be writable before anything is paid for")))?;
-        if !plan.pending.is_empty() || run_dir.dir.join(pending::JOURNAL).exists() {
-            // Answers an earlier attempt paid for but could not cache: into the cache now.
-            match pending::settle(&run_dir.dir, &plan.cache) {
-                (moved, None) => tracing::debug!(moved, "kept answers cached"),
-                (_, Some(e)) => warnings.push(format!(
-                    "answers kept in {} still cannot be cached ({e}): they are used from there",
-                    pending::PENDING_DIR
-                )),
-            }
+    let run_dir = match &settings.resume {
+        Some(target) => {
+            // Before the directory is taken up: a refused resume leaves it as it was.
+            pending::ready(settings, &plan.cache, &target.output_dir)?;
+            RunDir::reopen(
+                &settings.rlm_dir(),
+                &target.output_dir,
+                &target.run_id,
+                target.lock.clone(),
+                settings.redactor(),
+            )?
         }
-    }
-    warnings.extend(write::plan_files(&run_dir, settings, plan));
+        None => {
+            let run_dir = RunDir::create_unique(
+                &settings.rlm_dir(),
+                settings.output.output_dir.as_deref(),
+                settings.redactor(),
+                &taken,
+            )?;
+            pending::ready(settings, &plan.cache, &run_dir.dir)?;
+            run_dir
+        }
+    };
+    let warnings = write::plan_files(&run_dir, settings, plan);
     for warning in &warnings {
         printer.warn(warning);
     }
@@ -359,7 +361,8 @@ fn start(
         printer.clone(),
     )
     .with_earlier_spend(settings.resume.as_ref().map_or(0.0, |t| t.spent_usd))
-    .with_limiter(limiter.clone());
+    .with_limiter(limiter.clone())
+    .with_deadline(settings.exec.deadline, &run_dir.run_id);
     // Budget and deadline count the whole run: a resume has what the earlier attempts left.
     let deadline = settings
         .exec
@@ -545,12 +548,9 @@ fn finish(
         journal.retire();
     }
     let mut errors = aggregated.errors;
-    if exec.deadline_passed() {
-        let limit = settings.exec.deadline.map(|d| d.as_secs_f64()).unwrap_or_default();
-        errors.insert(
-            0,
-            format!("the --deadline ({limit}s) passed: dispatching stopped; rlm resume goes on with the units not run"),
-        );
+    if exec.deadline_passed() && !matches!(exec.dispatcher.stop, Some(StopReason::Deadline(_))) {
+        // Passed outside the pool (waiting for a batch): said here, as the pool's stop says it.
+        errors.insert(0, exec.dispatcher.deadline_reason(0));
     }
     let collected = findings_stage::collect(settings, &outcomes.answers);
     let findings = findings_stage::write(settings, run_dir, &collected, printer);
@@ -584,6 +584,7 @@ fn end_reason(exec: &Execution, outcomes: &Outcomes) -> RunEndReason {
         match outcomes.stop.as_ref().or(exec.dispatcher.stop.as_ref()) {
             Some(StopReason::Budget(_)) => RunEndReason::Budget,
             Some(StopReason::Fatal(_)) => RunEndReason::Fatal,
+            Some(StopReason::Deadline(_)) => RunEndReason::Deadline,
             Some(StopReason::WriteFailed(_)) | None => RunEndReason::Completed,
         }
     }
@@ -703,5 +704,11 @@ fn report_context(
         skipped: plan.manifest.skipped.clone(),
         unreadable: plan.manifest.unreadable.clone(),
         warnings: plan.warnings.iter().cloned().chain(started).collect(),
+        earlier_cost_usd: settings.resume.as_ref().map_or(0.0, |t| t.spent_usd),
+        earlier_completed: settings
+            .resume
+            .as_ref()
+            .map(|t| t.earlier_completed.clone())
+            .unwrap_or_default(),
     }
 }

@@ -180,7 +180,7 @@ pub fn completion(printer: &Printer, report: &RunReport, quiet: bool, answer: Op
         report.tokens_in,
         report.tokens_out,
         report.tokens_saved,
-        report.cost_text(report.cost_usd),
+        report.total_cost_text(),
     ));
     if let Some(cache) = report.prompt_cache_text() {
         // Before the blank line that ends the figures.

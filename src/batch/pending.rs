@@ -10,9 +10,12 @@
 //!
 //! When the cache cannot take an answer (a full disk, a broken cache directory), the answer
 //! is written to `pending-cache/<key>.json` in the run directory — the cache entry as it
-//! would have been stored — beside its result file, and dispatching stops. `rlm resume`
-//! reads these first: each is moved into the cache once there is room, and served as a hit
-//! either way, so an answer is never paid for twice because the cache failed once.
+//! would have been stored — beside its result file, dispatching stops, and the unit is
+//! marked uncached in the task store. A run reads such answers before it pays for anything
+//! ([`gather`]: a resumed run's, those of its `-o` directory, and those the store marks in
+//! any run directory) and serves them as hits; then [`ready`] moves them into the cache, or
+//! refuses the run while the cache cannot take them. An answer is never paid for twice
+//! because the cache failed once.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -20,11 +23,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use crate::cache::{Cache, CacheEntry};
+use crate::cache::{Cache, CacheEntry, CacheMode};
+use crate::error::RlmError;
 use crate::fs_atomic::{write_atomic, Durability};
+use crate::run_dir::RunLock;
+use crate::settings::BatchSettings;
 
 /// The directory in a run directory that holds answers the cache did not take.
-pub const PENDING_DIR: &str = "pending-cache";
+pub const PENDING_DIR: &str = crate::run_dir::PENDING_CACHE_DIR;
 
 /// The run's journal of answers (see the module doc).
 pub const JOURNAL: &str = "answers.journal";
@@ -123,27 +129,139 @@ pub fn load(dir: &Path) -> HashMap<String, CacheEntry> {
     kept
 }
 
-/// Moves the kept answers of run directory `dir` into the cache; returns how many moved and
-/// the first error of those that could not (they stay kept, and still serve as hits).
-pub fn settle(dir: &Path, cache: &Cache) -> (usize, Option<String>) {
-    let mut moved = 0;
-    let mut error = None;
+/// What [`settle`] did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Settled {
+    /// Answers moved into the cache.
+    pub moved: usize,
+    /// Answers the cache did not take (still kept, still served as hits).
+    pub left: usize,
+    /// The first error of those.
+    pub error: Option<String>,
+}
+
+/// Moves the kept answers of run directory `dir` into the cache.
+pub fn settle(dir: &Path, cache: &Cache) -> Settled {
+    let mut settled = Settled::default();
     for (key, entry) in load(dir) {
         match cache.put(&entry) {
             Ok(()) => {
-                moved += 1;
+                settled.moved += 1;
                 let _ = std::fs::remove_file(dir.join(PENDING_DIR).join(format!("{key}.json")));
             }
             Err(e) => {
-                error.get_or_insert_with(|| e.to_string());
+                settled.left += 1;
+                settled.error.get_or_insert_with(|| e.to_string());
             }
         }
     }
-    if error.is_none() {
+    if settled.error.is_none() {
         // Every line of the journal is cached now.
         let _ = std::fs::remove_file(dir.join(JOURNAL));
     }
-    (moved, error)
+    settled
+}
+
+/// Whether run directory `dir` holds answers that are not (known to be) in the cache.
+fn holds_answers(dir: &Path) -> bool {
+    dir.join(JOURNAL).exists()
+        || fs_err::read_dir(dir.join(PENDING_DIR)).is_ok_and(|mut entries| entries.next().is_some())
+}
+
+/// The output directories the task store marks as holding answers the cache did not take
+/// (`rlm status` says "uncached"), without creating a store where there is none.
+fn marked_dirs(rlm_dir: &Path) -> Vec<PathBuf> {
+    if !rlm_dir.join(crate::store::STORE_FILE).exists() {
+        return Vec::new();
+    }
+    match crate::store::TaskStore::open(rlm_dir).and_then(|store| store.dirs_with_uncached_answers()) {
+        Ok(dirs) => dirs,
+        Err(e) => {
+            tracing::debug!("cannot ask the task store for uncached answers: {e}");
+            Vec::new()
+        }
+    }
+}
+
+/// The answers a run takes from run directories instead of paying for them again: a
+/// resumed run's own, or those an earlier run in the same `-o` directory left (killed, or
+/// refused by the cache); and, unless the cache is not read (`--no-cache`), those the store
+/// marks as kept in any run directory because the cache could not take them — a plain
+/// rerun in a new directory pays nothing for them either.
+pub fn gather(settings: &BatchSettings) -> HashMap<String, CacheEntry> {
+    let reads = settings.exec.cache_mode.reads();
+    let mut dirs = match (&settings.resume, &settings.output.output_dir) {
+        (Some(target), _) => vec![target.output_dir.clone()],
+        (None, Some(dir)) if reads => vec![settings.cwd.join(dir)],
+        (None, _) => Vec::new(),
+    };
+    if reads {
+        dirs.extend(marked_dirs(&settings.rlm_dir()));
+    }
+    let mut kept = HashMap::new();
+    for dir in dirs {
+        kept.extend(load(&dir));
+    }
+    kept
+}
+
+/// Makes the cache ready before anything is paid for, for a run working in `dir`: the
+/// answers kept there (and in the run directories the store marks) are moved into the
+/// cache, and a realistic write is tried ([`Cache::prepare`]). A cache that cannot take
+/// them refuses the run (exit 2): paying into a full disk would only keep more answers out
+/// of it. `--cache-only` writes nothing and is not checked.
+pub fn ready(settings: &BatchSettings, cache: &Cache, dir: &Path) -> Result<(), RlmError> {
+    if settings.exec.cache_mode == CacheMode::ReadOnly {
+        return Ok(());
+    }
+    let rlm_dir = settings.rlm_dir();
+    let own = std::iter::once(dir.to_path_buf());
+    let marked = if settings.exec.cache_mode.reads() {
+        marked_dirs(&rlm_dir)
+    } else {
+        Vec::new()
+    };
+    let mut cached_dirs = Vec::new();
+    for kept_in in own.chain(marked.into_iter().filter(|d| d.as_path() != dir)) {
+        if !holds_answers(&kept_in) {
+            cached_dirs.push(kept_in);
+            continue;
+        }
+        // Another run's directory is left alone while an rlm works in it.
+        let _lock = if kept_in.as_path() == dir {
+            None
+        } else {
+            match RunLock::try_for_resume(&kept_in) {
+                Ok(Ok(lock)) => Some(lock),
+                _ => continue,
+            }
+        };
+        let settled = settle(&kept_in, cache);
+        tracing::debug!(dir = %kept_in.display(), ?settled, "kept answers settled");
+        if let Some(e) = settled.error {
+            return Err(RlmError::Cache(format!(
+                "the cache cannot take the {} {} kept in {} ({e}): make room in {}, then run again (they stay \
+                 kept, and are never paid for twice); nothing was sent",
+                settled.left,
+                if settled.left == 1 { "answer" } else { "answers" },
+                kept_in.join(PENDING_DIR).display(),
+                rlm_dir.join("cache").display()
+            )));
+        }
+        cached_dirs.push(kept_in);
+    }
+    cache
+        .prepare()
+        .map_err(|e| RlmError::Cache(format!("{e}: the cache must be writable before anything is paid for")))?;
+    // The store's marks follow the answers into the cache.
+    if rlm_dir.join(crate::store::STORE_FILE).exists() {
+        let cleared = crate::store::TaskStore::open(&rlm_dir)
+            .and_then(|mut store| cached_dirs.iter().try_for_each(|d| store.clear_uncached(d)));
+        if let Err(e) = cleared {
+            tracing::debug!("cannot clear the store's marks of uncached answers: {e}");
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -173,7 +291,13 @@ mod tests {
         let loaded = load(&run);
         assert_eq!(loaded[&key].text, format!("answer {key}"));
         let cache = Cache::new(&dir.path().join("rlm"));
-        assert_eq!(settle(&run, &cache), (1, None));
+        assert_eq!(
+            settle(&run, &cache),
+            Settled {
+                moved: 1,
+                ..Settled::default()
+            }
+        );
         assert!(load(&run).is_empty(), "moved, not copied");
         let got = cache.get(&crate::cache::CacheKey(key.clone()), 10).unwrap().unwrap();
         assert_eq!(got.text, format!("answer {key}"));
@@ -203,7 +327,7 @@ mod tests {
         again.retire();
         assert!(run.join(JOURNAL).exists());
         let cache = Cache::new(&dir.path().join("rlm"));
-        assert_eq!(settle(&run, &cache), (2, None));
+        assert_eq!(settle(&run, &cache).moved, 2);
         assert!(!run.join(JOURNAL).exists(), "every line is cached: the journal goes");
         assert!(cache.get(&crate::cache::CacheKey(a.clone()), 10).unwrap().is_some());
     }

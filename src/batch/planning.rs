@@ -134,13 +134,8 @@ pub async fn plan(settings: &BatchSettings, printer: &Printer) -> Result<Planned
     }));
 
     let cache = Cache::new(&settings.rlm_dir());
-    // Answers paid for and kept in the run directory, not (yet) in the cache: a resumed
-    // run's, or those an earlier run in the same `-o` directory left when it was killed.
-    let pending = match (&settings.resume, &settings.output.output_dir) {
-        (Some(target), _) => super::pending::load(&target.output_dir),
-        (None, Some(dir)) if settings.exec.cache_mode.reads() => super::pending::load(&settings.cwd.join(dir)),
-        (None, _) => Default::default(),
-    };
+    // Answers paid for and kept in run directories, not (yet) in the cache.
+    let pending = super::pending::gather(settings);
     let pre = prepass::run(
         &units,
         &cache,

@@ -15,6 +15,7 @@ mod claim;
 pub use cache_key::{ArtifactRef, CacheKey};
 pub use claim::{ClaimGuard, Claimed};
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -181,17 +182,53 @@ impl Cache {
         write_atomic_unsynced_in(&path, &bytes, &temp)
     }
 
-    /// Makes sure entries can be written, before any call is paid for; sweeps temporary
-    /// files that a killed process left (older than an hour: another rlm may be writing).
+    /// Makes sure entries can be written, before any call is paid for: writes a probe the
+    /// size of a large entry ([`PROBE_BYTES`], synced, then removed) where entries are
+    /// written. An empty file would do on a full disk too — it needs no block — and the run
+    /// would then pay for answers it cannot cache. Also sweeps temporary files that a killed
+    /// process left (older than an hour: another rlm may be writing).
     pub fn prepare(&self) -> std::io::Result<()> {
         let temp = self.temp_dir();
         fs_err::create_dir_all(&temp)?;
         sweep_temp_files(&temp, Duration::from_secs(3600));
-        tempfile::Builder::new()
+        let failed = |e: std::io::Error| {
+            std::io::Error::new(e.kind(), format!("cannot write in the cache {}: {e}", temp.display()))
+        };
+        let mut probe = tempfile::Builder::new()
             .prefix(crate::fs_atomic::TEMP_PREFIX)
             .tempfile_in(&temp)
-            .map(drop)
-            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot write in the cache {}: {e}", temp.display())))
+            .map_err(failed)?;
+        probe
+            .write_all(&probe_bytes())
+            .and_then(|()| probe.as_file().sync_data())
+            .map_err(failed)
+        // The probe is removed as it is dropped.
+    }
+}
+
+/// How much [`Cache::prepare`] writes: the entry of an answer of about 16,000 tokens.
+pub const PROBE_BYTES: usize = 64 * 1024;
+
+/// Bytes that no file system compresses to nothing (a compressing one would store zeros in
+/// no space at all, and the probe would prove nothing).
+fn probe_bytes() -> Vec<u8> {
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    (0..PROBE_BYTES)
+        .map(|_| {
+            // xorshift64: cheap, and as incompressible as a probe needs.
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state.to_le_bytes()[0]
+        })
+        .collect()
+}
+
+impl Cache {
+    /// Whether an earlier [`Cache::prepare`] left nothing behind (for tests).
+    #[cfg(test)]
+    fn temp_files(&self) -> usize {
+        std::fs::read_dir(self.temp_dir()).map_or(0, |d| d.count())
     }
 }
 
@@ -251,6 +288,26 @@ mod tests {
         std::fs::remove_file(cache.path(&key)).unwrap();
         std::fs::create_dir(cache.path(&key)).unwrap();
         assert!(cache.get(&key, 100).is_err());
+    }
+
+    #[test]
+    fn prepare_writes_a_real_probe_and_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::new(dir.path());
+        cache.prepare().unwrap();
+        assert_eq!(cache.temp_files(), 0, "the probe is removed");
+        let bytes = probe_bytes();
+        assert_eq!(bytes.len(), PROBE_BYTES);
+        let distinct: std::collections::HashSet<u8> = bytes.iter().copied().collect();
+        assert!(
+            distinct.len() > 200,
+            "not a run of one byte a file system could compress away"
+        );
+        // A cache whose temporary directory is a file cannot be written.
+        let broken = Cache::new(&dir.path().join("broken"));
+        std::fs::create_dir_all(broken.root.clone()).unwrap();
+        std::fs::write(broken.temp_dir(), "not a directory").unwrap();
+        assert!(broken.prepare().is_err());
     }
 
     #[test]

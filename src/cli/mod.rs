@@ -166,6 +166,10 @@ pub struct ResumeArgs {
     /// ran counts.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_negative_numbers = true)]
     pub deadline: Option<f64>,
+    /// The base URL of the API, replacing the run's: needed again when the run's held
+    /// credentials (`http://user:pass@host`), which are never recorded.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
     /// As for rlm batch.
     #[arg(long, short = 'y')]
     pub yes: bool,

@@ -80,6 +80,11 @@ pub enum Event {
         reason: String,
         fatal: bool,
     },
+    /// A unit's answer (completed just before) was paid for but the cache did not take it
+    /// (a full disk): it is kept in the run directory's `pending-cache/` until `rlm resume`
+    /// caches it.
+    #[serde(rename = "task:uncached")]
+    Uncached { unit: UnitId, label: String },
     /// A unit was stopped before it finished (interrupt, or the run stopped).
     #[serde(rename = "task:cancelled")]
     Cancelled {

@@ -8,6 +8,8 @@ pub struct Interrupt {
     deadline: Option<tokio::time::Instant>,
     /// The deadline is what stopped the run.
     pub deadline_passed: bool,
+    /// The deadline passed and nobody asked about it yet ([`Interrupt::take_deadline`]).
+    deadline_unheard: bool,
 }
 
 impl Interrupt {
@@ -22,12 +24,14 @@ impl Interrupt {
                     .ok(),
                 deadline: None,
                 deadline_passed: false,
+                deadline_unheard: false,
             }
         }
         #[cfg(not(unix))]
         Interrupt {
             deadline: None,
             deadline_passed: false,
+            deadline_unheard: false,
         }
     }
 
@@ -45,6 +49,7 @@ impl Interrupt {
         // at its next tick, after the pool's first dispatch.
         if deadline.is_some_and(|at| tokio::time::Instant::now() >= at) {
             self.deadline_passed = true;
+            self.deadline_unheard = true;
             return;
         }
         tokio::select! {
@@ -54,8 +59,17 @@ impl Interrupt {
                     Some(at) => tokio::time::sleep_until(at).await,
                     None => std::future::pending().await,
                 }
-            } => self.deadline_passed = true,
+            } => {
+                self.deadline_passed = true;
+                self.deadline_unheard = true;
+            }
         }
+    }
+
+    /// Whether the last [`Interrupt::recv`] returned because the deadline passed (true
+    /// once): a deadline is no Ctrl-C, and the pool lets the calls in flight finish.
+    pub fn take_deadline(&mut self) -> bool {
+        std::mem::take(&mut self.deadline_unheard)
     }
 
     /// Returns when the next signal arrives.

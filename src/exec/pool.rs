@@ -87,6 +87,13 @@ pub trait PoolHandler<O> {
     fn lost(&mut self, meta: JobMeta, why: Lost);
     /// The first interrupt arrived; `in_flight` calls get `grace` to finish.
     fn interrupting(&mut self, in_flight: usize, grace: Duration);
+    /// `--deadline` passed with `in_flight` calls: `true` stops dispatching and lets them
+    /// finish (they are paid for, as after a budget stop); `false` (the default) handles it
+    /// as an interrupt.
+    fn deadline_passed(&mut self, in_flight: usize) -> bool {
+        let _ = in_flight;
+        false
+    }
 }
 
 /// What a pool run shares with the rest of the run.
@@ -135,7 +142,13 @@ where
         tokio::select! {
             biased;
             () = interrupt.recv() => {
-                if stopping == Some(PoolEnd::Interrupted) {
+                if interrupt.take_deadline() && handler.deadline_passed(limiter.in_flight()) {
+                    // Drained, not interrupted: a Ctrl-C after it still interrupts.
+                    if stopping.is_none() {
+                        stopping = Some(PoolEnd::Stopped);
+                        limiter.halt();
+                    }
+                } else if stopping == Some(PoolEnd::Interrupted) {
                     tasks.abort_all();
                 } else {
                     stopping = Some(PoolEnd::Interrupted);

@@ -52,7 +52,7 @@ impl RunReport {
             self.tokens_in + self.tokens_out,
             self.tokens_in,
             self.tokens_out,
-            self.cost_text(self.cost_usd),
+            self.total_cost_text(),
             self.cost_text(self.estimated_cost_usd),
             self.max_parallel,
         );
@@ -86,6 +86,17 @@ impl RunReport {
                 "\n## Not Run\n\n{} files were not processed before the run stopped.\n",
                 self.not_run.len()
             );
+        }
+        if let Some(dir) = self.pending_cache_dir.as_ref().filter(|_| !self.not_cached.is_empty()) {
+            let _ = write!(
+                md,
+                "\n## Not Cached\n\nThese answers were paid for, but the cache could not take them; they are kept in \
+                 {dir}/ (and in their result files) until `rlm resume {}` caches them:\n\n",
+                self.run_id
+            );
+            for path in &self.not_cached {
+                let _ = writeln!(md, "- {}", escape::name(path));
+            }
         }
         if let Some(e) = &self.error {
             let _ = write!(md, "\n## Error\n\n{e}\n");
@@ -155,8 +166,13 @@ impl RunReport {
     pub fn summary_line(&self) -> String {
         let calls = self.units.iter().filter(|u| !u.cached && u.attempts > 0).count()
             + self.aggregate_calls.iter().filter(|c| !c.cached).count();
+        let earlier = match self.earlier_answers {
+            0 => String::new(),
+            n => format!(", {n} answered by earlier attempts"),
+        };
         format!(
-            "Processed {} of {} matched files with {} ({} from the cache, {} model call{}); {} failed, {} skipped{}.",
+            "Processed {} of {} matched files with {} ({} from the cache{earlier}, {} model call{}); {} failed, {} \
+             skipped{}.",
             self.files_succeeded,
             self.files_matched,
             self.model,
@@ -173,16 +189,51 @@ impl RunReport {
         )
     }
 
+    /// What to do next, true to how the run ended: answers kept outside the cache, and a
+    /// budget or deadline that counts the whole run, are `rlm resume RUN`'s to take up — a
+    /// plain rerun would start the budget and the deadline again.
     fn next_steps(&self) -> Vec<String> {
+        use super::RunStatus;
         let mut steps = Vec::new();
-        if let Some(e) = &self.error {
-            steps.push(format!("Fix the error above ({e}), then run the same command again."));
-        }
-        if !self.failed.is_empty() || !self.not_run.is_empty() {
+        let unfinished = self.failed.len() + self.not_run.len();
+        let run = &self.run_id;
+        if !self.not_cached.is_empty() {
+            if let Some(e) = &self.error {
+                steps.push(format!("Fix the error above ({e})."));
+            }
+            let rest = match self.not_run.len() {
+                0 => String::new(),
+                n => format!(", and sends only the {n} units not run"),
+            };
             steps.push(format!(
-                "Run the same command again: finished results are cached, so only the {} unfinished files are sent.",
-                self.failed.len() + self.not_run.len()
+                "Run `rlm resume {run}` once the cache has room: it caches the {} answers kept in {}/ without paying \
+                 for them again{rest}.",
+                self.not_cached.len(),
+                self.pending_cache_dir
+                    .as_deref()
+                    .unwrap_or(crate::run_dir::PENDING_CACHE_DIR)
             ));
+        } else if self.status == RunStatus::BudgetExceeded {
+            steps.push(format!(
+                "Run `rlm resume {run} --max-cost USD` with a higher budget (it counts the whole run, {} so far): \
+                 finished results are cached, so only the {unfinished} unfinished units are sent.",
+                crate::money::usd(self.cost_usd)
+            ));
+        } else if self.status == RunStatus::DeadlineExceeded {
+            steps.push(format!(
+                "Run `rlm resume {run} --deadline DURATION` with more time (it counts the whole run): finished results \
+                 are cached, so only the {unfinished} unfinished units are sent."
+            ));
+        } else {
+            if let Some(e) = &self.error {
+                steps.push(format!("Fix the error above ({e}), then run the same command again."));
+            }
+            if unfinished > 0 {
+                steps.push(format!(
+                    "Run the same command again: finished results are cached, so only the {unfinished} unfinished \
+                     files are sent."
+                ));
+            }
         }
         if !self.truncated.is_empty() {
             steps.push(
@@ -194,6 +245,20 @@ impl RunReport {
             steps.push(format!("Read the aggregate: {p}"));
         }
         steps
+    }
+
+    /// The run's cost, and after a resume the earlier attempts' part of it and the answers
+    /// they paid for.
+    pub fn total_cost_text(&self) -> String {
+        let total = self.cost_text(self.cost_usd);
+        if self.earlier_cost_usd <= 0.0 && self.earlier_answers == 0 {
+            return total;
+        }
+        format!(
+            "{total} ({} of it in earlier attempts, which paid for {} of the answers served now)",
+            crate::money::usd(self.earlier_cost_usd),
+            self.earlier_answers
+        )
     }
 
     /// A cost as the user reads it (see [`cost_text`]), and whether it is at the batch

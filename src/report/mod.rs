@@ -102,6 +102,14 @@ pub struct UnitRecord {
     pub truncated: bool,
     pub cost_usd: f64,
     pub reason: Option<String>,
+    /// Its answer was paid for but the cache did not take it: kept in the run directory's
+    /// `pending-cache/` until `rlm resume` caches it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_cached: bool,
+    /// `rlm resume`: its answer was paid for by an earlier attempt of the run (served now,
+    /// and no cache hit of this attempt).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub answered_earlier: bool,
 }
 
 impl UnitRecord {
@@ -123,6 +131,8 @@ impl UnitRecord {
             truncated: false,
             cost_usd: 0.0,
             reason: None,
+            not_cached: false,
+            answered_earlier: false,
         }
     }
 }
@@ -198,6 +208,12 @@ pub struct RunReport {
     pub failed: Vec<FailedFile>,
     pub skipped: Vec<SkippedFile>,
     pub not_run: Vec<String>,
+    /// Units whose answer was paid for but not cached (a full disk): kept in
+    /// `pending_cache_dir` until `rlm resume` caches them (never paid for again).
+    pub not_cached: Vec<String>,
+    /// Where the answers of `not_cached` are kept (`{output_dir}/pending-cache`), when any are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending_cache_dir: Option<String>,
     pub truncated: Vec<String>,
     pub cache_hits: usize,
     pub cache_misses: usize,
@@ -212,7 +228,13 @@ pub struct RunReport {
     /// What the provider's prompt cache saved: the calls' cost had every prompt token been
     /// billed as fresh input, less their cost (writes cost more than input, reads far less).
     pub prompt_cache_saved_usd: f64,
+    /// What the run cost: every attempt's, as the store and `rlm status` count it.
     pub cost_usd: f64,
+    /// Of `cost_usd`, what the run's earlier attempts spent (`rlm resume`; 0 otherwise).
+    pub earlier_cost_usd: f64,
+    /// Units whose answers earlier attempts paid for, served again by this one (apart from
+    /// `cache_hits` and `cache_misses`).
+    pub earlier_answers: usize,
     pub estimated_cost_usd: f64,
     /// False when the model is not in the price table.
     pub price_known: bool,
@@ -256,21 +278,26 @@ pub struct FindingsSummary {
 }
 
 impl RunReport {
-    /// The run's status from its counts (see the README's exit codes).
+    /// The run's status from its counts and why dispatching ended (see the README's exit
+    /// codes). A budget or deadline stop is the status even when nothing succeeded (the run
+    /// is resumable with more, not a failure of its units) — but not when every unit had
+    /// been dispatched and all of them succeeded: then the limit was crossed by the last
+    /// calls, nothing is left to do, and the run is a success.
     pub fn decide_status(&self, end: RunEndReason) -> RunStatus {
-        if end == RunEndReason::Interrupted {
-            RunStatus::Interrupted
-        } else if end == RunEndReason::Fatal || (self.succeeded == 0 && !self.nothing_to_do()) {
-            RunStatus::Failed
-        } else if end == RunEndReason::Budget {
-            RunStatus::BudgetExceeded
-        } else if end == RunEndReason::Deadline {
-            RunStatus::DeadlineExceeded
-        } else if !self.failed.is_empty() || !self.not_run.is_empty() || self.error.is_some() {
-            RunStatus::Partial
-        } else {
-            RunStatus::Success
+        match end {
+            RunEndReason::Interrupted => RunStatus::Interrupted,
+            RunEndReason::Fatal => RunStatus::Failed,
+            RunEndReason::Budget if !self.all_done() => RunStatus::BudgetExceeded,
+            RunEndReason::Deadline if !self.all_done() => RunStatus::DeadlineExceeded,
+            _ if self.succeeded == 0 && !self.nothing_to_do() => RunStatus::Failed,
+            _ if !self.failed.is_empty() || !self.not_run.is_empty() || self.error.is_some() => RunStatus::Partial,
+            _ => RunStatus::Success,
         }
+    }
+
+    /// Every unit and aggregation call succeeded (whatever stopped dispatching after).
+    pub fn all_done(&self) -> bool {
+        self.failed.is_empty() && self.not_run.is_empty() && self.aggregate_calls.iter().all(|c| c.reason.is_none())
     }
 
     /// The run had no unit and nothing failed: a shard that no unit of its plan fell in.

@@ -202,7 +202,8 @@ impl Reporter for ProgressReporter {
                 if *requests == 1 { "request" } else { "requests" }
             )),
             // The batch-API stage shows its wait itself.
-            Event::RunStarted { .. } | Event::BatchPolled { .. } => {}
+            // A cache that cannot take an answer is said when the run stops, with the count.
+            Event::RunStarted { .. } | Event::BatchPolled { .. } | Event::Uncached { .. } => {}
         }
         self.refresh();
     }

@@ -38,6 +38,12 @@ pub struct ReportContext {
     /// Matched files that could not be read: failures.
     pub unreadable: Vec<SkippedFile>,
     pub warnings: Vec<String>,
+    /// `rlm resume`: what the run's earlier attempts spent (the report's cost is the whole
+    /// run's, as the store's is).
+    pub earlier_cost_usd: f64,
+    /// `rlm resume`: the units the earlier attempts completed (served again now, but paid
+    /// for then: not cache hits).
+    pub earlier_completed: std::collections::HashSet<String>,
 }
 
 /// How the run ended, and where its outputs are.
@@ -127,9 +133,24 @@ impl ReportBuilder {
             ..
         } = std::mem::take(self);
         errors.extend(end.errors);
+        // A budget or deadline reached when every unit had been dispatched and all of them
+        // (and the aggregation) finished stopped nothing: a warning, not the run's error.
+        use crate::report::RunEndReason;
+        let all_done = ctx.unreadable.is_empty()
+            && records.iter().all(|r| r.status == UnitStatus::Succeeded)
+            && calls.iter().all(|c| c.reason.is_none());
+        let (stop_reason, crossed_late) = match (end.reason, &fatal) {
+            (RunEndReason::Budget | RunEndReason::Deadline, None) if all_done => (None, stop_reason),
+            _ => (stop_reason, None),
+        };
         let mut candidates = fatal.iter().chain(stop_reason.iter()).chain(errors.iter()).cloned();
         let error = candidates.next();
         warnings.extend(candidates);
+        if let Some(reason) = crossed_late {
+            warnings.push(format!(
+                "every unit had been dispatched, and all of them finished, when the limit was reached: {reason}"
+            ));
+        }
 
         let interrupted = end.reason == crate::report::RunEndReason::Interrupted;
         let stopped_why = if interrupted {
@@ -167,6 +188,8 @@ impl ReportBuilder {
                 .collect(),
             skipped: ctx.skipped,
             not_run: Vec::new(),
+            not_cached: Vec::new(),
+            pending_cache_dir: None,
             truncated: Vec::new(),
             cache_hits: 0,
             cache_misses: 0,
@@ -176,7 +199,9 @@ impl ReportBuilder {
             cache_read_tokens: 0,
             cache_write_tokens: 0,
             prompt_cache_saved_usd: 0.0,
-            cost_usd: cost,
+            cost_usd: cost + ctx.earlier_cost_usd,
+            earlier_cost_usd: ctx.earlier_cost_usd,
+            earlier_answers: 0,
             estimated_cost_usd: ctx.estimated_cost_usd,
             price_known: ctx.price_basis == PriceBasis::Listed,
             price_basis: ctx.price_basis,
@@ -211,7 +236,12 @@ impl ReportBuilder {
             if record.truncated && record.status == UnitStatus::Succeeded {
                 report.truncated.push(record.path.clone());
             }
-            if record.cached {
+            if record.not_cached {
+                report.not_cached.push(record.path.clone());
+            }
+            if record.answered_earlier {
+                report.earlier_answers += 1;
+            } else if record.cached {
                 report.cache_hits += 1;
             } else {
                 report.cache_misses += 1;
@@ -231,6 +261,9 @@ impl ReportBuilder {
             report.cache_write_tokens += call.usage.cache_write_tokens;
             report.prompt_cache_saved_usd += call.prompt_cache_saved_usd;
         }
+        if !report.not_cached.is_empty() {
+            say_what_was_kept(&mut report, fatal.is_some());
+        }
         report.files_succeeded = files_succeeded(&records, &unit_files);
         report.units = records;
         let reason = match (end.reason, fatal.is_some()) {
@@ -241,6 +274,33 @@ impl ReportBuilder {
         report.status = report.decide_status(reason);
         report
     }
+}
+
+/// Answers the cache did not take: the report says how many, where they are kept, and what
+/// takes them into the cache (the run stopped at the first; its message named only that one,
+/// which stays among the warnings).
+fn say_what_was_kept(report: &mut RunReport, fatal: bool) {
+    let dir = format!(
+        "{}/{}",
+        report.output_dir.trim_end_matches('/'),
+        crate::run_dir::PENDING_CACHE_DIR
+    );
+    let n = report.not_cached.len();
+    let summary = format!(
+        "{n} {} paid for but not cached (the cache could not take {}): kept in {dir}/; `rlm resume {}` caches {} \
+         from there without paying again",
+        if n == 1 { "answer was" } else { "answers were" },
+        if n == 1 { "it" } else { "them" },
+        report.run_id,
+        if n == 1 { "it" } else { "them" },
+    );
+    if fatal {
+        // The provider's refusal stays the error; this is said first among the warnings.
+        report.warnings.insert(0, summary);
+    } else if let Some(first) = report.error.replace(summary) {
+        report.warnings.insert(0, first);
+    }
+    report.pending_cache_dir = Some(dir);
 }
 
 /// The files all of whose units succeeded; a unit with no known files counts as one.
@@ -292,10 +352,14 @@ impl Reporter for ReportBuilder {
                     let mut call = call_record(unit, label, call, None);
                     call.prompt_cache_saved_usd = *cache_saved_usd;
                     self.calls.push(call);
-                } else if let Some(r) = self.record(unit) {
+                } else {
+                    let earlier = *cached && self.ctx.earlier_completed.contains(unit.as_str());
+                    let Some(r) = self.record(unit) else { return };
                     r.status = UnitStatus::Succeeded;
                     r.result_file = result_file.clone();
-                    r.cached = *cached;
+                    // Paid for by an earlier attempt of the run: no cache hit of this one.
+                    r.answered_earlier = earlier;
+                    r.cached = *cached && !earlier;
                     r.tokens_in = usage.input_tokens;
                     r.tokens_out = usage.output_tokens;
                     r.cached_input_tokens = usage.cached_input_tokens;
@@ -346,6 +410,11 @@ impl Reporter for ReportBuilder {
                     r.attempts = *attempts;
                     r.duration_ms = *duration_ms;
                     r.cost_usd = *cost_usd;
+                }
+            }
+            Event::Uncached { unit, .. } => {
+                if let Some(r) = self.record(unit) {
+                    r.not_cached = true;
                 }
             }
             Event::Cancelled { unit, reason, .. } => {

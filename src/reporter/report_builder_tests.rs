@@ -23,6 +23,8 @@ fn ctx() -> ReportContext {
         plan_id: "p-0".into(),
         shard: None,
         merged_from: vec![],
+        earlier_cost_usd: 0.0,
+        earlier_completed: Default::default(),
     }
 }
 
@@ -171,4 +173,106 @@ fn a_member_queued_after_the_start_and_not_run_keeps_its_file_from_counting() {
     assert_eq!(report.files_succeeded, 1, "a.md only");
     assert_eq!(report.not_run, ["c.md"]);
     assert_eq!(report.status, RunStatus::Partial);
+}
+
+fn completed(unit: &str) -> Event {
+    Event::Completed {
+        unit: UnitId::named(unit),
+        label: unit.into(),
+        kind: UnitKind::Map,
+        attempts: 1,
+        duration_ms: 1,
+        usage: Usage::default(),
+        saved: Usage::default(),
+        cost_usd: 0.5,
+        cache_saved_usd: 0.0,
+        cached: false,
+        truncated: false,
+        result_file: Some(format!("{unit}.result.md")),
+    }
+}
+
+fn ended(reason: crate::report::RunEndReason) -> RunEnd {
+    RunEnd {
+        reason,
+        ..RunEnd::default()
+    }
+}
+
+#[test]
+fn a_limit_is_the_status_even_with_nothing_succeeded_but_not_when_everything_did() {
+    use crate::report::RunEndReason::{Budget, Deadline};
+    let clean = || ReportContext {
+        unreadable: vec![],
+        ..ctx()
+    };
+    let units = || ["a", "b"].map(|u| (UnitId::named(u), u.to_string()));
+    for (reason, status) in [
+        (Budget, RunStatus::BudgetExceeded),
+        (Deadline, RunStatus::DeadlineExceeded),
+    ] {
+        // Nothing succeeded: the limit stopped the run, which is resumable; not FAILED.
+        let mut b = ReportBuilder::new(clean(), units());
+        b.report(&Event::Stopping {
+            reason: "the limit".into(),
+        });
+        b.report(&failed("a", "timed out", false));
+        let report = b.finish(ended(reason));
+        assert_eq!(report.status, status);
+        assert_eq!(report.error.as_deref(), Some("the limit"));
+
+        // Every unit succeeded, the limit crossed by the last calls: SUCCESS, said as a warning.
+        let mut b = ReportBuilder::new(clean(), units());
+        b.report(&completed("a"));
+        b.report(&Event::Stopping {
+            reason: "the limit".into(),
+        });
+        b.report(&completed("b"));
+        let report = b.finish(ended(reason));
+        assert_eq!(report.status, RunStatus::Success, "{reason:?}");
+        assert_eq!(report.error, None);
+        assert!(
+            report.warnings.iter().any(|w| w.ends_with("the limit")),
+            "{:?}",
+            report.warnings
+        );
+    }
+}
+
+#[test]
+fn after_a_resume_the_cost_is_the_whole_runs_and_earlier_answers_are_no_cache_hits() {
+    let ctx = ReportContext {
+        unreadable: vec![],
+        earlier_cost_usd: 1.25,
+        earlier_completed: ["a".to_string()].into(),
+        ..ctx()
+    };
+    let units = ["a", "b", "c"].map(|u| (UnitId::named(u), u.to_string()));
+    let mut b = ReportBuilder::new(ctx, units);
+    let served = |unit: &str| Event::Completed {
+        unit: UnitId::named(unit),
+        label: unit.into(),
+        kind: UnitKind::Map,
+        attempts: 0,
+        duration_ms: 0,
+        usage: Usage::default(),
+        saved: Usage::default(),
+        cost_usd: 0.0,
+        cache_saved_usd: 0.0,
+        cached: true,
+        truncated: false,
+        result_file: None,
+    };
+    b.report(&served("a"));
+    b.report(&served("b"));
+    b.report(&completed("c"));
+    let report = b.finish(RunEnd::default());
+    assert!((report.cost_usd - 1.75).abs() < 1e-9, "{}", report.cost_usd);
+    assert!((report.earlier_cost_usd - 1.25).abs() < 1e-9);
+    assert_eq!(
+        (report.earlier_answers, report.cache_hits, report.cache_misses),
+        (1, 1, 1)
+    );
+    assert!(report.units[0].answered_earlier && !report.units[0].cached);
+    assert!(report.units[1].cached && !report.units[1].answered_earlier);
 }

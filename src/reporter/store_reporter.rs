@@ -364,6 +364,12 @@ impl Reporter for StoreReporter {
                 reason,
                 ..
             } => self.ended(unit, UnitState::Cancelled, Detail::reason(reason.clone())),
+            // Marked at once: `rlm status` says how many answers wait outside the cache.
+            Event::Uncached { unit, .. } => {
+                if let Err(e) = self.store.mark_uncached(&self.run, unit.as_str()) {
+                    self.failure.get_or_insert(e.to_string());
+                }
+            }
             _ => {
                 if self.last_flush.elapsed() >= FLUSH_AFTER {
                     self.flush();

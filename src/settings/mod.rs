@@ -86,6 +86,9 @@ pub struct ResumeTarget {
     /// The `--max-cost` and `--deadline` given to this resume (recorded with the attempt:
     /// later resumes keep them).
     pub limits: crate::store::Limits,
+    /// The units the earlier attempts completed: their answers were paid for then, so the
+    /// report tells them from this attempt's cache hits.
+    pub earlier_completed: std::collections::HashSet<String>,
 }
 
 impl ResumeTarget {

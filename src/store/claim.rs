@@ -71,22 +71,34 @@ impl WriteBatch<'_> {
         let owner = self
             .tx
             .query_row(
-                "SELECT status, owner_pid, owner_identity, heartbeat_at FROM runs WHERE id = ?1",
+                "SELECT status, owner_pid, owner_identity, heartbeat_at,
+                        (SELECT by_run FROM superseded_runs WHERE superseded_runs.run_id = runs.id), output_dir
+                 FROM runs WHERE id = ?1",
                 [run.as_str()],
                 |row| {
                     Ok((
-                        row.get::<_, String>(0)?,
-                        row.get::<_, Option<u32>>(1)?,
-                        row.get::<_, Option<String>>(2)?,
-                        row.get::<_, Option<String>>(3)?,
+                        (
+                            row.get::<_, String>(0)?,
+                            row.get::<_, Option<u32>>(1)?,
+                            row.get::<_, Option<String>>(2)?,
+                            row.get::<_, Option<String>>(3)?,
+                        ),
+                        (row.get::<_, Option<String>>(4)?, row.get::<_, String>(5)?),
                     ))
                 },
             )
             .optional()
             .map_err(|e| self.sqlite(e))?;
-        let Some((status, pid, identity, heartbeat)) = owner else {
+        let Some(((status, pid, identity, heartbeat), (superseded_by, output_dir))) = owner else {
             return Err(StoreError::UnknownRun(run.to_string()));
         };
+        if RunStatus::from_name(&status) == Some(RunStatus::Superseded) {
+            return Err(StoreError::Superseded {
+                run: run.to_string(),
+                by: superseded_by.unwrap_or_else(|| "another run".into()),
+                dir: output_dir.into(),
+            });
+        }
         let me = std::process::id();
         if let (Some(RunStatus::Running), Some(pid)) = (RunStatus::from_name(&status), pid) {
             let exists = pid != me && liveness::owner_exists(pid, identity.as_deref());

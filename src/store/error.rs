@@ -51,6 +51,12 @@ pub enum StoreError {
     /// Another live rlm process owns the run.
     #[error("run `{run}` is still owned by rlm process {pid} ({why}); wait for it, or stop it first")]
     RunInUse { run: String, pid: u32, why: String },
+    /// Another run took over the run's output directory: its results are gone.
+    #[error(
+        "run `{run}` cannot be resumed: run `{by}` took over its output directory {dir} (its results were \
+         replaced); run its command again instead (finished answers are cached)"
+    )]
+    Superseded { run: String, by: String, dir: PathBuf },
     /// The run has no batch with this id.
     #[error("run `{run}` has no batch `{batch}`")]
     UnknownBatch { run: String, batch: String },

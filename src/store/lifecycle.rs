@@ -138,11 +138,14 @@ pub enum RunStatus {
     DeadlineExceeded,
     /// A job stopped after the phase `--pause-after` named; `rlm job resume` goes on.
     Paused,
+    /// It stopped before it finished, and a later run took over its output directory
+    /// (replacing its results): it can no longer be resumed (issue 17).
+    Superseded,
 }
 
 impl RunStatus {
     /// Every status (for parsing).
-    pub const ALL: [RunStatus; 8] = [
+    pub const ALL: [RunStatus; 9] = [
         RunStatus::Running,
         RunStatus::Success,
         RunStatus::Partial,
@@ -151,6 +154,7 @@ impl RunStatus {
         RunStatus::BudgetExceeded,
         RunStatus::DeadlineExceeded,
         RunStatus::Paused,
+        RunStatus::Superseded,
     ];
 
     /// The name stored in the database and shown to users (the report's spelling).
@@ -164,6 +168,7 @@ impl RunStatus {
             RunStatus::BudgetExceeded => "BUDGET_EXCEEDED",
             RunStatus::DeadlineExceeded => "DEADLINE_EXCEEDED",
             RunStatus::Paused => "PAUSED",
+            RunStatus::Superseded => "SUPERSEDED",
         }
     }
 

@@ -7,7 +7,6 @@ use rusqlite::{params, OptionalExtension};
 
 use super::error::StoreError;
 use super::lifecycle::{RunStatus, UnitKind, UnitState};
-use super::liveness::Liveness;
 use super::records::RunId;
 use super::run_rows::RUN_COLUMNS;
 use super::summary::{Failure, RunSummary, RunTree, TransitionRecord, UnitRecord};
@@ -54,28 +53,33 @@ impl TaskStore {
     }
 
     /// The newest run started in `cwd` at recursion `depth` that `rlm resume` can go on
-    /// with: it stopped early (interrupted, over budget or deadline, or crashed), or it
-    /// still has units queued or running. A run whose owner is alive is not offered.
+    /// with (see [`TaskStore::unfinished_runs`]), whose owner is not alive.
     pub fn latest_unfinished_run(&self, cwd: &Path, depth: u32) -> Result<Option<RunSummary>, StoreError> {
+        Ok(self
+            .unfinished_runs(cwd, depth)?
+            .into_iter()
+            .find(|run| !run.is_owned()))
+    }
+
+    /// The runs started in `cwd` at recursion `depth` that are not finished, newest first
+    /// (at most 20): stopped early (interrupted, over budget or deadline, crashed) or with
+    /// units queued, running or cancelled — those still going on included (their owner is
+    /// alive), those another run took the directory of ([`RunStatus::Superseded`]) not.
+    pub fn unfinished_runs(&self, cwd: &Path, depth: u32) -> Result<Vec<RunSummary>, StoreError> {
         let stopped: Vec<String> = RunStatus::ALL
             .into_iter()
             .filter(|s| s.is_stopped_early())
             .map(|s| format!("'{}'", s.name()))
             .collect();
         let sql = format!(
-            "SELECT {RUN_COLUMNS} FROM runs WHERE cwd = ?1 AND depth = ?2
+            "SELECT {RUN_COLUMNS} FROM runs WHERE cwd = ?1 AND depth = ?2 AND status != '{}'
                AND (status IN ({}) OR EXISTS (SELECT 1 FROM units
                     WHERE units.run_id = runs.id AND units.state IN ('queued', 'running', 'cancelled')))
              ORDER BY created_at DESC, id DESC LIMIT 20",
+            RunStatus::Superseded.name(),
             stopped.join(", ")
         );
-        let runs = self.run_rows(&sql, params![cwd.to_string_lossy(), depth])?;
-        Ok(runs.into_iter().find(|run| {
-            !matches!(
-                run.owner.as_ref().map(|o| o.liveness),
-                Some(Liveness::Alive | Liveness::Stalled)
-            )
-        }))
+        self.run_rows(&sql, params![cwd.to_string_lossy(), depth])
     }
 
     /// The newest `limit` runs, newest first.

@@ -83,7 +83,10 @@ pub fn status_text(run: &RunSummary, failures: &[Failure], batches: &[BatchSubmi
             format!(" (rlm process {}, no heartbeat for {age})", o.pid)
         }
         Some(o) => format!(" (rlm process {})", o.pid),
-        None => String::new(),
+        None => match &run.superseded_by {
+            Some(by) => format!(" (run {by} took over its output directory: it cannot be resumed)"),
+            None => String::new(),
+        },
     };
     let _ = writeln!(out, "run       {}  {}{owner}", run.id, run.display_status());
     let _ = writeln!(out, "command   {}", shell_words(&run.command));
@@ -119,6 +122,17 @@ pub fn status_text(run: &RunSummary, failures: &[Failure], batches: &[BatchSubmi
         let _ = writeln!(out, "eta       about {}", duration(eta));
     }
     let _ = writeln!(out, "output    {}", run.output_dir.display());
+    if run.not_cached > 0 {
+        let _ = writeln!(
+            out,
+            "uncached  {} {} paid for but not cached: kept in {}; `rlm resume {}` caches {}",
+            run.not_cached,
+            if run.not_cached == 1 { "answer" } else { "answers" },
+            run.output_dir.join("pending-cache").display(),
+            run.id,
+            if run.not_cached == 1 { "it" } else { "them" },
+        );
+    }
     batches_text(&mut out, batches, now);
     if !failures.is_empty() {
         let _ = writeln!(out, "\nfailures ({})", failures.len());

@@ -44,6 +44,8 @@ fn run(id: &str, status: RunStatus, liveness: Option<Liveness>) -> RunSummary {
             heartbeat_at: Some(Timestamp::from_millis(START_MS + 100_000)),
             liveness,
         }),
+        superseded_by: None,
+        not_cached: 0,
         mean_completed_ms: Some(2_000),
         completed_since_start: 60,
     }

@@ -15,7 +15,8 @@ use super::timestamp::Timestamp;
 
 /// The columns every run query selects, in the order [`read_run_columns`] reads them.
 pub(super) const RUN_COLUMNS: &str = "id, command_json, cwd, output_dir, created_at, started_at, finished_at, status,
-     parent_run_id, depth, settings_json, tokens_in, tokens_out, cost_usd, owner_pid, owner_identity, heartbeat_at";
+     parent_run_id, depth, settings_json, tokens_in, tokens_out, cost_usd, owner_pid, owner_identity, heartbeat_at,
+     (SELECT by_run FROM superseded_runs WHERE superseded_runs.run_id = runs.id)";
 
 impl TaskStore {
     /// Runs `sql` (selecting [`RUN_COLUMNS`]) and completes each row into a summary.
@@ -74,6 +75,8 @@ impl TaskStore {
             elapsed_ms: 0,
             units: UnitCounts::default(),
             owner,
+            superseded_by: c.superseded_by.map(RunId),
+            not_cached: 0,
             mean_completed_ms: None,
             completed_since_start: 0,
         })
@@ -105,6 +108,11 @@ impl TaskStore {
             })
             .map_err(|e| self.sqlite_error(e))?;
         summary.mean_completed_ms = mean.map(|m| m.round() as u64);
+        summary.not_cached = self
+            .conn
+            .prepare_cached("SELECT COUNT(*) FROM uncached_units WHERE run_id = ?1")
+            .and_then(|mut stmt| stmt.query_row([id], |row| row.get(0)))
+            .map_err(|e| self.sqlite_error(e))?;
         summary.completed_since_start = since_start;
         (summary.attempts, summary.elapsed_ms) = self
             .conn
@@ -134,6 +142,7 @@ struct RunColumns {
     owner_pid: Option<u32>,
     owner_identity: Option<String>,
     heartbeat_at: Option<String>,
+    superseded_by: Option<String>,
 }
 
 fn read_run_columns(row: &Row<'_>) -> rusqlite::Result<RunColumns> {
@@ -155,5 +164,6 @@ fn read_run_columns(row: &Row<'_>) -> rusqlite::Result<RunColumns> {
         owner_pid: row.get(14)?,
         owner_identity: row.get(15)?,
         heartbeat_at: row.get(16)?,
+        superseded_by: row.get(17)?,
     })
 }

@@ -12,7 +12,7 @@ use rusqlite::{Connection, TransactionBehavior};
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Each entry migrates from its index to the next version.
-const MIGRATIONS: [&str; 3] = [
+const MIGRATIONS: [&str; 4] = [
     // Version 1: runs, their units, and the append-only history of unit transitions.
     "
     CREATE TABLE runs (
@@ -106,6 +106,22 @@ const MIGRATIONS: [&str; 3] = [
     ",
     // Version 3 (issue 18): batches submitted to a provider's batch API, and their requests.
     super::batch_submissions::MIGRATION,
+    // Version 4 (issue 17): the runs whose output directory a later run took over (their
+    // status is then `SUPERSEDED`), and the completed units whose answer the cache did not
+    // take (kept in the run directory's `pending-cache/` until it does). Tables of their
+    // own, created only if missing: no existing table is altered.
+    "
+    CREATE TABLE IF NOT EXISTS superseded_runs (
+        run_id          TEXT PRIMARY KEY,       -- the run taken over
+        by_run          TEXT NOT NULL,          -- the run that took its output directory
+        at              TEXT NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS uncached_units (
+        run_id          TEXT NOT NULL,
+        unit_id         TEXT NOT NULL,
+        PRIMARY KEY (run_id, unit_id)
+    );
+    ",
 ];
 
 /// What [`check_version`] found.

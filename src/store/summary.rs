@@ -97,6 +97,11 @@ pub struct RunSummary {
     pub units: UnitCounts,
     /// Set while the status is `RUNNING`.
     pub owner: Option<Owner>,
+    /// The run that took over this one's output directory (its status is then `SUPERSEDED`).
+    pub superseded_by: Option<RunId>,
+    /// Completed units whose answer the cache did not take (a full disk): kept in the run
+    /// directory's `pending-cache/` until `rlm resume` caches them.
+    pub not_cached: u64,
     /// Mean wall time of the completed units (all their attempts), for ETAs.
     pub mean_completed_ms: Option<u64>,
     /// Units completed since `started_at` (this session's throughput).
@@ -112,6 +117,14 @@ impl RunSummary {
             (RunStatus::Running, Some(Liveness::Stalled)) => "STALLED",
             (status, _) => status.name(),
         }
+    }
+
+    /// True while an rlm process works on the run (or did, and is suspended or stuck).
+    pub fn is_owned(&self) -> bool {
+        matches!(
+            self.owner.as_ref().map(|o| o.liveness),
+            Some(Liveness::Alive | Liveness::Stalled)
+        )
     }
 
     /// True when the run's owner is gone while it was running (it can be resumed).
@@ -215,6 +228,8 @@ mod tests {
                 heartbeat_at: None,
                 liveness,
             }),
+            superseded_by: None,
+            not_cached: 0,
             mean_completed_ms: Some(500),
             completed_since_start: 20,
         }

@@ -173,6 +173,37 @@ impl TaskStore {
         batch.commit()
     }
 
+    /// Marks a completed unit whose answer the cache did not take (see
+    /// [`WriteBatch::mark_uncached`]).
+    pub fn mark_uncached(&mut self, run: &RunId, unit: &str) -> Result<(), StoreError> {
+        let mut batch = self.begin()?;
+        batch.mark_uncached(run, unit)?;
+        batch.commit()
+    }
+
+    /// The answers kept in `output_dir` were cached (see [`WriteBatch::clear_uncached`]).
+    pub fn clear_uncached(&mut self, output_dir: &Path) -> Result<(), StoreError> {
+        let mut batch = self.begin()?;
+        batch.clear_uncached(output_dir)?;
+        batch.commit()
+    }
+
+    /// The output directories of this store's runs that hold answers the cache did not take
+    /// (a new run looks there before paying for an answer again).
+    pub fn dirs_with_uncached_answers(&self) -> Result<Vec<PathBuf>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT DISTINCT runs.output_dir FROM uncached_units JOIN runs ON runs.id = uncached_units.run_id",
+            )
+            .map_err(|e| self.sqlite_error(e))?;
+        let dirs = stmt
+            .query_map([], |row| row.get::<_, String>(0))
+            .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+            .map_err(|e| self.sqlite_error(e))?;
+        Ok(dirs.into_iter().map(PathBuf::from).collect())
+    }
+
     /// Tells `rlm status` this process is still working on `run` (call every few seconds).
     pub fn heartbeat(&mut self, run: &RunId) -> Result<(), StoreError> {
         let mut batch = self.begin()?;

@@ -68,7 +68,14 @@ impl<'a> WriteBatch<'a> {
             if reserved == 0 && run.id.is_none() {
                 continue;
             }
-            let output_dir = run.output_dir.clone().unwrap_or_else(|| self.rlm_dir.join(&id));
+            // `out/./x` and `out/x` are one directory: stored as the latter, so a run that
+            // takes over another's directory finds it (see `supersede`).
+            let output_dir: std::path::PathBuf = run
+                .output_dir
+                .clone()
+                .unwrap_or_else(|| self.rlm_dir.join(&id))
+                .components()
+                .collect();
             let inserted = stmt.execute(params![
                 id,
                 command,
@@ -86,6 +93,7 @@ impl<'a> WriteBatch<'a> {
                 Ok(_) => {
                     let id = RunId(id);
                     self.start_attempt(&id, 1, run.started.map_or(now, |at| at.min(now)))?;
+                    self.supersede(&id, &output_dir, now)?;
                     return Ok(id);
                 }
                 Err(e) if is_constraint(&e) && run.id.is_none() => continue,
@@ -94,6 +102,45 @@ impl<'a> WriteBatch<'a> {
             }
         }
         Err(StoreError::RunExists(base))
+    }
+
+    /// Marks the unfinished runs whose output directory `run` now works in as
+    /// [`RunStatus::Superseded`] by it: their results are being replaced, so `rlm resume`
+    /// must not take them up again (it would overwrite `run`'s results and append to its
+    /// `events.jsonl`; issue 17). Unfinished is what `rlm resume` would go on with: stopped
+    /// early, or with units not completed. The caller holds the directory's lock, so no
+    /// live rlm works on any of them.
+    fn supersede(&self, run: &RunId, output_dir: &Path, now: Timestamp) -> Result<(), StoreError> {
+        let stopped: Vec<String> = RunStatus::ALL
+            .into_iter()
+            .filter(|s| s.is_stopped_early())
+            .map(|s| format!("'{}'", s.name()))
+            .collect();
+        let sql = format!(
+            "INSERT OR REPLACE INTO superseded_runs (run_id, by_run, at)
+             SELECT id, ?1, ?4 FROM runs
+             WHERE output_dir = ?2 AND id != ?1 AND status != ?3
+               AND (status IN ({}) OR EXISTS (SELECT 1 FROM units
+                    WHERE units.run_id = runs.id AND units.state IN ('queued', 'running', 'cancelled')))",
+            stopped.join(", ")
+        );
+        let sqlite = |e| StoreError::sqlite(self.path, e);
+        let (dir, superseded, at) = (
+            output_dir.to_string_lossy(),
+            RunStatus::Superseded.name(),
+            now.to_rfc3339(),
+        );
+        self.tx
+            .execute(&sql, params![run.as_str(), dir, superseded, at])
+            .map_err(sqlite)?;
+        self.tx
+            .execute(
+                "UPDATE runs SET status = ?2, finished_at = COALESCE(finished_at, ?3)
+                 WHERE status != ?2 AND id IN (SELECT run_id FROM superseded_runs WHERE by_run = ?1)",
+                params![run.as_str(), superseded, at],
+            )
+            .map_err(sqlite)?;
+        Ok(())
     }
 
     /// Adds `units`, all `queued`, each with its first history entry.
@@ -307,6 +354,31 @@ impl<'a> WriteBatch<'a> {
                     finished,
                     (status != RunStatus::Running).then_some(status.name())
                 ],
+            )
+            .map_err(|e| self.sqlite(e))?;
+        Ok(())
+    }
+
+    /// Marks `unit` of `run` as completed with an answer the cache did not take (kept in the
+    /// run directory's `pending-cache/`).
+    pub fn mark_uncached(&mut self, run: &RunId, unit: &str) -> Result<(), StoreError> {
+        self.tx
+            .execute(
+                "INSERT OR IGNORE INTO uncached_units (run_id, unit_id) VALUES (?1, ?2)",
+                params![run.as_str(), unit],
+            )
+            .map_err(|e| self.sqlite(e))?;
+        Ok(())
+    }
+
+    /// The answers kept in `output_dir` are in the cache now: no unit of a run working there
+    /// is marked uncached any more.
+    pub fn clear_uncached(&mut self, output_dir: &Path) -> Result<(), StoreError> {
+        let dir: std::path::PathBuf = output_dir.components().collect();
+        self.tx
+            .execute(
+                "DELETE FROM uncached_units WHERE run_id IN (SELECT id FROM runs WHERE output_dir = ?1)",
+                [dir.to_string_lossy()],
             )
             .map_err(|e| self.sqlite(e))?;
         Ok(())

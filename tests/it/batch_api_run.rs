@@ -490,8 +490,10 @@ fn the_deadline_ends_the_wait_and_leaves_the_batch_to_collect() {
     let p = ts_project(6);
     let url = mock.url();
     let out = rlm_fast(&p, &batch_api_args(&url, &["--deadline", "1s"])).run();
-    // Nothing came back in time: as for realtime calls, a run with no answer exits 3.
-    out.assert_exit(3);
+    // Nothing came back in time: as for realtime calls, the deadline's status (exit 1), not
+    // a failure.
+    out.assert_exit(1);
+    assert_eq!(p.report()["status"], "DEADLINE_EXCEEDED");
     assert!(
         out.stderr
             .contains("rlm: the --deadline passed while waiting: the batch keeps running at the provider; `rlm resume"),
@@ -501,7 +503,7 @@ fn the_deadline_ends_the_wait_and_leaves_the_batch_to_collect() {
     assert!(p.report()["error"]
         .as_str()
         .unwrap()
-        .contains("the --deadline (1s) passed"));
+        .contains("the --deadline (1.0s) passed"));
     assert_eq!(mock.batch_cancels(), 0);
     mock.set_batch_progress(BatchProgress::AfterPolls(1));
     rlm_fast(&p, &["resume", "--deadline", "10m"]).run().assert_exit(0);

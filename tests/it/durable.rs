@@ -598,3 +598,216 @@ fn answers_a_killed_run_journaled_but_never_cached_are_not_paid_again() {
     assert_eq!(cached_entries(&p), 6, "and put into the cache");
     assert!(!p.exists("out/answers.journal"));
 }
+
+#[test]
+fn report_json_says_budget_exceeded_and_deadline_exceeded_as_the_store_does() {
+    let mock = MockLlm::start();
+    let p = long_answers(12);
+    let url = mock.url();
+    let budget = budget_at_estimate(&p, &url);
+    p.rlm(&batch_args(&url, &["-j", "1", "--max-cost", &budget, "--yes"]))
+        .run()
+        .assert_exit(1);
+    let report = p.report();
+    assert_eq!(report["status"], "BUDGET_EXCEEDED", "{report:#}");
+    assert_eq!(status_json(&p)["status"], "BUDGET_EXCEEDED");
+    let next = p.read("out/report.md");
+    let id = report["run_id"].as_str().unwrap();
+    assert!(next.contains(&format!("`rlm resume {id} --max-cost USD`")), "{next}");
+
+    // A deadline that passed before anything was dispatched: nothing succeeded, and the run
+    // is still the deadline's (resumable with more time), not FAILED; and it was no Ctrl-C.
+    let q = Project::new().ts_files(3);
+    let out = q.rlm(&batch_args(&url, &["-j", "1", "--deadline", "0.001s"])).run();
+    out.assert_exit(1);
+    let report = q.report();
+    assert_eq!(report["status"], "DEADLINE_EXCEEDED", "{report:#}");
+    assert_eq!(report["succeeded"], 0);
+    assert_eq!(report["not_run"].as_array().unwrap().len(), 3);
+    let id = report["run_id"].as_str().unwrap();
+    let error = report["error"].as_str().unwrap();
+    assert!(error.contains(&format!("rlm resume {id} --deadline")), "{error}");
+    assert!(
+        !out.stderr.contains("interrupted") && !out.stderr.contains("Ctrl-C"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(status_json(&q)["status"], "DEADLINE_EXCEEDED");
+}
+
+#[test]
+fn a_run_whose_last_calls_cross_the_budget_after_every_unit_succeeded_is_a_success() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(200));
+    let p = long_answers(7);
+    let url = mock.url();
+    let plan = p.rlm(&batch_args(&url, &["--dry-run", "--json"])).run();
+    let budget = format!("{:.6}", plan.json()["estimated_cost_usd"].as_f64().unwrap() * 1.01);
+    // All seven are dispatched at once; the answers run long, so the spend crosses the
+    // budget (set at the estimate) while the last of them are in flight.
+    let out = p
+        .rlm(&batch_args(&url, &["-j", "7", "--max-cost", &budget, "--yes"]))
+        .run();
+    out.assert_exit(0);
+    let report = p.report();
+    assert!(
+        report["cost_usd"].as_f64().unwrap() > budget.parse::<f64>().unwrap(),
+        "the budget was crossed: {report:#}"
+    );
+    assert_eq!(report["status"], "SUCCESS", "{report:#}");
+    assert_eq!(report["succeeded"], 7);
+    assert!(report["error"].is_null(), "{report:#}");
+    assert!(
+        report["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("--max-cost")),
+        "{report:#}"
+    );
+    assert_eq!(status_json(&p)["status"], "SUCCESS");
+    // Nothing to resume; named, the resume has nothing to pay for and does not refuse.
+    let none = p.rlm(&["resume", "--yes"]).run();
+    none.assert_exit(2);
+    assert!(none.stderr.contains("no unfinished run"), "{}", none.stderr);
+    let id = report["run_id"].as_str().unwrap().to_string();
+    p.rlm(&["resume", &id, "--yes"]).run().assert_exit(0);
+    assert_eq!(mock.requests(), 7, "nothing paid again");
+}
+
+#[test]
+fn a_deadline_lets_the_calls_in_flight_finish_and_says_how_to_go_on() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(1500));
+    let p = Project::new().ts_files(6);
+    let url = mock.url();
+    let out = p.rlm(&batch_args(&url, &["-j", "3", "--deadline", "1s"])).run();
+    out.assert_exit(1);
+    assert!(
+        out.stderr
+            .contains("the --deadline (1.0s) passed: dispatching stopped; the 3 calls in flight finish"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !out.stderr.contains("interrupted") && !out.stderr.contains("Ctrl-C"),
+        "{}",
+        out.stderr
+    );
+    let report = p.report();
+    assert_eq!(report["status"], "DEADLINE_EXCEEDED");
+    assert_eq!(
+        report["succeeded"], 3,
+        "the calls in flight were let finish: {report:#}"
+    );
+    let id = report["run_id"].as_str().unwrap().to_string();
+    assert!(
+        report["error"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("`rlm resume {id} --deadline DURATION`")),
+        "{report:#}"
+    );
+    assert_eq!(mock.requests(), 3);
+    mock.set_latency(Duration::ZERO);
+    p.rlm(&["resume", "--yes", "--deadline", "60s"]).run().assert_exit(0);
+    assert_eq!(
+        mock.requests(),
+        6,
+        "the answers in flight at the deadline were not paid again"
+    );
+    assert!(requests_per_file(&mock).values().all(|&n| n == 1));
+}
+
+#[test]
+fn after_a_resume_report_json_counts_the_whole_runs_cost_and_tells_earlier_answers_from_cache_hits() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(300));
+    let p = Project::new().ts_files(12);
+    let url = mock.url();
+    let running = p.rlm(&batch_args(&url, &["-j", "2"])).spawn();
+    assert!(wait_until(Duration::from_secs(20), || finished(&p).len() >= 4));
+    running.signal("TERM");
+    running.wait().assert_exit(130);
+    let first = status_json(&p);
+    let (spent_before, done) = (
+        first["cost_usd"].as_f64().unwrap(),
+        first["units"]["completed"].as_u64().unwrap(),
+    );
+    assert!(spent_before > 0.0 && done < 12, "{first}");
+
+    mock.set_latency(Duration::ZERO);
+    p.rlm(&["resume", "--yes"]).run().assert_exit(0);
+    let report = p.report();
+    let whole = status_json(&p)["cost_usd"].as_f64().unwrap();
+    assert!(
+        close(report["cost_usd"].as_f64().unwrap(), whole),
+        "{report:#} vs {whole}"
+    );
+    assert!(
+        close(report["earlier_cost_usd"].as_f64().unwrap(), spent_before),
+        "{report:#}"
+    );
+    assert_eq!(report["earlier_answers"], done, "{report:#}");
+    assert_eq!(
+        report["cache_hits"], 0,
+        "paid for by the first attempt, not cache hits: {report:#}"
+    );
+    assert_eq!(report["cache_misses"].as_u64().unwrap(), 12 - done);
+    let earlier = report["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|u| u["answered_earlier"] == true)
+        .count();
+    assert_eq!(earlier as u64, done);
+}
+
+/// The cache keys of the answers a run kept: in the cache, in its run directory's journal
+/// and in its `pending-cache/`.
+fn kept_keys(p: &Project) -> std::collections::HashSet<String> {
+    let mut keys = std::collections::HashSet::new();
+    let entries = files_under(&p.path().join(".aiwg/rlm/cache/results-v1"))
+        .into_iter()
+        .chain(files_under(&p.path().join("out/pending-cache")))
+        .filter(|f| f.extension().is_some_and(|e| e == "json") && !f.to_string_lossy().contains("/.tmp"));
+    for f in entries {
+        if let Ok(entry) = serde_json::from_str::<Value>(&std::fs::read_to_string(&f).unwrap_or_default()) {
+            keys.extend(entry["key"].as_str().map(str::to_string));
+        }
+    }
+    let journal = std::fs::read_to_string(p.path().join("out/answers.journal")).unwrap_or_default();
+    for line in journal.lines() {
+        if let Ok(entry) = serde_json::from_str::<Value>(line) {
+            keys.extend(entry["key"].as_str().map(str::to_string));
+        }
+    }
+    keys
+}
+
+#[test]
+fn a_kill_9_at_j_7_leaves_at_most_7_answers_paid_and_not_kept() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(60));
+    let p = Project::new().ts_files(120);
+    let url = mock.url();
+    let running = p.rlm(&batch_args(&url, &["-j", "7"])).spawn();
+    assert!(wait_until(Duration::from_secs(30), || mock.requests() >= 50));
+    running.signal("KILL");
+    let _ = running.wait();
+    let asked = mock.requests();
+    let kept = kept_keys(&p).len();
+    assert!(asked < 120, "killed mid-run: {asked}");
+    assert!(
+        asked - kept <= 7,
+        "{asked} requests, {kept} answers kept: more than the 7 in flight were lost"
+    );
+    mock.reset_counts();
+    p.rlm(&["resume", "--yes"]).run().assert_exit(0);
+    assert_eq!(p.report()["succeeded"], 120);
+    assert_eq!(
+        mock.requests(),
+        120 - kept,
+        "the resume paid only for the answers not kept"
+    );
+}

@@ -257,3 +257,67 @@ fn a_run_id_is_handed_out_once() {
         .unwrap();
     assert!(!store.reserve_run_id(named.as_str()).unwrap());
 }
+
+#[test]
+fn a_run_that_takes_over_an_unfinished_runs_directory_supersedes_it() {
+    let (dir, mut store) = open();
+    let out = dir.path().join("out");
+    let in_out = |id: &str| NewRun {
+        id: Some(id.into()),
+        output_dir: Some(out.clone()),
+        ..new_run(dir.path())
+    };
+    // A stops with units not run; F finished in another directory; S succeeded in `out`.
+    let a = store.create_run(&in_out("a")).unwrap();
+    store.add_units(&a, &units(2)).unwrap();
+    bring_to(&mut store, &a, "u00000", UnitState::Completed);
+    bring_to(&mut store, &a, "u00001", UnitState::Cancelled);
+    store.record_run_end(&a, RunStatus::Interrupted).unwrap();
+    let elsewhere = store.create_run(&new_run(dir.path())).unwrap();
+    store.add_units(&elsewhere, &units(1)).unwrap();
+    bring_to(&mut store, &elsewhere, "u00000", UnitState::Cancelled);
+    store.record_run_end(&elsewhere, RunStatus::Interrupted).unwrap();
+    assert_eq!(
+        store.latest_unfinished_run(dir.path(), 0).unwrap().unwrap().id,
+        elsewhere
+    );
+
+    // B takes `out` over (spelled another way): A is superseded, the other run is not.
+    let b = store
+        .create_run(&NewRun {
+            output_dir: Some(dir.path().join(".").join("out")),
+            ..in_out("b")
+        })
+        .unwrap();
+    let a_now = store.run(&a).unwrap();
+    assert_eq!(a_now.status, RunStatus::Superseded);
+    assert_eq!(a_now.superseded_by, Some(b.clone()));
+    assert_eq!(a_now.display_status(), "SUPERSEDED");
+    assert_eq!(store.run(&elsewhere).unwrap().status, RunStatus::Interrupted);
+    assert_eq!(store.run(&b).unwrap().output_dir, out);
+    // Not offered for resume (B itself is still running, owned by this process).
+    let unfinished: Vec<RunId> = store
+        .unfinished_runs(dir.path(), 0)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(unfinished, [b.clone(), elsewhere.clone()]);
+    assert_eq!(
+        store.latest_unfinished_run(dir.path(), 0).unwrap().unwrap().id,
+        elsewhere
+    );
+    // And never claimed.
+    let err = store.claim_run(&a, false, Limits::default()).unwrap_err();
+    assert!(
+        matches!(&err, StoreError::Superseded { by, .. } if by == "b"),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("took over its output directory"), "{err}");
+
+    // A finished run in the directory keeps its status when the next one takes it.
+    store.record_run_end(&b, RunStatus::Success).unwrap();
+    store.create_run(&in_out("c")).unwrap();
+    assert_eq!(store.run(&b).unwrap().status, RunStatus::Success);
+    assert_eq!(store.run(&b).unwrap().superseded_by, None);
+}

@@ -113,6 +113,7 @@ impl Project {
             timeout: RUN_TIMEOUT,
             stdin: None,
             unprivileged: false,
+            via: Vec::new(),
         }
     }
 
@@ -284,6 +285,9 @@ pub struct Run {
     timeout: Duration,
     stdin: Option<Vec<u8>>,
     unprivileged: bool,
+    /// A command that runs the binary (`nsenter … --`): the binary's path and arguments
+    /// follow it.
+    via: Vec<String>,
 }
 
 impl Run {
@@ -324,9 +328,20 @@ impl Run {
         self
     }
 
+    /// Runs the binary through `command` (its path and arguments appended): in another
+    /// namespace, say.
+    pub fn via(mut self, command: &[&str]) -> Run {
+        self.via = command.iter().map(|a| a.to_string()).collect();
+        self
+    }
+
     /// Starts the binary without waiting for it.
     pub fn spawn(self) -> Running {
-        let mut cmd = if self.unprivileged && is_root() {
+        let mut cmd = if let Some((program, args)) = self.via.split_first() {
+            let mut c = Command::new(program);
+            c.args(args).arg(env!("CARGO_BIN_EXE_rlm"));
+            c
+        } else if self.unprivileged && is_root() {
             let mut c = Command::new("setpriv");
             c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
                 .arg(env!("CARGO_BIN_EXE_rlm"));

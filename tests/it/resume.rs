@@ -1,0 +1,257 @@
+//! `rlm resume` takes up only what is still the run's (issue 17): a run whose output
+//! directory a later run took over is superseded, never resumed over the later run's
+//! results; the default pick skips it and names a run still going on instead of saying
+//! there is nothing; a credentialed base URL, never recorded, must be given again.
+#![cfg(unix)]
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::support::mock_llm::*;
+use crate::support::*;
+use serde_json::Value;
+
+fn run_in<'a>(url: &'a str, prompt: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "batch",
+        "src/*.ts",
+        prompt,
+        "--base-url",
+        url,
+        "--model",
+        "haiku",
+        "-o",
+        "out",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+fn results_in_out(p: &Project) -> usize {
+    let dir = p.path().join("out");
+    if !dir.is_dir() {
+        return 0;
+    }
+    file_names(&dir).iter().filter(|n| n.ends_with(".result.md")).count()
+}
+
+/// Every file of `out/` with its bytes (the lock file aside: it holds a pid).
+fn snapshot(p: &Project) -> BTreeMap<String, Vec<u8>> {
+    files_under(&p.path().join("out"))
+        .into_iter()
+        .filter(|f| !f.ends_with(".rlm-lock"))
+        .map(|f| {
+            let bytes = std::fs::read(&f).unwrap();
+            (f.display().to_string(), bytes)
+        })
+        .collect()
+}
+
+fn status_of(p: &Project, run: &str) -> Value {
+    let out = p.rlm(&["status", run, "--json"]).run();
+    out.assert_exit(0);
+    out.json()
+}
+
+/// Run A stops half-way in `out/`; run B, another prompt, then succeeds there. A is
+/// superseded: `rlm resume` (named or not) refuses, naming B, and B's outputs stay as they
+/// were, byte for byte.
+#[test]
+fn a_run_whose_directory_a_later_run_took_over_is_not_resumed_over_it() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(200));
+    let p = Project::new().ts_files(10);
+    let url = mock.url();
+    let a = p.rlm(&run_in(&url, "List {file}", &["-j", "1"])).spawn();
+    assert!(wait_until(Duration::from_secs(20), || results_in_out(&p) >= 2));
+    a.signal("TERM");
+    a.wait().assert_exit(130);
+    let a_id = p.report()["run_id"].as_str().unwrap().to_string();
+    assert_eq!(status_of(&p, &a_id)["status"], "INTERRUPTED");
+
+    mock.set_latency(Duration::ZERO);
+    p.rlm(&run_in(&url, "Summarize {file}", &[])).run().assert_exit(0);
+    let report = p.report();
+    let b_id = report["run_id"].as_str().unwrap().to_string();
+    assert_ne!(a_id, b_id);
+    assert_eq!(report["succeeded"], 10);
+    let b_outputs = snapshot(&p);
+    let sent = mock.requests();
+
+    // The store says so, in status and list.
+    let a_status = status_of(&p, &a_id);
+    assert_eq!(a_status["status"], "SUPERSEDED", "{a_status}");
+    assert_eq!(a_status["superseded_by"], b_id.as_str(), "{a_status}");
+    let text = p.rlm(&["status", &a_id]).run().stdout;
+    assert!(
+        text.contains(&format!("run {b_id} took over its output directory")),
+        "{text}"
+    );
+    let list = p.rlm(&["list"]).run().stdout;
+    assert!(
+        list.lines().any(|l| l.starts_with(&a_id) && l.contains("SUPERSEDED")),
+        "{list}"
+    );
+
+    // Nothing to resume by default; named, it is refused and B's run is named.
+    let picked = p.rlm(&["resume", "--yes"]).run();
+    picked.assert_exit(2);
+    assert!(picked.stderr.contains("no unfinished run"), "{}", picked.stderr);
+    let named = p.rlm(&["resume", &a_id, "--yes"]).run();
+    named.assert_exit(2);
+    assert!(
+        named
+            .stderr
+            .contains(&format!("run `{b_id}` took over its output directory")),
+        "{}",
+        named.stderr
+    );
+    assert_eq!(mock.requests(), sent, "nothing was sent");
+    assert_eq!(snapshot(&p), b_outputs, "B's outputs are untouched");
+    assert_eq!(status_of(&p, &b_id)["status"], "SUCCESS");
+
+    // A store that did not learn of the takeover (an rlm of an older schema took the
+    // directory, say): the directory's own marker still refuses it.
+    let store = rusqlite::Connection::open(p.path().join(".aiwg/rlm/store.sqlite3")).unwrap();
+    store
+        .execute("UPDATE runs SET status = 'INTERRUPTED' WHERE id = ?1", [&a_id])
+        .unwrap();
+    store.execute("DELETE FROM superseded_runs", []).unwrap();
+    drop(store);
+    let marked = p.rlm(&["resume", "--yes"]).run();
+    marked.assert_exit(2);
+    assert!(
+        marked.stderr.contains(&format!("now holds run {b_id}")),
+        "{}",
+        marked.stderr
+    );
+    assert_eq!(mock.requests(), sent, "nothing was sent");
+    assert_eq!(snapshot(&p), b_outputs, "B's outputs are untouched");
+}
+
+/// When the only unfinished run here is still going on, `rlm resume` says so with its pid;
+/// an interrupted run that shares its `-o` is superseded, not "still running".
+#[test]
+fn resume_names_the_run_still_going_on_and_never_calls_a_stopped_one_running() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(200));
+    let p = Project::new().ts_files(8);
+    let url = mock.url();
+    let a = p.rlm(&run_in(&url, "List {file}", &["-j", "1"])).spawn();
+    assert!(wait_until(Duration::from_secs(20), || results_in_out(&p) >= 1));
+    a.signal("TERM");
+    a.wait().assert_exit(130);
+    let a_id = p.report()["run_id"].as_str().unwrap().to_string();
+
+    // B works in the same directory, slowly.
+    mock.set_latency(Duration::from_millis(500));
+    let b = p.rlm(&run_in(&url, "Summarize {file}", &["-j", "1"])).spawn();
+    let b_running = || {
+        let out = p.rlm(&["list", "--json"]).run();
+        let runs: Value = out.json();
+        runs.as_array().is_some_and(|r| {
+            r.iter()
+                .any(|r| r["id"] != a_id.as_str() && r["display_status"] == "RUNNING")
+        })
+    };
+    assert!(wait_until(Duration::from_secs(20), b_running));
+    let resume = p.rlm(&["resume", "--yes"]).run();
+    resume.assert_exit(2);
+    assert!(
+        resume
+            .stderr
+            .contains(&format!("still running in rlm process {}", b.pid())),
+        "{}",
+        resume.stderr
+    );
+    assert!(
+        !resume.stderr.contains(&format!("run {a_id} is still running")),
+        "{}",
+        resume.stderr
+    );
+    let named = p.rlm(&["resume", &a_id, "--yes"]).run();
+    named.assert_exit(2);
+    assert!(
+        named.stderr.contains("took over its output directory"),
+        "{}",
+        named.stderr
+    );
+    assert!(!named.stderr.contains("is still running"), "{}", named.stderr);
+    mock.set_latency(Duration::ZERO);
+    b.wait().assert_exit(0);
+}
+
+/// A run started with `http://user:pass@host` records the URL without its password:
+/// `rlm resume` refuses before sending anything until the URL is given again, and then
+/// sends the real credentials — never `***`.
+#[test]
+fn resume_of_a_run_with_a_credentialed_base_url_needs_the_url_again() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(200));
+    let p = Project::new().ts_files(8);
+    let credentialed = mock.url().replacen("http://", "http://alice:gw-secret-pass@", 1);
+    let a = p
+        .rlm(&run_in(
+            &credentialed,
+            "List {file}",
+            &["-j", "1", "--provider", "anthropic"],
+        ))
+        .spawn();
+    assert!(wait_until(Duration::from_secs(20), || results_in_out(&p) >= 2));
+    a.signal("TERM");
+    a.wait().assert_exit(130);
+    let id = p.report()["run_id"].as_str().unwrap().to_string();
+    let sent = mock.requests();
+
+    let refused = p.rlm(&["resume", "--yes"]).run();
+    refused.assert_exit(2);
+    assert!(refused.stderr.contains("pass --base-url again"), "{}", refused.stderr);
+    assert_eq!(mock.requests(), sent, "nothing was sent");
+    let json = p.rlm(&["resume", "--yes", "--json"]).run();
+    json.assert_exit(2);
+    assert_eq!(json.json()["error"]["kind"], "usage", "{}", json.stdout);
+
+    mock.set_latency(Duration::ZERO);
+    p.rlm(&["resume", &id, "--yes", "--base-url", &credentialed])
+        .run()
+        .assert_exit(0);
+    assert_eq!(p.report()["succeeded"], 8);
+    let expected = format!("Basic {}", base64("alice:gw-secret-pass"));
+    let auth: Vec<Option<String>> = mock
+        .recorded()
+        .iter()
+        .map(|r| r.header("authorization").map(str::to_string))
+        .collect();
+    assert!(auth.len() > sent, "the resume sent the rest");
+    assert!(
+        auth.iter().all(|a| a.as_deref() == Some(expected.as_str())),
+        "every request carries the real credentials: {auth:?}"
+    );
+    for f in p.all_files() {
+        let bytes = std::fs::read(&f).unwrap_or_default();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains("gw-secret-pass"),
+            "{} holds the password",
+            f.display()
+        );
+    }
+}
+
+/// Standard base64 with padding (enough for a Basic header).
+fn base64(text: &str) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let bytes = text.as_bytes();
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
