@@ -243,6 +243,19 @@ fn an_expanded_pattern_says_quote_the_pattern() {
         "{}",
         out.stderr
     );
+    // A mixed expansion (`src/*`: files and a directory) suggests what it came from.
+    let out = p
+        .rlm(&["batch", "src/a.py", "src/auth", "src/b.py", "Summarize {file}"])
+        .run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("into 3 files (src/a.py, src/auth, src/b.py)")
+            && out.stderr.contains("rlm batch \"src/*\" \"your prompt\""),
+        "{}",
+        out.stderr
+    );
+    let out = p.rlm(&["batch", "src/a.py", "src/auth/x.ts", "Summarize {file}"]).run();
+    assert!(out.stderr.contains("rlm batch \"src/**/*.{py,ts}\""), "{}", out.stderr);
     // With --json, the same as a document.
     let out = p
         .rlm(&["batch", "src/a.py", "src/b.py", "Summarize {file}", "--json"])
@@ -263,4 +276,84 @@ fn a_missing_directory_in_a_pattern_is_named() {
     assert!(!out.stderr.contains("No files matched"), "{}", out.stderr);
     let out = p.rlm(&["batch", "src/deeper/*.ts", "List {file}"]).run();
     assert!(out.stderr.contains("no directory src/deeper/"), "{}", out.stderr);
+}
+
+/// An argument that is not UTF-8 (a file name can be anything) on a line clap refuses is a
+/// usage error like any other: one line, exit 2, the `--json` document — never a panic.
+#[test]
+fn a_non_utf8_argument_on_a_refused_line_is_a_usage_error() {
+    use std::os::unix::ffi::OsStrExt;
+    let bad = std::ffi::OsStr::from_bytes(b"x\xff");
+    let p = Project::new().ts_files(2);
+    let out = p.rlm(&["batch", "--bogus"]).arg(bad).run();
+    out.assert_exit(2);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("unexpected argument '--bogus' found (see rlm batch --help)"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+    let out = p.rlm(&["batch", "--bogus", "--json"]).arg(bad).run();
+    assert_error_document(&out, "usage", "'--bogus'");
+    let out = p
+        .rlm(&["batch", "src/*.ts", "S", "--bogus", "--prompt-file"])
+        .arg(bad)
+        .run();
+    out.assert_exit(2);
+    assert!(out.stderr.contains("'--bogus'"), "{}", out.stderr);
+    // The shell-expansion hint still reads the files before a non-UTF-8 argument.
+    let out = p.rlm(&["batch", "src/f00.ts", "src/f01.ts", "Summ"]).arg(bad).run();
+    out.assert_exit(2);
+    assert!(out.stderr.contains("quote the pattern"), "{}", out.stderr);
+    // A prompt that is not UTF-8 is named, escaped.
+    let out = p.rlm(&["batch", "src/*.ts"]).arg(bad).run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("the argument 'x\\xFF' is not valid UTF-8"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// clap's "missing required argument" keeps the names of what is missing, on one line, for
+/// every command; a missing subcommand lists the subcommands.
+#[test]
+fn a_missing_argument_is_named() {
+    let p = Project::new().ts_files(1);
+    for (args, names, help) in [
+        (&["query"][..], "<FILE> <PROMPT>", "rlm query --help"),
+        (&["query", "src/f00.ts"], "<PROMPT>", "rlm query --help"),
+        (
+            &["--color", "never", "index", "neighbors"],
+            "--node <PATH>",
+            "rlm index neighbors --help",
+        ),
+        (&["merge", "a"], "--output-dir <DIR>", "rlm merge --help"),
+        (&["verify-citations"], "<FILE>", "rlm verify-citations --help"),
+        (&["job", "run"], "<JOB_FILE>", "rlm job run --help"),
+    ] {
+        let out = p.rlm(args).run();
+        out.assert_exit(2);
+        let want = format!("rlm: error: the following required arguments were not provided: {names} (see {help})\n");
+        assert_eq!(out.stderr, want, "rlm {args:?}");
+        let mut with_json = args.to_vec();
+        with_json.push("--json");
+        let out = p.rlm(&with_json).run();
+        let doc = assert_error_document(&out, "usage", names);
+        assert_eq!(
+            doc["error"]["message"],
+            format!("the following required arguments were not provided: {names} (see {help})"),
+            "rlm {with_json:?}"
+        );
+    }
+    let out = p.rlm(&["job"]).run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr
+            .starts_with("rlm: error: 'rlm job' needs a subcommand: run, pr-review, list, status"),
+        "{}",
+        out.stderr
+    );
 }
