@@ -2,7 +2,7 @@
 //! command run, any error that ended it printed as one line (and, with `--json`, as one
 //! error document on stdout), and the documented exit code returned.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -255,14 +255,15 @@ fn suggested_pattern(files: &[&Path]) -> String {
 /// prompt forgotten: a prompt that names an existing file is refused with the hint, as is
 /// a lone file with no prompt at all.
 fn expanded_pattern_hint(args: &cli::BatchArgs, env: &Environment) -> Option<RlmError> {
-    let exists = |s: &str| !s.trim().is_empty() && env.cwd.join(s).exists();
+    let exists = |s: &OsStr| s.to_str().is_none_or(|s| !s.trim().is_empty()) && env.cwd.join(s).exists();
     let pattern = args.pattern.as_deref()?;
+    let shown = || escape::name(&input::shown_name(pattern)).into_owned();
     match args.sub_prompt.as_deref() {
-        Some(prompt) if exists(prompt) && exists(pattern) => Some(RlmError::Usage(quote_the_pattern(&[
+        Some(prompt) if exists(prompt.as_ref()) && exists(pattern) => Some(RlmError::Usage(quote_the_pattern(&[
             Path::new(pattern),
             Path::new(prompt),
         ]))),
-        Some(prompt) if exists(prompt) => Some(RlmError::Usage(format!(
+        Some(prompt) if exists(prompt.as_ref()) => Some(RlmError::Usage(format!(
             "the prompt '{}' is the name of a file: give the prompt itself (if the shell expanded an \
              unquoted pattern, quote the pattern, as in: rlm batch \"src/**/*.ts\" \"your prompt\")",
             escape::name(prompt)
@@ -270,8 +271,9 @@ fn expanded_pattern_hint(args: &cli::BatchArgs, env: &Environment) -> Option<Rlm
         None if args.prompt_file.is_none() && has_no_input_flag(args) && env.cwd.join(pattern).is_file() => {
             Some(RlmError::Usage(format!(
                 "no prompt: pass it after the pattern (if the shell expanded an unquoted pattern into '{}', \
-                 quote the pattern, as in: rlm batch \"src/**/*.ts\" \"your prompt\")",
-                escape::name(pattern)
+                 quote the pattern, as in: rlm batch \"{}\" \"your prompt\")",
+                shown(),
+                escape::name(&suggested_pattern(&[Path::new(pattern)]))
             )))
         }
         _ => None,
@@ -341,12 +343,16 @@ fn run_query(args: cli::QueryArgs, color: cli::ColorArg, env: &Environment) -> E
     if !env.cwd.join(&file).is_file() {
         let e = RlmError::Usage(format!(
             "rlm query: {} is not a file: name one file (use rlm batch for many)",
-            escape::name(&file)
+            escape::name(&input::shown_name(&file))
         ));
         return report_error(&plain, &e);
     }
     // The file as a glob that matches only itself, read through its analyst and synthesized.
-    batch.pattern = Some(escape_glob(&file));
+    // A name that is not UTF-8 is no glob: it is taken literally as it is.
+    batch.pattern = Some(match file.to_str() {
+        Some(text) => escape_glob(text).into(),
+        None => file,
+    });
     if batch.aggregate.is_none() {
         batch.aggregate = Some(cli::AggregateArg::Synthesize);
     }

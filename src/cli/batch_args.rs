@@ -1,6 +1,7 @@
 //! `rlm batch`'s flags (shared by `rlm query`, which takes them after its prompt) and the
 //! value types they take.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{ArgAction, Args, ValueEnum};
@@ -24,8 +25,10 @@ pub struct BatchArgs {
     /// (`src/**/*.ts`, `**/*.{js,ts}`); quote it so the shell does not expand it. An
     /// existing directory means directory mode (see --include, --max-files). With an
     /// input flag (such as --files-from) the only argument is the prompt.
+    // A file or directory name need not be UTF-8 (issue 17).
     #[arg(value_name = "PATTERN")]
-    pub pattern: Option<String>,
+    #[serde(with = "super::recorded_name", default)]
+    pub pattern: Option<OsString>,
 
     /// The prompt applied to each file; `{file}` becomes the file's path. Or use --prompt-file.
     #[arg(value_name = "SUB_PROMPT")]

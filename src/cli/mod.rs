@@ -4,6 +4,7 @@
 mod batch_args;
 mod job_args;
 mod numeric;
+mod recorded_name;
 
 pub use batch_args::{
     AggregateArg, BatchApiArg, BatchArgs, BatchFallbackArg, ChunkingArg, ColorArg, FailOnArg, FocusArg, ProviderArg,

@@ -27,6 +27,16 @@ pub fn display_path(path: &Path) -> String {
     }
 }
 
+/// A name the user typed, as it is shown back: as typed when it is UTF-8 (a glob such as
+/// `src/\*.ts` keeps its single backslash), else as [`display_path`] renders it, each byte
+/// that is not UTF-8 as `\xHH`.
+pub fn shown_name(name: &std::ffi::OsStr) -> String {
+    match name.to_str() {
+        Some(text) => text.to_string(),
+        None => display_path(Path::new(name)),
+    }
+}
+
 /// The injective rendering of a name's bytes.
 fn render_bytes(bytes: &[u8]) -> String {
     if let Ok(text) = std::str::from_utf8(bytes) {

@@ -166,6 +166,110 @@ fn names_that_differ_only_in_invalid_bytes_stay_distinct() {
     assert_eq!(mock.requests(), 3);
 }
 
+/// A file or directory whose name is not UTF-8 can be named on the command line (`rlm
+/// batch`, directory mode, `rlm query`), and is shown escaped; so is an output directory's.
+/// A glob that is not UTF-8 is refused by name (a glob must be text).
+#[cfg(unix)]
+#[test]
+fn names_that_are_not_utf8_can_be_given_on_the_command_line() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let mock = MockLlm::start();
+    let p = Project::new().file("src/ok.txt", "fine\n");
+    std::fs::write(p.path().join(OsStr::from_bytes(b"src/x\xff.txt")), "first\n").unwrap();
+    let dir = p.path().join(OsStr::from_bytes(b"d\xff"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.txt"), "alpha\n").unwrap();
+    std::fs::write(dir.join("b.txt"), "beta beta\n").unwrap();
+    let url = mock.url();
+    let units = |report: &serde_json::Value| -> Vec<String> {
+        report["units"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|u| u["path"].as_str().unwrap().to_string())
+            .collect()
+    };
+
+    // One file, named literally.
+    let out = p
+        .rlm(&["batch"])
+        .arg(OsStr::from_bytes(b"src/x\xff.txt"))
+        .arg("List {file}")
+        .arg("--base-url")
+        .arg(&url)
+        .arg("--json")
+        .run();
+    out.assert_exit(0);
+    let report = out.json();
+    assert_eq!(report["pattern"], "src/x\\xFF.txt");
+    assert_eq!(units(&report), ["src/x\\xFF.txt"]);
+    assert_eq!(mock.requests(), 1);
+
+    // A directory: directory mode.
+    let out = p
+        .rlm(&["batch"])
+        .arg(OsStr::from_bytes(b"d\xff/"))
+        .arg("List {file}")
+        .arg("--base-url")
+        .arg(&url)
+        .arg("--no-batch-small")
+        .arg("--aggregate")
+        .arg("concat")
+        .arg("--json")
+        .run();
+    out.assert_exit(0);
+    let report = out.json();
+    assert!(
+        report["pattern"].as_str().unwrap().starts_with("d\\xFF/ (directory"),
+        "{}",
+        report["pattern"]
+    );
+    let mut got = units(&report);
+    got.sort();
+    assert_eq!(got, ["d\\xFF/a.txt", "d\\xFF/b.txt"]);
+    assert_eq!(mock.requests(), 3);
+
+    // rlm query of such a file.
+    let out = p
+        .rlm(&["query"])
+        .arg(OsStr::from_bytes(b"src/x\xff.txt"))
+        .arg("What is in it?")
+        .arg("--base-url")
+        .arg(&url)
+        .arg("--no-cache")
+        .run();
+    out.assert_exit(0);
+    assert!(!out.stdout.trim().is_empty(), "the answer is printed");
+    assert_eq!(mock.requests(), 4, "the file was read");
+
+    // An output directory that is not UTF-8 is shown escaped, never lossily.
+    let out = p
+        .rlm(&["batch", "src/ok.txt", "List {file}", "--base-url", &url, "-q", "-o"])
+        .arg(OsStr::from_bytes(b"out\xff"))
+        .run();
+    out.assert_exit(0);
+    assert_eq!(out.stdout.trim(), "out\\xFF/aggregate.md");
+    assert!(!out.stdout.contains('\u{fffd}'), "{}", out.stdout);
+
+    // A glob that is not UTF-8 cannot be matched: refused, naming it escaped.
+    let out = p
+        .rlm(&["batch"])
+        .arg(OsStr::from_bytes(b"src/*\xff.txt"))
+        .arg("List {file}")
+        .arg("--base-url")
+        .arg(&url)
+        .run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr
+            .contains("the pattern 'src/*\\xFF.txt' is not valid UTF-8 and holds glob characters"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(mock.requests(), 5);
+}
+
 /// `--files-from` naming `/etc/passwd`-like files outside the working directory, by an
 /// absolute path or by `../`, is held to the link policy: skipped and listed, never sent,
 /// unless `--follow-links`.
