@@ -357,3 +357,64 @@ fn a_missing_argument_is_named() {
         out.stderr
     );
 }
+
+/// A file whose mock answer holds one finding at `level`.
+fn with_finding(path: &str, level: &str) -> String {
+    let answer = format!(
+        r#"{{"findings": [{{"path": "{path}", "line": 1, "severity": "{level}", "type": "bug", "message": "a {level} here"}}]}}"#
+    );
+    format!("export const x = 1;\n// {}\n", reply_marker(&answer))
+}
+
+/// `--fail-on` reached with every unit succeeded: the run is SUCCESS and exits 1, and one
+/// line says which gate failed and how many findings reached it — in the closing summary,
+/// and on stderr under `--quiet` and `--json`.
+#[test]
+fn a_failed_gate_says_why() {
+    let mock = MockLlm::start();
+    let p = Project::new()
+        .file("src/a.ts", &with_finding("src/a.ts", "error"))
+        .file("src/b.ts", &with_finding("src/b.ts", "error"))
+        .file("src/c.ts", &with_finding("src/c.ts", "warning"));
+    let url = mock.url();
+    let out = p.rlm(&batch("src/*.ts", &url, &["--fail-on", "error"])).run();
+    out.assert_exit(1);
+    assert!(out.stdout.contains("RLM Batch: SUCCESS"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("\nGate failed: 2 findings at or above error (--fail-on error)\n"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        p.report_md()
+            .contains("Failed on: 2 findings at or above error (--fail-on error)"),
+        "{}",
+        p.report_md()
+    );
+    // Quiet: stdout is the aggregate's path, the reason is on stderr.
+    let out = p.rlm(&batch("src/*.ts", &url, &["--fail-on", "warning", "-q"])).run();
+    out.assert_exit(1);
+    assert_eq!(
+        out.stderr,
+        "Gate failed: 3 findings at or above warning (--fail-on warning)\n"
+    );
+    let out = p.rlm(&batch("src/*.ts", &url, &["--fail-on", "error", "--json"])).run();
+    out.assert_exit(1);
+    let doc = out.json();
+    assert_eq!(
+        (doc["status"].as_str(), doc["gate"].as_str()),
+        (Some("SUCCESS"), Some("failed"))
+    );
+    assert!(
+        out.stderr
+            .contains("Gate failed: 2 findings at or above error (--fail-on error)"),
+        "{}",
+        out.stderr
+    );
+    // A gate that passes says nothing.
+    let out = p.rlm(&batch("src/c.ts", &url, &["--fail-on", "error", "-q"])).run();
+    out.assert_exit(0);
+    assert!(!out.stderr.contains("Gate"), "{}", out.stderr);
+    assert_eq!(mock.requests(), 3, "the reruns are served from the cache");
+}
