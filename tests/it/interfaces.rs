@@ -418,3 +418,81 @@ fn a_failed_gate_says_why() {
     assert!(!out.stderr.contains("Gate"), "{}", out.stderr);
     assert_eq!(mock.requests(), 3, "the reruns are served from the cache");
 }
+
+/// An interrupted run: every unit the task store records as cancelled has its
+/// `task:cancelled` line in `events.jsonl` (before `batch:completed`), every queued unit
+/// ends exactly once there, and `rlm status` lists the cancelled units as cancelled, not
+/// under "failures".
+#[test]
+fn every_unit_an_interrupt_stops_has_its_cancelled_event() {
+    use std::time::Duration;
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(300));
+    let p = Project::new().ts_files(12);
+    let url = mock.url();
+    let running = p.rlm(&batch("src/*.ts", &url, &["-j", "2", "-o", "out"])).spawn();
+    assert!(wait_until(Duration::from_secs(20), || {
+        std::fs::read_to_string(p.path().join("out/events.jsonl"))
+            .is_ok_and(|log| log.matches("\"task:completed\"").count() >= 2)
+    }));
+    running.signal("INT");
+    running.wait().assert_exit(130);
+
+    let status = p.rlm(&["status", "--json"]).run();
+    status.assert_exit(0);
+    let status = status.json();
+    let cancelled = status["units"]["cancelled"].as_u64().unwrap();
+    let completed = status["units"]["completed"].as_u64().unwrap();
+    assert!(cancelled >= 2, "the interrupt left units unfinished: {status}");
+    assert_eq!(cancelled + completed, 12, "{status}");
+    assert_eq!(status["failures"].as_array().unwrap().len(), 0, "{status}");
+    assert_eq!(
+        status["cancelled"].as_array().unwrap().len() as u64,
+        cancelled,
+        "{status}"
+    );
+
+    let log = p.read("out/events.jsonl");
+    let events: Vec<Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let named = |name: &str| -> Vec<String> {
+        events
+            .iter()
+            .filter(|e| e["event"] == name)
+            .map(|e| e["unit"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let queued = named("task:queued");
+    let mut ended = named("task:completed");
+    ended.extend(named("task:failed"));
+    ended.extend(named("task:cancelled"));
+    assert_eq!(named("task:cancelled").len() as u64, cancelled, "{log}");
+    ended.sort();
+    let mut queued_sorted = queued.clone();
+    queued_sorted.sort();
+    assert_eq!(ended, queued_sorted, "every queued unit ends once:\n{log}");
+    assert_eq!(events.last().unwrap()["event"], "batch:completed");
+    let reasons: Vec<&str> = events
+        .iter()
+        .filter(|e| e["event"] == "task:cancelled")
+        .map(|e| e["reason"].as_str().unwrap())
+        .collect();
+    // Those the pool had admitted say so; the rest, closed by the log, say why too.
+    assert!(
+        reasons
+            .iter()
+            .all(|r| r.starts_with("not started: the run stopped dispatching") || r.contains("the run was interrupted")),
+        "{reasons:?}"
+    );
+
+    let text = p.rlm(&["status"]).run();
+    text.assert_exit(0);
+    assert!(!text.stdout.contains("failures"), "{}", text.stdout);
+    // Grouped by why: the groups add up to the cancelled units.
+    let shown: u64 = text
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("cancelled (")?.split_once("): "))
+        .map(|(n, _)| n.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(shown, cancelled, "{}", text.stdout);
+}
