@@ -496,3 +496,48 @@ fn every_unit_an_interrupt_stops_has_its_cancelled_event() {
         .sum();
     assert_eq!(shown, cancelled, "{}", text.stdout);
 }
+
+/// The edge cases of a citation written wrongly: 16 characters that are not hex where the
+/// hash goes, and line ranges `L-3`, `Lx` and a bare `12` are each malformed — counted, and
+/// failing the check (also under `--strict`) — never "no such file", never ignored.
+#[test]
+fn verify_citations_finds_a_non_hex_hash_and_ranges_that_are_no_ranges() {
+    let login = "fn a() {}\nfn b() {}\nfn c() {}\n";
+    let hash = rlm::citation::content_hash(login.as_bytes());
+    let p = Project::new().file("src/login.ts", login).file(
+        "aggregate.md",
+        &format!(
+            "- a [src/login.ts@zzzzzzzzzzzzzzzz, L1]\n- b [src/login.ts@{hash}, L-3]\n\
+             - c [src/login.ts@{hash}, Lx]\n- d [src/login.ts@{hash}, 12]\n- e [src/login.ts@{hash}, L2]\n"
+        ),
+    );
+    let out = p.rlm(&["verify-citations", "aggregate.md"]).run();
+    out.assert_exit(1);
+    let text = &out.stdout;
+    assert!(!text.contains("no such file"), "{text}");
+    for (line, written, problem) in [
+        (
+            1,
+            "[src/login.ts@zzzzzzzzzzzzzzzz, L1]".to_string(),
+            "`zzzzzzzzzzzzzzzz` is not a content hash",
+        ),
+        (2, format!("[src/login.ts@{hash}, L-3]"), "`L-3` is not a line range"),
+        (3, format!("[src/login.ts@{hash}, Lx]"), "`Lx` is not a line range"),
+        (4, format!("[src/login.ts@{hash}, 12]"), "`12` is not a line range"),
+    ] {
+        assert!(
+            text.contains(&format!("aggregate.md:{line}: malformed: {written}: {problem}")),
+            "{text}"
+        );
+    }
+    assert!(
+        text.ends_with("5 citations: 1 fresh, 0 stale, 0 broken, 4 malformed, 0 un-versioned: FAILED\n"),
+        "{text}"
+    );
+    let out = p.rlm(&["verify-citations", "aggregate.md", "--strict", "--json"]).run();
+    out.assert_exit(1);
+    let doc = out.json();
+    assert_eq!(doc["summary"]["malformed"], 4, "{doc:#}");
+    assert_eq!(doc["summary"]["broken"], 0, "{doc:#}");
+    assert_eq!(doc["passed"], false);
+}
