@@ -47,6 +47,11 @@ pub fn resolve_directory(cwd: &Path, query: &DirectoryQuery<'_>, opts: &WalkOpti
     if !root.is_dir() {
         return Ok(Manifest::default());
     }
+    if !opts.follow_links {
+        if let Some(reason) = super::walk::named_link_leaves(&root, cwd) {
+            return Ok(super::walk::skipped_name(display_path(shown), reason));
+        }
+    }
     let include = glob_set("--include", query.include)?;
     let exclude = glob_set("--exclude", query.exclude)?;
     // Globs match the path below DIR as the bytes it is; the display is `display_path`'s.

@@ -39,6 +39,8 @@ fn resolve_text(cwd: &Path, pattern: &str, opts: &WalkOptions) -> Result<Manifes
     while let Some(rest) = pattern.strip_prefix("./") {
         pattern = rest;
     }
+    // `nonexist/` names a directory, whatever its last component.
+    let names_directory = pattern.len() > 1 && pattern.ends_with('/');
     let pattern = pattern.trim_end_matches('/');
     let absolute = pattern.starts_with('/');
     // A pattern that names an existing directory means everything below it.
@@ -71,6 +73,7 @@ fn resolve_text(cwd: &Path, pattern: &str, opts: &WalkOptions) -> Result<Manifes
         absolute,
         components,
         literal_len,
+        names_directory,
         exclusions: Exclusions::for_pattern(&pattern),
     }
     .run(opts, &|written| matcher.is_match(written))
@@ -96,6 +99,7 @@ fn resolve_name(cwd: &Path, name: &OsStr, opts: &WalkOptions) -> Result<Manifest
         absolute: Path::new(name).is_absolute(),
         components,
         literal_len,
+        names_directory: name.as_encoded_bytes().ends_with(b"/"),
         exclusions: Exclusions::for_pattern(&shown),
     }
     // The walk starts at the name itself: everything it finds is what the name names.
@@ -137,6 +141,8 @@ struct Search<'a> {
     components: Vec<&'a OsStr>,
     /// How many leading components hold no glob character.
     literal_len: usize,
+    /// The pattern ends with `/`: its last component is a directory too.
+    names_directory: bool,
     exclusions: Exclusions,
 }
 
@@ -149,6 +155,7 @@ impl Search<'_> {
             absolute,
             components,
             literal_len,
+            names_directory,
             exclusions,
         } = self;
         let prefix = PathBuf::from(join(&components[..literal_len]));
@@ -165,7 +172,7 @@ impl Search<'_> {
             } else {
                 cwd.to_path_buf()
             };
-            if let Some(missing) = missing_directory(&base, &components, literal_len) {
+            if let Some(missing) = missing_directory(&base, &components, literal_len, names_directory) {
                 return Err(RlmError::NoMatch(format!(
                     "RLM Batch: no directory {missing}/\n\nPattern: {}\n\nThe pattern starts in {missing}/, which does \
                      not exist in {}. Check the path, or run rlm from the directory the pattern is relative to.",
@@ -174,6 +181,11 @@ impl Search<'_> {
                 )));
             }
             return Ok(Manifest::default());
+        }
+        if !opts.follow_links {
+            if let Some(reason) = super::walk::named_link_leaves(&root, cwd) {
+                return Ok(super::walk::skipped_name(display_path(&prefix), reason));
+            }
         }
         // The name as the user wrote it: the literal prefix, then the path below it. Matched as
         // the bytes it is (a name need not be UTF-8), shown through `display_path`.
@@ -218,14 +230,15 @@ fn join(components: &[&OsStr]) -> OsString {
 }
 
 /// The first of the pattern's literal directories that does not exist (`nonexist`, or
-/// `src/nonexist`), as written; `None` when they all exist and only the last, literal file
-/// name is missing (that is "no files matched").
-fn missing_directory(base: &Path, components: &[&OsStr], literal_len: usize) -> Option<String> {
+/// `src/nonexist`, or the last component when the pattern ends with `/`), as written; `None`
+/// when they all exist and only the last, literal file name is missing (that is "no files
+/// matched").
+fn missing_directory(base: &Path, components: &[&OsStr], literal_len: usize, names_directory: bool) -> Option<String> {
     let mut path = base.to_path_buf();
     for (i, component) in components[..literal_len].iter().enumerate() {
         path.push(component);
         if std::fs::symlink_metadata(&path).is_err() {
-            let is_directory = i + 1 < components.len();
+            let is_directory = i + 1 < components.len() || names_directory;
             return is_directory.then(|| display_path(Path::new(&join(&components[..=i]))));
         }
     }

@@ -283,12 +283,22 @@ fn files_from_outside_the_working_directory_is_skipped_unless_allowed() {
     let list = format!("a.txt\n{}\n../secrets/passwd\n", outside.display());
     let url = mock.url();
     let out = p
-        .rlm(&["batch", "List {file}", "--files-from", "-", "--base-url", &url])
+        .rlm(&["batch", "List {file}", "--files-from", "-", "--base-url", &url, "-q"])
         .cwd("work")
         .stdin(list.as_bytes())
         .run();
     out.assert_exit(0);
     assert_eq!(mock.requests(), 1, "only a.txt is sent");
+    // Named on stderr, even under -q, not only in the report.
+    assert!(
+        out.stderr.contains(&format!(
+            "rlm: warning: 2 paths outside the directory searched were not sent: ../secrets/passwd, {} (pass \
+             --follow-links to include them)",
+            outside.display()
+        )),
+        "{}",
+        out.stderr
+    );
     assert!(
         mock.recorded().iter().all(|r| !r.user_text().contains("root:x")),
         "the outside file was sent"
@@ -318,7 +328,113 @@ fn files_from_outside_the_working_directory_is_skipped_unless_allowed() {
         .stdin(list.as_bytes())
         .run();
     out.assert_exit(0);
-    assert_eq!(mock.requests(), 2);
+    // The two spellings of the one outside file are one unit, paid once.
+    assert_eq!(mock.requests(), 1);
+}
+
+/// One file named twice in a list — relative, absolute, through a link inside — is one
+/// unit, paid once, under the name listed first; the other names are listed as skipped.
+#[cfg(unix)]
+#[test]
+fn files_from_sends_one_file_once_however_it_is_spelled() {
+    let mock = MockLlm::start();
+    let p = Project::new().file("a.txt", "alpha\n").file("b.txt", "beta\n");
+    symlink("a.txt", &p.path().join("alias.txt"));
+    let list = format!(
+        "a.txt\n{}\nalias.txt\nb.txt\n./a.txt\n",
+        p.path().join("a.txt").display()
+    );
+    let url = mock.url();
+    let out = p
+        .rlm(&[
+            "batch",
+            "List {file}",
+            "--files-from",
+            "-",
+            "--base-url",
+            &url,
+            "--json",
+        ])
+        .stdin(list.as_bytes())
+        .run();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 2, "a.txt and b.txt, each once");
+    let report = out.json();
+    let units: Vec<&str> = report["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(units, ["a.txt", "b.txt"]);
+    let skipped: Vec<(&str, &str)> = report["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["path"].as_str().unwrap(), s["reason"].as_str().unwrap()))
+        .collect();
+    let absolute = p.path().join("a.txt").display().to_string();
+    let mut want = vec![
+        (absolute.as_str(), "the same file as a.txt, listed too: sent once"),
+        ("alias.txt", "the same file as a.txt, listed too: sent once"),
+    ];
+    want.sort();
+    assert_eq!(skipped, want);
+}
+
+/// A pattern that names a symbolic link leading out of the project (`g/pw.txt ->
+/// …/passwd`), or a directory through one, is held to the policy of `g/*.txt` and
+/// `--files-from`: skipped and named, never sent, unless `--follow-links`. A name written
+/// outside on purpose (`../lib/x.txt`) is read.
+#[cfg(unix)]
+#[test]
+fn a_named_link_that_leads_out_of_the_project_is_skipped_unless_allowed() {
+    let mock = MockLlm::start();
+    let p = Project::new()
+        .file("secrets/passwd", "root:x:0:0\n")
+        .file("secrets/keys/id.txt", "PRIVATE\n")
+        .file("lib/x.txt", "shared\n")
+        .file("work/g/ok.txt", "fine\n");
+    let work = p.path().join("work");
+    symlink("../../secrets/passwd", &work.join("g/pw.txt"));
+    symlink("../secrets/keys", &work.join("keys"));
+    let url = mock.url();
+    for pattern in ["g/pw.txt", "g/*.txt", "keys/id.txt", "keys"] {
+        let out = p
+            .rlm(&["batch", pattern, "List {file}", "--base-url", &url])
+            .cwd("work")
+            .run();
+        let (named, code) = match pattern {
+            "g/*.txt" => ("g/pw.txt", 0),
+            "g/pw.txt" => ("g/pw.txt", 2),
+            _ => ("keys", 2),
+        };
+        out.assert_exit(code);
+        assert!(
+            out.stderr.contains(named) && out.stderr.contains("--follow-links"),
+            "{pattern}: {}",
+            out.stderr
+        );
+    }
+    assert_eq!(mock.requests(), 1, "only g/ok.txt was sent");
+    assert!(
+        mock.recorded()
+            .iter()
+            .all(|r| !r.user_text().contains("root:x") && !r.user_text().contains("PRIVATE")),
+        "an outside file was sent"
+    );
+    let out = p
+        .rlm(&["batch", "g/pw.txt", "List {file}", "--base-url", &url, "--follow-links"])
+        .cwd("work")
+        .run();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 2, "--follow-links sends it");
+    let out = p
+        .rlm(&["batch", "../lib/x.txt", "List {file}", "--base-url", &url])
+        .cwd("work")
+        .run();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 3, "a name written outside is read");
 }
 
 /// The newest `.aiwg/rlm/batch-*` directory under `dir`.

@@ -276,6 +276,11 @@ fn a_missing_directory_in_a_pattern_is_named() {
     assert!(!out.stderr.contains("No files matched"), "{}", out.stderr);
     let out = p.rlm(&["batch", "src/deeper/*.ts", "List {file}"]).run();
     assert!(out.stderr.contains("no directory src/deeper/"), "{}", out.stderr);
+    // A trailing slash says the name is a directory.
+    let out = p.rlm(&["batch", "nonexist/", "List {file}"]).run();
+    out.assert_exit(2);
+    assert!(out.stderr.contains("no directory nonexist/"), "{}", out.stderr);
+    assert!(!out.stderr.contains("No files matched"), "{}", out.stderr);
 }
 
 /// An argument that is not UTF-8 (a file name can be anything) on a line clap refuses is a
