@@ -1,10 +1,10 @@
-//! How a command-line argument that need not be UTF-8 (a file or directory name) is kept in
-//! a run's recorded arguments, so that `rlm resume` reads back the very bytes given: a
+//! How a command-line argument that need not be UTF-8 (a file or directory name: the
+//! pattern, `-o`, `--files-from`, …) is kept in a run's recorded arguments, so that `rlm resume` reads back the very bytes given: a
 //! string when it is UTF-8 (as every run has recorded it before), else `{"bytes": [..]}`.
 //! serde's own form for an `OsString` is a platform-tagged enum even for plain text, and a
 //! `PathBuf` that is not UTF-8 cannot be serialized at all.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -17,7 +17,7 @@ enum RecordedName {
 }
 
 impl RecordedName {
-    fn of(name: &OsString) -> RecordedName {
+    fn of(name: &OsStr) -> RecordedName {
         match name.to_str() {
             Some(text) => RecordedName::Text(text.to_string()),
             None => RecordedName::Bytes {
@@ -40,14 +40,16 @@ impl RecordedName {
     }
 }
 
-/// `#[serde(with = "recorded_name")]` for an `Option<OsString>`.
-pub fn serialize<S: Serializer>(name: &Option<OsString>, serializer: S) -> Result<S::Ok, S::Error> {
-    name.as_ref().map(RecordedName::of).serialize(serializer)
+/// `#[serde(with = "recorded_name")]` for an `Option<OsString>` or an `Option<PathBuf>`.
+pub fn serialize<S: Serializer, N: AsRef<OsStr>>(name: &Option<N>, serializer: S) -> Result<S::Ok, S::Error> {
+    name.as_ref()
+        .map(|n| RecordedName::of(n.as_ref()))
+        .serialize(serializer)
 }
 
-pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<OsString>, D::Error> {
+pub fn deserialize<'de, D: Deserializer<'de>, N: From<OsString>>(deserializer: D) -> Result<Option<N>, D::Error> {
     Option::<RecordedName>::deserialize(deserializer)?
-        .map(RecordedName::into_name)
+        .map(|r| r.into_name().map(N::from))
         .transpose()
         .map_err(serde::de::Error::custom)
 }
@@ -58,17 +60,20 @@ mod tests {
     struct Args {
         #[serde(with = "super", default)]
         name: Option<std::ffi::OsString>,
+        #[serde(with = "super", default)]
+        path: Option<std::path::PathBuf>,
     }
 
     #[test]
     fn text_stays_a_string_and_bytes_come_back() {
         let text = Args {
             name: Some("src/*.ts".into()),
+            path: Some("out".into()),
         };
         let json = serde_json::to_value(&text).unwrap();
-        assert_eq!(json, serde_json::json!({"name": "src/*.ts"}));
+        assert_eq!(json, serde_json::json!({"name": "src/*.ts", "path": "out"}));
         assert_eq!(serde_json::from_value::<Args>(json).unwrap(), text);
-        let none = Args { name: None };
+        let none = Args { name: None, path: None };
         assert_eq!(serde_json::from_value::<Args>(serde_json::json!({})).unwrap(), none);
         assert_eq!(
             serde_json::from_value::<Args>(serde_json::to_value(&none).unwrap()).unwrap(),
@@ -79,9 +84,11 @@ mod tests {
             use std::os::unix::ffi::OsStringExt;
             let bytes = Args {
                 name: Some(std::ffi::OsString::from_vec(b"src/x\xff.txt".to_vec())),
+                path: Some(std::ffi::OsString::from_vec(b"out\xff".to_vec()).into()),
             };
             let json = serde_json::to_value(&bytes).unwrap();
             assert_eq!(json["name"]["bytes"][5], 255);
+            assert_eq!(json["path"]["bytes"][3], 255);
             assert_eq!(serde_json::from_value::<Args>(json).unwrap(), bytes);
         }
     }

@@ -37,6 +37,27 @@ pub fn shown_name(name: &std::ffi::OsStr) -> String {
     }
 }
 
+/// `#[serde(serialize_with = …)]` for a name in a record a person reads (`settings.json`):
+/// [`shown_name`]'s form. A name that is not UTF-8 made serde fail, and the whole record
+/// was written as `null`.
+pub fn serialize_shown<S: serde::Serializer, N: AsRef<std::ffi::OsStr>>(
+    name: &N,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&shown_name(name.as_ref()))
+}
+
+/// [`serialize_shown`] for an optional name.
+pub fn serialize_shown_option<S: serde::Serializer, N: AsRef<std::ffi::OsStr>>(
+    name: &Option<N>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match name {
+        Some(name) => serializer.serialize_some(&shown_name(name.as_ref())),
+        None => serializer.serialize_none(),
+    }
+}
+
 /// The injective rendering of a name's bytes.
 fn render_bytes(bytes: &[u8]) -> String {
     if let Ok(text) = std::str::from_utf8(bytes) {

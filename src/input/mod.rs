@@ -15,7 +15,7 @@ mod read;
 mod walk;
 
 pub use directory::{cap_largest, resolve_directory, DirectoryQuery, OVER_MAX_FILES};
-pub use display_path::{display_path, shown_name};
+pub use display_path::{display_path, serialize_shown, serialize_shown_option, shown_name};
 pub use glob::{has_meta, resolve_glob};
 pub use list::{resolve_list, ListFilter};
 pub use neighbors::{resolve_neighbors, NeighborInputs, NeighborsQuery};

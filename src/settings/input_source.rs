@@ -5,10 +5,10 @@
 //! way, and then the one positional left is the prompt. Every input axis is a variant of
 //! [`InputSource`]; the resolvers in [`crate::input`] turn it into a manifest.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
 use crate::error::RlmError;
 use crate::escape;
@@ -21,12 +21,13 @@ pub enum InputSource {
     /// A glob relative to the working directory, or absolute; one that is not UTF-8 is the
     /// literal name of a file or directory (see [`crate::input::resolve_glob`]).
     Glob {
-        #[serde(serialize_with = "serialize_shown")]
+        #[serde(serialize_with = "crate::input::serialize_shown")]
         pattern: OsString,
     },
     /// `--files-from LIST` (`-` for stdin; `--null` for NUL-separated), optionally filtered
     /// by a pattern.
     FilesFrom {
+        #[serde(serialize_with = "crate::input::serialize_shown")]
         list: std::path::PathBuf,
         null: bool,
         filter: Option<String>,
@@ -37,7 +38,7 @@ pub enum InputSource {
     /// Directory mode: the text files below a directory, filtered, largest first, capped.
     Directory {
         /// As the user wrote it, relative to the working directory or absolute.
-        #[serde(serialize_with = "serialize_shown")]
+        #[serde(serialize_with = "crate::input::serialize_shown")]
         dir: PathBuf,
         /// `--include` globs (relative to `dir`; none means every file).
         include: Vec<String>,
@@ -57,7 +58,10 @@ pub enum InputSource {
         /// `project` (this project's index) or the `--graph-file` given.
         graph: String,
         /// The `--graph-file`, when one was given.
-        #[serde(skip_serializing_if = "Option::is_none")]
+        #[serde(
+            skip_serializing_if = "Option::is_none",
+            serialize_with = "crate::input::serialize_shown_option"
+        )]
         graph_file: Option<std::path::PathBuf>,
     },
 }
@@ -146,11 +150,6 @@ impl DirectoryFlags {
     pub fn first_given(&self) -> Option<&'static str> {
         self.given().first().copied()
     }
-}
-
-/// A name in `settings.json`: as [`shown`].
-fn serialize_shown<S: Serializer, N: AsRef<OsStr>>(name: &N, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_str(&shown(name.as_ref()))
 }
 
 /// A pattern as text, where only a glob will do (a list's filter); one that is not UTF-8 is

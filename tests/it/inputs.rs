@@ -270,6 +270,64 @@ fn names_that_are_not_utf8_can_be_given_on_the_command_line() {
     assert_eq!(mock.requests(), 5);
 }
 
+/// A run named by a directory that is not UTF-8 records it as the bytes it is, so `rlm
+/// resume` goes on with the same inputs.
+#[cfg(unix)]
+#[test]
+fn a_run_with_names_that_are_not_utf8_resumes_where_it_was() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    use std::time::Duration;
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(300));
+    let p = Project::new();
+    let dir = p.path().join(OsStr::from_bytes(b"d\xff"));
+    std::fs::create_dir_all(&dir).unwrap();
+    for i in 0..6 {
+        std::fs::write(dir.join(format!("f{i}.txt")), format!("file {i}\n")).unwrap();
+    }
+    let out_dir = p.path().join("out");
+    let url = mock.url();
+    let running = p
+        .rlm(&["batch"])
+        .arg(OsStr::from_bytes(b"d\xff"))
+        .arg("List {file}")
+        .args(&[
+            "--base-url",
+            &url,
+            "-j",
+            "1",
+            "--no-batch-small",
+            "--aggregate",
+            "concat",
+            "-o",
+            "out",
+        ])
+        .spawn();
+    assert!(wait_until(Duration::from_secs(20), || {
+        std::fs::read_to_string(out_dir.join("events.jsonl")).is_ok_and(|log| log.contains("\"task:completed\""))
+    }));
+    running.signal("INT");
+    running.wait().assert_exit(130);
+    assert!(mock.requests() < 6, "the interrupt stopped the run");
+    mock.set_latency(Duration::ZERO);
+    let out = p.rlm(&["resume", "--yes", "--json"]).run();
+    out.assert_exit(0);
+    let report = out.json();
+    assert_eq!(report["status"], "SUCCESS", "{report:#}");
+    assert_eq!(report["files_succeeded"], 6, "{report:#}");
+    assert_eq!(report["output_dir"], "out");
+    let mut units: Vec<&str> = report["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["path"].as_str().unwrap())
+        .collect();
+    units.sort();
+    assert_eq!(units, (0..6).map(|i| format!("d\\xFF/f{i}.txt")).collect::<Vec<_>>());
+    assert_eq!(mock.requests(), 6, "each file paid once across the two attempts");
+}
+
 /// `--files-from` naming `/etc/passwd`-like files outside the working directory, by an
 /// absolute path or by `../`, is held to the link policy: skipped and listed, never sent,
 /// unless `--follow-links`.

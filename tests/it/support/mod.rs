@@ -293,6 +293,12 @@ impl Run {
         self
     }
 
+    /// Appends arguments.
+    pub fn args(mut self, args: &[&str]) -> Run {
+        self.args.extend(args.iter().map(std::ffi::OsString::from));
+        self
+    }
+
     /// Sets an environment variable.
     pub fn env(mut self, key: &str, value: &str) -> Run {
         self.env.insert(key.to_string(), value.to_string());
