@@ -23,6 +23,7 @@ const MAX_ERRORS: usize = 8;
 #[derive(Clone, Serialize)]
 pub struct OutputSchema {
     /// As the user gave it (shown in messages).
+    #[serde(serialize_with = "crate::input::serialize_shown")]
     pub path: PathBuf,
     /// First 16 hex of sha256 of the canonical schema JSON: part of every cache key.
     pub hash16: String,

@@ -63,7 +63,12 @@ pub fn write(
         .task
         .fail_on
         .filter(|f| f.exceeded(&collected.findings))
-        .map(|f| format!("a finding at or above {} (--fail-on)", f.threshold().name()));
+        .map(|f| {
+            let level = f.threshold().name();
+            let count = collected.findings.iter().filter(|x| x.level >= f.threshold()).count();
+            let findings = if count == 1 { "finding" } else { "findings" };
+            format!("{count} {findings} at or above {level} (--fail-on {level})")
+        });
     Some(FindingsSummary {
         error: counts.get(findings::Level::Error),
         warning: counts.get(findings::Level::Warning),

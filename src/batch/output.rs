@@ -7,7 +7,7 @@ use crate::escape;
 use crate::printer::Printer;
 use crate::prompt;
 use crate::provider::catalog::PriceTier;
-use crate::report::{format_duration, RunReport, RunStatus};
+use crate::report::{format_duration, Gate, RunReport, RunStatus};
 use crate::settings::BatchSettings;
 use crate::unit::{UnitBody, WorkUnit};
 
@@ -142,6 +142,12 @@ pub fn completion(printer: &Printer, report: &RunReport, quiet: bool, answer: Op
             printer.important(&line);
         }
     }
+    if quiet || printer.mode().json {
+        // A run that succeeded but exits 1: say why where `--quiet` leaves only stderr.
+        if let Some(line) = gate_line(report) {
+            printer.important(&line);
+        }
+    }
     if printer.mode().json {
         printer.json(report);
         return;
@@ -174,6 +180,9 @@ pub fn completion(printer: &Printer, report: &RunReport, quiet: bool, answer: Op
     if !report.skipped.is_empty() {
         text.push_str(&format!("Skipped: {}\n", report.skipped.len()));
     }
+    if let Some(line) = gate_line(report) {
+        text.push_str(&format!("{line}\n"));
+    }
     text.push_str(&format!(
         "Duration: {}\nTokens: {} in, {} out ({} saved by the cache)\nTotal cost: {}\n\n",
         format_duration(report.duration_ms),
@@ -202,6 +211,20 @@ pub fn completion(printer: &Printer, report: &RunReport, quiet: bool, answer: Op
         }
         None => printer.data(&text),
     }
+}
+
+/// `--fail-on` failed the run: the gate and how many findings reached it (a run whose
+/// every unit succeeded says SUCCESS and exits 1; this line says why).
+fn gate_line(report: &RunReport) -> Option<String> {
+    if report.gate != Some(Gate::Failed) {
+        return None;
+    }
+    let why = report
+        .findings
+        .as_ref()
+        .and_then(|f| f.failed_on.as_deref())
+        .unwrap_or("a finding reached --fail-on");
+    Some(format!("Gate failed: {why}"))
 }
 
 /// The first failed files with their reasons.

@@ -73,6 +73,10 @@ pub fn resolve_inputs(settings: &BatchSettings, printer: &Printer) -> Result<Man
     }
     // A list that names only unreadable files is not "nothing to do": they fail the run.
     if manifest.files.is_empty() && manifest.unreadable.is_empty() && input.source.empty_is_success() {
+        // No plan follows to say the warnings (paths skipped for lying outside): say them.
+        for warning in &manifest.warnings {
+            printer.warn(warning);
+        }
         return Ok(manifest);
     }
     tracing::debug!(

@@ -235,6 +235,7 @@ pub fn report(
 /// A path as printed: relative to the working directory when inside it, else absolute,
 /// so it works from where the user ran the command.
 pub fn shown(path: &Path, cwd: &Path) -> String {
-    let s = path.strip_prefix(cwd).unwrap_or(path).display().to_string();
+    // Escaped, not lossy, where a name is not UTF-8 (`out\xFF/aggregate.md`).
+    let s = crate::input::display_path(path.strip_prefix(cwd).unwrap_or(path));
     crate::escape::name(&s).into_owned()
 }

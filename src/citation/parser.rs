@@ -9,9 +9,10 @@
 //! - a path-only citation needs its line range and a path that looks like one (a `/`, or
 //!   one word with an extension), so `[x]`, `[ ]`, `[TODO, L1]` and bracketed prose are
 //!   not citations; a hash that is hex but not 16 lowercase characters (`[a.ts@DEADBEEF,
-//!   L3]`) makes the bracket malformed (below), while a suffix that is no hash at all
-//!   (`[a.ts@xyz, L3]`) leaves a path-only citation of the path `a.ts@xyz`, which
-//!   verification then reports as missing rather than ignoring;
+//!   L3]`), or 16 characters that are not hex (`@zzzzzzzzzzzzzzzz`), makes the bracket
+//!   malformed (below), while a suffix that is no hash at all (`[a.ts@xyz, L3]`) leaves a
+//!   path-only citation of the path `a.ts@xyz`, which verification then reports as missing
+//!   rather than ignoring;
 //! - a bracket followed by `(` is a markdown link (`[t](u)`), the second bracket of
 //!   `[t][r]` a reference (unless the first was a citation), one preceded by `!` an image,
 //!   `[^n]` a footnote, `[r]:` at a line start a link definition, `\[` escaped;
@@ -21,7 +22,8 @@
 //!
 //! A citation written wrongly is not dropped in silence (issue 17): a bracket (or footer
 //! item) on a path that looks like one, with a hash that is hex but not 16 lowercase
-//! characters (`@DEADBEEF`) or a line range that is no range (`L0`, `L50-5`), is found as
+//! characters (`@DEADBEEF`) or a line range that is no range (`L0`, `L50-5`, `L-3`, `Lx`, a
+//! bare `12`), is found as
 //! *malformed*, with the problem — by [`parse_for_verification`], never by the parsers whose
 //! citations are carried into aggregates.
 
@@ -251,15 +253,27 @@ fn malformed_target(target: &str, range: Option<&str>) -> Option<(Citation, Stri
     Some((citation, problems.join("; ")))
 }
 
-/// `L` and a digit: meant as a line range, whether or not it is one.
+/// Meant as a line range, whether or not it is one: `L` and a short word (`L42`, `L-3`,
+/// `Lx`, `L50-5`), or a bare number or range (`12`, `12-15`) — never prose with a space.
 fn looks_like_range(text: &str) -> bool {
-    text.strip_prefix('L')
-        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+    let word =
+        |rest: &str| (1..=16).contains(&rest.len()) && rest.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+    match text.strip_prefix('L') {
+        Some(rest) => word(rest),
+        None => {
+            word(text)
+                && text.chars().any(|c| c.is_ascii_digit())
+                && text.chars().all(|c| c.is_ascii_digit() || c == '-')
+        }
+    }
 }
 
-/// Hex of a plausible hash length, in any case: meant as a content hash.
+/// Meant as a content hash: hex of a plausible hash length in any case, or a word of
+/// exactly the 16 characters a content hash has (`zzzzzzzzzzzzzzzz`).
 fn looks_like_hash(text: &str) -> bool {
-    (6..=64).contains(&text.len()) && text.bytes().all(|b| b.is_ascii_hexdigit())
+    let hex = (6..=64).contains(&text.len()) && text.bytes().all(|b| b.is_ascii_hexdigit());
+    let slot = text.len() == 16 && text.bytes().all(|b| b.is_ascii_alphanumeric());
+    hex || slot
 }
 
 /// `path@hash16` or a bare path. A bare path is a citation only with lines (inline) or in

@@ -232,3 +232,38 @@ fn citations_written_wrongly_are_found_as_malformed_for_verification_only() {
     );
     assert_eq!(found[2].citation.lines, lines(3, 3));
 }
+
+#[test]
+fn a_hash_slot_of_other_characters_and_ranges_that_are_no_ranges_are_malformed() {
+    let text = format!(
+        "[src/a.ts@zzzzzzzzzzzzzzzz, L1] [src/a.ts@{H}, L-3] [src/a.ts@{H}, Lx] [src/a.ts@{H}, 12] \
+         [src/a.ts, 12-15]\n\
+         not citations: [see above, 12] [src/a.ts@{H}, see L3] [chapter 3, L-1]\n"
+    );
+    assert!(cites(&text).is_empty(), "{:?}", cites(&text));
+    let found = parse_for_verification(&text);
+    let got: Vec<(&str, Option<&str>)> = found
+        .iter()
+        .map(|l| (&text[l.span.clone()], l.problem.as_deref()))
+        .collect();
+    let (l3, lx, twelve) = (
+        format!("[src/a.ts@{H}, L-3]"),
+        format!("[src/a.ts@{H}, Lx]"),
+        format!("[src/a.ts@{H}, 12]"),
+    );
+    assert_eq!(
+        got,
+        vec![
+            (
+                "[src/a.ts@zzzzzzzzzzzzzzzz, L1]",
+                Some("`zzzzzzzzzzzzzzzz` is not a content hash (16 lowercase hex characters)")
+            ),
+            (l3.as_str(), Some("`L-3` is not a line range (L42 or L42-58)")),
+            (lx.as_str(), Some("`Lx` is not a line range (L42 or L42-58)")),
+            (twelve.as_str(), Some("`12` is not a line range (L42 or L42-58)")),
+            ("[src/a.ts, 12-15]", Some("`12-15` is not a line range (L42 or L42-58)")),
+        ]
+    );
+    assert_eq!(found[0].citation.lines, lines(1, 1));
+    assert_eq!(found[1].citation.content_hash.as_deref(), Some(H));
+}

@@ -1,6 +1,7 @@
 //! `rlm batch`'s flags (shared by `rlm query`, which takes them after its prompt) and the
 //! value types they take.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{ArgAction, Args, ValueEnum};
@@ -24,8 +25,10 @@ pub struct BatchArgs {
     /// (`src/**/*.ts`, `**/*.{js,ts}`); quote it so the shell does not expand it. An
     /// existing directory means directory mode (see --include, --max-files). With an
     /// input flag (such as --files-from) the only argument is the prompt.
+    // A file or directory name need not be UTF-8 (issue 17).
     #[arg(value_name = "PATTERN")]
-    pub pattern: Option<String>,
+    #[serde(with = "super::recorded_name", default)]
+    pub pattern: Option<OsString>,
 
     /// The prompt applied to each file; `{file}` becomes the file's path. Or use --prompt-file.
     #[arg(value_name = "SUB_PROMPT")]
@@ -33,11 +36,13 @@ pub struct BatchArgs {
 
     /// Read the prompt from FILE (`-` for stdin) instead of the command line.
     #[arg(long, value_name = "FILE")]
+    #[serde(with = "super::recorded_name", default)]
     pub prompt_file: Option<PathBuf>,
 
     /// Process the files listed in LIST (one path per line; `-` reads stdin) instead of a
     /// pattern; a pattern given too keeps only the listed files it matches.
     #[arg(long, value_name = "LIST", conflicts_with = "changed_since")]
+    #[serde(with = "super::recorded_name", default)]
     pub files_from: Option<PathBuf>,
 
     /// The --files-from list is NUL-separated (as `git diff -z` and `find -print0` write).
@@ -53,6 +58,7 @@ pub struct BatchArgs {
     /// Also write the findings as SARIF 2.1.0 to PATH (always written as results.sarif in
     /// the run directory when there are findings).
     #[arg(long, value_name = "PATH")]
+    #[serde(with = "super::recorded_name", default)]
     pub sarif: Option<PathBuf>,
 
     /// Exit 1 when a finding at or above this level exists (without it, findings never
@@ -64,6 +70,7 @@ pub struct BatchArgs {
     /// is asked to constrain its output, each answer is validated, and one that does not
     /// conform is asked for again once with the errors, then counted as failed.
     #[arg(long, value_name = "FILE")]
+    #[serde(with = "super::recorded_name", default)]
     pub schema: Option<PathBuf>,
 
     /// Cut files over 1500 lines, or over the model's context budget, into chunks along
@@ -121,6 +128,7 @@ pub struct BatchArgs {
 
     /// Where per-file results, the aggregate and the report go. [default: .aiwg/rlm/batch-{timestamp}/]
     #[arg(long, short = 'o', value_name = "DIR")]
+    #[serde(with = "super::recorded_name", default)]
     pub output_dir: Option<PathBuf>,
 
     /// How to combine the per-file results. [default: concat; synthesize in directory mode]
@@ -207,6 +215,7 @@ pub struct BatchArgs {
     /// Append one JSON line per model call to PATH: prompt, response, model, tokens,
     /// duration, attempts, success.
     #[arg(long, value_name = "PATH")]
+    #[serde(with = "super::recorded_name", default)]
     pub save_trajectory: Option<PathBuf>,
 
     /// Seconds one call may spend waiting out rate limits (429) before it fails, up to 86400.
@@ -294,6 +303,7 @@ pub struct BatchArgs {
     /// With --neighbors-of: query a dependency graph file instead:
     /// `{"<path>": {"upstream": [{"path", "type"}], "downstream": [...]}}`.
     #[arg(long, value_name = "FILE")]
+    #[serde(with = "super::recorded_name", default)]
     pub graph_file: Option<PathBuf>,
 
     /// Ask for a citation `[path@hash16, L42-58]` on every finding (each file's content

@@ -4,6 +4,7 @@
 mod batch_args;
 mod job_args;
 mod numeric;
+mod recorded_name;
 
 pub use batch_args::{
     AggregateArg, BatchApiArg, BatchArgs, BatchFallbackArg, ChunkingArg, ColorArg, FailOnArg, FocusArg, ProviderArg,
@@ -348,7 +349,7 @@ pub enum DirectionArg {
 #[command(
     after_help = "A stale citation (the file changed since it was cited) fails: it is no longer \
 verifiable evidence. So does a malformed one (a hash that is not 16 lowercase hex characters, a line \
-range such as L0 or L50-5).\nExit codes: 0 every citation verified (un-versioned ones only warn without \
+range such as L0, L50-5, L-3 or a bare 12).\nExit codes: 0 every citation verified (un-versioned ones only warn without \
 --strict), 1 some citation is broken, stale or malformed (or, under --strict, un-versioned, or none \
 found), 2 the aggregate cannot be read."
 )]

@@ -8,7 +8,7 @@
 //! DIR; a glob without a `/` (`*.py`) matches at any depth. Files are listed largest first
 //! (they drive the partition budget) and [`cap_largest`] keeps the `--max-files` largest.
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
@@ -20,8 +20,9 @@ use crate::error::RlmError;
 /// What the user asked of the directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DirectoryQuery<'a> {
-    /// The directory as the user wrote it, relative to the working directory or absolute.
-    pub dir: &'a str,
+    /// The directory as the user wrote it, relative to the working directory or absolute
+    /// (a name need not be UTF-8).
+    pub dir: &'a Path,
     pub include: &'a [String],
     pub exclude: &'a [String],
     pub recursive: bool,
@@ -34,24 +35,22 @@ pub const OVER_MAX_FILES: &str = "over --max-files";
 /// [`cap_largest`]). A directory that does not exist gives an empty manifest: the caller
 /// says "No files matched".
 pub fn resolve_directory(cwd: &Path, query: &DirectoryQuery<'_>, opts: &WalkOptions) -> Result<Manifest, RlmError> {
-    let mut shown = query.dir.trim();
-    while let Some(rest) = shown.strip_prefix("./") {
-        shown = rest;
-    }
-    let shown = match shown.trim_end_matches('/') {
-        "" if shown.starts_with('/') => "/",
-        "" | "." => "",
-        s => s,
-    };
-    let root: PathBuf = if shown.starts_with('/') {
-        PathBuf::from(shown)
-    } else if shown.is_empty() {
+    // As written, without a leading `./` or a trailing `/` (`.` is the working directory).
+    let shown: PathBuf = query.dir.components().skip_while(|c| *c == Component::CurDir).collect();
+    let shown = shown.as_path();
+    let root: PathBuf = if shown.as_os_str().is_empty() {
         cwd.to_path_buf()
     } else {
+        // An absolute directory replaces `cwd`.
         cwd.join(shown)
     };
     if !root.is_dir() {
         return Ok(Manifest::default());
+    }
+    if !opts.follow_links {
+        if let Some(reason) = super::walk::named_link_leaves(&root, cwd) {
+            return Ok(super::walk::skipped_name(display_path(shown), reason));
+        }
     }
     let include = glob_set("--include", query.include)?;
     let exclude = glob_set("--exclude", query.exclude)?;
@@ -63,9 +62,9 @@ pub fn resolve_directory(cwd: &Path, query: &DirectoryQuery<'_>, opts: &WalkOpti
     let display_of = |path: &Path| -> String {
         let below = relative(path);
         if below.as_os_str().is_empty() {
-            display_path(Path::new(shown))
+            display_path(shown)
         } else {
-            display_path(&Path::new(shown).join(below))
+            display_path(&shown.join(below))
         }
     };
     let names_hidden = query.include.iter().any(|g| {
@@ -180,7 +179,7 @@ mod tests {
 
     fn query<'a>(dir: &'a str, include: &'a [String], exclude: &'a [String]) -> DirectoryQuery<'a> {
         DirectoryQuery {
-            dir,
+            dir: Path::new(dir),
             include,
             exclude,
             recursive: true,

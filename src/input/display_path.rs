@@ -27,6 +27,37 @@ pub fn display_path(path: &Path) -> String {
     }
 }
 
+/// A name the user typed, as it is shown back: as typed when it is UTF-8 (a glob such as
+/// `src/\*.ts` keeps its single backslash), else as [`display_path`] renders it, each byte
+/// that is not UTF-8 as `\xHH`.
+pub fn shown_name(name: &std::ffi::OsStr) -> String {
+    match name.to_str() {
+        Some(text) => text.to_string(),
+        None => display_path(Path::new(name)),
+    }
+}
+
+/// `#[serde(serialize_with = …)]` for a name in a record a person reads (`settings.json`):
+/// [`shown_name`]'s form. A name that is not UTF-8 made serde fail, and the whole record
+/// was written as `null`.
+pub fn serialize_shown<S: serde::Serializer, N: AsRef<std::ffi::OsStr>>(
+    name: &N,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&shown_name(name.as_ref()))
+}
+
+/// [`serialize_shown`] for an optional name.
+pub fn serialize_shown_option<S: serde::Serializer, N: AsRef<std::ffi::OsStr>>(
+    name: &Option<N>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match name {
+        Some(name) => serializer.serialize_some(&shown_name(name.as_ref())),
+        None => serializer.serialize_none(),
+    }
+}
+
 /// The injective rendering of a name's bytes.
 fn render_bytes(bytes: &[u8]) -> String {
     if let Ok(text) = std::str::from_utf8(bytes) {

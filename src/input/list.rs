@@ -5,6 +5,7 @@
 //! whose target lies there, or a listed `/etc/passwd` or `../../x` — is skipped and listed
 //! without `--follow-links` — and an optional pattern keeps only the paths it matches.
 
+use std::collections::hash_map::{Entry, HashMap};
 use std::path::{Path, PathBuf};
 
 use globset::GlobBuilder;
@@ -51,6 +52,10 @@ pub fn resolve_list(
     let mut candidates = Vec::new();
     let mut skipped = Vec::new();
     let mut unreadable = Vec::new();
+    let mut outside = Vec::new();
+    // One file named twice (`a.txt` and `/abs/proj/a.txt`, or through a link) is sent
+    // once, under the name listed first, and paid once (issue 17).
+    let mut seen: HashMap<FileIdentity, String> = HashMap::new();
     for path in paths {
         let display = display_path(&path);
         if matcher.as_ref().is_some_and(|m| !m.is_match(&path)) {
@@ -93,6 +98,7 @@ pub fn resolve_list(
                     continue;
                 }
                 Some(LinkProblem::Outside(reason)) if !opts.follow_links => {
+                    outside.push(display.clone());
                     skipped.push(entry(reason));
                     continue;
                 }
@@ -102,13 +108,24 @@ pub fn resolve_list(
             // A listed path that leaves the working directory (`/etc/passwd`, `../../x`)
             // is held to the policy of a link that does (issue 17).
             if let Some(reason) = outside_reason(&full, &boundary) {
+                outside.push(display.clone());
                 skipped.push(entry(reason));
                 continue;
             }
         }
         // The target's type, looked at before anything opens it (a FIFO blocks its reader).
         match std::fs::metadata(&full) {
-            Ok(m) if m.is_file() => candidates.push((full, display)),
+            Ok(m) if m.is_file() => match seen.entry(FileIdentity::of(&full, &m)) {
+                Entry::Occupied(first) if *first.get() != display => {
+                    let first = crate::escape::name(first.get()).into_owned();
+                    skipped.push(entry(format!("the same file as {first}, listed too: sent once")));
+                }
+                Entry::Occupied(_) => {}
+                Entry::Vacant(slot) => {
+                    slot.insert(display.clone());
+                    candidates.push((full, display));
+                }
+            },
             Ok(m) if m.is_dir() => skipped.push(entry("a directory: list files, not directories".into())),
             Ok(m) => unreadable.push(entry(format!(
                 "not a regular file ({}): not read",
@@ -118,13 +135,42 @@ pub fn resolve_list(
         }
     }
     candidates.sort_by(|a, b| a.1.cmp(&b.1));
-    candidates.dedup_by(|a, b| a.1 == b.1);
     let mut manifest = read_candidates(candidates);
+    manifest.warn_outside(outside);
     manifest.skipped.extend(skipped);
     manifest.skipped.sort_by(|a, b| a.path.cmp(&b.path));
     manifest.unreadable.extend(unreadable);
     manifest.unreadable.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(manifest)
+}
+
+/// What makes two listed names one file: its device and inode where there are such
+/// (which also joins hard links), else its canonical path.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum FileIdentity {
+    #[cfg(unix)]
+    Inode { device: u64, inode: u64 },
+    #[cfg(not(unix))]
+    Path(PathBuf),
+}
+
+impl FileIdentity {
+    fn of(path: &Path, meta: &std::fs::Metadata) -> FileIdentity {
+        #[cfg(unix)]
+        {
+            let _ = path;
+            use std::os::unix::fs::MetadataExt;
+            FileIdentity::Inode {
+                device: meta.dev(),
+                inode: meta.ino(),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = meta;
+            FileIdentity::Path(path.canonicalize().unwrap_or_else(|_| path.to_path_buf()))
+        }
+    }
 }
 
 /// Why a listed path that is no link is not taken: it lies outside the working directory.

@@ -15,7 +15,7 @@ mod read;
 mod walk;
 
 pub use directory::{cap_largest, resolve_directory, DirectoryQuery, OVER_MAX_FILES};
-pub use display_path::display_path;
+pub use display_path::{display_path, serialize_shown, serialize_shown_option, shown_name};
 pub use glob::{has_meta, resolve_glob};
 pub use list::{resolve_list, ListFilter};
 pub use neighbors::{resolve_neighbors, NeighborInputs, NeighborsQuery};
@@ -66,15 +66,45 @@ pub struct Manifest {
     /// Matched names that could not be read — permissions, FIFOs, sockets, devices, dangling
     /// links, link loops: failures of the run, not skips.
     pub unreadable: Vec<SkippedFile>,
-    /// Said to the user before the run starts (files dropped by `--max-files`).
+    /// Said to the user before the run starts (files dropped by `--max-files`, paths
+    /// skipped for lying outside).
     #[serde(skip)]
     pub warnings: Vec<String>,
 }
+
+/// Outside paths named in the warning (the report lists them all).
+const OUTSIDE_SHOWN: usize = 5;
 
 impl Manifest {
     /// Matched files, processed or not.
     pub fn matched(&self) -> usize {
         self.files.len() + self.skipped.len() + self.unreadable.len()
+    }
+
+    /// Says which of the skipped paths were skipped for lying outside the working or the
+    /// searched directory (`outside`, as displayed): a warning on stderr before the run,
+    /// which `--quiet` does not hide, and not only a line of `report.json` (issue 17).
+    fn warn_outside(&mut self, mut outside: Vec<String>) {
+        if outside.is_empty() {
+            return;
+        }
+        outside.sort();
+        let mut named: Vec<String> = outside
+            .iter()
+            .take(OUTSIDE_SHOWN)
+            .map(|p| crate::escape::name(p).into_owned())
+            .collect();
+        if outside.len() > OUTSIDE_SHOWN {
+            named.push(format!("and {} more", outside.len() - OUTSIDE_SHOWN));
+        }
+        let (count, were, them) = match outside.len() {
+            1 => ("1 path".to_string(), "was", "it"),
+            n => (format!("{n} paths"), "were", "them"),
+        };
+        self.warnings.push(format!(
+            "{count} outside the directory searched {were} not sent: {} (pass --follow-links to include {them})",
+            named.join(", ")
+        ));
     }
 }
 

@@ -41,6 +41,8 @@ pub struct Found {
     candidates: Vec<(PathBuf, String)>,
     pub skipped: Vec<SkippedFile>,
     pub unreadable: Vec<SkippedFile>,
+    /// The skipped that lie outside (links leading out), as displayed.
+    outside: Vec<String>,
     reading: super::read::ReadAhead,
 }
 
@@ -52,9 +54,11 @@ impl Found {
             candidates,
             skipped,
             unreadable,
+            outside,
             reading,
         } = self;
         let mut manifest = reading.finish(candidates);
+        manifest.warn_outside(outside);
         manifest.skipped.extend(skipped);
         manifest.skipped.sort_by(|a, b| a.path.cmp(&b.path));
         manifest.unreadable.extend(unreadable);
@@ -121,6 +125,7 @@ impl Walk<'_> {
             candidates: Vec::new(),
             skipped: Vec::new(),
             unreadable: Vec::new(),
+            outside: Vec::new(),
             reading: super::read::ReadAhead::start(),
         };
         for result in builder.build() {
@@ -180,6 +185,7 @@ impl Walk<'_> {
                 // Listed when it matches, or when it is a directory a match could lie under.
                 LinkProblem::Outside(reason) => {
                     if matches(&path, &display) || path.is_dir() {
+                        found.outside.push(display.clone());
                         found.skipped.push(SkippedFile { path: display, reason });
                     }
                 }
@@ -187,6 +193,60 @@ impl Walk<'_> {
         }
         found
     }
+}
+
+/// What a resolver found when the name the user gave leads outside through a symbolic
+/// link (see [`named_link_leaves`]): that name, skipped and listed.
+pub fn skipped_name(display: String, reason: String) -> super::Manifest {
+    let mut manifest = super::Manifest::default();
+    manifest.warn_outside(vec![display.clone()]);
+    manifest.skipped.push(SkippedFile { path: display, reason });
+    manifest
+}
+
+/// Why the path a pattern or a directory names (`g/pw.txt`, `vendor/`) is not followed:
+/// reaching it takes a symbolic link out of the working directory — `g/pw.txt ->
+/// /etc/passwd`, or `g -> /etc` — the policy of a link met in a walk and of a listed path
+/// (issue 17). A name written outside (`../lib`, `/srv/data`) is the user's explicit
+/// choice, held only to a link of its own last component that leaves its directory.
+/// `None`: follow it (also when it cannot be resolved: the walk reports that).
+pub(super) fn named_link_leaves(root: &Path, cwd: &Path) -> Option<String> {
+    let real = root.canonicalize().ok()?;
+    let boundary = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
+    if real.starts_with(&boundary) {
+        return None;
+    }
+    let written_inside = lexical(root).starts_with(lexical(cwd));
+    let own_link_leaves = std::fs::symlink_metadata(root).is_ok_and(|m| m.file_type().is_symlink())
+        && root
+            .parent()
+            .and_then(|p| p.canonicalize().ok())
+            .is_none_or(|parent| !real.starts_with(parent));
+    (written_inside || own_link_leaves).then(|| {
+        format!(
+            "a symbolic link leads it to {}, outside the working directory: skipped (pass --follow-links to \
+             include it)",
+            crate::escape::name(&super::display_path(&real))
+        )
+    })
+}
+
+/// `path` with `.` and `..` resolved by name, not by the file system.
+fn lexical(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// `path` below `root`, where the walk of `root` found it. The walk's paths are `root`

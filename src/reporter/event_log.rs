@@ -3,14 +3,23 @@
 //!
 //! A resumed run appends to its log, after a `run:resumed` line, so the log keeps the whole
 //! history of the run across its attempts (issue 17); a new run starts a new log.
+//!
+//! Every unit queued has an ending line: `task:completed`, `task:failed` (or
+//! `task:timeout`) or `task:cancelled`. A unit the run never got to (an interrupt, a budget
+//! or a deadline stops dispatching) hears no event of its own, so the log closes it with a
+//! `task:cancelled` line before `batch:completed`, saying why, as the task store records it
+//! cancelled (issue 17: 3 of 18 interrupted units had one).
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use super::Reporter;
 use crate::exec::Event;
+use crate::report::RunStatus;
 use crate::secret::Redactor;
+use crate::unit::{UnitId, UnitKind};
 
 /// The version of an `events.jsonl` line's layout, on every line; bumped when a field
 /// changes meaning.
@@ -26,6 +35,12 @@ pub struct EventLog {
     redactor: Redactor,
     /// The first write error (the log then stops; the run does not).
     error: Option<String>,
+    /// Units queued that have not ended yet, with their label and kind, and the order they
+    /// were queued in (the closing `task:cancelled` lines keep it).
+    open: HashMap<UnitId, (u64, String, UnitKind)>,
+    queued: u64,
+    /// Why the run stopped dispatching (`run:stopping`), for the units it never got to.
+    stopping: Option<String>,
 }
 
 impl EventLog {
@@ -55,6 +70,9 @@ impl EventLog {
             depth,
             redactor,
             error: None,
+            open: HashMap::new(),
+            queued: 0,
+            stopping: None,
         };
         if let Some(fields) = resumed {
             let mut line = serde_json::json!({ "event": "run:resumed" });
@@ -85,10 +103,12 @@ impl EventLog {
             .get_or_insert_with(|| format!("cannot write {}: {e}", self.path.display()));
     }
 
-    /// The last line, `batch:completed`, with the run's outcome; then flushes. Written
-    /// after the report, so a log without it is a run that did not finish.
+    /// The last lines: a `task:cancelled` for every unit that never ended, then
+    /// `batch:completed` with the run's outcome; then flushes. Written after the report, so a
+    /// log without it is a run that did not finish.
     pub fn complete(&mut self, outcome: &serde_json::Value) -> Option<String> {
         let known = self.error.is_some();
+        self.close_open_units(outcome["status"].as_str().unwrap_or_default());
         if self.out.is_some() {
             let mut fields = serde_json::json!({ "event": "batch:completed" });
             if let (Some(target), Some(source)) = (fields.as_object_mut(), outcome.as_object()) {
@@ -101,6 +121,53 @@ impl EventLog {
         }
         // An error already reported by `finish` is not reported twice.
         self.finish().filter(|_| !known)
+    }
+
+    /// A `task:cancelled` line for each unit queued that never ended, in queue order, with
+    /// the reason the task store gives it.
+    fn close_open_units(&mut self, status: &str) {
+        let reason = match status {
+            s if s == RunStatus::Interrupted.name() => {
+                "not finished: the run was interrupted (rlm resume goes on)".to_string()
+            }
+            s if s == RunStatus::BudgetExceeded.name() => {
+                "not run: --max-cost was reached (rlm resume --max-cost with a higher budget goes on)".to_string()
+            }
+            s if s == RunStatus::DeadlineExceeded.name() => {
+                "not run: the --deadline passed (rlm resume --deadline with more time goes on)".to_string()
+            }
+            _ => match &self.stopping {
+                Some(why) => format!("not run: the run stopped first ({why}; rlm resume goes on)"),
+                None => "not run: the run stopped first (rlm resume goes on)".to_string(),
+            },
+        };
+        let mut open: Vec<(UnitId, (u64, String, UnitKind))> = self.open.drain().collect();
+        open.sort_by_key(|(_, (order, _, _))| *order);
+        for (unit, (_, label, kind)) in open {
+            self.report(&Event::Cancelled {
+                unit,
+                label,
+                kind,
+                reason: reason.clone(),
+            });
+        }
+    }
+
+    /// Follows which units are open: queued and not yet ended.
+    fn track(&mut self, event: &Event) {
+        match event {
+            Event::Queued { unit, label, kind } => {
+                self.queued += 1;
+                self.open.insert(unit.clone(), (self.queued, label.clone(), *kind));
+            }
+            Event::Completed { unit, .. } | Event::Failed { unit, .. } | Event::Cancelled { unit, .. } => {
+                self.open.remove(unit);
+            }
+            Event::Stopping { reason } => {
+                self.stopping.get_or_insert_with(|| reason.clone());
+            }
+            _ => {}
+        }
     }
 
     /// One line: the envelope (`v`, `ts`, `run_id`, `depth`) and then the event's own fields. A
@@ -132,6 +199,7 @@ impl EventLog {
 
 impl Reporter for EventLog {
     fn report(&mut self, event: &Event) {
+        self.track(event);
         if self.out.is_none() {
             return;
         }
@@ -221,6 +289,51 @@ mod tests {
         let resumed: serde_json::Value = serde_json::from_str(text.lines().nth(1).unwrap()).unwrap();
         assert_eq!(resumed["attempt"], 2);
         assert_eq!(resumed["run_id"], "batch-3");
+    }
+
+    #[test]
+    fn units_that_never_ended_are_closed_as_cancelled_before_the_last_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let mut log = EventLog::create(&path, "batch-4", 0, Redactor::new([])).unwrap();
+        for name in ["u-3", "u-1", "u-2"] {
+            log.report(&Event::Queued {
+                unit: UnitId::named(name),
+                label: format!("{name}.ts"),
+                kind: UnitKind::Map,
+            });
+        }
+        log.report(&Event::Cancelled {
+            unit: UnitId::named("u-1"),
+            label: "u-1.ts".into(),
+            kind: UnitKind::Map,
+            reason: "not started: the run stopped dispatching".into(),
+        });
+        assert!(log.complete(&serde_json::json!({"status": "INTERRUPTED"})).is_none());
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let tail: Vec<(String, String)> = lines[4..]
+            .iter()
+            .map(|l| {
+                (
+                    l["event"].as_str().unwrap().to_string(),
+                    l["unit"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            tail,
+            [
+                ("task:cancelled".to_string(), "u-3".to_string()),
+                ("task:cancelled".to_string(), "u-2".to_string()),
+                ("batch:completed".to_string(), String::new()),
+            ]
+        );
+        assert_eq!(
+            lines[4]["reason"],
+            "not finished: the run was interrupted (rlm resume goes on)"
+        );
+        assert_eq!(lines[5]["label"], "u-2.ts");
     }
 
     #[test]

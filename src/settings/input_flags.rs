@@ -1,15 +1,18 @@
 //! The input flags of `rlm batch` turned into its one input axis: which flags go together,
 //! which positional is the pattern and which the prompt.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use super::input_source::{sort_positionals, source_for_pattern, DirectoryFlags, InputSource, Positionals};
+use super::input_source::{glob_text, sort_positionals, source_for_pattern, DirectoryFlags, InputSource, Positionals};
 use crate::cli::DirectionArg;
 use crate::error::RlmError;
 
 /// The flags and positionals that choose the inputs, as given.
 pub struct InputFlags {
-    pub first: Option<String>,
+    /// The pattern, or the prompt after an input flag: it may name a file, so it need not
+    /// be UTF-8.
+    pub first: Option<OsString>,
     pub second: Option<String>,
     /// `--prompt-file` was given: no positional is the prompt.
     pub prompt_from_file: bool,
@@ -98,10 +101,13 @@ pub fn resolve_input(flags: InputFlags, cwd: &Path) -> Result<ResolvedInput, Rlm
                 cwd.join(list)
             },
             null,
-            filter,
+            filter: filter.map(glob_text).transpose()?,
         },
-        (filter, None, Some(reference)) => InputSource::ChangedSince { reference, filter },
-        (Some(pattern), None, None) if pattern.trim().is_empty() => {
+        (filter, None, Some(reference)) => InputSource::ChangedSince {
+            reference,
+            filter: filter.map(glob_text).transpose()?,
+        },
+        (Some(pattern), None, None) if pattern.to_str().is_some_and(|p| p.trim().is_empty()) => {
             return Err(RlmError::Usage(
                 "the file pattern is empty: pass a glob such as 'src/**/*.ts' or a directory".into(),
             ))

@@ -5,21 +5,29 @@
 //! way, and then the one positional left is the prompt. Every input axis is a variant of
 //! [`InputSource`]; the resolvers in [`crate::input`] turn it into a manifest.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::error::RlmError;
+use crate::escape;
+use crate::input::shown_name as shown;
 
 /// How the inputs of a run are chosen.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "axis", rename_all = "snake_case")]
 pub enum InputSource {
-    /// A glob relative to the working directory, or absolute.
-    Glob { pattern: String },
+    /// A glob relative to the working directory, or absolute; one that is not UTF-8 is the
+    /// literal name of a file or directory (see [`crate::input::resolve_glob`]).
+    Glob {
+        #[serde(serialize_with = "crate::input::serialize_shown")]
+        pattern: OsString,
+    },
     /// `--files-from LIST` (`-` for stdin; `--null` for NUL-separated), optionally filtered
     /// by a pattern.
     FilesFrom {
+        #[serde(serialize_with = "crate::input::serialize_shown")]
         list: std::path::PathBuf,
         null: bool,
         filter: Option<String>,
@@ -30,7 +38,8 @@ pub enum InputSource {
     /// Directory mode: the text files below a directory, filtered, largest first, capped.
     Directory {
         /// As the user wrote it, relative to the working directory or absolute.
-        dir: String,
+        #[serde(serialize_with = "crate::input::serialize_shown")]
+        dir: PathBuf,
         /// `--include` globs (relative to `dir`; none means every file).
         include: Vec<String>,
         /// `--exclude` globs, on top of the default exclusions.
@@ -49,7 +58,10 @@ pub enum InputSource {
         /// `project` (this project's index) or the `--graph-file` given.
         graph: String,
         /// The `--graph-file`, when one was given.
-        #[serde(skip_serializing_if = "Option::is_none")]
+        #[serde(
+            skip_serializing_if = "Option::is_none",
+            serialize_with = "crate::input::serialize_shown_option"
+        )]
         graph_file: Option<std::path::PathBuf>,
     },
 }
@@ -65,7 +77,7 @@ impl InputSource {
             None => what,
         };
         match self {
-            InputSource::Glob { pattern } => pattern.clone(),
+            InputSource::Glob { pattern } => shown(pattern),
             InputSource::FilesFrom { list, filter, .. } => {
                 filtered(format!("files listed in {}", list.display()), filter)
             }
@@ -90,7 +102,7 @@ impl InputSource {
                 if !recursive {
                     parts.push("not recursive".into());
                 }
-                format!("{dir} ({})", parts.join("; "))
+                format!("{} ({})", shown(dir.as_os_str()), parts.join("; "))
             }
             InputSource::Neighbors {
                 node,
@@ -140,23 +152,36 @@ impl DirectoryFlags {
     }
 }
 
+/// A pattern as text, where only a glob will do (a list's filter); one that is not UTF-8 is
+/// refused by name.
+pub fn glob_text(pattern: OsString) -> Result<String, RlmError> {
+    pattern.into_string().map_err(|pattern| {
+        RlmError::Usage(format!(
+            "the pattern '{}' is not valid UTF-8: a glob must be text; match such names with a glob \
+             around them (as in 'src/*.txt')",
+            escape::name(&shown(&pattern))
+        ))
+    })
+}
+
 /// The source a pattern names: an existing directory (no glob characters) means directory
 /// mode, anything else a glob. The directory-only flags with a glob, or with a path that is
 /// a file, are usage errors; with a path that does not exist they keep directory mode, so
-/// the user hears "No files matched" naming it.
-pub fn source_for_pattern(pattern: String, cwd: &Path, flags: DirectoryFlags) -> Result<InputSource, RlmError> {
-    let trimmed = pattern.trim();
-    let literal = !crate::input::has_meta(trimmed);
-    let path = if Path::new(trimmed).is_absolute() {
-        PathBuf::from(trimmed)
-    } else {
-        cwd.join(trimmed)
+/// the user hears "No files matched" naming it. A pattern that is not UTF-8 is a name (it
+/// cannot be a glob), so it may still be a directory.
+pub fn source_for_pattern(pattern: OsString, cwd: &Path, flags: DirectoryFlags) -> Result<InputSource, RlmError> {
+    let trimmed: OsString = match pattern.to_str() {
+        Some(text) => text.trim().into(),
+        None => pattern.clone(),
     };
+    let literal = !crate::input::has_meta(&trimmed);
+    // An absolute name replaces `cwd`.
+    let path = cwd.join(&trimmed);
     let given = flags.given();
     let directory = literal && (path.is_dir() || (!given.is_empty() && std::fs::symlink_metadata(&path).is_err()));
     if directory {
         return Ok(InputSource::Directory {
-            dir: trimmed.to_string(),
+            dir: PathBuf::from(trimmed),
             include: flags.include,
             exclude: flags.exclude,
             recursive: !flags.no_recursive,
@@ -170,7 +195,7 @@ pub fn source_for_pattern(pattern: String, cwd: &Path, flags: DirectoryFlags) ->
             "{} {verb} to a directory, not to {what} '{}': pass a directory, as in \
              rlm batch src \"prompt\" --include '*.py', or put the filter in the glob",
             given.join(", "),
-            crate::escape::name(trimmed)
+            escape::name(&shown(&trimmed))
         )));
     }
     Ok(InputSource::Glob { pattern })
@@ -179,24 +204,26 @@ pub fn source_for_pattern(pattern: String, cwd: &Path, flags: DirectoryFlags) ->
 /// The positionals of `rlm batch`, sorted into the pattern and the prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Positionals {
-    pub pattern: Option<String>,
+    pub pattern: Option<OsString>,
     pub prompt: Option<String>,
 }
 
-/// Sorts up to two positionals. `axis_flag` is the input flag given instead of a pattern
+/// Sorts up to two positionals: the first may name files (so it need not be UTF-8), the
+/// second is text. `axis_flag` is the input flag given instead of a pattern
 /// (`--files-from`, …), if any; `filter_allowed` says whether that flag still takes a
 /// pattern as a filter; `prompt_from_file` is `--prompt-file`.
 pub fn sort_positionals(
-    first: Option<String>,
+    first: Option<OsString>,
     second: Option<String>,
     axis_flag: Option<&str>,
     filter_allowed: bool,
     prompt_from_file: bool,
 ) -> Result<Positionals, RlmError> {
-    let given: Vec<String> = first.into_iter().chain(second).collect();
+    let count = usize::from(first.is_some()) + usize::from(second.is_some());
     let prompt_needed = !prompt_from_file;
     let pattern_needed = axis_flag.is_none();
-    let (pattern, prompt) = match (given.len(), pattern_needed, prompt_needed) {
+    // clap fills the first positional before the second.
+    let (pattern, prompt) = match (count, pattern_needed, prompt_needed) {
         (0, true, _) => {
             return Err(RlmError::Usage(
                 "no files named: pass a pattern such as 'src/**/*.ts' and a prompt".into(),
@@ -208,10 +235,10 @@ pub fn sort_positionals(
             ))
         }
         (0, false, false) => (None, None),
-        (1, true, false) => (Some(given[0].clone()), None),
-        (1, false, true) => (None, Some(given[0].clone())),
-        (1, false, false) | (2, false, true) if filter_allowed => (Some(given[0].clone()), given.get(1).cloned()),
-        (2, true, true) => (Some(given[0].clone()), Some(given[1].clone())),
+        (1, true, false) => (first, None),
+        (1, false, true) => (None, first.map(prompt_text).transpose()?),
+        (1, false, false) | (2, false, true) if filter_allowed => (first, second),
+        (2, true, true) => (first, second),
         (2, true, false) => {
             return Err(RlmError::Usage(
                 "the prompt is given twice: as an argument and with --prompt-file; keep one".into(),
@@ -232,6 +259,16 @@ pub fn sort_positionals(
     Ok(Positionals { pattern, prompt })
 }
 
+/// The first positional as the prompt (an input flag names the files): it must be text.
+fn prompt_text(prompt: OsString) -> Result<String, RlmError> {
+    prompt.into_string().map_err(|prompt| {
+        RlmError::Usage(format!(
+            "the prompt '{}' is not valid UTF-8: write the prompt as text",
+            escape::name(&shown(&prompt))
+        ))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -240,31 +277,35 @@ mod tests {
         Some(v.to_string())
     }
 
+    fn o(v: &str) -> Option<OsString> {
+        Some(v.into())
+    }
+
     #[test]
     fn a_pattern_and_a_prompt() {
-        let p = sort_positionals(s("src/*.ts"), s("List"), None, false, false).unwrap();
-        assert_eq!((p.pattern, p.prompt), (s("src/*.ts"), s("List")));
+        let p = sort_positionals(o("src/*.ts"), s("List"), None, false, false).unwrap();
+        assert_eq!((p.pattern, p.prompt), (o("src/*.ts"), s("List")));
     }
 
     #[test]
     fn with_an_input_flag_the_one_positional_is_the_prompt() {
-        let p = sort_positionals(s("List"), None, Some("--files-from"), true, false).unwrap();
+        let p = sort_positionals(o("List"), None, Some("--files-from"), true, false).unwrap();
         assert_eq!((p.pattern, p.prompt), (None, s("List")));
-        let p = sort_positionals(s("*.rs"), s("List"), Some("--files-from"), true, false).unwrap();
-        assert_eq!((p.pattern, p.prompt), (s("*.rs"), s("List")));
+        let p = sort_positionals(o("*.rs"), s("List"), Some("--files-from"), true, false).unwrap();
+        assert_eq!((p.pattern, p.prompt), (o("*.rs"), s("List")));
     }
 
     #[test]
     fn an_axis_that_takes_no_filter_refuses_a_pattern() {
-        let e = sort_positionals(s("*.rs"), s("List"), Some("--neighbors-of"), false, false).unwrap_err();
+        let e = sort_positionals(o("*.rs"), s("List"), Some("--neighbors-of"), false, false).unwrap_err();
         assert!(e.to_string().contains("exactly one input axis"), "{e}");
     }
 
     #[test]
     fn prompt_file_leaves_only_the_pattern() {
-        let p = sort_positionals(s("*.rs"), None, None, false, true).unwrap();
-        assert_eq!((p.pattern, p.prompt), (s("*.rs"), None));
-        let e = sort_positionals(s("*.rs"), s("x"), None, false, true).unwrap_err();
+        let p = sort_positionals(o("*.rs"), None, None, false, true).unwrap();
+        assert_eq!((p.pattern, p.prompt), (o("*.rs"), None));
+        let e = sort_positionals(o("*.rs"), s("x"), None, false, true).unwrap_err();
         assert!(e.to_string().contains("given twice"), "{e}");
         let p = sort_positionals(None, None, Some("--changed-since"), true, true).unwrap();
         assert_eq!((p.pattern, p.prompt), (None, None));
@@ -305,7 +346,7 @@ mod tests {
 
     #[test]
     fn missing_pieces_are_named() {
-        let e = sort_positionals(s("*.rs"), None, None, false, false).unwrap_err();
+        let e = sort_positionals(o("*.rs"), None, None, false, false).unwrap_err();
         assert!(e.to_string().contains("no prompt"), "{e}");
         let e = sort_positionals(None, None, None, false, false).unwrap_err();
         assert!(e.to_string().contains("no files named"), "{e}");

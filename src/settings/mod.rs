@@ -42,6 +42,7 @@ use crate::secret::{redact_url, ApiKey, Redactor};
 /// Everything one `rlm batch` run needs, decided before it starts.
 #[derive(Debug, Clone, Serialize)]
 pub struct BatchSettings {
+    #[serde(serialize_with = "crate::input::serialize_shown")]
     pub cwd: PathBuf,
     /// The command line as given (recorded in the task store, replayed by `rlm resume`).
     #[serde(skip)]
@@ -144,6 +145,7 @@ pub struct TaskSettings {
     /// `--schema`: the JSON Schema every answer conforms to.
     pub schema: Option<OutputSchema>,
     /// `--sarif PATH`: where the findings also go as SARIF.
+    #[serde(serialize_with = "crate::input::serialize_shown_option")]
     pub sarif: Option<PathBuf>,
     /// `--fail-on`: the finding level that fails the run.
     #[serde(skip)]
@@ -213,6 +215,7 @@ pub struct ExecSettings {
     /// `--deadline`: the whole run's time limit.
     pub deadline: Option<Duration>,
     /// `--save-trajectory`: where each call is logged.
+    #[serde(serialize_with = "crate::input::serialize_shown_option")]
     pub trajectory: Option<PathBuf>,
     /// `--batch-api`: units (and with `all`, aggregation calls) through the provider's
     /// batch API.
@@ -222,6 +225,7 @@ pub struct ExecSettings {
 /// What the user sees and where results go.
 #[derive(Debug, Clone, Serialize)]
 pub struct OutputSettings {
+    #[serde(serialize_with = "crate::input::serialize_shown_option")]
     pub output_dir: Option<PathBuf>,
     pub dry_run: bool,
     pub json: bool,
@@ -235,6 +239,7 @@ pub struct OutputSettings {
     /// `GITHUB_ACTIONS=true`: findings are also printed as workflow-command annotations.
     pub github_actions: bool,
     /// `GITHUB_STEP_SUMMARY`: the completion report (and findings) are appended to it.
+    #[serde(serialize_with = "crate::input::serialize_shown_option")]
     pub step_summary: Option<PathBuf>,
 }
 

@@ -40,7 +40,10 @@ impl<'a> RunView<'a> {
 struct StatusView<'a> {
     #[serde(flatten)]
     run: RunView<'a>,
-    failures: &'a [Failure],
+    /// Units that failed or timed out.
+    failures: &'a [&'a Failure],
+    /// Units the run never finished (interrupted, or not run after a stop).
+    cancelled: &'a [&'a Failure],
     /// Its batches at a provider's batch API (`--batch-api`), as last polled.
     #[serde(skip_serializing_if = "<[BatchSubmission]>::is_empty")]
     batches: &'a [BatchSubmission],
@@ -134,15 +137,44 @@ pub fn status_text(run: &RunSummary, failures: &[Failure], batches: &[BatchSubmi
         );
     }
     batches_text(&mut out, batches, now);
-    if !failures.is_empty() {
-        let _ = writeln!(out, "\nfailures ({})", failures.len());
-        for f in failures {
+    // A unit the run never finished (an interrupt, a budget) is not a failure (issue 17).
+    let (cancelled, failed): (Vec<&Failure>, Vec<&Failure>) =
+        failures.iter().partition(|f| f.state == UnitState::Cancelled);
+    if !failed.is_empty() {
+        let _ = writeln!(out, "\nfailures ({})", failed.len());
+        for f in failed {
             let reason = f.reason.as_deref().unwrap_or("no reason recorded");
             let tries = if f.attempts == 1 { "attempt" } else { "attempts" };
             let _ = writeln!(out, "  {}  {} after {} {tries}: {reason}", f.label, f.state, f.attempts);
         }
     }
+    cancelled_text(&mut out, &cancelled);
     out
+}
+
+/// Units shown by name under each reason they were cancelled for (the JSON has them all).
+const CANCELLED_SHOWN: usize = 5;
+
+/// The cancelled units, grouped by why (`cancelled (12): not finished: the run was
+/// interrupted …`), the first few of each named.
+fn cancelled_text(out: &mut String, cancelled: &[&Failure]) {
+    let mut reasons: Vec<(&str, Vec<&str>)> = Vec::new();
+    for f in cancelled {
+        let reason = f.reason.as_deref().unwrap_or("no reason recorded");
+        match reasons.iter_mut().find(|(r, _)| *r == reason) {
+            Some((_, labels)) => labels.push(&f.label),
+            None => reasons.push((reason, vec![&f.label])),
+        }
+    }
+    for (reason, labels) in reasons {
+        let _ = writeln!(out, "\ncancelled ({}): {reason}", labels.len());
+        for label in labels.iter().take(CANCELLED_SHOWN) {
+            let _ = writeln!(out, "  {label}");
+        }
+        if labels.len() > CANCELLED_SHOWN {
+            let _ = writeln!(out, "  … {} more", labels.len() - CANCELLED_SHOWN);
+        }
+    }
 }
 
 /// The run's batches: a summary line, then one line per batch (the newest
@@ -204,9 +236,12 @@ const BATCHES_SHOWN: usize = 10;
 
 /// `rlm status RUN --json`.
 pub fn status_json(run: &RunSummary, failures: &[Failure], batches: &[BatchSubmission], now: Timestamp) -> String {
+    let (cancelled, failures): (Vec<&Failure>, Vec<&Failure>) =
+        failures.iter().partition(|f| f.state == UnitState::Cancelled);
     let view = StatusView {
         run: RunView::new(run, now),
-        failures,
+        failures: &failures,
+        cancelled: &cancelled,
         batches,
     };
     serde_json::to_string_pretty(&view).unwrap_or_default()

@@ -166,6 +166,168 @@ fn names_that_differ_only_in_invalid_bytes_stay_distinct() {
     assert_eq!(mock.requests(), 3);
 }
 
+/// A file or directory whose name is not UTF-8 can be named on the command line (`rlm
+/// batch`, directory mode, `rlm query`), and is shown escaped; so is an output directory's.
+/// A glob that is not UTF-8 is refused by name (a glob must be text).
+#[cfg(unix)]
+#[test]
+fn names_that_are_not_utf8_can_be_given_on_the_command_line() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let mock = MockLlm::start();
+    let p = Project::new().file("src/ok.txt", "fine\n");
+    std::fs::write(p.path().join(OsStr::from_bytes(b"src/x\xff.txt")), "first\n").unwrap();
+    let dir = p.path().join(OsStr::from_bytes(b"d\xff"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.txt"), "alpha\n").unwrap();
+    std::fs::write(dir.join("b.txt"), "beta beta\n").unwrap();
+    let url = mock.url();
+    let units = |report: &serde_json::Value| -> Vec<String> {
+        report["units"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|u| u["path"].as_str().unwrap().to_string())
+            .collect()
+    };
+
+    // One file, named literally.
+    let out = p
+        .rlm(&["batch"])
+        .arg(OsStr::from_bytes(b"src/x\xff.txt"))
+        .arg("List {file}")
+        .arg("--base-url")
+        .arg(&url)
+        .arg("--json")
+        .run();
+    out.assert_exit(0);
+    let report = out.json();
+    assert_eq!(report["pattern"], "src/x\\xFF.txt");
+    assert_eq!(units(&report), ["src/x\\xFF.txt"]);
+    assert_eq!(mock.requests(), 1);
+
+    // A directory: directory mode.
+    let out = p
+        .rlm(&["batch"])
+        .arg(OsStr::from_bytes(b"d\xff/"))
+        .arg("List {file}")
+        .arg("--base-url")
+        .arg(&url)
+        .arg("--no-batch-small")
+        .arg("--aggregate")
+        .arg("concat")
+        .arg("--json")
+        .run();
+    out.assert_exit(0);
+    let report = out.json();
+    assert!(
+        report["pattern"].as_str().unwrap().starts_with("d\\xFF/ (directory"),
+        "{}",
+        report["pattern"]
+    );
+    let mut got = units(&report);
+    got.sort();
+    assert_eq!(got, ["d\\xFF/a.txt", "d\\xFF/b.txt"]);
+    assert_eq!(mock.requests(), 3);
+
+    // rlm query of such a file.
+    let out = p
+        .rlm(&["query"])
+        .arg(OsStr::from_bytes(b"src/x\xff.txt"))
+        .arg("What is in it?")
+        .arg("--base-url")
+        .arg(&url)
+        .arg("--no-cache")
+        .run();
+    out.assert_exit(0);
+    assert!(!out.stdout.trim().is_empty(), "the answer is printed");
+    assert_eq!(mock.requests(), 4, "the file was read");
+
+    // An output directory that is not UTF-8 is shown escaped, never lossily.
+    let out = p
+        .rlm(&["batch", "src/ok.txt", "List {file}", "--base-url", &url, "-q", "-o"])
+        .arg(OsStr::from_bytes(b"out\xff"))
+        .run();
+    out.assert_exit(0);
+    assert_eq!(out.stdout.trim(), "out\\xFF/aggregate.md");
+    assert!(!out.stdout.contains('\u{fffd}'), "{}", out.stdout);
+
+    // A glob that is not UTF-8 cannot be matched: refused, naming it escaped.
+    let out = p
+        .rlm(&["batch"])
+        .arg(OsStr::from_bytes(b"src/*\xff.txt"))
+        .arg("List {file}")
+        .arg("--base-url")
+        .arg(&url)
+        .run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr
+            .contains("the pattern 'src/*\\xFF.txt' is not valid UTF-8 and holds glob characters"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(mock.requests(), 5);
+}
+
+/// A run named by a directory that is not UTF-8 records it as the bytes it is, so `rlm
+/// resume` goes on with the same inputs.
+#[cfg(unix)]
+#[test]
+fn a_run_with_names_that_are_not_utf8_resumes_where_it_was() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    use std::time::Duration;
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(300));
+    let p = Project::new();
+    let dir = p.path().join(OsStr::from_bytes(b"d\xff"));
+    std::fs::create_dir_all(&dir).unwrap();
+    for i in 0..6 {
+        std::fs::write(dir.join(format!("f{i}.txt")), format!("file {i}\n")).unwrap();
+    }
+    let out_dir = p.path().join("out");
+    let url = mock.url();
+    let running = p
+        .rlm(&["batch"])
+        .arg(OsStr::from_bytes(b"d\xff"))
+        .arg("List {file}")
+        .args(&[
+            "--base-url",
+            &url,
+            "-j",
+            "1",
+            "--no-batch-small",
+            "--aggregate",
+            "concat",
+            "-o",
+            "out",
+        ])
+        .spawn();
+    assert!(wait_until(Duration::from_secs(20), || {
+        std::fs::read_to_string(out_dir.join("events.jsonl")).is_ok_and(|log| log.contains("\"task:completed\""))
+    }));
+    running.signal("INT");
+    running.wait().assert_exit(130);
+    assert!(mock.requests() < 6, "the interrupt stopped the run");
+    mock.set_latency(Duration::ZERO);
+    let out = p.rlm(&["resume", "--yes", "--json"]).run();
+    out.assert_exit(0);
+    let report = out.json();
+    assert_eq!(report["status"], "SUCCESS", "{report:#}");
+    assert_eq!(report["files_succeeded"], 6, "{report:#}");
+    assert_eq!(report["output_dir"], "out");
+    let mut units: Vec<&str> = report["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["path"].as_str().unwrap())
+        .collect();
+    units.sort();
+    assert_eq!(units, (0..6).map(|i| format!("d\\xFF/f{i}.txt")).collect::<Vec<_>>());
+    assert_eq!(mock.requests(), 6, "each file paid once across the two attempts");
+}
+
 /// `--files-from` naming `/etc/passwd`-like files outside the working directory, by an
 /// absolute path or by `../`, is held to the link policy: skipped and listed, never sent,
 /// unless `--follow-links`.
@@ -179,12 +341,22 @@ fn files_from_outside_the_working_directory_is_skipped_unless_allowed() {
     let list = format!("a.txt\n{}\n../secrets/passwd\n", outside.display());
     let url = mock.url();
     let out = p
-        .rlm(&["batch", "List {file}", "--files-from", "-", "--base-url", &url])
+        .rlm(&["batch", "List {file}", "--files-from", "-", "--base-url", &url, "-q"])
         .cwd("work")
         .stdin(list.as_bytes())
         .run();
     out.assert_exit(0);
     assert_eq!(mock.requests(), 1, "only a.txt is sent");
+    // Named on stderr, even under -q, not only in the report.
+    assert!(
+        out.stderr.contains(&format!(
+            "rlm: warning: 2 paths outside the directory searched were not sent: ../secrets/passwd, {} (pass \
+             --follow-links to include them)",
+            outside.display()
+        )),
+        "{}",
+        out.stderr
+    );
     assert!(
         mock.recorded().iter().all(|r| !r.user_text().contains("root:x")),
         "the outside file was sent"
@@ -214,7 +386,113 @@ fn files_from_outside_the_working_directory_is_skipped_unless_allowed() {
         .stdin(list.as_bytes())
         .run();
     out.assert_exit(0);
-    assert_eq!(mock.requests(), 2);
+    // The two spellings of the one outside file are one unit, paid once.
+    assert_eq!(mock.requests(), 1);
+}
+
+/// One file named twice in a list — relative, absolute, through a link inside — is one
+/// unit, paid once, under the name listed first; the other names are listed as skipped.
+#[cfg(unix)]
+#[test]
+fn files_from_sends_one_file_once_however_it_is_spelled() {
+    let mock = MockLlm::start();
+    let p = Project::new().file("a.txt", "alpha\n").file("b.txt", "beta\n");
+    symlink("a.txt", &p.path().join("alias.txt"));
+    let list = format!(
+        "a.txt\n{}\nalias.txt\nb.txt\n./a.txt\n",
+        p.path().join("a.txt").display()
+    );
+    let url = mock.url();
+    let out = p
+        .rlm(&[
+            "batch",
+            "List {file}",
+            "--files-from",
+            "-",
+            "--base-url",
+            &url,
+            "--json",
+        ])
+        .stdin(list.as_bytes())
+        .run();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 2, "a.txt and b.txt, each once");
+    let report = out.json();
+    let units: Vec<&str> = report["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(units, ["a.txt", "b.txt"]);
+    let skipped: Vec<(&str, &str)> = report["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["path"].as_str().unwrap(), s["reason"].as_str().unwrap()))
+        .collect();
+    let absolute = p.path().join("a.txt").display().to_string();
+    let mut want = vec![
+        (absolute.as_str(), "the same file as a.txt, listed too: sent once"),
+        ("alias.txt", "the same file as a.txt, listed too: sent once"),
+    ];
+    want.sort();
+    assert_eq!(skipped, want);
+}
+
+/// A pattern that names a symbolic link leading out of the project (`g/pw.txt ->
+/// …/passwd`), or a directory through one, is held to the policy of `g/*.txt` and
+/// `--files-from`: skipped and named, never sent, unless `--follow-links`. A name written
+/// outside on purpose (`../lib/x.txt`) is read.
+#[cfg(unix)]
+#[test]
+fn a_named_link_that_leads_out_of_the_project_is_skipped_unless_allowed() {
+    let mock = MockLlm::start();
+    let p = Project::new()
+        .file("secrets/passwd", "root:x:0:0\n")
+        .file("secrets/keys/id.txt", "PRIVATE\n")
+        .file("lib/x.txt", "shared\n")
+        .file("work/g/ok.txt", "fine\n");
+    let work = p.path().join("work");
+    symlink("../../secrets/passwd", &work.join("g/pw.txt"));
+    symlink("../secrets/keys", &work.join("keys"));
+    let url = mock.url();
+    for pattern in ["g/pw.txt", "g/*.txt", "keys/id.txt", "keys"] {
+        let out = p
+            .rlm(&["batch", pattern, "List {file}", "--base-url", &url])
+            .cwd("work")
+            .run();
+        let (named, code) = match pattern {
+            "g/*.txt" => ("g/pw.txt", 0),
+            "g/pw.txt" => ("g/pw.txt", 2),
+            _ => ("keys", 2),
+        };
+        out.assert_exit(code);
+        assert!(
+            out.stderr.contains(named) && out.stderr.contains("--follow-links"),
+            "{pattern}: {}",
+            out.stderr
+        );
+    }
+    assert_eq!(mock.requests(), 1, "only g/ok.txt was sent");
+    assert!(
+        mock.recorded()
+            .iter()
+            .all(|r| !r.user_text().contains("root:x") && !r.user_text().contains("PRIVATE")),
+        "an outside file was sent"
+    );
+    let out = p
+        .rlm(&["batch", "g/pw.txt", "List {file}", "--base-url", &url, "--follow-links"])
+        .cwd("work")
+        .run();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 2, "--follow-links sends it");
+    let out = p
+        .rlm(&["batch", "../lib/x.txt", "List {file}", "--base-url", &url])
+        .cwd("work")
+        .run();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 3, "a name written outside is read");
 }
 
 /// The newest `.aiwg/rlm/batch-*` directory under `dir`.

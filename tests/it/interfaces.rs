@@ -243,6 +243,19 @@ fn an_expanded_pattern_says_quote_the_pattern() {
         "{}",
         out.stderr
     );
+    // A mixed expansion (`src/*`: files and a directory) suggests what it came from.
+    let out = p
+        .rlm(&["batch", "src/a.py", "src/auth", "src/b.py", "Summarize {file}"])
+        .run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("into 3 files (src/a.py, src/auth, src/b.py)")
+            && out.stderr.contains("rlm batch \"src/*\" \"your prompt\""),
+        "{}",
+        out.stderr
+    );
+    let out = p.rlm(&["batch", "src/a.py", "src/auth/x.ts", "Summarize {file}"]).run();
+    assert!(out.stderr.contains("rlm batch \"src/**/*.{py,ts}\""), "{}", out.stderr);
     // With --json, the same as a document.
     let out = p
         .rlm(&["batch", "src/a.py", "src/b.py", "Summarize {file}", "--json"])
@@ -263,4 +276,273 @@ fn a_missing_directory_in_a_pattern_is_named() {
     assert!(!out.stderr.contains("No files matched"), "{}", out.stderr);
     let out = p.rlm(&["batch", "src/deeper/*.ts", "List {file}"]).run();
     assert!(out.stderr.contains("no directory src/deeper/"), "{}", out.stderr);
+    // A trailing slash says the name is a directory.
+    let out = p.rlm(&["batch", "nonexist/", "List {file}"]).run();
+    out.assert_exit(2);
+    assert!(out.stderr.contains("no directory nonexist/"), "{}", out.stderr);
+    assert!(!out.stderr.contains("No files matched"), "{}", out.stderr);
+}
+
+/// An argument that is not UTF-8 (a file name can be anything) on a line clap refuses is a
+/// usage error like any other: one line, exit 2, the `--json` document — never a panic.
+#[test]
+fn a_non_utf8_argument_on_a_refused_line_is_a_usage_error() {
+    use std::os::unix::ffi::OsStrExt;
+    let bad = std::ffi::OsStr::from_bytes(b"x\xff");
+    let p = Project::new().ts_files(2);
+    let out = p.rlm(&["batch", "--bogus"]).arg(bad).run();
+    out.assert_exit(2);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("unexpected argument '--bogus' found (see rlm batch --help)"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+    let out = p.rlm(&["batch", "--bogus", "--json"]).arg(bad).run();
+    assert_error_document(&out, "usage", "'--bogus'");
+    let out = p
+        .rlm(&["batch", "src/*.ts", "S", "--bogus", "--prompt-file"])
+        .arg(bad)
+        .run();
+    out.assert_exit(2);
+    assert!(out.stderr.contains("'--bogus'"), "{}", out.stderr);
+    // The shell-expansion hint still reads the files before a non-UTF-8 argument.
+    let out = p.rlm(&["batch", "src/f00.ts", "src/f01.ts", "Summ"]).arg(bad).run();
+    out.assert_exit(2);
+    assert!(out.stderr.contains("quote the pattern"), "{}", out.stderr);
+    // A prompt that is not UTF-8 is named, escaped.
+    let out = p.rlm(&["batch", "src/*.ts"]).arg(bad).run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("the argument 'x\\xFF' is not valid UTF-8"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// clap's "missing required argument" keeps the names of what is missing, on one line, for
+/// every command; a missing subcommand lists the subcommands.
+#[test]
+fn a_missing_argument_is_named() {
+    let p = Project::new().ts_files(1);
+    for (args, names, help) in [
+        (&["query"][..], "<FILE> <PROMPT>", "rlm query --help"),
+        (&["query", "src/f00.ts"], "<PROMPT>", "rlm query --help"),
+        (
+            &["--color", "never", "index", "neighbors"],
+            "--node <PATH>",
+            "rlm index neighbors --help",
+        ),
+        (&["merge", "a"], "--output-dir <DIR>", "rlm merge --help"),
+        (&["verify-citations"], "<FILE>", "rlm verify-citations --help"),
+        (&["job", "run"], "<JOB_FILE>", "rlm job run --help"),
+    ] {
+        let out = p.rlm(args).run();
+        out.assert_exit(2);
+        let want = format!("rlm: error: the following required arguments were not provided: {names} (see {help})\n");
+        assert_eq!(out.stderr, want, "rlm {args:?}");
+        let mut with_json = args.to_vec();
+        with_json.push("--json");
+        let out = p.rlm(&with_json).run();
+        let doc = assert_error_document(&out, "usage", names);
+        assert_eq!(
+            doc["error"]["message"],
+            format!("the following required arguments were not provided: {names} (see {help})"),
+            "rlm {with_json:?}"
+        );
+    }
+    let out = p.rlm(&["job"]).run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr
+            .starts_with("rlm: error: 'rlm job' needs a subcommand: run, pr-review, list, status"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// A file whose mock answer holds one finding at `level`.
+fn with_finding(path: &str, level: &str) -> String {
+    let answer = format!(
+        r#"{{"findings": [{{"path": "{path}", "line": 1, "severity": "{level}", "type": "bug", "message": "a {level} here"}}]}}"#
+    );
+    format!("export const x = 1;\n// {}\n", reply_marker(&answer))
+}
+
+/// `--fail-on` reached with every unit succeeded: the run is SUCCESS and exits 1, and one
+/// line says which gate failed and how many findings reached it — in the closing summary,
+/// and on stderr under `--quiet` and `--json`.
+#[test]
+fn a_failed_gate_says_why() {
+    let mock = MockLlm::start();
+    let p = Project::new()
+        .file("src/a.ts", &with_finding("src/a.ts", "error"))
+        .file("src/b.ts", &with_finding("src/b.ts", "error"))
+        .file("src/c.ts", &with_finding("src/c.ts", "warning"));
+    let url = mock.url();
+    let out = p.rlm(&batch("src/*.ts", &url, &["--fail-on", "error"])).run();
+    out.assert_exit(1);
+    assert!(out.stdout.contains("RLM Batch: SUCCESS"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("\nGate failed: 2 findings at or above error (--fail-on error)\n"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        p.report_md()
+            .contains("Failed on: 2 findings at or above error (--fail-on error)"),
+        "{}",
+        p.report_md()
+    );
+    // Quiet: stdout is the aggregate's path, the reason is on stderr.
+    let out = p.rlm(&batch("src/*.ts", &url, &["--fail-on", "warning", "-q"])).run();
+    out.assert_exit(1);
+    assert_eq!(
+        out.stderr,
+        "Gate failed: 3 findings at or above warning (--fail-on warning)\n"
+    );
+    let out = p.rlm(&batch("src/*.ts", &url, &["--fail-on", "error", "--json"])).run();
+    out.assert_exit(1);
+    let doc = out.json();
+    assert_eq!(
+        (doc["status"].as_str(), doc["gate"].as_str()),
+        (Some("SUCCESS"), Some("failed"))
+    );
+    assert!(
+        out.stderr
+            .contains("Gate failed: 2 findings at or above error (--fail-on error)"),
+        "{}",
+        out.stderr
+    );
+    // A gate that passes says nothing.
+    let out = p.rlm(&batch("src/c.ts", &url, &["--fail-on", "error", "-q"])).run();
+    out.assert_exit(0);
+    assert!(!out.stderr.contains("Gate"), "{}", out.stderr);
+    assert_eq!(mock.requests(), 3, "the reruns are served from the cache");
+}
+
+/// An interrupted run: every unit the task store records as cancelled has its
+/// `task:cancelled` line in `events.jsonl` (before `batch:completed`), every queued unit
+/// ends exactly once there, and `rlm status` lists the cancelled units as cancelled, not
+/// under "failures".
+#[test]
+fn every_unit_an_interrupt_stops_has_its_cancelled_event() {
+    use std::time::Duration;
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(300));
+    let p = Project::new().ts_files(12);
+    let url = mock.url();
+    let running = p.rlm(&batch("src/*.ts", &url, &["-j", "2", "-o", "out"])).spawn();
+    assert!(wait_until(Duration::from_secs(20), || {
+        std::fs::read_to_string(p.path().join("out/events.jsonl"))
+            .is_ok_and(|log| log.matches("\"task:completed\"").count() >= 2)
+    }));
+    running.signal("INT");
+    running.wait().assert_exit(130);
+
+    let status = p.rlm(&["status", "--json"]).run();
+    status.assert_exit(0);
+    let status = status.json();
+    let cancelled = status["units"]["cancelled"].as_u64().unwrap();
+    let completed = status["units"]["completed"].as_u64().unwrap();
+    assert!(cancelled >= 2, "the interrupt left units unfinished: {status}");
+    assert_eq!(cancelled + completed, 12, "{status}");
+    assert_eq!(status["failures"].as_array().unwrap().len(), 0, "{status}");
+    assert_eq!(
+        status["cancelled"].as_array().unwrap().len() as u64,
+        cancelled,
+        "{status}"
+    );
+
+    let log = p.read("out/events.jsonl");
+    let events: Vec<Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let named = |name: &str| -> Vec<String> {
+        events
+            .iter()
+            .filter(|e| e["event"] == name)
+            .map(|e| e["unit"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let queued = named("task:queued");
+    let mut ended = named("task:completed");
+    ended.extend(named("task:failed"));
+    ended.extend(named("task:cancelled"));
+    assert_eq!(named("task:cancelled").len() as u64, cancelled, "{log}");
+    ended.sort();
+    let mut queued_sorted = queued.clone();
+    queued_sorted.sort();
+    assert_eq!(ended, queued_sorted, "every queued unit ends once:\n{log}");
+    assert_eq!(events.last().unwrap()["event"], "batch:completed");
+    let reasons: Vec<&str> = events
+        .iter()
+        .filter(|e| e["event"] == "task:cancelled")
+        .map(|e| e["reason"].as_str().unwrap())
+        .collect();
+    // Those the pool had admitted say so; the rest, closed by the log, say why too.
+    assert!(
+        reasons
+            .iter()
+            .all(|r| r.starts_with("not started: the run stopped dispatching") || r.contains("the run was interrupted")),
+        "{reasons:?}"
+    );
+
+    let text = p.rlm(&["status"]).run();
+    text.assert_exit(0);
+    assert!(!text.stdout.contains("failures"), "{}", text.stdout);
+    // Grouped by why: the groups add up to the cancelled units.
+    let shown: u64 = text
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("cancelled (")?.split_once("): "))
+        .map(|(n, _)| n.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(shown, cancelled, "{}", text.stdout);
+}
+
+/// The edge cases of a citation written wrongly: 16 characters that are not hex where the
+/// hash goes, and line ranges `L-3`, `Lx` and a bare `12` are each malformed — counted, and
+/// failing the check (also under `--strict`) — never "no such file", never ignored.
+#[test]
+fn verify_citations_finds_a_non_hex_hash_and_ranges_that_are_no_ranges() {
+    let login = "fn a() {}\nfn b() {}\nfn c() {}\n";
+    let hash = rlm::citation::content_hash(login.as_bytes());
+    let p = Project::new().file("src/login.ts", login).file(
+        "aggregate.md",
+        &format!(
+            "- a [src/login.ts@zzzzzzzzzzzzzzzz, L1]\n- b [src/login.ts@{hash}, L-3]\n\
+             - c [src/login.ts@{hash}, Lx]\n- d [src/login.ts@{hash}, 12]\n- e [src/login.ts@{hash}, L2]\n"
+        ),
+    );
+    let out = p.rlm(&["verify-citations", "aggregate.md"]).run();
+    out.assert_exit(1);
+    let text = &out.stdout;
+    assert!(!text.contains("no such file"), "{text}");
+    for (line, written, problem) in [
+        (
+            1,
+            "[src/login.ts@zzzzzzzzzzzzzzzz, L1]".to_string(),
+            "`zzzzzzzzzzzzzzzz` is not a content hash",
+        ),
+        (2, format!("[src/login.ts@{hash}, L-3]"), "`L-3` is not a line range"),
+        (3, format!("[src/login.ts@{hash}, Lx]"), "`Lx` is not a line range"),
+        (4, format!("[src/login.ts@{hash}, 12]"), "`12` is not a line range"),
+    ] {
+        assert!(
+            text.contains(&format!("aggregate.md:{line}: malformed: {written}: {problem}")),
+            "{text}"
+        );
+    }
+    assert!(
+        text.ends_with("5 citations: 1 fresh, 0 stale, 0 broken, 4 malformed, 0 un-versioned: FAILED\n"),
+        "{text}"
+    );
+    let out = p.rlm(&["verify-citations", "aggregate.md", "--strict", "--json"]).run();
+    out.assert_exit(1);
+    let doc = out.json();
+    assert_eq!(doc["summary"]["malformed"], 4, "{doc:#}");
+    assert_eq!(doc["summary"]["broken"], 0, "{doc:#}");
+    assert_eq!(doc["passed"], false);
 }

@@ -107,7 +107,7 @@ impl Project {
         env.insert("ANTHROPIC_API_KEY".to_string(), TEST_KEY.to_string());
         env.insert("RLM_BACKOFF_BASE_MS".to_string(), "20".to_string());
         Run {
-            args: args.iter().map(|a| a.to_string()).collect(),
+            args: args.iter().map(std::ffi::OsString::from).collect(),
             cwd: self.root.clone(),
             env,
             timeout: RUN_TIMEOUT,
@@ -279,7 +279,7 @@ pub fn file_names(dir: &Path) -> Vec<String> {
 
 /// One invocation of the binary, not yet started.
 pub struct Run {
-    args: Vec<String>,
+    args: Vec<std::ffi::OsString>,
     cwd: PathBuf,
     env: BTreeMap<String, String>,
     timeout: Duration,
@@ -291,6 +291,18 @@ pub struct Run {
 }
 
 impl Run {
+    /// Appends an argument, which need not be UTF-8 (a file name).
+    pub fn arg(mut self, arg: impl AsRef<std::ffi::OsStr>) -> Run {
+        self.args.push(arg.as_ref().to_os_string());
+        self
+    }
+
+    /// Appends arguments.
+    pub fn args(mut self, args: &[&str]) -> Run {
+        self.args.extend(args.iter().map(std::ffi::OsString::from));
+        self
+    }
+
     /// Sets an environment variable.
     pub fn env(mut self, key: &str, value: &str) -> Run {
         self.env.insert(key.to_string(), value.to_string());
@@ -378,7 +390,14 @@ impl Run {
             stderr: Some(stderr),
             started,
             deadline: started + self.timeout,
-            description: format!("rlm {}", self.args.join(" ")),
+            description: format!(
+                "rlm {}",
+                self.args
+                    .iter()
+                    .map(|a| a.to_string_lossy())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
         }
     }
 
