@@ -170,7 +170,7 @@ pub fn plan(manifest: &Manifest, opts: &PlanOptions, ctx: &RequestContext, model
     }
 
     // Names: every unit's label and every batch member's path, unique together.
-    let labels: Vec<String> = drafts.iter().map(|d| d.label(manifest)).collect();
+    let labels = unique_labels(drafts.iter().map(|d| d.label(manifest)).collect(), &drafts);
     let mut wanted: Vec<&str> = labels.iter().map(String::as_str).collect();
     for d in &drafts {
         if let Draft::Batch(members) = d {
@@ -213,7 +213,22 @@ pub fn plan(manifest: &Manifest, opts: &PlanOptions, ctx: &RequestContext, model
     for (unit, size) in units.iter_mut().zip(sizes) {
         settle(unit, size, ctx, budget);
     }
+    unique_ids(&mut units);
     units
+}
+
+/// The last guard of unit ids: a unit whose id another unit of the plan already has (it
+/// should not happen: [`WorkUnit::part`] tells apart units over the same lines) gets `-2`,
+/// `-3`… after it, in plan order, so answers are never filed under another unit's id.
+fn unique_ids(units: &mut [WorkUnit]) {
+    let mut seen: std::collections::HashMap<UnitId, usize> = std::collections::HashMap::with_capacity(units.len());
+    for unit in units.iter_mut() {
+        let count = seen.entry(unit.id.clone()).or_insert(0);
+        *count += 1;
+        if *count > 1 {
+            unit.id = UnitId::named(format!("{}-{}", unit.id, count));
+        }
+    }
 }
 
 /// The prompt bytes besides content: the longest system message a unit of this run can get,
@@ -347,7 +362,7 @@ impl Size {
     fn of(unit: &WorkUnit, ctx: &RequestContext) -> Size {
         let rendered = request::render(unit, ctx);
         Size {
-            id: UnitId::for_inputs(&unit.inputs),
+            id: UnitId::for_part(&unit.inputs, unit.part().as_deref()),
             prompt_bytes: rendered.prompt_bytes(),
             prefix: rendered.prefix(),
             key: rendered.key,
@@ -377,6 +392,41 @@ fn settle(unit: &mut WorkUnit, size: Size, ctx: &RequestContext, budget: Budget)
     }
 }
 
+/// Labels that name one unit each (the report, the aggregate and the progress lines name
+/// units by them): chunks over the same lines (JSON elements of a one-line document) are
+/// told apart by their place in the document, and any label still taken twice gets ` #2`,
+/// ` #3`… in plan order.
+fn unique_labels(mut labels: Vec<String>, drafts: &[Draft]) -> Vec<String> {
+    let count = |labels: &[String]| {
+        let mut counts: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        for l in labels {
+            *counts.entry(l.clone()).or_default() += 1;
+        }
+        counts
+    };
+    let counts = count(&labels);
+    if counts.len() == labels.len() {
+        return labels;
+    }
+    for (label, draft) in labels.iter_mut().zip(drafts) {
+        if let (Some(2..), Draft::Chunk { chunk, .. }) = (counts.get(label.as_str()), draft) {
+            if let Some(path) = &chunk.context.json_path {
+                label.push(' ');
+                label.push_str(path);
+            }
+        }
+    }
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for label in labels.iter_mut() {
+        let n = seen.entry(label.clone()).or_default();
+        *n += 1;
+        if *n > 1 {
+            label.push_str(&format!(" #{n}"));
+        }
+    }
+    labels
+}
+
 /// A unit before its name is known.
 enum Draft {
     Whole(usize),
@@ -390,7 +440,9 @@ impl Draft {
             Draft::Whole(i) => manifest.files[*i].display.clone(),
             Draft::Chunk { file, chunk } => {
                 let f = &manifest.files[*file];
-                if chunk.total == 1 && chunk.start_line <= 1 && chunk.end_line as u64 >= f.lines {
+                if let Some(p) = chunk.partial_line {
+                    format!("{}:{} (part {} of {})", f.display, p.line, p.part, p.parts)
+                } else if chunk.total == 1 && chunk.start_line <= 1 && chunk.end_line as u64 >= f.lines {
                     f.display.clone()
                 } else {
                     format!("{}:{}-{}", f.display, chunk.start_line, chunk.end_line)
