@@ -162,7 +162,7 @@ pub struct ChunkContext {
 }
 
 impl ChunkContext {
-    pub(crate) fn new(strategy: ChunkStrategy) -> ChunkContext {
+    pub fn new(strategy: ChunkStrategy) -> ChunkContext {
         ChunkContext {
             strategy,
             prepended: None,
