@@ -1,6 +1,6 @@
 //! Where code may be cut: a lexical scanner per language family that finds the items of a
-//! file (functions, classes, statements at depth 0) and the members of its classes,
-//! without a parser.
+//! file (functions, classes, statements at depth 0) and the members of the items that may
+//! be cut between them, without a parser.
 //!
 //! - Brace languages (JavaScript/TypeScript, Rust, Go, Java, Kotlin, C#, Scala, Swift,
 //!   C/C++, PHP, Zig): the scanner tracks `{}` depth and `()`/`[]` nesting through
@@ -11,20 +11,32 @@
 //!   starts on a line at the wanted depth, outside any parenthesis, after a line that
 //!   ended a statement (`;`, `}`, `,` between members, or — in languages without
 //!   semicolons — a value), unless the line continues the one above (`.`, `else`, `catch`,
-//!   `where`, `{`, an operator…).
+//!   `where`, `{`, an operator…). JSX elements are read as such where an expression may
+//!   start (text in them is not code: `Can't` opens no string, `</p>` is no regex), and
+//!   only the first branch of a preprocessor conditional moves the nesting (`#ifdef W /
+//!   int f(int a, int b) { / #else / int f(int a) { / #endif` opens one block).
 //! - Python: logical lines (through brackets, `\` continuations and triple-quoted
 //!   strings) at one indentation; `else`/`elif`/`except`/`finally` continue the statement.
 //!
-//! Decorators, attributes and the comment lines directly above an item belong to it. A
-//! class (impl, struct, interface, trait, enum, namespace, object literal…) has a
-//! [`Body`]: its header lines and its members, found the same way one level deeper. A
-//! function never has one: it is never cut inside.
+//! Decorators, attributes and the comment lines directly above an item belong to it. An
+//! item that may be cut between its members has a [`Body`]: its header lines and its
+//! members, found the same way one level deeper. A class (impl, struct, interface,
+//! trait, enum, namespace, object literal…) always has one; so has any other item whose
+//! block holds functions or classes — a wrapper function (IIFE, UMD), a `describe`
+//! callback, a compiled class, a Python `if`/`try` of defs, each clause a member with its
+//! own header — which the chunker opens only when the item does not fit. A leaf function
+//! has none: it is never cut inside while it fits.
 //!
 //! Why not tree-sitter (issue 16): the grammars for these languages, measured in a scratch
 //! crate on this 2-core machine, add about 40 s to a clean `cargo build --release`
 //! (63 s of CPU; 21 s for a debug build) and 9.7 MB to the stripped binary (0.34 MB →
-//! 10.0 MB). For choosing cut points between items a scanner that understands literals
-//! and comments is enough, costs one pass over the bytes, and adds nothing to the build.
+//! 10.0 MB). For choosing cut points between items a scanner that understands literals,
+//! comments, JSX and conditional compilation is enough, costs one pass over the bytes,
+//! and adds nothing to the build. Checked against tree-sitter's grammars on 172 real and
+//! tricky files (npm's JavaScript, the Python standard library, Java, Rust, C), it cuts
+//! inside a function that would fit only on minified one-line files, whose lines are cut
+//! anyway; what it cannot see is code a parser would reject, or a macro that opens a
+//! block.
 
 use super::content_type::Language;
 use super::line_index::LineIndex;

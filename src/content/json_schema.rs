@@ -110,7 +110,7 @@ impl SchemaSummary {
 impl SchemaSummary {
     /// The summary as one line of at most `max_bytes` bytes for a prompt: `id (number),
     /// name (string), meta.source (string; in 3 of 5)`, as many fields as fit (a name is
-    /// cut at [`MAX_NAME_BYTES`]), then how many more there are.
+    /// cut at 80 bytes), then how many more there are.
     pub fn line(&self, max_bytes: usize) -> String {
         if self.fields.is_empty() {
             return format!("values of type {}", self.value_types.join(" | "));
@@ -148,7 +148,7 @@ impl SchemaSummary {
 }
 
 /// A field name shown in a summary is cut to this many bytes.
-pub const MAX_NAME_BYTES: usize = 80;
+const MAX_NAME_BYTES: usize = 80;
 
 /// `name`, cut at [`MAX_NAME_BYTES`] (at a character boundary, ending in `…`).
 fn short_name(name: &str) -> std::borrow::Cow<'_, str> {
