@@ -50,7 +50,7 @@ const SMALL_CHUNK_TOKENS: u64 = 1_000;
 pub fn load_templates(rlm_dir: &Path) -> Result<Templates, RlmError> {
     let mut templates = Templates::embedded();
     let dir = rlm_dir.join("prompts");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
+    let Ok(entries) = fs_err::read_dir(&dir) else {
         return Ok(templates);
     };
     let mut names: Vec<_> = entries.flatten().map(|e| e.path()).collect();
