@@ -14,8 +14,8 @@
 use std::path::Path;
 
 use crate::content::{
-    self, batch_small, chunk, detect, head_lines, needs_chunking, BatchCandidate, Chunk, ChunkOptions, Detection,
-    SizeTier, Templates, SNIFF_LINES,
+    self, batch_small, chunk, context_max_bytes, detect, head_lines, needs_chunking, BatchCandidate, Chunk,
+    ChunkContext, ChunkOptions, ChunkStrategy, Detection, SizeTier, Templates, SNIFF_LINES,
 };
 use crate::error::RlmError;
 use crate::input::{InputFile, Manifest};
@@ -36,16 +36,21 @@ pub struct PlanOptions {
     pub chunk_always: bool,
 }
 
-/// Prompt bytes a unit may need besides its content: the analyst's header lines (file,
-/// type, lines, position, a schema summary, a JSON path, a note) and the citation block.
-const HEADER_ALLOWANCE: u64 = 2_048;
+/// Prompt bytes a unit needs besides its content and what [`overhead_bytes`] and
+/// [`file_frame_bound`] count: the fixed words of the lines naming the file, its type and
+/// its lines, the delimiters' tags, the labels of the instruction's parts.
+const FIXED_LINES_BYTES: u64 = 512;
+
+/// A chunk's content below this many tokens is too little to say much about: the plan
+/// warns that the window is mostly taken by the answer and the instructions.
+const SMALL_CHUNK_TOKENS: u64 = 1_000;
 
 /// Prompt templates: the embedded ones, each replaced by `.aiwg/rlm/prompts/<name>.md` when
 /// that file exists.
 pub fn load_templates(rlm_dir: &Path) -> Result<Templates, RlmError> {
     let mut templates = Templates::embedded();
     let dir = rlm_dir.join("prompts");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
+    let Ok(entries) = fs_err::read_dir(&dir) else {
         return Ok(templates);
     };
     let mut names: Vec<_> = entries.flatten().map(|e| e.path()).collect();
@@ -92,26 +97,39 @@ impl Budget {
         }
     }
 
-    /// The tokens left for content once `overhead_bytes` of prompt are taken (at least a
-    /// little, so a tiny window still makes progress: the block check then says why).
-    fn for_content(self, overhead_bytes: u64) -> u64 {
+    /// The tokens left for content once `frame_bytes` of prompt are taken (at least a
+    /// little, so a tiny window still makes progress: the plan warns, and the block check
+    /// says why a unit cannot be sent).
+    fn for_content(self, frame_bytes: u64) -> u64 {
         self.input_tokens
-            .saturating_sub(tokens::upper_bound(overhead_bytes + HEADER_ALLOWANCE))
-            .max(64)
+            .saturating_sub(tokens::upper_bound(frame_bytes))
+            .max(MIN_CONTENT_TOKENS)
     }
 }
 
+/// The least content budget a chunk is given, however small the window.
+const MIN_CONTENT_TOKENS: u64 = 64;
+
+/// The units of a run, and what planning them has to say (a window too small to leave
+/// room for content).
+#[derive(Debug, Default)]
+pub struct UnitPlan {
+    pub units: Vec<WorkUnit>,
+    pub warnings: Vec<String>,
+}
+
 /// Plans the units of a run (see the module doc).
-pub fn plan(manifest: &Manifest, opts: &PlanOptions, ctx: &RequestContext, model: &ModelInfo) -> Vec<WorkUnit> {
+pub fn plan(manifest: &Manifest, opts: &PlanOptions, ctx: &RequestContext, model: &ModelInfo) -> UnitPlan {
     let budget = Budget::of(model, ctx.max_tokens);
     let files = &manifest.files;
-    // The prompt around a whole file or a chunk, without content.
+    // The prompt around a whole file or a batch, without content: at most this.
     let overhead = overhead_bytes(ctx);
-    let content_budget = budget.for_content(overhead);
+    let content_budget = budget.for_content(overhead + FIXED_LINES_BYTES);
     let treatments: Vec<Treatment> = files
         .iter()
         .map(|f| {
-            let over_budget = tokens::upper_bound(f.size) > content_budget;
+            let whole_budget = budget.for_content(overhead + FIXED_LINES_BYTES + file_frame_bound(f, ctx));
+            let over_budget = tokens::upper_bound(f.size) > whole_budget;
             if opts.chunking && (opts.chunk_always || needs_chunking(f.lines as usize, f.size, None) || over_budget) {
                 Treatment::Chunked
             } else if opts.batch_small {
@@ -129,17 +147,31 @@ pub fn plan(manifest: &Manifest, opts: &PlanOptions, ctx: &RequestContext, model
     let chunked: Vec<usize> = (0..files.len())
         .filter(|&i| treatments[i] == Treatment::Chunked && detections[i].is_some())
         .collect();
-    let chunk_opts = ChunkOptions {
-        max_chunk_tokens: content_budget,
-        ..ChunkOptions::default()
-    };
     let mut chunks: Vec<Vec<Chunk>> = (0..files.len()).map(|_| Vec::new()).collect();
+    // Each file's chunks are sized by its own frame: its path, its citation block and its
+    // analyst's prompt are measured, not guessed.
     let cut = crate::parallel::map_pure_from(&chunked, 2, |&i| {
-        detections[i].map_or_else(Vec::new, |d| chunk(&d, text_of(&files[i]), &chunk_opts))
+        detections[i].map_or_else(
+            || (MIN_CONTENT_TOKENS, Vec::new()),
+            |d| {
+                let chunk_opts = ChunkOptions {
+                    max_chunk_tokens: budget.for_content(frame_bytes(&files[i], d, ctx)),
+                    ..ChunkOptions::default()
+                };
+                (chunk_opts.max_chunk_tokens, chunk(&d, text_of(&files[i]), &chunk_opts))
+            },
+        )
     });
-    for (i, file_chunks) in chunked.into_iter().zip(cut) {
+    let mut small: Vec<(usize, u64, usize)> = Vec::new();
+    for (i, (file_budget, file_chunks)) in chunked.into_iter().zip(cut) {
+        if file_budget < SMALL_CHUNK_TOKENS && file_chunks.len() > 1 {
+            small.push((i, file_budget, file_chunks.len()));
+        }
         chunks[i] = file_chunks;
     }
+    let warnings = small_budget_warning(&small, files, model, ctx.max_tokens)
+        .into_iter()
+        .collect();
 
     // Drafts in file order: a chunked file's chunks in its place, the batches where the
     // first batched file was.
@@ -164,13 +196,13 @@ pub fn plan(manifest: &Manifest, opts: &PlanOptions, ctx: &RequestContext, model
             _ => drafts.push(Draft::Whole(i)),
         }
     }
-    let batches = group_batches(files, &detections, &batchable, content_budget);
+    let batches = group_batches(files, &detections, &batchable, content_budget, ctx);
     if let Some(at) = drafts.iter().position(|d| matches!(d, Draft::Batch(_))) {
         drafts.splice(at..=at, batches.into_iter().map(Draft::Batch));
     }
 
     // Names: every unit's label and every batch member's path, unique together.
-    let labels: Vec<String> = drafts.iter().map(|d| d.label(manifest)).collect();
+    let labels = unique_labels(drafts.iter().map(|d| d.label(manifest)).collect(), &drafts);
     let mut wanted: Vec<&str> = labels.iter().map(String::as_str).collect();
     for d in &drafts {
         if let Draft::Batch(members) = d {
@@ -213,7 +245,102 @@ pub fn plan(manifest: &Manifest, opts: &PlanOptions, ctx: &RequestContext, model
     for (unit, size) in units.iter_mut().zip(sizes) {
         settle(unit, size, ctx, budget);
     }
-    units
+    unique_ids(&mut units);
+    UnitPlan { units, warnings }
+}
+
+/// The bytes of a chunk's prompt over `file`, besides its content, at most: the prompt
+/// rendered for a chunk of it without content or context lines — its analyst's system
+/// message, the instruction's shared and closing lines, the file's name and type, line
+/// numbers and chunk positions at their longest, the citation block, the delimiters — and
+/// the most its context lines can take ([`context_max_bytes`]). Measured, not guessed, so
+/// a planned chunk is never blocked.
+fn frame_bytes(file: &InputFile, detection: Detection, ctx: &RequestContext) -> u64 {
+    let last = file.lines.max(1);
+    // A file has at most one chunk a byte.
+    let positions = usize::try_from(file.size).unwrap_or(usize::MAX).max(2);
+    let probe = Chunk {
+        index: positions - 1,
+        total: positions,
+        start_line: last as usize,
+        end_line: last as usize,
+        content: String::new(),
+        context: ChunkContext::new(ChunkStrategy::Windows),
+        partial_line: None,
+        layout: Vec::new(),
+    };
+    let piece = Piece {
+        detection,
+        file_lines: file.lines as usize,
+        chunk: probe,
+    };
+    let span = LineSpan { start: last, end: last };
+    let unit = unsized_unit(
+        vec![UnitInput::of_file(file, Some(span))],
+        UnitBody::Piece(Box::new(piece)),
+        String::new(),
+        String::new(),
+    );
+    request::render(&unit, ctx).prompt_bytes() + context_max_bytes(detection.content_type) as u64
+}
+
+/// What a file adds to a prompt besides its content and [`overhead_bytes`], at most: its
+/// name wherever the prompt names it (the file line, the delimiters, each `{file}` of the
+/// instruction), its citation block, and the lines about a chunk's context. For deciding
+/// whether a file is sent whole; a chunked file is measured ([`frame_bytes`]).
+fn file_frame_bound(file: &InputFile, ctx: &RequestContext) -> u64 {
+    let name = crate::escape::name(&file.display)
+        .len()
+        .max(crate::escape::attribute(&file.display).len());
+    let mentions = 3 + ctx.sub_prompt.matches("{file}").count();
+    (mentions * name + citation_bytes(file, ctx) + context_max_bytes(content::ContentType::Json)) as u64
+}
+
+/// The bytes of `file`'s citation block under `--require-citations` (with a line span at
+/// its longest), else 0.
+fn citation_bytes(file: &InputFile, ctx: &RequestContext) -> usize {
+    if !ctx.require_citations {
+        return 0;
+    }
+    let last = file.lines.max(1);
+    let input = UnitInput::of_file(file, Some(LineSpan { start: last, end: last }));
+    crate::citation::input_block(&input).len() + 2
+}
+
+/// One warning when the window leaves chunks too little content (`small`: file, content
+/// budget, chunks): the answer (`--max-tokens`) and the instructions take most of it.
+fn small_budget_warning(
+    small: &[(usize, u64, usize)],
+    files: &[InputFile],
+    model: &ModelInfo,
+    max_tokens: u32,
+) -> Option<String> {
+    let &(first, tokens, chunks) = small.first()?;
+    let others = match small.len() {
+        1 => String::new(),
+        n => format!(" (and {} more file{})", n - 1, if n == 2 { "" } else { "s" }),
+    };
+    Some(format!(
+        "a context window of {} tokens less --max-tokens {max_tokens} for the answer leaves about {tokens} tokens of \
+         content a chunk once the instructions are counted: {} is cut into {chunks} chunks{others}; pass a larger \
+         --context-window (the model's real window) or a smaller --max-tokens",
+        model.context_window,
+        crate::escape::name(&files[first].display),
+    ))
+}
+
+/// The last guard of unit ids: a unit whose id another unit of the plan already has (it
+/// should not happen: [`WorkUnit::part`] tells apart units over the same lines) gets `-2`,
+/// `-3`… after it, in plan order, so answers are never filed under another unit's id.
+fn unique_ids(units: &mut [WorkUnit]) {
+    let mut seen: std::collections::HashMap<UnitId, usize> = std::collections::HashMap::with_capacity(units.len());
+    for unit in units.iter_mut() {
+        let count = seen.entry(unit.id.clone()).or_insert(0);
+        *count += 1;
+        if *count > 1 {
+            unit.id = UnitId::named(format!("{}-{}", unit.id, count));
+        }
+    }
 }
 
 /// The prompt bytes besides content: the longest system message a unit of this run can get,
@@ -243,7 +370,9 @@ fn group_batches(
     detections: &[Option<Detection>],
     batchable: &[usize],
     content_budget: u64,
+    ctx: &RequestContext,
 ) -> Vec<Vec<usize>> {
+    let mentions = 2 + ctx.sub_prompt.matches("{file}").count();
     let candidates: Vec<BatchCandidate> = batchable
         .iter()
         .map(|&i| BatchCandidate {
@@ -253,12 +382,15 @@ fn group_batches(
         .collect();
     let mut out = Vec::new();
     for group in batch_small(&candidates, SizeTier::SMALL_MAX_LINES) {
-        // Each file is delimited and listed: count its bytes and a little for that.
+        // Each file is listed, delimited, named by each `{file}` and cited: count its
+        // bytes and those.
         let mut current: Vec<usize> = Vec::new();
         let mut tokens_so_far = 0;
         for k in group {
             let i = batchable[k];
-            let t = tokens::upper_bound(files[i].size + 2 * files[i].display.len() as u64 + 120);
+            let f = &files[i];
+            let name = crate::escape::name(&f.display).len() + 2;
+            let t = tokens::upper_bound(f.size + (mentions * name + citation_bytes(f, ctx) + 120) as u64);
             if !current.is_empty() && tokens_so_far + t > content_budget {
                 out.push(std::mem::take(&mut current));
                 tokens_so_far = 0;
@@ -347,7 +479,7 @@ impl Size {
     fn of(unit: &WorkUnit, ctx: &RequestContext) -> Size {
         let rendered = request::render(unit, ctx);
         Size {
-            id: UnitId::for_inputs(&unit.inputs),
+            id: UnitId::for_part(&unit.inputs, unit.part().as_deref()),
             prompt_bytes: rendered.prompt_bytes(),
             prefix: rendered.prefix(),
             key: rendered.key,
@@ -377,6 +509,41 @@ fn settle(unit: &mut WorkUnit, size: Size, ctx: &RequestContext, budget: Budget)
     }
 }
 
+/// Labels that name one unit each (the report, the aggregate and the progress lines name
+/// units by them): chunks over the same lines (JSON elements of a one-line document) are
+/// told apart by their place in the document, and any label still taken twice gets ` #2`,
+/// ` #3`… in plan order.
+fn unique_labels(mut labels: Vec<String>, drafts: &[Draft]) -> Vec<String> {
+    let count = |labels: &[String]| {
+        let mut counts: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        for l in labels {
+            *counts.entry(l.clone()).or_default() += 1;
+        }
+        counts
+    };
+    let counts = count(&labels);
+    if counts.len() == labels.len() {
+        return labels;
+    }
+    for (label, draft) in labels.iter_mut().zip(drafts) {
+        if let (Some(2..), Draft::Chunk { chunk, .. }) = (counts.get(label.as_str()), draft) {
+            if let Some(path) = &chunk.context.json_path {
+                label.push(' ');
+                label.push_str(path);
+            }
+        }
+    }
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for label in labels.iter_mut() {
+        let n = seen.entry(label.clone()).or_default();
+        *n += 1;
+        if *n > 1 {
+            label.push_str(&format!(" #{n}"));
+        }
+    }
+    labels
+}
+
 /// A unit before its name is known.
 enum Draft {
     Whole(usize),
@@ -390,7 +557,9 @@ impl Draft {
             Draft::Whole(i) => manifest.files[*i].display.clone(),
             Draft::Chunk { file, chunk } => {
                 let f = &manifest.files[*file];
-                if chunk.total == 1 && chunk.start_line <= 1 && chunk.end_line as u64 >= f.lines {
+                if let Some(p) = chunk.partial_line {
+                    format!("{}:{} (part {} of {})", f.display, p.line, p.part, p.parts)
+                } else if chunk.total == 1 && chunk.start_line <= 1 && chunk.end_line as u64 >= f.lines {
                     f.display.clone()
                 } else {
                     format!("{}:{}-{}", f.display, chunk.start_line, chunk.end_line)

@@ -17,8 +17,9 @@ use crate::content::{Chunk, Detection};
 use crate::hash::sha256_hex;
 use crate::source::SourceText;
 
-/// A unit's id: `u-` and 16 hex characters of the hash of its inputs' artifact ids, so the
-/// same inputs get the same id in every run (resume and events rely on it).
+/// A unit's id: `u-` and 16 hex characters of the hash of its inputs' artifact ids (and,
+/// for a unit that holds part of its lines, which part), so the same inputs get the same id
+/// in every run (resume and events rely on it) and two units of one run never share one.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct UnitId(String);
@@ -26,7 +27,16 @@ pub struct UnitId(String);
 impl UnitId {
     /// The id of a unit over these inputs.
     pub fn for_inputs(inputs: &[UnitInput]) -> Self {
-        let ids: Vec<String> = inputs.iter().map(UnitInput::artifact_id).collect();
+        Self::for_part(inputs, None)
+    }
+
+    /// The id of a unit over these inputs that holds only `part` of their lines: a piece of
+    /// a line too long for one chunk (`bytes 0-24000`), or JSON elements that share their
+    /// lines with others (`$[0..349]` of a one-line document). Units over the same lines
+    /// differ only there.
+    pub fn for_part(inputs: &[UnitInput], part: Option<&str>) -> Self {
+        let mut ids: Vec<String> = inputs.iter().map(UnitInput::artifact_id).collect();
+        ids.extend(part.map(|p| format!("#{p}")));
         UnitId(format!("u-{}", &sha256_hex(ids.join("\n").as_bytes())[..16]))
     }
 
@@ -212,6 +222,19 @@ impl WorkUnit {
         }
     }
 
+    /// Which part of its inputs' lines the unit holds, when other units may hold other
+    /// parts of the same lines (see [`UnitId::for_part`]).
+    pub fn part(&self) -> Option<String> {
+        let UnitBody::Piece(piece) = &self.body else {
+            return None;
+        };
+        match (&piece.chunk.partial_line, &piece.chunk.context.json_path) {
+            (Some(p), _) => Some(format!("bytes {}-{}", p.start, p.end)),
+            (None, Some(path)) => Some(path.clone()),
+            (None, None) => None,
+        }
+    }
+
     /// The content type of what the unit reads, when it was detected.
     pub fn detection(&self) -> Option<&Detection> {
         match &self.body {
@@ -247,5 +270,15 @@ mod tests {
         );
         assert_ne!(UnitId::for_inputs(&[whole]), UnitId::for_inputs(&[span]));
         assert!(UnitId::for_inputs(&[input("x", None)]).as_str().starts_with("u-"));
+    }
+
+    #[test]
+    fn parts_of_the_same_lines_get_their_own_ids() {
+        let line = [input("big.log", Some(LineSpan { start: 300, end: 300 }))];
+        let first = UnitId::for_part(&line, Some("bytes 0-24000"));
+        let second = UnitId::for_part(&line, Some("bytes 24000-48000"));
+        assert_ne!(first, second);
+        assert_ne!(first, UnitId::for_inputs(&line));
+        assert_eq!(first, UnitId::for_part(&line, Some("bytes 0-24000")));
     }
 }

@@ -105,7 +105,11 @@ pub async fn plan(settings: &BatchSettings, printer: &Printer) -> Result<Planned
         batch_small: settings.task.batch_small,
         chunk_always: settings.task.chunk_always,
     };
-    let mut units = plan::plan(&manifest, &options, &requests, &model);
+    let plan::UnitPlan {
+        mut units,
+        warnings: plan_warnings,
+    } = plan::plan(&manifest, &options, &requests, &model);
+    warnings.extend(plan_warnings);
     let plan_id = PlanId::of(&units);
     let plan_units = units.len();
     if let Some(shard) = settings.input.shard {

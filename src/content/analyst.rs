@@ -188,35 +188,7 @@ pub fn render_chunk(templates: &Templates, input: &ChunkPrompt<'_>) -> Prompt {
             chunk.position_label()
         ));
     }
-    if let Some(p) = chunk.context.prepended {
-        let what = match chunk.context.strategy {
-            ChunkStrategy::Rows => "the header row",
-            _ => "the file's import block",
-        };
-        user.push_str(&format!(
-            "Prepended for context, not part of this chunk: lines {p}, {what}.\n"
-        ));
-    }
-    if !chunk.context.header.is_empty() {
-        let lines: Vec<String> = chunk.context.header.iter().map(ToString::to_string).collect();
-        user.push_str(&format!(
-            "Also prepended, not part of this chunk: lines {}, the header of the class (or block) its lines are members of.\n",
-            lines.join(", ")
-        ));
-    }
-    if let Some(schema) = &chunk.context.schema {
-        let sample = match input.detection.content_type {
-            ContentType::Jsonl => "fields of the file's first object".to_owned(),
-            _ => format!("field types of the first {} elements", schema.sampled),
-        };
-        user.push_str(&format!("Schema ({sample}): {schema}\n"));
-    }
-    if let Some(path) = &chunk.context.json_path {
-        user.push_str(&format!("Place in the document: {path}\n"));
-    }
-    if let Some(note) = &chunk.context.note {
-        user.push_str(&format!("Note: {note}\n"));
-    }
+    user.push_str(&context_lines(chunk, input.detection.content_type));
     let instruction = Instruction::split(input.sub_prompt);
     push_body(
         &mut user,
@@ -229,6 +201,94 @@ pub fn render_chunk(templates: &Templates, input: &ChunkPrompt<'_>) -> Prompt {
         shared: instruction.shared_message(),
         user,
     }
+}
+
+/// The lines about a chunk's context, each capped (see [`context_max_bytes`]): what is
+/// prepended and why, the overlap with the previous chunk, a JSON chunk's schema and place,
+/// and the chunker's note.
+fn context_lines(chunk: &Chunk, content_type: ContentType) -> String {
+    let context = &chunk.context;
+    let mut out = String::new();
+    if let Some(p) = context.prepended {
+        let what = match context.strategy {
+            ChunkStrategy::Rows => "the header row",
+            _ => "the file's import block",
+        };
+        out.push_str(&format!(
+            "Prepended for context, not part of this chunk: lines {p}, {what}.\n"
+        ));
+    }
+    if !context.header.is_empty() {
+        let lines: Vec<String> = context.header.iter().map(ToString::to_string).collect();
+        out.push_str(&format!(
+            "Also prepended, not part of this chunk: lines {}, the header of the class (or block) its lines are members of.\n",
+            capped(&lines.join(", "), HEADER_LIST_MAX_BYTES)
+        ));
+    }
+    if let Some(overlap) = context.overlap_before {
+        // Overlapping windows: the model is told which lines the previous chunk held, so
+        // it reports what spans the seam once (findings are also deduplicated after).
+        out.push_str(&format!(
+            "Lines {overlap} were also in the previous chunk, for continuity: report a finding on them only if it \
+             needs lines after {} to be seen.\n",
+            overlap.end
+        ));
+    }
+    if let Some(schema) = &context.schema {
+        let sample = match content_type {
+            ContentType::Jsonl => "fields of the file's first object".to_owned(),
+            _ if schema.sampled == 1 && schema.value_types == ["object"] => "the members of the object".to_owned(),
+            _ => format!("field types of the first {} elements", schema.sampled),
+        };
+        out.push_str(&format!("Schema ({sample}): {}\n", schema.line(SCHEMA_MAX_BYTES)));
+    }
+    if let Some(path) = &context.json_path {
+        out.push_str(&format!("Place in the document: {}\n", capped(path, PLACE_MAX_BYTES)));
+    }
+    if let Some(note) = &context.note {
+        out.push_str(&format!("Note: {}\n", capped(note, NOTE_MAX_BYTES)));
+    }
+    out
+}
+
+/// Caps of the context lines, so that their bytes are bounded (see
+/// [`context_max_bytes`]).
+const HEADER_LIST_MAX_BYTES: usize = 200;
+const SCHEMA_MAX_BYTES: usize = 1_000;
+const PLACE_MAX_BYTES: usize = 300;
+const NOTE_MAX_BYTES: usize = 400;
+
+/// The most bytes [`render_chunk`] writes about a chunk's context (its prepended lines,
+/// class headers, overlap, schema, place in the document, note) for a file of this type.
+/// The planner sizes chunks by rendering a chunk without context and adding this, so a
+/// planned chunk never exceeds the budget whatever its context says; the caps keep it
+/// small. Only JSON chunks have a schema and a place.
+pub fn context_max_bytes(content_type: ContentType) -> usize {
+    // Each line's fixed words and capped values, with room to spare (a unit test renders
+    // every line at its longest against these).
+    const PREPENDED: usize = 160;
+    const HEADER: usize = 120 + HEADER_LIST_MAX_BYTES;
+    const OVERLAP: usize = 240;
+    const SCHEMA: usize = 80 + SCHEMA_MAX_BYTES;
+    const PLACE: usize = 30 + PLACE_MAX_BYTES;
+    const NOTE: usize = 10 + NOTE_MAX_BYTES;
+    let common = PREPENDED + HEADER + OVERLAP + NOTE;
+    match content_type {
+        ContentType::Json | ContentType::Jsonl => common + SCHEMA + PLACE,
+        _ => common,
+    }
+}
+
+/// `text`, cut to at most `max` bytes at a character boundary, ending in `…` when cut.
+fn capped(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if text.len() <= max {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut end = max.saturating_sub('…'.len_utf8());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}…", &text[..end]))
 }
 
 /// One file of a batch: its path and line count.

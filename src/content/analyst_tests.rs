@@ -261,3 +261,36 @@ fn the_shared_lines_of_the_instruction_come_first_and_the_question_last() {
     );
     assert_eq!(batch.shared, p.shared, "one shared part for every kind of unit");
 }
+
+#[test]
+fn the_context_lines_keep_within_their_bound_at_their_longest() {
+    let d = Detection::given(ContentType::Json, None);
+    let big = usize::MAX / 2;
+    let mut bare = code_chunk();
+    bare.context = ChunkContext::new(ChunkStrategy::Elements);
+    bare.start_line = big;
+    bare.end_line = big;
+    let mut full = bare.clone();
+    let range = LineRange::new(big, big);
+    full.context.prepended = Some(range);
+    full.context.header = vec![range; 8];
+    full.context.overlap_before = Some(range);
+    let long = "é".repeat(2_000);
+    full.context.schema = Some(SchemaSummary::of_members(
+        (0..60).map(|i| (format!("{long}{i}"), "string")),
+    ));
+    full.context.json_path = Some(format!("$.{long}"));
+    full.context.note = Some(long.clone());
+    let grown = render("Review {file}", Focus::General, &d, &full).user.len()
+        - render("Review {file}", Focus::General, &d, &bare).user.len();
+    assert!(grown <= context_max_bytes(ContentType::Json), "{grown}");
+    // Without the JSON lines, the bound of other types holds.
+    full.context.schema = None;
+    full.context.json_path = None;
+    let grown = render("Review {file}", Focus::General, &d, &full).user.len()
+        - render("Review {file}", Focus::General, &d, &bare).user.len();
+    assert!(grown <= context_max_bytes(ContentType::SourceCode), "{grown}");
+    // The lines say what they were cut from.
+    let user = render("Review {file}", Focus::General, &d, &full).user;
+    assert!(user.contains("were also in the previous chunk"), "{user}");
+}

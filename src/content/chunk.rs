@@ -59,12 +59,16 @@ pub struct Chunk {
     pub layout: Vec<ContentSpan>,
 }
 
-/// A piece of one line too long for a chunk: `part` (1-based) of `parts`.
+/// A piece of one line too long for a chunk: `part` (1-based) of `parts`, bytes
+/// `start..end` of the line. The byte range tells apart the pieces of one line, and the
+/// pieces of two values cut on one line (a minified JSON document): a unit's id names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct PartialLine {
     pub line: usize,
     pub part: usize,
     pub parts: usize,
+    pub start: usize,
+    pub end: usize,
 }
 
 /// `lines` consecutive lines of a chunk's content: original lines `original..` of the
@@ -158,7 +162,7 @@ pub struct ChunkContext {
 }
 
 impl ChunkContext {
-    pub(crate) fn new(strategy: ChunkStrategy) -> ChunkContext {
+    pub fn new(strategy: ChunkStrategy) -> ChunkContext {
         ChunkContext {
             strategy,
             prepended: None,
@@ -582,6 +586,8 @@ pub(crate) fn cut_line_span(
                 line: n,
                 part: k + 1,
                 parts,
+                start: w[0],
+                end: w[1],
             });
             draft
         })

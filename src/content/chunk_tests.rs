@@ -194,14 +194,15 @@ fn a_megabyte_line_is_cut_alone_and_the_window_around_it_fits() {
     assert!(pieces.iter().all(|c| c.lines() == LineRange::new(100, 100)));
     let last = pieces.last().unwrap();
     let n = pieces.len();
-    assert_eq!(
-        last.partial_line,
-        Some(PartialLine {
-            line: 100,
-            part: n,
-            parts: n
-        })
-    );
+    let partial = last.partial_line.expect("a piece of line 100");
+    assert_eq!((partial.line, partial.part, partial.parts), (100, n, n));
+    // The byte ranges of the pieces follow one another over the whole line.
+    let mut at = 0;
+    for p in pieces.iter().filter_map(|c| c.partial_line) {
+        assert_eq!(p.start, at);
+        at = p.end;
+    }
+    assert_eq!(at, long.len());
     let note = format!("part {n} of {n} of line 100, which is too long for one chunk");
     assert_eq!(last.context.note.as_deref(), Some(note.as_str()));
     let rebuilt: String = pieces.iter().map(|c| c.content.as_str()).collect();

@@ -27,7 +27,7 @@ use super::chunk::{
     budget_windows, bytes_of, cut_line, ChunkContext, ChunkOptions, ChunkStrategy, Content, Draft, Piece,
 };
 use super::code_rules::{rules_for, CodeRules};
-use super::code_scan::{scan, Body, Item};
+use super::code_scan::{scan, Body, BodyKind, Item};
 use super::content_type::Language;
 use super::line_index::LineIndex;
 use super::line_range::{pack, segments_between, LineRange, Packed, Split};
@@ -91,13 +91,31 @@ impl Planner<'_, '_> {
             let item = self.items.borrow().get(&segment).cloned();
             let headers = self.headers_at(segment.start);
             let available = self.available(&headers);
+            let body = item.as_ref().and_then(|i| i.body.as_ref());
+            let bytes = bytes_of(self.index, segment);
             let mut drafts = Vec::new();
-            match item.as_ref().and_then(|i| i.body.as_ref()) {
+            if let Some(body) = body.filter(|b| b.kind == BodyKind::Class) {
+                return Split::Segments(self.open_class(segment, body));
+            }
+            if self.grammar && bytes <= available {
+                // One function over the line target: whole, while it fits the budget.
+                drafts.push(self.draft(segment, &headers, ChunkStrategy::Boundaries));
+                return Split::Final(drafts);
+            }
+            if let Some(parts) = item.as_ref().and_then(|i| self.detach_comment(i)) {
+                return Split::Segments(parts);
+            }
+            if self.grammar
+                && self.imports.is_some()
+                && bytes <= self.max_bytes.saturating_sub(self.header_bytes(&headers))
+            {
+                // A function that fits only without the import block is sent without it,
+                // never cut for it.
+                drafts.push(self.draft_without_imports(segment, &headers));
+                return Split::Final(drafts);
+            }
+            match body {
                 Some(body) => return Split::Segments(self.open_class(segment, body)),
-                None if self.grammar && bytes_of(self.index, segment) <= available => {
-                    // One function over the line target: whole, while it fits the budget.
-                    drafts.push(self.draft(segment, &headers, ChunkStrategy::Boundaries));
-                }
                 None => self.windows(segment, &headers, available, &mut drafts),
             }
             Split::Final(drafts)
@@ -119,6 +137,7 @@ impl Planner<'_, '_> {
             head,
             Item {
                 lines: head,
+                lead: 0,
                 body: None,
             },
         );
@@ -129,6 +148,32 @@ impl Planner<'_, '_> {
         }
         self.classes.borrow_mut().push((item, body.header));
         parts
+    }
+
+    /// An item that fits only without the comment lines above its code (a long doc
+    /// comment): the comment and the code as two segments, so the comment may close the
+    /// chunk before and the code is never cut for it.
+    fn detach_comment(&self, item: &Item) -> Option<Vec<LineRange>> {
+        if !self.grammar || item.lead == 0 || item.lead >= item.lines.len() {
+            return None;
+        }
+        let comment = LineRange::new(item.lines.start, item.lines.start + item.lead - 1);
+        let code = LineRange::new(comment.end + 1, item.lines.end);
+        if bytes_of(self.index, code) > self.available(&self.headers_at(code.start)) {
+            return None;
+        }
+        let mut items = self.items.borrow_mut();
+        for lines in [comment, code] {
+            items.insert(
+                lines,
+                Item {
+                    lines,
+                    lead: 0,
+                    body: None,
+                },
+            );
+        }
+        Some(vec![comment, code])
     }
 
     /// The headers of the split classes that line `start` is in (below their header),
@@ -174,24 +219,51 @@ impl Planner<'_, '_> {
     /// each.
     fn prefix_bytes(&self, headers: &[LineRange]) -> usize {
         let imports = self.imports.map_or(0, |b| bytes_of(self.index, b) + MARKER_BYTES);
+        imports + self.header_bytes(headers)
+    }
+
+    /// The most bytes the class headers can take, with their markers.
+    fn header_bytes(&self, headers: &[LineRange]) -> usize {
         let headers: usize = headers
             .iter()
             .map(|&h| bytes_of(self.index, h) + 1 + MARKER_BYTES)
             .sum();
-        imports + headers + MARKER_BYTES
+        headers + MARKER_BYTES
     }
 
     /// A chunk of lines `lines`, after the imports and the headers that are above it.
     fn draft(&self, lines: LineRange, headers: &[LineRange], strategy: ChunkStrategy) -> Draft {
+        self.draft_with(lines, headers, strategy, self.imports)
+    }
+
+    /// A chunk of one item that fits only without the import block: after its headers,
+    /// with a note saying the imports are left out.
+    fn draft_without_imports(&self, lines: LineRange, headers: &[LineRange]) -> Draft {
+        let mut draft = self.draft_with(lines, headers, ChunkStrategy::Boundaries, None);
+        if let Some(imports) = self.imports.filter(|i| i.end < lines.start) {
+            draft.context.note = Some(format!(
+                "the file's import block (lines {imports}) is not prepended: this item alone fills the chunk"
+            ));
+        }
+        draft
+    }
+
+    fn draft_with(
+        &self,
+        lines: LineRange,
+        headers: &[LineRange],
+        strategy: ChunkStrategy,
+        imports: Option<LineRange>,
+    ) -> Draft {
         let mut context = ChunkContext::new(strategy);
         let mut content = Content::default();
         let mut shown_to = 0;
         let above = |r: &LineRange| r.end < lines.start;
-        let parts = self.imports.filter(above).into_iter().chain(
+        let parts = imports.filter(above).into_iter().chain(
             headers
                 .iter()
                 .copied()
-                .filter(|h| above(h) && self.imports.is_none_or(|i| h.start > i.end)),
+                .filter(|h| above(h) && imports.is_none_or(|i| h.start > i.end)),
         );
         for part in parts {
             if shown_to > 0 && shown_to + 1 < part.start {
@@ -199,7 +271,7 @@ impl Planner<'_, '_> {
             }
             content.lines(self.index, part);
             content.end_line();
-            if Some(part) == self.imports {
+            if Some(part) == imports {
                 context.prepended = Some(part);
             } else {
                 context.header.push(part);
@@ -242,6 +314,7 @@ fn rule_items(index: &LineIndex<'_>, rules: &CodeRules, range: LineRange, nestin
         .into_iter()
         .map(|lines| Item {
             lines,
+            lead: 0,
             body: (nesting < 4).then(|| rule_body(index, rules, lines, nesting)).flatten(),
         })
         .collect()
@@ -266,6 +339,7 @@ fn rule_body(index: &LineIndex<'_>, rules: &CodeRules, item: LineRange, nesting:
         .into_iter()
         .map(|lines| Item {
             lines,
+            lead: 0,
             body: (nesting + 1 < 4)
                 .then(|| rule_body(index, rules, lines, nesting + 1))
                 .flatten(),
@@ -273,6 +347,7 @@ fn rule_body(index: &LineIndex<'_>, rules: &CodeRules, item: LineRange, nesting:
         .collect();
     Some(Body {
         header: LineRange::new(head, head),
+        kind: BodyKind::Class,
         members,
     })
 }

@@ -561,3 +561,139 @@ fn prepended_import_lines_map_back_to_the_file() {
     assert_eq!(mapped, expected);
     assert_eq!(c.original_line(10 + 9), Some(c.start_line + 9));
 }
+
+#[test]
+fn a_wrapper_too_big_for_a_chunk_is_cut_between_its_functions_with_its_header() {
+    let mut text = String::from(
+        "(function (root, factory) {\n  module.exports = factory();\n})(this, function () {\n  'use strict';\n\n",
+    );
+    for i in 0..8 {
+        text.push_str(&format!("  function f{i}(s) {{\n"));
+        text.push_str(&js_body(40));
+        text.push_str("  } // BODY end\n\n");
+    }
+    text.push_str("  return { f0: f0 };\n});\n");
+    let opts = ChunkOptions {
+        max_chunk_tokens: 2_000,
+        ..ChunkOptions::default()
+    };
+    let chunks = grammar_chunks(Language::JavaScript, &text, &opts);
+    assert!(chunks.len() >= 4, "{} chunks", chunks.len());
+    for c in &chunks {
+        assert_eq!(c.context.strategy, ChunkStrategy::Boundaries, "chunk {}", c.index);
+    }
+    for c in &chunks[1..] {
+        assert_eq!(c.context.header, vec![LineRange::new(1, 3)], "chunk {}", c.index);
+        assert!(c.content.starts_with("(function (root, factory) {\n"), "{}", c.content);
+    }
+}
+
+#[test]
+fn python_defs_in_if_and_else_are_cut_between_them_carrying_both_lines() {
+    let mut text = String::from("import sys\n\nif sys.platform == 'win32':\n");
+    for i in 0..4 {
+        text.push_str(&format!("    def w{i}(x):\n"));
+        text.push_str(&py_body("        ", 40));
+    }
+    text.push_str("else:\n");
+    for i in 0..4 {
+        text.push_str(&format!("    def p{i}(x):\n"));
+        text.push_str(&py_body("        ", 40));
+    }
+    let opts = ChunkOptions {
+        max_chunk_tokens: 2_000,
+        ..ChunkOptions::default()
+    };
+    let chunks = grammar_chunks(Language::Python, &text, &opts);
+    let index = LineIndex::new(&text);
+    let else_line = (1..=index.len()).find(|&n| index.line(n) == "else:").unwrap();
+    assert!(chunks.len() >= 4, "{} chunks", chunks.len());
+    for c in &chunks[1..] {
+        assert!(
+            index.line(c.start_line).trim_start().starts_with("def "),
+            "chunk {} starts at {}",
+            c.index,
+            index.line(c.start_line)
+        );
+        assert_eq!(
+            c.context.header.first(),
+            Some(&LineRange::new(3, 3)),
+            "chunk {}",
+            c.index
+        );
+        if c.start_line > else_line {
+            assert_eq!(
+                c.context.header,
+                vec![LineRange::new(3, 3), LineRange::new(else_line, else_line)]
+            );
+        }
+    }
+}
+
+#[test]
+fn a_doc_comment_never_pushes_a_fitting_method_into_windows() {
+    let mut text = String::from("import java.util.List;\n\npublic class Map {\n");
+    for name in ["get", "put", "compute", "merge"] {
+        text.push_str("    /**\n");
+        for i in 0..60 {
+            text.push_str(&format!(
+                "     * Line {i} of the documentation of {name}, which is long.\n"
+            ));
+        }
+        text.push_str(&format!("     */\n    public int {name}(int k) {{\n"));
+        for i in 0..60 {
+            text.push_str(&format!("        int v{i} = k * {i}; // BODY\n"));
+        }
+        text.push_str("        return k; // BODY\n    } // BODY\n\n");
+    }
+    text.push_str("}\n");
+    // The doc comment and the method together are over the budget; the method alone fits.
+    let opts = ChunkOptions {
+        max_chunk_tokens: 1_600,
+        ..ChunkOptions::default()
+    };
+    let chunks = grammar_chunks(Language::Java, &text, &opts);
+    let index = LineIndex::new(&text);
+    assert!(chunks.iter().all(|c| c.context.strategy == ChunkStrategy::Boundaries));
+    for name in ["get", "put", "compute", "merge"] {
+        let line = (1..=index.len())
+            .find(|&n| index.line(n).contains(&format!("public int {name}(")))
+            .unwrap();
+        assert!(
+            chunks.iter().any(|c| c.start_line == line && c.end_line >= line + 62),
+            "{name} is whole"
+        );
+    }
+}
+
+#[test]
+fn a_function_that_fits_only_without_the_imports_is_sent_whole_without_them() {
+    let mut text = String::new();
+    for i in 0..10 {
+        text.push_str(&format!(
+            "import {{ name{i} }} from './module-with-a-long-name-{i}.js';\n"
+        ));
+    }
+    text.push_str("\nexport function big(s) {\n");
+    text.push_str(&js_body(80));
+    text.push_str("} // BODY end\n");
+    let index = LineIndex::new(&text);
+    let function = index.len() - 81 - 1;
+    let bytes = crate::content::chunk::bytes_of(&index, LineRange::new(function, index.len()));
+    // Room for the function, not for the function and the imports.
+    let opts = ChunkOptions {
+        max_chunk_tokens: crate::tokens::upper_bound(bytes as u64 + 300),
+        ..ChunkOptions::default()
+    };
+    let chunks = grammar_chunks(Language::JavaScript, &text, &opts);
+    let whole = chunks
+        .iter()
+        .find(|c| c.start_line <= function + 1 && c.end_line == index.len())
+        .expect("the function in one chunk");
+    assert_eq!(whole.context.prepended, None);
+    assert!(whole
+        .context
+        .note
+        .as_deref()
+        .is_some_and(|n| n.contains("import block")));
+}

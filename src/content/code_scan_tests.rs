@@ -154,3 +154,100 @@ fn char_literals_are_told_from_lifetimes_and_separators() {
     assert_eq!(char_literal_end("'a str", 0), None);
     assert_eq!(char_literal_end("1'000'000", 1), None);
 }
+
+#[test]
+fn a_umd_wrapper_is_a_block_whose_members_are_its_functions() {
+    let text = "(function (root, factory) {\n  module.exports = factory();\n})(this, function () {\n  'use strict';\n\n  function a(x) {\n    return x;\n  }\n\n  function b(x) {\n    return x;\n  }\n  return { a: a, b: b };\n});\n";
+    let found = items(Language::JavaScript, text);
+    assert_eq!(starts(&found), vec![1]);
+    let wrapper = found[0].body.as_ref().expect("the wrapper holds functions");
+    assert_eq!(wrapper.kind, BodyKind::Block);
+    assert_eq!(wrapper.header, LineRange::new(1, 3));
+    assert_eq!(starts(&wrapper.members), vec![4, 6, 10, 13]);
+    assert!(
+        wrapper.members.iter().all(|m| m.body.is_none()),
+        "leaf functions are not opened"
+    );
+}
+
+#[test]
+fn an_arrow_returning_a_class_is_a_class() {
+    let text = "const x = require('x')\nmodule.exports = cls => class Builder extends cls {\n  constructor (options) {\n    super(options)\n  }\n\n  async build () {\n    return 1\n  }\n}\n";
+    let found = items(Language::JavaScript, text);
+    assert_eq!(starts(&found), vec![1, 2]);
+    let class = found[1].body.as_ref().expect("a class");
+    assert_eq!(class.kind, BodyKind::Class);
+    assert_eq!(class.header, LineRange::new(2, 2));
+    assert_eq!(starts(&class.members), vec![3, 7]);
+}
+
+#[test]
+fn test_files_and_compiled_classes_open_at_their_callbacks() {
+    let text = "describe('compute', () => {\n  beforeEach(() => {\n    reset();\n  });\n\n  it('adds', () => {\n    expect(add(1, 2)).toBe(3);\n  });\n\n  it('subtracts', async function () {\n    expect(sub(2, 1)).toBe(1);\n  });\n});\n";
+    let found = items(Language::JavaScript, text);
+    let suite = found[0].body.as_ref().expect("describe holds its tests");
+    assert_eq!(suite.header, LineRange::new(1, 1));
+    assert_eq!(starts(&suite.members), vec![2, 6, 10]);
+    let babel = "var Parser = /*#__PURE__*/function () {\n  function Parser(rule) {\n    this.rule = rule;\n  }\n  var _proto = Parser.prototype;\n  _proto.parse = function parse() {\n    return this.rule;\n  };\n  return Parser;\n}();\n";
+    let found = items(Language::JavaScript, babel);
+    let class = found[0].body.as_ref().expect("the compiled class opens");
+    assert_eq!(class.header, LineRange::new(1, 1));
+    assert_eq!(starts(&class.members), vec![2, 5, 6, 9]);
+    // A function of plain statements and callbacks is a leaf only when none declares.
+    let leaf =
+        "function f(xs) {\n  let total = 0;\n  for (const x of xs) {\n    total += x;\n  }\n  return total;\n}\n";
+    assert!(items(Language::JavaScript, leaf)[0].body.is_none());
+}
+
+#[test]
+fn jsx_text_and_closing_tags_do_not_move_the_depth() {
+    let text = "import React from 'react';\n\nexport default class App extends React.Component {\n  render() {\n    return <div>{this.error && <p>Can't load</p>}</div>;\n  }\n\n  link() {\n    return (<a href=\"/x\">{x}</a>) || (open && (\n      <p>Don't {items.map(i => (<b key={i}>{i}</b>))}</p>\n    ));\n  }\n\n  frag() {\n    return <>\n      <img src='a.png' />\n      it's {`t${1}`}\n    </>;\n  }\n}\n";
+    for language in [Language::JavaScript, Language::TypeScript] {
+        let found = items(language, text);
+        assert_eq!(starts(&found), vec![1, 3], "{language:?}");
+        let class = found[1].body.as_ref().expect("a class");
+        assert_eq!(starts(&class.members), vec![4, 8, 14], "{language:?}");
+    }
+    // TypeScript generics and casts are not elements.
+    let ts = "const id = <T,>(x: T) => x;\nconst f = <T>(x: T): T => x;\nconst n = <number>value;\nclass K {\n  m() {\n    return 1;\n  }\n}\n";
+    let found = items(Language::TypeScript, ts);
+    assert_eq!(starts(&found), vec![1, 2, 3, 4]);
+    assert!(found[3].body.is_some());
+}
+
+#[test]
+fn a_regex_after_a_condition_is_a_regex() {
+    let text = "class K {\n  a(s) {\n    if (s) /}/.test(s);\n  }\n\n  b() {\n    return 1;\n  }\n}\n";
+    let found = items(Language::JavaScript, text);
+    let class = found[0].body.as_ref().unwrap();
+    assert_eq!(starts(&class.members), vec![2, 6]);
+}
+
+#[test]
+fn only_the_first_branch_of_a_preprocessor_conditional_moves_the_depth() {
+    let text = "#include <stdio.h>\n\n#ifdef WIDE\nint f(int a, int b) {\n#else\nint f(int a) {\n#endif\n    return a;\n}\n\nint g(void) {\n    return 0;\n}\n\n#ifdef _WIN32\nint h(void) {\n    return 1;\n}\n#else\nint h(void) {\n    return 2;\n}\n#endif\n";
+    let found = items(Language::C, text);
+    // f (with both of its openings) is one item; g after it is found at depth 0; the
+    // functions of balanced branches are items of their own.
+    assert_eq!(starts(&found), vec![1, 3, 4, 11, 15, 16, 19, 20, 23]);
+    assert_eq!(found[2].lines, LineRange::new(4, 10));
+}
+
+#[test]
+fn python_blocks_of_defs_open_with_their_clauses() {
+    let text = "import sys\n\nif sys.platform == 'win32':\n    def a():\n        return 1\n\n    def b():\n        return 2\nelse:\n    def a():\n        return 3\n\ntry:\n    from fast import c\nexcept ImportError:\n    def c():\n        return 4\n\nclass K:\n    if sys.version_info >= (3, 12):\n        def m(self):\n            return 5\n    else:\n        def m(self):\n            return 6\n\ndef leaf():\n    if True:\n        x = 1\n    return x\n";
+    let found = items(Language::Python, text);
+    assert_eq!(starts(&found), vec![1, 3, 13, 19, 27]);
+    let platform = found[1].body.as_ref().expect("an if of defs opens");
+    assert_eq!(platform.kind, BodyKind::Block);
+    assert_eq!(platform.header, LineRange::new(3, 3));
+    assert_eq!(starts(&platform.members), vec![4, 7, 9]);
+    let other = platform.members[2].body.as_ref().expect("its else clause opens");
+    assert_eq!(other.header, LineRange::new(9, 9));
+    let attempt = found[2].body.as_ref().expect("a try holding a def");
+    assert_eq!(starts(&attempt.members), vec![14, 15]);
+    let class = found[3].body.as_ref().unwrap();
+    let inner = class.members[0].body.as_ref().expect("an if of methods inside a class");
+    assert_eq!(inner.header, LineRange::new(20, 20));
+    assert!(found[4].body.is_none(), "a leaf function does not open");
+}

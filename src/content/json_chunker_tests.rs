@@ -76,20 +76,23 @@ fn a_root_object_is_split_by_keys_and_an_oversize_member_inside_a_copy_of_its_pa
     let values: Vec<Value> = chunks.iter().map(parsed).collect();
     assert!(values.len() >= 4, "{} chunks", values.len());
     assert!(chunks.iter().all(|c| c.content.len() <= 40_000 + 64));
-    // The first chunk holds `meta`, then come pieces of `events`, then `totals`.
-    assert!(values[0] == json!({"meta": meta}), "first chunk: {}", chunks[0].content);
-    assert!(
-        values.last() == Some(&json!({"totals": totals})),
-        "last chunk: {}",
-        chunks.last().unwrap().content
-    );
+    // The first chunk holds `meta` and the first events, the last one the last events and
+    // `totals`: small members share chunks with the parts of a split one.
+    assert_eq!(values[0]["meta"], meta, "first chunk: {}", chunks[0].content);
+    assert!(values[0]["events"].as_array().is_some_and(|e| !e.is_empty()));
+    let last = values.last().unwrap();
+    assert_eq!(last["totals"], totals, "last chunk: {}", chunks.last().unwrap().content);
+    assert!(last["events"].as_array().is_some_and(|e| !e.is_empty()));
     let mut rebuilt = Vec::new();
-    for (c, v) in chunks.iter().zip(&values).skip(1).take(values.len() - 2) {
-        assert!(c.context.json_path.as_deref().unwrap().starts_with("$.events["));
+    for (c, v) in chunks.iter().zip(&values) {
+        assert!(c.context.json_path.as_deref().unwrap().contains("$.events["));
         rebuilt.extend(v["events"].as_array().unwrap().iter().cloned());
     }
     assert!(Value::Array(rebuilt) == events, "the events were not reassembled");
-    assert_eq!(chunks[0].context.json_path.as_deref(), Some("$.meta"));
+    let first_place = chunks[0].context.json_path.as_deref().unwrap();
+    assert!(first_place.starts_with("$.meta, then $.events[0.."), "{first_place}");
+    let last_place = chunks.last().unwrap().context.json_path.as_deref().unwrap();
+    assert!(last_place.ends_with("..899], then $.totals"), "{last_place}");
     assert!(chunks[1]
         .context
         .schema
@@ -97,6 +100,45 @@ fn a_root_object_is_split_by_keys_and_an_oversize_member_inside_a_copy_of_its_pa
         .unwrap()
         .to_string()
         .contains("metadata.user_id (number)"));
+}
+
+#[test]
+fn no_small_member_is_a_call_of_its_own() {
+    // endpoints.json's shape: a big array of partitions, then `"version": 3`.
+    let partitions: Vec<Value> = (0..3)
+        .map(|p| {
+            let services: serde_json::Map<String, Value> = (0..200)
+                .map(|i| {
+                    (
+                        format!("svc{i:03}"),
+                        json!({"hostname": format!("svc{i}.p{p}.example.com")}),
+                    )
+                })
+                .collect();
+            json!({"partition": format!("p{p}"), "defaults": {"protocols": ["https"]}, "services": services})
+        })
+        .collect();
+    let text = serde_json::to_string_pretty(&json!({"partitions": partitions, "version": 3})).unwrap();
+    let opts = ChunkOptions {
+        max_chunk_tokens: 2_000,
+        ..ChunkOptions::default()
+    };
+    let chunks = json_chunks(&text, &opts);
+    crate::content::chunk::tests::assert_within_budget(&chunks, &opts);
+    let sizes: Vec<usize> = chunks.iter().map(|c| c.content.len()).collect();
+    // Every chunk but the last is more than half full.
+    let small = sizes[..sizes.len() - 1]
+        .iter()
+        .filter(|&&b| b < opts.max_bytes() / 2)
+        .count();
+    assert_eq!(small, 0, "{sizes:?}");
+    let last = parsed(chunks.last().unwrap());
+    assert_eq!(last["version"], 3);
+    assert!(last.pointer("/partitions/0/services").is_some(), "{last}");
+    assert_eq!(
+        rebuilt_leaves(&chunks),
+        count_leaves(&serde_json::from_str(&text).unwrap())
+    );
 }
 
 #[test]

@@ -107,26 +107,65 @@ impl SchemaSummary {
     }
 }
 
-impl std::fmt::Display for SchemaSummary {
-    /// One line for a prompt: `id (number), name (string), meta.source (string; in 3 of 5)`.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl SchemaSummary {
+    /// The summary as one line of at most `max_bytes` bytes for a prompt: `id (number),
+    /// name (string), meta.source (string; in 3 of 5)`, as many fields as fit (a name is
+    /// cut at 80 bytes), then how many more there are.
+    pub fn line(&self, max_bytes: usize) -> String {
         if self.fields.is_empty() {
-            return write!(f, "values of type {}", self.value_types.join(" | "));
+            return format!("values of type {}", self.value_types.join(" | "));
         }
-        for (i, field) in self.fields.iter().enumerate() {
-            if i > 0 {
-                f.write_str(", ")?;
+        // Room kept for the ", … and N more" that may close the line.
+        const TAIL: usize = 32;
+        let mut out = String::new();
+        let mut shown = 0;
+        for field in &self.fields {
+            let mut text = String::new();
+            if shown > 0 {
+                text.push_str(", ");
             }
-            write!(f, "{} ({}", field.name, field.types.join(" | "))?;
+            text.push_str(&short_name(&field.name));
+            text.push_str(&format!(" ({}", field.types.join(" | ")));
             if field.present_in < self.sampled {
-                write!(f, "; in {} of {}", field.present_in, self.sampled)?;
+                text.push_str(&format!("; in {} of {}", field.present_in, self.sampled));
             }
-            f.write_str(")")?;
+            text.push(')');
+            if out.len() + text.len() + TAIL > max_bytes {
+                break;
+            }
+            out.push_str(&text);
+            shown += 1;
         }
-        if self.more_fields > 0 {
-            write!(f, ", … and {} more", self.more_fields)?;
+        let more = self.fields.len() - shown + self.more_fields;
+        if more > 0 {
+            if shown > 0 {
+                out.push_str(", ");
+            }
+            out.push_str(&format!("… and {more} more"));
         }
-        Ok(())
+        out
+    }
+}
+
+/// A field name shown in a summary is cut to this many bytes.
+const MAX_NAME_BYTES: usize = 80;
+
+/// `name`, cut at [`MAX_NAME_BYTES`] (at a character boundary, ending in `…`).
+fn short_name(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.len() <= MAX_NAME_BYTES {
+        return std::borrow::Cow::Borrowed(name);
+    }
+    let mut end = MAX_NAME_BYTES - '…'.len_utf8();
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}…", &name[..end]))
+}
+
+impl std::fmt::Display for SchemaSummary {
+    /// One line for a prompt, without a cap (see [`SchemaSummary::line`]).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.line(usize::MAX))
     }
 }
 
@@ -200,5 +239,21 @@ mod tests {
         assert_eq!(s.to_string(), "meta (object), events (array)");
         assert_eq!(type_of_text("[1]"), "array");
         assert_eq!(type_of_text("-3"), "number");
+    }
+
+    #[test]
+    fn a_line_keeps_to_its_bytes_and_says_how_many_fields_it_left_out() {
+        let long = "k".repeat(500);
+        let members = (0..60).map(|i| (format!("{long}{i}"), "string"));
+        let s = SchemaSummary::of_members(members);
+        let line = s.line(1_000);
+        assert!(line.len() <= 1_000, "{}", line.len());
+        assert!(line.ends_with("more"), "{line}");
+        let shown = line.matches("(string)").count();
+        assert!(shown >= 5, "{line}");
+        assert!(line.ends_with(&format!("… and {} more", 60 - shown)), "{line}");
+        // Short summaries are whole.
+        let small = SchemaSummary::of_members([("a".to_owned(), "number")]);
+        assert_eq!(small.line(1_000), "a (number)");
     }
 }

@@ -82,8 +82,17 @@ fn below_cwd(path: &std::path::Path) -> &std::path::Path {
     }
 }
 
-/// Lines as an editor counts them: a final line without a newline still counts.
+/// Lines as an editor counts them, of the text the bytes decode to: a final line without
+/// a newline still counts. UTF-16 (with its BOM) is decoded first: its newlines are two
+/// bytes, and a byte 0x0A may be half of another character (`Ċ` is 0A 01).
 pub fn count_lines(bytes: &[u8]) -> u64 {
+    if bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]) {
+        return count_newline_ended(crate::source::SourceText::decode(bytes).text.as_bytes());
+    }
+    count_newline_ended(bytes)
+}
+
+fn count_newline_ended(bytes: &[u8]) -> u64 {
     let newlines = bytes.iter().filter(|&&b| b == b'\n').count() as u64;
     newlines + u64::from(bytes.last().is_some_and(|&b| b != b'\n'))
 }
@@ -202,6 +211,18 @@ mod tests {
         assert_eq!(count_lines(b"a"), 1);
         assert_eq!(count_lines(b"a\n"), 1);
         assert_eq!(count_lines(b"a\r\nb"), 2);
+    }
+
+    #[test]
+    fn utf16_lines_are_counted_in_the_decoded_text() {
+        let utf16 = |text: &str, bom: [u8; 2], unit: fn(u16) -> [u8; 2]| -> Vec<u8> {
+            bom.into_iter().chain(text.encode_utf16().flat_map(unit)).collect()
+        };
+        // `Ċ` (U+010A) and `ਊ` (U+0A0A) hold bytes 0x0A that are no newline.
+        let text = "Ċ one\nਊ two\nthree";
+        assert_eq!(count_lines(&utf16(text, [0xFF, 0xFE], u16::to_le_bytes)), 3);
+        assert_eq!(count_lines(&utf16(text, [0xFE, 0xFF], u16::to_be_bytes)), 3);
+        assert_eq!(count_lines(text.as_bytes()), 3);
     }
 
     #[test]

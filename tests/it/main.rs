@@ -10,6 +10,7 @@ mod batch;
 mod batch_api;
 mod batch_api_run;
 mod cache;
+mod chunking;
 mod ci;
 mod ci_review_script;
 mod command;
