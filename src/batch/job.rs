@@ -91,7 +91,10 @@ pub enum JobFailure {
     Unit { kind: Option<ErrorKind>, reason: String },
     /// The provider refused us; the run stops.
     Fatal(String),
-    /// The run stopped before the call could start.
+    /// The run must stop, though this unit had no answer of its own (see
+    /// [`CallFailure::Stop`]): it is not run, and `reason` is said once for the run.
+    Stop { reason: String, abandon: bool },
+    /// The run stopped before the call could start (or be answered).
     Halted,
 }
 
@@ -560,7 +563,9 @@ pub(super) async fn call(
         let (response, error, usage) = match &result.outcome {
             Ok(c) => (Some(c.text.as_str()), None, c.usage),
             Err(CallFailure::Unit { reason, .. }) => (None, Some(reason.clone()), Usage::default()),
-            Err(CallFailure::Fatal(reason)) => (None, Some(reason.clone()), Usage::default()),
+            Err(CallFailure::Fatal(reason) | CallFailure::Stop { reason, .. }) => {
+                (None, Some(reason.clone()), Usage::default())
+            }
             Err(CallFailure::Halted) => (None, Some("the run stopped first".to_string()), Usage::default()),
         };
         let warning = trajectory.record(&super::trajectory::CallRecord {
@@ -597,6 +602,7 @@ pub(super) async fn call(
             })
         }
         Err(CallFailure::Fatal(reason)) => outcome.failure = Some(JobFailure::Fatal(reason)),
+        Err(CallFailure::Stop { reason, abandon }) => outcome.failure = Some(JobFailure::Stop { reason, abandon }),
         Err(CallFailure::Halted) => outcome.failure = Some(JobFailure::Halted),
     }
     outcome

@@ -63,6 +63,7 @@ fn an_unreadable_file_makes_the_run_partial_and_the_fatal_error_wins() {
     assert_eq!(report.status, RunStatus::Failed, "nothing succeeded");
     b.report(&Event::Stopping {
         reason: "budget".into(),
+        fatal: false,
     });
     b.report(&failed("b", "authentication failed (401)", true));
     b.add_error("summarize failed".into());

@@ -201,6 +201,79 @@ fn the_rate_limit_budget_message_says_the_limit_and_the_time_spent() {
     assert!(spent < 3.4, "{reason}");
 }
 
+#[test]
+fn a_retry_after_longer_than_the_rate_limit_wait_stops_the_run_at_once_and_resume_goes_on() {
+    // Every 429 says `retry-after: 8`, and no call may wait more than 2 s: holding the
+    // queued calls for 8 s each only to fail them (44 s for 6 files) helps no one. The first
+    // refusal stops the run with one message; no unit failed, so a plain resume goes on.
+    let mock = MockLlm::start();
+    mock.push_faults(vec![Fault::RateLimited { retry_after_secs: 8 }; 20]);
+    let p = Project::new().ts_files(6);
+    let url = mock.url();
+    let out = p
+        .rlm(&batch(
+            "src/*.ts",
+            &url,
+            &["-j", "1", "--rate-limit-wait", "2", "-o", "out", "-q"],
+        ))
+        .run();
+    out.assert_exit(3);
+    assert_eq!(mock.requests(), 1, "{}", out.stderr);
+    let errors: Vec<&str> = out.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(errors.len(), 1, "{}", out.stderr);
+    let report = p.report();
+    let error = report["error"].as_str().unwrap();
+    assert!(errors[0].ends_with(error), "{}", out.stderr);
+    assert!(
+        error.contains("asks every call to wait 8") && error.contains("longer than --rate-limit-wait 2s"),
+        "{error}"
+    );
+    assert_eq!(report["failed"], serde_json::json!([]), "{report:#}");
+    assert_eq!(report["not_run"].as_array().unwrap().len(), 6);
+
+    mock.clear_faults();
+    let resumed = p.rlm(&["resume", "--yes"]).run();
+    resumed.assert_exit(0);
+    assert_eq!(p.report()["succeeded"], 6, "{}", resumed.stderr);
+    assert_eq!(mock.requests(), 7);
+}
+
+#[test]
+fn time_waited_in_the_queue_while_the_pool_is_paused_counts_against_the_rate_limit_wait() {
+    // -j 1, --rate-limit-wait 3, and the first two requests get `retry-after: 2`. f00's 429
+    // pauses the pool for 2 s, which f01 waits out in the queue; f01's own 429 then pauses
+    // it for 2 s more: f01 has waited 2 s already, so it fails, and so does f00's retry,
+    // refused in the queue without a request of its own (it waited 2 s before it). The
+    // files queued after that have their whole budget and go on.
+    let mock = MockLlm::start();
+    mock.push_faults(vec![Fault::RateLimited { retry_after_secs: 2 }; 2]);
+    let p = Project::new().ts_files(4);
+    let url = mock.url();
+    let out = p
+        .rlm(&batch("src/*.ts", &url, &["-j", "1", "--rate-limit-wait", "3", "-o", "out"]))
+        .run();
+    out.assert_exit(1);
+    assert_eq!(mock.requests(), 4, "f00 and f01 once each, f02 and f03:\n{}", out.stderr);
+    let report = p.report();
+    assert_eq!(report["succeeded"], 2, "{report:#}");
+    let f00 = unit(&report, "src/f00.ts");
+    assert_eq!(f00["attempts"], 1);
+    let reason = f00["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("rate limited: every call is paused for ") && reason.contains("--rate-limit-wait 3s"),
+        "{reason}"
+    );
+    let reason = unit(&report, "src/f01.ts")["reason"].as_str().unwrap();
+    assert!(reason.contains("would pass --rate-limit-wait 3s"), "{reason}");
+    let spent: f64 = reason
+        .split("rate limited for ")
+        .nth(1)
+        .and_then(|r| r.split('s').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no time spent in: {reason}"));
+    assert!(spent >= 1.9, "the pause it waited out in the queue counts: {reason}");
+}
+
 // ---------------------------------------------------------------------------
 // Servers that never answer
 
@@ -225,6 +298,45 @@ fn a_server_that_accepts_and_never_answers_stops_the_run_after_one_timeout() {
     // Four in flight time out together; at most the first two were retried meanwhile.
     assert!(mock.requests() <= 6, "{} requests", mock.requests());
     assert!(p.report()["not_run"].as_array().unwrap().len() >= 30);
+}
+
+#[test]
+fn a_silent_server_leaves_every_unit_not_run_with_one_message_and_a_plain_resume_finishes_the_run() {
+    // Seven calls in flight time out together. The one that reaches the limit stops the
+    // run and says why, once; no unit failed (the server was silent, not the unit), so the
+    // units in flight are not run, like the rest, and a plain `rlm resume` runs them all.
+    let mock = MockLlm::start();
+    mock.push_faults(vec![Fault::Hang; 200]);
+    let p = Project::new().ts_files(30);
+    let url = mock.url();
+    let out = p
+        .rlm(&batch("src/*.ts", &url, &["--timeout", "1", "-j", "7", "-o", "out", "-q"]))
+        .run();
+    out.assert_exit(3);
+    let errors: Vec<&str> = out.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(errors.len(), 1, "one message under -q:\n{}", out.stderr);
+    assert!(errors[0].starts_with("rlm: error: the model server at "), "{}", errors[0]);
+    let report = p.report();
+    assert_eq!(report["status"], "FAILED");
+    assert_eq!(report["failed"], serde_json::json!([]), "{report:#}");
+    assert_eq!(report["not_run"].as_array().unwrap().len(), 30);
+    let error = report["error"].as_str().unwrap();
+    assert!(errors[0].ends_with(error), "the report says the same: {error}");
+    let events = events(&p, "out");
+    let stopping: Vec<&Value> = events.iter().filter(|e| e["event"] == "run:stopping").collect();
+    assert_eq!(stopping.len(), 1, "{stopping:?}");
+    assert_eq!(stopping[0]["fatal"], true);
+    assert_eq!(count(&events, "task:failed"), 0, "{events:?}");
+    assert!(count(&events, "task:cancelled") >= 7, "the calls in flight: {events:?}");
+    let sent = mock.requests();
+
+    mock.clear_faults();
+    let resumed = p.rlm(&["resume", "--yes"]).run();
+    resumed.assert_exit(0);
+    let report = p.report();
+    assert_eq!(report["status"], "SUCCESS", "{}", resumed.stderr);
+    assert_eq!(report["succeeded"], 30);
+    assert_eq!(mock.requests() - sent, 30, "each unit asked once more");
 }
 
 #[test]
