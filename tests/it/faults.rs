@@ -503,7 +503,7 @@ fn nothing_succeeded_is_exit_3() {
 }
 
 #[test]
-fn an_empty_answer_fails_that_file() {
+fn an_empty_answer_is_asked_once_more_then_fails_that_file() {
     let mock = MockLlm::start();
     let p = Project::new()
         .ts_files(2)
@@ -511,21 +511,20 @@ fn an_empty_answer_fails_that_file() {
     let url = mock.url();
     let out = p.rlm(&batch("src/*.ts", &url, &["-o", "out"])).run();
     out.assert_exit(1);
+    assert_eq!(mock.requests(), 4, "two files, and the empty answer asked twice");
     let report = p.report();
     assert_eq!(report["status"], "PARTIAL");
     assert_eq!(report["failed"][0]["path"], "src/empty.ts");
+    let reason = report["failed"][0]["reason"].as_str().unwrap();
     assert!(
-        report["failed"][0]["reason"]
-            .as_str()
-            .unwrap()
-            .starts_with("the model returned an empty answer"),
+        reason.starts_with("the model returned no answer, twice") && reason.contains("is empty"),
         "{report:#}"
     );
     assert!(!p.exists("out/src-empty.ts.result.md"));
     // Not cached either: the rerun asks again.
     mock.reset_counts();
     p.rlm(&batch("src/*.ts", &url, &["-o", "out"])).run().assert_exit(1);
-    assert_eq!(mock.requests(), 1);
+    assert_eq!(mock.requests(), 2);
 }
 
 #[test]

@@ -250,10 +250,19 @@ fn time_waited_in_the_queue_while_the_pool_is_paused_counts_against_the_rate_lim
     let p = Project::new().ts_files(4);
     let url = mock.url();
     let out = p
-        .rlm(&batch("src/*.ts", &url, &["-j", "1", "--rate-limit-wait", "3", "-o", "out"]))
+        .rlm(&batch(
+            "src/*.ts",
+            &url,
+            &["-j", "1", "--rate-limit-wait", "3", "-o", "out"],
+        ))
         .run();
     out.assert_exit(1);
-    assert_eq!(mock.requests(), 4, "f00 and f01 once each, f02 and f03:\n{}", out.stderr);
+    assert_eq!(
+        mock.requests(),
+        4,
+        "f00 and f01 once each, f02 and f03:\n{}",
+        out.stderr
+    );
     let report = p.report();
     assert_eq!(report["succeeded"], 2, "{report:#}");
     let f00 = unit(&report, "src/f00.ts");
@@ -310,12 +319,20 @@ fn a_silent_server_leaves_every_unit_not_run_with_one_message_and_a_plain_resume
     let p = Project::new().ts_files(30);
     let url = mock.url();
     let out = p
-        .rlm(&batch("src/*.ts", &url, &["--timeout", "1", "-j", "7", "-o", "out", "-q"]))
+        .rlm(&batch(
+            "src/*.ts",
+            &url,
+            &["--timeout", "1", "-j", "7", "-o", "out", "-q"],
+        ))
         .run();
     out.assert_exit(3);
     let errors: Vec<&str> = out.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(errors.len(), 1, "one message under -q:\n{}", out.stderr);
-    assert!(errors[0].starts_with("rlm: error: the model server at "), "{}", errors[0]);
+    assert!(
+        errors[0].starts_with("rlm: error: the model server at "),
+        "{}",
+        errors[0]
+    );
     let report = p.report();
     assert_eq!(report["status"], "FAILED");
     assert_eq!(report["failed"], serde_json::json!([]), "{report:#}");
@@ -455,6 +472,82 @@ fn an_empty_reply_is_retried_once_then_fails_the_unit_in_both_formats() {
             reason.starts_with("the model returned no answer, twice"),
             "openai={openai}: {reason}"
         );
+    }
+}
+
+#[test]
+fn empty_or_blank_text_and_a_refusal_are_retried_once_and_a_refusal_keeps_what_it_said() {
+    // Anthropic, OpenAI, and OpenAI streamed (a local server): an empty text once (then an
+    // answer), whitespace twice, a refusal twice.
+    for (name, openai, streamed) in [
+        ("anthropic", false, false),
+        ("openai", true, false),
+        ("local", true, true),
+    ] {
+        let mock = MockLlm::start();
+        mock.fault_when("EMPTY_NEEDLE", vec![Fault::EmptyText]);
+        mock.fault_when("BLANK_NEEDLE", vec![Fault::BlankText, Fault::BlankText]);
+        let said = "I can't help with that.";
+        mock.fault_when("REFUSE_NEEDLE", vec![Fault::Refusal(said.into()); 2]);
+        // a.ts goes first: the whole-reply OpenAI case's refused stream request is its own.
+        let p = Project::new()
+            .file("src/a.ts", "export const a = 1;\n")
+            .file("src/blank.ts", "export const BLANK_NEEDLE = 1;\n")
+            .file("src/empty.ts", "export const EMPTY_NEEDLE = 1;\n")
+            .file("src/refuse.ts", "export const REFUSE_NEEDLE = 1;\n");
+        let url = mock.url();
+        // 127.0.0.1 is a local server, asked to stream: the whole-reply OpenAI case refuses
+        // streaming (its one refused request is not counted below).
+        if openai && !streamed {
+            mock.refuse_streaming();
+        }
+        let args = if openai {
+            local("src/*.ts", &url, &["-j", "1"])
+        } else {
+            batch("src/*.ts", &url, &["-j", "1"])
+        };
+        let mut run = p.rlm(&args);
+        if openai {
+            run = run.env_remove("ANTHROPIC_API_KEY");
+        }
+        let out = run.run();
+        out.assert_exit(1);
+        let report = p.report();
+        assert_eq!(
+            unit(&report, "src/empty.ts")["status"],
+            "succeeded",
+            "{name}: {report:#}"
+        );
+        assert_eq!(unit(&report, "src/empty.ts")["attempts"], 2, "{name}");
+        for file in ["src/blank.ts", "src/refuse.ts"] {
+            assert_eq!(unit(&report, file)["attempts"], 2, "{name}: {file}");
+            let reason = unit(&report, file)["reason"].as_str().unwrap();
+            assert!(
+                reason.starts_with("the model returned no answer, twice"),
+                "{name}: {reason}"
+            );
+        }
+        let reason = unit(&report, "src/refuse.ts")["reason"].as_str().unwrap();
+        if openai {
+            assert!(
+                reason.ends_with(&format!("the model refused: {said}")),
+                "{name}: {reason}"
+            );
+        } else {
+            assert!(reason.contains("the model refused"), "{name}: {reason}");
+        }
+        let blank = unit(&report, "src/blank.ts")["reason"].as_str().unwrap();
+        assert!(
+            blank.contains("whitespace") || (streamed && blank.contains("no content")),
+            "{name}: {blank}"
+        );
+        let asked = mock
+            .recorded()
+            .iter()
+            .filter(|r| r.body.get("stream") != Some(&Value::Bool(true)) || streamed)
+            .count();
+        assert_eq!(asked, 7, "{name}: a.ts, and each of the three asked twice");
+        assert_eq!(mock.streamed() > 0, streamed, "{name}");
     }
 }
 
