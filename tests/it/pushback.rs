@@ -638,6 +638,48 @@ fn a_server_that_refuses_to_stream_is_asked_for_whole_replies_from_then_on() {
 }
 
 #[test]
+fn a_server_reached_by_a_host_name_of_this_machine_is_a_local_server() {
+    // `http://ollama:11434` (docker compose) or `host.docker.internal` name a server next
+    // door: the name is resolved at start, and a loopback or private address is local
+    // (streamed replies, one call at first). This machine's own name stands in for them.
+    let Some(host) = own_host_name() else {
+        eprintln!(
+            "SKIPPED a_server_reached_by_a_host_name_of_this_machine_is_a_local_server: this machine's host name \
+             does not resolve to a loopback or private address, so a resolved name cannot be tried here"
+        );
+        return;
+    };
+    let mock = MockLlm::start_on_every_interface();
+    mock.set_latency(Duration::from_millis(100));
+    let p = Project::new().ts_files(3);
+    let url = format!("http://{host}:{}", mock.port());
+    let out = p
+        .rlm(&local("src/*.ts", &url, &["-j", "4", "-o", "out"]))
+        .env_remove("ANTHROPIC_API_KEY")
+        .run();
+    out.assert_exit(0);
+    assert_eq!(mock.streamed(), 3, "{host}: every reply streamed\n{}", out.stderr);
+    // One call at a time at first (a remote server would get all three at once at -j 4).
+    assert_eq!(mock.max_in_flight(), 1, "{host}");
+}
+
+/// This machine's host name, when it resolves to loopback or private addresses only.
+fn own_host_name() -> Option<String> {
+    use std::net::ToSocketAddrs;
+    let name = std::process::Command::new("hostname").output().ok()?;
+    let name = String::from_utf8(name.stdout).ok()?.trim().to_string();
+    if name.is_empty() || name == "localhost" || name.parse::<std::net::IpAddr>().is_ok() {
+        return None;
+    }
+    let addresses: Vec<std::net::IpAddr> = (name.as_str(), 80).to_socket_addrs().ok()?.map(|a| a.ip()).collect();
+    let local = |ip: &std::net::IpAddr| match ip {
+        std::net::IpAddr::V4(v4) => v4.is_loopback() || v4.is_private(),
+        std::net::IpAddr::V6(v6) => v6.is_loopback(),
+    };
+    (!addresses.is_empty() && addresses.iter().all(local)).then_some(name)
+}
+
+#[test]
 fn a_local_server_that_serves_one_at_a_time_is_not_queued_up() {
     let mock = MockLlm::start_serial();
     mock.set_latency(Duration::from_millis(150));

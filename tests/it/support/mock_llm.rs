@@ -371,7 +371,18 @@ impl MockLlm {
 
     /// [`MockLlm::try_start_on`], serving one request at a time when `serial`.
     pub fn try_start_with(port: u16, serial: bool) -> io::Result<MockLlm> {
-        let std_listener = std::net::TcpListener::bind(("127.0.0.1", port))?;
+        MockLlm::try_start_at("127.0.0.1", port, serial)
+    }
+
+    /// On an ephemeral port of every interface of this machine: reachable by the machine's
+    /// own host name whatever address it resolves to (loopback or the machine's private
+    /// one). [`MockLlm::url`] still says 127.0.0.1.
+    pub fn start_on_every_interface() -> MockLlm {
+        MockLlm::try_start_at("0.0.0.0", 0, false).unwrap_or_else(|e| panic!("mock_llm: cannot start: {e}"))
+    }
+
+    fn try_start_at(ip: &str, port: u16, serial: bool) -> io::Result<MockLlm> {
+        let std_listener = std::net::TcpListener::bind((ip, port))?;
         std_listener.set_nonblocking(true)?;
         let port = std_listener.local_addr()?.port();
         let rt = tokio::runtime::Builder::new_multi_thread()
