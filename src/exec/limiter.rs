@@ -14,7 +14,11 @@
 //!   second. Pauses that follow one another with no success between them grow
 //!   exponentially with jitter (1, 2, 4 … 60 s), whatever the server says, so a server that
 //!   answers `retry-after: 1` (or 0) for minutes is asked once per pause, not once a second.
-//!   After a pause one call goes alone; its success reopens the pool. When the narrowing
+//!   After a pause one call goes alone; its success reopens the pool one call at a time
+//!   (each success of a call started since the pause lets one more go): a sliding window
+//!   frees its slots in the order they were taken, so a pool that reopened all at once
+//!   would be refused — and refusals that count against the window would keep it full.
+//!   When the narrowing
 //!   that led to such a pause was the window filling up, not a concurrency limit, the
 //!   sustained width it lowered is restored.
 //! - **Growth**: a success widens the pool by one while it is below the sustained width (a
@@ -90,8 +94,9 @@ struct State {
     paused_until: Option<Instant>,
     /// Pauses with no success since the first of them.
     pauses: u32,
-    /// After a pause: one call at a time until one succeeds.
-    probing: bool,
+    /// After a pause: at most this many calls at once — one (the probe) at first, one more
+    /// with each success of a call started since — until the width is reached.
+    ramp: Option<usize>,
     /// Local servers: the search for the width that serves most.
     search: Option<WidthSearch>,
     /// Tickets of the callers waiting for a slot, in arrival order.
@@ -199,7 +204,7 @@ impl Limiter {
                 successes: 0,
                 paused_until: None,
                 pauses: 0,
-                probing: false,
+                ramp: None,
                 search: None,
                 queue: VecDeque::new(),
                 next_ticket: 0,
@@ -346,7 +351,7 @@ impl Place {
                         Some(until)
                     }
                     _ => {
-                        let width = if s.probing { 1 } else { s.width };
+                        let width = s.ramp.map_or(s.width, |r| r.min(s.width));
                         if s.queue.front() == Some(&ticket) && s.in_flight < width {
                             s.in_flight += 1;
                             return Ok(Slot {
@@ -412,8 +417,8 @@ impl Slot {
             if self.epoch == s.epoch {
                 s.pauses = 0;
                 s.narrowed_from = None;
-                if s.probing {
-                    s.probing = false;
+                if let Some(ramp) = s.ramp {
+                    s.ramp = (ramp + 1 < s.width).then_some(ramp + 1);
                     self.limiter.notify.notify_waiters();
                 }
             }
@@ -463,13 +468,14 @@ impl Slot {
                 if !paused {
                     s.pauses += 1;
                 }
-                let hinted = throttle
-                    .retry_after
-                    .max(throttle.window.and_then(|w| w.resets_in))
-                    .unwrap_or(Duration::ZERO);
-                let until = now + pause_length(s.pauses, hinted);
+                let reset = throttle.window.and_then(|w| w.resets_in);
+                let hinted = throttle.retry_after.max(reset).unwrap_or(Duration::ZERO);
+                // A reset says when the window frees its first slot: a little later, the
+                // slots taken just after it are free too, and the refusals it counted.
+                let woken = throttle.retry_after.max(reset.map(|r| r + reset_margin(r)));
+                let until = now + pause_length(s.pauses, woken.unwrap_or(Duration::ZERO));
                 s.paused_until = Some(s.paused_until.map_or(until, |u| u.max(until)));
-                s.probing = true;
+                s.ramp = Some(1);
                 if let Some(before) = s.narrowed_from.take() {
                     s.sustained = s.sustained.max(before);
                 }
@@ -532,6 +538,14 @@ impl Drop for Slot {
     fn drop(&mut self) {
         self.limiter.release();
     }
+}
+
+/// How much later than a rate-limit reset the pool wakes: a tenth of the wait, at most a
+/// second. A sliding window frees its slots one by one, from the time it names; a window
+/// that counts refused requests holds one more for each refusal (issue 17: waking at the
+/// reset itself, the probe was refused and the refusal kept the window full).
+fn reset_margin(reset: Duration) -> Duration {
+    (reset / 10).min(Duration::from_secs(1))
 }
 
 /// How long pause number `n` (1-based, counted since the last success) lasts: what the
@@ -687,14 +701,66 @@ mod tests {
         let (probe, got) = waiter.await.unwrap().unwrap();
         assert!(got.duration_since(paused_at) >= Duration::from_millis(400));
         // Probing: a second call waits until the probe succeeds.
-        let second = tokio::spawn({
+        let acquirer = || {
             let l = l.clone();
-            async move { l.acquire().await.is_some() }
-        });
+            tokio::spawn(async move { l.acquire().await.unwrap() })
+        };
+        let second = acquirer();
         tokio::time::sleep(Duration::from_millis(30)).await;
         assert!(!second.is_finished(), "one call probes alone");
         probe.succeeded();
-        assert!(second.await.unwrap());
+        let second = second.await.unwrap();
+        // Then the pool reopens one call per success: two at once now, not four.
+        let third = acquirer();
+        let fourth = acquirer();
+        let third = third.await.unwrap();
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        assert!(!fourth.is_finished(), "two at once after one success");
+        second.succeeded();
+        let fourth = fourth.await.unwrap();
+        third.succeeded();
+        fourth.succeeded();
+        assert_eq!(take(&l, 4).await.len(), 4, "back to the whole width");
+    }
+
+    #[tokio::test]
+    async fn the_pool_wakes_a_little_after_a_windows_reset() {
+        let l = Limiter::new(2);
+        let reset = |ms| Throttle {
+            retry_after: None,
+            window: Some(RateWindow {
+                spent: true,
+                resets_in: Some(Duration::from_millis(ms)),
+            }),
+        };
+        let pause = l
+            .acquire()
+            .await
+            .unwrap()
+            .throttled(reset(4_000), PATIENT)
+            .pause
+            .unwrap();
+        assert!(pause >= Duration::from_millis(4_400), "a tenth later: {pause:?}");
+        l.state().paused_until = None;
+        let pause = l
+            .acquire()
+            .await
+            .unwrap()
+            .throttled(reset(60_000), PATIENT)
+            .pause
+            .unwrap();
+        assert!(
+            pause >= Duration::from_secs(61) && pause <= Duration::from_millis(61_300),
+            "at most a second later: {pause:?}"
+        );
+        // A retry-after is taken as it is.
+        l.state().paused_until = None;
+        let hint = Throttle {
+            retry_after: Some(Duration::from_secs(4)),
+            window: None,
+        };
+        let pause = l.acquire().await.unwrap().throttled(hint, PATIENT).pause.unwrap();
+        assert!(pause <= Duration::from_millis(4_300), "{pause:?}");
     }
 
     #[tokio::test]

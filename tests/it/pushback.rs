@@ -175,6 +175,54 @@ fn reset_headers_are_honoured_when_there_is_no_retry_after() {
 }
 
 #[test]
+fn after_a_windows_reset_the_probe_is_answered_and_the_pool_reopens_one_call_at_a_time() {
+    // A sliding window of 5 calls per 3 s that counts refused requests, and 429s that say
+    // only when its first slot frees (reset headers, no retry-after). Woken at that very
+    // moment, a probe would be refused (the refusals of the burst still fill the window)
+    // and its refusal would keep the window full; a pool reopened all at once would be
+    // refused by the slots not yet free. rlm wakes a little after the reset and reopens
+    // one call per success: every pause ends in an answered probe.
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(50));
+    mock.limit_rate_with(RateLimit {
+        per_window: 5,
+        window: Duration::from_secs(3),
+        counts_refused: true,
+        retry_after: RetryAfter::Omitted,
+        headers: true,
+    });
+    let p = Project::new().ts_files(15);
+    let url = mock.url();
+    let out = p.rlm(&batch("src/*.ts", &url, &["-j", "4", "-o", "out"])).run();
+    out.assert_exit(0);
+    assert_eq!(p.report()["succeeded"], 15, "{}", out.stderr);
+    let events = events(&p, "out");
+    let refused: Vec<(String, u64)> = events
+        .iter()
+        .filter(|e| e["event"] == "task:retried")
+        .map(|e| (e["unit"].as_str().unwrap().to_string(), e["attempt"].as_u64().unwrap()))
+        .collect();
+    // The first call to start after each pause is its probe.
+    let mut probes = Vec::new();
+    let mut paused = false;
+    for e in &events {
+        if e["event"] == "task:retried" && e["paused_all"] == true {
+            paused = true;
+        } else if e["event"] == "task:started" && paused {
+            probes.push((e["unit"].as_str().unwrap().to_string(), e["attempt"].as_u64().unwrap()));
+            paused = false;
+        }
+    }
+    assert!(probes.len() >= 2, "the window paused the pool: {events:#?}");
+    let refused_probes: Vec<_> = probes.iter().filter(|p| refused.contains(p)).collect();
+    assert!(
+        refused_probes.is_empty(),
+        "probes refused: {refused_probes:?}\n{}",
+        out.stderr
+    );
+}
+
+#[test]
 fn the_rate_limit_budget_message_says_the_limit_and_the_time_spent() {
     let mock = MockLlm::start();
     mock.fault_when("TARGET_NEEDLE", vec![Fault::RateLimited { retry_after_secs: 1 }; 10]);
