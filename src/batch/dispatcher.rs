@@ -154,16 +154,16 @@ impl Dispatcher {
         self.failed.clone()
     }
 
-    /// Stops dispatching (the first reason is kept).
+    /// Stops dispatching (the first reason is kept). A fatal reason is said once, as the
+    /// run's error (the progress display prints it, the report keeps it).
     fn stop(&mut self, why: StopReason) -> Flow {
         if self.stop.is_none() {
-            let reason = match &why {
-                StopReason::Budget(r) | StopReason::WriteFailed(r) | StopReason::Fatal(r) | StopReason::Deadline(r) => {
-                    r.clone()
-                }
+            let (reason, fatal) = match &why {
+                StopReason::Budget(r) | StopReason::WriteFailed(r) | StopReason::Deadline(r) => (r.clone(), false),
+                StopReason::Fatal(r) => (r.clone(), true),
             };
             self.stop = Some(why);
-            self.emit(Event::Stopping { reason });
+            self.emit(Event::Stopping { reason, fatal });
         }
         Flow::Drain
     }
@@ -171,12 +171,6 @@ impl Dispatcher {
     /// Stops dispatching from outside the pool (the batch-API stage: a refused key, a
     /// server without a batch API): no call starts after this.
     pub fn halt(&mut self, why: StopReason) {
-        if self.stop.is_none() {
-            if let StopReason::Fatal(reason) = &why {
-                // Said as the error it is, as a fatal call failure is.
-                self.printer.error(reason);
-            }
-        }
         self.stop(why);
         if let Some(limiter) = &self.limiter {
             limiter.halt();
@@ -271,8 +265,24 @@ impl PoolHandler<JobOutcome> for Dispatcher {
                 unit,
                 label,
                 kind,
-                reason: "not started: the run stopped dispatching".into(),
+                reason: if outcome.attempts == 0 {
+                    "not started: the run stopped dispatching".into()
+                } else {
+                    "not run: the run stopped before this call was answered".into()
+                },
             }),
+            // The run stops for the provider, not for this unit: not run (a plain resume
+            // takes it up), the reason said once, as the run's error.
+            Some(JobFailure::Stop { reason, abandon }) => {
+                self.stop(StopReason::Fatal(reason));
+                self.emit(Event::Cancelled {
+                    unit,
+                    label,
+                    kind,
+                    reason: "not run: the run stopped before this call was answered".into(),
+                });
+                flow = if abandon { Flow::Abort } else { Flow::Drain };
+            }
             Some(JobFailure::Unit { kind: error, reason }) => {
                 if kind == UnitKind::Aggregate {
                     self.aggregate_failures.insert(unit.clone(), reason.clone());

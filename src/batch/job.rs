@@ -91,7 +91,10 @@ pub enum JobFailure {
     Unit { kind: Option<ErrorKind>, reason: String },
     /// The provider refused us; the run stops.
     Fatal(String),
-    /// The run stopped before the call could start.
+    /// The run must stop, though this unit had no answer of its own (see
+    /// [`CallFailure::Stop`]): it is not run, and `reason` is said once for the run.
+    Stop { reason: String, abandon: bool },
+    /// The run stopped before the call could start (or be answered).
     Halted,
 }
 
@@ -189,6 +192,10 @@ async fn run_unit(ctx: Arc<JobContext>, unit: WorkUnit, mut outcome: JobOutcome,
             return keep(ctx, unit, rendered, entry.text, outcome).await;
         }
         KeyClaim::Held(claim, place) => (claim, place),
+        KeyClaim::Halted => {
+            outcome.failure = Some(JobFailure::Halted);
+            return outcome;
+        }
     };
     keep_prompt(&ctx, &unit, &rendered.request);
     let mut outcome = call(
@@ -476,6 +483,10 @@ async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutc
             return outcome;
         }
         KeyClaim::Held(claim, place) => (claim, place),
+        KeyClaim::Halted => {
+            outcome.failure = Some(JobFailure::Halted);
+            return outcome;
+        }
     };
     let mut outcome = call(&ctx, &summary.request, (&job.id, &job.label), outcome, started, place).await;
     let Some(text) = outcome.text.take().filter(|_| outcome.failure.is_none()) else {
@@ -491,12 +502,16 @@ enum KeyClaim {
     /// This job pays: it holds the claim (`None` when claims cannot be taken here) and its
     /// place in the limiter's queue.
     Held(Option<ClaimGuard>, Place),
+    /// The run stopped dispatching while this job waited for another's claim: it is not
+    /// run (it paid nothing, and waits for nothing).
+    Halted,
 }
 
 /// Claims `key` before paying for it (issue 17): a second rlm on the same files waits for
 /// the first one's answer instead of paying again. A job that must wait gives up its
 /// place in the limiter's queue while it waits, so the jobs behind it are not held up
 /// (and two jobs of one run with one key cannot wait for each other), and queues anew.
+/// The wait ends at once when the run stops dispatching (Ctrl-C, SIGTERM, a fatal stop).
 async fn claim_key(ctx: &Arc<JobContext>, key: &CacheKey, place: Place) -> KeyClaim {
     if !ctx.read_cache {
         // `--no-cache`: this run wants its own answers.
@@ -511,9 +526,13 @@ async fn claim_key(ctx: &Arc<JobContext>, key: &CacheKey, place: Place) -> KeyCl
         Ok(Ok(Some(claimed))) => (claimed, place),
         Ok(Ok(None)) => {
             drop(place);
-            match tokio::task::spawn_blocking(move || cache.claim_miss(&key, max)).await {
-                Ok(Ok(claimed)) => (claimed, ctx.call.limiter.place()),
-                Ok(Err(e)) => return unclaimed(&e.to_string(), ctx.call.limiter.place()),
+            let limiter = ctx.call.limiter.clone();
+            match cache
+                .claim_miss_unless(&key, max, async move { limiter.halted().await })
+                .await
+            {
+                Ok(Some(claimed)) => (claimed, ctx.call.limiter.place()),
+                Ok(None) => return KeyClaim::Halted,
                 Err(e) => return unclaimed(&e.to_string(), ctx.call.limiter.place()),
             }
         }
@@ -563,7 +582,9 @@ pub(super) async fn call(
         let (response, error, usage) = match &result.outcome {
             Ok(c) => (Some(c.text.as_str()), None, c.usage),
             Err(CallFailure::Unit { reason, .. }) => (None, Some(reason.clone()), Usage::default()),
-            Err(CallFailure::Fatal(reason)) => (None, Some(reason.clone()), Usage::default()),
+            Err(CallFailure::Fatal(reason) | CallFailure::Stop { reason, .. }) => {
+                (None, Some(reason.clone()), Usage::default())
+            }
             Err(CallFailure::Halted) => (None, Some("the run stopped first".to_string()), Usage::default()),
         };
         let warning = trajectory.record(&super::trajectory::CallRecord {
@@ -600,6 +621,7 @@ pub(super) async fn call(
             })
         }
         Err(CallFailure::Fatal(reason)) => outcome.failure = Some(JobFailure::Fatal(reason)),
+        Err(CallFailure::Stop { reason, abandon }) => outcome.failure = Some(JobFailure::Stop { reason, abandon }),
         Err(CallFailure::Halted) => outcome.failure = Some(JobFailure::Halted),
     }
     outcome

@@ -8,9 +8,15 @@
 //! The holder removes the lock file when it lets go (while still holding it), so locks do
 //! not pile up; a waiter that then finds itself holding a removed file takes the lock again
 //! on the file now at that path.
+//!
+//! A run waits for another's claim by polling it ([`Cache::claim_miss_unless`]), not in a
+//! blocking `flock`: a thread blocked there cannot be let go, so an interrupted run would
+//! wait out the other run's call (or its whole grace period) although it paid nothing for
+//! that key.
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use super::{Cache, CacheEntry, CacheKey};
 use crate::file_lock::FileLock;
@@ -76,6 +82,37 @@ impl Cache {
         }
     }
 
+    /// [`Cache::claim_miss`] that gives up as soon as `stop` completes (the run stopped
+    /// dispatching: nothing was paid for this key by this run, so there is nothing to wait
+    /// for): `Ok(None)`. The lock is tried off the async workers, every 20 ms at first and
+    /// at most every 250 ms while another job holds it.
+    pub async fn claim_miss_unless(
+        &self,
+        key: &CacheKey,
+        max_tokens: u32,
+        stop: impl std::future::Future<Output = ()>,
+    ) -> io::Result<Option<Claimed>> {
+        const FIRST_POLL: Duration = Duration::from_millis(20);
+        const LONGEST_POLL: Duration = Duration::from_millis(250);
+        tokio::pin!(stop);
+        let mut poll = FIRST_POLL;
+        loop {
+            let (cache, key) = (self.clone(), key.clone());
+            let tried = tokio::task::spawn_blocking(move || cache.try_claim_miss(&key, max_tokens))
+                .await
+                .map_err(io::Error::other)??;
+            if let Some(claimed) = tried {
+                return Ok(Some(claimed));
+            }
+            tokio::select! {
+                biased;
+                () = &mut stop => return Ok(None),
+                () = tokio::time::sleep(poll) => {}
+            }
+            poll = (poll * 2).min(LONGEST_POLL);
+        }
+    }
+
     fn recheck(&self, key: &CacheKey, max_tokens: u32, lock: FileLock) -> io::Result<Claimed> {
         let guard = ClaimGuard { lock: Some(lock) };
         Ok(match self.get(key, max_tokens)? {
@@ -93,7 +130,6 @@ impl Cache {
 #[cfg(test)]
 mod tests {
     use std::sync::mpsc;
-    use std::time::Duration;
 
     use super::*;
     use crate::cache::ArtifactRef;
@@ -150,6 +186,34 @@ mod tests {
             std::fs::read_dir(cache.locks_dir()).unwrap().next().is_none(),
             "no lock file is left behind"
         );
+    }
+
+    #[tokio::test]
+    async fn waiting_for_a_claim_ends_when_told_to_stop_and_is_served_once_the_holder_answers() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::new(dir.path());
+        cache.prepare().unwrap();
+        let key = key();
+        let Claimed::Mine(guard) = cache.claim_miss(&key, 100).unwrap() else {
+            panic!("the first claimant pays")
+        };
+        let stopped = cache
+            .claim_miss_unless(&key, 100, tokio::time::sleep(Duration::from_millis(60)))
+            .await
+            .unwrap();
+        assert!(stopped.is_none(), "gave up when told, while the claim was held");
+        let waiter = tokio::spawn({
+            let (cache, key) = (cache.clone(), key.clone());
+            async move { cache.claim_miss_unless(&key, 100, std::future::pending()).await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiter.is_finished(), "it waits");
+        cache.put(&entry(&key)).unwrap();
+        drop(guard);
+        match waiter.await.unwrap().unwrap() {
+            Some(Claimed::Cached(e)) => assert_eq!(e.text, "paid once"),
+            other => panic!("not served the holder's answer: {other:?}"),
+        }
     }
 
     #[test]

@@ -7,7 +7,14 @@
 //! (they halt the limiter before the slot is released, so no other call starts after a
 //! 401). An endpoint that sends nothing back — no connection, or not a byte within
 //! `--timeout` — a few times in a row before it has ever answered stops the run: every
-//! other call would wait just as long for nothing.
+//! other call would wait just as long for nothing. So does a 429 whose own hint pauses
+//! every call for longer than `--rate-limit-wait`. Such a stop is the run's, not a unit's:
+//! the one call that hears it first says why ([`CallFailure::Stop`]), once for the run, and
+//! its unit, like every other call in flight, is not run (`rlm resume` takes them up).
+//!
+//! The rate-limit budget counts what a call spends waiting out 429s: its own waits after
+//! a refusal and the time it waits in the queue while the pool is paused
+//! ([`super::RateBudget`]); a pause longer than what it has left fails it at once.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
@@ -16,8 +23,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::limiter::Throttle;
-use super::{Event, Limiter, Place, RetryPolicy};
-use crate::provider::{CallError, Completion, CompletionRequest, ErrorKind, Provider};
+use super::{Event, Limiter, Place, RateBudget, Refused, RetryPolicy};
+use crate::provider::{CallError, Completion, CompletionRequest, ErrorKind, Provider, RateWindow};
 use crate::unit::UnitId;
 
 /// Silent failures in a row, before the endpoint ever answered, that stop the run (fewer
@@ -76,15 +83,23 @@ impl CallContext {
         }
     }
 
-    /// Counts a silent failure; the message that stops the run when it is one too many.
-    fn silent_failure(&self, kind: ErrorKind, reason: &str) -> Option<String> {
+    /// Counts a silent failure: `None` while the call may be retried; else the end of the
+    /// call — the first to reach the limit stops the run and says why (with the count that
+    /// got there), every later one is simply not run (no growing count, no second message).
+    fn silent_failure(&self, kind: ErrorKind, reason: &str) -> Option<CallFailure> {
         if self.reached.load(Ordering::Relaxed) {
             return None;
+        }
+        if self.limiter.is_halted() {
+            return Some(CallFailure::Halted);
         }
         let n = self.silent.fetch_add(1, Ordering::Relaxed) + 1;
         let needed = SILENT_LIMIT.min(self.limiter.width() as u32).max(1);
         if n < needed {
             return None;
+        }
+        if !self.limiter.halt_first() {
+            return Some(CallFailure::Halted);
         }
         let advice = match kind {
             ErrorKind::Timeout => "is it stuck or overloaded? check the server, or raise --timeout",
@@ -96,7 +111,7 @@ impl CallContext {
         } else {
             format!("{n} attempts in a row")
         };
-        Some(if kind == ErrorKind::Unreachable {
+        let reason = if kind == ErrorKind::Unreachable {
             format!(
                 "cannot reach the model server at {}: {reason} ({tries}, it never answered) — {advice}",
                 self.endpoint
@@ -106,7 +121,26 @@ impl CallContext {
                 "the model server at {} never answered: {reason} ({tries}, nothing ever came back) — {advice}",
                 self.endpoint
             )
-        })
+        };
+        // The calls still in flight wait for the same nothing: they are abandoned.
+        Some(CallFailure::Stop { reason, abandon: true })
+    }
+
+    /// The reason a 429 stopped the run: its hint pauses every call longer than any may wait.
+    fn too_long_to_wait(&self, reason: &str, retry_after: Option<Duration>, window: Option<RateWindow>) -> String {
+        let reset = window.and_then(|w| w.resets_in);
+        let (hint, said) = if retry_after >= reset {
+            (retry_after.unwrap_or_default(), "its retry-after")
+        } else {
+            (reset.unwrap_or_default(), "its rate-limit reset")
+        };
+        format!(
+            "{reason} — the provider at {} asks every call to wait {} ({said}), longer than --rate-limit-wait {}s: \
+             the run stopped; rlm resume goes on once the limit has reset (or raise --rate-limit-wait)",
+            self.endpoint,
+            crate::report::format_duration(hint.as_millis() as u64),
+            self.policy.rate_limit_wait.as_secs_f64()
+        )
     }
 }
 
@@ -117,7 +151,12 @@ pub enum CallFailure {
     Unit { kind: ErrorKind, reason: String },
     /// The provider refused us; the run stops.
     Fatal(String),
-    /// The run stopped before the call could (re)start.
+    /// The run must stop, though this call had no answer of its own (the endpoint never
+    /// answered, or asked every call to wait longer than `--rate-limit-wait`): its unit is
+    /// not run, and `reason` is said once, for the run. `abandon`: the calls still in flight
+    /// wait for nothing and are cancelled; otherwise they finish (they may be paid for).
+    Stop { reason: String, abandon: bool },
+    /// The run stopped before the call could (re)start, or while it waited for nothing.
     Halted,
 }
 
@@ -145,17 +184,31 @@ pub async fn call_with_retries(
     let mut faults = 0;
     let mut empties = 0;
     let mut throttles = 0;
-    let mut first_throttle: Option<Instant> = None;
+    let limit = ctx.policy.rate_limit_wait;
+    let mut budget = RateBudget::new(limit);
     let failed = |failure: CallFailure, attempts: u32| CallResult {
         outcome: Err(failure),
         attempts,
         slot: None,
     };
     loop {
-        // Waits for this call's turn, a free slot, and the end of any pause of the pool.
+        // Waits for this call's turn, a free slot, and the end of any pause of the pool
+        // (counted against its rate-limit budget).
         let place = place.take().unwrap_or_else(|| ctx.limiter.place());
-        let Some(slot) = place.acquire().await else {
-            return failed(CallFailure::Halted, attempts);
+        let slot = match place.acquire_within(Some(&mut budget)).await {
+            Ok(slot) => slot,
+            Err(Refused::Halted) => return failed(CallFailure::Halted, attempts),
+            Err(Refused::PausedPast { left, waited }) => {
+                let reason = format!(
+                    "rate limited: every call is paused for {:.1}s more, and waiting that out would pass \
+                     --rate-limit-wait {}s ({:.1}s spent waiting already): raise it, or lower --max-parallel",
+                    left.as_secs_f64(),
+                    limit.as_secs_f64(),
+                    waited.as_secs_f64()
+                );
+                let kind = ErrorKind::RateLimited;
+                return failed(CallFailure::Unit { kind, reason }, attempts);
+            }
         };
         attempts += 1;
         ctx.emit(Event::Started {
@@ -195,9 +248,15 @@ pub async fn call_with_retries(
             ErrorKind::Unit => return failed(CallFailure::Unit { kind, reason }, attempts),
             ErrorKind::RateLimited => {
                 throttles += 1;
-                let since = *first_throttle.get_or_insert_with(Instant::now);
-                let throttled = slot.throttled(Throttle { retry_after, window });
+                let throttled = slot.throttled(Throttle { retry_after, window }, limit);
                 ctx.width_changed(throttled.change);
+                if throttled.stops_run {
+                    let reason = ctx.too_long_to_wait(&reason, retry_after, window);
+                    return failed(CallFailure::Stop { reason, abandon: false }, attempts);
+                }
+                if ctx.limiter.is_halted() {
+                    return failed(CallFailure::Halted, attempts);
+                }
                 // This call waits what the server asked, and longer when its 429s repeat;
                 // when the whole pool pauses, at least that long.
                 let own = at_least(
@@ -206,15 +265,14 @@ pub async fn call_with_retries(
                 );
                 paused_all = throttled.pause.is_some();
                 let wait = own.max(throttled.pause.unwrap_or_default());
-                let limit = ctx.policy.rate_limit_wait;
-                if since.elapsed() + wait > limit {
+                if budget.exceeded_by(wait) {
                     return failed(
                         CallFailure::Unit {
                             kind,
                             reason: format!(
                                 "{reason} (rate limited for {:.1}s; waiting {:.1}s more would pass --rate-limit-wait {}s: \
                                  raise it, or lower --max-parallel)",
-                                since.elapsed().as_secs_f64(),
+                                budget.waited.as_secs_f64(),
                                 wait.as_secs_f64(),
                                 limit.as_secs_f64()
                             ),
@@ -230,10 +288,9 @@ pub async fn call_with_retries(
             | ErrorKind::Unreachable
             | ErrorKind::EmptyReply => {
                 if silent {
-                    if let Some(message) = ctx.silent_failure(kind, &reason) {
-                        ctx.limiter.halt();
+                    if let Some(end) = ctx.silent_failure(kind, &reason) {
                         drop(slot);
-                        return failed(CallFailure::Fatal(message), attempts);
+                        return failed(end, attempts);
                     }
                 }
                 faults += 1;
@@ -273,7 +330,11 @@ pub async fn call_with_retries(
             wait_ms: wait.max(ctx.limiter.paused_for()).as_millis() as u64,
             paused_all,
         });
+        let from = Instant::now();
         tokio::time::sleep(wait).await;
+        if kind == ErrorKind::RateLimited {
+            budget.waited += from.elapsed();
+        }
     }
 }
 

@@ -98,7 +98,13 @@ pub enum Event {
     Warning { message: String },
     /// The run stopped dispatching (budget, write failure, fatal error, interrupt).
     #[serde(rename = "run:stopping")]
-    Stopping { reason: String },
+    Stopping {
+        reason: String,
+        /// The provider stopped the run (an unreachable or silent server, a rate limit no
+        /// call may wait out, a refused batch API): said as the run's error, and the run
+        /// has FAILED — not a budget or a write failure, which leave it resumable as is.
+        fatal: bool,
+    },
     /// A batch was created at the provider's batch API (and recorded in the run store
     /// before anything waited for it).
     #[serde(rename = "batch:submitted")]

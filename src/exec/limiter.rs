@@ -14,7 +14,11 @@
 //!   second. Pauses that follow one another with no success between them grow
 //!   exponentially with jitter (1, 2, 4 … 60 s), whatever the server says, so a server that
 //!   answers `retry-after: 1` (or 0) for minutes is asked once per pause, not once a second.
-//!   After a pause one call goes alone; its success reopens the pool. When the narrowing
+//!   After a pause one call goes alone; its success reopens the pool one call at a time
+//!   (each success of a call started since the pause lets one more go): a sliding window
+//!   frees its slots in the order they were taken, so a pool that reopened all at once
+//!   would be refused — and refusals that count against the window would keep it full.
+//!   When the narrowing
 //!   that led to such a pause was the window filling up, not a concurrency limit, the
 //!   sustained width it lowered is restored.
 //! - **Growth**: a success widens the pool by one while it is below the sustained width (a
@@ -29,6 +33,14 @@
 //!   widen by one only while each step raises the calls completed per second by at least
 //!   half of what the step could add; the first step that does not, or a fault or pushback
 //!   during a step, goes back to the best width for good ([`WidthSearch`]).
+//!
+//! - **A pause no call may wait out**: when the server's own hint (`retry-after`, a reset
+//!   header) asks the whole pool to wait longer than `--rate-limit-wait`, holding the calls
+//!   only to fail each of them later helps no one: the limiter halts, and the call that heard
+//!   it stops the run with one message (its units are not run; `rlm resume` goes on once
+//!   the window has reset). Time a call spends waiting in the queue while the pool is
+//!   paused counts against its own `--rate-limit-wait` ([`RateBudget`]); a pause longer
+//!   than what a call has left fails that call at once instead of holding it.
 //!
 //! A slot is taken per attempt and given back while a call waits to retry, so a narrowed
 //! pool is really narrower. Slots are given out first come, first served, so `-j 1` runs
@@ -82,8 +94,9 @@ struct State {
     paused_until: Option<Instant>,
     /// Pauses with no success since the first of them.
     pauses: u32,
-    /// After a pause: one call at a time until one succeeds.
-    probing: bool,
+    /// After a pause: at most this many calls at once — one (the probe) at first, one more
+    /// with each success of a call started since — until the width is reached.
+    ramp: Option<usize>,
     /// Local servers: the search for the width that serves most.
     search: Option<WidthSearch>,
     /// Tickets of the callers waiting for a slot, in arrival order.
@@ -111,6 +124,43 @@ pub struct Throttled {
     pub change: Option<WidthChange>,
     /// The whole pool waits this long (from now); `None`: only the refused call waits.
     pub pause: Option<Duration>,
+    /// The server's hint paused the whole pool for longer than any call may wait
+    /// (`--rate-limit-wait`): the limiter halted, and this call is the first to hear it
+    /// (it says why the run stopped; calls that hear it later are simply not run).
+    pub stops_run: bool,
+}
+
+/// How long one call may spend waiting out rate limits (`--rate-limit-wait`), and how long
+/// it has so far: its own waits after a 429 and the time it waited in the queue while the
+/// pool was paused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateBudget {
+    pub limit: Duration,
+    pub waited: Duration,
+}
+
+impl RateBudget {
+    pub fn new(limit: Duration) -> Self {
+        RateBudget {
+            limit,
+            waited: Duration::ZERO,
+        }
+    }
+
+    /// Whether waiting `more` would pass the limit.
+    pub fn exceeded_by(&self, more: Duration) -> bool {
+        self.waited + more > self.limit
+    }
+}
+
+/// Why a place in the queue gave no slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// The run stopped dispatching.
+    Halted,
+    /// The pool is paused for `left` more, which would take the call past its
+    /// `--rate-limit-wait` (it had waited `waited` already).
+    PausedPast { left: Duration, waited: Duration },
 }
 
 impl State {
@@ -154,7 +204,7 @@ impl Limiter {
                 successes: 0,
                 paused_until: None,
                 pauses: 0,
-                probing: false,
+                ramp: None,
                 search: None,
                 queue: VecDeque::new(),
                 next_ticket: 0,
@@ -197,8 +247,30 @@ impl Limiter {
 
     /// No slot is given out from now on; waiters get `None`.
     pub fn halt(&self) {
-        self.state().halted = true;
+        self.halt_first();
+    }
+
+    /// [`Limiter::halt`]; true for the caller that halted it (the one to say why the run
+    /// stopped), false when it already was.
+    pub fn halt_first(&self) -> bool {
+        let first = !std::mem::replace(&mut self.state().halted, true);
         self.notify.notify_waiters();
+        first
+    }
+
+    /// Returns once the limiter is halted (an interrupt, a fatal error, the budget): what a
+    /// job waiting for something other than a slot (another run's claim on its key) waits
+    /// for beside it.
+    pub async fn halted(&self) {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.state().halted {
+                return;
+            }
+            notified.await;
+        }
     }
 
     pub fn is_halted(&self) -> bool {
@@ -246,6 +318,13 @@ pub struct Place {
 impl Place {
     /// Waits for this place's turn, the end of any pause and a free slot; `None` once halted.
     pub async fn acquire(self) -> Option<Slot> {
+        self.acquire_within(None).await.ok()
+    }
+
+    /// [`Place::acquire`] for a call with a rate-limit budget: the time it waits while the
+    /// pool is paused is added to `budget`, and a pause that would take it past its limit
+    /// refuses it at once (it is not held only to fail later).
+    pub async fn acquire_within(self, mut budget: Option<&mut RateBudget>) -> Result<Slot, Refused> {
         let limiter = self.limiter.clone();
         let ticket = self.ticket;
         loop {
@@ -255,15 +334,27 @@ impl Place {
             let paused_until = {
                 let mut s = limiter.state();
                 if s.halted {
-                    return None;
+                    return Err(Refused::Halted);
                 }
+                let now = Instant::now();
                 match s.paused_until {
-                    Some(until) if until > Instant::now() => Some(until),
+                    Some(until) if until > now => {
+                        let left = until - now;
+                        if let Some(budget) = budget.as_deref() {
+                            if budget.exceeded_by(left) {
+                                return Err(Refused::PausedPast {
+                                    left,
+                                    waited: budget.waited,
+                                });
+                            }
+                        }
+                        Some(until)
+                    }
                     _ => {
-                        let width = if s.probing { 1 } else { s.width };
+                        let width = s.ramp.map_or(s.width, |r| r.min(s.width));
                         if s.queue.front() == Some(&ticket) && s.in_flight < width {
                             s.in_flight += 1;
-                            return Some(Slot {
+                            return Ok(Slot {
                                 limiter: limiter.clone(),
                                 epoch: s.epoch,
                                 generation: s.generation,
@@ -275,9 +366,13 @@ impl Place {
             };
             match paused_until {
                 Some(until) => {
+                    let from = Instant::now();
                     tokio::select! {
                         () = &mut notified => {}
                         () = tokio::time::sleep_until(until) => {}
+                    }
+                    if let Some(budget) = budget.as_deref_mut() {
+                        budget.waited += from.elapsed();
                     }
                 }
                 None => notified.await,
@@ -322,8 +417,8 @@ impl Slot {
             if self.epoch == s.epoch {
                 s.pauses = 0;
                 s.narrowed_from = None;
-                if s.probing {
-                    s.probing = false;
+                if let Some(ramp) = s.ramp {
+                    s.ramp = (ramp + 1 < s.width).then_some(ramp + 1);
                     self.limiter.notify.notify_waiters();
                 }
             }
@@ -358,8 +453,9 @@ impl Slot {
         change
     }
 
-    /// The provider said 429: narrow to what it carries, or pause the whole pool.
-    pub fn throttled(self, throttle: Throttle) -> Throttled {
+    /// The provider said 429: narrow to what it carries, or pause the whole pool — or, when
+    /// the server's hint pauses it for longer than `wait_limit` (`--rate-limit-wait`), halt.
+    pub fn throttled(self, throttle: Throttle, wait_limit: Duration) -> Throttled {
         let outcome = {
             let mut s = self.limiter.state();
             let s = &mut *s;
@@ -372,21 +468,26 @@ impl Slot {
                 if !paused {
                     s.pauses += 1;
                 }
-                let hinted = throttle
-                    .retry_after
-                    .max(throttle.window.and_then(|w| w.resets_in))
-                    .unwrap_or(Duration::ZERO);
-                let until = now + pause_length(s.pauses, hinted);
+                let reset = throttle.window.and_then(|w| w.resets_in);
+                let hinted = throttle.retry_after.max(reset).unwrap_or(Duration::ZERO);
+                // A reset says when the window frees its first slot: a little later, the
+                // slots taken just after it are free too, and the refusals it counted.
+                let woken = throttle.retry_after.max(reset.map(|r| r + reset_margin(r)));
+                let until = now + pause_length(s.pauses, woken.unwrap_or(Duration::ZERO));
                 s.paused_until = Some(s.paused_until.map_or(until, |u| u.max(until)));
-                s.probing = true;
+                s.ramp = Some(1);
                 if let Some(before) = s.narrowed_from.take() {
                     s.sustained = s.sustained.max(before);
                 }
                 s.epoch += 1;
                 s.successes = 0;
+                // Only the server's word stops the run: our own backoff never grows past
+                // a minute, and a call that cannot wait it out fails alone.
+                let stops_run = hinted > wait_limit && !std::mem::replace(&mut s.halted, true);
                 Throttled {
                     change: searched,
                     pause: s.paused_until.map(|u| u.saturating_duration_since(now)),
+                    stops_run,
                 }
             } else {
                 let to = s.width.min(others).max(1);
@@ -399,6 +500,7 @@ impl Slot {
                 Throttled {
                     change: searched.or(change),
                     pause: None,
+                    stops_run: false,
                 }
             }
         };
@@ -438,6 +540,14 @@ impl Drop for Slot {
     }
 }
 
+/// How much later than a rate-limit reset the pool wakes: a tenth of the wait, at most a
+/// second. A sliding window frees its slots one by one, from the time it names; a window
+/// that counts refused requests holds one more for each refusal (issue 17: waking at the
+/// reset itself, the probe was refused and the refusal kept the window full).
+fn reset_margin(reset: Duration) -> Duration {
+    (reset / 10).min(Duration::from_secs(1))
+}
+
 /// How long pause number `n` (1-based, counted since the last success) lasts: what the
 /// server asked, but at least an "equal jitter" backoff, uniform in [d/2, d] with
 /// d = 1 s·2^(n-1) capped at 60 s — a server's hint only lengthens it.
@@ -459,6 +569,9 @@ fn pause_length(n: u32, hinted: Duration) -> Duration {
 mod tests {
     use super::*;
 
+    /// `--rate-limit-wait` at its default: no hint in these tests reaches it.
+    const PATIENT: Duration = Duration::from_secs(600);
+
     async fn take(l: &Arc<Limiter>, n: usize) -> Vec<Slot> {
         let mut v = Vec::new();
         for _ in 0..n {
@@ -473,7 +586,10 @@ mod tests {
         let mut slots = take(&l, 7).await;
         // The server carries 3: the other 4 are refused while those 3 are in flight.
         let refused: Vec<Slot> = slots.drain(3..).collect();
-        let outcomes: Vec<Throttled> = refused.into_iter().map(|s| s.throttled(Throttle::default())).collect();
+        let outcomes: Vec<Throttled> = refused
+            .into_iter()
+            .map(|s| s.throttled(Throttle::default(), PATIENT))
+            .collect();
         assert!(
             outcomes.iter().all(|o| o.pause.is_none()),
             "a concurrency 429 pauses no one"
@@ -492,7 +608,7 @@ mod tests {
         let l = Limiter::new(7);
         let mut slots = take(&l, 4).await;
         for s in slots.drain(3..) {
-            s.throttled(Throttle::default());
+            s.throttled(Throttle::default(), PATIENT);
         }
         drop(slots);
         assert_eq!(l.width(), 3);
@@ -510,7 +626,7 @@ mod tests {
         // The probe width is refused: back to 3, and sustained stays 3.
         let slots = take(&l, 4).await;
         let mut slots = slots.into_iter();
-        let first = slots.next().unwrap().throttled(Throttle::default());
+        let first = slots.next().unwrap().throttled(Throttle::default(), PATIENT);
         assert_eq!(first.change, Some(WidthChange { from: 4, to: 3 }));
         assert_eq!(l.sustained(), 3);
         drop(slots);
@@ -529,7 +645,7 @@ mod tests {
             retry_after: Some(Duration::from_secs(1)),
             window: None,
         };
-        let first = lone.throttled(hint).pause.unwrap();
+        let first = lone.throttled(hint, PATIENT).pause.unwrap();
         assert!(
             first >= Duration::from_secs(1) && first <= Duration::from_millis(1250),
             "{first:?}"
@@ -539,7 +655,7 @@ mod tests {
         for _ in 0..7 {
             l.state().paused_until = None; // as if the pause had passed
             let probe = l.acquire().await.unwrap();
-            pauses.push(probe.throttled(hint).pause.unwrap());
+            pauses.push(probe.throttled(hint, PATIENT).pause.unwrap());
         }
         assert!(pauses[5] >= Duration::from_secs(30), "{pauses:?}");
         assert!(
@@ -549,10 +665,13 @@ mod tests {
         // `retry-after: 0` still waits.
         l.state().paused_until = None;
         l.state().pauses = 0;
-        let zero = l.acquire().await.unwrap().throttled(Throttle {
-            retry_after: Some(Duration::ZERO),
-            window: None,
-        });
+        let zero = l.acquire().await.unwrap().throttled(
+            Throttle {
+                retry_after: Some(Duration::ZERO),
+                window: None,
+            },
+            PATIENT,
+        );
         assert!(zero.pause.unwrap() >= Duration::from_millis(500));
     }
 
@@ -567,7 +686,7 @@ mod tests {
                 resets_in: Some(Duration::from_millis(300)),
             }),
         };
-        let outcome = slots.pop().unwrap().throttled(spent);
+        let outcome = slots.pop().unwrap().throttled(spent, PATIENT);
         assert!(
             outcome.pause.unwrap() >= Duration::from_millis(500),
             "at least the backoff floor"
@@ -582,14 +701,66 @@ mod tests {
         let (probe, got) = waiter.await.unwrap().unwrap();
         assert!(got.duration_since(paused_at) >= Duration::from_millis(400));
         // Probing: a second call waits until the probe succeeds.
-        let second = tokio::spawn({
+        let acquirer = || {
             let l = l.clone();
-            async move { l.acquire().await.is_some() }
-        });
+            tokio::spawn(async move { l.acquire().await.unwrap() })
+        };
+        let second = acquirer();
         tokio::time::sleep(Duration::from_millis(30)).await;
         assert!(!second.is_finished(), "one call probes alone");
         probe.succeeded();
-        assert!(second.await.unwrap());
+        let second = second.await.unwrap();
+        // Then the pool reopens one call per success: two at once now, not four.
+        let third = acquirer();
+        let fourth = acquirer();
+        let third = third.await.unwrap();
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        assert!(!fourth.is_finished(), "two at once after one success");
+        second.succeeded();
+        let fourth = fourth.await.unwrap();
+        third.succeeded();
+        fourth.succeeded();
+        assert_eq!(take(&l, 4).await.len(), 4, "back to the whole width");
+    }
+
+    #[tokio::test]
+    async fn the_pool_wakes_a_little_after_a_windows_reset() {
+        let l = Limiter::new(2);
+        let reset = |ms| Throttle {
+            retry_after: None,
+            window: Some(RateWindow {
+                spent: true,
+                resets_in: Some(Duration::from_millis(ms)),
+            }),
+        };
+        let pause = l
+            .acquire()
+            .await
+            .unwrap()
+            .throttled(reset(4_000), PATIENT)
+            .pause
+            .unwrap();
+        assert!(pause >= Duration::from_millis(4_400), "a tenth later: {pause:?}");
+        l.state().paused_until = None;
+        let pause = l
+            .acquire()
+            .await
+            .unwrap()
+            .throttled(reset(60_000), PATIENT)
+            .pause
+            .unwrap();
+        assert!(
+            pause >= Duration::from_secs(61) && pause <= Duration::from_millis(61_300),
+            "at most a second later: {pause:?}"
+        );
+        // A retry-after is taken as it is.
+        l.state().paused_until = None;
+        let hint = Throttle {
+            retry_after: Some(Duration::from_secs(4)),
+            window: None,
+        };
+        let pause = l.acquire().await.unwrap().throttled(hint, PATIENT).pause.unwrap();
+        assert!(pause <= Duration::from_millis(4_300), "{pause:?}");
     }
 
     #[tokio::test]
@@ -597,7 +768,7 @@ mod tests {
         let l = Limiter::new(5);
         let slots = take(&l, 5).await;
         for s in slots {
-            s.throttled(Throttle::default());
+            s.throttled(Throttle::default(), PATIENT);
         }
         assert_eq!(l.width(), 1);
         assert_eq!(l.sustained(), 5, "restored by the pause");
@@ -608,6 +779,80 @@ mod tests {
             l.acquire().await.unwrap().succeeded();
         }
         assert_eq!(l.width(), 5);
+    }
+
+    #[tokio::test]
+    async fn time_waited_while_paused_counts_against_a_calls_budget_and_a_longer_pause_refuses_it_at_once() {
+        let l = Limiter::new(2);
+        let hint = |ms| Throttle {
+            retry_after: Some(Duration::from_millis(ms)),
+            window: None,
+        };
+        let lone = l.acquire().await.unwrap();
+        let pause = lone.throttled(hint(300), PATIENT).pause.unwrap();
+        let mut budget = RateBudget::new(Duration::from_secs(5));
+        let slot = l.place().acquire_within(Some(&mut budget)).await.unwrap();
+        assert!(
+            budget.waited >= pause - Duration::from_millis(50),
+            "{budget:?} after a pause of {pause:?}"
+        );
+        // The next pause is longer than what this call has left: refused without waiting.
+        let pause = slot.throttled(hint(1_000), PATIENT).pause.unwrap();
+        let mut short = RateBudget {
+            limit: Duration::from_millis(700),
+            waited: Duration::from_millis(400),
+        };
+        match l.place().acquire_within(Some(&mut short)).await {
+            Err(Refused::PausedPast { left, waited }) => {
+                assert!(
+                    left <= pause && waited == Duration::from_millis(400),
+                    "{left:?} {waited:?}"
+                );
+            }
+            other => panic!("held instead of refused: {other:?}"),
+        }
+        assert_eq!(short.waited, Duration::from_millis(400), "nothing more was waited");
+        assert!(!l.is_halted(), "a call's budget stops only that call");
+    }
+
+    #[tokio::test]
+    async fn a_hint_longer_than_any_call_may_wait_halts_the_pool_and_only_the_first_says_so() {
+        let l = Limiter::new(3);
+        let slots = take(&l, 2).await;
+        let day = Throttle {
+            retry_after: None,
+            window: Some(RateWindow {
+                spent: true,
+                resets_in: Some(Duration::from_secs(3_600)),
+            }),
+        };
+        let outcomes: Vec<Throttled> = slots.into_iter().map(|s| s.throttled(day, PATIENT)).collect();
+        assert_eq!(outcomes.iter().map(|o| o.stops_run).collect::<Vec<_>>(), [true, false]);
+        assert!(l.is_halted());
+        assert!(l.acquire().await.is_none(), "nothing starts after it");
+        // Our own backoff never stops a run: a short hint with a short limit only pauses.
+        let l = Limiter::new(1);
+        let short = Throttle {
+            retry_after: Some(Duration::from_millis(100)),
+            window: None,
+        };
+        let outcome = l.acquire().await.unwrap().throttled(short, Duration::from_millis(200));
+        assert!(!outcome.stops_run && outcome.pause.is_some() && !l.is_halted());
+    }
+
+    #[tokio::test]
+    async fn halted_returns_once_the_limiter_halts() {
+        let l = Limiter::new(1);
+        let waiter = tokio::spawn({
+            let l = l.clone();
+            async move { l.halted().await }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!waiter.is_finished());
+        assert!(l.halt_first());
+        assert!(!l.halt_first(), "the first halt is the one that counts");
+        waiter.await.unwrap();
+        l.halted().await;
     }
 
     #[tokio::test]

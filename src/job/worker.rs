@@ -133,7 +133,7 @@ pub async fn run_worker(
         let completion = match result.outcome {
             Ok(c) => c,
             Err(CallFailure::Unit { reason, .. }) => break WorkerEnd::Failed { reason },
-            Err(CallFailure::Fatal(reason)) => break WorkerEnd::Fatal(reason),
+            Err(CallFailure::Fatal(reason) | CallFailure::Stop { reason, .. }) => break WorkerEnd::Fatal(reason),
             Err(CallFailure::Halted) => break WorkerEnd::Halted,
         };
         outcome.usage.add(completion.usage);

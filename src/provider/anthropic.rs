@@ -121,31 +121,44 @@ pub fn parse_reply(bytes: &[u8], request: &CompletionRequest) -> Result<Completi
 }
 
 /// A Message (the realtime reply, or the `message` of a succeeded batch result). A reply with
-/// no answer in it (`content: []`, no text block and no forced tool call) is
-/// [`BadReply::Empty`] — unless the model refused, which is its answer.
+/// no answer in it is [`BadReply::Empty`] (retried once): `content: []`, no text block and
+/// no forced tool call, text blocks that are empty or only whitespace, a refusal with no
+/// text. A refusal that says something is its answer.
 pub fn parse_message(value: &Value, request: &CompletionRequest) -> Result<Completion, BadReply> {
     let content = value
         .get("content")
         .and_then(Value::as_array)
         .ok_or_else(|| BadReply::Malformed("no `content` array".into()))?;
     let is_text = |block: &&Value| block.get("type").and_then(Value::as_str) == Some("text");
-    let tool = tool_answer(content, request);
-    let refused = value.get("stop_reason").and_then(Value::as_str) == Some("refusal");
-    if tool.is_none() && !content.iter().any(|b| is_text(&b)) && !refused {
-        return Err(BadReply::Empty(format!(
-            "no text block in `content` ({} blocks, stop reason: {})",
-            content.len(),
-            value.get("stop_reason").and_then(Value::as_str).unwrap_or("none")
-        )));
-    }
-    let text: String = tool.unwrap_or_else(|| {
-        content
-            .iter()
-            .filter(is_text)
-            .filter_map(|block| block.get("text").and_then(Value::as_str))
-            .collect()
-    });
     let stop_reason = value.get("stop_reason").and_then(Value::as_str).map(str::to_string);
+    let shown_stop = stop_reason.as_deref().unwrap_or("none");
+    let text = match tool_answer(content, request) {
+        Some(answer) => answer,
+        None if !content.iter().any(|b| is_text(&b)) => {
+            return Err(BadReply::Empty(if stop_reason.as_deref() == Some("refusal") {
+                "the model refused, with no text (stop reason: refusal)".to_string()
+            } else {
+                format!(
+                    "no text block in `content` ({} blocks, stop reason: {shown_stop})",
+                    content.len()
+                )
+            }));
+        }
+        None => {
+            let text: String = content
+                .iter()
+                .filter(is_text)
+                .filter_map(|block| block.get("text").and_then(Value::as_str))
+                .collect();
+            if text.trim().is_empty() {
+                return Err(BadReply::Empty(format!(
+                    "the text in `content` is {} (stop reason: {shown_stop})",
+                    if text.is_empty() { "empty" } else { "only whitespace" }
+                )));
+            }
+            text
+        }
+    };
     Ok(Completion {
         text,
         usage: parse_usage(value),
@@ -219,15 +232,21 @@ mod tests {
     }
 
     #[test]
-    fn no_text_block_is_an_empty_reply_but_a_refusal_is_an_answer() {
-        let empty = br#"{"content":[],"stop_reason":"end_turn"}"#;
-        assert!(matches!(parse_reply(empty, &plain()), Err(BadReply::Empty(r)) if r.contains("end_turn")));
-        let no_text = br#"{"content":[{"type":"thinking","thinking":"hm"}],"stop_reason":"end_turn"}"#;
-        assert!(matches!(parse_reply(no_text, &plain()), Err(BadReply::Empty(_))));
-        let refused = br#"{"content":[],"stop_reason":"refusal"}"#;
-        assert_eq!(parse_reply(refused, &plain()).unwrap().text, "");
-        let blank = br#"{"content":[{"type":"text","text":""}],"stop_reason":"end_turn"}"#;
-        assert_eq!(parse_reply(blank, &plain()).unwrap().text, "");
+    fn no_text_block_empty_or_blank_text_and_a_silent_refusal_are_empty_replies() {
+        let empty = |reply: &[u8]| match parse_reply(reply, &plain()) {
+            Err(BadReply::Empty(reason)) => reason,
+            other => panic!("{other:?}"),
+        };
+        assert!(empty(br#"{"content":[],"stop_reason":"end_turn"}"#).contains("end_turn"));
+        empty(br#"{"content":[{"type":"thinking","thinking":"hm"}],"stop_reason":"end_turn"}"#);
+        let refused = empty(br#"{"content":[],"stop_reason":"refusal"}"#);
+        assert!(refused.contains("refused"), "{refused}");
+        let blank = empty(br#"{"content":[{"type":"text","text":""}],"stop_reason":"end_turn"}"#);
+        assert!(blank.contains("empty"), "{blank}");
+        let spaces = empty(br#"{"content":[{"type":"text","text":" \n "}],"stop_reason":"end_turn"}"#);
+        assert!(spaces.contains("whitespace"), "{spaces}");
+        let said = br#"{"content":[{"type":"text","text":"I can't help with that."}],"stop_reason":"refusal"}"#;
+        assert_eq!(parse_reply(said, &plain()).unwrap().text, "I can't help with that.");
     }
 
     fn plain() -> CompletionRequest {

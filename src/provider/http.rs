@@ -388,8 +388,21 @@ fn chain_mentions(e: &(dyn std::error::Error + 'static), needle: &str) -> bool {
 }
 
 /// Whether `base_url` names this machine or a private network (loopback, RFC 1918,
-/// link-local, IPv6 unique-local): where self-hosted model servers live.
+/// link-local, IPv6 unique-local): where self-hosted model servers live. A host name other
+/// than the providers' own APIs is resolved once (for at most [`LOCAL_LOOKUP_LIMIT`]): a
+/// server reached as `http://ollama:11434` (docker compose), `host.docker.internal` or
+/// `gpu-box.lan` is local when every address the name has is.
 pub fn is_local_url(base_url: &str) -> bool {
+    is_local_with(base_url, resolve_within_limit)
+}
+
+/// How long the look-up of a base URL's host name may take: a name that slow to resolve
+/// is not a server next door.
+const LOCAL_LOOKUP_LIMIT: Duration = Duration::from_secs(2);
+
+/// [`is_local_url`] with this resolver (host, port → addresses; empty when it does not
+/// resolve).
+fn is_local_with(base_url: &str, resolve: impl FnOnce(&str, u16) -> Vec<IpAddr>) -> bool {
     let Ok(url) = reqwest::Url::parse(base_url) else {
         return false;
     };
@@ -400,19 +413,52 @@ pub fn is_local_url(base_url: &str) -> bool {
     if host == "localhost" || host.ends_with(".localhost") {
         return true;
     }
-    match host.parse::<IpAddr>() {
-        Ok(IpAddr::V4(ip)) => ip.is_loopback() || ip.is_private() || ip.is_link_local(),
-        Ok(IpAddr::V6(ip)) => {
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return is_local_ip(ip);
+    }
+    let official = [ProviderKind::Anthropic, ProviderKind::Openai]
+        .iter()
+        .any(|kind| reqwest::Url::parse(kind.official_base_url()).is_ok_and(|u| u.host_str() == Some(host.as_str())));
+    if official {
+        return false;
+    }
+    let addresses = resolve(&host, url.port_or_known_default().unwrap_or(80));
+    !addresses.is_empty() && addresses.into_iter().all(is_local_ip)
+}
+
+/// Loopback, private (RFC 1918), link-local, or IPv6 unique-local.
+fn is_local_ip(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(ip) => ip.is_loopback() || ip.is_private() || ip.is_link_local(),
+        IpAddr::V6(ip) => {
             let first = ip.segments()[0];
             ip.is_loopback()
                 || first & 0xfe00 == 0xfc00
                 || first & 0xffc0 == 0xfe80
                 || ip
                     .to_ipv4_mapped()
-                    .is_some_and(|v4| v4.is_loopback() || v4.is_private())
+                    .is_some_and(|v4| v4.is_loopback() || v4.is_private() || v4.is_link_local())
         }
-        Err(_) => false,
     }
+}
+
+/// The system resolver's addresses for `host`, or none when it does not answer within
+/// [`LOCAL_LOOKUP_LIMIT`] (the look-up goes on in its own thread, which nothing waits for).
+fn resolve_within_limit(host: &str, port: u16) -> Vec<IpAddr> {
+    use std::net::ToSocketAddrs;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let host = host.to_string();
+    let spawned = std::thread::Builder::new().name("rlm-lookup".into()).spawn(move || {
+        let addresses: Vec<IpAddr> = (host.as_str(), port)
+            .to_socket_addrs()
+            .map(|found| found.map(|a| a.ip()).collect())
+            .unwrap_or_default();
+        let _ = tx.send(addresses);
+    });
+    if spawned.is_err() {
+        return Vec::new();
+    }
+    rx.recv_timeout(LOCAL_LOOKUP_LIMIT).unwrap_or_default()
 }
 
 impl Provider for HttpProvider {
@@ -500,6 +546,7 @@ mod tests {
 
     #[test]
     fn local_servers_are_loopback_and_private_addresses() {
+        let unresolved = |_: &str, _: u16| -> Vec<IpAddr> { panic!("a literal address is not looked up") };
         for local in [
             "http://127.0.0.1:8080",
             "http://localhost:11434/v1",
@@ -509,16 +556,35 @@ mod tests {
             "http://[::1]:8080",
             "http://[fd00::1]",
         ] {
-            assert!(is_local_url(local), "{local}");
+            assert!(is_local_with(local, unresolved), "{local}");
         }
-        for remote in [
-            "https://api.openai.com",
-            "http://8.8.8.8",
-            "http://gpu-box.example",
-            "not a url",
-        ] {
-            assert!(!is_local_url(remote), "{remote}");
+        for remote in ["http://8.8.8.8", "not a url"] {
+            assert!(!is_local_with(remote, unresolved), "{remote}");
         }
+    }
+
+    #[test]
+    fn a_host_name_is_local_when_every_address_it_resolves_to_is() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let names = |host: &str, port: u16| -> Vec<IpAddr> {
+            match (host, port) {
+                ("ollama", 11434) => vec![ip("172.18.0.3")],
+                ("host.docker.internal", 80) => vec![ip("192.168.65.254"), ip("fe80::1")],
+                ("gpu-box.lan", 8000) => vec![ip("10.0.0.7")],
+                ("split.example", _) => vec![ip("10.0.0.7"), ip("93.184.216.34")],
+                ("models.example", _) => vec![ip("93.184.216.34")],
+                _ => Vec::new(),
+            }
+        };
+        assert!(is_local_with("http://ollama:11434/v1", names));
+        assert!(is_local_with("http://host.docker.internal", names));
+        assert!(is_local_with("http://gpu-box.lan:8000", names));
+        assert!(!is_local_with("https://split.example", names), "one public address");
+        assert!(!is_local_with("https://models.example", names));
+        assert!(!is_local_with("http://nowhere.invalid", names), "does not resolve");
+        let never = |host: &str, _: u16| -> Vec<IpAddr> { panic!("{host}: the official APIs are not looked up") };
+        assert!(!is_local_with("https://api.openai.com", never));
+        assert!(!is_local_with("https://api.anthropic.com/v1", never));
     }
 
     #[test]

@@ -246,8 +246,9 @@ pub trait Provider: Send + Sync + std::fmt::Debug {
     fn complete<'a>(&'a self, request: &'a CompletionRequest) -> BoxFuture<'a, Result<Completion, CallError>>;
 
     /// A server on this machine or the local network (an OpenAI-compatible base URL on a
-    /// loopback or private address): it may serve one call at a time, so the pool starts at
-    /// one call in flight and widens only while that raises throughput.
+    /// loopback or private address, or a host name that resolves only to such addresses):
+    /// it may serve one call at a time, so the pool starts at one call in flight and widens
+    /// only while that raises throughput.
     fn is_local(&self) -> bool {
         false
     }

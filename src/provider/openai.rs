@@ -104,43 +104,70 @@ pub fn parse_reply(bytes: &[u8]) -> Result<Completion, BadReply> {
 }
 
 /// A chat completion (the realtime reply, or the `response.body` of a batch output line).
-/// `content: null` without a refusal is [`BadReply::Empty`].
+/// A reply with no answer in it is [`BadReply::Empty`] (retried once): `content` null,
+/// empty or only whitespace, or a refusal — whose text is kept in the reason.
 pub fn parse_completion(value: &Value) -> Result<Completion, BadReply> {
     let choice = value
         .get("choices")
         .and_then(Value::as_array)
         .and_then(|c| c.first())
         .ok_or_else(|| BadReply::Malformed("no `choices`".into()))?;
-    let content = choice.pointer("/message/content");
-    let text = match content {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect(),
-        Some(Value::Null) | None => {
-            if choice.pointer("/message/refusal").is_some_and(|r| !r.is_null()) {
-                String::new()
-            } else {
-                return Err(BadReply::Empty(format!(
-                    "`message.content` is null (finish reason: {})",
-                    choice.get("finish_reason").and_then(Value::as_str).unwrap_or("none")
-                )));
-            }
-        }
+    let stop_reason = choice.get("finish_reason").and_then(Value::as_str).map(str::to_string);
+    let text: Option<String> = match choice.pointer("/message/content") {
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Array(parts)) => Some(
+            parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect(),
+        ),
+        Some(Value::Null) | None => None,
         Some(_) => {
             return Err(BadReply::Malformed(
                 "`message.content` is neither text nor parts".into(),
             ))
         }
     };
-    let stop_reason = choice.get("finish_reason").and_then(Value::as_str).map(str::to_string);
+    let text = match text {
+        Some(text) if !text.trim().is_empty() => text,
+        text => {
+            let refusal = choice.pointer("/message/refusal").filter(|r| !r.is_null());
+            return Err(BadReply::Empty(match refusal {
+                Some(r) => refused(r.as_str().unwrap_or_default()),
+                None => format!(
+                    "`message.content` is {} (finish reason: {})",
+                    match text.as_deref() {
+                        None => "null",
+                        Some("") => "empty",
+                        Some(_) => "only whitespace",
+                    },
+                    stop_reason.as_deref().unwrap_or("none")
+                ),
+            }));
+        }
+    };
     Ok(Completion {
         text,
         usage: parse_usage(value),
         truncated: stop_reason.as_deref() == Some("length"),
         stop_reason,
     })
+}
+
+/// Why a refusal is no answer, with what the model said (on one line, at most 300
+/// characters: it is shown in the report).
+pub fn refused(refusal: &str) -> String {
+    let line = refusal.split_whitespace().collect::<Vec<_>>().join(" ");
+    let said = if line.chars().count() > 300 {
+        format!("{}…", line.chars().take(300).collect::<String>())
+    } else {
+        line
+    };
+    if said.is_empty() {
+        "the model refused".to_string()
+    } else {
+        format!("the model refused: {said}")
+    }
 }
 
 /// The `usage` of a chat completion. Local servers may omit it: every field is optional.
@@ -211,11 +238,20 @@ mod tests {
     };
 
     #[test]
-    fn null_content_is_an_empty_reply_but_a_refusal_is_an_answer() {
-        let empty = br#"{"choices":[{"message":{"role":"assistant","content":null},"finish_reason":"stop"}]}"#;
-        assert!(matches!(parse_reply(empty), Err(BadReply::Empty(r)) if r.contains("stop")));
-        let refused = br#"{"choices":[{"message":{"content":null,"refusal":"no"},"finish_reason":"stop"}]}"#;
-        assert_eq!(parse_reply(refused).unwrap().text, "");
+    fn null_empty_or_blank_content_and_a_refusal_are_empty_replies_and_the_refusal_is_kept() {
+        let empty = |reply: &[u8]| match parse_reply(reply) {
+            Err(BadReply::Empty(reason)) => reason,
+            other => panic!("{other:?}"),
+        };
+        let null = empty(br#"{"choices":[{"message":{"role":"assistant","content":null},"finish_reason":"stop"}]}"#);
+        assert!(null.contains("null") && null.contains("stop"), "{null}");
+        assert!(empty(br#"{"choices":[{"message":{"content":""},"finish_reason":"stop"}]}"#).contains("empty"));
+        assert!(
+            empty(br#"{"choices":[{"message":{"content":"\n  "},"finish_reason":"stop"}]}"#).contains("whitespace")
+        );
+        let refused =
+            empty(br#"{"choices":[{"message":{"content":null,"refusal":"I can't help with\nthat."},"finish_reason":"stop"}]}"#);
+        assert_eq!(refused, "the model refused: I can't help with that.");
         assert!(matches!(parse_reply(b"{}"), Err(BadReply::Malformed(_))));
     }
 

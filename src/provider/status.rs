@@ -62,11 +62,23 @@ pub fn classify_status(
 const LONGEST_HINT: Duration = Duration::from_secs(3600);
 
 /// The server's clock: its `date` header when it sent one (so a reset time is read against
-/// the clock that wrote it, whatever our own clock says), else ours.
+/// the clock that wrote it, whatever our own clock says), else ours. A `date` has whole
+/// seconds, so read alone it is up to a second behind, and every wait read from it up to a
+/// second long: when our clock agrees with it — within the second it names — ours says
+/// where in that second we are.
 pub fn server_now(header: &dyn Fn(&str) -> Option<String>) -> jiff::Timestamp {
-    header("date")
-        .and_then(|d| jiff::fmt::rfc2822::DateTimeParser::new().parse_timestamp(d.trim()).ok())
-        .unwrap_or_else(jiff::Timestamp::now)
+    let local = jiff::Timestamp::now();
+    let Some(date) =
+        header("date").and_then(|d| jiff::fmt::rfc2822::DateTimeParser::new().parse_timestamp(d.trim()).ok())
+    else {
+        return local;
+    };
+    let ahead_ms = local.as_millisecond() - date.as_millisecond();
+    if (0..=1_000).contains(&ahead_ms) {
+        local
+    } else {
+        date
+    }
 }
 
 /// How long a refusal asks us to wait: `retry-after-ms` (OpenAI), else `retry-after` in
@@ -279,6 +291,37 @@ mod tests {
         ]);
         assert_eq!(rate_window(&room), Some(RateWindow::default()));
         assert_eq!(rate_window(&headers(&[("retry-after", "1")])), None);
+    }
+
+    #[test]
+    fn a_reset_is_read_against_our_clock_when_the_servers_whole_second_date_agrees_with_it() {
+        let now = jiff::Timestamp::now();
+        // The server's Date, cut to its second, and a reset 2.5 s from now.
+        let date = jiff::fmt::rfc2822::DateTimePrinter::new()
+            .timestamp_to_rfc9110_string(&now)
+            .unwrap();
+        let reset = (now + jiff::SignedDuration::from_millis(2_500)).to_string();
+        let pairs = [
+            ("date", date.as_str()),
+            ("anthropic-ratelimit-requests-remaining", "0"),
+            ("anthropic-ratelimit-requests-reset", reset.as_str()),
+        ];
+        let window = rate_window(&headers(&pairs)).unwrap();
+        let waits = window.resets_in.unwrap();
+        assert!(
+            waits > Duration::from_millis(2_300) && waits <= Duration::from_millis(2_500),
+            "not up to a second long: {waits:?}"
+        );
+        // A server whose clock is far from ours: its own clock, as before.
+        let dated = headers(&[
+            ("date", "Wed, 21 Oct 2026 07:28:00 GMT"),
+            ("anthropic-ratelimit-requests-remaining", "0"),
+            ("anthropic-ratelimit-requests-reset", "2026-10-21T07:28:02.500Z"),
+        ]);
+        assert_eq!(
+            rate_window(&dated).unwrap().resets_in,
+            Some(Duration::from_millis(2_500))
+        );
     }
 
     #[test]

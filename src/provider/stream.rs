@@ -24,7 +24,8 @@ pub struct StreamedReply {
     /// The `data:` lines of the event being read.
     data: String,
     text: String,
-    refusal: bool,
+    /// What a refusal said (OpenAI `delta.refusal`), kept for the reason.
+    refusal: Option<String>,
     finish_reason: Option<String>,
     usage: Usage,
     /// A chunk carried `usage` (servers such as llama-cpp-python never send it).
@@ -42,7 +43,7 @@ impl StreamedReply {
             partial: Vec::new(),
             data: String::new(),
             text: String::new(),
-            refusal: false,
+            refusal: None,
             finish_reason: None,
             usage: Usage::default(),
             usage_seen: false,
@@ -115,8 +116,11 @@ impl StreamedReply {
                     return Err(too_large(self.cap));
                 }
             }
-            if choice.pointer("/delta/refusal").is_some_and(|r| !r.is_null()) {
-                self.refusal = true;
+            if let Some(piece) = choice.pointer("/delta/refusal").filter(|r| !r.is_null()) {
+                let said = self.refusal.get_or_insert_with(String::new);
+                if said.len() < 4096 {
+                    said.push_str(piece.as_str().unwrap_or_default());
+                }
             }
             if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
                 self.finish_reason = Some(reason.to_string());
@@ -146,11 +150,14 @@ impl StreamedReply {
         if !self.done && self.finish_reason.is_none() {
             return Err(BadReply::Malformed("the reply stream ended before the answer was complete".into()).into());
         }
-        if self.text.is_empty() && !self.refusal {
-            return Err(BadReply::Empty(format!(
-                "the streamed reply had no content (finish reason: {})",
-                self.finish_reason.as_deref().unwrap_or("none")
-            ))
+        if self.text.trim().is_empty() {
+            return Err(BadReply::Empty(match &self.refusal {
+                Some(said) => super::openai::refused(said),
+                None => format!(
+                    "the streamed reply had no content (finish reason: {})",
+                    self.finish_reason.as_deref().unwrap_or("none")
+                ),
+            })
             .into());
         }
         if !self.usage_seen {

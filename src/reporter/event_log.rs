@@ -163,7 +163,7 @@ impl EventLog {
             Event::Completed { unit, .. } | Event::Failed { unit, .. } | Event::Cancelled { unit, .. } => {
                 self.open.remove(unit);
             }
-            Event::Stopping { reason } => {
+            Event::Stopping { reason, .. } => {
                 self.stopping.get_or_insert_with(|| reason.clone());
             }
             _ => {}

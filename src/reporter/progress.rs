@@ -192,7 +192,8 @@ impl Reporter for ProgressReporter {
             )),
             Event::WidthChanged { .. } => {}
             Event::Warning { message } => self.printer.warn(message),
-            Event::Stopping { reason } => self.printer.important(&format!("rlm: {reason}")),
+            Event::Stopping { reason, fatal: true } => self.printer.error(reason),
+            Event::Stopping { reason, .. } => self.printer.important(&format!("rlm: {reason}")),
             Event::BatchSubmitted {
                 batch_id,
                 phase,

@@ -424,8 +424,12 @@ impl Reporter for ReportBuilder {
                 }
             }
             Event::Warning { message } => self.warnings.push(message.clone()),
-            Event::Stopping { reason } => {
-                self.stop_reason.get_or_insert_with(|| reason.clone());
+            Event::Stopping { reason, fatal } => {
+                if *fatal {
+                    self.fatal.get_or_insert_with(|| reason.clone());
+                } else {
+                    self.stop_reason.get_or_insert_with(|| reason.clone());
+                }
             }
             Event::Queued {
                 unit,

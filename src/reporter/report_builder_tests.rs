@@ -65,6 +65,7 @@ fn an_unreadable_file_makes_the_run_partial_and_the_fatal_error_wins() {
     assert_eq!(report.status, RunStatus::Failed, "nothing succeeded");
     b.report(&Event::Stopping {
         reason: "budget".into(),
+        fatal: false,
     });
     b.report(&failed("b", "authentication failed (401)", true));
     let report = b.finish(RunEnd {
@@ -215,6 +216,7 @@ fn a_limit_is_the_status_even_with_nothing_succeeded_but_not_when_everything_did
         let mut b = ReportBuilder::new(clean(), units());
         b.report(&Event::Stopping {
             reason: "the limit".into(),
+            fatal: false,
         });
         b.report(&failed("a", "timed out", false));
         let report = b.finish(ended(reason));
@@ -226,6 +228,7 @@ fn a_limit_is_the_status_even_with_nothing_succeeded_but_not_when_everything_did
         b.report(&completed("a"));
         b.report(&Event::Stopping {
             reason: "the limit".into(),
+            fatal: false,
         });
         b.report(&completed("b"));
         let report = b.finish(ended(reason));

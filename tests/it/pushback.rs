@@ -175,6 +175,54 @@ fn reset_headers_are_honoured_when_there_is_no_retry_after() {
 }
 
 #[test]
+fn after_a_windows_reset_the_probe_is_answered_and_the_pool_reopens_one_call_at_a_time() {
+    // A sliding window of 5 calls per 3 s that counts refused requests, and 429s that say
+    // only when its first slot frees (reset headers, no retry-after). Woken at that very
+    // moment, a probe would be refused (the refusals of the burst still fill the window)
+    // and its refusal would keep the window full; a pool reopened all at once would be
+    // refused by the slots not yet free. rlm wakes a little after the reset and reopens
+    // one call per success: every pause ends in an answered probe.
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(50));
+    mock.limit_rate_with(RateLimit {
+        per_window: 5,
+        window: Duration::from_secs(3),
+        counts_refused: true,
+        retry_after: RetryAfter::Omitted,
+        headers: true,
+    });
+    let p = Project::new().ts_files(15);
+    let url = mock.url();
+    let out = p.rlm(&batch("src/*.ts", &url, &["-j", "4", "-o", "out"])).run();
+    out.assert_exit(0);
+    assert_eq!(p.report()["succeeded"], 15, "{}", out.stderr);
+    let events = events(&p, "out");
+    let refused: Vec<(String, u64)> = events
+        .iter()
+        .filter(|e| e["event"] == "task:retried")
+        .map(|e| (e["unit"].as_str().unwrap().to_string(), e["attempt"].as_u64().unwrap()))
+        .collect();
+    // The first call to start after each pause is its probe.
+    let mut probes = Vec::new();
+    let mut paused = false;
+    for e in &events {
+        if e["event"] == "task:retried" && e["paused_all"] == true {
+            paused = true;
+        } else if e["event"] == "task:started" && paused {
+            probes.push((e["unit"].as_str().unwrap().to_string(), e["attempt"].as_u64().unwrap()));
+            paused = false;
+        }
+    }
+    assert!(probes.len() >= 2, "the window paused the pool: {events:#?}");
+    let refused_probes: Vec<_> = probes.iter().filter(|p| refused.contains(p)).collect();
+    assert!(
+        refused_probes.is_empty(),
+        "probes refused: {refused_probes:?}\n{}",
+        out.stderr
+    );
+}
+
+#[test]
 fn the_rate_limit_budget_message_says_the_limit_and_the_time_spent() {
     let mock = MockLlm::start();
     mock.fault_when("TARGET_NEEDLE", vec![Fault::RateLimited { retry_after_secs: 1 }; 10]);
@@ -201,6 +249,88 @@ fn the_rate_limit_budget_message_says_the_limit_and_the_time_spent() {
     assert!(spent < 3.4, "{reason}");
 }
 
+#[test]
+fn a_retry_after_longer_than_the_rate_limit_wait_stops_the_run_at_once_and_resume_goes_on() {
+    // Every 429 says `retry-after: 8`, and no call may wait more than 2 s: holding the
+    // queued calls for 8 s each only to fail them (44 s for 6 files) helps no one. The first
+    // refusal stops the run with one message; no unit failed, so a plain resume goes on.
+    let mock = MockLlm::start();
+    mock.push_faults(vec![Fault::RateLimited { retry_after_secs: 8 }; 20]);
+    let p = Project::new().ts_files(6);
+    let url = mock.url();
+    let out = p
+        .rlm(&batch(
+            "src/*.ts",
+            &url,
+            &["-j", "1", "--rate-limit-wait", "2", "-o", "out", "-q"],
+        ))
+        .run();
+    out.assert_exit(3);
+    assert_eq!(mock.requests(), 1, "{}", out.stderr);
+    let errors: Vec<&str> = out.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(errors.len(), 1, "{}", out.stderr);
+    let report = p.report();
+    let error = report["error"].as_str().unwrap();
+    assert!(errors[0].ends_with(error), "{}", out.stderr);
+    assert!(
+        error.contains("asks every call to wait 8") && error.contains("longer than --rate-limit-wait 2s"),
+        "{error}"
+    );
+    assert_eq!(report["failed"], serde_json::json!([]), "{report:#}");
+    assert_eq!(report["not_run"].as_array().unwrap().len(), 6);
+
+    mock.clear_faults();
+    let resumed = p.rlm(&["resume", "--yes"]).run();
+    resumed.assert_exit(0);
+    assert_eq!(p.report()["succeeded"], 6, "{}", resumed.stderr);
+    assert_eq!(mock.requests(), 7);
+}
+
+#[test]
+fn time_waited_in_the_queue_while_the_pool_is_paused_counts_against_the_rate_limit_wait() {
+    // -j 1, --rate-limit-wait 3, and the first two requests get `retry-after: 2`. f00's 429
+    // pauses the pool for 2 s, which f01 waits out in the queue; f01's own 429 then pauses
+    // it for 2 s more: f01 has waited 2 s already, so it fails, and so does f00's retry,
+    // refused in the queue without a request of its own (it waited 2 s before it). The
+    // files queued after that have their whole budget and go on.
+    let mock = MockLlm::start();
+    mock.push_faults(vec![Fault::RateLimited { retry_after_secs: 2 }; 2]);
+    let p = Project::new().ts_files(4);
+    let url = mock.url();
+    let out = p
+        .rlm(&batch(
+            "src/*.ts",
+            &url,
+            &["-j", "1", "--rate-limit-wait", "3", "-o", "out"],
+        ))
+        .run();
+    out.assert_exit(1);
+    assert_eq!(
+        mock.requests(),
+        4,
+        "f00 and f01 once each, f02 and f03:\n{}",
+        out.stderr
+    );
+    let report = p.report();
+    assert_eq!(report["succeeded"], 2, "{report:#}");
+    let f00 = unit(&report, "src/f00.ts");
+    assert_eq!(f00["attempts"], 1);
+    let reason = f00["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("rate limited: every call is paused for ") && reason.contains("--rate-limit-wait 3s"),
+        "{reason}"
+    );
+    let reason = unit(&report, "src/f01.ts")["reason"].as_str().unwrap();
+    assert!(reason.contains("would pass --rate-limit-wait 3s"), "{reason}");
+    let spent: f64 = reason
+        .split("rate limited for ")
+        .nth(1)
+        .and_then(|r| r.split('s').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no time spent in: {reason}"));
+    assert!(spent >= 1.9, "the pause it waited out in the queue counts: {reason}");
+}
+
 // ---------------------------------------------------------------------------
 // Servers that never answer
 
@@ -225,6 +355,53 @@ fn a_server_that_accepts_and_never_answers_stops_the_run_after_one_timeout() {
     // Four in flight time out together; at most the first two were retried meanwhile.
     assert!(mock.requests() <= 6, "{} requests", mock.requests());
     assert!(p.report()["not_run"].as_array().unwrap().len() >= 30);
+}
+
+#[test]
+fn a_silent_server_leaves_every_unit_not_run_with_one_message_and_a_plain_resume_finishes_the_run() {
+    // Seven calls in flight time out together. The one that reaches the limit stops the
+    // run and says why, once; no unit failed (the server was silent, not the unit), so the
+    // units in flight are not run, like the rest, and a plain `rlm resume` runs them all.
+    let mock = MockLlm::start();
+    mock.push_faults(vec![Fault::Hang; 200]);
+    let p = Project::new().ts_files(30);
+    let url = mock.url();
+    let out = p
+        .rlm(&batch(
+            "src/*.ts",
+            &url,
+            &["--timeout", "1", "-j", "7", "-o", "out", "-q"],
+        ))
+        .run();
+    out.assert_exit(3);
+    let errors: Vec<&str> = out.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(errors.len(), 1, "one message under -q:\n{}", out.stderr);
+    assert!(
+        errors[0].starts_with("rlm: error: the model server at "),
+        "{}",
+        errors[0]
+    );
+    let report = p.report();
+    assert_eq!(report["status"], "FAILED");
+    assert_eq!(report["failed"], serde_json::json!([]), "{report:#}");
+    assert_eq!(report["not_run"].as_array().unwrap().len(), 30);
+    let error = report["error"].as_str().unwrap();
+    assert!(errors[0].ends_with(error), "the report says the same: {error}");
+    let events = events(&p, "out");
+    let stopping: Vec<&Value> = events.iter().filter(|e| e["event"] == "run:stopping").collect();
+    assert_eq!(stopping.len(), 1, "{stopping:?}");
+    assert_eq!(stopping[0]["fatal"], true);
+    assert_eq!(count(&events, "task:failed"), 0, "{events:?}");
+    assert!(count(&events, "task:cancelled") >= 7, "the calls in flight: {events:?}");
+    let sent = mock.requests();
+
+    mock.clear_faults();
+    let resumed = p.rlm(&["resume", "--yes"]).run();
+    resumed.assert_exit(0);
+    let report = p.report();
+    assert_eq!(report["status"], "SUCCESS", "{}", resumed.stderr);
+    assert_eq!(report["succeeded"], 30);
+    assert_eq!(mock.requests() - sent, 30, "each unit asked once more");
 }
 
 #[test]
@@ -347,6 +524,82 @@ fn an_empty_reply_is_retried_once_then_fails_the_unit_in_both_formats() {
 }
 
 #[test]
+fn empty_or_blank_text_and_a_refusal_are_retried_once_and_a_refusal_keeps_what_it_said() {
+    // Anthropic, OpenAI, and OpenAI streamed (a local server): an empty text once (then an
+    // answer), whitespace twice, a refusal twice.
+    for (name, openai, streamed) in [
+        ("anthropic", false, false),
+        ("openai", true, false),
+        ("local", true, true),
+    ] {
+        let mock = MockLlm::start();
+        mock.fault_when("EMPTY_NEEDLE", vec![Fault::EmptyText]);
+        mock.fault_when("BLANK_NEEDLE", vec![Fault::BlankText, Fault::BlankText]);
+        let said = "I can't help with that.";
+        mock.fault_when("REFUSE_NEEDLE", vec![Fault::Refusal(said.into()); 2]);
+        // a.ts goes first: the whole-reply OpenAI case's refused stream request is its own.
+        let p = Project::new()
+            .file("src/a.ts", "export const a = 1;\n")
+            .file("src/blank.ts", "export const BLANK_NEEDLE = 1;\n")
+            .file("src/empty.ts", "export const EMPTY_NEEDLE = 1;\n")
+            .file("src/refuse.ts", "export const REFUSE_NEEDLE = 1;\n");
+        let url = mock.url();
+        // 127.0.0.1 is a local server, asked to stream: the whole-reply OpenAI case refuses
+        // streaming (its one refused request is not counted below).
+        if openai && !streamed {
+            mock.refuse_streaming();
+        }
+        let args = if openai {
+            local("src/*.ts", &url, &["-j", "1"])
+        } else {
+            batch("src/*.ts", &url, &["-j", "1"])
+        };
+        let mut run = p.rlm(&args);
+        if openai {
+            run = run.env_remove("ANTHROPIC_API_KEY");
+        }
+        let out = run.run();
+        out.assert_exit(1);
+        let report = p.report();
+        assert_eq!(
+            unit(&report, "src/empty.ts")["status"],
+            "succeeded",
+            "{name}: {report:#}"
+        );
+        assert_eq!(unit(&report, "src/empty.ts")["attempts"], 2, "{name}");
+        for file in ["src/blank.ts", "src/refuse.ts"] {
+            assert_eq!(unit(&report, file)["attempts"], 2, "{name}: {file}");
+            let reason = unit(&report, file)["reason"].as_str().unwrap();
+            assert!(
+                reason.starts_with("the model returned no answer, twice"),
+                "{name}: {reason}"
+            );
+        }
+        let reason = unit(&report, "src/refuse.ts")["reason"].as_str().unwrap();
+        if openai {
+            assert!(
+                reason.ends_with(&format!("the model refused: {said}")),
+                "{name}: {reason}"
+            );
+        } else {
+            assert!(reason.contains("the model refused"), "{name}: {reason}");
+        }
+        let blank = unit(&report, "src/blank.ts")["reason"].as_str().unwrap();
+        assert!(
+            blank.contains("whitespace") || (streamed && blank.contains("no content")),
+            "{name}: {blank}"
+        );
+        let asked = mock
+            .recorded()
+            .iter()
+            .filter(|r| r.body.get("stream") != Some(&Value::Bool(true)) || streamed)
+            .count();
+        assert_eq!(asked, 7, "{name}: a.ts, and each of the three asked twice");
+        assert_eq!(mock.streamed() > 0, streamed, "{name}");
+    }
+}
+
+#[test]
 fn an_oversized_reply_fails_the_call_clearly_and_is_not_asked_again() {
     let mock = MockLlm::start();
     mock.fault_when("BIG_NEEDLE", vec![Fault::Oversized(8_000_000)]);
@@ -430,6 +683,48 @@ fn a_server_that_refuses_to_stream_is_asked_for_whole_replies_from_then_on() {
         .collect();
     assert_eq!(streamed, [true, false, false, false]);
     assert_eq!(mock.streamed(), 0);
+}
+
+#[test]
+fn a_server_reached_by_a_host_name_of_this_machine_is_a_local_server() {
+    // `http://ollama:11434` (docker compose) or `host.docker.internal` name a server next
+    // door: the name is resolved at start, and a loopback or private address is local
+    // (streamed replies, one call at first). This machine's own name stands in for them.
+    let Some(host) = own_host_name() else {
+        eprintln!(
+            "SKIPPED a_server_reached_by_a_host_name_of_this_machine_is_a_local_server: this machine's host name \
+             does not resolve to a loopback or private address, so a resolved name cannot be tried here"
+        );
+        return;
+    };
+    let mock = MockLlm::start_on_every_interface();
+    mock.set_latency(Duration::from_millis(100));
+    let p = Project::new().ts_files(3);
+    let url = format!("http://{host}:{}", mock.port());
+    let out = p
+        .rlm(&local("src/*.ts", &url, &["-j", "4", "-o", "out"]))
+        .env_remove("ANTHROPIC_API_KEY")
+        .run();
+    out.assert_exit(0);
+    assert_eq!(mock.streamed(), 3, "{host}: every reply streamed\n{}", out.stderr);
+    // One call at a time at first (a remote server would get all three at once at -j 4).
+    assert_eq!(mock.max_in_flight(), 1, "{host}");
+}
+
+/// This machine's host name, when it resolves to loopback or private addresses only.
+fn own_host_name() -> Option<String> {
+    use std::net::ToSocketAddrs;
+    let name = std::process::Command::new("hostname").output().ok()?;
+    let name = String::from_utf8(name.stdout).ok()?.trim().to_string();
+    if name.is_empty() || name == "localhost" || name.parse::<std::net::IpAddr>().is_ok() {
+        return None;
+    }
+    let addresses: Vec<std::net::IpAddr> = (name.as_str(), 80).to_socket_addrs().ok()?.map(|a| a.ip()).collect();
+    let local = |ip: &std::net::IpAddr| match ip {
+        std::net::IpAddr::V4(v4) => v4.is_loopback() || v4.is_private(),
+        std::net::IpAddr::V6(v6) => v6.is_loopback(),
+    };
+    (!addresses.is_empty() && addresses.iter().all(local)).then_some(name)
 }
 
 #[test]

@@ -95,6 +95,14 @@ pub enum Fault {
     Truncated,
     /// 200 with no answer in it: Anthropic `content: []`, OpenAI `content: null`.
     NoContent,
+    /// 200 whose answer is an empty text: Anthropic `[{"type": "text", "text": ""}]`,
+    /// OpenAI `content: ""` (streamed: no content at all).
+    EmptyText,
+    /// 200 whose answer is only whitespace (`" \n "`), in either format.
+    BlankText,
+    /// 200 where the model refuses: OpenAI `content: null` with `refusal` set to this text
+    /// (streamed as `delta.refusal`); Anthropic `content: []` with `stop_reason: "refusal"`.
+    Refusal(String),
     /// 200 whose body is this many bytes (a JSON reply with a huge text), sent without a
     /// `content-length`, delimited by closing the connection.
     Oversized(usize),
@@ -363,7 +371,18 @@ impl MockLlm {
 
     /// [`MockLlm::try_start_on`], serving one request at a time when `serial`.
     pub fn try_start_with(port: u16, serial: bool) -> io::Result<MockLlm> {
-        let std_listener = std::net::TcpListener::bind(("127.0.0.1", port))?;
+        MockLlm::try_start_at("127.0.0.1", port, serial)
+    }
+
+    /// On an ephemeral port of every interface of this machine: reachable by the machine's
+    /// own host name whatever address it resolves to (loopback or the machine's private
+    /// one). [`MockLlm::url`] still says 127.0.0.1.
+    pub fn start_on_every_interface() -> MockLlm {
+        MockLlm::try_start_at("0.0.0.0", 0, false).unwrap_or_else(|e| panic!("mock_llm: cannot start: {e}"))
+    }
+
+    fn try_start_at(ip: &str, port: u16, serial: bool) -> io::Result<MockLlm> {
+        let std_listener = std::net::TcpListener::bind((ip, port))?;
         std_listener.set_nonblocking(true)?;
         let port = std_listener.local_addr()?.port();
         let rt = tokio::runtime::Builder::new_multi_thread()
@@ -943,10 +962,15 @@ fn fault_response(api: Api, fault: &Fault) -> Response {
             body: br#"{"id": "msg_1", "content": ["#.to_vec(),
             extra_headers: Vec::new(),
         },
-        // Hang / Reset / Truncated / NoContent / Oversized are handled by the caller.
-        Fault::Hang | Fault::Reset | Fault::Truncated | Fault::NoContent | Fault::Oversized(_) => {
-            Response::json(500, &error_body(api, 500, "mock: unreachable"))
-        }
+        // Hang / Reset / Truncated / the hollow replies / Oversized are handled by the caller.
+        Fault::Hang
+        | Fault::Reset
+        | Fault::Truncated
+        | Fault::NoContent
+        | Fault::EmptyText
+        | Fault::BlankText
+        | Fault::Refusal(_)
+        | Fault::Oversized(_) => Response::json(500, &error_body(api, 500, "mock: unreachable")),
     }
 }
 
@@ -1095,6 +1119,33 @@ fn normal_response(state: &State, api: Api, body: &Value, truncated: bool, no_co
         }
     }
     Response::json(200, &v)
+}
+
+/// A normal reply made hollow as `fault` says (see [`Fault::EmptyText`], [`Fault::BlankText`],
+/// [`Fault::Refusal`]); other faults leave it as it is.
+fn hollow(api: Api, v: &mut Value, fault: &Fault) {
+    let text = match fault {
+        Fault::EmptyText => "",
+        Fault::BlankText => " \n ",
+        Fault::Refusal(said) => {
+            match api {
+                Api::Anthropic => {
+                    v["content"] = json!([]);
+                    v["stop_reason"] = json!("refusal");
+                }
+                Api::OpenAi => {
+                    v["choices"][0]["message"]["content"] = Value::Null;
+                    v["choices"][0]["message"]["refusal"] = json!(said);
+                }
+            }
+            return;
+        }
+        _ => return,
+    };
+    match api {
+        Api::Anthropic => v["content"] = json!([{"type": "text", "text": text}]),
+        Api::OpenAi => v["choices"][0]["message"]["content"] = json!(text),
+    }
 }
 
 /// The reply text the mock gives for this request (what a schema asks for when one is
@@ -1502,6 +1553,11 @@ fn stream_events(value: &Value, include_usage: bool) -> Vec<Vec<u8>> {
             ));
         }
     }
+    if let Some(refusal) = choice["message"]["refusal"].as_str() {
+        push(base(
+            json!([{"index": 0, "delta": {"refusal": refusal}, "finish_reason": null}]),
+        ));
+    }
     push(base(
         json!([{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]),
     ));
@@ -1728,8 +1784,10 @@ async fn handle_model_request(state: &Arc<State>, api: Api, req: Request, receiv
 
     let mut truncated = false;
     let mut no_content = false;
+    let mut hollowed: Option<Fault> = None;
     match fault {
         None => {}
+        Some(f @ (Fault::EmptyText | Fault::BlankText | Fault::Refusal(_))) => hollowed = Some(f),
         Some(Fault::Hang) => return Action::Hang,
         Some(Fault::Reset) => return Action::Reset,
         Some(Fault::Truncated) => truncated = true,
@@ -1779,13 +1837,23 @@ async fn handle_model_request(state: &Arc<State>, api: Api, req: Request, receiv
         if no_content {
             value["choices"][0]["message"]["content"] = Value::Null;
         }
+        if let Some(f) = &hollowed {
+            hollow(api, &mut value, f);
+        }
         let include_usage = body.pointer("/stream_options/include_usage") == Some(&Value::Bool(true));
         Action::Stream {
             events: stream_events(&value, include_usage),
             gap: stream_gap,
         }
     } else {
-        Action::Respond(normal_response(state, api, &body, truncated, no_content))
+        match &hollowed {
+            Some(f) => {
+                let mut value = normal_reply(state, api, &body, truncated);
+                hollow(api, &mut value, f);
+                Action::Respond(Response::json(200, &value))
+            }
+            None => Action::Respond(normal_response(state, api, &body, truncated, no_content)),
+        }
     };
     let latency = state.latency();
     if !latency.is_zero() {
