@@ -690,13 +690,12 @@ fn a_server_reached_by_a_host_name_of_this_machine_is_a_local_server() {
     // `http://ollama:11434` (docker compose) or `host.docker.internal` name a server next
     // door: the name is resolved at start, and a loopback or private address is local
     // (streamed replies, one call at first). This machine's own name stands in for them.
-    let Some(host) = own_host_name() else {
-        eprintln!(
-            "SKIPPED a_server_reached_by_a_host_name_of_this_machine_is_a_local_server: this machine's host name \
-             does not resolve to a loopback or private address, so a resolved name cannot be tried here"
-        );
-        return;
-    };
+    // Not a skip (a skip would pass): a machine whose own name does not resolve to itself
+    // cannot run this test, and says so by failing.
+    let host = own_host_name().expect(
+        "this machine's host name (`hostname`) does not resolve to a loopback or private address \
+         (add it to /etc/hosts), so a server reached by a resolved name cannot be tried here",
+    );
     let mock = MockLlm::start_on_every_interface();
     mock.set_latency(Duration::from_millis(100));
     let p = Project::new().ts_files(3);
