@@ -201,10 +201,11 @@ pub async fn call_with_retries(
             Err(Refused::PausedPast { left, waited }) => {
                 let reason = format!(
                     "rate limited: every call is paused for {:.1}s more, and waiting that out would pass \
-                     --rate-limit-wait {}s ({:.1}s spent waiting already): raise it, or lower --max-parallel",
+                     --rate-limit-wait {}s ({:.1}s spent waiting already): {}",
                     left.as_secs_f64(),
                     limit.as_secs_f64(),
-                    waited.as_secs_f64()
+                    waited.as_secs_f64(),
+                    wait_advice(ctx.limiter.cap())
                 );
                 let kind = ErrorKind::RateLimited;
                 return failed(CallFailure::Unit { kind, reason }, attempts);
@@ -271,10 +272,11 @@ pub async fn call_with_retries(
                             kind,
                             reason: format!(
                                 "{reason} (rate limited for {:.1}s; waiting {:.1}s more would pass --rate-limit-wait {}s: \
-                                 raise it, or lower --max-parallel)",
+                                 {})",
                                 budget.waited.as_secs_f64(),
                                 wait.as_secs_f64(),
-                                limit.as_secs_f64()
+                                limit.as_secs_f64(),
+                                wait_advice(ctx.limiter.cap())
                             ),
                         },
                         attempts,
@@ -346,3 +348,13 @@ fn at_least(hint: Option<Duration>, backoff: Duration) -> Duration {
 
 /// How long the pool waits for calls in flight after an interrupt.
 pub const GRACE: Duration = Duration::from_secs(10);
+
+/// What to do about a spent `--rate-limit-wait`: fewer calls at once helps only where more
+/// than one may run.
+fn wait_advice(max_parallel: usize) -> &'static str {
+    if max_parallel > 1 {
+        "raise it, or lower --max-parallel"
+    } else {
+        "raise it"
+    }
+}

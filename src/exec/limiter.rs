@@ -277,6 +277,11 @@ impl Limiter {
         self.state().halted
     }
 
+    /// The most calls it ever lets run at once (`--max-parallel`).
+    pub fn cap(&self) -> usize {
+        self.cap
+    }
+
     /// The current width.
     pub fn width(&self) -> usize {
         self.state().width
