@@ -205,11 +205,6 @@ impl Execution {
         !self.interrupted && !self.limiter.is_halted() && self.dispatcher.over_budget().is_none()
     }
 
-    /// No call starts from now on (`rlm cancel` collects, and calls nothing).
-    pub fn halt_calls(&self) {
-        self.limiter.halt();
-    }
-
     /// `--deadline` is what stopped the run.
     pub fn deadline_passed(&self) -> bool {
         self.interrupt.deadline_passed

@@ -48,6 +48,7 @@ use crate::settings::BatchSettings;
 use crate::store::{NewRun, RunId, RunStatus as StoreRunStatus, TaskStore};
 
 use answers::FileAnswer;
+pub use batch_api_run::refuse_batches_elsewhere;
 use batch_api_run::{BatchApiRun, Delivery};
 use dispatcher::{Dispatcher, StopReason};
 use execution::Execution;

@@ -69,7 +69,7 @@ pub struct ReportBuilder {
     cost: f64,
     /// The files each unit reads, when known (else each unit counts as one file).
     unit_files: HashMap<UnitId, Vec<String>>,
-    /// Batches submitted to the provider's batch API.
+    /// Batches submitted to the provider's batch API, by this attempt and earlier ones.
     batches: Vec<String>,
 }
 
@@ -99,6 +99,18 @@ impl ReportBuilder {
     /// The files each unit reads, so the report counts files, not units.
     pub fn set_unit_files(&mut self, files: impl IntoIterator<Item = (UnitId, Vec<String>)>) {
         self.unit_files.extend(files);
+    }
+
+    /// The batches earlier attempts of the run submitted (from the run store): the report
+    /// lists every batch of the run, not only this attempt's.
+    pub fn set_earlier_batches(&mut self, earlier: Vec<String>) {
+        let this_attempt = std::mem::take(&mut self.batches);
+        self.batches = earlier;
+        for id in this_attempt {
+            if !self.batches.contains(&id) {
+                self.batches.push(id);
+            }
+        }
     }
 
     /// An error that is not an event (a failed aggregate write, a failed summary).

@@ -523,6 +523,13 @@ impl Default for PollSchedule {
     }
 }
 
+/// The server of a base URL as batches are recorded with it and messages name it: the URL
+/// without a trailing slash and without credentials. A resume compares it with the server
+/// each batch was recorded at.
+pub fn server_name(base_url: &str) -> String {
+    crate::secret::redact_url(base_url.trim_end_matches('/')).into_owned()
+}
+
 /// Whether `id` is a custom id both providers take: 1 to 64 of `[A-Za-z0-9_-]`.
 pub fn is_valid_custom_id(id: &str) -> bool {
     (1..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')

@@ -11,7 +11,9 @@
 //!
 //! A batch advances when it is polled: by default it has ended at its first poll;
 //! [`BatchProgress`] spreads the work over several polls or over time, or holds it (to
-//! cancel it). Each request is answered, when its turn comes, exactly as the realtime
+//! cancel it), for every batch or from the k-th submission on
+//! ([`MockLlm::set_batch_progress_from`]). [`MockLlm::forget_batches`] makes the mock forget
+//! its batches (a 404 for each, as for a deleted batch or another key's). Each request is answered, when its turn comes, exactly as the realtime
 //! endpoint would answer it (same reply rule, same usage and prompt cache), unless a
 //! [`BatchFault`] queued for a needle in its body says otherwise. Results come in a
 //! shuffled order (by a hash of the custom id). Submissions above the limits
@@ -76,6 +78,8 @@ struct Inner {
     max_requests: usize,
     max_bytes: usize,
     progress: BatchProgress,
+    /// From the k-th submission (1-based) on, batches advance this way instead.
+    progress_from: Option<(usize, BatchProgress)>,
     faults: Vec<(String, VecDeque<BatchFault>)>,
     files: HashMap<String, Vec<u8>>,
     batches: Vec<MockBatch>,
@@ -99,6 +103,7 @@ impl Default for Inner {
             max_requests: 100_000,
             max_bytes: 256_000_000,
             progress: BatchProgress::AfterPolls(1),
+            progress_from: None,
             faults: Vec::new(),
             files: HashMap::new(),
             batches: Vec::new(),
@@ -133,6 +138,8 @@ enum Outcome {
 
 struct MockBatch {
     id: String,
+    /// 1 for the first submission accepted.
+    ordinal: usize,
     api: Api,
     created: Instant,
     polls: u32,
@@ -165,6 +172,24 @@ impl MockLlm {
     /// How batches advance (default: done at the first poll).
     pub fn set_batch_progress(&self, progress: BatchProgress) {
         self.state.batches.lock().progress = progress;
+    }
+
+    /// How batches advance from the `k`-th submission (1-based) on; the earlier ones as
+    /// [`MockLlm::set_batch_progress`] says.
+    pub fn set_batch_progress_from(&self, k: usize, progress: BatchProgress) {
+        self.state.batches.lock().progress_from = Some((k, progress));
+    }
+
+    /// Numbers the next batches (and files) from `n` on: two mocks in one test then never
+    /// hand out the same batch id, as two real providers never do.
+    pub fn number_batches_from(&self, n: u64) {
+        self.state.batches.lock().next_id = n;
+    }
+
+    /// Forgets every batch: polls, results and cancels of them get a 404, as for a batch
+    /// deleted at the provider or submitted under another API key.
+    pub fn forget_batches(&self) {
+        self.state.batches.lock().batches.clear();
     }
 
     /// Requests of a batch whose body contains `needle` get these faults, one each, in
@@ -364,7 +389,7 @@ fn anthropic_create(state: &State, req: &Request) -> Response {
     let id = format!("msgbatch_mock_{}", inner.next_id);
     inner.next_id += 1;
     let mut batch = new_batch(&mut inner, id, api, parsed, None);
-    if inner.progress == BatchProgress::AfterPolls(0) {
+    if inner.progress == BatchProgress::AfterPolls(0) && inner.progress_from.is_none() {
         advance(state, &mut inner, &mut batch);
     }
     let view = anthropic_view(&batch, req);
@@ -380,6 +405,7 @@ fn new_batch(
     input_file_id: Option<String>,
 ) -> MockBatch {
     inner.submissions += 1;
+    let ordinal = inner.submissions;
     for (custom_id, body) in &requests {
         inner.recorded.push(BatchRequestRecorded {
             batch_id: id.clone(),
@@ -389,6 +415,7 @@ fn new_batch(
     }
     MockBatch {
         id,
+        ordinal,
         api,
         created: Instant::now(),
         polls: 0,
@@ -532,7 +559,7 @@ fn openai_create(state: &State, req: &Request) -> Response {
     } else {
         new_batch(&mut inner, id, api, requests, Some(file_id.to_string()))
     };
-    if inner.progress == BatchProgress::AfterPolls(0) {
+    if inner.progress == BatchProgress::AfterPolls(0) && inner.progress_from.is_none() {
         advance(state, &mut inner, &mut batch);
     }
     let view = openai_view(&batch, "validating");
@@ -546,10 +573,14 @@ fn advance(state: &State, inner: &mut Inner, batch: &mut MockBatch) {
         return;
     }
     let total = batch.requests.len();
+    let progress = match inner.progress_from {
+        Some((k, progress)) if batch.ordinal >= k => progress,
+        _ => inner.progress,
+    };
     let target = if batch.cancel_requested {
         batch.outcomes.len()
     } else {
-        match inner.progress {
+        match progress {
             BatchProgress::AfterPolls(0) => total,
             BatchProgress::AfterPolls(n) => total * batch.polls.min(n) as usize / n as usize,
             BatchProgress::AfterTime(d) => {
