@@ -848,3 +848,49 @@ fn without_a_terminal_the_wait_prints_a_line_every_interval_between_polls() {
     bad.assert_exit(2);
     assert!(bad.stderr.contains("RLM_BATCH_WAIT_LINE_MS='0'"), "{}", bad.stderr);
 }
+
+#[test]
+fn the_batch_estimate_counts_no_prompt_cache_read_whatever_the_width() {
+    let mut rubric = String::from("Our review rules:\n");
+    for i in 0..60 {
+        rubric.push_str(&format!(
+            "- Rule {i}: functions stay short, names say what they hold, errors are handled.\n"
+        ));
+    }
+    rubric.push_str("\nReview {file} against them.");
+    let p = ts_project(4);
+    let mock = MockLlm::start();
+    let url = mock.url();
+    let estimate = |extra: &[&str]| {
+        let mut args = vec![
+            "batch",
+            "src/*.ts",
+            &rubric,
+            "--base-url",
+            &url,
+            "--model",
+            "haiku",
+            "--dry-run",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let out = p.rlm(&args).run();
+        out.assert_exit(0);
+        out.json()["estimate"].clone()
+    };
+    // Realtime, one call at a time: the first writes the prefix, the others read it.
+    let realtime = estimate(&["-j", "1"]);
+    let written = realtime["cache_write_tokens"].as_u64().unwrap();
+    assert!(
+        written > 0 && realtime["cache_read_tokens"].as_u64() == Some(3 * written),
+        "{realtime}"
+    );
+    // Through the batch API, hits are best effort: none is counted, every request may
+    // write it, and the width changes nothing.
+    let one = estimate(&["-j", "1", "--batch-api"]);
+    let four = estimate(&["-j", "4", "--batch-api"]);
+    assert_eq!(one, four);
+    assert_eq!(one["cache_read_tokens"], 0, "{one}");
+    assert_eq!(one["cache_write_tokens"].as_u64(), Some(4 * written), "{one}");
+    assert_eq!(mock.requests() + mock.batch_submissions(), 0);
+}
