@@ -131,6 +131,8 @@ pub(crate) struct Merged {
     pub runs: Vec<String>,
     /// What the merged runs estimated, together.
     pub estimated_cost_usd: f64,
+    /// The tier the merged runs' units were billed at (`mixed` when they differ).
+    pub price_tier: crate::provider::catalog::PriceTier,
 }
 
 /// `rlm merge`: `plan` (the whole plan) run with its units answered by the merged runs,
@@ -612,7 +614,7 @@ fn report_context(settings: &BatchSettings, plan: &Plan, run_dir: &RunDir, merge
         aggregate: settings.task.aggregate.name().to_string(),
         max_parallel: settings.exec.parallelism.width,
         price_basis: plan.model.price_basis,
-        price_tier: plan.delivery.unit_tier(),
+        price_tier: merged.map_or(plan.delivery.unit_tier(), |m| m.price_tier),
         estimated_cost_usd: merged.map_or(plan.estimate.usd, |m| m.estimated_cost_usd),
         files_matched: plan.manifest.matched(),
         skipped: plan.manifest.skipped.clone(),
