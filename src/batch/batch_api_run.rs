@@ -775,8 +775,26 @@ impl BatchApiRun {
         }
     }
 
-    /// Runs the requests `indexes` as realtime calls, through the pool.
+    /// Runs the requests `indexes` as realtime calls, through the pool, each within what
+    /// `--retries` has left after its batch sends (the realtime fallback shares the budget:
+    /// a unit sent once in a batch has `--retries` calls left, none of them retries).
     async fn run_realtime(&mut self, exec: &mut Execution, p: &mut Phase<'_>, indexes: Vec<usize>) {
+        let mut by_budget: std::collections::BTreeMap<u32, Vec<usize>> = std::collections::BTreeMap::new();
+        for i in indexes {
+            let sent = self.sent.get(p.work[i].id().as_str()).copied().unwrap_or(0);
+            // `again_or_fail` sends nothing again past the budget: `sent <= retries`.
+            by_budget.entry(self.retries.saturating_sub(sent)).or_default().push(i);
+        }
+        for (retries, indexes) in by_budget.into_iter().rev() {
+            let jobs = self.realtime_jobs(exec, p, indexes);
+            if !jobs.is_empty() {
+                exec.run_announced_with_retries(jobs, retries).await;
+            }
+        }
+    }
+
+    /// The realtime jobs of the requests `indexes`, announced to the reporters.
+    fn realtime_jobs(&mut self, exec: &mut Execution, p: &mut Phase<'_>, indexes: Vec<usize>) -> Vec<Job> {
         let mut jobs = Vec::with_capacity(indexes.len());
         for i in indexes {
             if p.done[i] {
@@ -794,7 +812,7 @@ impl BatchApiRun {
             }
             jobs.push(p.work[i].job());
         }
-        exec.run_announced(jobs).await;
+        jobs
     }
 
     /// Waits for the phase's batches, collecting each as it ends. Returns the requests to

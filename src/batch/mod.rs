@@ -298,7 +298,9 @@ fn start(
         run_dir: run_dir.clone(),
         requests: plan.requests.clone(),
         trajectory: match &settings.exec.trajectory {
-            Some(path) => Some(trajectory::Trajectory::open(path, settings.redactor()).map_err(RlmError::Usage)?),
+            Some(path) => Some(Arc::new(
+                trajectory::Trajectory::open(path, settings.redactor()).map_err(RlmError::Usage)?,
+            )),
             None => None,
         },
         pending: plan.pending.clone(),

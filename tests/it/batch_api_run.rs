@@ -894,3 +894,25 @@ fn the_batch_estimate_counts_no_prompt_cache_read_whatever_the_width() {
     assert_eq!(one["cache_write_tokens"].as_u64(), Some(4 * written), "{one}");
     assert_eq!(mock.requests() + mock.batch_submissions(), 0);
 }
+
+#[test]
+fn the_realtime_fallback_has_what_the_retry_budget_left_after_the_batch_sends() {
+    for (retries, realtime_calls, exit) in [("1", 1, 1), ("2", 2, 0)] {
+        let mock = MockLlm::start();
+        mock.batch_fault_when("f002 = 2", vec![BatchFault::Errored { retryable: true }]);
+        // Its realtime call fails once with a server error, then would succeed.
+        mock.fault_when("f002 = 2", vec![Fault::ServerError]);
+        let p = ts_project(4);
+        let url = mock.url();
+        let out = rlm_fast(
+            &p,
+            &batch_api_args(&url, &["--batch-api-fallback", "realtime", "--retries", retries]),
+        )
+        .run();
+        out.assert_exit(exit);
+        assert_eq!(mock.batch_submissions(), 1, "--retries {retries}");
+        // The batch send was the first attempt: `--retries 1` leaves one realtime call and no
+        // retry of it; `--retries 2` one retry.
+        assert_eq!(mock.requests(), realtime_calls, "--retries {retries}: {}", out.stderr);
+    }
+}
