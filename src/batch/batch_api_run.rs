@@ -50,8 +50,8 @@ use crate::exec::{Event, JobMeta, PoolHandler};
 use crate::plan::Budget;
 use crate::printer::{Printer, ProgressStyleKind};
 use crate::provider::batch_api::{
-    self, batch_api, custom_id_for, submit_all, BatchApi, BatchCounts, BatchError, BatchItem, BatchState, BatchStatus,
-    BatchTimeouts, ItemOutcome, PollSchedule, Reply, Submitted,
+    self, batch_api, custom_id_for, submit_all_within, BatchApi, BatchCounts, BatchError, BatchItem, BatchState,
+    BatchStatus, BatchTimeouts, ItemOutcome, PollSchedule, Reply, Submitted,
 };
 use crate::provider::catalog::PriceTier;
 use crate::provider::{ErrorKind, HttpConfig, ModelInfo};
@@ -551,6 +551,9 @@ impl BatchApiRun {
                 }
                 Waited::Done(retry) => to_send = retry,
             }
+            // Refused for the account's enqueued-token limit: again, smaller, now that the
+            // phase's other batches have ended.
+            to_send.append(&mut p.requeue);
             if p.batches.is_empty() && to_send.is_empty() {
                 break;
             }
@@ -676,7 +679,7 @@ impl BatchApiRun {
                 let (store, run, failure) = (&mut self.store, &self.run, &mut self.store_failure);
                 let (provider, server) = (self.api.kind().name(), self.api.server().to_string());
                 let by_custom = &p.by_custom;
-                submit_all(self.api.as_ref(), items, |s: &Submitted| {
+                submit_all_within(self.api.as_ref(), items, p.max_requests, |s: &Submitted| {
                     let requests: Vec<(String, String)> = s
                         .custom_ids
                         .iter()
@@ -934,6 +937,13 @@ impl BatchApiRun {
         let mut keeping: JoinSet<(usize, JobOutcome)> = JoinSet::new();
         let mut stopped = false;
         let mut unread: Option<String> = None;
+        if state.status == BatchStatus::Failed
+            && state.over_token_limit
+            && (expected.len() > 1 || !p.batches.is_empty())
+        {
+            self.requeue(exec, p, &b, expected);
+            return Collected::Kept;
+        }
         let mut attempt = 0;
         'read: loop {
             attempt += 1;
@@ -1071,6 +1081,34 @@ impl BatchApiRun {
             tracing::debug!(batch = %b.batch_id, "a canceled batch collected");
         }
         Collected::Kept
+    }
+
+    /// Batch `b` was refused for the account's enqueued-token limit (OpenAI
+    /// `token_limit_exceeded`; nothing ran): its requests `expected` are submitted again in
+    /// batches half its size, once the phase's other batches have ended. The refused send
+    /// does not count against `--retries`. (A single request refused while no other batch
+    /// of the phase waits fails as the refusal says.)
+    fn requeue(&mut self, exec: &mut Execution, p: &mut Phase<'_>, b: &Waiting, expected: HashSet<usize>) {
+        let half = (expected.len() / 2).max(1);
+        p.max_requests = Some(p.max_requests.map_or(half, |n| n.min(half)));
+        exec.dispatcher.emit(Event::Warning {
+            message: format!(
+                "batch {} was refused: the tokens enqueued at {} would pass the account's limit \
+                 (token_limit_exceeded); its {} requests go again in batches of at most {half}, once the run's \
+                 other batches have ended",
+                b.batch_id,
+                self.api.server(),
+                expected.len(),
+            ),
+        });
+        for i in expected {
+            if let Some(n) = self.sent.get_mut(p.work[i].id().as_str()) {
+                *n = n.saturating_sub(1);
+            }
+            p.in_flight[i] = false;
+            p.requeue.push(i);
+        }
+        self.store_write(|s, run| s.record_batch_collected(run, &b.batch_id));
     }
 
     /// Hears the next kept result; false when dispatching must stop (an answer could not be
@@ -1411,6 +1449,11 @@ struct Phase<'a> {
     done: Vec<bool>,
     /// The batches waited for.
     batches: Vec<Waiting>,
+    /// At most this many requests a batch (after a refusal for the enqueued-token limit).
+    max_requests: Option<usize>,
+    /// Requests to submit again once the phase's batches have ended (see
+    /// [`BatchApiRun::requeue`]).
+    requeue: Vec<usize>,
 }
 
 impl<'a> Phase<'a> {
@@ -1427,6 +1470,8 @@ impl<'a> Phase<'a> {
             in_flight: vec![false; n],
             done: vec![false; n],
             batches: Vec::new(),
+            max_requests: None,
+            requeue: Vec::new(),
         }
     }
 

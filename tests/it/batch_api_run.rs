@@ -916,3 +916,43 @@ fn the_realtime_fallback_has_what_the_retry_budget_left_after_the_batch_sends() 
         assert_eq!(mock.requests(), realtime_calls, "--retries {retries}: {}", out.stderr);
     }
 }
+
+#[test]
+fn a_batch_refused_for_the_enqueued_token_limit_goes_again_in_smaller_batches() {
+    let mock = MockLlm::start();
+    // The account may have five requests enqueued at once.
+    mock.set_batch_queue_limit(5);
+    let p = ts_project(8);
+    let url = mock.url();
+    let out = rlm_fast(
+        &p,
+        &[
+            "batch",
+            "src/*.ts",
+            "List {file}",
+            "--base-url",
+            &url,
+            "--model",
+            "gpt-4.1-mini",
+            "-o",
+            "out",
+            "--yes",
+            "--batch-api",
+        ],
+    )
+    .env_remove("ANTHROPIC_API_KEY")
+    .env("OPENAI_API_KEY", TEST_KEY)
+    .run();
+    out.assert_exit(0);
+    assert!(
+        out.stderr
+            .contains("would pass the account's limit (token_limit_exceeded)"),
+        "{}",
+        out.stderr
+    );
+    // 8 refused; then two of 4, the second refused while the first waits; then two of 2.
+    assert_eq!(mock.batch_sizes(), [0, 4, 0, 2, 2], "{}", out.stderr);
+    assert_eq!(mock.requests(), 0);
+    assert_eq!(results(&p), 8);
+    assert_eq!(p.report()["succeeded"], 8);
+}

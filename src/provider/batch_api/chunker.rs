@@ -110,6 +110,11 @@ impl Chunker {
         }
     }
 
+    /// At most `n` requests a chunk from now on (never more than the provider's limit).
+    pub fn limit_requests(&mut self, n: usize) {
+        self.limits.max_requests = self.limits.max_requests.min(n.max(1));
+    }
+
     /// Adds one encoded request. Returns the chunk it closed when it did not fit in the
     /// current one (it starts the next). A request that fits no chunk, or whose custom id
     /// is invalid or already in this chunk, is refused and changes nothing.
@@ -298,6 +303,21 @@ mod tests {
         let first = chunker.push("big".into(), big).unwrap().unwrap();
         assert_eq!(first.custom_ids, ["small"]);
         assert_eq!(chunker.finish().unwrap().custom_ids, ["big"]);
+    }
+
+    #[test]
+    fn the_requests_of_a_chunk_may_be_limited_further() {
+        let mut chunker = Chunker::new(Envelope::JSONL, limits(3, 1_000_000));
+        chunker.limit_requests(2);
+        let mut chunks = push_all(&mut chunker, 5, 10);
+        chunks.extend(chunker.finish());
+        assert_eq!(chunks.iter().map(Chunk::len).collect::<Vec<_>>(), [2, 2, 1]);
+        // Never above the provider's.
+        let mut chunker = Chunker::new(Envelope::JSONL, limits(3, 1_000_000));
+        chunker.limit_requests(10);
+        let mut chunks = push_all(&mut chunker, 5, 10);
+        chunks.extend(chunker.finish());
+        assert_eq!(chunks.iter().map(Chunk::len).collect::<Vec<_>>(), [3, 2]);
     }
 
     #[test]

@@ -78,6 +78,9 @@ struct Inner {
     max_requests: usize,
     max_bytes: usize,
     progress: BatchProgress,
+    /// OpenAI's enqueued-token limit, counted in requests: a batch that would pass it fails
+    /// at validation with `token_limit_exceeded`.
+    queue_limit: Option<usize>,
     /// From the k-th submission (1-based) on, batches advance this way instead.
     progress_from: Option<(usize, BatchProgress)>,
     faults: Vec<(String, VecDeque<BatchFault>)>,
@@ -104,6 +107,7 @@ impl Default for Inner {
             max_bytes: 256_000_000,
             progress: BatchProgress::AfterPolls(1),
             progress_from: None,
+            queue_limit: None,
             faults: Vec::new(),
             files: HashMap::new(),
             batches: Vec::new(),
@@ -148,8 +152,8 @@ struct MockBatch {
     outcomes: Vec<Outcome>,
     cancel_requested: bool,
     finished: bool,
-    /// OpenAI: refused at validation (`failed`), with why.
-    failed: Option<String>,
+    /// OpenAI: refused at validation (`failed`), with the error code and why.
+    failed: Option<(&'static str, String)>,
     input_file_id: Option<String>,
     output_file_id: Option<String>,
     error_file_id: Option<String>,
@@ -178,6 +182,13 @@ impl MockLlm {
     /// [`MockLlm::set_batch_progress`] says.
     pub fn set_batch_progress_from(&self, k: usize, progress: BatchProgress) {
         self.state.batches.lock().progress_from = Some((k, progress));
+    }
+
+    /// OpenAI batches fail at validation with `token_limit_exceeded` when the requests of
+    /// the batches not ended yet and theirs pass `requests` (the account's enqueued-token
+    /// limit, counted in requests).
+    pub fn set_batch_queue_limit(&self, requests: usize) {
+        self.state.batches.lock().queue_limit = Some(requests);
     }
 
     /// Numbers the next batches (and files) from `n` on: two mocks in one test then never
@@ -545,8 +556,24 @@ fn openai_create(state: &State, req: &Request) -> Response {
             }
         }
     }
+    let mut failure = failure.map(|reason| ("invalid_batch", reason));
     if failure.is_none() && requests.len() > inner.max_requests {
-        failure = Some(format!("too_many_requests: more than {} requests", inner.max_requests));
+        let reason = format!("too_many_requests: more than {} requests", inner.max_requests);
+        failure = Some(("invalid_batch", reason));
+    }
+    if let (None, Some(limit)) = (&failure, inner.queue_limit) {
+        // The account's enqueued-token limit, counted in requests: those of the batches not
+        // ended yet, and this one's.
+        let enqueued: usize = inner
+            .batches
+            .iter()
+            .filter(|b| b.api == api && !b.finished)
+            .map(|b| b.requests.len())
+            .sum();
+        if enqueued + requests.len() > limit {
+            let reason = format!("mock: enqueued token limit reached ({enqueued} enqueued, limit {limit})");
+            failure = Some(("token_limit_exceeded", reason));
+        }
     }
     let id = format!("batch_mock_{}", inner.next_id);
     inner.next_id += 1;
@@ -817,8 +844,8 @@ fn openai_view(batch: &MockBatch, running: &str) -> Value {
     } else {
         running
     };
-    let errors = batch.failed.as_ref().map(|reason| {
-        json!({"object": "list", "data": [{"code": "invalid_batch", "message": reason, "param": null, "line": null}]})
+    let errors = batch.failed.as_ref().map(|(code, reason)| {
+        json!({"object": "list", "data": [{"code": code, "message": reason, "param": null, "line": null}]})
     });
     json!({
         "id": batch.id,
