@@ -780,7 +780,8 @@ impl BatchApiRun {
 
     /// Runs the requests `indexes` as realtime calls, through the pool, each within what
     /// `--retries` has left after its batch sends (the realtime fallback shares the budget:
-    /// a unit sent once in a batch has `--retries` calls left, none of them retries).
+    /// a unit sent once in a batch gets one realtime call and `--retries` minus one retries
+    /// of it).
     async fn run_realtime(&mut self, exec: &mut Execution, p: &mut Phase<'_>, indexes: Vec<usize>) {
         let mut by_budget: std::collections::BTreeMap<u32, Vec<usize>> = std::collections::BTreeMap::new();
         for i in indexes {
