@@ -190,6 +190,7 @@ pub fn resume(mut args: ResumeArgs, color: ColorArg, env: &Environment) -> Resul
     batch.quiet |= args.quiet;
     batch.json |= args.json;
     let mut settings = replay(&run, *batch, color, env)?;
+    crate::batch::refuse_batches_elsewhere(&settings, &run.id)?;
     settings.resume = Some(ResumeTarget {
         run_id: RunId::as_str(&run.id).to_string(),
         output_dir: run.output_dir.clone(),
@@ -305,7 +306,10 @@ fn replay(
     let mut run_env = env.clone();
     run_env.cwd = run.cwd.clone();
     run_env.argv = run.command.clone();
-    BatchSettings::resolve(batch, color, &run_env)
+    let mut settings = BatchSettings::resolve(batch, color, &run_env)?;
+    // The batch mode is part of the run, whatever the config says now.
+    settings.exec.batch_api.keep_recorded_mode(&run.settings);
+    Ok(settings)
 }
 
 /// What `rlm cancel` does.
@@ -351,6 +355,8 @@ pub fn cancel(args: CancelArgs, color: ColorArg, env: &Environment) -> Result<Ca
         settings.exec.batch_api.mode = crate::settings::BatchApiMode::On;
     }
     settings.exec.batch_api.cancel = true;
+    settings.exec.batch_api.forget = args.forget;
+    crate::batch::refuse_batches_elsewhere(&settings, &run.id)?;
     let lock = match lock {
         Ok(lock) => lock,
         Err(holder) => {

@@ -21,8 +21,17 @@
 //!    `--retries`; `canceled` ones stay not run. Each outcome is recorded after its answer is
 //!    cached, and the batch marked collected once every result is kept.
 //!
-//! `rlm cancel` runs the same stage with `cancel` set: the run's batches are canceled at the
-//! provider and collected as in 3 (what had finished is kept); nothing is submitted.
+//! A batch is polled and collected only at the server it was recorded at: a resume whose
+//! settings point at another server is refused before anything is sent
+//! ([`refuse_batches_elsewhere`]), and a batch the server does not know (404: deleted, or
+//! another key's) stops the run — its requests are never sent again behind the user's back
+//! (they may be running, and paid for, under that key). `rlm cancel RUN --forget` gives such
+//! batches up explicitly.
+//!
+//! `rlm cancel` runs the same stage with `cancel` set: every batch of the run not collected
+//! yet, whatever its phase, is canceled at the provider first, then collected as in 3 (what
+//! had finished is kept; under `--batch-api all` the aggregation phases collect theirs);
+//! nothing is submitted and no model is called.
 //!
 //! The provider bills these requests at its batch price: outcomes carry their usage as
 //! [`JobOutcome::batch_usage`], which the dispatcher prices at [`PriceTier::Batch`].
@@ -41,8 +50,8 @@ use crate::exec::{Event, JobMeta, PoolHandler};
 use crate::plan::Budget;
 use crate::printer::{Printer, ProgressStyleKind};
 use crate::provider::batch_api::{
-    batch_api, custom_id_for, submit_all, BatchApi, BatchCounts, BatchError, BatchItem, BatchState, BatchStatus,
-    BatchTimeouts, ItemOutcome, PollSchedule, Reply, Submitted,
+    self, batch_api, custom_id_for, submit_all_within, BatchApi, BatchCounts, BatchError, BatchItem, BatchState,
+    BatchStatus, BatchTimeouts, ItemOutcome, PollSchedule, Reply, Submitted,
 };
 use crate::provider::catalog::PriceTier;
 use crate::provider::{ErrorKind, HttpConfig, ModelInfo};
@@ -56,8 +65,8 @@ use crate::unit::{UnitId, UnitKind, WorkUnit};
 const KEEPING: usize = 16;
 /// Outcomes recorded in the store per transaction.
 const OUTCOMES_PER_WRITE: usize = 1000;
-/// A line about the wait, without a terminal, this often.
-const WAIT_LINE_EVERY: Duration = Duration::from_secs(60);
+/// How often the progress bar's text (time waited, next poll) is refreshed on a terminal.
+const BAR_TICK: Duration = Duration::from_secs(1);
 /// How often the results of an ended batch are asked for before the stage gives up on them
 /// for now (`rlm resume` reads them later).
 const RESULT_ATTEMPTS: u32 = 3;
@@ -136,6 +145,51 @@ pub async fn delivery(settings: &BatchSettings, model: &ModelInfo) -> Result<(De
     }
 }
 
+/// Refuses, before anything is sent, a resume (or `rlm cancel`) of run `run` whose settings
+/// point at another server than one of its uncollected batches was recorded at: the batch
+/// can only be polled, collected or canceled there. `rlm cancel --forget` passes (it gives
+/// such batches up).
+pub fn refuse_batches_elsewhere(settings: &BatchSettings, run: &RunId) -> Result<(), RlmError> {
+    if settings.exec.batch_api.forget {
+        return Ok(());
+    }
+    let store = TaskStore::open(&settings.rlm_dir()).map_err(|e| RlmError::Store(e.to_string()))?;
+    let batches = store
+        .batch_submissions(run)
+        .map_err(|e| RlmError::Store(e.to_string()))?;
+    let current = batch_api::server_name(&settings.provider.base_url);
+    let provider = settings.provider.kind.name();
+    let elsewhere: Vec<_> = batches
+        .iter()
+        .filter(|b| b.collected_at.is_none() && (b.server != current || b.provider != provider))
+        .collect();
+    match elsewhere.as_slice() {
+        [] => Ok(()),
+        [first, rest @ ..] => Err(RlmError::Usage(elsewhere_message(
+            run,
+            &first.batch_id,
+            &first.server,
+            rest.len(),
+            &current,
+        ))),
+    }
+}
+
+/// Why a batch recorded at `recorded` is not reached through `current`, and what to do.
+fn elsewhere_message(run: &RunId, batch_id: &str, recorded: &str, more: usize, current: &str) -> String {
+    let more = match more {
+        0 => String::new(),
+        1 => " (and 1 more batch)".to_string(),
+        n => format!(" (and {n} more batches)"),
+    };
+    format!(
+        "run {run}: batch {batch_id}{more} waits at {recorded}, but the settings now point at {current} (--base-url, \
+         ANTHROPIC_BASE_URL / OPENAI_BASE_URL or the config changed); nothing was sent. Point them back at \
+         {recorded} to collect it, or give it up with `rlm cancel {run} --forget` (its requests are then sent \
+         again, and paid again)"
+    )
+}
+
 /// `rlm cancel` while another rlm (`holder`) waits for the run's batches: each is canceled
 /// at the provider and the cancel recorded; the waiting rlm sees it at its next poll and
 /// collects what had finished.
@@ -146,6 +200,12 @@ pub async fn cancel_at_provider(
     holder: &str,
     printer: &Printer,
 ) -> Result<(), RlmError> {
+    if settings.exec.batch_api.forget {
+        return Err(RlmError::InUse(format!(
+            "rlm cancel --forget: {holder} waits for run {run} and collects its batches; stop it first (Ctrl-C), \
+             then give them up"
+        )));
+    }
     let model = settings.provider.model.as_deref().unwrap_or("unknown");
     let api = client(settings, model).map_err(|e| RlmError::Usage(e.to_string()))?;
     let mut store = TaskStore::open(&settings.rlm_dir()).map_err(|e| RlmError::Usage(e.to_string()))?;
@@ -185,6 +245,8 @@ fn is_refusal_of_us(e: &BatchError) -> bool {
 struct Earlier {
     batch_id: String,
     phase: String,
+    /// The server it was recorded at.
+    server: String,
     /// Its custom ids.
     custom_ids: Vec<String>,
     cancel_requested: bool,
@@ -200,6 +262,12 @@ pub struct BatchApiRun {
     retries: u32,
     /// `rlm cancel`.
     cancel: bool,
+    /// `rlm cancel --forget`: batches that cannot be reached are given up.
+    forget: bool,
+    /// Without a terminal, a line about the wait this often.
+    wait_line: Duration,
+    /// A batch the server did not know stopped the run (see [`BatchApiRun::unknown`]).
+    refused: bool,
     /// `--batch-api auto`: a server that refuses batches gets realtime calls.
     auto: bool,
     store: TaskStore,
@@ -208,6 +276,8 @@ pub struct BatchApiRun {
     /// Batches of earlier attempts still to collect (a resume): waited for, never
     /// submitted again.
     earlier: Vec<Earlier>,
+    /// Every batch earlier attempts submitted, collected or not (for the report).
+    recorded: Vec<String>,
     /// Requests sent per unit over the whole run (every attempt), for the retry budget.
     sent: HashMap<String, u32>,
     /// The first failure to write the store (said once).
@@ -220,6 +290,8 @@ pub struct BatchApiRun {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct CancelSummary {
     pub batches: usize,
+    /// Given up without a cancel (`--forget`).
+    pub forgotten: usize,
     pub kept: usize,
     pub not_run: usize,
 }
@@ -249,6 +321,7 @@ impl BatchApiRun {
         let submissions = store
             .batch_submissions(&run)
             .map_err(|e| RlmError::Usage(e.to_string()))?;
+        let recorded = submissions.iter().map(|b| b.batch_id.clone()).collect();
         for batch in submissions {
             let requests = store
                 .batch_requests(&run, &batch.batch_id)
@@ -257,9 +330,19 @@ impl BatchApiRun {
                 *sent.entry(r.unit_id.clone()).or_default() += 1;
             }
             if batch.collected_at.is_none() {
+                if batch.server != api.server() && !settings.exec.batch_api.forget {
+                    return Err(RlmError::Usage(elsewhere_message(
+                        &run,
+                        &batch.batch_id,
+                        &batch.server,
+                        0,
+                        api.server(),
+                    )));
+                }
                 earlier.push(Earlier {
                     batch_id: batch.batch_id,
                     phase: batch.phase,
+                    server: batch.server,
                     custom_ids: requests.into_iter().map(|r| r.custom_id).collect(),
                     cancel_requested: batch.cancel_requested_at.is_some(),
                 });
@@ -272,11 +355,15 @@ impl BatchApiRun {
             schedule: settings.exec.batch_api.poll,
             retries: settings.exec.retries,
             cancel: settings.exec.batch_api.cancel,
+            forget: settings.exec.batch_api.forget,
+            wait_line: settings.exec.batch_api.wait_line,
+            refused: false,
             auto: settings.exec.batch_api.mode == BatchApiMode::Auto,
             store,
             run,
             printer: printer.clone(),
             earlier,
+            recorded,
             sent,
             store_failure: None,
             cancel_summary: CancelSummary::default(),
@@ -290,13 +377,19 @@ impl BatchApiRun {
 
     /// `rlm cancel`: the line that says what it did.
     pub fn cancel_line(&self) -> Option<String> {
-        if !self.cancel {
+        if !self.cancel || self.refused {
+            // A batch that could not be reached: the run's own status says so.
             return None;
         }
         let c = self.cancel_summary;
+        let forgotten = match c.forgotten {
+            0 => String::new(),
+            1 => " and 1 given up (--forget)".to_string(),
+            n => format!(" and {n} given up (--forget)"),
+        };
         Some(format!(
-            "rlm: run {}: {} {} canceled at {}; {} finished {} kept (cached, result files written), {} not run \
-             (`rlm resume {}` sends {})",
+            "rlm: run {}: {} {} canceled at {}{forgotten}; {} finished {} kept (cached, result files written), {} not \
+             run (`rlm resume {}` sends {})",
             self.run,
             c.batches,
             if c.batches == 1 { "batch" } else { "batches" },
@@ -320,6 +413,11 @@ impl BatchApiRun {
         skip: Option<&HashSet<String>>,
         budget: Budget,
     ) {
+        let recorded = std::mem::take(&mut self.recorded);
+        exec.dispatcher.reporters.builder.set_earlier_batches(recorded);
+        if self.cancel {
+            self.cancel_all(exec).await;
+        }
         let mut work = Vec::with_capacity(misses.len());
         for &i in misses {
             let unit = &units[i];
@@ -345,8 +443,13 @@ impl BatchApiRun {
             self.run_work(exec, work, "members").await;
             exec.merge_members(retried);
         }
-        if self.cancel {
+        // (A batch the server did not know halted the run: that is its status, not an
+        // interruption; no call is made after a halt.)
+        if self.cancel && !self.refused && !(self.aggregation && self.earlier.iter().any(|e| e.phase == AGGREGATE)) {
             // Nothing more is called: the aggregate is the concatenation of what finished.
+            // Under `--batch-api all` with aggregation batches to collect, the aggregation
+            // goes on instead: its phases collect what their canceled batches had finished
+            // and call nothing (the phases make no realtime call under `all`).
             exec.interrupted = true;
         }
     }
@@ -395,7 +498,15 @@ impl BatchApiRun {
                 }
             }
         }
-        self.run_work(exec, work, "aggregate").await;
+        self.run_work(exec, work, AGGREGATE).await;
+        if self.cancel
+            && summaries
+                .iter()
+                .any(|s| !exec.dispatcher.aggregate_texts.contains_key(&s.id))
+        {
+            // A summary canceled before it ran: the aggregate is the concatenation.
+            exec.interrupted = true;
+        }
     }
 
     /// Runs one phase's requests through the batch API (see the module doc).
@@ -407,9 +518,7 @@ impl BatchApiRun {
         self.take_earlier(&mut p);
         let mut to_send: Vec<usize> = (0..p.work.len()).filter(|&i| !p.in_flight[i]).collect();
         if self.cancel {
-            // Nothing is called: an invalid `--schema` answer is not asked for again.
-            exec.halt_calls();
-            self.cancel_earlier(exec, &p).await;
+            // Nothing is submitted (every batch was canceled first, see `cancel_all`).
             for i in std::mem::take(&mut to_send) {
                 self.cancelled(
                     exec,
@@ -443,6 +552,9 @@ impl BatchApiRun {
                 }
                 Waited::Done(retry) => to_send = retry,
             }
+            // Refused for the account's enqueued-token limit: again, smaller, now that the
+            // phase's other batches have ended.
+            to_send.append(&mut p.requeue);
             if p.batches.is_empty() && to_send.is_empty() {
                 break;
             }
@@ -484,31 +596,69 @@ impl BatchApiRun {
         self.earlier = kept;
     }
 
-    /// `rlm cancel`: asks the provider to cancel every batch of the phase not yet asked.
-    async fn cancel_earlier(&mut self, exec: &mut Execution, p: &Phase<'_>) {
-        for b in &p.batches {
-            self.cancel_summary.batches += 1;
-            if b.cancel_requested {
+    /// `rlm cancel`: asks the provider to cancel every batch of the run not collected yet,
+    /// whatever its phase, before anything is collected (so none keeps running, and billed,
+    /// whatever happens next). Under `--forget`, a batch recorded at another server, or one
+    /// the server does not know, is given up instead.
+    async fn cancel_all(&mut self, exec: &mut Execution) {
+        let server = self.api.server().to_string();
+        let mut kept = Vec::with_capacity(self.earlier.len());
+        for mut e in std::mem::take(&mut self.earlier) {
+            if e.server != server {
+                // Only under `--forget` (`start` refused it otherwise).
+                let why = format!("it was recorded at {}, and the settings point at {server}", e.server);
+                self.give_up(exec, &e.batch_id, &e.custom_ids, &why);
                 continue;
             }
-            match self.api.cancel(&b.batch_id).await {
-                Ok(state) => {
-                    self.store_write(|s, run| s.record_batch_cancel_requested(run, &state.batch_id));
-                    self.printer.progress(&format!(
-                        "rlm: asked {} to cancel batch {}",
-                        self.api.server(),
-                        b.batch_id
-                    ));
+            if !e.cancel_requested {
+                match self.api.cancel(&e.batch_id).await {
+                    Ok(state) => {
+                        self.store_write(|s, run| s.record_batch_cancel_requested(run, &state.batch_id));
+                        e.cancel_requested = true;
+                        self.printer
+                            .progress(&format!("rlm: asked {server} to cancel batch {}", e.batch_id));
+                    }
+                    Err(err @ BatchError::UnknownBatch { .. }) if self.forget => {
+                        self.give_up(exec, &e.batch_id, &e.custom_ids, &err.to_string());
+                        continue;
+                    }
+                    // Already over, or unknown (the poll says which): its results are
+                    // collected as they are.
+                    Err(err) => exec.dispatcher.emit(Event::Warning {
+                        message: format!(
+                            "batch {}: the cancel was refused ({err}); collecting what it has",
+                            e.batch_id
+                        ),
+                    }),
                 }
-                // Already over: its results are collected as they are.
-                Err(e) => exec.dispatcher.emit(Event::Warning {
-                    message: format!(
-                        "batch {}: the cancel was refused ({e}); collecting what it has",
-                        b.batch_id
-                    ),
-                }),
             }
+            self.cancel_summary.batches += 1;
+            kept.push(e);
         }
+        self.earlier = kept;
+    }
+
+    /// `rlm cancel --forget`: batch `batch_id` is given up without being collected (its
+    /// requests recorded `canceled`, the batch collected): `rlm resume` sends them again.
+    fn give_up(&mut self, exec: &mut Execution, batch_id: &str, custom_ids: &[String], why: &str) {
+        exec.dispatcher.emit(Event::Warning {
+            message: format!(
+                "batch {batch_id} given up (rlm cancel --forget: {why}); it was not canceled, so if it still runs at \
+                 its provider it is billed there"
+            ),
+        });
+        let reason = format!("given up by rlm cancel --forget: {why}");
+        let rows: Vec<RequestOutcome<'_>> = custom_ids
+            .iter()
+            .map(|c| RequestOutcome {
+                custom_id: c,
+                outcome: "canceled",
+                reason: Some(&reason),
+            })
+            .collect();
+        self.store_write(|s, run| s.record_batch_outcomes(run, batch_id, &rows));
+        self.store_write(|s, run| s.record_batch_collected(run, batch_id));
+        self.cancel_summary.forgotten += 1;
     }
 
     /// Submits the requests `send` (indexes into the phase's work) in as many batches as the
@@ -530,7 +680,7 @@ impl BatchApiRun {
                 let (store, run, failure) = (&mut self.store, &self.run, &mut self.store_failure);
                 let (provider, server) = (self.api.kind().name(), self.api.server().to_string());
                 let by_custom = &p.by_custom;
-                submit_all(self.api.as_ref(), items, |s: &Submitted| {
+                submit_all_within(self.api.as_ref(), items, p.max_requests, |s: &Submitted| {
                     let requests: Vec<(String, String)> = s
                         .custom_ids
                         .iter()
@@ -629,8 +779,27 @@ impl BatchApiRun {
         }
     }
 
-    /// Runs the requests `indexes` as realtime calls, through the pool.
+    /// Runs the requests `indexes` as realtime calls, through the pool, each within what
+    /// `--retries` has left after its batch sends (the realtime fallback shares the budget:
+    /// a unit sent once in a batch gets one realtime call and `--retries` minus one retries
+    /// of it).
     async fn run_realtime(&mut self, exec: &mut Execution, p: &mut Phase<'_>, indexes: Vec<usize>) {
+        let mut by_budget: std::collections::BTreeMap<u32, Vec<usize>> = std::collections::BTreeMap::new();
+        for i in indexes {
+            let sent = self.sent.get(p.work[i].id().as_str()).copied().unwrap_or(0);
+            // `again_or_fail` sends nothing again past the budget: `sent <= retries`.
+            by_budget.entry(self.retries.saturating_sub(sent)).or_default().push(i);
+        }
+        for (retries, indexes) in by_budget.into_iter().rev() {
+            let jobs = self.realtime_jobs(exec, p, indexes);
+            if !jobs.is_empty() {
+                exec.run_announced_with_retries(jobs, retries).await;
+            }
+        }
+    }
+
+    /// The realtime jobs of the requests `indexes`, announced to the reporters.
+    fn realtime_jobs(&mut self, exec: &mut Execution, p: &mut Phase<'_>, indexes: Vec<usize>) -> Vec<Job> {
         let mut jobs = Vec::with_capacity(indexes.len());
         for i in indexes {
             if p.done[i] {
@@ -648,7 +817,7 @@ impl BatchApiRun {
             }
             jobs.push(p.work[i].job());
         }
-        exec.run_announced(jobs).await;
+        jobs
     }
 
     /// Waits for the phase's batches, collecting each as it ends. Returns the requests to
@@ -656,12 +825,15 @@ impl BatchApiRun {
     /// ended early (Ctrl-C, `--deadline`, a refused key, an answer that could not be kept).
     async fn wait(&mut self, exec: &mut Execution, p: &mut Phase<'_>) -> Waited {
         let started = Instant::now();
-        let mut display = WaitDisplay::new(&self.printer, started);
+        let mut display = WaitDisplay::new(&self.printer, started, self.wait_line);
         let mut retry = Vec::new();
         while !p.batches.is_empty() {
             let next = p.batches.iter().map(|b| b.next_poll).min().unwrap_or_else(Instant::now);
             display.show(p, next);
-            match exec.pause(next).await {
+            // The display is refreshed between polls (the bar's clock every second, a line
+            // a minute without a terminal), however far apart the polls are.
+            let wake = display.next_refresh().map_or(next, |at| at.min(next));
+            match exec.pause(wake).await {
                 Pause::Elapsed => {}
                 Pause::Interrupted => {
                     self.leave(exec, p, Left::Interrupted);
@@ -671,6 +843,9 @@ impl BatchApiRun {
                     self.leave(exec, p, Left::Deadline);
                     return Waited::Stopped;
                 }
+            }
+            if Instant::now() < next {
+                continue;
             }
             let now = Instant::now();
             let mut i = 0;
@@ -708,18 +883,27 @@ impl BatchApiRun {
                         b.polls += 1;
                         b.next_poll = now + e.retry_after().unwrap_or_else(|| self.schedule.delay(b.polls));
                     }
-                    Err(e @ BatchError::UnknownBatch { .. }) => {
-                        // Gone at the provider (deleted, or another key's): its requests
-                        // are sent again, within the budget.
-                        exec.dispatcher.emit(Event::Warning { message: e.to_string() });
+                    Err(e @ BatchError::UnknownBatch { .. }) if self.forget => {
                         let b = p.batches.remove(i);
-                        self.store_write(|s, run| s.record_batch_collected(run, &b.batch_id));
+                        self.give_up(exec, &b.batch_id, &b.custom_ids, &e.to_string());
                         for c in &b.custom_ids {
                             if let Some(&k) = p.by_custom.get(c.as_str()) {
-                                self.again_or_fail(exec, p, k, &mut retry, &e.to_string());
+                                self.cancelled(
+                                    exec,
+                                    p,
+                                    k,
+                                    "not run: its batch was given up (rlm cancel --forget); rlm resume sends it",
+                                );
                             }
                         }
                         continue;
+                    }
+                    Err(e @ BatchError::UnknownBatch { .. }) => {
+                        // Deleted, or another key's: its requests may be running, and paid
+                        // for, under that key. They are never sent again unasked.
+                        self.unknown(exec, &e);
+                        self.leave(exec, p, Left::Stopped);
+                        return Waited::Stopped;
                     }
                     Err(e) => {
                         exec.dispatcher
@@ -755,6 +939,13 @@ impl BatchApiRun {
         let mut keeping: JoinSet<(usize, JobOutcome)> = JoinSet::new();
         let mut stopped = false;
         let mut unread: Option<String> = None;
+        if state.status == BatchStatus::Failed
+            && state.over_token_limit
+            && (expected.len() > 1 || !p.batches.is_empty())
+        {
+            self.requeue(exec, p, &b, expected);
+            return Collected::Kept;
+        }
         let mut attempt = 0;
         'read: loop {
             attempt += 1;
@@ -807,7 +998,13 @@ impl BatchApiRun {
                 }
                 match result.outcome {
                     ItemOutcome::Succeeded(reply) => {
-                        keeping.spawn(keep_result(exec.jobs.clone(), p.work[i].owned(), reply, b.submitted, i));
+                        keeping.spawn(keep_result(
+                            exec.jobs.clone(),
+                            p.work[i].owned(),
+                            reply,
+                            (b.submitted, i),
+                            !self.cancel,
+                        ));
                         while keeping.len() >= KEEPING {
                             if !self.kept(exec, p, &mut keeping, &mut outcomes).await {
                                 stopped = true;
@@ -888,6 +1085,34 @@ impl BatchApiRun {
         Collected::Kept
     }
 
+    /// Batch `b` was refused for the account's enqueued-token limit (OpenAI
+    /// `token_limit_exceeded`; nothing ran): its requests `expected` are submitted again in
+    /// batches half its size, once the phase's other batches have ended. The refused send
+    /// does not count against `--retries`. (A single request refused while no other batch
+    /// of the phase waits fails as the refusal says.)
+    fn requeue(&mut self, exec: &mut Execution, p: &mut Phase<'_>, b: &Waiting, expected: HashSet<usize>) {
+        let half = (expected.len() / 2).max(1);
+        p.max_requests = Some(p.max_requests.map_or(half, |n| n.min(half)));
+        exec.dispatcher.emit(Event::Warning {
+            message: format!(
+                "batch {} was refused: the tokens enqueued at {} would pass the account's limit \
+                 (token_limit_exceeded); its {} requests go again in batches of at most {half}, once the run's \
+                 other batches have ended",
+                b.batch_id,
+                self.api.server(),
+                expected.len(),
+            ),
+        });
+        for i in expected {
+            if let Some(n) = self.sent.get_mut(p.work[i].id().as_str()) {
+                *n = n.saturating_sub(1);
+            }
+            p.in_flight[i] = false;
+            p.requeue.push(i);
+        }
+        self.store_write(|s, run| s.record_batch_collected(run, &b.batch_id));
+    }
+
     /// Hears the next kept result; false when dispatching must stop (an answer could not be
     /// written, a refused key on a `--schema` retry).
     async fn kept(
@@ -961,6 +1186,18 @@ impl BatchApiRun {
         });
     }
 
+    /// A recorded batch the server does not know: the run stops, naming the batch and the
+    /// server, and says how to give it up.
+    fn unknown(&mut self, exec: &mut Execution, e: &BatchError) {
+        self.refused = true;
+        let run = &self.run;
+        exec.dispatcher.halt(super::dispatcher::StopReason::Fatal(format!(
+            "--batch-api: {e}. rlm does not send its requests again (they may be running, and paid for, under \
+             that key): use the API key it was submitted with, or give it up with `rlm cancel {run} --forget` \
+             (then `rlm resume {run}` sends them again, and pays again)"
+        )));
+    }
+
     /// The wait ended early: the batches keep running at the provider, and the run says
     /// how to collect them.
     fn leave(&mut self, exec: &mut Execution, p: &mut Phase<'_>, why: Left) {
@@ -1022,6 +1259,9 @@ impl BatchApiRun {
         }
     }
 }
+
+/// The phase name of aggregation batches (`--batch-api all`).
+const AGGREGATE: &str = "aggregate";
 
 /// One request of a phase: a unit, or an aggregation call.
 #[derive(Clone, Copy)]
@@ -1095,13 +1335,14 @@ fn item(ctx: &JobContext, work: Work<'_>) -> BatchItem {
 
 /// Keeps one succeeded result as a realtime answer is kept: read against the request it
 /// answers (rendered again: the same bytes), an invalid `--schema` answer asked for once
-/// more in realtime, then cached and written.
+/// more in realtime (unless `may_call` is false: `rlm cancel` calls no model, and the
+/// unit fails), then cached and written.
 async fn keep_result(
     ctx: Arc<JobContext>,
     work: Owned,
     reply: Reply,
-    submitted: Instant,
-    index: usize,
+    (submitted, index): (Instant, usize),
+    may_call: bool,
 ) -> (usize, JobOutcome) {
     let started = std::time::Instant::now();
     let waited = u64::try_from(submitted.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -1112,8 +1353,23 @@ async fn keep_result(
             let mut outcome = answered(&ctx, meta, &reply, &rendered.request, waited);
             if rendered.expect == Expect::Schema {
                 if let Some(schema) = &ctx.requests.schema {
-                    outcome = super::conform::conform(&ctx, schema, &rendered.request, &unit, outcome, started).await;
-                    outcome.duration_ms = waited;
+                    if may_call {
+                        outcome =
+                            super::conform::conform(&ctx, schema, &rendered.request, &unit, outcome, started).await;
+                        outcome.duration_ms = waited;
+                    } else if let Some(text) = outcome.text.take() {
+                        match schema.check(&text) {
+                            Ok(value) => outcome.text = Some(crate::schema::canonical_text(&value)),
+                            Err(rejection) => {
+                                outcome = outcome.failed(format!(
+                                    "the answer does not conform to --schema {}: {}; not asked again (rlm cancel \
+                                     calls no model; rlm resume --failed asks again)",
+                                    schema.path.display(),
+                                    rejection.first()
+                                ))
+                            }
+                        }
+                    }
                 }
             }
             match outcome.text.take().filter(|_| outcome.failure.is_none()) {
@@ -1195,6 +1451,11 @@ struct Phase<'a> {
     done: Vec<bool>,
     /// The batches waited for.
     batches: Vec<Waiting>,
+    /// At most this many requests a batch (after a refusal for the enqueued-token limit).
+    max_requests: Option<usize>,
+    /// Requests to submit again once the phase's batches have ended (see
+    /// [`BatchApiRun::requeue`]).
+    requeue: Vec<usize>,
 }
 
 impl<'a> Phase<'a> {
@@ -1211,6 +1472,8 @@ impl<'a> Phase<'a> {
             in_flight: vec![false; n],
             done: vec![false; n],
             batches: Vec::new(),
+            max_requests: None,
+            requeue: Vec::new(),
         }
     }
 
@@ -1263,21 +1526,33 @@ enum Left {
     Stopped,
 }
 
-/// What the wait shows: a bar on a terminal, a line a minute without one.
+/// What the wait shows: a bar on a terminal (its text refreshed every [`BAR_TICK`]), a line
+/// every `line_every` (a minute) without one.
 struct WaitDisplay {
     printer: Printer,
     kind: ProgressStyleKind,
     started: Instant,
+    line_every: Duration,
     last_line: Option<Instant>,
 }
 
 impl WaitDisplay {
-    fn new(printer: &Printer, started: Instant) -> Self {
+    fn new(printer: &Printer, started: Instant, line_every: Duration) -> Self {
         WaitDisplay {
             printer: printer.clone(),
             kind: printer.progress_kind(),
             started,
+            line_every,
             last_line: None,
+        }
+    }
+
+    /// When the display is next due to change, if it ever changes between polls.
+    fn next_refresh(&self) -> Option<Instant> {
+        match self.kind {
+            ProgressStyleKind::Bar => Some(Instant::now() + BAR_TICK),
+            ProgressStyleKind::Lines => Some(self.last_line.map_or_else(Instant::now, |at| at + self.line_every)),
+            ProgressStyleKind::Off => None,
         }
     }
 
@@ -1305,7 +1580,7 @@ impl WaitDisplay {
             ProgressStyleKind::Lines => {
                 if self
                     .last_line
-                    .is_some_and(|at| now.duration_since(at) < WAIT_LINE_EVERY)
+                    .is_some_and(|at| now.duration_since(at) < self.line_every)
                 {
                     return;
                 }

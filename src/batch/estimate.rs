@@ -7,7 +7,9 @@
 //! calls write it — as many as start at once, since a call only finds what a finished call
 //! wrote — and the rest read it. Anthropic caches a marked prefix (writes cost 1.25× input,
 //! reads a tenth); OpenAI caches any prefix by itself (reads at its cached-input price, no
-//! write premium).
+//! write premium). Requests of a provider batch are not run `-j` at a time, and the providers
+//! serve their cache hits only as best they can: under `--batch-api` no read is counted, and
+//! every request that may write the prefix is counted as writing it (the ceiling).
 
 use std::collections::HashMap;
 use std::io::BufRead;
@@ -80,7 +82,7 @@ pub fn estimate(
         model.cost_at(usage, tier)
     };
     // The per-unit calls share their prompts' prefixes through the provider's cache.
-    let (cache_read_tokens, cache_write_tokens) = prompt_cache(units, pre, settings, model);
+    let (cache_read_tokens, cache_write_tokens) = prompt_cache(units, pre, settings, model, delivery);
     let unit_usage = crate::provider::Usage {
         input_tokens: input,
         output_tokens: output,
@@ -126,7 +128,13 @@ pub fn estimate(
 }
 
 /// The prompt-cache reads and writes the calls are expected to make (see the module doc).
-fn prompt_cache(units: &[WorkUnit], pre: &Prepass, settings: &BatchSettings, model: &ModelInfo) -> (u64, u64) {
+fn prompt_cache(
+    units: &[WorkUnit],
+    pre: &Prepass,
+    settings: &BatchSettings,
+    model: &ModelInfo,
+    delivery: Delivery,
+) -> (u64, u64) {
     let (needs_marker, writes_cost_more) = match settings.provider.kind {
         ProviderKind::Anthropic => (true, true),
         ProviderKind::Openai => (false, false),
@@ -141,7 +149,12 @@ fn prompt_cache(units: &[WorkUnit], pre: &Prepass, settings: &BatchSettings, mod
             groups.entry(prefix.id).or_insert((tokens::expected(prefix.bytes), 0)).1 += 1;
         }
     }
-    let at_once = settings.exec.parallelism.width.max(1) as u64;
+    let at_once = match delivery {
+        // Calls that start together all write: `-j` of them at once.
+        Delivery::Realtime => settings.exec.parallelism.width.max(1) as u64,
+        // A batch's hits are best effort: none is counted (see the module doc).
+        Delivery::BatchApi { .. } => u64::MAX,
+    };
     let (mut read, mut written) = (0, 0);
     for (tokens, calls) in groups.into_values() {
         let first = calls.min(at_once);

@@ -122,6 +122,29 @@ impl Execution {
         end
     }
 
+    /// [`Execution::run_announced`] with at most `retries` fault retries per call (fewer than
+    /// `--retries`): a batch request's realtime fallback has spent part of the budget on its
+    /// batch sends.
+    pub async fn run_announced_with_retries(&mut self, jobs: Vec<Job>, retries: u32) -> PoolEnd {
+        let run = self.jobs.clone();
+        if retries >= run.call.policy.retries {
+            return self.run_announced(jobs).await;
+        }
+        let c = &run.call;
+        let policy = exec::RetryPolicy { retries, ..c.policy };
+        let call = exec::CallContext::new(
+            c.provider.clone(),
+            policy,
+            c.limiter.clone(),
+            c.events.clone(),
+            c.endpoint.clone(),
+        );
+        self.jobs = Arc::new(run.with_call(Arc::new(call)));
+        let end = self.run_announced(jobs).await;
+        self.jobs = run;
+        end
+    }
+
     /// The map phase: every planned unit that missed the cache (those failed in an earlier
     /// attempt only under `rlm resume --failed`), then the files a batch's answer left out,
     /// each retried alone.
@@ -225,11 +248,6 @@ impl Execution {
     /// write failure).
     pub fn may_call(&self) -> bool {
         !self.interrupted && !self.limiter.is_halted() && self.dispatcher.over_budget().is_none()
-    }
-
-    /// No call starts from now on (`rlm cancel` collects, and calls nothing).
-    pub fn halt_calls(&self) {
-        self.limiter.halt();
     }
 
     /// `--deadline` is what stopped the run.

@@ -37,7 +37,7 @@ pub struct JobContext {
     /// How a unit becomes its request.
     pub requests: RequestContext,
     /// `--save-trajectory`: every call logged.
-    pub trajectory: Option<super::trajectory::Trajectory>,
+    pub trajectory: Option<Arc<super::trajectory::Trajectory>>,
     /// Answers an earlier attempt paid for but could not cache (see [`super::pending`]).
     pub pending: std::collections::HashMap<String, CacheEntry>,
     /// Jobs look in the cache first (units the pre-pass did not see: a batch member
@@ -47,6 +47,25 @@ pub struct JobContext {
     pub may_call: bool,
     /// The run's answer journal (see [`super::pending`]).
     pub journal: Option<Arc<super::pending::Journal>>,
+}
+
+impl JobContext {
+    /// The same context with other call settings: a batch request's realtime fallback makes
+    /// its calls with what `--retries` has left after its batch sends.
+    pub fn with_call(&self, call: Arc<CallContext>) -> JobContext {
+        JobContext {
+            call,
+            paid: self.paid.clone(),
+            cache: self.cache.clone(),
+            run_dir: self.run_dir.clone(),
+            requests: self.requests.clone(),
+            trajectory: self.trajectory.clone(),
+            pending: self.pending.clone(),
+            read_cache: self.read_cache,
+            may_call: self.may_call,
+            journal: self.journal.clone(),
+        }
+    }
 }
 
 /// A job of the pool.

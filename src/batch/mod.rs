@@ -52,6 +52,7 @@ use crate::settings::BatchSettings;
 use crate::store::{NewRun, RunId, RunStatus as StoreRunStatus, TaskStore};
 
 use answers::FileAnswer;
+pub use batch_api_run::refuse_batches_elsewhere;
 use batch_api_run::{BatchApiRun, Delivery};
 use dispatcher::{Dispatcher, StopReason};
 use execution::Execution;
@@ -136,6 +137,8 @@ pub(crate) struct Merged {
     pub runs: Vec<String>,
     /// What the merged runs estimated, together.
     pub estimated_cost_usd: f64,
+    /// The tier the merged runs' units were billed at (`mixed` when they differ).
+    pub price_tier: crate::provider::catalog::PriceTier,
 }
 
 /// `rlm merge`: `plan` (the whole plan) run with its units answered by the merged runs,
@@ -327,7 +330,9 @@ fn start(
         run_dir: run_dir.clone(),
         requests: plan.requests.clone(),
         trajectory: match &settings.exec.trajectory {
-            Some(path) => Some(trajectory::Trajectory::open(path, settings.redactor()).map_err(RlmError::Usage)?),
+            Some(path) => Some(Arc::new(
+                trajectory::Trajectory::open(path, settings.redactor()).map_err(RlmError::Usage)?,
+            )),
             None => None,
         },
         pending: plan.pending.clone(),
@@ -698,7 +703,7 @@ fn report_context(
         aggregate: settings.task.aggregate.name().to_string(),
         max_parallel: settings.exec.parallelism.width,
         price_basis: plan.model.price_basis,
-        price_tier: plan.delivery.unit_tier(),
+        price_tier: merged.map_or(plan.delivery.unit_tier(), |m| m.price_tier),
         estimated_cost_usd: merged.map_or(plan.estimate.usd, |m| m.estimated_cost_usd),
         files_matched: plan.manifest.matched(),
         skipped: plan.manifest.skipped.clone(),

@@ -187,6 +187,11 @@ pub struct ResumeArgs {
 pub struct CancelArgs {
     /// The run id (or its unique beginning). [default: the latest run in this directory]
     pub run: Option<String>,
+    /// Give up the batches rlm cannot reach (recorded at another server than the settings
+    /// point at, or unknown to it: deleted, or another API key's) without canceling them;
+    /// `rlm resume` then sends their requests again, and pays again.
+    #[arg(long)]
+    pub forget: bool,
     /// As for rlm batch.
     #[arg(long, short = 'q')]
     pub quiet: bool,

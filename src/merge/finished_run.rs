@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::cli::BatchArgs;
 use crate::error::RlmError;
+use crate::provider::catalog::PriceTier;
 use crate::report::UnitRecord;
 use crate::shard::Shard;
 
@@ -29,6 +30,8 @@ pub struct FinishedRun {
     pub provider: String,
     pub model: String,
     pub estimated_cost_usd: f64,
+    /// The tier its units were billed at (`batch` under `--batch-api`).
+    pub price_tier: PriceTier,
     pub units: Vec<UnitRecord>,
 }
 
@@ -98,6 +101,10 @@ impl FinishedRun {
             estimated_cost_usd: report
                 .get("estimated_cost_usd")
                 .and_then(Value::as_f64)
+                .unwrap_or_default(),
+            price_tier: report
+                .get("price_tier")
+                .and_then(|t| serde_json::from_value(t.clone()).ok())
                 .unwrap_or_default(),
             units,
             shown,

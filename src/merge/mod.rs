@@ -24,6 +24,7 @@ use crate::cache::CacheMode;
 use crate::cli::{BatchArgs, ColorArg, MergeArgs, ProviderArg};
 use crate::error::{ExitStatus, RlmError};
 use crate::printer::Printer;
+use crate::provider::catalog::PriceTier;
 use crate::settings::{BatchSettings, Environment};
 
 /// What merge will run: the merged run's settings and what its runs recorded.
@@ -135,8 +136,20 @@ pub async fn run(merge: MergePlan, printer: Printer) -> Result<ExitStatus, RlmEr
         recorded,
         runs: runs.iter().map(|r| r.run_id.clone()).collect(),
         estimated_cost_usd: runs.iter().map(|r| r.estimated_cost_usd).sum(),
+        price_tier: price_tier(runs),
     };
     crate::batch::run_merged(settings, &plan, &merged, &printer).await
+}
+
+/// The tier the runs' units were billed at: theirs when they agree, `mixed` when they do
+/// not. (The merge's own calls, aggregation at most, are realtime and few.)
+fn price_tier(runs: &[FinishedRun]) -> PriceTier {
+    let first = runs[0].price_tier;
+    if runs.iter().all(|r| r.price_tier == first) {
+        first
+    } else {
+        PriceTier::Mixed
+    }
 }
 
 /// Every run must be of one plan.

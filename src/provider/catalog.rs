@@ -61,13 +61,17 @@ pub enum PriceTier {
     Realtime,
     /// A call through the provider's batch API: [`BATCH_DISCOUNT`] of the list price.
     Batch,
+    /// Only in the report of `rlm merge`: the merged runs were billed at different tiers.
+    /// No call is priced at it.
+    Mixed,
 }
 
 impl PriceTier {
     /// The share of the list price this tier pays.
     pub fn share(self) -> f64 {
         match self {
-            PriceTier::Realtime => 1.0,
+            // (`Mixed` prices no call: each was priced at its own tier.)
+            PriceTier::Realtime | PriceTier::Mixed => 1.0,
             PriceTier::Batch => BATCH_DISCOUNT,
         }
     }
@@ -76,6 +80,7 @@ impl PriceTier {
         match self {
             PriceTier::Realtime => "realtime",
             PriceTier::Batch => "batch",
+            PriceTier::Mixed => "mixed",
         }
     }
 }

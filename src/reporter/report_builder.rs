@@ -80,7 +80,7 @@ pub struct ReportBuilder {
     /// A unit queued after the start (a batch's member retried alone) reads one file: the
     /// one its label names.
     unit_files: HashMap<UnitId, Vec<String>>,
-    /// Batches submitted to the provider's batch API.
+    /// Batches submitted to the provider's batch API, by this attempt and earlier ones.
     batches: Vec<String>,
 }
 
@@ -111,6 +111,18 @@ impl ReportBuilder {
     pub fn with_unit_files(mut self, files: impl IntoIterator<Item = (UnitId, Vec<String>)>) -> Self {
         self.unit_files.extend(files);
         self
+    }
+
+    /// The batches earlier attempts of the run submitted (from the run store): the report
+    /// lists every batch of the run, not only this attempt's.
+    pub fn set_earlier_batches(&mut self, earlier: Vec<String>) {
+        let this_attempt = std::mem::take(&mut self.batches);
+        self.batches = earlier;
+        for id in this_attempt {
+            if !self.batches.contains(&id) {
+                self.batches.push(id);
+            }
+        }
     }
 
     fn record(&mut self, unit: &UnitId) -> Option<&mut UnitRecord> {

@@ -1,6 +1,7 @@
-//! `--batch-api`, `--batch-api-fallback` and the config key `rlm.batch_api`, with the two
-//! environment knobs of the batch-API stage (`RLM_BATCH_POLL_MS`, `RLM_BATCH_LIMITS`), →
-//! one [`BatchApiSettings`].
+//! `--batch-api`, `--batch-api-fallback` and the config key `rlm.batch_api`, with the
+//! environment knobs of the batch-API stage (`RLM_BATCH_POLL_MS`, `RLM_BATCH_LIMITS`,
+//! `RLM_BATCH_WAIT_LINE_MS`), → one [`BatchApiSettings`]; and the batch mode a run recorded,
+//! which its resume keeps.
 
 use std::time::Duration;
 
@@ -52,6 +53,15 @@ impl BatchApiMode {
     pub fn is_on(self) -> bool {
         self != BatchApiMode::Off
     }
+
+    /// The mode a run was started with, from the settings it recorded (`None` for a run
+    /// recorded without one).
+    pub fn recorded_in(settings: &serde_json::Value) -> Option<BatchApiMode> {
+        settings
+            .pointer("/exec/batch_api/mode")
+            .and_then(serde_json::Value::as_str)
+            .and_then(BatchApiMode::from_name)
+    }
 }
 
 /// Where the items a batch returns `errored` or `expired` are tried again.
@@ -81,6 +91,14 @@ pub struct BatchApiSettings {
     /// submit nothing.
     #[serde(skip)]
     pub cancel: bool,
+    /// `rlm cancel --forget`: batches rlm cannot reach (recorded at another server, or
+    /// unknown to this one) are given up instead of refused.
+    #[serde(skip)]
+    pub forget: bool,
+    /// `RLM_BATCH_WAIT_LINE_MS`: without a terminal, a line about the wait this often
+    /// (default a minute; tests use less).
+    #[serde(skip)]
+    pub wait_line: Duration,
 }
 
 impl BatchApiSettings {
@@ -98,7 +116,34 @@ impl BatchApiSettings {
             poll: poll_schedule(env.var("RLM_BATCH_POLL_MS"))?,
             limits: limits(env.var("RLM_BATCH_LIMITS"), kind)?,
             cancel: false,
+            forget: false,
+            wait_line: wait_line(env.var("RLM_BATCH_WAIT_LINE_MS"))?,
         })
+    }
+
+    /// A resume keeps the batch mode its run was started with (flag or config key),
+    /// whatever the config says now: its batches wait at the provider, and a resume that
+    /// went realtime would pay for their units twice and never collect them.
+    pub fn keep_recorded_mode(&mut self, recorded: &serde_json::Value) {
+        if let Some(mode) = BatchApiMode::recorded_in(recorded) {
+            self.mode = mode;
+        }
+    }
+}
+
+/// A line about the wait, without a terminal, this often by default.
+pub const WAIT_LINE_EVERY: Duration = Duration::from_secs(60);
+
+fn wait_line(value: Option<&str>) -> Result<Duration, RlmError> {
+    let Some(value) = value else {
+        return Ok(WAIT_LINE_EVERY);
+    };
+    match value.trim().parse::<u64>() {
+        Ok(ms) if (1..=MOST_POLL_MS).contains(&ms) => Ok(Duration::from_millis(ms)),
+        _ => Err(RlmError::Usage(format!(
+            "RLM_BATCH_WAIT_LINE_MS='{value}' is not a number of milliseconds from 1 to {MOST_POLL_MS} (how often \
+             a line about the wait is printed without a terminal)"
+        ))),
     }
 }
 
@@ -196,6 +241,32 @@ mod tests {
             assert!(limits(Some(bad), openai).is_err(), "{bad}");
         }
         assert!(limits(Some("100000"), ProviderKind::Anthropic).is_ok());
+    }
+
+    #[test]
+    fn the_wait_line_interval_is_read_and_range_checked() {
+        assert_eq!(wait_line(None).unwrap(), WAIT_LINE_EVERY);
+        assert_eq!(wait_line(Some("250")).unwrap(), Duration::from_millis(250));
+        for bad in ["", "0", "x", "-1", "3600001"] {
+            let e = wait_line(Some(bad)).unwrap_err().to_string();
+            assert!(e.starts_with("RLM_BATCH_WAIT_LINE_MS="), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_resume_keeps_the_mode_its_run_recorded() {
+        let env = Environment::with_vars(&[], std::path::PathBuf::from("/"));
+        let kind = ProviderKind::Anthropic;
+        let mut now = BatchApiSettings::resolve(None, None, BatchFallback::Batch, kind, &env).unwrap();
+        assert_eq!(now.mode, BatchApiMode::Off);
+        let recorded = serde_json::json!({"exec": {"batch_api": {"mode": "all", "fallback": "batch"}}});
+        now.keep_recorded_mode(&recorded);
+        assert_eq!(now.mode, BatchApiMode::All);
+        // A run that recorded none (an older rlm) keeps what the settings say now.
+        let mut now =
+            BatchApiSettings::resolve(Some(BatchApiMode::On), None, BatchFallback::Batch, kind, &env).unwrap();
+        now.keep_recorded_mode(&serde_json::json!({"model": "haiku"}));
+        assert_eq!(now.mode, BatchApiMode::On);
     }
 
     #[test]

@@ -399,6 +399,7 @@ mod tests {
             counts,
             result_files: Vec::new(),
             errors: Vec::new(),
+            over_token_limit: false,
         }
     }
 

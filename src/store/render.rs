@@ -196,11 +196,20 @@ fn batches_text(out: &mut String, batches: &[BatchSubmission], now: Timestamp) {
         || "not polled yet".to_string(),
         |at| format!("last polled {} UTC ({} ago)", at.to_minutes(), duration(now.since(at))),
     );
+    // Each batch is collected at its own server: name it where they differ.
+    let one_server = batches.iter().all(|b| b.server == batches[0].server);
+    let at = if one_server {
+        batches[0].server.clone()
+    } else {
+        let mut servers: Vec<&str> = batches.iter().map(|b| b.server.as_str()).collect();
+        servers.sort_unstable();
+        servers.dedup();
+        format!("{} servers", servers.len())
+    };
     let _ = writeln!(
         out,
-        "batches   {} at {} ({} waiting) · {done}/{total} done, {errored} errored · {last}",
+        "batches   {} at {at} ({} waiting) · {done}/{total} done, {errored} errored · {last}",
         batches.len(),
-        batches[0].server,
         waiting,
     );
     if batches.len() > BATCHES_SHOWN {
@@ -217,9 +226,14 @@ fn batches_text(out: &mut String, batches: &[BatchSubmission], now: Timestamp) {
             1 => "polled once".to_string(),
             n => format!("polled {n} times"),
         };
+        let server = if one_server {
+            String::new()
+        } else {
+            format!(" at {}", b.server)
+        };
         let _ = writeln!(
             out,
-            "  {}  {state}  {}  {}/{} done, {} errored, {} expired, {} canceled · {polls}",
+            "  {}{server}  {state}  {}  {}/{} done, {} errored, {} expired, {} canceled · {polls}",
             b.batch_id,
             b.phase,
             b.counts.done().min(b.request_count),

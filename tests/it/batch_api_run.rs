@@ -132,6 +132,8 @@ fn kill_9_while_waiting_then_resume_polls_the_same_batch_and_never_submits_again
     let s = status(&p);
     assert_eq!(s["display_status"], "SUCCESS", "{s}");
     assert!(s["batches"][0]["collected_at"].is_string(), "{s}");
+    // The report lists the run's batch, though this attempt submitted none.
+    assert_eq!(p.report()["batches"], serde_json::json!(["msgbatch_mock_1"]));
 }
 
 #[test]
@@ -577,4 +579,383 @@ fn the_command_provider_has_no_batch_api() {
         "{}",
         out.stderr
     );
+}
+
+/// `rlm batch src/*.ts "List {file}" --model haiku -o out --yes --batch-api`, its server
+/// from the environment (a `--base-url` would be replayed by `rlm resume`).
+const FROM_ENV: [&str; 9] = [
+    "batch",
+    "src/*.ts",
+    "List {file}",
+    "--model",
+    "haiku",
+    "-o",
+    "out",
+    "--yes",
+    "--batch-api",
+];
+
+fn at(p: &Project, args: &[&str], url: &str) -> Run {
+    rlm_fast(p, args).env("ANTHROPIC_BASE_URL", url)
+}
+
+#[test]
+fn a_resume_pointed_at_another_server_is_refused_before_anything_is_sent() {
+    let first = MockLlm::start();
+    first.set_batch_progress(BatchProgress::Held);
+    let other = MockLlm::start();
+    other.number_batches_from(100);
+    let (first_url, other_url) = (first.url(), other.url());
+    let p = ts_project(10);
+    let running = at(&p, &FROM_ENV, &first_url).spawn();
+    assert!(wait_until(Duration::from_secs(30), || first.batch_polls() >= 1));
+    running.signal("KILL");
+    let _ = running.wait();
+    let calls = first.batch_calls();
+
+    let said = format!("batch msgbatch_mock_1 waits at {first_url}, but the settings now point at {other_url}");
+    for command in [vec!["resume", "--yes"], vec!["cancel"]] {
+        let out = at(&p, &command, &other_url).run();
+        out.assert_exit(2);
+        assert!(
+            out.stderr.contains(&said) && out.stderr.contains("--forget"),
+            "{command:?}: {}",
+            out.stderr
+        );
+        assert_eq!(out.stderr.matches("rlm: error:").count(), 1, "{}", out.stderr);
+        assert!(
+            !out.stderr.contains("Initialized"),
+            "refused before the run starts: {}",
+            out.stderr
+        );
+    }
+    assert_eq!(
+        other.batch_calls() + other.requests(),
+        0,
+        "nothing was sent to the other server"
+    );
+    assert_eq!(first.batch_calls(), calls, "nor to the first");
+
+    // Given up explicitly: nothing is asked of either server, and the units are not run.
+    let out = at(&p, &["cancel", "--forget"], &other_url).run();
+    out.assert_exit(0);
+    assert!(
+        out.stderr
+            .contains("batch msgbatch_mock_1 given up (rlm cancel --forget")
+            && out.stderr.contains("and 1 given up (--forget)")
+            && out.stderr.contains("10 not run"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(first.batch_calls(), calls);
+    assert_eq!(
+        (other.batch_submissions(), other.batch_polls(), other.batch_cancels()),
+        (0, 0, 0)
+    );
+
+    // Then a resume sends them again, to the server the settings point at now; `rlm status`
+    // names each batch's own server.
+    at(&p, &["resume", "--yes"], &other_url).run().assert_exit(0);
+    assert_eq!((first.batch_submissions(), other.batch_submissions()), (1, 1));
+    assert_eq!(results(&p), 10);
+    let text = p.rlm(&["status"]).run().stdout;
+    assert!(
+        text.contains("batches   2 at 2 servers")
+            && text.contains(&format!("msgbatch_mock_1 at {first_url}  collected"))
+            && text.contains(&format!("msgbatch_mock_100 at {other_url}  collected")),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_batch_its_server_does_not_know_stops_the_resume_and_is_never_sent_again_unasked() {
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::Held);
+    let p = ts_project(8);
+    let url = mock.url();
+    let running = rlm_fast(&p, &batch_api_args(&url, &[])).spawn();
+    assert!(wait_until(Duration::from_secs(30), || mock.batch_polls() >= 1));
+    running.signal("KILL");
+    let _ = running.wait();
+
+    // Deleted at the provider, or another key's: a 404.
+    mock.forget_batches();
+    mock.set_batch_progress(BatchProgress::AfterPolls(1));
+    let run = status(&p)["id"].as_str().unwrap().to_string();
+    for command in [vec!["resume", "--yes"], vec!["cancel"]] {
+        let out = rlm_fast(&p, &command).run();
+        out.assert_exit(3);
+        assert!(
+            out.stderr
+                .contains(&format!("batch msgbatch_mock_1 is unknown to {url} (404)"))
+                && out.stderr.contains("rlm does not send its requests again")
+                && out.stderr.contains(&format!("`rlm cancel {run} --forget`")),
+            "{command:?}: {}",
+            out.stderr
+        );
+        assert_eq!(mock.batch_submissions(), 1, "{command:?}: not sent again");
+        assert_eq!(mock.requests(), 0, "{command:?}: nor realtime");
+        assert!(status(&p)["batches"][0]["collected_at"].is_null());
+    }
+
+    let out = rlm_fast(&p, &["cancel", "--forget"]).run();
+    out.assert_exit(0);
+    assert!(out.stderr.contains("and 1 given up (--forget)"), "{}", out.stderr);
+    assert_eq!(mock.batch_submissions(), 1);
+    rlm_fast(&p, &["resume", "--yes"]).run().assert_exit(0);
+    assert_eq!(mock.batch_sizes(), [8], "the one batch the mock knows now");
+    assert_eq!(mock.batch_submissions(), 2);
+    assert_eq!(results(&p), 8);
+}
+
+#[test]
+fn a_resume_keeps_the_batch_mode_its_run_took_from_the_config() {
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::Held);
+    let p = ts_project(5).file(".aiwg/aiwg.config", r#"{"rlm": {"batch_api": "on"}}"#);
+    let url = mock.url();
+    let running = rlm_fast(&p, &batch("src/*.ts", &url, &["-o", "out", "--yes"])).spawn();
+    assert!(wait_until(Duration::from_secs(30), || mock.batch_polls() >= 1));
+    running.signal("KILL");
+    let _ = running.wait();
+    assert_eq!(mock.batch_submissions(), 1);
+
+    // The config no longer asks for the batch API: the run's batch is collected anyway.
+    p.write(".aiwg/aiwg.config", r#"{"rlm": {}}"#);
+    mock.set_batch_progress(BatchProgress::AfterPolls(1));
+    let out = rlm_fast(&p, &["resume", "--yes", "--json"]).run();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 0, "no realtime call: {}", out.stderr);
+    assert_eq!(mock.batch_submissions(), 1, "nothing submitted again");
+    assert_eq!(results(&p), 5);
+    assert_eq!(out.json()["price_tier"], "batch");
+    assert!(status(&p)["batches"][0]["collected_at"].is_string());
+}
+
+#[test]
+fn cancel_cancels_the_aggregation_batches_too_and_keeps_what_they_had_finished() {
+    let mock = MockLlm::start();
+    // The map batch ends at its first poll; the per-type syntheses' batch (the second
+    // submission) has one of its two requests done, the other held.
+    mock.set_batch_progress_from(2, BatchProgress::HeldAfter(1));
+    let mut p = Project::new();
+    for i in 0..4 {
+        p = p.file(&format!("proj/m{i}.py"), &format!("def f{i}():\n    return {i}\n"));
+    }
+    for i in 0..2 {
+        p = p.file(&format!("proj/d{i}.md"), &format!("# Doc {i}\n\nText {i}.\n"));
+    }
+    let url = mock.url();
+    let args = [
+        "batch",
+        "proj",
+        "Review {file}",
+        "--base-url",
+        &url,
+        "--model",
+        "haiku",
+        "-o",
+        "out",
+        "--yes",
+        "--batch-api",
+        "all",
+        "--aggregate",
+        "synthesize",
+    ];
+    let running = rlm_fast(&p, &args).spawn();
+    assert!(wait_until(Duration::from_secs(30), || {
+        mock.batch_submissions() == 2 && mock.batch_polls() >= 3
+    }));
+    running.signal("KILL");
+    let _ = running.wait();
+    assert_eq!(mock.batch_sizes(), [2, 2]);
+    let waiting = status(&p);
+    assert!(waiting["batches"][1]["collected_at"].is_null(), "{waiting}");
+    assert_eq!(waiting["batches"][1]["phase"], "aggregate");
+
+    let out = rlm_fast(&p, &["cancel"]).run();
+    out.assert_exit(0);
+    assert_eq!(
+        mock.batch_cancels(),
+        1,
+        "the aggregation batch is canceled: {}",
+        out.stderr
+    );
+    assert_eq!(mock.requests(), 0, "a cancel calls no model");
+    assert!(
+        out.stderr.contains("1 batch canceled at")
+            && out.stderr.contains("1 finished answer kept")
+            && out.stderr.contains("1 not run"),
+        "{}",
+        out.stderr
+    );
+    let s = status(&p);
+    for b in s["batches"].as_array().unwrap() {
+        assert!(b["collected_at"].is_string(), "every batch collected: {s}");
+    }
+    let again = p.rlm(&["cancel"]).run();
+    again.assert_exit(2);
+
+    // The synthesis that had finished is kept (a cache hit); the canceled one and the
+    // cross-type report are sent.
+    mock.set_batch_progress_from(1, BatchProgress::AfterPolls(1));
+    rlm_fast(&p, &["resume", "--yes"]).run().assert_exit(0);
+    assert_eq!(mock.batch_sizes(), [2, 2, 1, 1]);
+    assert_eq!(mock.requests(), 0);
+}
+
+#[test]
+fn without_a_terminal_the_wait_prints_a_line_every_interval_between_polls() {
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::Held);
+    let p = ts_project(3);
+    let url = mock.url();
+    let wait_lines = |stderr: &str| -> Vec<String> {
+        stderr
+            .lines()
+            .filter(|l| l.starts_with("waiting for 1 batch at the provider: 0/3 done"))
+            .map(str::to_string)
+            .collect()
+    };
+    // Polls a minute apart, a line every 250 ms: the lines come though no poll does.
+    let out = p
+        .rlm(&batch_api_args(&url, &["--deadline", "2s"]))
+        .env("RLM_BATCH_POLL_MS", "60000")
+        .env("RLM_BATCH_WAIT_LINE_MS", "250")
+        .run();
+    // The deadline stopped the wait: DEADLINE_EXCEEDED (exit 1), the batch left to collect.
+    out.assert_exit(1);
+    assert_eq!(mock.batch_polls(), 0);
+    let lines = wait_lines(&out.stderr);
+    assert!(lines.len() >= 3, "{}", out.stderr);
+    let mut texts = lines.clone();
+    texts.dedup();
+    assert_eq!(
+        texts.len(),
+        lines.len(),
+        "each line says how long it has waited: {lines:?}"
+    );
+
+    // By default, a line a minute: one, at the start of a shorter wait.
+    let q = ts_project(3);
+    let out = q
+        .rlm(&batch_api_args(&url, &["--deadline", "1s"]))
+        .env("RLM_BATCH_POLL_MS", "60000")
+        .run();
+    out.assert_exit(1);
+    assert_eq!(wait_lines(&out.stderr).len(), 1, "{}", out.stderr);
+    let bad = q
+        .rlm(&batch_api_args(&url, &[]))
+        .env("RLM_BATCH_WAIT_LINE_MS", "0")
+        .run();
+    bad.assert_exit(2);
+    assert!(bad.stderr.contains("RLM_BATCH_WAIT_LINE_MS='0'"), "{}", bad.stderr);
+}
+
+#[test]
+fn the_batch_estimate_counts_no_prompt_cache_read_whatever_the_width() {
+    let mut rubric = String::from("Our review rules:\n");
+    for i in 0..60 {
+        rubric.push_str(&format!(
+            "- Rule {i}: functions stay short, names say what they hold, errors are handled.\n"
+        ));
+    }
+    rubric.push_str("\nReview {file} against them.");
+    let p = ts_project(4);
+    let mock = MockLlm::start();
+    let url = mock.url();
+    let estimate = |extra: &[&str]| {
+        let mut args = vec![
+            "batch",
+            "src/*.ts",
+            &rubric,
+            "--base-url",
+            &url,
+            "--model",
+            "haiku",
+            "--dry-run",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let out = p.rlm(&args).run();
+        out.assert_exit(0);
+        out.json()["estimate"].clone()
+    };
+    // Realtime, one call at a time: the first writes the prefix, the others read it.
+    let realtime = estimate(&["-j", "1"]);
+    let written = realtime["cache_write_tokens"].as_u64().unwrap();
+    assert!(
+        written > 0 && realtime["cache_read_tokens"].as_u64() == Some(3 * written),
+        "{realtime}"
+    );
+    // Through the batch API, hits are best effort: none is counted, every request may
+    // write it, and the width changes nothing.
+    let one = estimate(&["-j", "1", "--batch-api"]);
+    let four = estimate(&["-j", "4", "--batch-api"]);
+    assert_eq!(one, four);
+    assert_eq!(one["cache_read_tokens"], 0, "{one}");
+    assert_eq!(one["cache_write_tokens"].as_u64(), Some(4 * written), "{one}");
+    assert_eq!(mock.requests() + mock.batch_submissions(), 0);
+}
+
+#[test]
+fn the_realtime_fallback_has_what_the_retry_budget_left_after_the_batch_sends() {
+    for (retries, realtime_calls, exit) in [("1", 1, 1), ("2", 2, 0)] {
+        let mock = MockLlm::start();
+        mock.batch_fault_when("f002 = 2", vec![BatchFault::Errored { retryable: true }]);
+        // Its realtime call fails once with a server error, then would succeed.
+        mock.fault_when("f002 = 2", vec![Fault::ServerError]);
+        let p = ts_project(4);
+        let url = mock.url();
+        let out = rlm_fast(
+            &p,
+            &batch_api_args(&url, &["--batch-api-fallback", "realtime", "--retries", retries]),
+        )
+        .run();
+        out.assert_exit(exit);
+        assert_eq!(mock.batch_submissions(), 1, "--retries {retries}");
+        // The batch send was the first attempt: `--retries 1` leaves one realtime call and no
+        // retry of it; `--retries 2` one retry.
+        assert_eq!(mock.requests(), realtime_calls, "--retries {retries}: {}", out.stderr);
+    }
+}
+
+#[test]
+fn a_batch_refused_for_the_enqueued_token_limit_goes_again_in_smaller_batches() {
+    let mock = MockLlm::start();
+    // The account may have five requests enqueued at once.
+    mock.set_batch_queue_limit(5);
+    let p = ts_project(8);
+    let url = mock.url();
+    let out = rlm_fast(
+        &p,
+        &[
+            "batch",
+            "src/*.ts",
+            "List {file}",
+            "--base-url",
+            &url,
+            "--model",
+            "gpt-4.1-mini",
+            "-o",
+            "out",
+            "--yes",
+            "--batch-api",
+        ],
+    )
+    .env_remove("ANTHROPIC_API_KEY")
+    .env("OPENAI_API_KEY", TEST_KEY)
+    .run();
+    out.assert_exit(0);
+    assert!(
+        out.stderr
+            .contains("would pass the account's limit (token_limit_exceeded)"),
+        "{}",
+        out.stderr
+    );
+    // 8 refused; then two of 4, the second refused while the first waits; then two of 2.
+    assert_eq!(mock.batch_sizes(), [0, 4, 0, 2, 2], "{}", out.stderr);
+    assert_eq!(mock.requests(), 0);
+    assert_eq!(results(&p), 8);
+    assert_eq!(p.report()["succeeded"], 8);
 }

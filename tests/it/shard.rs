@@ -426,3 +426,49 @@ fn merge_refuses_runs_of_different_plans_and_runs_that_share_units() {
     out.assert_exit(2);
     assert!(out.stderr.contains("but the runs are of plan"), "{}", out.stderr);
 }
+
+#[test]
+fn a_merge_reports_the_tier_its_shards_were_billed_at() {
+    let p = project();
+    let mock = mock();
+    let url = mock.url();
+    let shard = |k: &str, dir: &str, extra: &[&str]| {
+        let mut args = vec!["-o", dir, "--shard", k, "--no-cache", "--aggregate", "concat"];
+        args.extend_from_slice(extra);
+        let out = batch(&p, &url, &args);
+        assert!(out.status == 0 || out.status == 1, "{k}: {}", out.stderr);
+        out.json()
+    };
+    let merge = |dirs: [&str; 2], out: &str| {
+        let merged = p
+            .rlm(&["merge", dirs[0], dirs[1], "-o", out, "--json"])
+            .env_remove("ANTHROPIC_API_KEY")
+            .run();
+        // (The refused file fails realtime calls only: a batch shard has no failure.)
+        assert!(merged.status == 0 || merged.status == 1, "{}", merged.stderr);
+        merged.json()
+    };
+    let b1 = shard("1/2", "b1", &["--batch-api"]);
+    let b2 = shard("2/2", "b2", &["--batch-api"]);
+    let r2 = shard("2/2", "r2", &[]);
+    assert_eq!(
+        (b1["price_tier"].as_str(), r2["price_tier"].as_str()),
+        (Some("batch"), Some("realtime"))
+    );
+
+    // Both shards at the batch price: so is the merge, and its report says so.
+    let m = merge(["b1", "b2"], "batched");
+    assert_eq!(m["price_tier"], "batch");
+    let cost = |r: &Value| r["cost_usd"].as_f64().unwrap();
+    assert!((cost(&m) - cost(&b1) - cost(&b2)).abs() < 1e-9);
+    assert!(
+        p.read("batched/report.md")
+            .contains("at the batch price (half of list)"),
+        "{}",
+        p.read("batched/report.md")
+    );
+    // One at each price: mixed.
+    let m = merge(["b1", "r2"], "mixed");
+    assert_eq!(m["price_tier"], "mixed");
+    assert!((cost(&m) - cost(&b1) - cost(&r2)).abs() < 1e-9);
+}

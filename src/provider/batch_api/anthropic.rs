@@ -183,6 +183,7 @@ fn state(batch: &Value) -> Result<BatchState, String> {
         },
         result_files: text(batch, "results_url").map(str::to_string).into_iter().collect(),
         errors: Vec::new(),
+        over_token_limit: false,
     })
 }
 

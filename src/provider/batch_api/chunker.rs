@@ -5,10 +5,25 @@
 //! exact bytes of the submission as it grows, so a chunk is never above the byte limit,
 //! and hands a chunk over as soon as the next request would not fit: a caller that
 //! submits each chunk as it comes holds at most one submission in memory.
+//!
+//! That one submission is kept well below the providers' byte limits (256 MB, 200 MB):
+//! a chunk is closed at [`IN_MEMORY_BYTES`] and the requests go on in the next batch, so a
+//! 100,000-request run never holds hundreds of megabytes of requests besides its plan. Its
+//! buffer is allocated once, at that size (only the pages written are resident), so it never
+//! doubles as it grows.
 
 use std::collections::HashSet;
 
 use super::{is_valid_custom_id, BatchError, BatchLimits};
+
+/// The most bytes of one submission held in memory: a chunk is closed there even when the
+/// provider would take more (a single request larger than this still gets a chunk of its
+/// own, up to the provider's limit).
+pub const IN_MEMORY_BYTES: u64 = 32_000_000;
+
+/// Room kept in a chunk's buffer beyond its requests: OpenAI's multipart head and tail are
+/// written around the file in place, without copying it.
+const HEADROOM: usize = 1024;
 
 /// The bytes around and between the requests of a submission.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,9 +85,16 @@ impl Chunk {
 pub struct Chunker {
     envelope: Envelope,
     limits: BatchLimits,
+    /// Where a chunk of several requests is closed: the byte limit, or
+    /// [`IN_MEMORY_BYTES`] when that is lower.
+    close_at: u64,
     custom_ids: Vec<String>,
     seen: HashSet<String>,
     body: Vec<u8>,
+    /// The request that closed the last chunk: it starts the next one, whose buffer is
+    /// allocated only when more comes, so that the closed chunk is sent (and freed) first
+    /// and one buffer at most is held.
+    pending: Option<(String, Vec<u8>)>,
 }
 
 impl Chunker {
@@ -80,10 +102,17 @@ impl Chunker {
         Chunker {
             envelope,
             limits,
+            close_at: limits.max_bytes.min(IN_MEMORY_BYTES),
             custom_ids: Vec::new(),
             seen: HashSet::new(),
-            body: envelope.open.to_vec(),
+            body: Vec::new(),
+            pending: None,
         }
+    }
+
+    /// At most `n` requests a chunk from now on (never more than the provider's limit).
+    pub fn limit_requests(&mut self, n: usize) {
+        self.limits.max_requests = self.limits.max_requests.min(n.max(1));
     }
 
     /// Adds one encoded request. Returns the chunk it closed when it did not fit in the
@@ -102,28 +131,48 @@ impl Chunker {
                 limit: self.limits.max_bytes,
             });
         }
+        self.take_pending();
         let first = self.custom_ids.is_empty();
-        let grown = self.body.len() as u64
+        let grown = self.body.len().max(self.envelope.open.len()) as u64
             + self.envelope.per_item(first)
             + encoded.len() as u64
             + self.envelope.close.len() as u64;
-        let full = !first && (self.custom_ids.len() >= self.limits.max_requests || grown > self.limits.max_bytes);
-        let closed = if full { self.take() } else { None };
+        let full = !first && (self.custom_ids.len() >= self.limits.max_requests || grown > self.close_at);
+        if full {
+            let closed = self.take();
+            self.seen.insert(custom_id.clone());
+            self.pending = Some((custom_id, encoded));
+            return Ok(closed);
+        }
         // Only within one chunk (a closed chunk forgets its ids): the same unit may be
         // retried in a later batch.
         if !self.seen.insert(custom_id.clone()) {
             return Err(BatchError::DuplicateCustomId(custom_id));
         }
         self.append(custom_id, &encoded);
-        Ok(closed)
+        Ok(None)
     }
 
     /// The last, partly filled chunk (`None` when nothing is left).
     pub fn finish(mut self) -> Option<Chunk> {
+        self.take_pending();
         self.take()
     }
 
+    /// The request that closed the last chunk, into the new one.
+    fn take_pending(&mut self) {
+        if let Some((custom_id, encoded)) = self.pending.take() {
+            self.append(custom_id, &encoded);
+        }
+    }
+
     fn append(&mut self, custom_id: String, encoded: &[u8]) {
+        if self.custom_ids.is_empty() {
+            // A new chunk: its buffer at its full size at once (see the module doc).
+            let size = (self.close_at as usize).max(encoded.len() + self.envelope.open.len() + 8);
+            self.body = Vec::with_capacity(size + HEADROOM);
+            self.body.extend_from_slice(self.envelope.open);
+        }
         if self.envelope == Envelope::JSONL {
             self.body.extend_from_slice(encoded);
             self.body.push(b'\n');
@@ -140,7 +189,7 @@ impl Chunker {
         if self.custom_ids.is_empty() {
             return None;
         }
-        let mut body = std::mem::replace(&mut self.body, self.envelope.open.to_vec());
+        let mut body = std::mem::take(&mut self.body);
         body.extend_from_slice(self.envelope.close);
         self.seen.clear();
         Some(Chunk {
@@ -231,6 +280,44 @@ mod tests {
         let last = chunker.finish().unwrap();
         assert_eq!(last.custom_ids, ["ok"]);
         assert_eq!(last.body, b"{\"requests\":[1]}");
+    }
+
+    #[test]
+    fn a_chunk_is_closed_at_the_in_memory_size_below_the_provider_limit() {
+        // Requests of 1 MB against Anthropic's 256 MB: 31 to a chunk, not 255.
+        let mut chunker = Chunker::new(Envelope::JSON_REQUESTS, BatchLimits::ANTHROPIC);
+        let mut chunks = Vec::new();
+        for i in 0..40 {
+            chunks.extend(chunker.push(format!("r{i}"), vec![b'1'; 1_000_000]).unwrap());
+        }
+        chunks.extend(chunker.finish());
+        let sizes: Vec<usize> = chunks.iter().map(Chunk::len).collect();
+        assert_eq!(sizes, [31, 9]);
+        assert!(chunks.iter().all(|c| c.body.len() as u64 <= IN_MEMORY_BYTES));
+        // The buffer was allocated once, never grown.
+        assert!(chunks[0].body.capacity() >= chunks[0].body.len() + HEADROOM - 2);
+        // A request larger than that, but within the provider's limit, has a chunk of its own.
+        let mut chunker = Chunker::new(Envelope::JSONL, BatchLimits::OPENAI);
+        assert_eq!(chunker.push("small".into(), b"1".to_vec()).unwrap(), None);
+        let big = vec![b'2'; IN_MEMORY_BYTES as usize + 10];
+        let first = chunker.push("big".into(), big).unwrap().unwrap();
+        assert_eq!(first.custom_ids, ["small"]);
+        assert_eq!(chunker.finish().unwrap().custom_ids, ["big"]);
+    }
+
+    #[test]
+    fn the_requests_of_a_chunk_may_be_limited_further() {
+        let mut chunker = Chunker::new(Envelope::JSONL, limits(3, 1_000_000));
+        chunker.limit_requests(2);
+        let mut chunks = push_all(&mut chunker, 5, 10);
+        chunks.extend(chunker.finish());
+        assert_eq!(chunks.iter().map(Chunk::len).collect::<Vec<_>>(), [2, 2, 1]);
+        // Never above the provider's.
+        let mut chunker = Chunker::new(Envelope::JSONL, limits(3, 1_000_000));
+        chunker.limit_requests(10);
+        let mut chunks = push_all(&mut chunker, 5, 10);
+        chunks.extend(chunker.finish());
+        assert_eq!(chunks.iter().map(Chunk::len).collect::<Vec<_>>(), [3, 2]);
     }
 
     #[test]

@@ -203,6 +203,10 @@ pub struct BatchState {
     pub result_files: Vec<String>,
     /// Why the provider refused the batch (OpenAI `errors`), one line each.
     pub errors: Vec<String>,
+    /// OpenAI refused the batch because the tokens enqueued for the model would pass the
+    /// account's limit (`token_limit_exceeded`): nothing ran, and the same requests may be
+    /// submitted again, in smaller batches or once other batches have ended.
+    pub over_token_limit: bool,
 }
 
 impl BatchState {
@@ -432,18 +436,24 @@ pub struct SubmitReport {
     pub rejected: Vec<(String, BatchError)>,
 }
 
-/// Submits `items` in as many batches as the limits need. `record` is called with each
-/// batch as soon as it exists, before the next is submitted: the caller writes it to the
-/// run store there. When `record` fails the batch is canceled and the error returned
-/// (the batches recorded before it stand). A failed submission returns its error; the
-/// batches submitted before it were recorded.
-pub async fn submit_all<I, R>(api: &dyn BatchApi, items: I, mut record: R) -> Result<SubmitReport, BatchError>
+/// [`submit_all`] with at most `max_requests` requests a batch (when given; below the
+/// provider's limit): requests refused for the account's enqueued-token limit go again in
+/// smaller batches.
+pub async fn submit_all_within<I, R>(
+    api: &dyn BatchApi,
+    items: I,
+    max_requests: Option<usize>,
+    mut record: R,
+) -> Result<SubmitReport, BatchError>
 where
     I: IntoIterator<Item = BatchItem>,
     R: FnMut(&Submitted) -> Result<(), String>,
 {
     let mut report = SubmitReport::default();
     let mut chunker = api.chunker();
+    if let Some(n) = max_requests {
+        chunker.limit_requests(n);
+    }
     for item in items {
         let encoded = match api.encode(&item) {
             Ok(encoded) => encoded,
@@ -463,6 +473,19 @@ where
         submit_one(api, last, &mut record, &mut report).await?;
     }
     Ok(report)
+}
+
+/// Submits `items` in as many batches as the limits need. `record` is called with each
+/// batch as soon as it exists, before the next is submitted: the caller writes it to the
+/// run store there. When `record` fails the batch is canceled and the error returned
+/// (the batches recorded before it stand). A failed submission returns its error; the
+/// batches submitted before it were recorded.
+pub async fn submit_all<I, R>(api: &dyn BatchApi, items: I, record: R) -> Result<SubmitReport, BatchError>
+where
+    I: IntoIterator<Item = BatchItem>,
+    R: FnMut(&Submitted) -> Result<(), String>,
+{
+    submit_all_within(api, items, None, record).await
 }
 
 async fn submit_one<R>(
@@ -521,6 +544,13 @@ impl Default for PollSchedule {
     fn default() -> Self {
         PollSchedule::DEFAULT
     }
+}
+
+/// The server of a base URL as batches are recorded with it and messages name it: the URL
+/// without a trailing slash and without credentials. A resume compares it with the server
+/// each batch was recorded at.
+pub fn server_name(base_url: &str) -> String {
+    crate::secret::redact_url(base_url.trim_end_matches('/')).into_owned()
 }
 
 /// Whether `id` is a custom id both providers take: 1 to 64 of `[A-Za-z0-9_-]`.

@@ -280,6 +280,10 @@ fn state(batch: &Value) -> Result<BatchState, String> {
                 .collect()
         })
         .unwrap_or_default();
+    let over_token_limit = batch
+        .pointer("/errors/data")
+        .and_then(Value::as_array)
+        .is_some_and(|errors| errors.iter().any(|e| text(e, "code") == Some("token_limit_exceeded")));
     Ok(BatchState {
         batch_id: batch_id.to_string(),
         status,
@@ -287,6 +291,7 @@ fn state(batch: &Value) -> Result<BatchState, String> {
         counts,
         result_files,
         errors,
+        over_token_limit,
     })
 }
 
@@ -423,6 +428,11 @@ mod tests {
             s.errors,
             ["The batch has more than 50000 requests. (too_many_requests)"]
         );
+        assert!(!s.over_token_limit);
+        let queue_full = json!({"id": "batch_3", "status": "failed", "errors": {"object": "list", "data": [
+            {"code": "token_limit_exceeded", "message": "Enqueued token limit reached for gpt-4.1-mini.",
+             "line": null}]}});
+        assert!(state(&queue_full).unwrap().over_token_limit);
     }
 
     #[test]

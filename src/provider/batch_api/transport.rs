@@ -10,7 +10,7 @@ use super::{BatchError, BatchLimits, BatchTimeouts};
 use crate::provider::http::{authorized, client, root_cause, versioned_base, Wire};
 use crate::provider::status::classify_status;
 use crate::provider::{CallError, ErrorKind, HttpConfig, ProviderKind};
-use crate::secret::{redact_url, ApiKey, Redactor};
+use crate::secret::{ApiKey, Redactor};
 
 /// What a 404 (or 405, 501) means for a call.
 #[derive(Debug, Clone, Copy)]
@@ -42,7 +42,7 @@ impl Transport {
             kind: config.kind,
             http: client().map_err(BatchError::Setup)?,
             base: versioned_base(&config.base_url),
-            server: redact_url(config.base_url.trim_end_matches('/')).into_owned(),
+            server: super::server_name(&config.base_url),
             api_key: config.api_key.clone(),
             redactor: Redactor::new(config.api_key.iter()),
             wire: Wire::new(config),

@@ -11,7 +11,9 @@
 //!
 //! A batch advances when it is polled: by default it has ended at its first poll;
 //! [`BatchProgress`] spreads the work over several polls or over time, or holds it (to
-//! cancel it). Each request is answered, when its turn comes, exactly as the realtime
+//! cancel it), for every batch or from the k-th submission on
+//! ([`MockLlm::set_batch_progress_from`]). [`MockLlm::forget_batches`] makes the mock forget
+//! its batches (a 404 for each, as for a deleted batch or another key's). Each request is answered, when its turn comes, exactly as the realtime
 //! endpoint would answer it (same reply rule, same usage and prompt cache), unless a
 //! [`BatchFault`] queued for a needle in its body says otherwise. Results come in a
 //! shuffled order (by a hash of the custom id). Submissions above the limits
@@ -76,6 +78,11 @@ struct Inner {
     max_requests: usize,
     max_bytes: usize,
     progress: BatchProgress,
+    /// OpenAI's enqueued-token limit, counted in requests: a batch that would pass it fails
+    /// at validation with `token_limit_exceeded`.
+    queue_limit: Option<usize>,
+    /// From the k-th submission (1-based) on, batches advance this way instead.
+    progress_from: Option<(usize, BatchProgress)>,
     faults: Vec<(String, VecDeque<BatchFault>)>,
     files: HashMap<String, Vec<u8>>,
     batches: Vec<MockBatch>,
@@ -99,6 +106,8 @@ impl Default for Inner {
             max_requests: 100_000,
             max_bytes: 256_000_000,
             progress: BatchProgress::AfterPolls(1),
+            progress_from: None,
+            queue_limit: None,
             faults: Vec::new(),
             files: HashMap::new(),
             batches: Vec::new(),
@@ -133,6 +142,8 @@ enum Outcome {
 
 struct MockBatch {
     id: String,
+    /// 1 for the first submission accepted.
+    ordinal: usize,
     api: Api,
     created: Instant,
     polls: u32,
@@ -141,8 +152,8 @@ struct MockBatch {
     outcomes: Vec<Outcome>,
     cancel_requested: bool,
     finished: bool,
-    /// OpenAI: refused at validation (`failed`), with why.
-    failed: Option<String>,
+    /// OpenAI: refused at validation (`failed`), with the error code and why.
+    failed: Option<(&'static str, String)>,
     input_file_id: Option<String>,
     output_file_id: Option<String>,
     error_file_id: Option<String>,
@@ -165,6 +176,31 @@ impl MockLlm {
     /// How batches advance (default: done at the first poll).
     pub fn set_batch_progress(&self, progress: BatchProgress) {
         self.state.batches.lock().progress = progress;
+    }
+
+    /// How batches advance from the `k`-th submission (1-based) on; the earlier ones as
+    /// [`MockLlm::set_batch_progress`] says.
+    pub fn set_batch_progress_from(&self, k: usize, progress: BatchProgress) {
+        self.state.batches.lock().progress_from = Some((k, progress));
+    }
+
+    /// OpenAI batches fail at validation with `token_limit_exceeded` when the requests of
+    /// the batches not ended yet and theirs pass `requests` (the account's enqueued-token
+    /// limit, counted in requests).
+    pub fn set_batch_queue_limit(&self, requests: usize) {
+        self.state.batches.lock().queue_limit = Some(requests);
+    }
+
+    /// Numbers the next batches (and files) from `n` on: two mocks in one test then never
+    /// hand out the same batch id, as two real providers never do.
+    pub fn number_batches_from(&self, n: u64) {
+        self.state.batches.lock().next_id = n;
+    }
+
+    /// Forgets every batch: polls, results and cancels of them get a 404, as for a batch
+    /// deleted at the provider or submitted under another API key.
+    pub fn forget_batches(&self) {
+        self.state.batches.lock().batches.clear();
     }
 
     /// Requests of a batch whose body contains `needle` get these faults, one each, in
@@ -364,7 +400,7 @@ fn anthropic_create(state: &State, req: &Request) -> Response {
     let id = format!("msgbatch_mock_{}", inner.next_id);
     inner.next_id += 1;
     let mut batch = new_batch(&mut inner, id, api, parsed, None);
-    if inner.progress == BatchProgress::AfterPolls(0) {
+    if inner.progress == BatchProgress::AfterPolls(0) && inner.progress_from.is_none() {
         advance(state, &mut inner, &mut batch);
     }
     let view = anthropic_view(&batch, req);
@@ -380,6 +416,7 @@ fn new_batch(
     input_file_id: Option<String>,
 ) -> MockBatch {
     inner.submissions += 1;
+    let ordinal = inner.submissions;
     for (custom_id, body) in &requests {
         inner.recorded.push(BatchRequestRecorded {
             batch_id: id.clone(),
@@ -389,6 +426,7 @@ fn new_batch(
     }
     MockBatch {
         id,
+        ordinal,
         api,
         created: Instant::now(),
         polls: 0,
@@ -518,8 +556,24 @@ fn openai_create(state: &State, req: &Request) -> Response {
             }
         }
     }
+    let mut failure = failure.map(|reason| ("invalid_batch", reason));
     if failure.is_none() && requests.len() > inner.max_requests {
-        failure = Some(format!("too_many_requests: more than {} requests", inner.max_requests));
+        let reason = format!("too_many_requests: more than {} requests", inner.max_requests);
+        failure = Some(("invalid_batch", reason));
+    }
+    if let (None, Some(limit)) = (&failure, inner.queue_limit) {
+        // The account's enqueued-token limit, counted in requests: those of the batches not
+        // ended yet, and this one's.
+        let enqueued: usize = inner
+            .batches
+            .iter()
+            .filter(|b| b.api == api && !b.finished)
+            .map(|b| b.requests.len())
+            .sum();
+        if enqueued + requests.len() > limit {
+            let reason = format!("mock: enqueued token limit reached ({enqueued} enqueued, limit {limit})");
+            failure = Some(("token_limit_exceeded", reason));
+        }
     }
     let id = format!("batch_mock_{}", inner.next_id);
     inner.next_id += 1;
@@ -532,7 +586,7 @@ fn openai_create(state: &State, req: &Request) -> Response {
     } else {
         new_batch(&mut inner, id, api, requests, Some(file_id.to_string()))
     };
-    if inner.progress == BatchProgress::AfterPolls(0) {
+    if inner.progress == BatchProgress::AfterPolls(0) && inner.progress_from.is_none() {
         advance(state, &mut inner, &mut batch);
     }
     let view = openai_view(&batch, "validating");
@@ -546,10 +600,14 @@ fn advance(state: &State, inner: &mut Inner, batch: &mut MockBatch) {
         return;
     }
     let total = batch.requests.len();
+    let progress = match inner.progress_from {
+        Some((k, progress)) if batch.ordinal >= k => progress,
+        _ => inner.progress,
+    };
     let target = if batch.cancel_requested {
         batch.outcomes.len()
     } else {
-        match inner.progress {
+        match progress {
             BatchProgress::AfterPolls(0) => total,
             BatchProgress::AfterPolls(n) => total * batch.polls.min(n) as usize / n as usize,
             BatchProgress::AfterTime(d) => {
@@ -786,8 +844,8 @@ fn openai_view(batch: &MockBatch, running: &str) -> Value {
     } else {
         running
     };
-    let errors = batch.failed.as_ref().map(|reason| {
-        json!({"object": "list", "data": [{"code": "invalid_batch", "message": reason, "param": null, "line": null}]})
+    let errors = batch.failed.as_ref().map(|(code, reason)| {
+        json!({"object": "list", "data": [{"code": code, "message": reason, "param": null, "line": null}]})
     });
     json!({
         "id": batch.id,
