@@ -206,18 +206,23 @@ impl RunDir {
 
     /// Creates the run's directory (or takes over `output_dir`) and proves it writable.
     pub fn create(rlm_dir: &Path, output_dir: Option<&Path>, redactor: Redactor) -> Result<Self, RlmError> {
-        Self::create_unique(rlm_dir, output_dir, redactor, &|_| Ok(false))
+        Self::create_unique(rlm_dir, output_dir, redactor, &|_| Ok(false), &|_| Ok(()))
     }
 
     /// [`RunDir::create`], with an id that `taken` does not refuse. `taken` is asked about
     /// each candidate id in turn; the task store's [`crate::store::TaskStore::reserve_run_id`]
     /// answers it atomically, so two rlm processes never end up with one id. When it cannot
     /// answer (an error), no id is handed out: the error refuses the run.
+    ///
+    /// `take_over` is asked, with the id of the run an `output_dir` holds, before that run's
+    /// outputs are removed: it refuses when that run still has work at the provider (a
+    /// batch not collected), which taking its directory would abandon.
     pub fn create_unique(
         rlm_dir: &Path,
         output_dir: Option<&Path>,
         redactor: Redactor,
         taken: &dyn Fn(&str) -> Result<bool, RlmError>,
+        take_over: &dyn Fn(&str) -> Result<(), RlmError>,
     ) -> Result<Self, RlmError> {
         let timestamp = jiff::Timestamp::now().strftime("%Y-%m-%d-%H%M%S").to_string();
         fs_err::create_dir_all(rlm_dir)?;
@@ -226,6 +231,9 @@ impl RunDir {
                 // Refused before anything is written in it; locked before anything is removed.
                 check_usable(dir)?;
                 let lock = Arc::new(RunLock::acquire(dir)?);
+                if let Some(earlier) = marked_run(dir) {
+                    take_over(&earlier)?;
+                }
                 clear_outputs(dir, Keep::Nothing)?;
                 let run_id = unique_id(&timestamp, |id| {
                     if rlm_dir.join(id).exists() || rlm_dir.join(format!("{id}-report.md")).exists() {
@@ -567,8 +575,10 @@ mod tests {
         let rlm = tempfile::tempdir().unwrap();
         let broken = |_: &str| Err(RlmError::Store("the store is busy".into()));
         for output_dir in [None, Some(rlm.path().join("out"))] {
-            let err =
-                RunDir::create_unique(rlm.path(), output_dir.as_deref(), Redactor::default(), &broken).unwrap_err();
+            let err = RunDir::create_unique(rlm.path(), output_dir.as_deref(), Redactor::default(), &broken, &|_| {
+                Ok(())
+            })
+            .unwrap_err();
             assert!(err.to_string().contains("busy"), "{err}");
         }
         assert!(
@@ -611,7 +621,7 @@ mod tests {
         let first_id = first.run_id.clone();
         drop(first);
         let taken = |id: &str| Ok(id == first_id);
-        let second = RunDir::create_unique(rlm.path(), Some(&out), Redactor::default(), &taken).unwrap();
+        let second = RunDir::create_unique(rlm.path(), Some(&out), Redactor::default(), &taken, &|_| Ok(())).unwrap();
         second.write("a.result.md", "the second run's").unwrap();
         assert_eq!(marked_run(&out).as_deref(), Some(second.run_id.as_str()));
         let second_id = second.run_id.clone();

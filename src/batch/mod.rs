@@ -209,6 +209,7 @@ fn open_run_dir(settings: &BatchSettings, plan: &Plan, printer: &Printer) -> Res
                 settings.output.output_dir.as_deref(),
                 settings.redactor(),
                 &taken,
+                &|earlier| batches_left_at_the_provider(store.as_ref(), earlier),
             )?;
             pending::ready(settings, &plan.cache, &run_dir.dir)?;
             run_dir
@@ -220,6 +221,33 @@ fn open_run_dir(settings: &BatchSettings, plan: &Plan, printer: &Printer) -> Res
     }
     tracing::debug!(dir = %run_dir.dir.display(), "run directory ready");
     Ok((run_dir, warnings))
+}
+
+/// Refuses to take over the directory of run `earlier` while batches of it are still at the
+/// provider (submitted, not collected): its results would have nowhere to go, and the
+/// batches would run on, paid for, with nobody to collect them.
+fn batches_left_at_the_provider(store: Option<&TaskStore>, earlier: &str) -> Result<(), RlmError> {
+    let Some(store) = store else { return Ok(()) };
+    let run = RunId::from(earlier);
+    let waiting = store
+        .batch_submissions(&run)
+        .map_err(|e| {
+            RlmError::Store(format!(
+                "cannot read the batches of run {earlier} in the task store: {e}"
+            ))
+        })?
+        .into_iter()
+        .filter(|b| b.collected_at.is_none())
+        .count();
+    if waiting == 0 {
+        return Ok(());
+    }
+    Err(RlmError::InUse(format!(
+        "the output directory holds run {earlier}, which has {waiting} batch{} still at the provider: \
+         `rlm resume {earlier}` collects {them}, `rlm cancel {earlier}` cancels {them}; or pass another --output-dir",
+        if waiting == 1 { "" } else { "es" },
+        them = if waiting == 1 { "it" } else { "them" },
+    )))
 }
 
 /// What a run brings to its start besides its plan.

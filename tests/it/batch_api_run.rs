@@ -85,6 +85,66 @@ fn results(p: &Project) -> usize {
 }
 
 #[test]
+fn a_new_run_does_not_take_over_a_directory_whose_batch_is_still_at_the_provider() {
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::Held);
+    let p = ts_project(5);
+    let url = mock.url();
+    let running = rlm_fast(&p, &batch_api_args(&url, &[])).spawn();
+    assert!(
+        wait_until(Duration::from_secs(30), || mock.batch_polls() >= 1),
+        "the run submits and polls"
+    );
+    running.signal("KILL");
+    let _ = running.wait();
+    let marker = p.read("out/.rlm-run");
+
+    // The same -o, realtime or not: taking it over would abandon the batch, paid for.
+    let out = rlm_fast(
+        &p,
+        &[
+            "batch",
+            "src/*.ts",
+            "Other {file}",
+            "--base-url",
+            &url,
+            "-o",
+            "out",
+            "--yes",
+        ],
+    )
+    .run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("still at the provider") && out.stderr.contains("rlm resume batch-"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(mock.requests(), 0, "nothing was sent");
+    assert_eq!(p.read("out/.rlm-run"), marker, "the directory is still the first run's");
+
+    // Once collected, the directory is free again.
+    mock.set_batch_progress(BatchProgress::AfterPolls(1));
+    rlm_fast(&p, &["resume", "--yes"]).run().assert_exit(0);
+    let out = rlm_fast(
+        &p,
+        &[
+            "batch",
+            "src/*.ts",
+            "Other {file}",
+            "--base-url",
+            &url,
+            "-o",
+            "out",
+            "--yes",
+        ],
+    )
+    .run();
+    out.assert_exit(0);
+    assert_eq!(mock.batch_submissions(), 1);
+}
+
+#[test]
 fn kill_9_while_waiting_then_resume_polls_the_same_batch_and_never_submits_again() {
     let mock = MockLlm::start();
     mock.set_batch_progress(BatchProgress::Held);
