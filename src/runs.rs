@@ -142,7 +142,7 @@ pub fn resume(mut args: ResumeArgs, color: ColorArg, env: &Environment) -> Resul
         }));
     }
     let mut batch = batch_args_of(&run)?;
-    restore_base_url(&run, &mut batch, args.base_url.take())?;
+    restore_base_url(&run, &mut batch, args.base_url.take(), "resume")?;
     let owner = run.owner.as_ref().filter(|_| run.is_owned()).map(|o| o.pid);
     let lock = RunLock::acquire_for_resume(&run.output_dir, run.id.as_str(), owner)?;
     // Under the lock, so the run that took the directory over (if one did) cannot be
@@ -234,6 +234,7 @@ fn restore_base_url(
     run: &RunSummary,
     batch: &mut crate::cli::BatchArgs,
     given: Option<String>,
+    command: &str,
 ) -> Result<(), RlmError> {
     if let Some(url) = given {
         batch.base_url = Some(url);
@@ -242,7 +243,7 @@ fn restore_base_url(
     if batch.base_url.as_deref().is_some_and(credentials_withheld) {
         return Err(RlmError::Usage(format!(
             "run {} was started with a --base-url that holds credentials, which rlm does not record: pass \
-             --base-url again (rlm resume {} --base-url URL)",
+             --base-url again (rlm {command} {} --base-url URL)",
             run.id, run.id
         )));
     }
@@ -344,6 +345,7 @@ pub fn cancel(args: CancelArgs, color: ColorArg, env: &Environment) -> Result<Ca
         )));
     }
     let mut batch = batch_args_of(&run)?;
+    restore_base_url(&run, &mut batch, args.base_url, "cancel")?;
     batch.yes = true;
     batch.quiet |= args.quiet;
     batch.json |= args.json;

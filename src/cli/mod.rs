@@ -192,6 +192,10 @@ pub struct CancelArgs {
     /// `rlm resume` then sends their requests again, and pays again.
     #[arg(long)]
     pub forget: bool,
+    /// The base URL of the API, replacing the run's: needed again when the run's held
+    /// credentials (`http://user:pass@host`), which are never recorded.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
     /// As for rlm batch.
     #[arg(long, short = 'q')]
     pub quiet: bool,

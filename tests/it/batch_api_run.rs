@@ -231,6 +231,32 @@ fn ctrl_c_while_waiting_says_the_batch_keeps_running_and_status_makes_no_request
 }
 
 #[test]
+fn cancel_of_a_run_with_a_credentialed_base_url_needs_the_url_again() {
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::Held);
+    let p = ts_project(4);
+    let credentialed = mock.url().replacen("http://", "http://alice:gw-secret-pass@", 1);
+    let running = rlm_fast(&p, &batch_api_args(&credentialed, &[])).spawn();
+    assert!(wait_until(Duration::from_secs(30), || mock.batch_polls() >= 1));
+    running.signal("KILL");
+    let _ = running.wait();
+
+    // The recorded URL has no password: canceling with `***` would be refused at a real
+    // gateway, so nothing is sent until the URL is given again.
+    let calls = mock.batch_calls();
+    let refused = rlm_fast(&p, &["cancel"]).run();
+    refused.assert_exit(2);
+    assert!(refused.stderr.contains("rlm cancel batch-"), "{}", refused.stderr);
+    assert!(refused.stderr.contains("--base-url"), "{}", refused.stderr);
+    assert_eq!(mock.batch_calls(), calls, "nothing was sent");
+
+    rlm_fast(&p, &["cancel", "--base-url", &credentialed])
+        .run()
+        .assert_exit(0);
+    assert_eq!(mock.batch_cancels(), 1);
+}
+
+#[test]
 fn cancel_keeps_what_had_finished_and_resume_sends_the_rest() {
     let mock = MockLlm::start();
     mock.set_batch_progress(BatchProgress::HeldAfter(12));
