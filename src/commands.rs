@@ -521,7 +521,7 @@ fn run_skill(action: cli::SkillAction, env: &Environment) -> ExitStatus {
     let outcome = match action {
         cli::SkillAction::Install { user, force } => scope(user).and_then(|scope| {
             let outcomes = skill::install(&scope, force).map_err(|e| match e {
-                skill::SkillError::Io { path, source } => RlmError::io(path, source),
+                skill::SkillError::Io(e) => RlmError::File(e),
                 other => RlmError::Usage(other.to_string()),
             })?;
             let mut text = Vec::new();
@@ -563,7 +563,7 @@ fn run_index(command: cli::IndexCommand) -> ExitStatus {
         Err(index::IndexError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitStatus::Success,
         Err(e) => {
             let kind = match e {
-                index::IndexError::Io { .. } | index::IndexError::Output(_) => "io",
+                index::IndexError::Io(_) | index::IndexError::Output(_) => "io",
                 _ => "usage",
             };
             report_failure(&error_printer(), kind, &e.to_string(), e.exit_status())
@@ -578,7 +578,7 @@ fn run_verify_citations(args: cli::VerifyCitationsArgs) -> ExitStatus {
         Err(citation::CitationError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitStatus::Success,
         Err(e) => {
             let kind = match e {
-                citation::CitationError::Io { .. } | citation::CitationError::Output(_) => "io",
+                citation::CitationError::Io(_) | citation::CitationError::Output(_) => "io",
                 _ => "usage",
             };
             report_failure(&error_printer(), kind, &e.to_string(), e.exit_status())

@@ -89,9 +89,8 @@ impl OutputSchema {
         } else {
             cwd.join(file)
         };
-        let shown = file.display();
-        let text = std::fs::read_to_string(&full)
-            .map_err(|e| RlmError::Usage(format!("cannot read --schema {shown}: {e}: pass a JSON Schema file")))?;
+        let text = fs_err::read_to_string(&full)
+            .map_err(|e| RlmError::Usage(format!("--schema: {e}: pass a JSON Schema file")))?;
         Self::from_text(&text, file)
     }
 

@@ -204,9 +204,9 @@ fn config_hashes(root: &Path, files: &ProjectFiles) -> Result<BTreeMap<String, S
 }
 
 fn read_if_present(path: &Path) -> Result<Option<Vec<u8>>, IndexError> {
-    match std::fs::read(path) {
+    match fs_err::read(path) {
         Ok(b) => Ok(Some(b)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(IndexError::io(path, e)),
+        Err(e) => Err(e.into()),
     }
 }

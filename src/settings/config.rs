@@ -58,10 +58,10 @@ impl ProjectConfig {
     /// Reads `.aiwg/aiwg.config` under `root`; a missing file is an empty config.
     pub fn load(root: &Path) -> Result<Self, RlmError> {
         let path = root.join(".aiwg").join("aiwg.config");
-        let text = match std::fs::read_to_string(&path) {
+        let text = match fs_err::read_to_string(&path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
-            Err(e) => return Err(RlmError::io(path, e)),
+            Err(e) => return Err(e.into()),
         };
         Self::parse(&text).map_err(|msg| {
             RlmError::Config(format!(

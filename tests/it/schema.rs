@@ -186,7 +186,7 @@ fn a_broken_schema_is_a_usage_error_before_anything_is_sent() {
     for (file, needle) in [
         ("broken.json", "--schema broken.json is not JSON"),
         ("odd.json", "--schema odd.json is not a valid JSON Schema"),
-        ("missing.json", "cannot read --schema missing.json"),
+        ("missing.json", "--schema: failed to open file `"),
     ] {
         let out = p
             .rlm(&batch("src/*.ts", &mock.url(), &["--schema", file]))
