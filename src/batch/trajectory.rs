@@ -16,7 +16,7 @@ use crate::secret::Redactor;
 /// The open trajectory file.
 #[derive(Debug)]
 pub struct Trajectory {
-    file: Mutex<std::fs::File>,
+    file: Mutex<fs_err::File>,
     redactor: Redactor,
     failed: AtomicBool,
 }
@@ -38,13 +38,13 @@ impl Trajectory {
     /// Opens PATH for appending (created if missing).
     pub fn open(path: &Path, redactor: Redactor) -> Result<Self, String> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| format!("--save-trajectory {}: {e}", path.display()))?;
+            fs_err::create_dir_all(dir).map_err(|e| format!("--save-trajectory: {e}"))?;
         }
-        let file = std::fs::OpenOptions::new()
+        let file = fs_err::OpenOptions::new()
             .create(true)
             .append(true)
             .open(path)
-            .map_err(|e| format!("--save-trajectory {}: {e}", path.display()))?;
+            .map_err(|e| format!("--save-trajectory: {e}"))?;
         Ok(Trajectory {
             file: Mutex::new(file),
             redactor,
@@ -80,9 +80,7 @@ impl Trajectory {
             .and_then(|mut f| f.write_all(text.as_bytes()));
         match written {
             Ok(()) => None,
-            Err(e) if !self.failed.swap(true, Ordering::Relaxed) => {
-                Some(format!("cannot append to the --save-trajectory file: {e}"))
-            }
+            Err(e) if !self.failed.swap(true, Ordering::Relaxed) => Some(format!("--save-trajectory: {e}")),
             Err(_) => None,
         }
     }

@@ -188,8 +188,8 @@ impl JobDefinition {
     /// Reads and checks a definition file (`.json` as JSON, anything else as TOML).
     pub fn load(path: &Path) -> Result<Self, RlmError> {
         let shown = path.display();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| RlmError::Usage(format!("cannot read the job file {shown}: {e}")))?;
+        let text =
+            fs_err::read_to_string(path).map_err(|e| RlmError::Usage(format!("cannot read the job file: {e}")))?;
         let is_json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
         let definition: JobDefinition = if is_json {
             serde_json::from_str(&text)
@@ -391,7 +391,7 @@ mod tests {
     fn parse(text: &str) -> Result<JobDefinition, String> {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("job.toml");
-        std::fs::write(&path, text).unwrap();
+        fs_err::write(&path, text).unwrap();
         JobDefinition::load(&path).map_err(|e| e.to_string())
     }
 
@@ -447,7 +447,7 @@ mod tests {
     fn json_with_the_same_keys_is_accepted() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("job.json");
-        std::fs::write(
+        fs_err::write(
             &path,
             r#"{"name":"t","input":"x.json","phase":[{"name":"report","kind":"report"}]}"#,
         )

@@ -32,7 +32,7 @@ pub async fn export(args: JobExportArgs, env: &Environment, printer: &Printer) -
         ));
     }
     let text = match args.format {
-        ExportFormatArg::Markdown => match std::fs::read_to_string(dir.report_md()) {
+        ExportFormatArg::Markdown => match fs_err::read_to_string(dir.report_md()) {
             Ok(md) => md,
             Err(_) => report::build(&dir, &record, None)?.markdown,
         },
@@ -212,13 +212,13 @@ async fn post(
             Ok(()) => {
                 printer.progress(&format!("posted on {repo}#{number}"));
                 let line = json!({"number": c["number"], "fingerprint": fingerprint(c)});
-                let appended = std::fs::OpenOptions::new()
+                let appended = fs_err::OpenOptions::new()
                     .create(true)
                     .append(true)
                     .open(dir.posted())
                     .and_then(|mut f| writeln!(f, "{line}"));
                 if let Err(e) = appended {
-                    printer.warn(&format!("cannot record the post in {}: {e}", dir.posted().display()));
+                    printer.warn(&format!("cannot record the post: {e}"));
                 }
             }
             Err(e) => {
@@ -244,7 +244,7 @@ fn fingerprint(c: &Value) -> String {
 
 /// The fingerprints of the comments posted before.
 fn posted(dir: &JobDir) -> HashSet<String> {
-    std::fs::read_to_string(dir.posted())
+    fs_err::read_to_string(dir.posted())
         .unwrap_or_default()
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())

@@ -56,8 +56,8 @@ pub fn parse_items(text: &str, shown: &str) -> Result<Vec<Value>, RlmError> {
 
 /// The items of a file.
 pub fn read_items_file(path: &Path) -> Result<Vec<Value>, RlmError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| RlmError::Usage(format!("cannot read the job's input {}: {e}", path.display())))?;
+    let text =
+        fs_err::read_to_string(path).map_err(|e| RlmError::Usage(format!("cannot read the job's input: {e}")))?;
     parse_items(&text, &path.display().to_string())
 }
 

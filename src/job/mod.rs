@@ -172,7 +172,7 @@ async fn run_async(command: JobCommand, color: ColorArg, env: &Environment) -> R
             let prompt = match &args.prompt {
                 Some(p) => Some(
                     fs_err::read_to_string(env.cwd.join(p))
-                        .map_err(|e| in_job(RlmError::Usage(format!("cannot read --prompt {}: {e}", p.display()))))?,
+                        .map_err(|e| in_job(RlmError::Usage(format!("--prompt: {e}"))))?,
                 ),
                 None => None,
             };
@@ -226,13 +226,8 @@ async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmErr
     let definition = JobDefinition::load(&path)?;
     let base = path.parent().map_or_else(|| env.cwd.clone(), Path::to_path_buf);
     let read = |p: &Path, what: &str| -> Result<String, RlmError> {
-        std::fs::read_to_string(base.join(p)).map_err(|e| {
-            RlmError::Usage(format!(
-                "{}: cannot read the {what} {}: {e}",
-                path.display(),
-                p.display()
-            ))
-        })
+        fs_err::read_to_string(base.join(p))
+            .map_err(|e| RlmError::Usage(format!("{}: cannot read the {what}: {e}", path.display())))
     };
     let mut texts = Vec::new();
     for phase in &definition.phases {
@@ -315,8 +310,8 @@ async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmErr
 /// `--input`).
 async fn prepare_pr_review(args: &crate::cli::PrReviewArgs, env: &Environment) -> Result<Prepared, RlmError> {
     github::check_repo(&args.repo)?;
-    let vision = std::fs::read_to_string(env.cwd.join(&args.vision))
-        .map_err(|e| RlmError::Usage(format!("cannot read --vision {}: {e}", args.vision.display())))?;
+    let vision =
+        fs_err::read_to_string(env.cwd.join(&args.vision)).map_err(|e| RlmError::Usage(format!("--vision: {e}")))?;
     if vision.trim().is_empty() {
         return Err(RlmError::Usage(format!(
             "--vision {} is empty: describe the project's goals and non-goals",
@@ -325,8 +320,7 @@ async fn prepare_pr_review(args: &crate::cli::PrReviewArgs, env: &Environment) -
     }
     let (text, shown) = match &args.input {
         Some(file) => (
-            std::fs::read_to_string(env.cwd.join(file))
-                .map_err(|e| RlmError::Usage(format!("cannot read --input {}: {e}", file.display())))?,
+            fs_err::read_to_string(env.cwd.join(file)).map_err(|e| RlmError::Usage(format!("--input: {e}")))?,
             file.display().to_string(),
         ),
         None => (
@@ -674,7 +668,7 @@ async fn go_on(
     let printer = Printer::new(settings.printer_mode(), settings.redactor());
     let items: Vec<Value> = read_json(&dir.data(&record.definition.items))?;
     let mut phases = load_phases(&dir, &record)?;
-    let context = std::fs::read_to_string(dir.context()).ok();
+    let context = fs_err::read_to_string(dir.context()).ok();
     // A rerun's changes are made in memory first: a dry run or a refusal changes nothing.
     let mut moves = Vec::new();
     let states_before = record.phases.clone();
@@ -723,7 +717,7 @@ async fn go_on(
     if let Some(r) = &rerun {
         for (from, to) in &moves {
             if from.exists() {
-                std::fs::rename(from, to).map_err(|e| RlmError::io(from, e))?;
+                fs_err::rename(from, to)?;
             }
         }
         if let Some(p) = &r.prompt {
@@ -805,9 +799,9 @@ fn load_phases(dir: &JobDir, record: &JobRecord) -> Result<Vec<ResolvedPhase>, R
         .enumerate()
         .map(|(i, p)| {
             let version = record.phases.get(i).map_or(1, |s| s.prompt_version.max(1));
-            let prompt = std::fs::read_to_string(dir.prompt(i, &p.name, version)).ok();
+            let prompt = fs_err::read_to_string(dir.prompt(i, &p.name, version)).ok();
             let schema_path = dir.schema(i, &p.name);
-            let schema = match std::fs::read_to_string(&schema_path) {
+            let schema = match fs_err::read_to_string(&schema_path) {
                 Ok(text) => Some(OutputSchema::from_text(&text, &schema_path)?),
                 Err(_) => None,
             };
