@@ -3,6 +3,7 @@
 //! `support::mock_llm` where it needs one.
 
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+#![allow(clippy::disallowed_methods)] // std::fs in tests: a failure fails the test, path or not
 
 mod support;
 
