@@ -90,7 +90,7 @@ impl OutputSchema {
             cwd.join(file)
         };
         let text = fs_err::read_to_string(&full)
-            .map_err(|e| RlmError::Usage(format!("--schema: {e}: pass a JSON Schema file")))?;
+            .map_err(|e| RlmError::Input(format!("--schema: {e}: pass a JSON Schema file")))?;
         Self::from_text(&text, file)
     }
 
@@ -98,20 +98,20 @@ impl OutputSchema {
     pub fn from_text(text: &str, path: &Path) -> Result<Self, RlmError> {
         let shown = path.display();
         let value: Value = serde_json::from_str(text).map_err(|e| {
-            RlmError::Usage(format!(
+            RlmError::Input(format!(
                 "--schema {shown} is not JSON (line {}, column {}: {e}): fix the file",
                 e.line(),
                 e.column()
             ))
         })?;
         if !matches!(value, Value::Object(_) | Value::Bool(_)) {
-            return Err(RlmError::Usage(format!(
+            return Err(RlmError::Input(format!(
                 "--schema {shown} is not a JSON Schema (a schema is a JSON object such as \
                  {{\"type\": \"object\", \"properties\": {{…}}}})"
             )));
         }
         let validator = jsonschema::validator_for(&value).map_err(|e| {
-            RlmError::Usage(format!(
+            RlmError::Input(format!(
                 "--schema {shown} is not a valid JSON Schema: {}",
                 one_line(&e.to_string())
             ))

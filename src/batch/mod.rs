@@ -327,7 +327,7 @@ fn start(
         run_dir: run_dir.clone(),
         requests: plan.requests.clone(),
         trajectory: match &settings.exec.trajectory {
-            Some(path) => Some(trajectory::Trajectory::open(path, settings.redactor()).map_err(RlmError::Usage)?),
+            Some(path) => Some(trajectory::Trajectory::open(path, settings.redactor()).map_err(RlmError::Output)?),
             None => None,
         },
         pending: plan.pending.clone(),
@@ -339,7 +339,7 @@ fn start(
         // Batches are recorded in the store before anything waits for them: no store, no
         // batches (the run store reporter said why it could not open it).
         _ if reporters.store.is_none() => {
-            return Err(RlmError::Usage(
+            return Err(RlmError::Store(
                 "--batch-api records each batch in the run store before waiting for it, and the store cannot be \
                  written: nothing was sent"
                     .into(),

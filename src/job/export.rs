@@ -94,7 +94,7 @@ pub fn comments(dir: &JobDir, record: &JobRecord) -> Result<(String, Vec<Value>)
         _ => record.definition.repo.clone(),
     }
     .ok_or_else(|| {
-        RlmError::Usage(format!(
+        RlmError::Input(format!(
             "job {} names no repository: GitHub comments need a job started by rlm job pr-review, or repo = \
              \"OWNER/REPO\" in the job file",
             record.job_id
@@ -103,7 +103,7 @@ pub fn comments(dir: &JobDir, record: &JobRecord) -> Result<(String, Vec<Value>)
     let data = ReportData::load(dir, record)?;
     let reviews: Vec<&Value> = data.reviews().collect();
     if reviews.is_empty() {
-        return Err(RlmError::Usage(format!(
+        return Err(RlmError::Input(format!(
             "job {} has no reviews to comment on: it has no review phase, or that phase has not run (rlm job status {})",
             record.job_id, record.job_id
         )));
@@ -201,7 +201,7 @@ async fn post(
         let mut answer = String::new();
         let _ = std::io::stdin().lock().read_line(&mut answer);
         if !matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
-            return Err(RlmError::Usage("cancelled: nothing was posted".into()));
+            return Err(RlmError::Declined("cancelled: nothing was posted".into()));
         }
     }
     let mut failed = 0;

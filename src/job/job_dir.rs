@@ -62,7 +62,7 @@ impl JobDir {
                 Err(e) => return Err(e.into()),
             }
         }
-        Err(RlmError::Usage(format!(
+        Err(RlmError::Output(format!(
             "cannot find a free job id under {}",
             root.display()
         )))
@@ -72,7 +72,7 @@ impl JobDir {
     pub fn open(cwd: &Path, query: Option<&str>) -> Result<Self, RlmError> {
         let ids = list_ids(cwd)?;
         if ids.is_empty() {
-            return Err(RlmError::Usage(format!(
+            return Err(RlmError::Store(format!(
                 "no jobs in {}: start one with rlm job run JOB.toml or rlm job pr-review OWNER/REPO",
                 jobs_root(cwd).display()
             )));
@@ -85,7 +85,7 @@ impl JobDir {
                 match matching.as_slice() {
                     [one] => (*one).clone(),
                     [] => {
-                        return Err(RlmError::Usage(format!(
+                        return Err(RlmError::Store(format!(
                             "no job '{q}' in {}: rlm job list shows the jobs",
                             jobs_root(cwd).display()
                         )))
@@ -182,7 +182,7 @@ impl JobDir {
     pub fn read_record(&self) -> Result<JobRecord, RlmError> {
         let record: JobRecord = read_json(&self.job_json())?;
         if record.version > RECORD_VERSION {
-            return Err(RlmError::Usage(format!(
+            return Err(RlmError::Store(format!(
                 "{} was written by a newer rlm (format {}, this one reads {RECORD_VERSION}): upgrade rlm",
                 self.job_json().display(),
                 record.version
@@ -244,7 +244,7 @@ fn sort_key(id: &str) -> (String, u32) {
 /// Writes `value` as pretty JSON, atomically (parents created).
 pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<(), RlmError> {
     let mut bytes =
-        serde_json::to_vec_pretty(value).map_err(|e| RlmError::Usage(format!("{}: {e}", path.display())))?;
+        serde_json::to_vec_pretty(value).map_err(|e| RlmError::Output(format!("{}: {e}", path.display())))?;
     bytes.push(b'\n');
     write_bytes(path, &bytes)
 }
@@ -261,7 +261,7 @@ pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), RlmError> {
 /// Reads a JSON file into `T`, naming the file in any error.
 pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, RlmError> {
     let text = fs_err::read_to_string(path)?;
-    serde_json::from_str(&text).map_err(|e| RlmError::Usage(format!("{} is not what rlm wrote: {e}", path.display())))
+    serde_json::from_str(&text).map_err(|e| RlmError::Store(format!("{} is not what rlm wrote: {e}", path.display())))
 }
 
 /// Reads a JSON file when it exists and is whole; `None` otherwise (a batch never

@@ -75,7 +75,7 @@ pub fn run_command(command: JobCommand, color: ColorArg, env: &Environment) -> E
                 runtime.shutdown_timeout(std::time::Duration::from_secs(1));
                 outcome
             }
-            Err(e) => Err(RlmError::Usage(format!("cannot start the async runtime: {e}")).into()),
+            Err(e) => Err(RlmError::System(format!("cannot start the async runtime: {e}")).into()),
         },
     };
     outcome.unwrap_or_else(|failure| failure.report(json))
@@ -154,7 +154,7 @@ async fn run_async(command: JobCommand, color: ColorArg, env: &Environment) -> R
             let in_job = JobFailure::in_job(&dir);
             let record = dir.read_record().map_err(&in_job)?;
             if !record.status.is_unfinished() {
-                return Err(in_job(RlmError::Usage(format!(
+                return Err(in_job(RlmError::Store(format!(
                     "job {} is {}: nothing to resume (rlm job rerun {} --phase N redoes a phase)",
                     record.job_id,
                     record.status.name(),
@@ -172,7 +172,7 @@ async fn run_async(command: JobCommand, color: ColorArg, env: &Environment) -> R
             let prompt = match &args.prompt {
                 Some(p) => Some(
                     fs_err::read_to_string(env.cwd.join(p))
-                        .map_err(|e| in_job(RlmError::Usage(format!("--prompt: {e}"))))?,
+                        .map_err(|e| in_job(RlmError::Input(format!("--prompt: {e}"))))?,
                 ),
                 None => None,
             };
@@ -227,7 +227,7 @@ async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmErr
     let base = path.parent().map_or_else(|| env.cwd.clone(), Path::to_path_buf);
     let read = |p: &Path, what: &str| -> Result<String, RlmError> {
         fs_err::read_to_string(base.join(p))
-            .map_err(|e| RlmError::Usage(format!("{}: cannot read the {what}: {e}", path.display())))
+            .map_err(|e| RlmError::Input(format!("{}: cannot read the {what}: {e}", path.display())))
     };
     let mut texts = Vec::new();
     for phase in &definition.phases {
@@ -236,7 +236,7 @@ async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmErr
             Some(p) => {
                 let text = read(p, "output_schema")?;
                 OutputSchema::from_text(&text, p).map_err(|e| {
-                    RlmError::Usage(format!(
+                    RlmError::Input(format!(
                         "phase {}: {}",
                         phase.name,
                         e.to_string().replace("--schema ", "output_schema ")
@@ -261,23 +261,23 @@ async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmErr
         }
         (None, Some(argv)) => {
             let out = ingest::command_output(argv, &base).await.map_err(|e| match e {
-                crate::process::ProcessError::NotFound { program } => RlmError::Usage(format!(
+                crate::process::ProcessError::NotFound { program } => RlmError::Config(format!(
                     "{}: the job's command {program} is not found (on PATH, or at that path): install it or change \
                      `command` in the job file",
                     path.display()
                 )),
-                crate::process::ProcessError::NotExecutable { program } => RlmError::Usage(format!(
+                crate::process::ProcessError::NotExecutable { program } => RlmError::Config(format!(
                     "{}: the job's command {program} is not executable: chmod +x it or change `command` in the job \
                      file",
                     path.display()
                 )),
-                other => RlmError::Usage(format!("the job's command failed: {other}")),
+                other => RlmError::Input(format!("the job's command failed: {other}")),
             })?;
             let items = ingest::parse_items(&out, &format!("the output of {}", argv.join(" ")))?;
             (items, Source::Command { argv: argv.clone() })
         }
         (None, None) => {
-            return Err(RlmError::Usage(format!(
+            return Err(RlmError::Input(format!(
                 "{}: no items: give `input = \"items.jsonl\"` or `command = [\"program\", \"arg\"]`",
                 path.display()
             )))
@@ -292,7 +292,7 @@ async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmErr
     };
     ingest::check_ids(&items, &definition.id, &shown)?;
     if items.is_empty() {
-        return Err(RlmError::Usage(format!(
+        return Err(RlmError::Input(format!(
             "{shown}: the input has no items: nothing to do"
         )));
     }
@@ -311,16 +311,16 @@ async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmErr
 async fn prepare_pr_review(args: &crate::cli::PrReviewArgs, env: &Environment) -> Result<Prepared, RlmError> {
     github::check_repo(&args.repo)?;
     let vision =
-        fs_err::read_to_string(env.cwd.join(&args.vision)).map_err(|e| RlmError::Usage(format!("--vision: {e}")))?;
+        fs_err::read_to_string(env.cwd.join(&args.vision)).map_err(|e| RlmError::Input(format!("--vision: {e}")))?;
     if vision.trim().is_empty() {
-        return Err(RlmError::Usage(format!(
+        return Err(RlmError::Input(format!(
             "--vision {} is empty: describe the project's goals and non-goals",
             args.vision.display()
         )));
     }
     let (text, shown) = match &args.input {
         Some(file) => (
-            fs_err::read_to_string(env.cwd.join(file)).map_err(|e| RlmError::Usage(format!("--input: {e}")))?,
+            fs_err::read_to_string(env.cwd.join(file)).map_err(|e| RlmError::Input(format!("--input: {e}")))?,
             file.display().to_string(),
         ),
         None => (
@@ -334,7 +334,7 @@ async fn prepare_pr_review(args: &crate::cli::PrReviewArgs, env: &Environment) -
     }
     ingest::check_ids(&items, "number", &shown)?;
     if items.is_empty() {
-        return Err(RlmError::Usage(format!(
+        return Err(RlmError::Input(format!(
             "{}: no open pull requests: nothing to review",
             args.repo
         )));
@@ -418,7 +418,7 @@ fn refuse_blocked(
         return Ok(());
     }
     match blockers(settings, definition, record, texts)?.into_iter().next() {
-        Some(blocker) => Err(RlmError::Usage(blocker)),
+        Some(blocker) => Err(RlmError::Config(blocker)),
         None => Ok(()),
     }
 }
@@ -545,7 +545,7 @@ async fn start(prepared: Prepared, settings: JobSettings) -> Result<ExitStatus, 
         return Ok(ExitStatus::Success);
     };
     let cache = Cache::new(&settings.rlm_dir());
-    cache.prepare().map_err(|e| RlmError::Usage(e.to_string()))?;
+    cache.prepare().map_err(|e| RlmError::Cache(e.to_string()))?;
     let dir = JobDir::create(&settings.cwd)?;
     let created = Created {
         definition,
@@ -711,7 +711,7 @@ async fn go_on(
         return Ok(ExitStatus::Success);
     }
     let cache = Cache::new(&settings.rlm_dir());
-    cache.prepare().map_err(|e| RlmError::Usage(e.to_string()))?;
+    cache.prepare().map_err(|e| RlmError::Cache(e.to_string()))?;
     // Claim the job before touching its files: another rlm may be working on it.
     let store = StoreLink::open(&settings, &dir, false, &printer)?;
     if let Some(r) = &rerun {
@@ -917,7 +917,7 @@ fn latest_unfinished(cwd: &Path) -> Result<JobDir, RlmError> {
             return Ok(dir);
         }
     }
-    Err(RlmError::Usage(
+    Err(RlmError::Store(
         "no unfinished job in this directory: rlm job list shows the jobs (name one to resume it)".into(),
     ))
 }

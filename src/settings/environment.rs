@@ -34,7 +34,7 @@ impl Environment {
     pub fn from_process() -> Result<Self, RlmError> {
         use std::io::IsTerminal;
         let cwd =
-            std::env::current_dir().map_err(|e| RlmError::Usage(format!("cannot read the current directory: {e}")))?;
+            std::env::current_dir().map_err(|e| RlmError::System(format!("cannot read the current directory: {e}")))?;
         Ok(Environment {
             // Non-UTF-8 values are skipped rather than aborting the run.
             vars: std::env::vars_os()

@@ -172,7 +172,7 @@ pub(super) fn current_depth(env: &Environment) -> Result<u32, RlmError> {
     match env.var("RLM_DEPTH") {
         None => Ok(0),
         Some(v) => v.trim().parse::<u32>().map_err(|_| {
-            RlmError::Usage(format!(
+            RlmError::Config(format!(
                 "RLM_DEPTH='{v}' is not a whole number: unset it, or set it to 0"
             ))
         }),
