@@ -13,6 +13,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::answer::json::NoJson;
 use crate::error::RlmError;
 use crate::hash::sha256_hex;
 
@@ -46,7 +47,7 @@ impl std::fmt::Debug for OutputSchema {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Rejection {
     /// No JSON value could be read from the answer.
-    NotJson(String),
+    NotJson(NoJson),
     /// JSON, but not what the schema allows (one line per error, at most [`MAX_ERRORS`]).
     Invalid(Vec<String>),
 }
@@ -230,20 +231,23 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(s.check("no json here"), Err(Rejection::NotJson(_))));
-        let retry = s.retry_message("U", "bad", &Rejection::NotJson("x".into()));
+        let not_json = s.check("no json here").unwrap_err();
+        assert!(matches!(not_json, Rejection::NotJson(_)));
+        let retry = s.retry_message("U", "bad", &not_json);
         assert!(retry.starts_with("U\n") && retry.contains("bad") && retry.contains("- the answer is not"));
     }
 
     #[test]
-    fn broken_schemas_are_usage_errors() {
+    fn broken_schemas_are_input_errors() {
         let p = Path::new("s.json");
         for (text, needle) in [
             ("{", "is not JSON"),
             ("[1]", "is not a JSON Schema"),
             (r#"{"type": "no-such-type"}"#, "not a valid JSON Schema"),
         ] {
-            let e = OutputSchema::from_text(text, p).unwrap_err().to_string();
+            let e = OutputSchema::from_text(text, p).unwrap_err();
+            assert_eq!(e.kind(), "input", "{e}");
+            let e = e.to_string();
             assert!(e.contains("--schema s.json") && e.contains(needle), "{e}");
             assert!(!e.contains('\n'), "{e}");
         }

@@ -13,6 +13,7 @@
 //! `rlm merge` ([`run_merged`]) is the same flow with the execution stage replaced: the
 //! units are answered by other runs of the plan ([`served`]).
 
+mod aggregate_failure;
 mod aggregate_stage;
 mod answers;
 mod batch_api_run;
@@ -327,7 +328,10 @@ fn start(
         run_dir: run_dir.clone(),
         requests: plan.requests.clone(),
         trajectory: match &settings.exec.trajectory {
-            Some(path) => Some(trajectory::Trajectory::open(path, settings.redactor()).map_err(RlmError::Output)?),
+            Some(path) => Some(
+                trajectory::Trajectory::open(path, settings.redactor())
+                    .map_err(|e| RlmError::Output(format!("--save-trajectory: {e}")))?,
+            ),
             None => None,
         },
         pending: plan.pending.clone(),

@@ -35,16 +35,12 @@ pub struct CallRecord<'a> {
 }
 
 impl Trajectory {
-    /// Opens PATH for appending (created if missing).
-    pub fn open(path: &Path, redactor: Redactor) -> Result<Self, String> {
+    /// Opens PATH for appending (created if missing; the error names the path).
+    pub fn open(path: &Path, redactor: Redactor) -> std::io::Result<Self> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            fs_err::create_dir_all(dir).map_err(|e| format!("--save-trajectory: {e}"))?;
+            fs_err::create_dir_all(dir)?;
         }
-        let file = fs_err::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|e| format!("--save-trajectory: {e}"))?;
+        let file = fs_err::OpenOptions::new().create(true).append(true).open(path)?;
         Ok(Trajectory {
             file: Mutex::new(file),
             redactor,

@@ -178,7 +178,7 @@ fn the_cache_is_keyed_by_the_schema() {
 }
 
 #[test]
-fn a_broken_schema_is_a_usage_error_before_anything_is_sent() {
+fn a_broken_schema_is_an_input_error_before_anything_is_sent() {
     let mock = MockLlm::start();
     let p = project()
         .file("broken.json", "{\"type\": ")
