@@ -534,7 +534,7 @@ fn unique_labels(mut labels: Vec<String>, drafts: &[Draft]) -> Vec<String> {
         }
     }
     let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    for label in labels.iter_mut() {
+    for label in &mut labels {
         let n = seen.entry(label.clone()).or_default();
         *n += 1;
         if *n > 1 {

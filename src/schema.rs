@@ -34,6 +34,8 @@ pub struct OutputSchema {
     validator: Arc<jsonschema::Validator>,
 }
 
+// The schema and its compiled validator are large; the path and hash name it.
+#[allow(clippy::missing_fields_in_debug)]
 impl std::fmt::Debug for OutputSchema {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OutputSchema")

@@ -265,7 +265,10 @@ fn start(
         &run_dir.run_id,
         settings.provider.depth,
         settings.redactor(),
-        settings.resume.as_ref().map(|t| t.event_fields()),
+        settings
+            .resume
+            .as_ref()
+            .map(super::settings::ResumeTarget::event_fields),
     ) {
         Ok(log) => Some(log),
         Err(e) => {
@@ -342,14 +345,14 @@ fn start(
         Delivery::Realtime => None,
         // Batches are recorded in the store before anything waits for them: no store, no
         // batches (the run store reporter said why it could not open it).
-        _ if reporters.store.is_none() => {
+        Delivery::BatchApi { .. } if reporters.store.is_none() => {
             return Err(RlmError::Store(
                 "--batch-api records each batch in the run store before waiting for it, and the store cannot be \
                  written: nothing was sent"
                     .into(),
             ))
         }
-        delivery => Some(Box::new(BatchApiRun::start(
+        delivery @ Delivery::BatchApi { .. } => Some(Box::new(BatchApiRun::start(
             settings,
             &plan.model,
             RunId::from(run_dir.run_id.as_str()),

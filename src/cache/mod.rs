@@ -228,7 +228,7 @@ impl Cache {
     /// Whether an earlier [`Cache::prepare`] left nothing behind (for tests).
     #[cfg(test)]
     fn temp_files(&self) -> usize {
-        fs_err::read_dir(self.temp_dir()).map_or(0, |d| d.count())
+        fs_err::read_dir(self.temp_dir()).map_or(0, Iterator::count)
     }
 }
 

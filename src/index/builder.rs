@@ -138,7 +138,7 @@ pub fn build(root: &Path) -> Result<(ProjectIndex, BuildReport), IndexError> {
         .collect();
     let mut edges = resolve_all(root, &sources, &files.configs);
     drop(sources);
-    for (path, record) in records.iter_mut() {
+    for (path, record) in &mut records {
         record.edges = edges.remove(path).unwrap_or_default();
     }
     let index = ProjectIndex {

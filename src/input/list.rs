@@ -132,7 +132,7 @@ pub fn resolve_list(
             Ok(m) if m.is_dir() => skipped.push(entry("a directory: list files, not directories".into())),
             Ok(m) => unreadable.push(entry(format!(
                 "not a regular file ({}): not read",
-                special_kind(&m.file_type())
+                special_kind(m.file_type())
             ))),
             Err(e) => unreadable.push(entry(format!("cannot be read: {e}"))),
         }

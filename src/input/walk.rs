@@ -171,7 +171,7 @@ impl Walk<'_> {
                 // Never opened: a FIFO blocks its reader.
                 found.unreadable.push(SkippedFile {
                     path: display,
-                    reason: format!("not a regular file ({}): not read", special_kind(&file_type)),
+                    reason: format!("not a regular file ({}): not read", special_kind(file_type)),
                 });
             }
         }
@@ -331,7 +331,7 @@ fn walk_error(e: &ignore::Error) -> (Option<PathBuf>, String) {
     }
 }
 
-pub(super) fn special_kind(t: &std::fs::FileType) -> &'static str {
+pub(super) fn special_kind(t: std::fs::FileType) -> &'static str {
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt;
@@ -351,7 +351,7 @@ pub(super) fn special_kind(t: &std::fs::FileType) -> &'static str {
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Whether `dir` is `excluded` (a canonical path); only a directory of the same name is

@@ -48,7 +48,7 @@ pub async fn pr_list(repo: &str, limit: Option<u32>, cwd: &Path) -> Result<Strin
         PR_FIELDS,
     ]
     .iter()
-    .map(|s| s.to_string())
+    .map(ToString::to_string)
     .collect();
     let spec = CommandSpec {
         cwd: Some(cwd.to_path_buf()),
@@ -65,7 +65,7 @@ pub async fn pr_list(repo: &str, limit: Option<u32>, cwd: &Path) -> Result<Strin
 pub async fn pr_comment(repo: &str, number: &str, body: &str, cwd: &Path) -> Result<(), RlmError> {
     let argv: Vec<String> = ["gh", "pr", "comment", number, "-R", repo, "--body-file", "-"]
         .iter()
-        .map(|s| s.to_string())
+        .map(ToString::to_string)
         .collect();
     let spec = CommandSpec {
         cwd: Some(cwd.to_path_buf()),

@@ -133,7 +133,8 @@ async fn run_async(command: JobCommand, color: ColorArg, env: &Environment) -> R
         JobCommand::Run(args) => {
             let settings = resolve(RememberedSettings::default(), &args.call, args.flags, color, env)?;
             let prepared = prepare_file(&args.file, env).await?;
-            start(prepared, settings).await
+            // Boxed: a job's run is a large future.
+            Box::pin(start(prepared, settings)).await
         }
         JobCommand::PrReview(args) => {
             let settings = resolve(
@@ -144,7 +145,7 @@ async fn run_async(command: JobCommand, color: ColorArg, env: &Environment) -> R
                 env,
             )?;
             let prepared = prepare_pr_review(&args, env).await?;
-            start(prepared, settings).await
+            Box::pin(start(prepared, settings)).await
         }
         JobCommand::Resume(args) => {
             let dir = match &args.job {
@@ -1002,7 +1003,7 @@ fn status(query: Option<&str>, as_json: bool, env: &Environment) -> Result<ExitS
     }
     for (i, (p, eta)) in r.phases.iter().zip(&etas).enumerate() {
         let kind = p.kind.map_or("", PhaseKind::name);
-        let eta = eta.map_or(String::new(), |e| format!(" · ETA ~{}s", e));
+        let eta = eta.map_or(String::new(), |e| format!(" · ETA ~{e}s"));
         s.push_str(&format!(
             "  {} {:<18} {:<7} {:<9} batches {}/{} ({} failed) · items {}/{} · ${:.4}{eta}\n",
             i + 1,

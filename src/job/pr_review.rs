@@ -92,7 +92,7 @@ pub fn definition(repo: &str) -> JobDefinition {
                     "number",
                 ]
                 .iter()
-                .map(|s| s.to_string())
+                .map(ToString::to_string)
                 .collect(),
                 batch_size: Some(20),
                 ..phase(
@@ -108,7 +108,7 @@ pub fn definition(repo: &str) -> JobDefinition {
                 fetch: Some(
                     ["gh", "pr", "diff", "{id}", "-R", "{repo}"]
                         .iter()
-                        .map(|s| s.to_string())
+                        .map(ToString::to_string)
                         .collect(),
                 ),
                 fetch_as: Some("diff".into()),

@@ -274,7 +274,7 @@ impl HttpProvider {
                         ),
                     ))
                 }
-                Ok(Err(e)) => return Err(self.body_error(&e)),
+                Ok(Err(e)) => return Err(Self::body_error(&e)),
                 Ok(Ok(None)) => return Ok(bytes),
                 Ok(Ok(Some(chunk))) => {
                     if bytes.len() + chunk.len() > cap {
@@ -306,7 +306,7 @@ impl HttpProvider {
                         ),
                     ))
                 }
-                Ok(Err(e)) => return Err(self.body_error(&e)),
+                Ok(Err(e)) => return Err(Self::body_error(&e)),
                 Ok(Ok(None)) => return reply.finish(prompt_tokens),
                 Ok(Ok(Some(chunk))) => {
                     received += chunk.len();
@@ -374,7 +374,7 @@ impl HttpProvider {
     }
 
     /// A failure while a reply's body was coming.
-    fn body_error(&self, e: &reqwest::Error) -> CallError {
+    fn body_error(e: &reqwest::Error) -> CallError {
         CallError::new(
             ErrorKind::Transient,
             format!("the connection broke during the reply: {}", root_cause(e)),

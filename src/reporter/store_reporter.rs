@@ -351,7 +351,7 @@ impl Reporter for StoreReporter {
                         retries: attempts.saturating_sub(1),
                         ..Detail::default()
                     },
-                )
+                );
             }
             // A unit stopped in flight or before it started: `rlm resume` queues it again.
             Event::Cancelled {
