@@ -8,6 +8,8 @@
 //! line, then serves until SIGTERM / Ctrl-C, and finally prints
 //! `requests=N max_in_flight=M throttled=T` to stderr.
 
+#![allow(clippy::pedantic)] // test tooling, held to the default lints as the tests are
+
 #[path = "../tests/it/support/mock_llm.rs"]
 mod mock_llm;
 

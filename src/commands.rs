@@ -388,7 +388,7 @@ fn run_settings(settings: BatchSettings) -> ExitStatus {
         Err(e) => {
             return report_error(
                 &printer,
-                &RlmError::Usage(format!("cannot start the async runtime: {e}")),
+                &RlmError::System(format!("cannot start the async runtime: {e}")),
             )
         }
     };
@@ -405,7 +405,7 @@ fn cancel_at_provider(settings: &BatchSettings, run: &str, batches: &[String], h
         Err(e) => {
             return report_error(
                 &printer,
-                &RlmError::Usage(format!("cannot start the async runtime: {e}")),
+                &RlmError::System(format!("cannot start the async runtime: {e}")),
             )
         }
     };
@@ -436,7 +436,7 @@ fn run_merge(args: cli::MergeArgs, color: cli::ColorArg, env: &Environment) -> E
         Err(e) => {
             return report_error(
                 &printer,
-                &RlmError::Usage(format!("cannot start the async runtime: {e}")),
+                &RlmError::System(format!("cannot start the async runtime: {e}")),
             )
         }
     };
@@ -511,7 +511,7 @@ fn run_skill(action: cli::SkillAction, env: &Environment) -> ExitStatus {
             let home = env
                 .var("HOME")
                 .or_else(|| env.var("USERPROFILE"))
-                .ok_or_else(|| RlmError::Usage(skill::SkillError::NoHome.to_string()))?;
+                .ok_or_else(|| RlmError::System(skill::SkillError::NoHome.to_string()))?;
             Ok(skill::Scope::User(home.into()))
         } else {
             Ok(skill::Scope::Project(env.cwd.clone()))
@@ -521,8 +521,8 @@ fn run_skill(action: cli::SkillAction, env: &Environment) -> ExitStatus {
     let outcome = match action {
         cli::SkillAction::Install { user, force } => scope(user).and_then(|scope| {
             let outcomes = skill::install(&scope, force).map_err(|e| match e {
-                skill::SkillError::Io { path, source } => RlmError::io(path, source),
-                other => RlmError::Usage(other.to_string()),
+                skill::SkillError::Io(e) => RlmError::File(e),
+                other => RlmError::Output(other.to_string()),
             })?;
             let mut text = Vec::new();
             let _ = skill::write_outcomes(&mut text, &outcomes);
@@ -563,7 +563,7 @@ fn run_index(command: cli::IndexCommand) -> ExitStatus {
         Err(index::IndexError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitStatus::Success,
         Err(e) => {
             let kind = match e {
-                index::IndexError::Io { .. } | index::IndexError::Output(_) => "io",
+                index::IndexError::Io(_) | index::IndexError::Output(_) => "io",
                 _ => "usage",
             };
             report_failure(&error_printer(), kind, &e.to_string(), e.exit_status())
@@ -578,7 +578,7 @@ fn run_verify_citations(args: cli::VerifyCitationsArgs) -> ExitStatus {
         Err(citation::CitationError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitStatus::Success,
         Err(e) => {
             let kind = match e {
-                citation::CitationError::Io { .. } | citation::CitationError::Output(_) => "io",
+                citation::CitationError::Io(_) | citation::CitationError::Output(_) => "io",
                 _ => "usage",
             };
             report_failure(&error_printer(), kind, &e.to_string(), e.exit_status())

@@ -33,13 +33,15 @@ impl ExitStatus {
 /// the provider that ends it at the start (exit 3).
 #[derive(Debug, thiserror::Error)]
 pub enum RlmError {
-    /// Bad flags or flag values.
+    /// Bad flags, arguments or flag values: the command line is wrong.
     #[error("{0}")]
     Usage(String),
-    /// No usable provider configuration (no key, no server, a bad config file).
+    /// No usable provider configuration (no key, no server, a bad config file or
+    /// environment variable, a prompt override, a program a job needs not installed).
     #[error("{0}")]
     Config(String),
-    /// The inputs: nothing sendable matched, a list of files or a git reference is bad.
+    /// The inputs: nothing sendable matched, a list of files or a git reference is bad, a
+    /// file a flag names (a prompt, a schema) or a job's file or items cannot be used.
     #[error("{0}")]
     Input(String),
     /// Every unit is too large for the model's context: nothing can be sent.
@@ -48,13 +50,15 @@ pub enum RlmError {
     /// The answer cache cannot be read or written, or `--cache-only` misses.
     #[error("{0}")]
     Cache(String),
-    /// The run store cannot be opened or does not know the run.
+    /// The run store cannot be opened or does not know the run; a job directory does not
+    /// know the job, or holds a file rlm did not write.
     #[error("{0}")]
     Store(String),
     /// Another rlm process works on the run or its directory.
     #[error("{0}")]
     InUse(String),
-    /// The run directory cannot be created or written.
+    /// The run directory (or another file rlm writes) cannot be created or written, or
+    /// holds files rlm will not replace.
     #[error("{0}")]
     Output(String),
     /// The estimate exceeds `--max-cost` or a safety threshold.
@@ -76,6 +80,10 @@ pub enum RlmError {
     /// The provider refused us before any work could be done.
     #[error("{0}")]
     Provider(String),
+    /// The system cannot give rlm what it needs to start: threads for its runtime, the
+    /// working directory, a home directory.
+    #[error("{0}")]
+    System(String),
     /// An I/O error from `fs_err`, whose message already names the path.
     #[error("{0}")]
     File(#[from] std::io::Error),
@@ -87,6 +95,31 @@ impl RlmError {
         RlmError::Io {
             path: path.into(),
             source,
+        }
+    }
+
+    /// The same error, its message led by `context` ("phase review: …"), its kind kept.
+    pub fn in_context(self, context: &str) -> Self {
+        let led = |message: String| format!("{context}: {message}");
+        match self {
+            RlmError::Usage(m) => RlmError::Usage(led(m)),
+            RlmError::Config(m) => RlmError::Config(led(m)),
+            RlmError::Input(m) => RlmError::Input(led(m)),
+            RlmError::TooLarge(m) => RlmError::TooLarge(led(m)),
+            RlmError::Cache(m) => RlmError::Cache(led(m)),
+            RlmError::Store(m) => RlmError::Store(led(m)),
+            RlmError::InUse(m) => RlmError::InUse(led(m)),
+            RlmError::Output(m) => RlmError::Output(led(m)),
+            RlmError::OverBudget(m) => RlmError::OverBudget(led(m)),
+            RlmError::Declined(m) => RlmError::Declined(led(m)),
+            RlmError::NoMatch(m) => RlmError::NoMatch(led(m)),
+            RlmError::Provider(m) => RlmError::Provider(led(m)),
+            RlmError::System(m) => RlmError::System(led(m)),
+            RlmError::Io { path, source } => RlmError::File(std::io::Error::new(
+                source.kind(),
+                led(format!("{}: {source}", path.display())),
+            )),
+            RlmError::File(e) => RlmError::File(std::io::Error::new(e.kind(), led(e.to_string()))),
         }
     }
 
@@ -114,6 +147,7 @@ impl RlmError {
             RlmError::NoMatch(_) => "no_match",
             RlmError::Io { .. } | RlmError::File(_) => "io",
             RlmError::Provider(_) => "provider",
+            RlmError::System(_) => "system",
         }
     }
 }

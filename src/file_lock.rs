@@ -8,6 +8,9 @@
 //! default), so a child process — a command provider's agent — never inherits it and never
 //! keeps the lock after rlm is gone. Two opens of one file in the same process are two
 //! holders, as for two processes.
+//!
+//! std::fs, not fs_err: the descriptor is handed to `flock` and its errno matched
+//! (`EWOULDBLOCK`), and every error is named once, here, by [`named`].
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -60,6 +63,7 @@ impl FileLock {
     /// Whether `path` still names the file this lock is on. A holder that removes the file
     /// while others wait for it leaves them locking a file nobody else can find: such a
     /// lock protects nothing, and the waiter must take the lock again.
+    #[allow(clippy::disallowed_methods)] // std::fs: see the module doc.
     pub fn is_current(&self) -> io::Result<bool> {
         use std::os::unix::fs::MetadataExt;
         let held = self.file.metadata()?;
@@ -71,6 +75,7 @@ impl FileLock {
     }
 }
 
+#[allow(clippy::disallowed_methods)] // std::fs: see the module doc.
 fn open(path: &Path) -> io::Result<File> {
     OpenOptions::new()
         .read(true)
@@ -141,7 +146,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("z.lock");
         let lock = FileLock::exclusive(&path).unwrap();
-        std::fs::remove_file(&path).unwrap();
+        fs_err::remove_file(&path).unwrap();
         assert!(!lock.is_current().unwrap());
     }
 }

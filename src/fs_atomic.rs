@@ -96,7 +96,7 @@ fn sync_dir_of(path: &Path) {
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    if let Ok(d) = std::fs::File::open(dir) {
+    if let Ok(d) = fs_err::File::open(dir) {
         let _ = d.sync_all();
     }
 }
@@ -104,7 +104,7 @@ fn sync_dir_of(path: &Path) {
 /// Removes `.rlm-tmp-*` files in `dir` older than `min_age` (left by a process that was
 /// killed mid-write). Errors are ignored: a leftover costs nothing but disk space.
 pub fn sweep_temp_files(dir: &Path, min_age: Duration) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = fs_err::read_dir(dir) else { return };
     let now = SystemTime::now();
     for entry in entries.flatten() {
         let name = entry.file_name();
@@ -116,7 +116,7 @@ pub fn sweep_temp_files(dir: &Path, min_age: Duration) {
             .and_then(|m| m.modified())
             .is_ok_and(|t| now.duration_since(t).unwrap_or_default() >= min_age);
         if old {
-            let _ = std::fs::remove_file(entry.path());
+            let _ = fs_err::remove_file(entry.path());
         }
     }
 }
@@ -136,26 +136,22 @@ mod tests {
         let p = dir.path().join("a.md");
         write_atomic(&p, b"one", Durability::Synced).unwrap();
         write_atomic(&p, b"two", Durability::Buffered).unwrap();
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        assert_eq!(fs_err::read_to_string(&p).unwrap(), "two");
+        assert_eq!(fs_err::read_dir(dir.path()).unwrap().count(), 1);
     }
 
     #[test]
     fn an_unsynced_write_is_in_place_before_its_sync() {
         let dir = tempfile::tempdir().unwrap();
         let temp = dir.path().join("tmp");
-        std::fs::create_dir(&temp).unwrap();
+        fs_err::create_dir(&temp).unwrap();
         let p = dir.path().join("a.json");
-        std::fs::write(&p, "old").unwrap();
+        fs_err::write(&p, "old").unwrap();
         let pending = write_atomic_unsynced_in(&p, b"new", &temp).unwrap();
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
-        assert_eq!(
-            std::fs::read_dir(&temp).unwrap().count(),
-            0,
-            "no temporary file is left"
-        );
+        assert_eq!(fs_err::read_to_string(&p).unwrap(), "new");
+        assert_eq!(fs_err::read_dir(&temp).unwrap().count(), 0, "no temporary file is left");
         pending.sync().unwrap();
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
+        assert_eq!(fs_err::read_to_string(&p).unwrap(), "new");
     }
 
     #[test]
@@ -163,10 +159,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let err = write_atomic(&dir.path().join("missing/a.md"), b"x", Durability::Buffered).unwrap_err();
         assert!(err.to_string().contains("missing"), "{err}");
-        std::fs::write(dir.path().join(".rlm-tmp-abc"), b"").unwrap();
-        std::fs::write(dir.path().join("keep.md"), b"").unwrap();
+        fs_err::write(dir.path().join(".rlm-tmp-abc"), b"").unwrap();
+        fs_err::write(dir.path().join("keep.md"), b"").unwrap();
         sweep_temp_files(dir.path(), Duration::ZERO);
-        let names: Vec<_> = std::fs::read_dir(dir.path())
+        let names: Vec<_> = fs_err::read_dir(dir.path())
             .unwrap()
             .flatten()
             .map(|e| e.file_name())

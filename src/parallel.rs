@@ -5,7 +5,9 @@
 
 /// Threads for file-system-bound work.
 pub fn io_threads() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 8)
+    std::thread::available_parallelism()
+        .map_or(2, std::num::NonZero::get)
+        .clamp(1, 8)
 }
 
 /// `f` over every item, on up to `threads` threads, results in the items' order. A thread
@@ -44,7 +46,9 @@ fn map_from<T: Sync, R: Send>(
 
 /// Threads for CPU-bound work (rendering and hashing thousands of units).
 pub fn cpu_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8)
+    std::thread::available_parallelism()
+        .map_or(1, std::num::NonZero::get)
+        .clamp(1, 8)
 }
 
 /// [`map`] over CPU-bound work that has no side effects: an item whose thread panicked is

@@ -63,10 +63,10 @@ pub fn load_templates(rlm_dir: &Path) -> Result<Templates, RlmError> {
             continue;
         }
         let text = fs_err::read_to_string(&path)
-            .map_err(|e| RlmError::Input(format!("cannot read the prompt override: {e}")))?;
+            .map_err(|e| RlmError::Config(format!("cannot read the prompt override: {e}")))?;
         templates
             .set(&name, text)
-            .map_err(|e| RlmError::Usage(format!("{}: {e}", path.display())))?;
+            .map_err(|e| RlmError::Config(format!("{}: {e}", path.display())))?;
     }
     Ok(templates)
 }
@@ -534,7 +534,7 @@ fn unique_labels(mut labels: Vec<String>, drafts: &[Draft]) -> Vec<String> {
         }
     }
     let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    for label in labels.iter_mut() {
+    for label in &mut labels {
         let n = seen.entry(label.clone()).or_default();
         *n += 1;
         if *n > 1 {

@@ -158,7 +158,7 @@ impl Printer {
             .inner
             .said
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(text.to_string());
         if !first {
             return;
@@ -212,7 +212,7 @@ impl Printer {
     }
 
     fn bar(&self) -> std::sync::MutexGuard<'_, Option<ProgressBar>> {
-        self.inner.bar.lock().unwrap_or_else(|e| e.into_inner())
+        self.inner.bar.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn stderr(&self, text: &str) {

@@ -136,9 +136,7 @@ impl RunLock {
 /// lock, so an empty file is read again for a moment before giving up.
 fn holder_pid(path: &Path) -> Option<u32> {
     for _ in 0..20 {
-        let mut text = String::new();
-        let read = std::fs::File::open(path).and_then(|mut f| f.read_to_string(&mut text));
-        if read.is_ok() {
+        if let Ok(text) = fs_err::read_to_string(path) {
             if let Ok(pid) = text.trim().parse() {
                 return Some(pid);
             }
@@ -255,10 +253,10 @@ impl RunDir {
                     if rlm_dir.join(id).exists() || taken(id)? {
                         return Ok(true);
                     }
-                    match std::fs::create_dir(rlm_dir.join(id)) {
+                    match fs_err::create_dir(rlm_dir.join(id)) {
                         Ok(()) => Ok(false),
                         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(true),
-                        Err(e) => Err(RlmError::io(rlm_dir.join(id), e)),
+                        Err(e) => Err(e.into()),
                     }
                 })?;
                 let dir = rlm_dir.join(&run_id);
@@ -303,11 +301,11 @@ impl RunDir {
     pub fn link_result(&self, name: &str, content: &str, source: &Path) -> std::io::Result<bool> {
         let path = self.dir.join(name);
         let expected = self.redactor.scrub(content);
-        match std::fs::hard_link(source, &path) {
+        match fs_err::hard_link(source, &path) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                std::fs::remove_file(&path)?;
-                if std::fs::hard_link(source, &path).is_err() {
+                fs_err::remove_file(&path)?;
+                if fs_err::hard_link(source, &path).is_err() {
                     return Ok(false);
                 }
             }
@@ -318,7 +316,7 @@ impl RunDir {
         // compared, whatever happens to the cache's file meanwhile.
         let holds = holds_exactly(&path, expected.as_bytes());
         if !holds {
-            std::fs::remove_file(&path)?;
+            fs_err::remove_file(&path)?;
         }
         Ok(holds)
     }
@@ -336,6 +334,9 @@ impl RunDir {
 /// Whether the file at `path` holds exactly `expected`: one read of one byte more than
 /// that (a regular file reads whole up to the size asked), so a file that is longer,
 /// shorter or different is told apart without asking its size first.
+// std::fs, not fs_err: called for every cached result, its error unused, and an fs_err
+// `File` keeps a copy of its path.
+#[allow(clippy::disallowed_methods)]
 fn holds_exactly(path: &Path, expected: &[u8]) -> bool {
     let Ok(file) = std::fs::File::open(path) else {
         return false;
@@ -345,7 +346,10 @@ fn holds_exactly(path: &Path, expected: &[u8]) -> bool {
     file.take(limit).read_to_end(&mut bytes).is_ok() && bytes == expected
 }
 
-/// Creates `path` anew (removing a file already there) and fills it with `fill`.
+/// Creates `path` anew (removing a file already there) and fills it with `fill`. std::fs,
+/// not fs_err: called for every result file, and an fs_err `File` keeps a copy of its path;
+/// the errors are named here.
+#[allow(clippy::disallowed_methods)]
 fn create_new_replacing(path: &Path, fill: impl Fn(&mut std::fs::File) -> std::io::Result<()>) -> std::io::Result<()> {
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
@@ -403,9 +407,9 @@ enum Keep {
 /// taking the directory).
 fn check_usable(dir: &Path) -> Result<(), RlmError> {
     let shown = dir.display();
-    match std::fs::metadata(dir) {
+    match fs_err::metadata(dir) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(RlmError::Output(format!("--output-dir {shown}: {e}"))),
+        Err(e) => return Err(RlmError::Output(format!("--output-dir: {e}"))),
         Ok(m) if !m.is_dir() => {
             return Err(RlmError::Output(format!(
                 "--output-dir {shown} is a file, not a directory: pass a directory (it is created if missing)"
@@ -425,20 +429,19 @@ fn check_usable(dir: &Path) -> Result<(), RlmError> {
 
 /// Removes an earlier run's outputs from `dir` (which this process has locked).
 fn clear_outputs(dir: &Path, keep: Keep) -> Result<(), RlmError> {
-    let shown = dir.display();
     let names = names_in(dir)?;
     sweep_temp_files(dir, Duration::ZERO);
     if names.iter().any(|n| n == "prompts") {
-        let _ = std::fs::remove_dir_all(dir.join("prompts"));
+        let _ = fs_err::remove_dir_all(dir.join("prompts"));
     }
     let kept = |n: &str| keep == Keep::EventLog && n == "events.jsonl";
     for name in names.iter().filter(|n| is_run_output(n) && !kept(n)) {
-        match std::fs::remove_file(dir.join(name)) {
+        match fs_err::remove_file(dir.join(name)) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => {
                 return Err(RlmError::Output(format!(
-                    "--output-dir {shown}: cannot replace {name}: {e}"
+                    "--output-dir: cannot replace an earlier run's output: {e}"
                 )))
             }
         }
@@ -544,7 +547,7 @@ mod tests {
         let out = rlm.path().join("out");
         let run = RunDir::create(rlm.path(), Some(&out), Redactor::default()).unwrap();
         run.write("x.result.md", "old").unwrap();
-        std::fs::write(out.join("notes.txt"), "mine").unwrap();
+        fs_err::write(out.join("notes.txt"), "mine").unwrap();
         // While the run holds its directory, nobody else takes it, and nothing is removed.
         let err = RunDir::create(rlm.path(), Some(&out), Redactor::default()).unwrap_err();
         let pid = std::process::id().to_string();
@@ -557,11 +560,11 @@ mod tests {
         RunDir::create(rlm.path(), Some(&out), Redactor::default()).unwrap();
         assert!(!out.join("x.result.md").exists() && out.join("notes.txt").exists());
         let foreign = rlm.path().join("foreign");
-        std::fs::create_dir(&foreign).unwrap();
-        std::fs::write(foreign.join("a.txt"), "a").unwrap();
+        fs_err::create_dir(&foreign).unwrap();
+        fs_err::write(foreign.join("a.txt"), "a").unwrap();
         assert!(RunDir::create(rlm.path(), Some(&foreign), Redactor::default()).is_err());
         let file = rlm.path().join("afile.txt");
-        std::fs::write(&file, "a").unwrap();
+        fs_err::write(&file, "a").unwrap();
         let err = RunDir::create(rlm.path(), Some(&file), Redactor::default()).unwrap_err();
         assert!(err.to_string().contains("is a file"), "{err}");
         assert!(
@@ -582,7 +585,7 @@ mod tests {
             assert!(err.to_string().contains("busy"), "{err}");
         }
         assert!(
-            std::fs::read_dir(rlm.path())
+            fs_err::read_dir(rlm.path())
                 .unwrap()
                 .flatten()
                 .all(|e| e.file_name() == "out"),
@@ -640,24 +643,24 @@ mod tests {
         let run = RunDir::create(rlm.path(), None, Redactor::new([&key])).unwrap();
         // Written plainly, scrubbed, replacing what was there without writing through it.
         let cached = rlm.path().join("cached.answer");
-        std::fs::write(&cached, "cached").unwrap();
-        std::fs::hard_link(&cached, run.dir.join("a.result.md")).unwrap();
+        fs_err::write(&cached, "cached").unwrap();
+        fs_err::hard_link(&cached, run.dir.join("a.result.md")).unwrap();
         run.write_result("a.result.md", "key sk-secret-123").unwrap();
         assert_eq!(
-            std::fs::read_to_string(run.dir.join("a.result.md")).unwrap(),
+            fs_err::read_to_string(run.dir.join("a.result.md")).unwrap(),
             "key [REDACTED]"
         );
         assert_eq!(
-            std::fs::read_to_string(&cached).unwrap(),
+            fs_err::read_to_string(&cached).unwrap(),
             "cached",
             "the link was replaced, not written through"
         );
         // Linked when the cache's copy holds exactly the text, replacing a file of that name.
         assert!(run.link_result("a.result.md", "cached", &cached).unwrap());
-        assert_eq!(std::fs::read_to_string(run.dir.join("a.result.md")).unwrap(), "cached");
+        assert_eq!(fs_err::read_to_string(run.dir.join("a.result.md")).unwrap(), "cached");
         // Not when it differs (edited, stale, or the answer holds a secret): nothing is left.
         assert!(!run.link_result("b.result.md", "other", &cached).unwrap());
-        std::fs::write(&cached, "sk-secret-123").unwrap();
+        fs_err::write(&cached, "sk-secret-123").unwrap();
         assert!(!run.link_result("c.result.md", "sk-secret-123", &cached).unwrap());
         assert!(!run.dir.join("b.result.md").exists() && !run.dir.join("c.result.md").exists());
         // No copy in the cache: not linked.

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::answer::json::NoJson;
 use crate::error::RlmError;
 use crate::hash::sha256_hex;
 
@@ -33,6 +34,8 @@ pub struct OutputSchema {
     validator: Arc<jsonschema::Validator>,
 }
 
+// The schema and its compiled validator are large; the path and hash name it.
+#[allow(clippy::missing_fields_in_debug)]
 impl std::fmt::Debug for OutputSchema {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OutputSchema")
@@ -46,7 +49,7 @@ impl std::fmt::Debug for OutputSchema {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Rejection {
     /// No JSON value could be read from the answer.
-    NotJson(String),
+    NotJson(NoJson),
     /// JSON, but not what the schema allows (one line per error, at most [`MAX_ERRORS`]).
     Invalid(Vec<String>),
 }
@@ -89,9 +92,8 @@ impl OutputSchema {
         } else {
             cwd.join(file)
         };
-        let shown = file.display();
-        let text = std::fs::read_to_string(&full)
-            .map_err(|e| RlmError::Usage(format!("cannot read --schema {shown}: {e}: pass a JSON Schema file")))?;
+        let text = fs_err::read_to_string(&full)
+            .map_err(|e| RlmError::Input(format!("--schema: {e}: pass a JSON Schema file")))?;
         Self::from_text(&text, file)
     }
 
@@ -99,20 +101,20 @@ impl OutputSchema {
     pub fn from_text(text: &str, path: &Path) -> Result<Self, RlmError> {
         let shown = path.display();
         let value: Value = serde_json::from_str(text).map_err(|e| {
-            RlmError::Usage(format!(
+            RlmError::Input(format!(
                 "--schema {shown} is not JSON (line {}, column {}: {e}): fix the file",
                 e.line(),
                 e.column()
             ))
         })?;
         if !matches!(value, Value::Object(_) | Value::Bool(_)) {
-            return Err(RlmError::Usage(format!(
+            return Err(RlmError::Input(format!(
                 "--schema {shown} is not a JSON Schema (a schema is a JSON object such as \
                  {{\"type\": \"object\", \"properties\": {{…}}}})"
             )));
         }
         let validator = jsonschema::validator_for(&value).map_err(|e| {
-            RlmError::Usage(format!(
+            RlmError::Input(format!(
                 "--schema {shown} is not a valid JSON Schema: {}",
                 one_line(&e.to_string())
             ))
@@ -231,20 +233,23 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(s.check("no json here"), Err(Rejection::NotJson(_))));
-        let retry = s.retry_message("U", "bad", &Rejection::NotJson("x".into()));
+        let not_json = s.check("no json here").unwrap_err();
+        assert!(matches!(not_json, Rejection::NotJson(_)));
+        let retry = s.retry_message("U", "bad", &not_json);
         assert!(retry.starts_with("U\n") && retry.contains("bad") && retry.contains("- the answer is not"));
     }
 
     #[test]
-    fn broken_schemas_are_usage_errors() {
+    fn broken_schemas_are_input_errors() {
         let p = Path::new("s.json");
         for (text, needle) in [
             ("{", "is not JSON"),
             ("[1]", "is not a JSON Schema"),
             (r#"{"type": "no-such-type"}"#, "not a valid JSON Schema"),
         ] {
-            let e = OutputSchema::from_text(text, p).unwrap_err().to_string();
+            let e = OutputSchema::from_text(text, p).unwrap_err();
+            assert_eq!(e.kind(), "input", "{e}");
+            let e = e.to_string();
             assert!(e.contains("--schema s.json") && e.contains(needle), "{e}");
             assert!(!e.contains('\n'), "{e}");
         }

@@ -31,14 +31,22 @@ pub fn json_values(answer: &str) -> Vec<Value> {
     Vec::new()
 }
 
+/// Why an answer holds no JSON value: the parser's message for the whole answer, which
+/// the model is shown when it is asked again.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NoJson(String);
+
 /// The answer's JSON value (the first, when several fenced blocks hold one), or why the
-/// answer is not JSON (the parser's message for the whole answer).
-pub fn find_json(answer: &str) -> Result<Value, String> {
+/// answer is not JSON.
+pub fn find_json(answer: &str) -> Result<Value, NoJson> {
     match json_values(answer).into_iter().next() {
         Some(v) => Ok(v),
-        None => Err(serde_json::from_str::<Value>(answer.trim())
-            .err()
-            .map_or_else(|| "no JSON value".to_string(), |e| e.to_string())),
+        None => Err(NoJson(
+            serde_json::from_str::<Value>(answer.trim())
+                .err()
+                .map_or_else(|| "no JSON value".to_string(), |e| e.to_string()),
+        )),
     }
 }
 

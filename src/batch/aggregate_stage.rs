@@ -3,6 +3,7 @@
 //! went wrong is returned with the aggregate, for the report: nothing is written into a
 //! reporter here.
 
+use super::aggregate_failure::{phase_text, AggregateFailure};
 use super::execution::Execution;
 use super::job::{Job, SummaryJob};
 use crate::aggregate::{
@@ -130,7 +131,7 @@ async fn build_plain(input: AggregateInput<'_>, exec: &mut Execution, errors: &m
 }
 
 /// Summarizes the results, in as many levels as the context window needs.
-async fn summarize(input: &AggregateInput<'_>, exec: &mut Execution) -> Result<String, String> {
+async fn summarize(input: &AggregateInput<'_>, exec: &mut Execution) -> Result<String, AggregateFailure> {
     let planner = SummaryPlanner::new(input.context_window, input.max_tokens);
     let mut sections = SummaryPlanner::sections(input.results);
     for level in 0..MAX_LEVELS {
@@ -163,29 +164,17 @@ async fn summarize(input: &AggregateInput<'_>, exec: &mut Execution) -> Result<S
         };
         let ids: Vec<UnitId> = jobs.iter().map(|j| j.id.clone()).collect();
         exec.run_phase(jobs.into_iter().map(Job::Summary).collect()).await;
-        let mut texts = Vec::with_capacity(ids.len());
-        for id in &ids {
-            match exec.dispatcher.aggregate_texts.get(id) {
-                Some(t) => texts.push(t.clone()),
-                None => {
-                    let reason = exec
-                        .dispatcher
-                        .aggregate_failures
-                        .get(id)
-                        .cloned()
-                        .unwrap_or_else(|| exec.why_stopped().to_string());
-                    return Err(reason);
-                }
-            }
-        }
+        let texts = ids
+            .iter()
+            .map(|id| phase_text(exec, id))
+            .collect::<Result<Vec<_>, _>>()?;
         match step {
-            SummaryStep::Final(_) => return Ok(texts.remove(0)),
+            SummaryStep::Final(_) => return Ok(texts.into_iter().next().unwrap_or_default()),
             SummaryStep::Groups(_) => sections = SummaryPlanner::summary_sections(&texts),
         }
     }
-    Err(format!(
-        "the results did not shrink to fit the {}-token context after {MAX_LEVELS} levels of summaries; \
-         use a model with a larger context window",
-        input.context_window
-    ))
+    Err(AggregateFailure::DidNotShrink {
+        context_window: input.context_window,
+        levels: MAX_LEVELS,
+    })
 }

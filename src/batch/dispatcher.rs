@@ -298,7 +298,7 @@ impl PoolHandler<JobOutcome> for Dispatcher {
                     error,
                     reason,
                     fatal: false,
-                })
+                });
             }
             Some(JobFailure::Fatal(reason)) => {
                 if kind == UnitKind::Aggregate {
@@ -391,7 +391,7 @@ impl PoolHandler<JobOutcome> for Dispatcher {
                     error: None,
                     reason,
                     fatal: false,
-                })
+                });
             }
         }
     }

@@ -50,13 +50,14 @@ pub fn write(
     let shown = match write_atomic(&path, sarif.as_bytes(), Durability::Buffered) {
         Ok(()) => Some(super::write::shown(&path, &settings.cwd)),
         Err(e) => {
-            printer.error(&format!("cannot write {}: {e}", path.display()));
+            // The error names the file.
+            printer.error(&format!("cannot write the SARIF log: {e}"));
             None
         }
     };
     if let Some(extra) = &settings.task.sarif {
         if let Err(e) = write_atomic(extra, sarif.as_bytes(), Durability::Buffered) {
-            printer.error(&format!("--sarif {}: {e}", extra.display()));
+            printer.error(&format!("--sarif: {e}"));
         }
     }
     let failed_on = settings
@@ -97,7 +98,7 @@ pub fn write_empty(settings: &BatchSettings, printer: &Printer) {
     if let Some(path) = &settings.task.sarif {
         let sarif = sarif::to_json(&[], &ArtifactBase::at_root(), &sarif::ToolInfo::rlm());
         if let Err(e) = write_atomic(path, sarif.as_bytes(), Durability::Buffered) {
-            printer.error(&format!("--sarif {}: {e}", path.display()));
+            printer.error(&format!("--sarif: {e}"));
         }
     }
 }

@@ -5,28 +5,18 @@ use crate::error::RlmError;
 use crate::escape;
 use crate::input::{resolve_neighbors, Manifest, NeighborsQuery};
 use crate::printer::Printer;
-use crate::settings::{BatchSettings, InputSource};
+use crate::settings::BatchSettings;
 
-/// The files connected to the node of `source` (a [`InputSource::Neighbors`]); none at
-/// all ends the run, naming the node.
-pub fn resolve(settings: &BatchSettings, source: &InputSource, printer: &Printer) -> Result<Manifest, RlmError> {
-    let InputSource::Neighbors {
-        node,
-        direction,
-        depth,
-        graph,
-        graph_file,
-    } = source
-    else {
-        return Err(RlmError::Usage("--neighbors-of was not given".into()));
-    };
-    let query = NeighborsQuery {
-        node,
-        direction: *direction,
-        depth: *depth,
-        graph_file: graph_file.as_deref(),
-    };
-    let found = resolve_neighbors(&settings.cwd, &query).map_err(|e| RlmError::Input(e.to_string()))?;
+/// The files connected to the node of `query` in `graph` (`project` or the graph file, as
+/// the user named it); none at all ends the run, naming the node.
+pub fn resolve(
+    settings: &BatchSettings,
+    query: &NeighborsQuery<'_>,
+    graph: &str,
+    printer: &Printer,
+) -> Result<Manifest, RlmError> {
+    let (direction, depth) = (&query.direction, query.depth);
+    let found = resolve_neighbors(&settings.cwd, query).map_err(|e| RlmError::Input(e.to_string()))?;
     if let Some(notice) = &found.notice {
         printer.important(&format!("rlm: {notice}"));
     }

@@ -637,7 +637,7 @@ pub(super) async fn call(
             outcome.failure = Some(JobFailure::Unit {
                 kind: Some(kind),
                 reason,
-            })
+            });
         }
         Err(CallFailure::Fatal(reason)) => outcome.failure = Some(JobFailure::Fatal(reason)),
         Err(CallFailure::Stop { reason, abandon }) => outcome.failure = Some(JobFailure::Stop { reason, abandon }),

@@ -13,6 +13,7 @@
 //! `rlm merge` ([`run_merged`]) is the same flow with the execution stage replaced: the
 //! units are answered by other runs of the plan ([`served`]).
 
+mod aggregate_failure;
 mod aggregate_stage;
 mod answers;
 mod batch_api_run;
@@ -295,7 +296,10 @@ fn start(
         &run_dir.run_id,
         settings.provider.depth,
         settings.redactor(),
-        settings.resume.as_ref().map(|t| t.event_fields()),
+        settings
+            .resume
+            .as_ref()
+            .map(super::settings::ResumeTarget::event_fields),
     ) {
         Ok(log) => Some(log),
         Err(e) => {
@@ -359,7 +363,8 @@ fn start(
         requests: plan.requests.clone(),
         trajectory: match &settings.exec.trajectory {
             Some(path) => Some(Arc::new(
-                trajectory::Trajectory::open(path, settings.redactor()).map_err(RlmError::Usage)?,
+                trajectory::Trajectory::open(path, settings.redactor())
+                    .map_err(|e| RlmError::Output(format!("--save-trajectory: {e}")))?,
             )),
             None => None,
         },
@@ -371,14 +376,14 @@ fn start(
         Delivery::Realtime => None,
         // Batches are recorded in the store before anything waits for them: no store, no
         // batches (the run store reporter said why it could not open it).
-        _ if reporters.store.is_none() => {
-            return Err(RlmError::Usage(
+        Delivery::BatchApi { .. } if reporters.store.is_none() => {
+            return Err(RlmError::Store(
                 "--batch-api records each batch in the run store before waiting for it, and the store cannot be \
                  written: nothing was sent"
                     .into(),
             ))
         }
-        delivery => Some(Box::new(BatchApiRun::start(
+        delivery @ Delivery::BatchApi { .. } => Some(Box::new(BatchApiRun::start(
             settings,
             &plan.model,
             RunId::from(run_dir.run_id.as_str()),

@@ -38,7 +38,7 @@ pub const JOURNAL: &str = "answers.journal";
 /// The open journal of a run.
 #[derive(Debug)]
 pub struct Journal {
-    file: Mutex<std::fs::File>,
+    file: Mutex<fs_err::File>,
     path: PathBuf,
     /// Lines appended, and lines whose cache entry was then written and fsynced.
     appended: AtomicU64,
@@ -51,7 +51,7 @@ impl Journal {
     /// Opens (or creates) the journal of run directory `dir` for appending.
     pub fn open(dir: &Path) -> std::io::Result<Journal> {
         let path = dir.join(JOURNAL);
-        let file = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
+        let file = fs_err::OpenOptions::new().create(true).append(true).open(&path)?;
         let earlier = file.metadata().map(|m| m.len() > 0).unwrap_or(true);
         Ok(Journal {
             file: Mutex::new(file),
@@ -84,14 +84,14 @@ impl Journal {
     /// earlier attempt's lines were cached by `settle` before this attempt started).
     pub fn retire(&self) {
         if !self.earlier && self.appended.load(Ordering::Relaxed) == self.cached.load(Ordering::Relaxed) {
-            let _ = std::fs::remove_file(&self.path);
+            let _ = fs_err::remove_file(&self.path);
         }
     }
 }
 
 /// The answers of the journal of run directory `dir` (a torn or unreadable line skipped).
 fn journal_entries(dir: &Path) -> Vec<CacheEntry> {
-    let Ok(bytes) = std::fs::read(dir.join(JOURNAL)) else {
+    let Ok(bytes) = fs_err::read(dir.join(JOURNAL)) else {
         return Vec::new();
     };
     bytes
@@ -118,11 +118,11 @@ pub fn load(dir: &Path) -> HashMap<String, CacheEntry> {
         .into_iter()
         .map(|entry| (entry.key.clone(), entry))
         .collect();
-    let Ok(entries) = std::fs::read_dir(dir.join(PENDING_DIR)) else {
+    let Ok(entries) = fs_err::read_dir(dir.join(PENDING_DIR)) else {
         return kept;
     };
     kept.extend(entries.flatten().filter_map(|e| {
-        let bytes = std::fs::read(e.path()).ok()?;
+        let bytes = fs_err::read(e.path()).ok()?;
         let entry: CacheEntry = serde_json::from_slice(&bytes).ok()?;
         Some((entry.key.clone(), entry))
     }));
@@ -147,7 +147,7 @@ pub fn settle(dir: &Path, cache: &Cache) -> Settled {
         match cache.put(&entry) {
             Ok(()) => {
                 settled.moved += 1;
-                let _ = std::fs::remove_file(dir.join(PENDING_DIR).join(format!("{key}.json")));
+                let _ = fs_err::remove_file(dir.join(PENDING_DIR).join(format!("{key}.json")));
             }
             Err(e) => {
                 settled.left += 1;
@@ -157,7 +157,7 @@ pub fn settle(dir: &Path, cache: &Cache) -> Settled {
     }
     if settled.error.is_none() {
         // Every line of the journal is cached now.
-        let _ = std::fs::remove_file(dir.join(JOURNAL));
+        let _ = fs_err::remove_file(dir.join(JOURNAL));
     }
     settled
 }
@@ -314,10 +314,7 @@ mod tests {
         journal.append(&entry(&b)).unwrap();
         drop(journal);
         // A kill -9 in the middle of a write leaves a torn last line.
-        let mut file = std::fs::OpenOptions::new()
-            .append(true)
-            .open(run.join(JOURNAL))
-            .unwrap();
+        let mut file = fs_err::OpenOptions::new().append(true).open(run.join(JOURNAL)).unwrap();
         file.write_all(b"{\"key\":\"torn").unwrap();
         let loaded = load(&run);
         assert_eq!(loaded.len(), 2);

@@ -26,8 +26,10 @@ pub struct Plan {
     /// The units this run takes: every planned unit, or those of its `--shard`.
     pub units: Vec<WorkUnit>,
     /// The whole plan's identity (every unit, whatever the shard).
+    #[allow(clippy::struct_field_names)] // the whole plan's, beside this shard's units
     pub plan_id: PlanId,
     /// Units in the whole plan.
+    #[allow(clippy::struct_field_names)]
     pub plan_units: usize,
     pub pre: Prepass,
     pub estimate: Estimate,

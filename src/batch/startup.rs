@@ -65,7 +65,21 @@ pub fn resolve_inputs(settings: &BatchSettings, printer: &Printer) -> Result<Man
             };
             resolve_list(&settings.cwd, paths, filter, &walk)?
         }
-        source @ InputSource::Neighbors { .. } => super::graph_inputs::resolve(settings, source, printer)?,
+        InputSource::Neighbors {
+            node,
+            direction,
+            depth,
+            graph,
+            graph_file,
+        } => {
+            let query = crate::input::NeighborsQuery {
+                node,
+                direction: *direction,
+                depth: *depth,
+                graph_file: graph_file.as_deref(),
+            };
+            super::graph_inputs::resolve(settings, &query, graph, printer)?
+        }
     };
     // `--max-files` (a directory always has one: 20 unless given).
     if let Some(max_files) = input.max_files {
@@ -184,6 +198,7 @@ pub fn provider_for(p: &ProviderSettings, model: &ModelInfo, run_id: &str) -> Re
         timeout: p.timeout,
         connect_timeout: p.connect_timeout,
     })
-    .map_err(RlmError::Usage)?;
+    // Nothing was sent: the system could not give what an HTTP client needs.
+    .map_err(|e| RlmError::System(e.to_string()))?;
     Ok(Arc::new(http))
 }

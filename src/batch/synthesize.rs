@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use super::aggregate_failure::{phase_text, AggregateFailure};
 use super::aggregate_stage::AggregateInput;
 use super::execution::Execution;
 use super::job::{Job, SummaryJob};
@@ -12,7 +13,7 @@ use crate::escape;
 use crate::unit::UnitId;
 
 /// The final report's text, or why it could not be written.
-pub async fn synthesize(input: &AggregateInput<'_>, exec: &mut Execution) -> Result<String, String> {
+pub async fn synthesize(input: &AggregateInput<'_>, exec: &mut Execution) -> Result<String, AggregateFailure> {
     let mut groups: BTreeMap<ContentType, String> = BTreeMap::new();
     for (result, content_type) in input.results.iter().zip(input.types) {
         let text = groups.entry(*content_type).or_default();
@@ -56,7 +57,11 @@ pub async fn synthesize(input: &AggregateInput<'_>, exec: &mut Execution) -> Res
 }
 
 /// Phase 2: the cross-type report.
-async fn cross_type(input: &AggregateInput<'_>, exec: &mut Execution, summaries: &str) -> Result<String, String> {
+async fn cross_type(
+    input: &AggregateInput<'_>,
+    exec: &mut Execution,
+    summaries: &str,
+) -> Result<String, AggregateFailure> {
     let prompt = render_cross_synthesis(input.templates, &query(input.sub_prompt), summaries);
     let id = UnitId::named("synthesize");
     let job = SummaryJob {
@@ -72,16 +77,4 @@ async fn cross_type(input: &AggregateInput<'_>, exec: &mut Execution, summaries:
 /// The instruction as the synthesizer reads it: it was applied to each file.
 fn query(sub_prompt: &str) -> String {
     sub_prompt.replace("{file}", "each file")
-}
-
-fn phase_text(exec: &Execution, id: &UnitId) -> Result<String, String> {
-    match exec.dispatcher.aggregate_texts.get(id) {
-        Some(t) => Ok(t.clone()),
-        None => Err(exec
-            .dispatcher
-            .aggregate_failures
-            .get(id)
-            .cloned()
-            .unwrap_or_else(|| exec.why_stopped().to_string())),
-    }
 }

@@ -16,7 +16,7 @@ use crate::secret::Redactor;
 /// The open trajectory file.
 #[derive(Debug)]
 pub struct Trajectory {
-    file: Mutex<std::fs::File>,
+    file: Mutex<fs_err::File>,
     redactor: Redactor,
     failed: AtomicBool,
 }
@@ -35,16 +35,12 @@ pub struct CallRecord<'a> {
 }
 
 impl Trajectory {
-    /// Opens PATH for appending (created if missing).
-    pub fn open(path: &Path, redactor: Redactor) -> Result<Self, String> {
+    /// Opens PATH for appending (created if missing; the error names the path).
+    pub fn open(path: &Path, redactor: Redactor) -> std::io::Result<Self> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| format!("--save-trajectory {}: {e}", path.display()))?;
+            fs_err::create_dir_all(dir)?;
         }
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|e| format!("--save-trajectory {}: {e}", path.display()))?;
+        let file = fs_err::OpenOptions::new().create(true).append(true).open(path)?;
         Ok(Trajectory {
             file: Mutex::new(file),
             redactor,
@@ -80,9 +76,7 @@ impl Trajectory {
             .and_then(|mut f| f.write_all(text.as_bytes()));
         match written {
             Ok(()) => None,
-            Err(e) if !self.failed.swap(true, Ordering::Relaxed) => {
-                Some(format!("cannot append to the --save-trajectory file: {e}"))
-            }
+            Err(e) if !self.failed.swap(true, Ordering::Relaxed) => Some(format!("--save-trajectory: {e}")),
             Err(_) => None,
         }
     }

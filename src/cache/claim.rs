@@ -32,7 +32,7 @@ impl Drop for ClaimGuard {
     fn drop(&mut self) {
         if let Some(lock) = self.lock.take() {
             // Removed while still held: nobody can take a lock on it in between.
-            let _ = std::fs::remove_file(lock.path());
+            let _ = fs_err::remove_file(lock.path());
             drop(lock);
         }
     }
@@ -183,7 +183,7 @@ mod tests {
             Claimed::Mine(_) => panic!("the second claimant would pay again"),
         }
         assert!(
-            std::fs::read_dir(cache.locks_dir()).unwrap().next().is_none(),
+            fs_err::read_dir(cache.locks_dir()).unwrap().next().is_none(),
             "no lock file is left behind"
         );
     }

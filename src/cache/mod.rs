@@ -88,7 +88,7 @@ impl Cache {
     /// entry is `Ok(None)`; one that exists but cannot be read is an error naming it.
     pub fn get(&self, key: &CacheKey, max_tokens: u32) -> std::io::Result<Option<CacheEntry>> {
         let path = self.path(key);
-        let bytes = match std::fs::read(&path) {
+        let bytes = match fs_err::read(&path) {
             Ok(bytes) => bytes,
             // Not there (or a path component is not a directory: nothing can be there).
             Err(e)
@@ -102,7 +102,7 @@ impl Cache {
             Err(e) => {
                 return Err(std::io::Error::new(
                     e.kind(),
-                    format!("cannot read the cache entry {}: {e}", path.display()),
+                    format!("cannot read the cache entry: {e}"),
                 ))
             }
         };
@@ -141,7 +141,7 @@ impl Cache {
     /// effort: without it, the next rerun writes its result file instead of linking it.
     pub fn adopt_answer_file(&self, key: &CacheKey, result: &Path) {
         let target = self.answer_file(key);
-        let linked = match std::fs::hard_link(result, &target) {
+        let linked = match fs_err::hard_link(result, &target) {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 if same_file(result, &target) {
                     return;
@@ -154,16 +154,16 @@ impl Cache {
                     std::process::id(),
                     key.0
                 ));
-                std::fs::hard_link(result, &temp).and_then(|()| {
-                    std::fs::rename(&temp, &target).inspect_err(|_| {
-                        let _ = std::fs::remove_file(&temp);
+                fs_err::hard_link(result, &temp).and_then(|()| {
+                    fs_err::rename(&temp, &target).inspect_err(|_| {
+                        let _ = fs_err::remove_file(&temp);
                     })
                 })
             }
             other => other,
         };
         if let Err(e) = linked {
-            tracing::debug!(path = %target.display(), "cannot keep the answer file: {e}");
+            tracing::debug!("cannot keep the answer file: {e}");
         }
     }
 
@@ -228,7 +228,7 @@ impl Cache {
     /// Whether an earlier [`Cache::prepare`] left nothing behind (for tests).
     #[cfg(test)]
     fn temp_files(&self) -> usize {
-        std::fs::read_dir(self.temp_dir()).map_or(0, |d| d.count())
+        fs_err::read_dir(self.temp_dir()).map_or(0, Iterator::count)
     }
 }
 
@@ -237,7 +237,7 @@ fn same_file(a: &Path, b: &Path) -> bool {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
-        match (std::fs::metadata(a), std::fs::metadata(b)) {
+        match (fs_err::metadata(a), fs_err::metadata(b)) {
             (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
             _ => false,
         }
@@ -283,10 +283,10 @@ mod tests {
             "a truncated answer must not satisfy a larger limit"
         );
         // Corrupt: a miss. Unreadable (a directory in its place): an error.
-        std::fs::write(cache.path(&key), b"{not json").unwrap();
+        fs_err::write(cache.path(&key), b"{not json").unwrap();
         assert!(cache.get(&key, 100).unwrap().is_none());
-        std::fs::remove_file(cache.path(&key)).unwrap();
-        std::fs::create_dir(cache.path(&key)).unwrap();
+        fs_err::remove_file(cache.path(&key)).unwrap();
+        fs_err::create_dir(cache.path(&key)).unwrap();
         assert!(cache.get(&key, 100).is_err());
     }
 
@@ -305,8 +305,8 @@ mod tests {
         );
         // A cache whose temporary directory is a file cannot be written.
         let broken = Cache::new(&dir.path().join("broken"));
-        std::fs::create_dir_all(broken.root.clone()).unwrap();
-        std::fs::write(broken.temp_dir(), "not a directory").unwrap();
+        fs_err::create_dir_all(broken.root.clone()).unwrap();
+        fs_err::write(broken.temp_dir(), "not a directory").unwrap();
         assert!(broken.prepare().is_err());
     }
 
@@ -316,24 +316,24 @@ mod tests {
         let cache = Cache::new(&dir.path().join("rlm"));
         cache.prepare().unwrap();
         let key = CacheKey("ab".repeat(32));
-        std::fs::create_dir_all(cache.answer_file(&key).parent().unwrap()).unwrap();
+        fs_err::create_dir_all(cache.answer_file(&key).parent().unwrap()).unwrap();
         let first = dir.path().join("first.result.md");
-        std::fs::write(&first, "one").unwrap();
+        fs_err::write(&first, "one").unwrap();
         cache.adopt_answer_file(&key, &first);
         assert!(same_file(&first, &cache.answer_file(&key)));
         cache.adopt_answer_file(&key, &first);
         // Another answer for the key (paid again): its result file replaces the old one.
         let second = dir.path().join("second.result.md");
-        std::fs::write(&second, "two").unwrap();
+        fs_err::write(&second, "two").unwrap();
         cache.adopt_answer_file(&key, &second);
-        assert_eq!(std::fs::read_to_string(cache.answer_file(&key)).unwrap(), "two");
+        assert_eq!(fs_err::read_to_string(cache.answer_file(&key)).unwrap(), "two");
         assert!(!same_file(&first, &cache.answer_file(&key)));
         assert_eq!(
-            std::fs::read_to_string(&first).unwrap(),
+            fs_err::read_to_string(&first).unwrap(),
             "one",
             "the old result file is untouched"
         );
-        let leftovers = std::fs::read_dir(cache.temp_dir()).unwrap().count();
+        let leftovers = fs_err::read_dir(cache.temp_dir()).unwrap().count();
         assert_eq!(leftovers, 0, "no temporary link is left behind");
     }
 }

@@ -146,9 +146,9 @@ mod tests {
     /// the end), and an aggregate citing them in every way.
     fn project() -> (tempfile::TempDir, String) {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("src")).unwrap();
-        std::fs::write(dir.path().join("src/login.ts"), LOGIN).unwrap();
-        std::fs::write(dir.path().join("src/legacy.py"), "a = 1\nb = 2").unwrap();
+        fs_err::create_dir_all(dir.path().join("src")).unwrap();
+        fs_err::write(dir.path().join("src/login.ts"), LOGIN).unwrap();
+        fs_err::write(dir.path().join("src/legacy.py"), "a = 1\nb = 2").unwrap();
         let h = content_hash(LOGIN.as_bytes());
         let aggregate = format!(
             "# Summary\n\n\
@@ -157,7 +157,7 @@ mod tests {
              - **Legacy** [src/legacy.py, L2]\n\n\
              ## Sources\n\n- src/login.ts@{h} (L2-4)\n- src/legacy.py (L2) [un-versioned]\n"
         );
-        std::fs::write(dir.path().join("aggregate.md"), &aggregate).unwrap();
+        fs_err::write(dir.path().join("aggregate.md"), &aggregate).unwrap();
         (dir, h)
     }
 
@@ -218,9 +218,9 @@ mod tests {
     fn editing_a_file_makes_its_citations_stale_and_short_files_break_ranges() {
         let (dir, h) = project();
         // Two lines now: the old version's hash no longer matches.
-        std::fs::write(dir.path().join("src/login.ts"), "changed\n").unwrap();
+        fs_err::write(dir.path().join("src/login.ts"), "changed\n").unwrap();
         // The path-only citation's L2 no longer exists.
-        std::fs::write(dir.path().join("src/legacy.py"), "only one line\n").unwrap();
+        fs_err::write(dir.path().join("src/legacy.py"), "only one line\n").unwrap();
         let (v, text) = verify(dir.path(), false, false);
         assert_eq!(
             statuses(&v),
@@ -251,7 +251,7 @@ mod tests {
              - [../secret.txt, L1]\n- [{}, L1]\n- [src/, L1]\n",
             outside.display()
         );
-        std::fs::write(dir.path().join("aggregate.md"), text).unwrap();
+        fs_err::write(dir.path().join("aggregate.md"), text).unwrap();
         let (v, out) = verify(dir.path(), false, false);
         let details: Vec<(Status, Option<&str>)> =
             v.citations.iter().map(|c| (c.status, c.detail.as_deref())).collect();
@@ -282,7 +282,7 @@ mod tests {
                 {"artifact_id": "src/login.ts", "content_hash": "XYZ", "lines": "L1"},
             ]}]
         });
-        std::fs::write(dir.path().join("aggregate.json"), doc.to_string()).unwrap();
+        fs_err::write(dir.path().join("aggregate.json"), doc.to_string()).unwrap();
         let opts = VerifyOptions {
             file: dir.path().join("aggregate.json"),
             root: dir.path().to_path_buf(),
@@ -309,7 +309,7 @@ mod tests {
     #[test]
     fn no_citations_passes_with_a_note_fails_strict_and_a_bad_root_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("aggregate.md"), "# Nothing cited\n\n- [x] done\n").unwrap();
+        fs_err::write(dir.path().join("aggregate.md"), "# Nothing cited\n\n- [x] done\n").unwrap();
         let (v, text) = verify(dir.path(), false, false);
         assert!(v.passed);
         assert_eq!(

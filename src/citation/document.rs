@@ -26,10 +26,7 @@ pub struct Found {
 /// The citations of the aggregate at `path`: JSON when it ends in `.json` or its content
 /// is a JSON object or array, markdown otherwise.
 pub fn load(path: &Path) -> Result<Vec<Found>, CitationError> {
-    let text = std::fs::read_to_string(path).map_err(|source| CitationError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text = fs_err::read_to_string(path).map_err(CitationError::Io)?;
     let json_name = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
     let trimmed = text.trim_start();
     if json_name || trimmed.starts_with('{') || trimmed.starts_with('[') {
@@ -171,15 +168,15 @@ mod tests {
     fn load_picks_the_format_and_rejects_broken_json() {
         let dir = tempfile::tempdir().unwrap();
         let md = dir.path().join("aggregate.md");
-        std::fs::write(&md, format!("[not json] but a claim [src/a.ts@{H}, L2]\n")).unwrap();
+        fs_err::write(&md, format!("[not json] but a claim [src/a.ts@{H}, L2]\n")).unwrap();
         let found = load(&md).unwrap();
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].line, Some(1));
         let json = dir.path().join("aggregate.json");
-        std::fs::write(&json, "{ nope").unwrap();
+        fs_err::write(&json, "{ nope").unwrap();
         let err = load(&json).unwrap_err().to_string();
         assert!(err.contains("aggregate.json: not valid JSON"), "{err}");
         let missing = load(&dir.path().join("nothing.md")).unwrap_err();
-        assert!(matches!(missing, CitationError::Io { .. }));
+        assert!(matches!(missing, CitationError::Io(_)));
     }
 }

@@ -7,13 +7,9 @@ use crate::error::ExitStatus;
 /// Why `rlm verify-citations` could not check anything.
 #[derive(Debug, thiserror::Error)]
 pub enum CitationError {
-    /// The aggregate could not be read.
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    /// The aggregate could not be read (the `fs_err` message names it).
+    #[error("{0}")]
+    Io(#[source] std::io::Error),
     /// A `.json` aggregate that is not JSON.
     #[error("{}: not valid JSON ({message}); give an aggregate.md or aggregate.json", path.display())]
     Json { path: PathBuf, message: String },

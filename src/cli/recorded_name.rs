@@ -41,6 +41,7 @@ impl RecordedName {
 }
 
 /// `#[serde(with = "recorded_name")]` for an `Option<OsString>` or an `Option<PathBuf>`.
+#[allow(clippy::ref_option)] // the signature serde's `with` calls
 pub fn serialize<S: Serializer, N: AsRef<OsStr>>(name: &Option<N>, serializer: S) -> Result<S::Ok, S::Error> {
     name.as_ref()
         .map(|n| RecordedName::of(n.as_ref()))

@@ -176,7 +176,7 @@ pub fn render_chunk(templates: &Templates, input: &ChunkPrompt<'_>) -> Prompt {
     let mut user = format!(
         "File: {}\nContent type: {}\n",
         crate::escape::name(input.path),
-        describe_type(input.detection)
+        describe_type(*input.detection)
     );
     let range = format!("{}–{}", chunk.start_line, chunk.end_line);
     if chunk.total == 1 && chunk.start_line <= 1 && chunk.end_line >= input.file_lines {
@@ -443,7 +443,7 @@ const FINDINGS_ONLY: &str =
     "Answer with one JSON object and nothing else: no code fences, no text before or after it. Its shape:";
 
 /// `source_code (python), found by extension`.
-fn describe_type(d: &Detection) -> String {
+fn describe_type(d: Detection) -> String {
     let language = d.language.map(|l| format!(" ({l})")).unwrap_or_default();
     let how = match d.detected_by {
         DetectedBy::Extension => "by extension",

@@ -21,12 +21,12 @@ fn code_chunk() -> Chunk {
     }
 }
 
-fn render(sub_prompt: &str, focus: Focus, detection: &Detection, chunk: &Chunk) -> Prompt {
+fn render(sub_prompt: &str, focus: Focus, detection: Detection, chunk: &Chunk) -> Prompt {
     let input = ChunkPrompt {
         sub_prompt,
         focus,
         path: "src/data_pipeline.py",
-        detection,
+        detection: &detection,
         file_lines: 2800,
         chunk,
         content_block: "<file_content path=\"src/data_pipeline.py\">\ncode\n</file_content>",
@@ -64,7 +64,7 @@ fn a_code_chunk_prompt_names_file_lines_position_and_imports() {
     let p = render(
         "Review {file} for security issues and code quality",
         Focus::Security,
-        &d,
+        d,
         &code_chunk(),
     );
     assert!(p.user.starts_with(
@@ -85,8 +85,8 @@ fn a_code_chunk_prompt_names_file_lines_position_and_imports() {
 #[test]
 fn the_system_message_is_shared_by_all_chunks_of_a_kind() {
     let d = Detection::given(ContentType::SourceCode, Some(Language::Rust));
-    let a = render("Review it", Focus::General, &d, &code_chunk());
-    let b = render("Review it", Focus::General, &d, &Chunk::whole("fn main() {}\n"));
+    let a = render("Review it", Focus::General, d, &code_chunk());
+    let b = render("Review it", Focus::General, d, &Chunk::whole("fn main() {}\n"));
     assert_eq!(a.system, b.system);
     assert!(!a.system.contains("Analysis focus"));
     assert!(b.user.contains("Lines: 1–1 of 2800 (chunk 1 of 1)"));
@@ -95,7 +95,7 @@ fn the_system_message_is_shared_by_all_chunks_of_a_kind() {
 #[test]
 fn the_users_format_wins_over_the_findings_schema() {
     let d = Detection::given(ContentType::SourceCode, Some(Language::Python));
-    let p = render("List exports in {file}", Focus::General, &d, &code_chunk());
+    let p = render("List exports in {file}", Focus::General, d, &code_chunk());
     assert!(!p.system.contains("\"findings\""));
     assert!(p.system.contains("The instruction names its own output format"));
     assert!(
@@ -107,7 +107,7 @@ fn the_users_format_wins_over_the_findings_schema() {
 #[test]
 fn focus_steers_only_the_code_analyst() {
     let d = Detection::given(ContentType::StructuredData, None);
-    let p = render("Find anomalies", Focus::Security, &d, &code_chunk());
+    let p = render("Find anomalies", Focus::Security, d, &code_chunk());
     assert!(p.system.starts_with("You are a data analyst"));
     assert!(!p.system.contains("Analysis focus"));
     assert!(p.user.contains("lines 1–28, the header row") || p.user.contains("the file's import block"));
@@ -281,16 +281,16 @@ fn the_context_lines_keep_within_their_bound_at_their_longest() {
     ));
     full.context.json_path = Some(format!("$.{long}"));
     full.context.note = Some(long.clone());
-    let grown = render("Review {file}", Focus::General, &d, &full).user.len()
-        - render("Review {file}", Focus::General, &d, &bare).user.len();
+    let grown = render("Review {file}", Focus::General, d, &full).user.len()
+        - render("Review {file}", Focus::General, d, &bare).user.len();
     assert!(grown <= context_max_bytes(ContentType::Json), "{grown}");
     // Without the JSON lines, the bound of other types holds.
     full.context.schema = None;
     full.context.json_path = None;
-    let grown = render("Review {file}", Focus::General, &d, &full).user.len()
-        - render("Review {file}", Focus::General, &d, &bare).user.len();
+    let grown = render("Review {file}", Focus::General, d, &full).user.len()
+        - render("Review {file}", Focus::General, d, &bare).user.len();
     assert!(grown <= context_max_bytes(ContentType::SourceCode), "{grown}");
     // The lines say what they were cut from.
-    let user = render("Review {file}", Focus::General, &d, &full).user;
+    let user = render("Review {file}", Focus::General, d, &full).user;
     assert!(user.contains("were also in the previous chunk"), "{user}");
 }

@@ -214,7 +214,7 @@ impl Limiter {
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// A local server: start at one call and widen only while throughput improves.
@@ -798,7 +798,7 @@ mod tests {
         let mut budget = RateBudget::new(Duration::from_secs(5));
         let slot = l.place().acquire_within(Some(&mut budget)).await.unwrap();
         assert!(
-            budget.waited >= pause - Duration::from_millis(50),
+            budget.waited >= pause.checked_sub(Duration::from_millis(50)).unwrap(),
             "{budget:?} after a pause of {pause:?}"
         );
         // The next pause is longer than what this call has left: refused without waiting.

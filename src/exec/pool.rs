@@ -223,7 +223,7 @@ fn panic_message(e: tokio::task::JoinError) -> String {
     let payload = e.into_panic();
     payload
         .downcast_ref::<&str>()
-        .map(|s| s.to_string())
+        .map(ToString::to_string)
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".into())
 }
@@ -348,9 +348,7 @@ mod tests {
         let mut handler = Counter::default();
         let job = |Item(i): Item| {
             tokio::spawn(async move {
-                if i == 1 {
-                    panic!("boom {i}");
-                }
+                assert!(i != 1, "boom {i}");
                 i
             })
         };

@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::{ArtifactBase, Finding, Level, LevelCounts, DEFAULT_RULE};
 
@@ -19,14 +19,10 @@ pub const MAX_ANNOTATIONS_PER_LEVEL: usize = 50;
 /// full list is in the SARIF file and the run directory).
 pub const MAX_SUMMARY_ROWS: usize = 200;
 
-/// The summary file could not be appended to.
+/// The summary file could not be appended to (the `fs_err` message names it).
 #[derive(Debug, thiserror::Error)]
-#[error("cannot append the step summary to {path}: {source}; check GITHUB_STEP_SUMMARY")]
-pub struct StepSummaryError {
-    pub path: PathBuf,
-    #[source]
-    pub source: std::io::Error,
-}
+#[error("cannot append the step summary: {0}; check GITHUB_STEP_SUMMARY")]
+pub struct StepSummaryError(#[source] pub std::io::Error);
 
 /// Escapes a command's message (GitHub's rules for data): `%`, CR, LF.
 pub fn escape_data(text: &str) -> String {
@@ -155,22 +151,18 @@ fn table_cell(text: &str) -> String {
 /// Appends `markdown` to the step summary file at `path` (created if missing, never
 /// truncated: earlier steps' summaries stay), after a blank line.
 pub fn append_step_summary(path: &Path, markdown: &str) -> Result<(), StepSummaryError> {
-    let fail = |source| StepSummaryError {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut file = std::fs::OpenOptions::new()
+    let mut file = fs_err::OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
-        .map_err(fail)?;
+        .map_err(StepSummaryError)?;
     let mut text = String::with_capacity(markdown.len() + 2);
     text.push('\n');
     text.push_str(markdown);
     if !text.ends_with('\n') {
         text.push('\n');
     }
-    file.write_all(text.as_bytes()).map_err(fail)
+    file.write_all(text.as_bytes()).map_err(StepSummaryError)
 }
 
 #[cfg(test)]
@@ -292,19 +284,17 @@ mod tests {
     fn the_step_summary_is_appended_never_truncated() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("step_summary.md");
-        std::fs::write(&path, "earlier step").unwrap();
+        fs_err::write(&path, "earlier step").unwrap();
         append_step_summary(&path, "# one").unwrap();
         append_step_summary(&path, "# two\n").unwrap();
-        assert_eq!(
-            std::fs::read_to_string(&path).unwrap(),
-            "earlier step\n# one\n\n# two\n"
-        );
+        assert_eq!(fs_err::read_to_string(&path).unwrap(), "earlier step\n# one\n\n# two\n");
         let fresh = dir.path().join("new.md");
         append_step_summary(&fresh, "# x").unwrap();
-        assert_eq!(std::fs::read_to_string(&fresh).unwrap(), "\n# x\n");
+        assert_eq!(fs_err::read_to_string(&fresh).unwrap(), "\n# x\n");
         let err = append_step_summary(&dir.path().join("missing/dir/s.md"), "# x").unwrap_err();
         assert!(
-            err.to_string().starts_with("cannot append the step summary to "),
+            err.to_string()
+                .starts_with("cannot append the step summary: failed to open file `"),
             "{err}"
         );
         assert!(err.to_string().ends_with("; check GITHUB_STEP_SUMMARY"), "{err}");

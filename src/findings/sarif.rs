@@ -330,7 +330,7 @@ mod tests {
     fn generated_sarif_is_valid_against_the_schema() {
         let schema_path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/data/sarif-2.1.0-rtm.5.json");
         let mut schema: Value =
-            serde_json::from_str(&std::fs::read_to_string(schema_path).expect("schema file")).expect("schema is JSON");
+            serde_json::from_str(&fs_err::read_to_string(schema_path).expect("schema file")).expect("schema is JSON");
         // The published schema's `language` patterns have a stray `]`, which JavaScript reads
         // as a literal but the validator's meta-schema check rejects as a regex. Escaping it
         // keeps the meaning; rlm never writes `language`, so nothing we check depends on it.

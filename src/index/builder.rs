@@ -138,7 +138,7 @@ pub fn build(root: &Path) -> Result<(ProjectIndex, BuildReport), IndexError> {
         .collect();
     let mut edges = resolve_all(root, &sources, &files.configs);
     drop(sources);
-    for (path, record) in records.iter_mut() {
+    for (path, record) in &mut records {
         record.edges = edges.remove(path).unwrap_or_default();
     }
     let index = ProjectIndex {
@@ -204,9 +204,9 @@ fn config_hashes(root: &Path, files: &ProjectFiles) -> Result<BTreeMap<String, S
 }
 
 fn read_if_present(path: &Path) -> Result<Option<Vec<u8>>, IndexError> {
-    match std::fs::read(path) {
+    match fs_err::read(path) {
         Ok(b) => Ok(Some(b)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(IndexError::io(path, e)),
+        Err(e) => Err(e.into()),
     }
 }

@@ -8,13 +8,9 @@ use crate::error::ExitStatus;
 /// message is one line naming the thing at fault and what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {
-    /// A file or directory could not be read or written.
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    /// A file or directory could not be read or written (the `fs_err` message names it).
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
     /// The project root is not a directory.
     #[error("{0}: not a directory; give the project root")]
     NotADirectory(PathBuf),
@@ -46,14 +42,6 @@ pub enum IndexError {
 }
 
 impl IndexError {
-    /// Wraps an I/O error with the path it concerns.
-    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        IndexError::Io {
-            path: path.into(),
-            source,
-        }
-    }
-
     /// The exit code this error maps to: every index error is a usage or input error.
     pub fn exit_status(&self) -> ExitStatus {
         ExitStatus::Usage

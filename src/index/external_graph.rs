@@ -18,7 +18,7 @@ const DEFAULT_TYPE: &str = "dependency";
 
 /// Reads a graph file; node paths are taken relative to `root`.
 pub fn load_graph_file(path: &Path, root: &Path) -> Result<DependencyGraph, IndexError> {
-    let text = std::fs::read_to_string(path).map_err(|e| IndexError::io(path, e))?;
+    let text = fs_err::read_to_string(path)?;
     let invalid = |message: String| IndexError::GraphFile {
         path: path.to_path_buf(),
         message,
@@ -74,7 +74,7 @@ mod tests {
 
     fn write(dir: &Path, text: &str) -> std::path::PathBuf {
         let p = dir.join("graph.json");
-        std::fs::write(&p, text).unwrap();
+        fs_err::write(&p, text).unwrap();
         p
     }
 
@@ -129,6 +129,6 @@ mod tests {
         .to_string();
         assert!(err.contains("`a.ts`.upstream[0] has no \"path\" string"), "{err}");
         let err = load_graph_file(&dir.path().join("missing.json"), dir.path()).unwrap_err();
-        assert!(matches!(err, IndexError::Io { .. }));
+        assert!(matches!(err, IndexError::Io(_)));
     }
 }

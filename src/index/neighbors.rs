@@ -125,7 +125,7 @@ pub fn expand(
         if next.is_empty() {
             break;
         }
-        frontier = next.keys().map(|k| k.to_string()).collect();
+        frontier = next.keys().map(ToString::to_string).collect();
         seen.extend(frontier.iter().cloned());
         found.extend(next.into_iter().map(|(path, types)| Neighbor {
             path: path.to_string(),

@@ -123,10 +123,10 @@ mod tests {
             "web/tsconfig.json",
             "go.mod",
         ] {
-            std::fs::create_dir_all(root.join(f).parent().unwrap()).unwrap();
-            std::fs::write(root.join(f), "").unwrap();
+            fs_err::create_dir_all(root.join(f).parent().unwrap()).unwrap();
+            fs_err::write(root.join(f), "").unwrap();
         }
-        std::fs::write(root.join(".gitignore"), "src/gen/\n").unwrap();
+        fs_err::write(root.join(".gitignore"), "src/gen/\n").unwrap();
         let files = walk(root).unwrap();
         let paths: Vec<&str> = files.sources.iter().map(|s| s.path.as_str()).collect();
         assert_eq!(paths, vec!["src/a.ts"]);
@@ -137,7 +137,7 @@ mod tests {
     fn a_file_is_not_a_root() {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("a.ts");
-        std::fs::write(&f, "").unwrap();
+        fs_err::write(&f, "").unwrap();
         assert!(matches!(walk(&f), Err(IndexError::NotADirectory(_))));
     }
 }

@@ -59,10 +59,10 @@ impl ProjectIndex {
     /// version, unparsable): both mean "build it".
     pub fn load(root: &Path) -> Result<Option<ProjectIndex>, IndexError> {
         let path = Self::path(root);
-        let text = match std::fs::read_to_string(&path) {
+        let text = match fs_err::read_to_string(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(IndexError::io(path, e)),
+            Err(e) => return Err(e.into()),
         };
         Ok(serde_json::from_str::<ProjectIndex>(&text)
             .ok()
@@ -74,11 +74,11 @@ impl ProjectIndex {
     pub fn save(&self, root: &Path) -> Result<PathBuf, IndexError> {
         let path = Self::path(root);
         let dir = root.join(INDEX_DIR);
-        std::fs::create_dir_all(&dir).map_err(|e| IndexError::io(&dir, e))?;
-        let mut json = serde_json::to_vec_pretty(self).map_err(|e| IndexError::io(&path, e.into()))?;
+        fs_err::create_dir_all(&dir)?;
+        let mut json = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
         json.push(b'\n');
-        crate::fs_atomic::write_atomic(&path, &json, crate::fs_atomic::Durability::Synced)
-            .map_err(|e| IndexError::io(&path, e))?;
+        // The error names the path already.
+        crate::fs_atomic::write_atomic(&path, &json, crate::fs_atomic::Durability::Synced)?;
         Ok(path)
     }
 }
@@ -112,13 +112,13 @@ mod tests {
         let path = index.save(dir.path()).unwrap();
         index.save(dir.path()).unwrap();
         assert_eq!(ProjectIndex::load(dir.path()).unwrap(), Some(index));
-        let names: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+        let names: Vec<_> = fs_err::read_dir(path.parent().unwrap())
             .unwrap()
             .flatten()
             .map(|e| e.file_name())
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from(INDEX_FILE)]);
-        let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&fs_err::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(json["files"]["src/a.ts"]["edges"][0]["type"], "import");
     }
 
@@ -126,11 +126,11 @@ mod tests {
     fn another_version_or_garbage_reads_as_missing() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(ProjectIndex::load(dir.path()).unwrap(), None);
-        std::fs::create_dir_all(dir.path().join(INDEX_DIR)).unwrap();
+        fs_err::create_dir_all(dir.path().join(INDEX_DIR)).unwrap();
         let path = ProjectIndex::path(dir.path());
-        std::fs::write(&path, r#"{"version": 2, "files": {}, "configs": {}}"#).unwrap();
+        fs_err::write(&path, r#"{"version": 2, "files": {}, "configs": {}}"#).unwrap();
         assert_eq!(ProjectIndex::load(dir.path()).unwrap(), None);
-        std::fs::write(&path, "{ not json").unwrap();
+        fs_err::write(&path, "{ not json").unwrap();
         assert_eq!(ProjectIndex::load(dir.path()).unwrap(), None);
     }
 }

@@ -17,8 +17,8 @@ fn project(files: &[(&str, &str)]) -> TempDir {
 
 fn write(root: &Path, path: &str, text: &str) {
     let p = root.join(path);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, text).unwrap();
+    fs_err::create_dir_all(p.parent().unwrap()).unwrap();
+    fs_err::write(p, text).unwrap();
 }
 
 /// `to (type)` for every edge of `file`.
@@ -357,7 +357,7 @@ fn rebuild_reparses_only_what_changed_and_drops_what_is_gone() {
     write(root, "src/b.ts", "export const b = 2;\n");
     assert!(is_stale(root).unwrap());
     write(root, "src/c.ts", "export const c = 3;\n");
-    std::fs::remove_file(root.join("src/d.ts")).unwrap();
+    fs_err::remove_file(root.join("src/d.ts")).unwrap();
     let (index, second) = build(root).unwrap();
     assert_eq!(
         (

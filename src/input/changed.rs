@@ -188,8 +188,8 @@ mod tests {
 
     fn write(dir: &Path, path: &str, content: &str) {
         let p = dir.join(path);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, content).unwrap();
+        fs_err::create_dir_all(p.parent().unwrap()).unwrap();
+        fs_err::write(p, content).unwrap();
     }
 
     /// A repository whose branch `feature` added, modified, renamed and deleted files after

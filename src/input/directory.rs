@@ -164,8 +164,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         for (path, content) in files {
             let p = dir.path().join(path);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, content).unwrap();
+            fs_err::create_dir_all(p.parent().unwrap()).unwrap();
+            fs_err::write(p, content).unwrap();
         }
         dir
     }

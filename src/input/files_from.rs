@@ -20,12 +20,9 @@ pub enum ListSeparator {
 /// The list could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum FilesFromError {
-    #[error("cannot read the file list {path}: {source}; check --files-from")]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    /// The `fs_err` message names the file.
+    #[error("cannot read the file list: {0}; check --files-from")]
+    Read(#[source] std::io::Error),
     #[error("cannot read the file list from standard input: {0}")]
     Stdin(#[source] std::io::Error),
     /// Only on systems whose paths are not bytes (Windows).
@@ -45,10 +42,7 @@ pub fn read_files_from(
         stdin.read_to_end(&mut bytes).map_err(FilesFromError::Stdin)?;
         "on standard input".to_string()
     } else {
-        bytes = std::fs::read(list).map_err(|source| FilesFromError::Read {
-            path: list.to_path_buf(),
-            source,
-        })?;
+        bytes = fs_err::read(list).map_err(FilesFromError::Read)?;
         list.display().to_string()
     };
     parse_files_list(&bytes, separator).map_err(|entry| FilesFromError::NotUtf8 { source_name, entry })
@@ -153,7 +147,7 @@ mod tests {
     fn reads_a_file_or_stdin() {
         let dir = tempfile::tempdir().unwrap();
         let list = dir.path().join("changed.txt");
-        std::fs::write(&list, "a.ts\nb.ts\n").unwrap();
+        fs_err::write(&list, "a.ts\nb.ts\n").unwrap();
         let mut no_stdin: &[u8] = b"";
         assert_eq!(
             read_files_from(&list, ListSeparator::Newline, &mut no_stdin).unwrap(),
@@ -173,7 +167,10 @@ mod tests {
         let err = read_files_from(&missing, ListSeparator::Newline, &mut std::io::empty()).unwrap_err();
         let text = err.to_string();
         assert!(
-            text.starts_with(&format!("cannot read the file list {}: ", missing.display())),
+            text.starts_with(&format!(
+                "cannot read the file list: failed to open file `{}`: ",
+                missing.display()
+            )),
             "{text}"
         );
         assert!(text.ends_with("; check --files-from"), "{text}");

@@ -165,7 +165,7 @@ impl Search<'_> {
             // An absolute prefix replaces `cwd`.
             (false, _) => cwd.join(&prefix),
         };
-        if std::fs::symlink_metadata(&root).is_err() {
+        if fs_err::symlink_metadata(&root).is_err() {
             // `nonexist/**/*.py`: say which directory is missing, not that nothing matched.
             let base = if absolute {
                 PathBuf::from("/")
@@ -237,7 +237,7 @@ fn missing_directory(base: &Path, components: &[&OsStr], literal_len: usize, nam
     let mut path = base.to_path_buf();
     for (i, component) in components[..literal_len].iter().enumerate() {
         path.push(component);
-        if std::fs::symlink_metadata(&path).is_err() {
+        if fs_err::symlink_metadata(&path).is_err() {
             let is_directory = i + 1 < components.len() || names_directory;
             return is_directory.then(|| display_path(Path::new(&join(&components[..=i]))));
         }
@@ -271,8 +271,8 @@ mod tests {
         let dir = Tree(tempfile::tempdir().unwrap());
         for (path, content) in files {
             let p = dir.join(path);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, content).unwrap();
+            fs_err::create_dir_all(p.parent().unwrap()).unwrap();
+            fs_err::write(p, content).unwrap();
         }
         dir
     }

@@ -80,6 +80,8 @@ pub fn resolve_list(
             path: display.clone(),
             reason,
         };
+        // std::fs, not fs_err, here and below: a reason is shown beside the file's name.
+        #[allow(clippy::disallowed_methods)]
         let meta = match std::fs::symlink_metadata(&full) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -114,6 +116,7 @@ pub fn resolve_list(
             }
         }
         // The target's type, looked at before anything opens it (a FIFO blocks its reader).
+        #[allow(clippy::disallowed_methods)]
         match std::fs::metadata(&full) {
             Ok(m) if m.is_file() => match seen.entry(FileIdentity::of(&full, &m)) {
                 Entry::Occupied(first) if *first.get() != display => {
@@ -129,7 +132,7 @@ pub fn resolve_list(
             Ok(m) if m.is_dir() => skipped.push(entry("a directory: list files, not directories".into())),
             Ok(m) => unreadable.push(entry(format!(
                 "not a regular file ({}): not read",
-                special_kind(&m.file_type())
+                special_kind(m.file_type())
             ))),
             Err(e) => unreadable.push(entry(format!("cannot be read: {e}"))),
         }

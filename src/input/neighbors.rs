@@ -62,8 +62,8 @@ mod tests {
             ("test/session.test.ts", "import '../src/session';\n"),
         ] {
             let p = dir.path().join(path);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, text).unwrap();
+            fs_err::create_dir_all(p.parent().unwrap()).unwrap();
+            fs_err::write(p, text).unwrap();
         }
         dir
     }

@@ -50,8 +50,11 @@ fn read_one((path, display): (PathBuf, String)) -> Read {
 /// The bytes of a regular file. The walk checked the type, but the name may have become a
 /// FIFO since: it is opened without blocking and its type checked on the open handle, so a
 /// FIFO is never read (a read would wait for a writer forever).
+#[allow(clippy::disallowed_methods)]
 fn read_regular(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
     use std::io::Read as _;
+    // std::fs, not fs_err: this opens every input file, and an fs_err `File` keeps a copy of
+    // its path (an allocation per file); the caller names the file beside the reason.
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -198,7 +201,7 @@ fn reader_failed(display: &str) -> SkippedFile {
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]
@@ -243,7 +246,7 @@ mod tests {
         for len in [1usize, 31, 32, 33, 8191, 8192, 100_000] {
             let path = dir.path().join(format!("f{len}"));
             let content: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
-            std::fs::write(&path, &content).unwrap();
+            fs_err::write(&path, &content).unwrap();
             assert_eq!(read_regular(&path).unwrap(), content, "{len} bytes");
         }
     }
@@ -255,7 +258,7 @@ mod tests {
         let mut ahead = ReadAhead::start();
         for i in (0..300).rev() {
             let path = dir.path().join(format!("f{i:03}"));
-            std::fs::write(&path, if i % 100 == 0 { String::new() } else { format!("{i}\n") }).unwrap();
+            fs_err::write(&path, if i % 100 == 0 { String::new() } else { format!("{i}\n") }).unwrap();
             ahead.read(path.clone(), format!("f{i:03}"));
             candidates.push((path, format!("f{i:03}")));
         }

@@ -171,7 +171,7 @@ impl Walk<'_> {
                 // Never opened: a FIFO blocks its reader.
                 found.unreadable.push(SkippedFile {
                     path: display,
-                    reason: format!("not a regular file ({}): not read", special_kind(&file_type)),
+                    reason: format!("not a regular file ({}): not read", special_kind(file_type)),
                 });
             }
         }
@@ -217,7 +217,7 @@ pub(super) fn named_link_leaves(root: &Path, cwd: &Path) -> Option<String> {
         return None;
     }
     let written_inside = lexical(root).starts_with(lexical(cwd));
-    let own_link_leaves = std::fs::symlink_metadata(root).is_ok_and(|m| m.file_type().is_symlink())
+    let own_link_leaves = fs_err::symlink_metadata(root).is_ok_and(|m| m.file_type().is_symlink())
         && root
             .parent()
             .and_then(|p| p.canonicalize().ok())
@@ -295,7 +295,7 @@ pub(super) fn link_leaves(link: &Path, boundary: &Path) -> Option<LinkProblem> {
 
 /// The reason a symbolic link at `path` cannot be read, or `None` when `path` is no link.
 pub(super) fn unreadable_link(path: &Path) -> Option<String> {
-    let meta = std::fs::symlink_metadata(path).ok()?;
+    let meta = fs_err::symlink_metadata(path).ok()?;
     if !meta.file_type().is_symlink() {
         return None;
     }
@@ -309,7 +309,7 @@ fn broken_link_reason(link: &Path, e: &std::io::Error) -> String {
     if e.raw_os_error() == Some(libc::ELOOP) {
         return "symbolic link loop: cannot be read".into();
     }
-    match std::fs::read_link(link) {
+    match fs_err::read_link(link) {
         Ok(target) if e.kind() == std::io::ErrorKind::NotFound => {
             format!(
                 "dangling symbolic link (to {}): cannot be read",
@@ -331,7 +331,7 @@ fn walk_error(e: &ignore::Error) -> (Option<PathBuf>, String) {
     }
 }
 
-pub(super) fn special_kind(t: &std::fs::FileType) -> &'static str {
+pub(super) fn special_kind(t: std::fs::FileType) -> &'static str {
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt;
@@ -351,7 +351,7 @@ pub(super) fn special_kind(t: &std::fs::FileType) -> &'static str {
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Whether `dir` is `excluded` (a canonical path); only a directory of the same name is

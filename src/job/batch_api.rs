@@ -10,7 +10,7 @@
 //! and answers the check rejects, are left to the realtime workers, which ask again with
 //! the errors appended, under the phase's `retries`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -74,10 +74,10 @@ pub async fn collect(
     let started = Instant::now();
     let api = client(phase.provider, phase.model)?;
     let mut record: Record = read_json_if_whole(&phase.record).unwrap_or_default();
-    let recorded: HashMap<String, ()> = record
+    let recorded: HashSet<String> = record
         .batches
         .iter()
-        .flat_map(|b| b.custom_ids.iter().map(|c| (c.clone(), ())))
+        .flat_map(|b| b.custom_ids.iter().cloned())
         .collect();
     // Jobs by custom id; those with a valid cached answer go to the pool, which serves it.
     let mut by_id: BTreeMap<String, BatchJob> = BTreeMap::new();
@@ -89,7 +89,7 @@ pub async fn collect(
             continue;
         }
         let custom_id = custom_id_for(job.request.unit.as_str());
-        if !recorded.contains_key(&custom_id) {
+        if !recorded.contains(&custom_id) {
             if !phase.submit {
                 rest.push(job);
                 continue;

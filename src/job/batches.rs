@@ -429,10 +429,8 @@ impl PoolHandler<BatchDone> for BatchHandler<'_> {
             }
             (WorkerEnd::Accepted(_), Err(e)) => {
                 // Cached, so a resume finds it; but nothing more is dispatched.
-                let reason = format!(
-                    "cannot write {}: {e}",
-                    self.dir.batch_output(&state.name, done.n).display()
-                );
+                // An I/O error names the file.
+                let reason = format!("cannot write the output of {unit}: {e}");
                 self.store
                     .finished(&unit, UnitState::Cancelled, Detail::reason(reason.clone()));
                 self.stop = Some(Stop::WriteError(reason));
@@ -542,7 +540,7 @@ impl BatchHandler<'_> {
 /// a resumed phase sends exactly the batches it planned.
 pub fn planned_inputs(dir: &JobDir, phase: &str) -> BTreeMap<usize, Vec<Value>> {
     let mut planned = BTreeMap::new();
-    let Ok(entries) = std::fs::read_dir(dir.batches(phase)) else {
+    let Ok(entries) = fs_err::read_dir(dir.batches(phase)) else {
         return planned;
     };
     for entry in entries.flatten() {

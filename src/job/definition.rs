@@ -188,12 +188,12 @@ impl JobDefinition {
     /// Reads and checks a definition file (`.json` as JSON, anything else as TOML).
     pub fn load(path: &Path) -> Result<Self, RlmError> {
         let shown = path.display();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| RlmError::Usage(format!("cannot read the job file {shown}: {e}")))?;
+        let text =
+            fs_err::read_to_string(path).map_err(|e| RlmError::Input(format!("cannot read the job file: {e}")))?;
         let is_json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
         let definition: JobDefinition = if is_json {
             serde_json::from_str(&text)
-                .map_err(|e| RlmError::Usage(format!("{shown}: line {}, column {}: {e}", e.line(), e.column())))?
+                .map_err(|e| RlmError::Input(format!("{shown}: line {}, column {}: {e}", e.line(), e.column())))?
         } else {
             toml::from_str(&text).map_err(|e| {
                 let at = e
@@ -203,7 +203,7 @@ impl JobDefinition {
                         format!("line {line}: ")
                     })
                     .unwrap_or_default();
-                RlmError::Usage(format!("{shown}: {at}{}", one_line(e.message())))
+                RlmError::Input(format!("{shown}: {at}{}", one_line(e.message())))
             })?
         };
         definition.check(&shown.to_string())?;
@@ -212,7 +212,7 @@ impl JobDefinition {
 
     /// Every rule a definition must follow; `shown` names it in messages.
     pub fn check(&self, shown: &str) -> Result<(), RlmError> {
-        let bad = |what: String| Err(RlmError::Usage(format!("{shown}: {what}")));
+        let bad = |what: String| Err(RlmError::Input(format!("{shown}: {what}")));
         if self.name.trim().is_empty() {
             return bad("`name` is empty: give the job a name".into());
         }
@@ -252,7 +252,7 @@ impl JobDefinition {
         let mut seen_reduce = false;
         for (i, phase) in self.phases.iter().enumerate() {
             let at = format!("phase {} ({})", i + 1, phase.name);
-            let bad = |what: String| Err(RlmError::Usage(format!("{shown}: {at}: {what}")));
+            let bad = |what: String| Err(RlmError::Input(format!("{shown}: {at}: {what}")));
             if !is_file_name(&phase.name) {
                 return bad("a phase name must be letters, digits, - and _ (it names data/{phase}.json)".into());
             }
@@ -283,7 +283,7 @@ impl JobDefinition {
                 if present {
                     Ok(())
                 } else {
-                    Err(RlmError::Usage(format!(
+                    Err(RlmError::Input(format!(
                         "{shown}: {at}: a {} phase needs `{key}`",
                         phase.kind.name()
                     )))
@@ -300,7 +300,7 @@ impl JobDefinition {
                     needs("select", phase.select.is_some())?;
                     if let Some(select) = &phase.select {
                         let filter = super::select::Filter::parse(select)
-                            .map_err(|e| RlmError::Usage(format!("{shown}: {at}: select: {e}")))?;
+                            .map_err(|e| RlmError::Input(format!("{shown}: {at}: select: {e}")))?;
                         if filter.uses_clusters() && !seen_reduce {
                             return bad(
                                 "`select` names best_candidate or clustered: it needs a reduce phase before it".into(),
@@ -391,7 +391,7 @@ mod tests {
     fn parse(text: &str) -> Result<JobDefinition, String> {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("job.toml");
-        std::fs::write(&path, text).unwrap();
+        fs_err::write(&path, text).unwrap();
         JobDefinition::load(&path).map_err(|e| e.to_string())
     }
 
@@ -447,7 +447,7 @@ mod tests {
     fn json_with_the_same_keys_is_accepted() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("job.json");
-        std::fs::write(
+        fs_err::write(
             &path,
             r#"{"name":"t","input":"x.json","phase":[{"name":"report","kind":"report"}]}"#,
         )

@@ -32,7 +32,7 @@ pub async fn export(args: JobExportArgs, env: &Environment, printer: &Printer) -
         ));
     }
     let text = match args.format {
-        ExportFormatArg::Markdown => match std::fs::read_to_string(dir.report_md()) {
+        ExportFormatArg::Markdown => match fs_err::read_to_string(dir.report_md()) {
             Ok(md) => md,
             Err(_) => report::build(&dir, &record, None)?.markdown,
         },
@@ -94,7 +94,7 @@ pub fn comments(dir: &JobDir, record: &JobRecord) -> Result<(String, Vec<Value>)
         _ => record.definition.repo.clone(),
     }
     .ok_or_else(|| {
-        RlmError::Usage(format!(
+        RlmError::Input(format!(
             "job {} names no repository: GitHub comments need a job started by rlm job pr-review, or repo = \
              \"OWNER/REPO\" in the job file",
             record.job_id
@@ -103,7 +103,7 @@ pub fn comments(dir: &JobDir, record: &JobRecord) -> Result<(String, Vec<Value>)
     let data = ReportData::load(dir, record)?;
     let reviews: Vec<&Value> = data.reviews().collect();
     if reviews.is_empty() {
-        return Err(RlmError::Usage(format!(
+        return Err(RlmError::Input(format!(
             "job {} has no reviews to comment on: it has no review phase, or that phase has not run (rlm job status {})",
             record.job_id, record.job_id
         )));
@@ -201,7 +201,7 @@ async fn post(
         let mut answer = String::new();
         let _ = std::io::stdin().lock().read_line(&mut answer);
         if !matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
-            return Err(RlmError::Usage("cancelled: nothing was posted".into()));
+            return Err(RlmError::Declined("cancelled: nothing was posted".into()));
         }
     }
     let mut failed = 0;
@@ -212,13 +212,13 @@ async fn post(
             Ok(()) => {
                 printer.progress(&format!("posted on {repo}#{number}"));
                 let line = json!({"number": c["number"], "fingerprint": fingerprint(c)});
-                let appended = std::fs::OpenOptions::new()
+                let appended = fs_err::OpenOptions::new()
                     .create(true)
                     .append(true)
                     .open(dir.posted())
                     .and_then(|mut f| writeln!(f, "{line}"));
                 if let Err(e) = appended {
-                    printer.warn(&format!("cannot record the post in {}: {e}", dir.posted().display()));
+                    printer.warn(&format!("cannot record the post: {e}"));
                 }
             }
             Err(e) => {
@@ -244,7 +244,7 @@ fn fingerprint(c: &Value) -> String {
 
 /// The fingerprints of the comments posted before.
 fn posted(dir: &JobDir) -> HashSet<String> {
-    std::fs::read_to_string(dir.posted())
+    fs_err::read_to_string(dir.posted())
         .unwrap_or_default()
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())

@@ -48,7 +48,7 @@ pub async fn pr_list(repo: &str, limit: Option<u32>, cwd: &Path) -> Result<Strin
         PR_FIELDS,
     ]
     .iter()
-    .map(|s| s.to_string())
+    .map(ToString::to_string)
     .collect();
     let spec = CommandSpec {
         cwd: Some(cwd.to_path_buf()),
@@ -65,7 +65,7 @@ pub async fn pr_list(repo: &str, limit: Option<u32>, cwd: &Path) -> Result<Strin
 pub async fn pr_comment(repo: &str, number: &str, body: &str, cwd: &Path) -> Result<(), RlmError> {
     let argv: Vec<String> = ["gh", "pr", "comment", number, "-R", repo, "--body-file", "-"]
         .iter()
-        .map(|s| s.to_string())
+        .map(ToString::to_string)
         .collect();
     let spec = CommandSpec {
         cwd: Some(cwd.to_path_buf()),
@@ -78,38 +78,40 @@ pub async fn pr_comment(repo: &str, number: &str, body: &str, cwd: &Path) -> Res
         .map_err(|e| explain(&e, repo, &format!("gh pr comment {number}")))
 }
 
-/// One line that says what went wrong with gh and what to do.
+/// One line that says what went wrong with gh and what to do: a missing or logged-out gh
+/// is setup (`config`); an unknown repository or a failed listing is the input.
 pub fn explain(e: &ProcessError, repo: &str, what: &str) -> RlmError {
-    let line = match e {
-        ProcessError::NotFound { .. } | ProcessError::NotExecutable { .. } => {
+    match e {
+        ProcessError::NotFound { .. } | ProcessError::NotExecutable { .. } => RlmError::Config(
             "gh (the GitHub CLI) is not installed or not on PATH: install it from https://cli.github.com and run \
              gh auth login, or pass --input prs.json (the output of gh pr list --json …)"
-                .to_string()
-        }
+                .to_string(),
+        ),
         ProcessError::Exit {
             status, stderr_tail, ..
         } => {
             let tail = stderr_tail.to_lowercase();
             if status.code() == Some(GH_AUTH_EXIT) || tail.contains("gh auth login") || tail.contains("not logged") {
-                "gh is not logged in to GitHub: run gh auth login (or set GH_TOKEN), then try again".to_string()
+                RlmError::Config(
+                    "gh is not logged in to GitHub: run gh auth login (or set GH_TOKEN), then try again".into(),
+                )
             } else if tail.contains("could not resolve to a repository") || tail.contains("not found") {
-                format!(
+                RlmError::Input(format!(
                     "{repo}: no such repository on GitHub, or the account gh uses cannot see it: check OWNER/REPO \
                      (gh repo view {repo})"
-                )
+                ))
             } else if tail.contains("unknown json field") {
-                format!(
+                RlmError::Config(format!(
                     "{what} failed: {}: this gh does not know a field rlm asks for ({PR_FIELDS}); update gh \
                      (https://cli.github.com), or pass --input with a file of gh pr list's output",
                     first_line(stderr_tail)
-                )
+                ))
             } else {
-                format!("{what} failed: {}", first_line(stderr_tail))
+                RlmError::Input(format!("{what} failed: {}", first_line(stderr_tail)))
             }
         }
-        other => format!("{what} failed: {other}"),
-    };
-    RlmError::Usage(line)
+        other => RlmError::Input(format!("{what} failed: {other}")),
+    }
 }
 
 /// gh says what went wrong first (a list of what it knows may follow).

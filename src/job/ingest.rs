@@ -20,9 +20,9 @@ pub fn parse_items(text: &str, shown: &str) -> Result<Vec<Value>, RlmError> {
     let values: Vec<Value> = if trimmed.starts_with('[') {
         match serde_json::from_str::<Value>(trimmed) {
             Ok(Value::Array(items)) => items,
-            Ok(_) => return Err(RlmError::Usage(format!("{shown} is not a JSON array"))),
+            Ok(_) => return Err(RlmError::Input(format!("{shown} is not a JSON array"))),
             Err(e) => {
-                return Err(RlmError::Usage(format!(
+                return Err(RlmError::Input(format!(
                     "{shown} is not a JSON array (line {}, column {}: {e}): give a JSON array or JSONL of objects",
                     e.line(),
                     e.column()
@@ -36,7 +36,7 @@ pub fn parse_items(text: &str, shown: &str) -> Result<Vec<Value>, RlmError> {
                 continue;
             }
             let value: Value = serde_json::from_str(line).map_err(|e| {
-                RlmError::Usage(format!(
+                RlmError::Input(format!(
                     "{shown}: line {} is not JSON ({e}): give a JSON array or JSONL of objects",
                     n + 1
                 ))
@@ -46,7 +46,7 @@ pub fn parse_items(text: &str, shown: &str) -> Result<Vec<Value>, RlmError> {
         items
     };
     if let Some(n) = values.iter().position(|v| !v.is_object()) {
-        return Err(RlmError::Usage(format!(
+        return Err(RlmError::Input(format!(
             "{shown}: item {} is not a JSON object: every item must be an object with an id",
             n + 1
         )));
@@ -56,8 +56,8 @@ pub fn parse_items(text: &str, shown: &str) -> Result<Vec<Value>, RlmError> {
 
 /// The items of a file.
 pub fn read_items_file(path: &Path) -> Result<Vec<Value>, RlmError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| RlmError::Usage(format!("cannot read the job's input {}: {e}", path.display())))?;
+    let text =
+        fs_err::read_to_string(path).map_err(|e| RlmError::Input(format!("cannot read the job's input: {e}")))?;
     parse_items(&text, &path.display().to_string())
 }
 
@@ -76,14 +76,14 @@ pub fn check_ids(items: &[Value], field: &str, shown: &str) -> Result<(), RlmErr
     let mut seen = HashSet::new();
     for (n, item) in items.iter().enumerate() {
         let Some(key) = item.get(field).and_then(id_key) else {
-            return Err(RlmError::Usage(format!(
+            return Err(RlmError::Input(format!(
                 "{shown}: item {} has no \"{field}\" (a string or a number): set `id` in the job to the field that \
                  identifies an item",
                 n + 1
             )));
         };
         if !seen.insert(key.clone()) {
-            return Err(RlmError::Usage(format!(
+            return Err(RlmError::Input(format!(
                 "{shown}: two items have \"{field}\" {key}: ids must be unique"
             )));
         }

@@ -50,7 +50,7 @@ impl JobDir {
         for n in 1..1000 {
             let id = if n == 1 { base.clone() } else { format!("{base}-{n}") };
             let dir = root.join(&id);
-            match std::fs::create_dir(&dir) {
+            match fs_err::create_dir(&dir) {
                 Ok(()) => {
                     let job = JobDir { id, root: dir };
                     for sub in ["data", "batches", "prompts"] {
@@ -59,10 +59,10 @@ impl JobDir {
                     return Ok(job);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(RlmError::io(dir, e)),
+                Err(e) => return Err(e.into()),
             }
         }
-        Err(RlmError::Usage(format!(
+        Err(RlmError::Output(format!(
             "cannot find a free job id under {}",
             root.display()
         )))
@@ -72,7 +72,7 @@ impl JobDir {
     pub fn open(cwd: &Path, query: Option<&str>) -> Result<Self, RlmError> {
         let ids = list_ids(cwd)?;
         if ids.is_empty() {
-            return Err(RlmError::Usage(format!(
+            return Err(RlmError::Store(format!(
                 "no jobs in {}: start one with rlm job run JOB.toml or rlm job pr-review OWNER/REPO",
                 jobs_root(cwd).display()
             )));
@@ -85,7 +85,7 @@ impl JobDir {
                 match matching.as_slice() {
                     [one] => (*one).clone(),
                     [] => {
-                        return Err(RlmError::Usage(format!(
+                        return Err(RlmError::Store(format!(
                             "no job '{q}' in {}: rlm job list shows the jobs",
                             jobs_root(cwd).display()
                         )))
@@ -182,7 +182,7 @@ impl JobDir {
     pub fn read_record(&self) -> Result<JobRecord, RlmError> {
         let record: JobRecord = read_json(&self.job_json())?;
         if record.version > RECORD_VERSION {
-            return Err(RlmError::Usage(format!(
+            return Err(RlmError::Store(format!(
                 "{} was written by a newer rlm (format {}, this one reads {RECORD_VERSION}): upgrade rlm",
                 self.job_json().display(),
                 record.version
@@ -203,7 +203,7 @@ impl JobDir {
         if let Some(o) = line.as_object_mut() {
             o.insert("at".into(), Timestamp::now().to_rfc3339().into());
         }
-        let appended = std::fs::OpenOptions::new()
+        let appended = fs_err::OpenOptions::new()
             .create(true)
             .append(true)
             .open(self.events())
@@ -217,10 +217,10 @@ impl JobDir {
 /// The ids of the jobs under `cwd`, oldest first (ids sort by time).
 pub fn list_ids(cwd: &Path) -> Result<Vec<String>, RlmError> {
     let root = jobs_root(cwd);
-    let entries = match std::fs::read_dir(&root) {
+    let entries = match fs_err::read_dir(&root) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(RlmError::io(root, e)),
+        Err(e) => return Err(e.into()),
     };
     let mut ids: Vec<String> = entries
         .flatten()
@@ -244,7 +244,7 @@ fn sort_key(id: &str) -> (String, u32) {
 /// Writes `value` as pretty JSON, atomically (parents created).
 pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<(), RlmError> {
     let mut bytes =
-        serde_json::to_vec_pretty(value).map_err(|e| RlmError::Usage(format!("{}: {e}", path.display())))?;
+        serde_json::to_vec_pretty(value).map_err(|e| RlmError::Output(format!("{}: {e}", path.display())))?;
     bytes.push(b'\n');
     write_bytes(path, &bytes)
 }
@@ -254,18 +254,19 @@ pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), RlmError> {
     if let Some(parent) = path.parent() {
         fs_err::create_dir_all(parent)?;
     }
-    write_atomic(path, bytes, Durability::Buffered).map_err(|e| RlmError::io(path, e))
+    // The error names the path already.
+    Ok(write_atomic(path, bytes, Durability::Buffered)?)
 }
 
 /// Reads a JSON file into `T`, naming the file in any error.
 pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, RlmError> {
-    let text = std::fs::read_to_string(path).map_err(|e| RlmError::io(path, e))?;
-    serde_json::from_str(&text).map_err(|e| RlmError::Usage(format!("{} is not what rlm wrote: {e}", path.display())))
+    let text = fs_err::read_to_string(path)?;
+    serde_json::from_str(&text).map_err(|e| RlmError::Store(format!("{} is not what rlm wrote: {e}", path.display())))
 }
 
 /// Reads a JSON file when it exists and is whole; `None` otherwise (a batch never
 /// finished, or its file is damaged: it is done again).
 pub fn read_json_if_whole<T: DeserializeOwned>(path: &Path) -> Option<T> {
-    let text = std::fs::read_to_string(path).ok()?;
+    let text = fs_err::read_to_string(path).ok()?;
     serde_json::from_str(&text).ok()
 }

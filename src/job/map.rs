@@ -20,7 +20,7 @@ pub async fn run(run: &mut JobRun, index: usize) -> Result<(), RlmError> {
     let resolved = run.phases[index].clone();
     let schema = resolved
         .schema
-        .ok_or_else(|| RlmError::Usage(format!("phase {}: no output schema in the job's prompts/", phase.name)))?;
+        .ok_or_else(|| RlmError::Store(format!("phase {}: no output schema in the job's prompts/", phase.name)))?;
     let rendering = Rendering {
         prompt: resolved.prompt.unwrap_or_default(),
         item_schema: Some((*schema.value).clone()),

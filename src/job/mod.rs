@@ -75,7 +75,7 @@ pub fn run_command(command: JobCommand, color: ColorArg, env: &Environment) -> E
                 runtime.shutdown_timeout(std::time::Duration::from_secs(1));
                 outcome
             }
-            Err(e) => Err(RlmError::Usage(format!("cannot start the async runtime: {e}")).into()),
+            Err(e) => Err(RlmError::System(format!("cannot start the async runtime: {e}")).into()),
         },
     };
     outcome.unwrap_or_else(|failure| failure.report(json))
@@ -133,7 +133,8 @@ async fn run_async(command: JobCommand, color: ColorArg, env: &Environment) -> R
         JobCommand::Run(args) => {
             let settings = resolve(RememberedSettings::default(), &args.call, args.flags, color, env)?;
             let prepared = prepare_file(&args.file, env).await?;
-            start(prepared, settings).await
+            // Boxed: a job's run is a large future.
+            Box::pin(start(prepared, settings)).await
         }
         JobCommand::PrReview(args) => {
             let settings = resolve(
@@ -144,7 +145,7 @@ async fn run_async(command: JobCommand, color: ColorArg, env: &Environment) -> R
                 env,
             )?;
             let prepared = prepare_pr_review(&args, env).await?;
-            start(prepared, settings).await
+            Box::pin(start(prepared, settings)).await
         }
         JobCommand::Resume(args) => {
             let dir = match &args.job {
@@ -154,7 +155,7 @@ async fn run_async(command: JobCommand, color: ColorArg, env: &Environment) -> R
             let in_job = JobFailure::in_job(&dir);
             let record = dir.read_record().map_err(&in_job)?;
             if !record.status.is_unfinished() {
-                return Err(in_job(RlmError::Usage(format!(
+                return Err(in_job(RlmError::Store(format!(
                     "job {} is {}: nothing to resume (rlm job rerun {} --phase N redoes a phase)",
                     record.job_id,
                     record.status.name(),
@@ -172,7 +173,7 @@ async fn run_async(command: JobCommand, color: ColorArg, env: &Environment) -> R
             let prompt = match &args.prompt {
                 Some(p) => Some(
                     fs_err::read_to_string(env.cwd.join(p))
-                        .map_err(|e| in_job(RlmError::Usage(format!("cannot read --prompt {}: {e}", p.display()))))?,
+                        .map_err(|e| in_job(RlmError::Input(format!("--prompt: {e}"))))?,
                 ),
                 None => None,
             };
@@ -226,13 +227,8 @@ async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmErr
     let definition = JobDefinition::load(&path)?;
     let base = path.parent().map_or_else(|| env.cwd.clone(), Path::to_path_buf);
     let read = |p: &Path, what: &str| -> Result<String, RlmError> {
-        std::fs::read_to_string(base.join(p)).map_err(|e| {
-            RlmError::Usage(format!(
-                "{}: cannot read the {what} {}: {e}",
-                path.display(),
-                p.display()
-            ))
-        })
+        fs_err::read_to_string(base.join(p))
+            .map_err(|e| RlmError::Input(format!("{}: cannot read the {what}: {e}", path.display())))
     };
     let mut texts = Vec::new();
     for phase in &definition.phases {
@@ -241,7 +237,7 @@ async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmErr
             Some(p) => {
                 let text = read(p, "output_schema")?;
                 OutputSchema::from_text(&text, p).map_err(|e| {
-                    RlmError::Usage(format!(
+                    RlmError::Input(format!(
                         "phase {}: {}",
                         phase.name,
                         e.to_string().replace("--schema ", "output_schema ")
@@ -266,23 +262,23 @@ async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmErr
         }
         (None, Some(argv)) => {
             let out = ingest::command_output(argv, &base).await.map_err(|e| match e {
-                crate::process::ProcessError::NotFound { program } => RlmError::Usage(format!(
+                crate::process::ProcessError::NotFound { program } => RlmError::Config(format!(
                     "{}: the job's command {program} is not found (on PATH, or at that path): install it or change \
                      `command` in the job file",
                     path.display()
                 )),
-                crate::process::ProcessError::NotExecutable { program } => RlmError::Usage(format!(
+                crate::process::ProcessError::NotExecutable { program } => RlmError::Config(format!(
                     "{}: the job's command {program} is not executable: chmod +x it or change `command` in the job \
                      file",
                     path.display()
                 )),
-                other => RlmError::Usage(format!("the job's command failed: {other}")),
+                other => RlmError::Input(format!("the job's command failed: {other}")),
             })?;
             let items = ingest::parse_items(&out, &format!("the output of {}", argv.join(" ")))?;
             (items, Source::Command { argv: argv.clone() })
         }
         (None, None) => {
-            return Err(RlmError::Usage(format!(
+            return Err(RlmError::Input(format!(
                 "{}: no items: give `input = \"items.jsonl\"` or `command = [\"program\", \"arg\"]`",
                 path.display()
             )))
@@ -297,7 +293,7 @@ async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmErr
     };
     ingest::check_ids(&items, &definition.id, &shown)?;
     if items.is_empty() {
-        return Err(RlmError::Usage(format!(
+        return Err(RlmError::Input(format!(
             "{shown}: the input has no items: nothing to do"
         )));
     }
@@ -315,18 +311,17 @@ async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmErr
 /// `--input`).
 async fn prepare_pr_review(args: &crate::cli::PrReviewArgs, env: &Environment) -> Result<Prepared, RlmError> {
     github::check_repo(&args.repo)?;
-    let vision = std::fs::read_to_string(env.cwd.join(&args.vision))
-        .map_err(|e| RlmError::Usage(format!("cannot read --vision {}: {e}", args.vision.display())))?;
+    let vision =
+        fs_err::read_to_string(env.cwd.join(&args.vision)).map_err(|e| RlmError::Input(format!("--vision: {e}")))?;
     if vision.trim().is_empty() {
-        return Err(RlmError::Usage(format!(
+        return Err(RlmError::Input(format!(
             "--vision {} is empty: describe the project's goals and non-goals",
             args.vision.display()
         )));
     }
     let (text, shown) = match &args.input {
         Some(file) => (
-            std::fs::read_to_string(env.cwd.join(file))
-                .map_err(|e| RlmError::Usage(format!("cannot read --input {}: {e}", file.display())))?,
+            fs_err::read_to_string(env.cwd.join(file)).map_err(|e| RlmError::Input(format!("--input: {e}")))?,
             file.display().to_string(),
         ),
         None => (
@@ -340,7 +335,7 @@ async fn prepare_pr_review(args: &crate::cli::PrReviewArgs, env: &Environment) -
     }
     ingest::check_ids(&items, "number", &shown)?;
     if items.is_empty() {
-        return Err(RlmError::Usage(format!(
+        return Err(RlmError::Input(format!(
             "{}: no open pull requests: nothing to review",
             args.repo
         )));
@@ -424,7 +419,7 @@ fn refuse_blocked(
         return Ok(());
     }
     match blockers(settings, definition, record, texts)?.into_iter().next() {
-        Some(blocker) => Err(RlmError::Usage(blocker)),
+        Some(blocker) => Err(RlmError::Config(blocker)),
         None => Ok(()),
     }
 }
@@ -551,7 +546,7 @@ async fn start(prepared: Prepared, settings: JobSettings) -> Result<ExitStatus, 
         return Ok(ExitStatus::Success);
     };
     let cache = Cache::new(&settings.rlm_dir());
-    cache.prepare().map_err(|e| RlmError::Usage(e.to_string()))?;
+    cache.prepare().map_err(|e| RlmError::Cache(e.to_string()))?;
     let dir = JobDir::create(&settings.cwd)?;
     let created = Created {
         definition,
@@ -674,7 +669,7 @@ async fn go_on(
     let printer = Printer::new(settings.printer_mode(), settings.redactor());
     let items: Vec<Value> = read_json(&dir.data(&record.definition.items))?;
     let mut phases = load_phases(&dir, &record)?;
-    let context = std::fs::read_to_string(dir.context()).ok();
+    let context = fs_err::read_to_string(dir.context()).ok();
     // A rerun's changes are made in memory first: a dry run or a refusal changes nothing.
     let mut moves = Vec::new();
     let states_before = record.phases.clone();
@@ -717,13 +712,13 @@ async fn go_on(
         return Ok(ExitStatus::Success);
     }
     let cache = Cache::new(&settings.rlm_dir());
-    cache.prepare().map_err(|e| RlmError::Usage(e.to_string()))?;
+    cache.prepare().map_err(|e| RlmError::Cache(e.to_string()))?;
     // Claim the job before touching its files: another rlm may be working on it.
     let store = StoreLink::open(&settings, &dir, false, &printer)?;
     if let Some(r) = &rerun {
         for (from, to) in &moves {
             if from.exists() {
-                std::fs::rename(from, to).map_err(|e| RlmError::io(from, e))?;
+                fs_err::rename(from, to)?;
             }
         }
         if let Some(p) = &r.prompt {
@@ -805,9 +800,9 @@ fn load_phases(dir: &JobDir, record: &JobRecord) -> Result<Vec<ResolvedPhase>, R
         .enumerate()
         .map(|(i, p)| {
             let version = record.phases.get(i).map_or(1, |s| s.prompt_version.max(1));
-            let prompt = std::fs::read_to_string(dir.prompt(i, &p.name, version)).ok();
+            let prompt = fs_err::read_to_string(dir.prompt(i, &p.name, version)).ok();
             let schema_path = dir.schema(i, &p.name);
-            let schema = match std::fs::read_to_string(&schema_path) {
+            let schema = match fs_err::read_to_string(&schema_path) {
                 Ok(text) => Some(OutputSchema::from_text(&text, &schema_path)?),
                 Err(_) => None,
             };
@@ -923,7 +918,7 @@ fn latest_unfinished(cwd: &Path) -> Result<JobDir, RlmError> {
             return Ok(dir);
         }
     }
-    Err(RlmError::Usage(
+    Err(RlmError::Store(
         "no unfinished job in this directory: rlm job list shows the jobs (name one to resume it)".into(),
     ))
 }
@@ -1008,7 +1003,7 @@ fn status(query: Option<&str>, as_json: bool, env: &Environment) -> Result<ExitS
     }
     for (i, (p, eta)) in r.phases.iter().zip(&etas).enumerate() {
         let kind = p.kind.map_or("", PhaseKind::name);
-        let eta = eta.map_or(String::new(), |e| format!(" · ETA ~{}s", e));
+        let eta = eta.map_or(String::new(), |e| format!(" · ETA ~{e}s"));
         s.push_str(&format!(
             "  {} {:<18} {:<7} {:<9} batches {}/{} ({} failed) · items {}/{} · ${:.4}{eta}\n",
             i + 1,

@@ -92,7 +92,7 @@ pub fn definition(repo: &str) -> JobDefinition {
                     "number",
                 ]
                 .iter()
-                .map(|s| s.to_string())
+                .map(ToString::to_string)
                 .collect(),
                 batch_size: Some(20),
                 ..phase(
@@ -108,7 +108,7 @@ pub fn definition(repo: &str) -> JobDefinition {
                 fetch: Some(
                     ["gh", "pr", "diff", "{id}", "-R", "{repo}"]
                         .iter()
-                        .map(|s| s.to_string())
+                        .map(ToString::to_string)
                         .collect(),
                 ),
                 fetch_as: Some("diff".into()),
@@ -140,13 +140,13 @@ pub fn texts() -> Vec<(Option<String>, Option<String>)> {
 /// records; `shown` names the source in errors.
 pub fn normalize_all(text: &str, shown: &str) -> Result<Vec<Value>, RlmError> {
     let value: Value = serde_json::from_str(text.trim()).map_err(|e| {
-        RlmError::Usage(format!(
+        RlmError::Input(format!(
             "{shown} is not the JSON array gh pr list --json prints (line {}: {e})",
             e.line()
         ))
     })?;
     let Value::Array(prs) = value else {
-        return Err(RlmError::Usage(format!(
+        return Err(RlmError::Input(format!(
             "{shown} is not a JSON array of pull requests: give the output of gh pr list --json …"
         )));
     };
@@ -159,7 +159,7 @@ pub fn normalize_items(prs: &[Value], shown: &str) -> Result<Vec<Value>, RlmErro
         .enumerate()
         .map(|(i, pr)| {
             normalize(pr).ok_or_else(|| {
-                RlmError::Usage(format!(
+                RlmError::Input(format!(
                     "{shown}: pull request {} has no \"number\": give the output of gh pr list --json number,…",
                     i + 1
                 ))

@@ -70,7 +70,7 @@ pub fn memberships(clusters: &[Value]) -> HashMap<String, Membership> {
 pub fn selected(run: &JobRun, index: usize, items: &[Value]) -> Result<Vec<Value>, RlmError> {
     let phase = &run.record.definition.phases[index];
     let filter = Filter::parse(phase.select.as_deref().unwrap_or("best_candidate"))
-        .map_err(|e| RlmError::Usage(format!("phase {}: select: {e}", phase.name)))?;
+        .map_err(|e| RlmError::Input(format!("phase {}: select: {e}", phase.name)))?;
     let records = records_before(&run.dir, &run.record.definition, items, index);
     let member = memberships(&clusters_of(&run.dir, &run.record.definition));
     Ok(records
@@ -103,7 +103,7 @@ pub async fn run(run: &mut JobRun, index: usize) -> Result<(), RlmError> {
     let resolved = run.phases[index].clone();
     let schema = resolved
         .schema
-        .ok_or_else(|| RlmError::Usage(format!("phase {}: no output schema in the job's prompts/", phase.name)))?;
+        .ok_or_else(|| RlmError::Store(format!("phase {}: no output schema in the job's prompts/", phase.name)))?;
     let items = run.items()?;
     let chosen = selected(run, index, &items)?;
     run.record.phases[index].items_total = chosen.len();
@@ -217,13 +217,13 @@ async fn fetch_all(
                 }
                 // Checked before the job started: it went away since.
                 Err(ProcessError::NotFound { program }) => {
-                    return Err(RlmError::Usage(format!(
+                    return Err(RlmError::Config(format!(
                         "the phase's fetch command cannot run: {program} is not found any more: install it again \
                          and put it on PATH, then rlm job resume"
                     )));
                 }
                 Err(ProcessError::NotExecutable { program }) => {
-                    return Err(RlmError::Usage(format!(
+                    return Err(RlmError::Config(format!(
                         "the phase's fetch command cannot run: {program} is not executable any more: chmod +x it, \
                          then rlm job resume"
                     )));

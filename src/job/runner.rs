@@ -158,7 +158,7 @@ impl JobRun {
             self.record.phases[index].elapsed_ms += started.elapsed().as_millis() as u64;
             result.map_err(|e| (Some(index), e))?;
             match &self.stop {
-                Some(Stop::Fatal(why)) | Some(Stop::WriteError(why)) => {
+                Some(Stop::Fatal(why) | Stop::WriteError(why)) => {
                     // The job cannot go on: the phase failed (resume takes it up again).
                     let why = why.clone();
                     self.phase_failed(index, &why);
@@ -176,10 +176,10 @@ impl JobRun {
             if !matches!(state.status, Some(PhaseStatus::Failed)) {
                 // A reduce's failed shards fell back to the programmatic ranking: only items
                 // left unprocessed make a phase partial.
-                state.status = Some(if !state.unprocessed.is_empty() {
-                    PhaseStatus::Partial
-                } else {
+                state.status = Some(if state.unprocessed.is_empty() {
                     PhaseStatus::Completed
+                } else {
+                    PhaseStatus::Partial
                 });
             }
             state.finished_at = Some(Timestamp::now().to_rfc3339());
@@ -216,7 +216,7 @@ impl JobRun {
             Some(Stop::Interrupted) => return JobStatus::Interrupted,
             Some(Stop::Deadline) => return JobStatus::DeadlineExceeded,
             Some(Stop::Budget(_)) => return JobStatus::BudgetExceeded,
-            Some(Stop::Fatal(_)) | Some(Stop::WriteError(_)) => return JobStatus::Failed,
+            Some(Stop::Fatal(_) | Stop::WriteError(_)) => return JobStatus::Failed,
             None => {}
         }
         if self.record.phases.iter().any(|p| p.status == Some(PhaseStatus::Failed)) {
@@ -267,7 +267,7 @@ impl JobRun {
         }
         if let (Some(why), None) = (&r.stopped, failure) {
             match self.stop {
-                Some(Stop::Fatal(_)) | Some(Stop::WriteError(_)) => self.printer.error(why),
+                Some(Stop::Fatal(_) | Stop::WriteError(_)) => self.printer.error(why),
                 _ => self.printer.warn(&format!("the job stopped: {why}")),
             }
         }

@@ -115,7 +115,7 @@ impl RememberedSettings {
             Some("openai") => Some(ProviderArg::Openai),
             Some("command") => Some(ProviderArg::Command),
             Some(other) => {
-                return Err(RlmError::Usage(format!(
+                return Err(RlmError::Store(format!(
                     "job.json names provider '{other}': pass --provider anthropic, openai or command"
                 )))
             }
@@ -301,7 +301,7 @@ impl JobSettings {
                     },
                     &self.env,
                 )
-                .map_err(|e| RlmError::Usage(format!("phase {}: {e}", phase.name)))?
+                .map_err(|e| e.in_context(&format!("phase {}", phase.name)))?
             }
             _ => self.provider.clone(),
         };

@@ -193,7 +193,7 @@ pub async fn run_worker(
 /// The answer as JSON (a free-text answer is a JSON string).
 pub(super) fn parse(text: &str, structured: bool) -> Result<Value, String> {
     if structured {
-        extract_json(text)
+        extract_json(text).map_err(|e| e.to_string())
     } else if text.trim().is_empty() {
         Err("the answer is empty".into())
     } else {

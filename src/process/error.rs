@@ -45,7 +45,7 @@ pub enum ProcessError {
         source: std::io::Error,
     },
     /// The program exited unsuccessfully.
-    #[error("{program} {}{}", describe(status), last_line(stderr_tail))]
+    #[error("{program} {}{}", describe(*status), last_line(stderr_tail))]
     Exit {
         program: String,
         status: ExitStatus,
@@ -100,7 +100,7 @@ impl ProcessError {
 }
 
 /// `exited with status 2` or `was killed by signal 9`.
-fn describe(status: &ExitStatus) -> String {
+fn describe(status: ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(code), _) => format!("exited with status {code}"),

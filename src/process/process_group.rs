@@ -89,14 +89,14 @@ pub fn wait_for_group_death(pgid: u32, patience: Duration) -> bool {
 /// `Some(true)` if `/proc` lists a member of `pgid` that is not a zombie; `None` when
 /// `/proc` cannot be read.
 fn live_members_in_proc(pgid: u32) -> Option<bool> {
-    let entries = std::fs::read_dir("/proc").ok()?;
+    let entries = fs_err::read_dir("/proc").ok()?;
     let wanted = pgid.to_string();
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(pid) = name.to_str().filter(|n| n.bytes().all(|b| b.is_ascii_digit())) else {
             continue;
         };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        let Ok(stat) = fs_err::read_to_string(format!("/proc/{pid}/stat")) else {
             continue; // exited while we looked
         };
         // Fields after the parenthesised command name: state, ppid, pgrp, …

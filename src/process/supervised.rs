@@ -232,11 +232,11 @@ pub async fn run(
             },
             () = &mut timeout, if phase == Phase::Running && spec.timeout.is_some() => {
                 stop = Some(Stop::Timeout);
-                phase = terminate(&group, spec.grace, terminate_deadline.as_mut());
+                phase = terminate(group.as_ref(), spec.grace, terminate_deadline.as_mut());
             },
             () = &mut cancel, if phase == Phase::Running => {
                 stop = Some(Stop::Cancelled);
-                phase = terminate(&group, spec.grace, terminate_deadline.as_mut());
+                phase = terminate(group.as_ref(), spec.grace, terminate_deadline.as_mut());
             },
             () = &mut terminate_deadline, if terminating => {
                 signal(&group, libc::SIGKILL);
@@ -286,7 +286,7 @@ pub async fn run(
 }
 
 /// Sends SIGTERM to the group and schedules its SIGKILL after `grace`.
-fn terminate(group: &Option<ProcessGroup>, grace: Duration, deadline: std::pin::Pin<&mut tokio::time::Sleep>) -> Phase {
+fn terminate(group: Option<&ProcessGroup>, grace: Duration, deadline: std::pin::Pin<&mut tokio::time::Sleep>) -> Phase {
     if let Some(g) = group {
         g.signal(libc::SIGTERM);
     }

@@ -164,7 +164,7 @@ pub fn parse_message(value: &Value, request: &CompletionRequest) -> Result<Compl
         usage: parse_usage(value),
         truncated: matches!(
             stop_reason.as_deref(),
-            Some("max_tokens") | Some("model_context_window_exceeded")
+            Some("max_tokens" | "model_context_window_exceeded")
         ),
         stop_reason,
     })

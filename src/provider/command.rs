@@ -38,7 +38,7 @@ pub fn withheld(passed: &[String]) -> Vec<String> {
     WITHHELD
         .iter()
         .filter(|name| !passed.iter().any(|p| p == *name))
-        .map(|name| name.to_string())
+        .map(ToString::to_string)
         .collect()
 }
 

@@ -112,10 +112,21 @@ pub struct HttpProvider {
     redactor: Redactor,
 }
 
+/// Why an HTTP provider could not be set up (before any request).
+#[derive(Debug, thiserror::Error)]
+pub enum HttpSetupError {
+    /// reqwest could not build its client (the TLS provider, the system's certificates).
+    #[error("cannot set up the HTTP client: {0}")]
+    Client(String),
+    /// A command provider's settings reached the HTTP provider: a bug of rlm's.
+    #[error("internal error: a command provider is not an HTTP provider")]
+    NotHttp,
+}
+
 impl HttpProvider {
-    pub fn new(config: HttpConfig) -> Result<Self, String> {
+    pub fn new(config: HttpConfig) -> Result<Self, HttpSetupError> {
         if config.kind == ProviderKind::Command {
-            return Err("internal error: a command provider is not an HTTP provider".into());
+            return Err(HttpSetupError::NotHttp);
         }
         let http = client_with(config.connect_timeout)?;
         let versioned = versioned_base(&config.base_url);
@@ -263,7 +274,7 @@ impl HttpProvider {
                         ),
                     ))
                 }
-                Ok(Err(e)) => return Err(self.body_error(&e)),
+                Ok(Err(e)) => return Err(Self::body_error(&e)),
                 Ok(Ok(None)) => return Ok(bytes),
                 Ok(Ok(Some(chunk))) => {
                     if bytes.len() + chunk.len() > cap {
@@ -295,7 +306,7 @@ impl HttpProvider {
                         ),
                     ))
                 }
-                Ok(Err(e)) => return Err(self.body_error(&e)),
+                Ok(Err(e)) => return Err(Self::body_error(&e)),
                 Ok(Ok(None)) => return reply.finish(prompt_tokens),
                 Ok(Ok(Some(chunk))) => {
                     received += chunk.len();
@@ -363,7 +374,7 @@ impl HttpProvider {
     }
 
     /// A failure while a reply's body was coming.
-    fn body_error(&self, e: &reqwest::Error) -> CallError {
+    fn body_error(e: &reqwest::Error) -> CallError {
         CallError::new(
             ErrorKind::Transient,
             format!("the connection broke during the reply: {}", root_cause(e)),
@@ -501,16 +512,18 @@ pub(crate) fn authorized(
 }
 
 /// The process's HTTP client settings: rustls with the ring provider and the platform's
-/// certificate store (so corporate CAs work), HTTP/2 when the server offers it.
+/// certificate store (so corporate CAs work), HTTP/2 when the server offers it. The error
+/// is text for the callers that carry a setup failure as text (model discovery, the batch
+/// API's transport).
 pub fn client() -> Result<reqwest::Client, String> {
-    client_with(DEFAULT_CONNECT_TIMEOUT)
+    client_with(DEFAULT_CONNECT_TIMEOUT).map_err(|e| e.to_string())
 }
 
 /// `--connect-timeout`'s default.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// [`client`] with this connect timeout.
-pub fn client_with(connect_timeout: Duration) -> Result<reqwest::Client, String> {
+pub fn client_with(connect_timeout: Duration) -> Result<reqwest::Client, HttpSetupError> {
     // Installing twice is harmless: the first provider stays.
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
@@ -518,7 +531,7 @@ pub fn client_with(connect_timeout: Duration) -> Result<reqwest::Client, String>
         .pool_max_idle_per_host(32)
         .user_agent(concat!("rlm/", env!("CARGO_PKG_VERSION")))
         .build()
-        .map_err(|e| format!("cannot set up the HTTP client: {}", root_cause(&e)))
+        .map_err(|e| HttpSetupError::Client(root_cause(&e)))
 }
 
 /// `{base}/v1`, whether or not the user's base URL already ends in `/v1` (Ollama's does).

@@ -244,7 +244,7 @@ mod tests {
             message: "echoed sk-secret-key".into(),
         });
         assert!(log.finish().is_none());
-        let text = std::fs::read_to_string(&path).unwrap();
+        let text = fs_err::read_to_string(&path).unwrap();
         let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(lines.len(), 2);
         assert_eq!(lines[0]["event"], "task:started");
@@ -272,7 +272,7 @@ mod tests {
             attempt: 1,
         });
         assert!(again.complete(&serde_json::json!({"status": "SUCCESS"})).is_none());
-        let text = std::fs::read_to_string(&path).unwrap();
+        let text = fs_err::read_to_string(&path).unwrap();
         let events: Vec<String> = text
             .lines()
             .map(|l| {
@@ -310,7 +310,7 @@ mod tests {
             reason: "not started: the run stopped dispatching".into(),
         });
         assert!(log.complete(&serde_json::json!({"status": "INTERRUPTED"})).is_none());
-        let text = std::fs::read_to_string(&path).unwrap();
+        let text = fs_err::read_to_string(&path).unwrap();
         let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         let tail: Vec<(String, String)> = lines[4..]
             .iter()
@@ -356,7 +356,7 @@ mod tests {
         assert!(log
             .complete(&serde_json::json!({"status": "PARTIAL", "failed": 1}))
             .is_none());
-        let text = std::fs::read_to_string(&path).unwrap();
+        let text = fs_err::read_to_string(&path).unwrap();
         let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(lines.len(), 2);
         assert_eq!(lines[0]["event"], "task:timeout");

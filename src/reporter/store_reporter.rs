@@ -31,7 +31,9 @@ use std::time::{Duration, Instant};
 use super::Reporter;
 use crate::exec::Event;
 use crate::provider::ErrorKind;
-use crate::store::{Detail, Limits, NewRun, NewUnit, RunId, RunStatus, TaskStore, UnitKind as StoreKind, UnitState};
+use crate::store::{
+    Detail, Limits, NewRun, NewUnit, RunId, RunStatus, StoreError, TaskStore, UnitKind as StoreKind, UnitState,
+};
 use crate::unit::{UnitId, UnitKind, WorkUnit};
 
 /// Most buffered transitions before a write.
@@ -85,10 +87,10 @@ impl StoreReporter {
         units: &[WorkUnit],
         served: &[usize],
         depth: u32,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, StoreError> {
         let (run, states) = match target {
             StoreTarget::New(new_run) => {
-                let run = store.create_run(&new_run).map_err(|e| e.to_string())?;
+                let run = store.create_run(&new_run)?;
                 let new_units: Vec<NewUnit> = units
                     .iter()
                     .map(|u| NewUnit {
@@ -99,9 +101,7 @@ impl StoreReporter {
                         cache_key: Some(u.cache_key.as_str().to_string()),
                     })
                     .collect();
-                store
-                    .add_units_served(&run, &new_units, served)
-                    .map_err(|e| e.to_string())?;
+                store.add_units_served(&run, &new_units, served)?;
                 let mut states: HashMap<UnitId, UnitState> =
                     units.iter().map(|u| (u.id.clone(), UnitState::Queued)).collect();
                 for &i in served {
@@ -114,14 +114,10 @@ impl StoreReporter {
                 retry_failed,
                 limits,
             } => {
-                let claim = store.claim_run(&run, retry_failed, limits).map_err(|e| e.to_string())?;
+                let claim = store.claim_run(&run, retry_failed, limits)?;
                 tracing::debug!(run = %run, ?claim, "run claimed");
                 // One query for the run's states; a unit the store does not know is queued.
-                let known: HashMap<String, UnitState> = store
-                    .unit_states(&run)
-                    .map_err(|e| e.to_string())?
-                    .into_iter()
-                    .collect();
+                let known: HashMap<String, UnitState> = store.unit_states(&run)?.into_iter().collect();
                 let states = units
                     .iter()
                     .map(|u| {
@@ -355,7 +351,7 @@ impl Reporter for StoreReporter {
                         retries: attempts.saturating_sub(1),
                         ..Detail::default()
                     },
-                )
+                );
             }
             // A unit stopped in flight or before it started: `rlm resume` queues it again.
             Event::Cancelled {

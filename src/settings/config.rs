@@ -9,6 +9,19 @@ use super::BatchApiMode;
 use crate::error::RlmError;
 use crate::provider::catalog::Price;
 
+/// Why `.aiwg/aiwg.config` cannot be used (the file's path and an example are added by
+/// [`ProjectConfig::load`]).
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// Not JSON, or a key of the wrong shape.
+    #[error("invalid ({0})")]
+    Invalid(#[from] serde_json::Error),
+    #[error("parallelism.max_parallel_subagents must be a whole number of at least 1")]
+    NoParallelism,
+    #[error("rlm.prices.{model} must hold non-negative input and output prices")]
+    BadPrice { model: String },
+}
+
 /// `.aiwg/aiwg.config`; every key optional, unknown keys ignored (other tools share it).
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct ProjectConfig {
@@ -58,10 +71,10 @@ impl ProjectConfig {
     /// Reads `.aiwg/aiwg.config` under `root`; a missing file is an empty config.
     pub fn load(root: &Path) -> Result<Self, RlmError> {
         let path = root.join(".aiwg").join("aiwg.config");
-        let text = match std::fs::read_to_string(&path) {
+        let text = match fs_err::read_to_string(&path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
-            Err(e) => return Err(RlmError::io(path, e)),
+            Err(e) => return Err(e.into()),
         };
         Self::parse(&text).map_err(|msg| {
             RlmError::Config(format!(
@@ -71,16 +84,14 @@ impl ProjectConfig {
         })
     }
 
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let config: ProjectConfig = serde_json::from_str(text).map_err(|e| format!("invalid ({e})"))?;
+    pub fn parse(text: &str) -> Result<Self, ConfigError> {
+        let config: ProjectConfig = serde_json::from_str(text)?;
         if config.parallelism.max_parallel_subagents == Some(0) {
-            return Err("parallelism.max_parallel_subagents must be a whole number of at least 1".into());
+            return Err(ConfigError::NoParallelism);
         }
         for (model, price) in &config.rlm.prices {
             if !(price.input.is_finite() && price.output.is_finite() && price.input >= 0.0 && price.output >= 0.0) {
-                return Err(format!(
-                    "rlm.prices.{model} must hold non-negative input and output prices"
-                ));
+                return Err(ConfigError::BadPrice { model: model.clone() });
             }
         }
         Ok(config)
@@ -106,16 +117,28 @@ mod tests {
         .unwrap();
         assert_eq!(c.max_parallel(), Some(3));
         assert_eq!(c.rlm.prices["m"].output, 2.0);
-        assert!(ProjectConfig::parse("parallelism: 3").is_err());
-        assert!(ProjectConfig::parse(r#"{"parallelism":{"max_parallel_subagents":0}}"#).is_err());
-        assert!(ProjectConfig::parse(r#"{"parallelism":{"max_parallel_subagents":-1}}"#).is_err());
-        assert!(ProjectConfig::parse(r#"{"rlm":{"prices":{"m":{"input":-1,"output":2}}}}"#).is_err());
+        let refused = |text: &str| ProjectConfig::parse(text).unwrap_err();
+        assert!(matches!(refused("parallelism: 3"), ConfigError::Invalid(_)));
+        assert!(matches!(
+            refused(r#"{"parallelism":{"max_parallel_subagents":0}}"#),
+            ConfigError::NoParallelism
+        ));
+        assert!(matches!(
+            refused(r#"{"parallelism":{"max_parallel_subagents":-1}}"#),
+            ConfigError::Invalid(_)
+        ));
+        assert!(matches!(
+            refused(r#"{"rlm":{"prices":{"m":{"input":-1,"output":2}}}}"#),
+            ConfigError::BadPrice { model } if model == "m"
+        ));
         let c = ProjectConfig::parse(r#"{"rlm":{"batch_api":"auto"}}"#).unwrap();
         assert_eq!(c.rlm.batch_api, Some(BatchApiMode::Auto));
         let c = ProjectConfig::parse(r#"{"rlm":{"batch_api":true}}"#).unwrap();
         assert_eq!(c.rlm.batch_api, Some(BatchApiMode::On));
         assert_eq!(ProjectConfig::parse("{}").unwrap().rlm.batch_api, None);
-        let e = ProjectConfig::parse(r#"{"rlm":{"batch_api":"sometimes"}}"#).unwrap_err();
+        let e = ProjectConfig::parse(r#"{"rlm":{"batch_api":"sometimes"}}"#)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("rlm.batch_api is `sometimes`"), "{e}");
     }
 }

@@ -18,6 +18,8 @@ pub struct Environment {
     pub argv: Vec<String>,
 }
 
+// The variables' values are left out: they hold the API keys.
+#[allow(clippy::missing_fields_in_debug)]
 impl std::fmt::Debug for Environment {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Environment")
@@ -34,7 +36,7 @@ impl Environment {
     pub fn from_process() -> Result<Self, RlmError> {
         use std::io::IsTerminal;
         let cwd =
-            std::env::current_dir().map_err(|e| RlmError::Usage(format!("cannot read the current directory: {e}")))?;
+            std::env::current_dir().map_err(|e| RlmError::System(format!("cannot read the current directory: {e}")))?;
         Ok(Environment {
             // Non-UTF-8 values are skipped rather than aborting the run.
             vars: std::env::vars_os()

@@ -178,7 +178,7 @@ pub fn source_for_pattern(pattern: OsString, cwd: &Path, flags: DirectoryFlags) 
     // An absolute name replaces `cwd`.
     let path = cwd.join(&trimmed);
     let given = flags.given();
-    let directory = literal && (path.is_dir() || (!given.is_empty() && std::fs::symlink_metadata(&path).is_err()));
+    let directory = literal && (path.is_dir() || (!given.is_empty() && fs_err::symlink_metadata(&path).is_err()));
     if directory {
         return Ok(InputSource::Directory {
             dir: PathBuf::from(trimmed),
@@ -314,8 +314,8 @@ mod tests {
     #[test]
     fn an_existing_directory_means_directory_mode() {
         let d = tempfile::tempdir().unwrap();
-        std::fs::create_dir(d.path().join("src")).unwrap();
-        std::fs::write(d.path().join("a.txt"), "a").unwrap();
+        fs_err::create_dir(d.path().join("src")).unwrap();
+        fs_err::write(d.path().join("a.txt"), "a").unwrap();
         let source = source_for_pattern("src".into(), d.path(), DirectoryFlags::default()).unwrap();
         assert!(matches!(
             source,

@@ -518,7 +518,7 @@ pub fn backoff_base(env: &Environment) -> Result<Duration, RlmError> {
         .var("RLM_BACKOFF_BASE_MS")
         .map(|v| match v.trim().parse::<u64>() {
             Ok(ms) if ms <= 600_000 => Ok(Duration::from_millis(ms)),
-            _ => Err(RlmError::Usage(format!(
+            _ => Err(RlmError::Config(format!(
                 "RLM_BACKOFF_BASE_MS='{v}' is not a whole number of milliseconds up to 600000"
             ))),
         })
@@ -531,7 +531,7 @@ fn read_prompt_file(file: &Path, cwd: &Path) -> Result<String, RlmError> {
     if file == Path::new("-") {
         let mut text = String::new();
         std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-            .map_err(|e| RlmError::Usage(format!("--prompt-file -: cannot read the prompt from stdin: {e}")))?;
+            .map_err(|e| RlmError::Input(format!("--prompt-file -: cannot read the prompt from stdin: {e}")))?;
         return Ok(text);
     }
     let path = if file.is_absolute() {
@@ -539,7 +539,7 @@ fn read_prompt_file(file: &Path, cwd: &Path) -> Result<String, RlmError> {
     } else {
         cwd.join(file)
     };
-    fs_err::read_to_string(&path).map_err(|e| RlmError::Usage(format!("--prompt-file: {e}")))
+    fs_err::read_to_string(&path).map_err(|e| RlmError::Input(format!("--prompt-file: {e}")))
 }
 
 #[cfg(test)]

@@ -113,8 +113,8 @@ pub(super) fn resolve_provider(
         Some(ProviderArg::Openai) => ProviderKind::Openai,
         // Handled before (it needs --command); unreachable here.
         Some(ProviderArg::Command) => ProviderKind::Command,
-        None => detect_provider(env, base_url.is_some()).unwrap_or_else(|e| {
-            blocker = Some(e);
+        None => detect_provider(env, base_url.is_some()).unwrap_or_else(|| {
+            blocker = Some(NO_PROVIDER.to_string());
             ProviderKind::Anthropic
         }),
     };
@@ -172,7 +172,7 @@ pub(super) fn current_depth(env: &Environment) -> Result<u32, RlmError> {
     match env.var("RLM_DEPTH") {
         None => Ok(0),
         Some(v) => v.trim().parse::<u32>().map_err(|_| {
-            RlmError::Usage(format!(
+            RlmError::Config(format!(
                 "RLM_DEPTH='{v}' is not a whole number: unset it, or set it to 0"
             ))
         }),
@@ -220,21 +220,22 @@ pub(super) fn command_provider(
     })
 }
 
+/// Why no provider could be chosen: what [`detect_provider`] finding none means.
+const NO_PROVIDER: &str = "no model provider configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or point rlm at a \
+                           local OpenAI-compatible server with --base-url http://127.0.0.1:PORT (Ollama, vLLM, \
+                           llama.cpp, LM Studio)";
+
 /// The provider when `--provider` is not given: a key decides, then a base URL (a URL with
-/// no key means an OpenAI-compatible server).
-pub(super) fn detect_provider(env: &Environment, base_url_flag: bool) -> Result<ProviderKind, String> {
+/// no key means an OpenAI-compatible server); `None` when nothing names one.
+pub(super) fn detect_provider(env: &Environment, base_url_flag: bool) -> Option<ProviderKind> {
     if env.var("ANTHROPIC_API_KEY").is_some() {
-        Ok(ProviderKind::Anthropic)
+        Some(ProviderKind::Anthropic)
     } else if env.var("OPENAI_API_KEY").is_some() || env.var("OPENAI_BASE_URL").is_some() || base_url_flag {
-        Ok(ProviderKind::Openai)
+        Some(ProviderKind::Openai)
     } else if env.var("ANTHROPIC_BASE_URL").is_some() {
-        Ok(ProviderKind::Anthropic)
+        Some(ProviderKind::Anthropic)
     } else {
-        Err(
-            "no model provider configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or point rlm at a local \
-             OpenAI-compatible server with --base-url http://127.0.0.1:PORT (Ollama, vLLM, llama.cpp, LM Studio)"
-                .into(),
-        )
+        None
     }
 }
 
@@ -247,9 +248,9 @@ mod tests {
     #[test]
     fn a_base_url_without_a_key_means_openai_compatible() {
         let env = Environment::with_vars(&[], PathBuf::from("/"));
-        assert_eq!(detect_provider(&env, true), Ok(ProviderKind::Openai));
-        assert!(detect_provider(&env, false).is_err());
+        assert_eq!(detect_provider(&env, true), Some(ProviderKind::Openai));
+        assert_eq!(detect_provider(&env, false), None);
         let env = Environment::with_vars(&[("ANTHROPIC_API_KEY", "k")], PathBuf::from("/"));
-        assert_eq!(detect_provider(&env, true), Ok(ProviderKind::Anthropic));
+        assert_eq!(detect_provider(&env, true), Some(ProviderKind::Anthropic));
     }
 }

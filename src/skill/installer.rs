@@ -13,12 +13,9 @@ use crate::fs_atomic::write_atomic;
 pub enum SkillError {
     #[error("{} changed since rlm installed it; not overwriting it (keep your copy, or run `rlm skill install{} --force` to replace it)", list(.paths), if *.user { " --user" } else { "" })]
     Changed { paths: Vec<PathBuf>, user: bool },
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    /// A file could not be read or written (the `fs_err` message names it).
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
     #[error(
         "HOME is not set, so there is no ~/.claude for --user; set HOME or install into the project (without --user)"
     )]
@@ -79,14 +76,11 @@ pub fn install(scope: &Scope, force: bool) -> Result<Vec<InstallOutcome>, SkillE
     for (file, path, action) in planned {
         let action = action.unwrap_or(InstallAction::Overwritten);
         if action != InstallAction::UpToDate {
-            let io = |source| SkillError::Io {
-                path: path.clone(),
-                source,
-            };
             if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).map_err(io)?;
+                fs_err::create_dir_all(parent)?;
             }
-            write_atomic(&path, file.contents.as_bytes(), crate::fs_atomic::Durability::Buffered).map_err(io)?;
+            // The error names the path already.
+            write_atomic(&path, file.contents.as_bytes(), crate::fs_atomic::Durability::Buffered)?;
         }
         outcomes.push(InstallOutcome { path, action });
     }
@@ -95,15 +89,10 @@ pub fn install(scope: &Scope, force: bool) -> Result<Vec<InstallOutcome>, SkillE
 
 /// What to do with the file at `path`; `None` means the user changed it and `force` is off.
 fn plan(path: &Path, wanted: &str, force: bool) -> Result<Option<InstallAction>, SkillError> {
-    let existing = match std::fs::read(path) {
+    let existing = match fs_err::read(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Some(InstallAction::Created)),
-        Err(source) => {
-            return Err(SkillError::Io {
-                path: path.to_path_buf(),
-                source,
-            })
-        }
+        Err(e) => return Err(e.into()),
     };
     // A file that is not UTF-8 is not one rlm wrote: it counts as changed.
     let text = String::from_utf8_lossy(&existing);
@@ -152,7 +141,7 @@ mod tests {
             .into_iter()
             .map(|f| {
                 let p = scope.root().join(&f.relative_path);
-                let text = std::fs::read_to_string(&p).unwrap_or_default();
+                let text = fs_err::read_to_string(&p).unwrap_or_default();
                 (p, text)
             })
             .collect()
@@ -182,8 +171,8 @@ mod tests {
         let old = super::super::skill_files_for("0.0.9");
         for f in &old {
             let p = dir.path().join(&f.relative_path);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, &f.contents).unwrap();
+            fs_err::create_dir_all(p.parent().unwrap()).unwrap();
+            fs_err::write(p, &f.contents).unwrap();
         }
         let outcomes = install(&scope, false).unwrap();
         let from = InstallAction::Updated { from: "0.0.9".into() };
@@ -197,11 +186,11 @@ mod tests {
         let scope = Scope::Project(dir.path().to_path_buf());
         install(&scope, false).unwrap();
         let [(skill, _), (command, _)] = <[_; 2]>::try_from(installed(&scope)).unwrap();
-        let edited = std::fs::read_to_string(&skill)
+        let edited = fs_err::read_to_string(&skill)
             .unwrap()
             .replace("# rlm batch", "# my batch");
-        std::fs::write(&skill, &edited).unwrap();
-        std::fs::remove_file(&command).unwrap();
+        fs_err::write(&skill, &edited).unwrap();
+        fs_err::remove_file(&command).unwrap();
 
         let err = install(&scope, false).unwrap_err();
         assert_eq!(
@@ -211,12 +200,12 @@ mod tests {
                 skill.display()
             )
         );
-        assert_eq!(std::fs::read_to_string(&skill).unwrap(), edited);
+        assert_eq!(fs_err::read_to_string(&skill).unwrap(), edited);
         assert!(!command.exists(), "a refusal writes nothing");
 
         let forced = install(&scope, true).unwrap();
         assert_eq!(actions(&forced), [InstallAction::Overwritten, InstallAction::Created]);
-        assert_eq!(std::fs::read_to_string(&skill).unwrap(), skill_files()[0].contents);
+        assert_eq!(fs_err::read_to_string(&skill).unwrap(), skill_files()[0].contents);
     }
 
     #[test]
@@ -224,8 +213,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let scope = Scope::User(dir.path().to_path_buf());
         let p = dir.path().join(".claude/commands/rlm-batch.md");
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(&p, "my own command\n").unwrap();
+        fs_err::create_dir_all(p.parent().unwrap()).unwrap();
+        fs_err::write(&p, "my own command\n").unwrap();
         let err = install(&scope, false).unwrap_err();
         assert!(
             matches!(&err, SkillError::Changed { paths, user: true } if paths == std::slice::from_ref(&p)),

@@ -9,12 +9,9 @@ use super::lifecycle::UnitState;
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The directory of the store could not be created.
-    #[error("{path}: cannot create the rlm directory: {source}")]
-    CreateDir {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    /// (The `fs_err` message names it.)
+    #[error("cannot create the rlm directory: {0}")]
+    CreateDir(#[source] std::io::Error),
     /// SQLite refused an operation (a damaged file, a full disk, a lock held too long).
     #[error("{path}: task store error: {source}; if the file is damaged, move it aside and rerun")]
     Sqlite {

@@ -47,6 +47,8 @@ impl UnitState {
     /// queued` (units left running by a crashed run), `failed | timed_out | cancelled →
     /// queued` (`resume --failed`, and retries), and `queued → cancelled` (a shutdown or a
     /// budget stop before dispatch). A completed unit never moves again: its result is paid for.
+    // A table of transitions, one (from, to) pair a line, reads better than nested patterns.
+    #[allow(clippy::unnested_or_patterns, clippy::enum_glob_use)]
     pub fn can_move_to(self, to: UnitState) -> bool {
         use UnitState::*;
         matches!(

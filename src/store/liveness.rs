@@ -73,8 +73,8 @@ fn pid_exists(pid: u32) -> bool {
 /// unreadable. A zombie (exited, not yet reaped) still has a stat line but is no working
 /// owner, so it gets an identity that matches nothing recorded.
 fn identity_of(pid: u32) -> Option<String> {
-    let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let boot_id = fs_err::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let stat = fs_err::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) is in parentheses and may contain spaces: split after it.
     let after_name = &stat[stat.rfind(')')? + 1..];
     let fields: Vec<&str> = after_name.split_whitespace().collect();

@@ -45,10 +45,7 @@ impl TaskStore {
     /// Opens (creating if needed) `rlm_dir/store.sqlite3` and brings its schema forward.
     /// A store written by a newer rlm is refused and left untouched.
     pub fn open(rlm_dir: &Path) -> Result<Self, StoreError> {
-        std::fs::create_dir_all(rlm_dir).map_err(|source| StoreError::CreateDir {
-            path: rlm_dir.to_path_buf(),
-            source,
-        })?;
+        fs_err::create_dir_all(rlm_dir).map_err(StoreError::CreateDir)?;
         let path = rlm_dir.join(STORE_FILE);
         let sqlite = |e| StoreError::sqlite(&path, e);
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;

@@ -341,7 +341,7 @@ impl<'a> WriteBatch<'a> {
                 params![run.as_str(), status.name(), finished, now],
             )
             .map_err(|e| self.sqlite(e))?;
-        self.require_changed(changed, run)?;
+        Self::require_changed(changed, run)?;
         self.tx
             .execute(
                 &format!(
@@ -394,7 +394,7 @@ impl<'a> WriteBatch<'a> {
                 params![run.as_str(), now],
             )
             .map_err(|e| self.sqlite(e))?;
-        self.require_changed(changed, run)?;
+        Self::require_changed(changed, run)?;
         self.tx
             .prepare_cached(&format!(
                 "UPDATE attempts SET heartbeat_at = ?2, elapsed_ms = {ELAPSED_MS} WHERE {CURRENT_ATTEMPT}"
@@ -443,7 +443,7 @@ impl<'a> WriteBatch<'a> {
         exists.ok_or_else(|| StoreError::UnknownRun(run.to_string()))
     }
 
-    fn require_changed(&self, changed: usize, run: &RunId) -> Result<(), StoreError> {
+    fn require_changed(changed: usize, run: &RunId) -> Result<(), StoreError> {
         if changed == 0 {
             return Err(StoreError::UnknownRun(run.to_string()));
         }

@@ -213,7 +213,12 @@ fn verify_citations_missing_file_out_of_range_and_unreadable_aggregate() {
 
     let out = p.rlm(&["verify-citations", "out/none.md"]).run();
     out.assert_exit(2);
-    assert!(out.stderr.starts_with("rlm: error: out/none.md: "), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .starts_with("rlm: error: failed to open file `out/none.md`: "),
+        "{}",
+        out.stderr
+    );
 
     // Relative to --root, not the working directory.
     let out = p

@@ -546,3 +546,60 @@ fn verify_citations_finds_a_non_hex_hash_and_ranges_that_are_no_ranges() {
     assert_eq!(doc["summary"]["broken"], 0, "{doc:#}");
     assert_eq!(doc["passed"], false);
 }
+
+/// A refusal's `kind` says what to fix: the command line (`usage`), a file a flag or a job
+/// names (`input`), the setup (`config`), the job directory (`store`), the system rlm runs
+/// on (`system`). Nothing is sent for any of them.
+#[test]
+fn a_refusal_kind_says_what_to_fix() {
+    let mock = MockLlm::start();
+    let url = mock.url();
+    let p = Project::new()
+        .ts_files(2)
+        .file("job.toml", "name = \"\"\n")
+        .file("prompt.md", "List {file}");
+
+    let out = p
+        .rlm(&batch("src/*.ts", &url, &["--json", "--schema", "missing.json"]))
+        .run();
+    assert_error_document(&out, "input", "--schema: failed to open file");
+    let out = p
+        .rlm(&[
+            "batch",
+            "src/*.ts",
+            "--prompt-file",
+            "missing.md",
+            "--base-url",
+            &url,
+            "--json",
+        ])
+        .run();
+    assert_error_document(&out, "input", "--prompt-file: failed to open file");
+    let out = p.rlm(&["job", "run", "job.toml", "--base-url", &url, "--json"]).run();
+    assert_error_document(&out, "input", "`name` is empty");
+
+    let out = p
+        .rlm(&batch("src/*.ts", &url, &["--json"]))
+        .env("RLM_BACKOFF_BASE_MS", "soon")
+        .run();
+    assert_error_document(&out, "config", "RLM_BACKOFF_BASE_MS='soon'");
+    p.write(".aiwg/rlm/prompts/no-such-template.md", "text");
+    let out = p.rlm(&batch("src/*.ts", &url, &["--json"])).run();
+    assert_error_document(&out, "config", "no-such-template.md");
+    fs_err::remove_file(p.path().join(".aiwg/rlm/prompts/no-such-template.md")).unwrap();
+
+    let out = p.rlm(&["job", "status", "job-nope", "--json"]).run();
+    assert_error_document(&out, "store", "no jobs in");
+
+    // A working directory removed under rlm's feet: the system, not the user's line.
+    let out = p
+        .rlm(&batch("src/*.ts", &url, &["--json"]))
+        .via(&[
+            "sh",
+            "-c",
+            "mkdir gone && cd gone && rmdir ../gone && exec \"$0\" \"$@\"",
+        ])
+        .run();
+    assert_error_document(&out, "system", "cannot read the current directory");
+    assert_eq!(mock.requests(), 0, "nothing was sent");
+}

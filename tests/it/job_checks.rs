@@ -71,7 +71,8 @@ fn a_pr_review_from_input_without_gh_is_refused_before_anything_is_paid() {
     let doc = json_out.json();
     assert_eq!(doc["status"], "ERROR");
     assert_eq!(doc["exit_code"], 2);
-    assert_eq!(doc["error"]["kind"], "usage");
+    // A program the job needs is setup, not a bad flag.
+    assert_eq!(doc["error"]["kind"], "config");
     assert!(doc["error"]["message"]
         .as_str()
         .unwrap()

@@ -2,7 +2,9 @@
 //! module per area. Every test runs the real `rlm` binary, against the mock model server of
 //! `support::mock_llm` where it needs one.
 
-#![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed unwrap is a failed test
+#![allow(clippy::pedantic)] // test code is held to the default lints
+#![allow(clippy::disallowed_methods)] // std::fs in tests: a failure fails the test, path or not
 
 mod support;
 

@@ -178,7 +178,7 @@ fn the_cache_is_keyed_by_the_schema() {
 }
 
 #[test]
-fn a_broken_schema_is_a_usage_error_before_anything_is_sent() {
+fn a_broken_schema_is_an_input_error_before_anything_is_sent() {
     let mock = MockLlm::start();
     let p = project()
         .file("broken.json", "{\"type\": ")
@@ -186,7 +186,7 @@ fn a_broken_schema_is_a_usage_error_before_anything_is_sent() {
     for (file, needle) in [
         ("broken.json", "--schema broken.json is not JSON"),
         ("odd.json", "--schema odd.json is not a valid JSON Schema"),
-        ("missing.json", "cannot read --schema missing.json"),
+        ("missing.json", "--schema: failed to open file `"),
     ] {
         let out = p
             .rlm(&batch("src/*.ts", &mock.url(), &["--schema", file]))

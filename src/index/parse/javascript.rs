@@ -122,7 +122,7 @@ fn regex_allowed(prev: Option<&Token>) -> bool {
         None => true,
         Some(Token::Punct(c)) => !matches!(c, ')' | ']' | '}'),
         Some(Token::Word(w)) => REGEX_AFTER.contains(&w.as_str()),
-        Some(Token::Str(_)) | Some(Token::Newline) => false,
+        Some(Token::Str(_) | Token::Newline) => false,
     }
 }
 
@@ -209,7 +209,7 @@ fn import_clause(tokens: &[Token], mut j: usize) -> Option<String> {
                 j += 1; // `import from from "x"`: a binding named `from`
             }
             Token::Word(w) if w == "import" || w == "export" => return None,
-            Token::Word(_) | Token::Punct(',') | Token::Punct('*') => j += 1,
+            Token::Word(_) | Token::Punct(',' | '*') => j += 1,
             Token::Punct('{') => j = after_braces(tokens, j)?,
             _ => return None,
         }

@@ -187,12 +187,12 @@ mod tests {
     }
 
     fn s(spec: &str, names: &[&str]) -> (String, Vec<String>) {
-        (spec.to_string(), names.iter().map(|n| n.to_string()).collect())
+        (spec.to_string(), names.iter().map(ToString::to_string).collect())
     }
 
     #[test]
     fn every_import_form() {
-        let src = r#"
+        let src = r"
 import os, app.models as m
 from app.services import auth, billing as b
 from . import views
@@ -205,7 +205,7 @@ try: import ujson as json
 except ImportError: import json
 if TYPE_CHECKING:
     from app.types import User; import app.extra
-"#;
+";
         assert_eq!(
             specs(src),
             vec![

@@ -242,7 +242,7 @@ fn use_specifier(scope: &[&str], mut path: Vec<String>) -> Option<String> {
         path.pop();
     }
     let first = path.first()?.clone();
-    let mut scope: Vec<String> = scope.iter().map(|s| s.to_string()).collect();
+    let mut scope: Vec<String> = scope.iter().map(ToString::to_string).collect();
     let (prefix, rest): (String, Vec<String>) = match first.as_str() {
         "crate" => ("crate".into(), path[1..].to_vec()),
         "self" => (
@@ -289,7 +289,7 @@ mod tests {
 
     #[test]
     fn mods_and_use_trees() {
-        let src = r##"
+        let src = r#"
 //! Crate docs: mod fake; use crate::fake;
 pub mod cli;
 mod exec;
@@ -307,7 +307,7 @@ mod tests {
     use super::cli::Args;
     mod nested;
 }
-"##;
+"#;
         assert_eq!(
             specs(src),
             vec![
@@ -329,13 +329,13 @@ mod tests {
 
     #[test]
     fn strings_chars_lifetimes_and_comments_make_no_edges() {
-        let src = r####"
+        let src = r##"
 /* outer /* nested mod fake; */ still comment use crate::fake; */
 const S: &str = "mod fake;";
 const R: &str = r#"use crate::fake; "quoted" "#;
 fn f<'a>(x: &'a str) -> char { let _q = '"'; let _b = b'\''; 'x' }
 mod real;
-"####;
+"##;
         assert_eq!(specs(src), vec![s("real", EdgeKind::Mod)]);
     }
 }

@@ -107,14 +107,14 @@ impl Layout {
         };
         let mut go_modules: Vec<(String, String)> = named("go.mod")
             .filter_map(|dir| {
-                let text = std::fs::read_to_string(root.join(&dir).join("go.mod")).ok()?;
+                let text = fs_err::read_to_string(root.join(&dir).join("go.mod")).ok()?;
                 Some((go::module_path(&text)?, dir))
             })
             .collect();
         go_modules.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.cmp(b)));
         let rust_crates = named("Cargo.toml")
             .filter_map(|dir| {
-                let text = std::fs::read_to_string(root.join(&dir).join("Cargo.toml")).ok()?;
+                let text = fs_err::read_to_string(root.join(&dir).join("Cargo.toml")).ok()?;
                 let (name, lib) = rust::crate_library(&text)?;
                 let lib = join(&dir, &lib)?;
                 files.contains(&lib).then_some((name, lib))

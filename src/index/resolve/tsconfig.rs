@@ -63,7 +63,7 @@ fn load_chain(root: &Path, config: &str, depth: usize) -> Option<Aliases> {
     if depth > MAX_EXTENDS {
         return None;
     }
-    let text = std::fs::read_to_string(root.join(config)).ok()?;
+    let text = fs_err::read_to_string(root.join(config)).ok()?;
     let json: Value = serde_json::from_str(&strip_jsonc(&text)).ok()?;
     let dir = parent(config);
     let mut aliases = Aliases::default();
@@ -235,13 +235,13 @@ mod tests {
     #[test]
     fn extends_and_path_patterns() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("web")).unwrap();
-        std::fs::write(
+        fs_err::create_dir_all(dir.path().join("web")).unwrap();
+        fs_err::write(
             dir.path().join("tsconfig.base.json"),
             r#"{ "compilerOptions": { "baseUrl": ".", "paths": { "@lib/*": ["libs/*/src"], } } }"#,
         )
         .unwrap();
-        std::fs::write(
+        fs_err::write(
             dir.path().join("web/tsconfig.json"),
             "{ \"extends\": \"../tsconfig.base\", // inherit\n \"compilerOptions\": { \"strict\": true } }",
         )

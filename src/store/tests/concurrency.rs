@@ -80,7 +80,7 @@ fn child_process() {
     match mode.as_str() {
         "writer" => {
             let run = write_a_run(&rlm_dir, dir, 300);
-            std::fs::write(dir.join("writer-run"), run.as_str()).unwrap();
+            fs_err::write(dir.join("writer-run"), run.as_str()).unwrap();
         }
         "crash" => {
             let mut store = TaskStore::open(&rlm_dir).unwrap();
@@ -91,8 +91,8 @@ fn child_process() {
             for i in 3..5 {
                 bring_to(&mut store, &run, &format!("u{i:05}"), UnitState::Running);
             }
-            std::fs::write(dir.join("crash-run.tmp"), run.as_str()).unwrap();
-            std::fs::rename(dir.join("crash-run.tmp"), dir.join("crash-run")).unwrap();
+            fs_err::write(dir.join("crash-run.tmp"), run.as_str()).unwrap();
+            fs_err::rename(dir.join("crash-run.tmp"), dir.join("crash-run")).unwrap();
             // Work "forever": the parent kills this process with SIGKILL.
             loop {
                 store.heartbeat(&run).unwrap();
@@ -111,7 +111,7 @@ fn a_second_process_writes_at_the_same_time_without_errors() {
     let mut child = spawn_child("writer", dir.path());
     let mine = write_a_run(&rlm_dir, dir.path(), 300);
     assert!(child.wait().unwrap().success(), "the other process failed");
-    let theirs = RunId(std::fs::read_to_string(dir.path().join("writer-run")).unwrap());
+    let theirs = RunId(fs_err::read_to_string(dir.path().join("writer-run")).unwrap());
     let store = TaskStore::open(&rlm_dir).unwrap();
     for run in [&mine, &theirs] {
         assert_eq!(store.run(run).unwrap().units.completed, 300, "{run}");
@@ -132,7 +132,7 @@ fn a_killed_run_reads_as_crashed_and_its_running_units_can_be_requeued() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    let run = RunId(std::fs::read_to_string(&marker).unwrap());
+    let run = RunId(fs_err::read_to_string(&marker).unwrap());
     let mut store = TaskStore::open(&rlm_dir).unwrap();
 
     // While its owner works, the run is RUNNING and nobody else may take it.

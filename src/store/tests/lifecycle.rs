@@ -22,8 +22,8 @@ fn opens_an_empty_directory_and_an_empty_file_at_the_current_version() {
 
     // A zero-byte file (created by `touch`, or a crash before the first write) is a new store.
     let other = dir.path().join("other");
-    std::fs::create_dir_all(&other).unwrap();
-    std::fs::write(other.join(STORE_FILE), b"").unwrap();
+    fs_err::create_dir_all(&other).unwrap();
+    fs_err::write(other.join(STORE_FILE), b"").unwrap();
     let store = TaskStore::open(&other).unwrap();
     let (version, mode): (i64, String) = store
         .conn
@@ -45,20 +45,20 @@ fn a_store_from_a_newer_rlm_is_refused_and_left_untouched() {
         conn.execute_batch("CREATE TABLE future (x); PRAGMA user_version = 99;")
             .unwrap();
     }
-    let before = std::fs::read(&path).unwrap();
+    let before = fs_err::read(&path).unwrap();
     let err = TaskStore::open(dir.path()).unwrap_err();
     assert!(matches!(err, StoreError::NewerSchema { found: 99, .. }), "{err:?}");
     let message = err.to_string();
     assert!(message.contains("was written by a newer rlm (schema 99"), "{message}");
     assert!(message.ends_with("upgrade rlm"), "{message}");
-    assert_eq!(std::fs::read(&path).unwrap(), before, "the file was modified");
+    assert_eq!(fs_err::read(&path).unwrap(), before, "the file was modified");
     assert!(!dir.path().join(format!("{STORE_FILE}-wal")).exists());
 }
 
 #[test]
 fn a_file_that_is_not_a_database_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
+    fs_err::write(
         dir.path().join(STORE_FILE),
         "this is not sqlite, just some text.\n".repeat(20),
     )
