@@ -24,9 +24,6 @@ pub mod index;
 pub mod input;
 pub mod job;
 pub mod man_page;
-// TODO(fs-err): merge/finished_run.rs still reads report.json with std::fs (the file was
-// being changed elsewhere when the rest moved to fs_err); convert it and drop this allow.
-#[allow(clippy::disallowed_methods)]
 pub mod merge;
 pub mod money;
 pub mod parallel;

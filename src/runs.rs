@@ -258,14 +258,14 @@ fn credentials_withheld(url: &str) -> bool {
 /// The `rlm batch` arguments a run was started with.
 fn batch_args_of(run: &RunSummary) -> Result<Box<crate::cli::BatchArgs>, RlmError> {
     let not_batch = || {
-        RlmError::Usage(format!(
+        RlmError::Store(format!(
             "run {} was not started by rlm batch ({}): run its command again instead (finished answers are cached)",
             run.id,
             run.command.join(" ")
         ))
     };
     if run.command.get(1).map(String::as_str) == Some("job") {
-        return Err(RlmError::Usage(format!(
+        return Err(RlmError::Store(format!(
             "run {} is a job ({}): rlm job resume {} goes on with it",
             run.id, run.status, run.id
         )));
@@ -278,7 +278,7 @@ fn batch_args_of(run: &RunSummary) -> Result<Box<crate::cli::BatchArgs>, RlmErro
         Some(recorded) => serde_json::from_value::<crate::cli::BatchArgs>(recorded.clone())
             .map(Box::new)
             .map_err(|e| {
-                RlmError::Usage(format!(
+                RlmError::Store(format!(
                     "run {} recorded arguments this rlm cannot read ({e}): run its command again instead \
                      (finished answers are cached)",
                     run.id
@@ -339,7 +339,7 @@ pub fn cancel(args: CancelArgs, color: ColorArg, env: &Environment) -> Result<Ca
         .map(|b| b.batch_id)
         .collect();
     if waiting.is_empty() {
-        return Err(RlmError::Usage(format!(
+        return Err(RlmError::Store(format!(
             "run {} has no batch waiting at the provider: nothing to cancel (rlm status {} shows it)",
             run.id, run.id
         )));

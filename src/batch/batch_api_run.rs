@@ -130,7 +130,7 @@ pub async fn delivery(settings: &BatchSettings, model: &ModelInfo) -> Result<(De
     if settings.provider.official {
         return Ok((batched, None));
     }
-    let api = client(settings, &model.id).map_err(|e| RlmError::Usage(e.to_string()))?;
+    let api = client(settings, &model.id).map_err(|e| RlmError::Config(e.to_string()))?;
     match api.probe().await {
         Ok(()) => Ok((batched, None)),
         Err(e) if e.is_unsupported() && mode == BatchApiMode::Auto => Ok((
@@ -140,7 +140,7 @@ pub async fn delivery(settings: &BatchSettings, model: &ModelInfo) -> Result<(De
                 api.server()
             )),
         )),
-        Err(e) if e.is_unsupported() => Err(RlmError::Usage(e.to_string())),
+        Err(e) if e.is_unsupported() => Err(RlmError::Config(e.to_string())),
         Err(e) => Err(RlmError::Provider(format!("--batch-api: {e}"))),
     }
 }
@@ -165,7 +165,7 @@ pub fn refuse_batches_elsewhere(settings: &BatchSettings, run: &RunId) -> Result
         .collect();
     match elsewhere.as_slice() {
         [] => Ok(()),
-        [first, rest @ ..] => Err(RlmError::Usage(elsewhere_message(
+        [first, rest @ ..] => Err(RlmError::Config(elsewhere_message(
             run,
             &first.batch_id,
             &first.server,
@@ -207,8 +207,8 @@ pub async fn cancel_at_provider(
         )));
     }
     let model = settings.provider.model.as_deref().unwrap_or("unknown");
-    let api = client(settings, model).map_err(|e| RlmError::Usage(e.to_string()))?;
-    let mut store = TaskStore::open(&settings.rlm_dir()).map_err(|e| RlmError::Usage(e.to_string()))?;
+    let api = client(settings, model).map_err(|e| RlmError::Config(e.to_string()))?;
+    let mut store = TaskStore::open(&settings.rlm_dir()).map_err(|e| RlmError::Store(e.to_string()))?;
     let mut asked = 0;
     for batch_id in batches {
         match api.cancel(batch_id).await {
@@ -307,11 +307,11 @@ impl BatchApiRun {
         printer: &Printer,
     ) -> Result<Self, RlmError> {
         let Delivery::BatchApi { aggregation } = delivery else {
-            return Err(RlmError::Usage("internal error: no batch API was planned".into()));
+            return Err(RlmError::System("internal error: no batch API was planned".into()));
         };
-        let api = client(settings, &model.id).map_err(|e| RlmError::Usage(e.to_string()))?;
+        let api = client(settings, &model.id).map_err(|e| RlmError::Config(e.to_string()))?;
         let store = TaskStore::open(&settings.rlm_dir()).map_err(|e| {
-            RlmError::Usage(format!(
+            RlmError::Store(format!(
                 "--batch-api records each batch in the run store before waiting for it, and the store cannot be \
                  opened ({e}); nothing was sent"
             ))
@@ -320,18 +320,18 @@ impl BatchApiRun {
         let mut sent: HashMap<String, u32> = HashMap::new();
         let submissions = store
             .batch_submissions(&run)
-            .map_err(|e| RlmError::Usage(e.to_string()))?;
+            .map_err(|e| RlmError::Store(e.to_string()))?;
         let recorded = submissions.iter().map(|b| b.batch_id.clone()).collect();
         for batch in submissions {
             let requests = store
                 .batch_requests(&run, &batch.batch_id)
-                .map_err(|e| RlmError::Usage(e.to_string()))?;
+                .map_err(|e| RlmError::Store(e.to_string()))?;
             for r in &requests {
                 *sent.entry(r.unit_id.clone()).or_default() += 1;
             }
             if batch.collected_at.is_none() {
                 if batch.server != api.server() && !settings.exec.batch_api.forget {
-                    return Err(RlmError::Usage(elsewhere_message(
+                    return Err(RlmError::Config(elsewhere_message(
                         &run,
                         &batch.batch_id,
                         &batch.server,
@@ -791,7 +791,7 @@ impl BatchApiRun {
             by_budget.entry(self.retries.saturating_sub(sent)).or_default().push(i);
         }
         for (retries, indexes) in by_budget.into_iter().rev() {
-            let jobs = self.realtime_jobs(exec, p, indexes);
+            let jobs = Self::realtime_jobs(exec, p, indexes);
             if !jobs.is_empty() {
                 exec.run_announced_with_retries(jobs, retries).await;
             }
@@ -799,7 +799,7 @@ impl BatchApiRun {
     }
 
     /// The realtime jobs of the requests `indexes`, announced to the reporters.
-    fn realtime_jobs(&mut self, exec: &mut Execution, p: &mut Phase<'_>, indexes: Vec<usize>) -> Vec<Job> {
+    fn realtime_jobs(exec: &mut Execution, p: &mut Phase<'_>, indexes: Vec<usize>) -> Vec<Job> {
         let mut jobs = Vec::with_capacity(indexes.len());
         for i in indexes {
             if p.done[i] {
@@ -1366,7 +1366,7 @@ async fn keep_result(
                                      calls no model; rlm resume --failed asks again)",
                                     schema.path.display(),
                                     rejection.first()
-                                ))
+                                ));
                             }
                         }
                     }

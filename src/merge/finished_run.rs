@@ -42,12 +42,12 @@ impl FinishedRun {
         let shown = crate::escape::name(&dir.display().to_string()).into_owned();
         let read_json = |name: &str, missing: &str| -> Result<Value, RlmError> {
             let path = dir.join(name);
-            let text = match std::fs::read_to_string(&path) {
+            let text = match fs_err::read_to_string(&path) {
                 Ok(text) => text,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     return Err(RlmError::Usage(format!("{shown}: no {name}: {missing}")))
                 }
-                Err(e) => return Err(RlmError::io(path, e)),
+                Err(e) => return Err(RlmError::File(e)),
             };
             serde_json::from_str(&text)
                 .map_err(|e| RlmError::Usage(format!("{shown}/{name} is not valid JSON ({e}): is it an rlm run?")))

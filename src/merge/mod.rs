@@ -215,9 +215,9 @@ fn merged_args(
     let prompt = match &batch.prompt_file {
         Some(_) => {
             let mut file = tempfile::NamedTempFile::new()
-                .map_err(|e| RlmError::Usage(format!("cannot write the runs' prompt to a temporary file: {e}")))?;
+                .map_err(|e| RlmError::System(format!("cannot write the runs' prompt to a temporary file: {e}")))?;
             file.write_all(first.sub_prompt.as_bytes())
-                .map_err(|e| RlmError::Usage(format!("cannot write the runs' prompt to a temporary file: {e}")))?;
+                .map_err(|e| RlmError::System(format!("cannot write the runs' prompt to a temporary file: {e}")))?;
             batch.prompt_file = Some(file.path().to_path_buf());
             Some(file)
         }

@@ -169,7 +169,7 @@ impl WriteBatch<'_> {
                 ],
             )
             .map_err(|e| self.sqlite(e))?;
-        self.expect_batch(run, &state.batch_id, changed)
+        expect_batch(run, &state.batch_id, changed)
     }
 
     /// Records the outcomes of results read (a request read twice keeps its last outcome).
@@ -205,7 +205,7 @@ impl WriteBatch<'_> {
                 params![run.as_str(), batch_id, Timestamp::now().to_rfc3339()],
             )
             .map_err(|e| self.sqlite(e))?;
-        self.expect_batch(run, batch_id, changed)
+        expect_batch(run, batch_id, changed)
     }
 
     /// Records that every result of the batch was read and recorded.
@@ -218,18 +218,19 @@ impl WriteBatch<'_> {
                 params![run.as_str(), batch_id, Timestamp::now().to_rfc3339()],
             )
             .map_err(|e| self.sqlite(e))?;
-        self.expect_batch(run, batch_id, changed)
+        expect_batch(run, batch_id, changed)
     }
+}
 
-    fn expect_batch(&self, run: &RunId, batch_id: &str, changed: usize) -> Result<(), StoreError> {
-        if changed == 0 {
-            return Err(StoreError::UnknownBatch {
-                run: run.to_string(),
-                batch: batch_id.to_string(),
-            });
-        }
-        Ok(())
+/// An update that changed no row named a batch the store does not have.
+fn expect_batch(run: &RunId, batch_id: &str, changed: usize) -> Result<(), StoreError> {
+    if changed == 0 {
+        return Err(StoreError::UnknownBatch {
+            run: run.to_string(),
+            batch: batch_id.to_string(),
+        });
     }
+    Ok(())
 }
 
 impl TaskStore {

@@ -395,7 +395,7 @@ pub trait BatchApi: Send + Sync + std::fmt::Debug {
     fn encode(&self, item: &BatchItem) -> Result<Vec<u8>, BatchError>;
 
     /// Creates one batch of a chunk's requests.
-    fn submit<'a>(&'a self, chunk: Chunk) -> BoxFuture<'a, Result<Submitted, BatchError>>;
+    fn submit(&self, chunk: Chunk) -> BoxFuture<'_, Result<Submitted, BatchError>>;
 
     /// Reads a batch's state.
     fn poll<'a>(&'a self, batch_id: &'a str) -> BoxFuture<'a, Result<BatchState, BatchError>>;

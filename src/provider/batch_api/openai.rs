@@ -120,7 +120,8 @@ impl OpenAiBatches {
         state(&reply).map_err(|reason| t.malformed("polling a batch", reason))
     }
 
-    async fn open_results(&self, state: &BatchState) -> Result<ResultStream, BatchError> {
+    /// The stream of an ended batch's results (opened lazily: nothing is fetched yet).
+    fn open_results(&self, state: &BatchState) -> Result<ResultStream, BatchError> {
         if !state.has_ended() {
             return Err(BatchError::NotEnded {
                 batch_id: state.batch_id.clone(),
@@ -200,7 +201,7 @@ impl BatchApi for OpenAiBatches {
             .map_err(|e| BatchError::Setup(format!("cannot encode request {}: {e}", item.custom_id)))
     }
 
-    fn submit<'a>(&'a self, chunk: Chunk) -> BoxFuture<'a, Result<Submitted, BatchError>> {
+    fn submit(&self, chunk: Chunk) -> BoxFuture<'_, Result<Submitted, BatchError>> {
         Box::pin(self.create(chunk))
     }
 
@@ -209,7 +210,7 @@ impl BatchApi for OpenAiBatches {
     }
 
     fn results<'a>(&'a self, state: &'a BatchState) -> BoxFuture<'a, Result<ResultStream, BatchError>> {
-        Box::pin(self.open_results(state))
+        Box::pin(std::future::ready(self.open_results(state)))
     }
 
     fn cancel<'a>(&'a self, batch_id: &'a str) -> BoxFuture<'a, Result<BatchState, BatchError>> {
