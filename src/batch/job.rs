@@ -249,54 +249,66 @@ pub(super) async fn keep_paid(
     claim: Option<ClaimGuard>,
 ) -> JobOutcome {
     let entry = cache_entry(&ctx, rendered.key.clone(), &unit, &text, &outcome);
-    let entry = Arc::new(entry);
     // Journaled (one append, which survives a kill -9): the slot is handed back now, and
-    // the cache entry is written while the next call runs.
+    // the cache entry is written while the next call runs. On this worker, not the
+    // blocking pool: one small append to an open file takes microseconds, while a hand-off
+    // to a blocking thread and back would sit between this answer and the next call.
     let mut journaled = false;
     if let (Some(journal), true) = (&ctx.journal, outcome.slot.is_some()) {
-        let (journal, line) = (journal.clone(), entry.clone());
-        if let Ok(Ok(())) = tokio::task::spawn_blocking(move || journal.append(&line)).await {
+        if journal.append(&entry).is_ok() {
             journaled = true;
             hand_back(&ctx, &unit, &mut outcome);
         }
     }
-    let in_place = {
-        let (ctx, entry) = (ctx.clone(), entry.clone());
-        let (label, result_name) = (unit.label.clone(), unit.result_name.clone());
-        tokio::task::spawn_blocking(move || {
-            let put = ctx.cache.put_unsynced(&entry);
-            // In the cache (or not): whoever waits for this key reads it now.
-            drop(claim);
-            put.map_err(|e| uncached(&ctx, &entry, &label, Some(&result_name), &e))
-        })
-        .await
-    };
-    let persisted = match in_place {
-        Ok(Ok(unsynced)) => {
-            // The answer is in place: the dispatcher counts its cost and frees the slot
-            // while this job waits for the disk (the answer counts once that is done).
-            hand_back(&ctx, &unit, &mut outcome);
-            let ctx = ctx.clone();
-            let (label, result_name) = (unit.label.clone(), unit.result_name.clone());
-            tokio::task::spawn_blocking(move || {
+    // What the dispatcher must still hear if the blocking task below is lost (a panic).
+    let (meta, usage, batch_usage, attempts) = (
+        outcome.meta.clone(),
+        outcome.usage,
+        outcome.batch_usage,
+        outcome.attempts,
+    );
+    // The rest is disk work, done in one trip to the blocking pool (each trip is a thread
+    // hand-off both ways, which thousands of calls feel on a small machine): the cache
+    // entry put in place, the slot handed back if the journal did not already, the fsync,
+    // then the answer read and its result file written.
+    let done = tokio::task::spawn_blocking(move || {
+        let in_place = ctx.cache.put_unsynced(&entry);
+        // In the cache (or not): whoever waits for this key reads it now.
+        drop(claim);
+        let persisted = match in_place {
+            Ok(unsynced) => {
+                // In place: the dispatcher counts its cost and frees the slot while this
+                // job waits for the disk (the answer counts once that is done).
+                hand_back(&ctx, &unit, &mut outcome);
                 let synced = unsynced
                     .sync()
-                    .map_err(|e| uncached(&ctx, &entry, &label, Some(&result_name), &e));
+                    .map_err(|e| uncached(&ctx, &entry, &unit.label, Some(&unit.result_name), &e));
                 if let (Ok(()), Some(journal), true) = (&synced, &ctx.journal, journaled) {
                     journal.cached();
                 }
                 synced
-            })
-            .await
+            }
+            Err(e) => Err(uncached(&ctx, &entry, &unit.label, Some(&unit.result_name), &e)),
+        };
+        if let Err(e) = persisted {
+            outcome.write_error = Some(e);
         }
-        other => other.map(|put| put.map(drop)),
-    };
-    match persisted {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => outcome.write_error = Some(e),
-        Err(e) => outcome.write_error = Some(format!("internal error while caching the answer: {e}")),
+        let (read, written) = read_and_write(&ctx, &unit, &rendered, &text);
+        (outcome, read, written, unit.result_name)
+    })
+    .await;
+    match done {
+        Ok((outcome, read, written, result_name)) => kept(outcome, read, written, result_name),
+        Err(e) => {
+            // The task panicked, its outcome with it: the unit fails, with what it cost.
+            let e = format!("internal error while keeping the answer: {e}");
+            let mut outcome = JobOutcome::new(meta);
+            (outcome.usage, outcome.batch_usage, outcome.attempts) = (usage, batch_usage, attempts);
+            outcome.write_error = Some(e.clone());
+            outcome.failure = Some(JobFailure::Unit { kind: None, reason: e });
+            outcome
+        }
     }
-    keep(ctx, unit, rendered, text, outcome).await
 }
 
 /// Writes a paid answer's cache entry off the async workers; the error to stop the run
@@ -350,32 +362,51 @@ pub(super) async fn keep(
     mut outcome: JobOutcome,
 ) -> JobOutcome {
     let written = tokio::task::spawn_blocking(move || {
-        let read = answers::read(&unit, &text, rendered.expect, ctx.requests.schema.as_ref());
-        let cached = answers::Cached {
-            cache: &ctx.cache,
-            key: &rendered.key,
-        };
-        let written = answers::write(&ctx.run_dir, Some(cached), &unit, &text, &read);
+        let (read, written) = read_and_write(&ctx, &unit, &rendered, &text);
         (read, written, unit.result_name)
     })
     .await;
     match written {
-        Ok((read, Ok(()), result_name)) => {
+        Ok((read, written, result_name)) => kept(outcome, read, written, result_name),
+        Err(e) => {
+            let e = format!("internal error while writing the answer: {e}");
+            outcome.write_error = Some(e.clone());
+            outcome.failure = Some(JobFailure::Unit { kind: None, reason: e });
+            outcome
+        }
+    }
+}
+
+/// Reads an answer into its files' answers and writes their result files (blocking).
+fn read_and_write(
+    ctx: &JobContext,
+    unit: &WorkUnit,
+    rendered: &Rendered,
+    text: &str,
+) -> (UnitAnswers, std::io::Result<()>) {
+    let read = answers::read(unit, text, rendered.expect, ctx.requests.schema.as_ref());
+    let cached = answers::Cached {
+        cache: &ctx.cache,
+        key: &rendered.key,
+    };
+    let written = answers::write(&ctx.run_dir, Some(cached), unit, text, &read);
+    (read, written)
+}
+
+/// The outcome of a unit whose answer was read and (or not) written to its result file.
+fn kept(mut outcome: JobOutcome, read: UnitAnswers, written: std::io::Result<()>, result_name: String) -> JobOutcome {
+    match written {
+        Ok(()) => {
             outcome.result_file = Some(result_name);
             outcome.answers = Some(read);
         }
-        Ok((read, Err(e), _)) => {
+        Err(e) => {
             let e = if outcome.cached {
                 format!("cannot write its result file: {e}")
             } else {
                 format!("the answer is cached, but its result file cannot be written: {e}")
             };
             outcome.answers = Some(read);
-            outcome.write_error = Some(e.clone());
-            outcome.failure = Some(JobFailure::Unit { kind: None, reason: e });
-        }
-        Err(e) => {
-            let e = format!("internal error while writing the answer: {e}");
             outcome.write_error = Some(e.clone());
             outcome.failure = Some(JobFailure::Unit { kind: None, reason: e });
         }
