@@ -53,6 +53,37 @@ pub fn write_atomic_in(path: &Path, bytes: &[u8], durability: Durability, temp_d
     Ok(())
 }
 
+/// [`write_atomic`] of what `write` puts out, streamed to the temporary file (through a
+/// buffer) rather than built in memory first: a plan or report of 100,000 units is hundreds
+/// of megabytes of text.
+pub fn write_atomic_with(
+    path: &Path,
+    durability: Durability,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(TEMP_PREFIX);
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
+    let mut tmp = builder.tempfile_in(dir).map_err(|e| named(e, dir))?;
+    {
+        let mut out = std::io::BufWriter::with_capacity(256 * 1024, tmp.as_file_mut());
+        write(&mut out).and_then(|()| out.flush()).map_err(|e| named(e, path))?;
+    }
+    if durability == Durability::Synced {
+        tmp.as_file().sync_all().map_err(|e| named(e, path))?;
+    }
+    tmp.persist(path).map_err(|e| named(e.error, path))?;
+    if durability == Durability::Synced {
+        sync_dir_of(path);
+    }
+    Ok(())
+}
+
 /// A file written by [`write_atomic_unsynced_in`]: in place (a reader, or a crash of rlm,
 /// sees all of it) but not yet on the disk.
 #[derive(Debug)]
@@ -129,6 +160,22 @@ fn named(e: std::io::Error, path: &Path) -> std::io::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_streamed_write_replaces_the_file_and_a_failed_one_leaves_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("plan.json");
+        write_atomic(&p, b"old", Durability::Buffered).unwrap();
+        write_atomic_with(&p, Durability::Buffered, |w| w.write_all(b"new")).unwrap();
+        assert_eq!(fs_err::read_to_string(&p).unwrap(), "new");
+        let failed = write_atomic_with(&p, Durability::Synced, |w| {
+            w.write_all(b"half")?;
+            Err(std::io::Error::other("no room"))
+        });
+        assert!(failed.unwrap_err().to_string().contains("plan.json: no room"));
+        assert_eq!(fs_err::read_to_string(&p).unwrap(), "new");
+        assert_eq!(fs_err::read_dir(dir.path()).unwrap().count(), 1);
+    }
 
     #[test]
     fn replaces_whole_file_and_leaves_no_temp() {

@@ -24,6 +24,7 @@ pub mod index;
 pub mod input;
 pub mod job;
 pub mod man_page;
+pub mod memory;
 pub mod merge;
 pub mod money;
 pub mod parallel;

@@ -118,13 +118,18 @@ impl Printer {
 
     /// The one JSON document of `--json`.
     pub fn json<T: serde::Serialize + ?Sized>(&self, value: &T) {
-        // Serialized as it is (a report of 100,000 units as a `Value` tree would take
-        // hundreds of megabytes for nothing).
-        let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| "null".into());
+        // Streamed as it is serialized (a report of 100,000 units is hundreds of megabytes
+        // of text, as a `Value` tree more), scrubbed line by line on its way out.
         self.inner
             .json_written
             .store(true, std::sync::atomic::Ordering::Relaxed);
-        self.stdout(&text);
+        let stdout = std::io::stdout().lock();
+        let mut out = crate::secret::ScrubLines::new(&self.inner.redactor, std::io::BufWriter::new(stdout));
+        // A closed pipe (`| head`) is not an error worth reporting.
+        let _ = serde_json::to_writer_pretty(&mut out, value)
+            .map_err(std::io::Error::other)
+            .and_then(|()| out.write_all(b"\n"))
+            .and_then(|()| out.flush());
     }
 
     /// Whether [`Printer::json`] has written its document.

@@ -283,6 +283,20 @@ impl RunDir {
         Ok(path)
     }
 
+    /// Writes `value` as pretty JSON (and a newline) to a file of the run directory,
+    /// atomically and scrubbed of secrets like [`RunDir::write`], streamed rather than built
+    /// in memory: the plan and the report of a 100,000-unit run are hundreds of megabytes.
+    pub fn write_json(&self, name: &str, value: &impl serde::Serialize) -> std::io::Result<PathBuf> {
+        let path = self.dir.join(name);
+        crate::fs_atomic::write_atomic_with(&path, Durability::Buffered, |out| {
+            let mut out = crate::secret::ScrubLines::new(&self.redactor, out);
+            serde_json::to_writer_pretty(&mut out, value).map_err(std::io::Error::other)?;
+            std::io::Write::write_all(&mut out, b"\n")?;
+            std::io::Write::flush(&mut out)
+        })?;
+        Ok(path)
+    }
+
     /// Writes a result file: plainly, without a temporary file or an fsync. Its answer is
     /// already in the cache, durably, so a crash loses nothing a rerun cannot write again;
     /// a file of that name is removed first, never written through (it may be a hard link

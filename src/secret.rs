@@ -91,6 +91,60 @@ impl Redactor {
     }
 }
 
+/// A writer that passes on what is written to it scrubbed by a [`Redactor`], line by line:
+/// a secret holds no newline, so no secret can span two lines, and a document streamed
+/// through it (pretty JSON: every value on a line of its own) is scrubbed as a whole one
+/// would be without being held in memory. [`std::io::Write::flush`] scrubs and passes on a
+/// last line without a newline.
+pub struct ScrubLines<'r, W: std::io::Write> {
+    redactor: &'r Redactor,
+    inner: W,
+    line: Vec<u8>,
+}
+
+impl<'r, W: std::io::Write> ScrubLines<'r, W> {
+    pub fn new(redactor: &'r Redactor, inner: W) -> Self {
+        ScrubLines {
+            redactor,
+            inner,
+            line: Vec::new(),
+        }
+    }
+
+    fn pass_on(&mut self) -> std::io::Result<()> {
+        let line = std::mem::take(&mut self.line);
+        match std::str::from_utf8(&line) {
+            Ok(text) => self.inner.write_all(self.redactor.scrub(text).as_bytes())?,
+            Err(_) => self
+                .inner
+                .write_all(self.redactor.scrub(&String::from_utf8_lossy(&line)).as_bytes())?,
+        }
+        self.line = line;
+        self.line.clear();
+        Ok(())
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for ScrubLines<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut rest = buf;
+        while let Some(end) = rest.iter().position(|&b| b == b'\n') {
+            self.line.extend_from_slice(&rest[..=end]);
+            self.pass_on()?;
+            rest = &rest[end + 1..];
+        }
+        self.line.extend_from_slice(rest);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if !self.line.is_empty() {
+            self.pass_on()?;
+        }
+        self.inner.flush()
+    }
+}
+
 /// A URL as it may be shown: any `user:password@` is replaced by `***@`.
 pub fn redact_url(url: &str) -> Cow<'_, str> {
     let Some(scheme_end) = url.find("://") else {
@@ -264,6 +318,31 @@ impl Drop for LogEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_secret_written_in_pieces_is_scrubbed_line_by_line() {
+        use std::io::Write as _;
+        let key = ApiKey::new("sk-very-secret");
+        let r = Redactor::new([&key]);
+        let mut out = Vec::new();
+        {
+            let mut w = ScrubLines::new(&r, &mut out);
+            for piece in [
+                "{\n  \"a\": \"sk-ve",
+                "ry-se",
+                "cret and \u{e9}\"\n}\n",
+                "last sk-very-",
+                "secret",
+            ] {
+                w.write_all(piece.as_bytes()).unwrap();
+            }
+            w.flush().unwrap();
+        }
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "{\n  \"a\": \"[REDACTED] and \u{e9}\"\n}\nlast [REDACTED]"
+        );
+    }
 
     #[test]
     fn keys_never_show_in_debug() {

@@ -706,6 +706,8 @@ impl BatchApiRun {
                 })
                 .await
             };
+            // The submissions' bodies (up to 32 MB each) are freed.
+            crate::memory::release_free();
             let now = Instant::now();
             let mut sent: HashSet<String> = HashSet::new();
             for s in recorded {
@@ -868,7 +870,10 @@ impl BatchApiRun {
                         if state.has_ended() {
                             let b = p.batches.remove(i);
                             display.ended(&b.batch_id, state.status);
-                            if self.collect(exec, p, b, state, &mut retry).await == Collected::Stopped {
+                            let collected = self.collect(exec, p, b, state, &mut retry).await;
+                            // The batch's results file and replies are freed.
+                            crate::memory::release_free();
+                            if collected == Collected::Stopped {
                                 self.leave(exec, p, Left::Stopped);
                                 return Waited::Stopped;
                             }

@@ -88,6 +88,8 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
             .extend(estimate::confirm(&settings, &plan.estimate, &printer)?);
     }
     let (run_dir, warnings) = open_run_dir(&settings, &plan, &printer)?;
+    // Planning's scratch (every request rendered once to be measured) is free by now.
+    crate::memory::release_free();
     let times = (started, started_at);
     let mut exec = start(
         &settings,

@@ -24,12 +24,13 @@ pub fn run(
     max_tokens: u32,
 ) -> Result<Prepass, RlmError> {
     // One open and read a key, on a few threads: a fully cached rerun of thousands of
-    // units reads thousands of entries here.
+    // units reads thousands of entries here. Boxed: a miss is then a word, not an empty
+    // entry's worth of bytes (100,000 of them were tens of megabytes).
     let lookups = crate::parallel::map(units, crate::parallel::io_threads(), |unit| {
         if unit.blocked.is_some() || !mode.reads() {
             return Ok(None);
         }
-        cache.get(&unit.cache_key, max_tokens)
+        cache.get(&unit.cache_key, max_tokens).map(|e| e.map(Box::new))
     });
     let mut pre = Prepass::default();
     for (i, (unit, lookup)) in units.iter().zip(lookups).enumerate() {
@@ -50,7 +51,9 @@ pub fn run(
                 ))
             }
         };
-        let entry = entry.or_else(|| pending.get(unit.cache_key.as_str()).cloned());
+        let entry = entry
+            .map(|e| *e)
+            .or_else(|| pending.get(unit.cache_key.as_str()).cloned());
         match entry {
             Some(entry) => pre.hits.push((i, entry)),
             None => pre.misses.push(i),

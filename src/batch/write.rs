@@ -50,13 +50,11 @@ pub fn plan_files(run_dir: &RunDir, settings: &BatchSettings, plan: &Plan) -> Ve
     if let Err(e) = fs_err::create_dir_all(run_dir.dir.join("prompts")) {
         warnings.push(format!("cannot create the prompts directory: {e}"));
     }
-    for (name, text) in [
-        ("settings.json", serde_json::to_string_pretty(&recorded)),
-        ("plan.json", serde_json::to_string_pretty(&plan)),
-    ] {
-        let written = text
-            .map_err(std::io::Error::other)
-            .and_then(|text| run_dir.write(name, &format!("{text}\n")));
+    let written = [
+        ("settings.json", run_dir.write_json("settings.json", &recorded)),
+        ("plan.json", run_dir.write_json("plan.json", &plan)),
+    ];
+    for (name, written) in written {
         if let Err(e) = written {
             warnings.push(format!("cannot write {name}: {e}"));
         }
@@ -217,9 +215,8 @@ pub fn report(
             report.warnings.push(warning);
         }
     }
-    let json = serde_json::to_string_pretty(&report).unwrap_or_default();
     let written = run_dir
-        .write("report.json", &json)
+        .write_json("report.json", &report)
         .and_then(|_| run_dir.write_report_md(&report.to_markdown()));
     if let Err(e) = written {
         let e = format!("cannot write the report: {e}");

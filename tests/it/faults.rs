@@ -165,6 +165,34 @@ fn bad_anthropic_key_stops_the_run_with_one_clear_line() {
 }
 
 #[test]
+fn after_a_wrong_key_resume_with_the_right_one_runs_every_unit_without_failed() {
+    let mock = MockLlm::start();
+    mock.require_key("right");
+    let p = Project::new().ts_files(6);
+    let url = mock.url();
+    let out = p
+        .rlm(&batch("src/*.ts", &url, &["-j", "2"]))
+        .env("ANTHROPIC_API_KEY", "wrong")
+        .run();
+    out.assert_exit(3);
+    let report = p.report();
+    let run_id = report["run_id"].as_str().unwrap().to_string();
+    assert!(!report["failed"].as_array().unwrap().is_empty(), "{report:#}");
+    // The refused calls are left to run again, not failed for good: the store lists none
+    // failed.
+    let status = p.rlm(&["status", &run_id, "--json"]).run();
+    let status: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
+    assert_eq!(status["failures"].as_array().unwrap().len(), 0, "{status:#}");
+    assert_eq!(status["cancelled"].as_array().unwrap().len(), 6, "{status:#}");
+    // With the key fixed, a plain resume (no --failed) completes every unit.
+    let out = p.rlm(&["resume", &run_id]).env("ANTHROPIC_API_KEY", "right").run();
+    out.assert_exit(0);
+    let report = p.report();
+    assert_eq!(report["status"], "SUCCESS", "{report:#}");
+    assert_eq!(report["succeeded"], 6);
+}
+
+#[test]
 fn bad_openai_key_names_openai_api_key() {
     let mock = MockLlm::start();
     mock.require_key("right");
