@@ -262,7 +262,7 @@ fn plain(unit: &WorkUnit, ctx: &RequestContext, delimiter: &Delimiter) -> Parts 
 /// What an input sends: its span's lines, or the whole text.
 fn content_of(input: &UnitInput) -> &str {
     match input.span {
-        Some(span) => slice_lines(&input.source.text, span.start, span.end),
+        Some(span) => input.source.lines(span.start, span.end),
         None => &input.source.text,
     }
 }

@@ -14,6 +14,9 @@ pub struct SourceText {
     pub encoding: &'static str,
     /// Some bytes could not be decoded and were replaced (U+FFFD): the report warns.
     pub lossy: bool,
+    /// Where each line starts (byte offsets), made the first time a span of lines is
+    /// asked for: a file cut into hundreds of chunks is then scanned once, not once a chunk.
+    line_starts: std::sync::OnceLock<Vec<usize>>,
 }
 
 impl SourceText {
@@ -24,6 +27,7 @@ impl SourceText {
             text: decoded.text,
             encoding: decoded.encoding,
             lossy: decoded.lossy,
+            line_starts: std::sync::OnceLock::new(),
         })
     }
 
@@ -38,9 +42,31 @@ impl SourceText {
                 text,
                 encoding: "utf-8",
                 lossy: false,
+                line_starts: std::sync::OnceLock::new(),
             }),
             Err(e) => Self::decode(e.as_bytes()),
         }
+    }
+
+    /// Lines `start..=end` (1-based) of the text, with their newlines: what
+    /// [`crate::request::slice_lines`] gives, from an index of the lines made once.
+    pub fn lines(&self, start: u64, end: u64) -> &str {
+        let starts = self.line_starts.get_or_init(|| {
+            std::iter::once(0)
+                .chain(self.text.match_indices('\n').map(|(i, _)| i + 1))
+                .collect()
+        });
+        let len = self.text.len();
+        let at = |line: u64| {
+            usize::try_from(line)
+                .ok()
+                .and_then(|l| starts.get(l))
+                .copied()
+                .unwrap_or(len)
+        };
+        let from = at(start.saturating_sub(1));
+        let to = at(end);
+        &self.text[from.min(len)..to.max(from).min(len)]
     }
 
     /// Whether the report should name the file: its bytes were not exactly UTF-8 text.
@@ -52,6 +78,22 @@ impl SourceText {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_by_index_are_lines_by_scan() {
+        for text in ["", "a", "a\n", "a\nb\nc\nd", "a\n\nc\n", "\u{e9}\n\u{1f600}\nx\n"] {
+            let source = SourceText::decode(text.as_bytes());
+            for start in 0..7 {
+                for end in 0..7 {
+                    assert_eq!(
+                        source.lines(start, end),
+                        crate::request::slice_lines(text, start, end),
+                        "{text:?} {start}..={end}"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn owned_decoding_is_decoding() {

@@ -93,7 +93,7 @@ fn size_of(files: &Files<'_>, unit: &WorkUnit) -> u64 {
     unit.inputs
         .iter()
         .map(|i| match i.span {
-            Some(span) => request::slice_lines(&i.source.text, span.start, span.end).len() as u64,
+            Some(span) => i.source.lines(span.start, span.end).len() as u64,
             None => files.get(i.display.as_str()).map_or(0, |f| f.size),
         })
         .sum()
