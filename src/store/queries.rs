@@ -75,7 +75,7 @@ impl TaskStore {
             "SELECT {RUN_COLUMNS} FROM runs WHERE cwd = ?1 AND depth = ?2 AND status != '{}'
                AND (status IN ({}) OR EXISTS (SELECT 1 FROM units
                     WHERE units.run_id = runs.id AND units.state IN ('queued', 'running', 'cancelled')))
-             ORDER BY created_at DESC, id DESC LIMIT 20",
+             ORDER BY created_at DESC, rowid DESC LIMIT 20",
             RunStatus::Superseded.name(),
             stopped.join(", ")
         );
@@ -84,13 +84,13 @@ impl TaskStore {
 
     /// The newest `limit` runs, newest first.
     pub fn list_runs(&self, limit: usize) -> Result<Vec<RunSummary>, StoreError> {
-        let sql = format!("SELECT {RUN_COLUMNS} FROM runs ORDER BY created_at DESC, id DESC LIMIT ?1");
+        let sql = format!("SELECT {RUN_COLUMNS} FROM runs ORDER BY created_at DESC, rowid DESC LIMIT ?1");
         self.run_rows(&sql, params![i64::try_from(limit).unwrap_or(i64::MAX)])
     }
 
     /// The runs `run` started (through `RLM_PARENT_RUN`), oldest first.
     pub fn children(&self, run: &RunId) -> Result<Vec<RunSummary>, StoreError> {
-        let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE parent_run_id = ?1 ORDER BY created_at, id");
+        let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE parent_run_id = ?1 ORDER BY created_at, rowid");
         self.run_rows(&sql, params![run.as_str()])
     }
 
