@@ -14,7 +14,7 @@ use std::fmt::Write;
 use serde_json::{json, Map, Value};
 
 use super::{merge, Aggregate, ResultItem};
-use crate::citation::{dedupe, findings_from_markdown, merge_findings, parse_inline, sources_footer, Citation};
+use crate::citation::{dedupe, claims_from_markdown, merge_claims, parse_inline, sources_footer, Citation};
 use crate::escape;
 
 /// Every citation in the results, once each by identity, in first-seen order.
@@ -51,14 +51,14 @@ pub fn merge_with_citations(results: &[ResultItem]) -> Aggregate {
     let mut findings = Vec::new();
     let mut unstructured = Vec::new();
     for r in results {
-        let found = findings_from_markdown(&r.text);
+        let found = claims_from_markdown(&r.text);
         if found.is_empty() {
             unstructured.push(r);
         }
         findings.extend(found);
     }
     let total = findings.len();
-    let merged = merge_findings(findings);
+    let merged = merge_claims(findings);
     let mut md = String::from("# Merged Results\n\nUnique findings across all sub-agents, with every citation:\n\n");
     for f in &merged {
         let _ = writeln!(md, "- {}", f.render());

@@ -5,13 +5,13 @@
 //! `## Sources` parser ([`parse_inline`], [`parse_document`]), the instruction block of
 //! `--require-citations` ([`instruction_block`]), deduplication and the Sources footer
 //! ([`dedupe`], [`sources_footer`]), the merge of findings with their citations
-//! ([`Finding`], [`merge_findings`]), and verification against the files
+//! ([`CitedClaim`], [`merge_claims`]), and verification against the files
 //! ([`check`], [`check_all`], `rlm verify-citations` in [`command`]).
 
 pub mod command;
 mod document;
 mod error;
-mod finding;
+mod cited_claim;
 mod instruction;
 mod parser;
 mod sources;
@@ -20,7 +20,7 @@ mod verify;
 
 pub use document::{in_json, in_markdown, load as load_document, Found};
 pub use error::CitationError;
-pub use finding::{findings_from_markdown, merge_findings, Finding};
+pub use cited_claim::{claims_from_markdown, merge_claims, CitedClaim};
 pub use instruction::{input_block, instruction_block, SUMMARIZER_RULE};
 pub use parser::{
     malformed_bracket, parse_bracket_content, parse_document, parse_for_verification, parse_inline, parse_source_entry,

@@ -1,4 +1,5 @@
-//! Findings with their citations, and the `merge` contract of the seed: the same finding
+//! Claims with their citations (a [`CitedClaim`] is a line of prose with its evidence, not a
+//! located [`crate::findings::Finding`]), and the `merge` contract of the seed: the same claim
 //! from several results becomes one entry carrying every distinct citation tuple.
 
 use super::parser::parse_inline;
@@ -7,16 +8,16 @@ use super::tuple::Citation;
 
 /// One claim and the evidence cited for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finding {
+pub struct CitedClaim {
     /// The claim without its citations (`**SQL injection in user lookup**`).
     pub text: String,
     pub citations: Vec<Citation>,
 }
 
-impl Finding {
+impl CitedClaim {
     /// A finding from one line of text: its inline citations are taken out, the rest
     /// (whitespace collapsed) is the claim.
-    pub fn from_text(line: &str) -> Finding {
+    pub fn from_text(line: &str) -> CitedClaim {
         let found = parse_inline(line);
         let mut text = String::with_capacity(line.len());
         let mut at = 0;
@@ -26,7 +27,7 @@ impl Finding {
             at = l.span.end;
         }
         text.push_str(&line[at..]);
-        Finding {
+        CitedClaim {
             text: text.split_whitespace().collect::<Vec<_>>().join(" "),
             citations: dedupe(found.into_iter().map(|l| l.citation)),
         }
@@ -55,15 +56,15 @@ impl Finding {
 
 /// The findings of one markdown result: each list item (`- x`, `* x`, `+ x`, `1. x`)
 /// is a finding, with or without citations.
-pub fn findings_from_markdown(markdown: &str) -> Vec<Finding> {
-    markdown.lines().filter_map(list_item).map(Finding::from_text).collect()
+pub fn claims_from_markdown(markdown: &str) -> Vec<CitedClaim> {
+    markdown.lines().filter_map(list_item).map(CitedClaim::from_text).collect()
 }
 
 /// Unions findings from several results: identical claims (by
-/// [`Finding::normalized_text`]) become one finding, in first-seen order, with the text of
+/// [`CitedClaim::normalized_text`]) become one finding, in first-seen order, with the text of
 /// its first occurrence and every distinct citation of all occurrences.
-pub fn merge_findings(findings: impl IntoIterator<Item = Finding>) -> Vec<Finding> {
-    let mut merged: Vec<Finding> = Vec::new();
+pub fn merge_claims(findings: impl IntoIterator<Item = CitedClaim>) -> Vec<CitedClaim> {
+    let mut merged: Vec<CitedClaim> = Vec::new();
     let mut by_key: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for f in findings {
         match by_key.get(&f.normalized_text()) {
@@ -110,7 +111,7 @@ mod tests {
 
     #[test]
     fn a_finding_separates_claim_and_citations() {
-        let f = Finding::from_text(&format!(
+        let f = CitedClaim::from_text(&format!(
             "**SQL injection** in lookup [src/db/user.ts@{H1}, L42-50] (high)"
         ));
         assert_eq!(f.text, "**SQL injection** in lookup (high)");
@@ -132,11 +133,11 @@ mod tests {
              1. **sql injection in user  lookup** [src/db/userQuery.ts@{H1}, L60-61]\n\
              - general note without citation\n"
         );
-        let all = findings_from_markdown(&first)
+        let all = claims_from_markdown(&first)
             .into_iter()
-            .chain(findings_from_markdown(&second));
-        let merged = merge_findings(all);
-        let rendered: Vec<String> = merged.iter().map(Finding::render).collect();
+            .chain(claims_from_markdown(&second));
+        let merged = merge_claims(all);
+        let rendered: Vec<String> = merged.iter().map(CitedClaim::render).collect();
         assert_eq!(
             rendered,
             vec![
@@ -153,9 +154,9 @@ mod tests {
     #[test]
     fn different_claims_stay_apart_even_with_the_same_citation() {
         let c = format!("[src/a.ts@{H1}, L1]");
-        let merged = merge_findings(vec![
-            Finding::from_text(&format!("Uses MD5 {c}")),
-            Finding::from_text(&format!("No rate limit {c}")),
+        let merged = merge_claims(vec![
+            CitedClaim::from_text(&format!("Uses MD5 {c}")),
+            CitedClaim::from_text(&format!("No rate limit {c}")),
         ]);
         assert_eq!(merged.len(), 2);
     }
