@@ -238,20 +238,31 @@ fn normalize_path(path: &str) -> String {
 
 /// The finding's path: `default_path` — the file's own name, exactly as the run shows it
 /// (`src/x\xFF.ts` for a name that is not UTF-8: its backslash is an escape, not a
-/// separator) — when the finding names it or a shorter form of it; else the path as the
-/// model wrote it, normalized.
+/// separator) — when the finding names it or a shorter form of it, or names a list that
+/// holds it (a batch's `{file}` is its members' names joined by ", ", and a model that
+/// copies a template's `"path": "{file}"` writes that list into each member's findings);
+/// else the path as the model wrote it, normalized.
 fn resolve_path(path: &str, default_path: &str) -> String {
     let trimmed = path.trim();
-    if trimmed.is_empty() || trimmed == default_path || trimmed.strip_prefix("./") == Some(default_path) {
+    if names(trimmed, default_path) {
         return default_path.to_string();
     }
-    let path = normalize_path(trimmed);
-    let default_normalized = normalize_path(default_path);
-    if path == default_normalized || default_normalized.ends_with(&format!("/{path}")) {
-        default_path.to_string()
-    } else {
-        path
+    if trimmed.contains(", ") && trimmed.split(", ").any(|part| names(part, default_path)) {
+        return default_path.to_string();
     }
+    normalize_path(trimmed)
+}
+
+/// Whether `written` (trimmed) names the file `default_path`: empty, the same name, or a
+/// shorter form of it.
+fn names(written: &str, default_path: &str) -> bool {
+    let written = written.trim();
+    if written.is_empty() || written == default_path || written.strip_prefix("./") == Some(default_path) {
+        return true;
+    }
+    let path = normalize_path(written);
+    let default_normalized = normalize_path(default_path);
+    path == default_normalized || default_normalized.ends_with(&format!("/{path}"))
 }
 
 #[cfg(test)]
@@ -377,6 +388,16 @@ mod tests {
         // A different file the model points at is kept: it may be the real location.
         let f = one(r#"[{"path": "src/auth/session.ts", "line": 1, "message": "m"}]"#);
         assert_eq!(f.path, "src/auth/session.ts");
+    }
+
+    #[test]
+    fn a_batch_members_list_copied_into_a_path_is_the_member() {
+        // A batch's `{file}` is its members joined by ", ": a template's `"path": "{file}"`
+        // copied as written names every member, and the finding is the member's.
+        let f = one(r#"[{"path": "src/a.ts, src/auth/login.ts, src/b.ts", "line": 4, "message": "m"}]"#);
+        assert_eq!(f.path, "src/auth/login.ts");
+        let f = one(r#"[{"path": "src/a.ts, src/b.ts", "line": 4, "message": "m"}]"#);
+        assert_eq!(f.path, "src/a.ts, src/b.ts");
     }
 
     #[test]

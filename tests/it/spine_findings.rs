@@ -287,3 +287,43 @@ fn a_name_that_is_not_utf8_keeps_its_own_name_in_findings() {
     );
     assert!(!annotations.contains("src/x/xFF.ts,line=1"), "{annotations}");
 }
+
+#[test]
+fn a_batch_answer_that_copies_the_templates_path_gives_each_member_its_findings() {
+    // The README's CI prompt puts `"path": "{file}"` in its template; in a batch `{file}` is
+    // the members joined by ", ", and a model that copies the template writes that list as
+    // the path of every member's finding.
+    let mock = MockLlm::start();
+    let url = mock.url();
+    let joined = "src/a.py, src/b.py";
+    let finding = |line: u64, m: &str| json!({"path": joined, "line": line, "severity": "warning", "message": m});
+    let answer = json!({"files": [
+        {"file": "src/a.py", "findings": [finding(2, "TODO here")]},
+        {"file": "src/b.py", "findings": [finding(2, "TODO here")]},
+    ]})
+    .to_string();
+    let p = Project::new()
+        .file("src/a.py", &format!("x = 1\n# TODO\n# {}\n", reply_marker(&answer)))
+        .file("src/b.py", "y = 2\n# TODO\n");
+    let prompt = r#"Review {file}. Answer with JSON only: {"findings": [{"path": "{file}", "line": 1, "severity": "error|warning|note", "message": "what"}]}"#;
+    let out = openai(
+        &p,
+        &url,
+        &["batch", "src", prompt, "--sarif", "r.sarif", "--fail-on", "warning"],
+    )
+    .run();
+    out.assert_exit(1);
+    let batch_calls = mock
+        .recorded()
+        .iter()
+        .filter(|r| r.user_text().contains(&format!("Review {joined}.")))
+        .count();
+    assert_eq!(batch_calls, 1, "one batch call, its {{file}} naming the members");
+    let mut found = sarif_results(&p.path().join("r.sarif"));
+    found.sort();
+    let uris: Vec<(&str, u64)> = found
+        .iter()
+        .map(|(uri, line, _, _)| (uri.rsplit_once("/project/").map_or(uri.as_str(), |(_, rel)| rel), *line))
+        .collect();
+    assert_eq!(uris, [("src/a.py", 2), ("src/b.py", 2)], "{found:?}");
+}
