@@ -41,7 +41,7 @@ impl RunReport {
              - Estimated cost before the run: {}\n- Max parallel: {}\n\n",
             self.files_matched,
             self.files_succeeded,
-            self.succeeded,
+            self.units_text(),
             self.failed.len(),
             self.skipped.len(),
             self.not_run.len(),
@@ -161,6 +161,16 @@ impl RunReport {
             "{} tokens read and {} written by the provider's prompt cache{money}",
             self.cache_read_tokens, self.cache_write_tokens
         ))
+    }
+
+    /// "26 of 26 planned", and how many batch members were asked again alone.
+    fn units_text(&self) -> String {
+        let alone = match self.asked_alone {
+            0 => String::new(),
+            1 => " (and 1 batch member asked again alone)".to_string(),
+            n => format!(" (and {n} batch members asked again alone)"),
+        };
+        format!("{} of {} planned{alone}", self.succeeded, self.units_planned)
     }
 
     pub fn summary_line(&self) -> String {

@@ -110,6 +110,10 @@ pub struct UnitRecord {
     /// and no cache hit of this attempt).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub answered_earlier: bool,
+    /// A member of a batch asked again on its own (the batch's answer had none for it): a
+    /// call beyond the plan's units, not a planned unit (`succeeded` does not count it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub asked_alone: bool,
 }
 
 impl UnitRecord {
@@ -133,6 +137,7 @@ impl UnitRecord {
             reason: None,
             not_cached: false,
             answered_earlier: false,
+            asked_alone: false,
         }
     }
 }
@@ -203,8 +208,13 @@ pub struct RunReport {
     /// Files whose every unit succeeded (a file cut into chunks counts once; each file of a
     /// batch counts).
     pub files_succeeded: usize,
-    /// Units that succeeded (a whole file, a chunk or a batch each count one).
+    /// Planned units that succeeded (a whole file, a chunk or a batch each count one).
     pub succeeded: usize,
+    /// The units planned (`units` lists them, then the members asked alone).
+    pub units_planned: usize,
+    /// Members of batches asked again alone because the batch's answer had none for them
+    /// (each in `units` with `asked_alone`; their failures are in `failed`).
+    pub asked_alone: usize,
     pub failed: Vec<FailedFile>,
     pub skipped: Vec<SkippedFile>,
     pub not_run: Vec<String>,

@@ -190,6 +190,8 @@ impl ReportBuilder {
             files_matched: ctx.files_matched,
             files_succeeded: 0,
             succeeded: 0,
+            units_planned: 0,
+            asked_alone: 0,
             failed: ctx
                 .unreadable
                 .into_iter()
@@ -234,7 +236,13 @@ impl ReportBuilder {
             findings: None,
         };
         for record in &mut records {
+            if record.asked_alone {
+                report.asked_alone += 1;
+            } else {
+                report.units_planned += 1;
+            }
             match record.status {
+                UnitStatus::Succeeded if record.asked_alone => {}
                 UnitStatus::Succeeded => report.succeeded += 1,
                 UnitStatus::Failed => report.failed.push(FailedFile {
                     path: record.path.clone(),
@@ -451,7 +459,9 @@ impl Reporter for ReportBuilder {
                 // A unit planned after the start (a batch's file retried alone): it reads
                 // the one file its label names.
                 self.index.insert(unit.clone(), self.records.len());
-                self.records.push(UnitRecord::new(unit.clone(), label));
+                let mut record = UnitRecord::new(unit.clone(), label);
+                record.asked_alone = true;
+                self.records.push(record);
                 self.unit_files.insert(unit.clone(), vec![label.clone()]);
             }
             Event::RunStarted { .. }

@@ -482,6 +482,23 @@ fn a_file_missing_from_a_batch_answer_is_retried_alone_and_never_counted_before(
     assert!(failed.contains("src/c.md"), "{report:#}");
     assert_eq!(p.read("out/src-a.md.result.md").trim(), "a is about apples");
     assert!(!p.exists("out/src-c.md.result.md"), "no answer, no result file");
+    // One unit was planned (the batch); c.md asked alone is counted apart from it.
+    assert_eq!(report["units_planned"], 1, "{report:#}");
+    assert_eq!(report["succeeded"], 1, "{report:#}");
+    assert_eq!(report["asked_alone"], 1, "{report:#}");
+    let alone: Vec<&Value> = report["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|u| u["asked_alone"] == true)
+        .collect();
+    assert_eq!(alone.len(), 1, "{report:#}");
+    assert_eq!(alone[0]["path"], "src/c.md");
+    let md = p.read("out/report.md");
+    assert!(
+        md.contains("- Units succeeded: 1 of 1 planned (and 1 batch member asked again alone)"),
+        "{md}"
+    );
     // The retry was c.md alone.
     let recorded = mock.recorded();
     assert_eq!(recorded.len(), 2, "{}", recorded.len());
