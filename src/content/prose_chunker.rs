@@ -33,9 +33,9 @@ pub(crate) fn chunk_prose(index: &LineIndex<'_>, opts: &ChunkOptions) -> Vec<Dra
     if headings.is_empty() {
         return pieces_to_drafts(index, &windows(whole), None, max_bytes);
     }
-    let segments = sections(&headings, whole, false);
+    let segments = sections(index, &headings, whole, false);
     let packed = pack(&segments, fits, |section| {
-        let parts = sections(&headings, section, true);
+        let parts = sections(index, &headings, section, true);
         if parts.len() > 1 {
             Split::Segments(parts)
         } else {
@@ -67,9 +67,18 @@ pub(crate) fn chunk_prose(index: &LineIndex<'_>, opts: &ChunkOptions) -> Vec<Dra
 
 /// `range` cut at the highest level of heading inside it: every heading of the smallest
 /// level found. `nested`: the range is a section, whose own heading (its first line) does
-/// not count.
-fn sections(headings: &[Heading], range: LineRange, nested: bool) -> Vec<LineRange> {
-    let from = if nested { range.start + 1 } else { range.start };
+/// not count — nor do the headings that follow it with nothing but blank lines between
+/// (`## Part 1` then `### Section 1.0`): a section's heading stays with the text it heads,
+/// never left alone at the end of the chunk before.
+fn sections(index: &LineIndex<'_>, headings: &[Heading], range: LineRange, nested: bool) -> Vec<LineRange> {
+    let mut from = range.start;
+    if nested {
+        from += 1;
+        let is_heading = |n: usize| headings.binary_search_by_key(&n, |h| h.line).is_ok();
+        while from <= range.end && (index.line(from).trim().is_empty() || is_heading(from)) {
+            from += 1;
+        }
+    }
     let first = headings.partition_point(|h| h.line < from);
     let last = headings.partition_point(|h| h.line <= range.end);
     let inside = &headings[first..last];

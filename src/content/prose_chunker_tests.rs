@@ -56,6 +56,37 @@ fn deeper_headings_cut_a_section_too_long_for_one_chunk() {
 }
 
 #[test]
+fn a_sections_heading_stays_with_its_first_subsection() {
+    // `## Part N` directly followed by `### Section N.0`: the part's heading opens the chunk
+    // of its first section, never left at the end of the chunk before it.
+    let mut doc = String::new();
+    for part in 1..=3 {
+        doc.push_str(&format!("## Part {part}\n\n"));
+        for s in 0..6 {
+            doc.push_str(&section("###", &format!("Section {part}.{s}"), 70));
+        }
+    }
+    let chunks = prose(&doc, &ChunkOptions::default());
+    for c in &chunks {
+        let last = c.content.lines().rev().find(|l| !l.trim().is_empty()).unwrap();
+        assert!(!last.starts_with('#'), "a chunk ends with a heading: {last}");
+    }
+    for part in 2..=3 {
+        let opening = chunks
+            .iter()
+            .find(|c| c.content.contains(&format!("## Part {part}\n")))
+            .unwrap();
+        assert!(
+            opening
+                .content
+                .starts_with(&format!("## Part {part}\n\n### Section {part}.0")),
+            "{}",
+            &opening.content[..60]
+        );
+    }
+}
+
+#[test]
 fn a_hash_comment_in_a_fence_is_not_a_heading() {
     let mut doc = section("##", "Setup", 20);
     doc.push_str("~~~bash\n");

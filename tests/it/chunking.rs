@@ -395,6 +395,11 @@ fn prose_is_cut_at_any_heading_level_and_never_inside_a_fence() {
     let url = mock.url();
     let mut doc = String::from("Intro paragraph.\n\n");
     for i in 0..30 {
+        if i % 10 == 0 {
+            // A chapter's heading directly above its first part: it opens that part's
+            // chunk, never ends the chunk before.
+            doc.push_str(&format!("## Chapter {}\n\n", i / 10));
+        }
         doc.push_str(&format!("### Part {i}\n\n"));
         for j in 0..20 {
             doc.push_str(&format!("Sentence {j} of part {i} says something about the release.\n"));
@@ -411,10 +416,21 @@ fn prose_is_cut_at_any_heading_level_and_never_inside_a_fence() {
     assert!(pieces.len() >= 3, "{}", pieces.len());
     let lines: Vec<&str> = doc.lines().collect();
     for (start, _, _, _) in &pieces[1..] {
+        let first = lines[*start as usize - 1];
         assert!(
-            lines[*start as usize - 1].starts_with("### Part "),
-            "a chunk starts at line {start}: {}",
-            lines[*start as usize - 1]
+            first.starts_with("### Part ") || first.starts_with("## Chapter "),
+            "a chunk starts at line {start}: {first}"
+        );
+    }
+    for (start, end, _, _) in &pieces {
+        let last = lines[*start as usize - 1..*end as usize]
+            .iter()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap();
+        assert!(
+            !last.starts_with("## "),
+            "the chunk {start}-{end} ends with a heading: {last}"
         );
     }
 }
