@@ -44,15 +44,16 @@ impl Delimiter {
         Delimiter { salt: salt.to_string() }
     }
 
-    /// The tag name for `content`. The token cannot occur in the content (a text cannot
-    /// hold a hash of itself, short of a collision); if it ever did, the next counter value
-    /// is hashed, so the result stays deterministic.
-    fn tag_for(&self, content: &str) -> String {
+    /// The tag name for `content`, from the sha256 of `seed` (the content itself, or the
+    /// hash of the file it comes from) and the salt. The token cannot occur in the content
+    /// (a text cannot hold a hash of itself, short of a collision); if it ever did, the next
+    /// counter value is hashed, so the result stays deterministic.
+    fn tag_for_seed(&self, content: &str, seed: &str) -> String {
         let mut counter = 0u32;
         loop {
             let mut hasher = sha2::Sha256::default();
             use sha2::Digest;
-            hasher.update(content.as_bytes());
+            hasher.update(seed.as_bytes());
             hasher.update([0u8]);
             hasher.update(self.salt.as_bytes());
             if counter > 0 {
@@ -67,9 +68,24 @@ impl Delimiter {
         }
     }
 
+    fn tag_for(&self, content: &str) -> String {
+        self.tag_for_seed(content, content)
+    }
+
     /// `content` between delimiters it cannot forge, the tag naming `path`.
     pub fn block(&self, path: &str, content: &str) -> String {
-        let tag = self.tag_for(content);
+        self.tagged(path, content, &self.tag_for(content))
+    }
+
+    /// [`Delimiter::block`] for `content` taken from a file whose sha256 is `file_hash`
+    /// (the whole file, a chunk of it, its import block before a chunk): the token is
+    /// derived from that hash, which no part of the file can hold either, so the content
+    /// need not be hashed again.
+    pub fn block_of_file(&self, path: &str, content: &str, file_hash: &str) -> String {
+        self.tagged(path, content, &self.tag_for_seed(content, file_hash))
+    }
+
+    fn tagged(&self, path: &str, content: &str, tag: &str) -> String {
         let newline = if content.ends_with('\n') { "" } else { "\n" };
         format!(
             "<{tag} path=\"{}\">\n{content}{newline}</{tag}>\n",
@@ -129,24 +145,19 @@ impl<'a> Instruction<'a> {
 /// [`Instruction`]): the file between delimiters it cannot forge, then the instruction
 /// (long content first, the question last).
 pub fn render_file_message(sub_prompt: &str, file: &str, content: &str, delimiter: &Delimiter) -> String {
-    render_cited_file_message(sub_prompt, file, content, delimiter, None)
+    let block = delimiter.block(file, content);
+    render_cited_file_message(sub_prompt, file, &block, None)
 }
 
-/// [`render_file_message`] with the `--require-citations` instruction block for this file
-/// (issue 10) between the file's name and its content, as the seed places it: after the
-/// sub-prompt's subject, before the content.
-pub fn render_cited_file_message(
-    sub_prompt: &str,
-    file: &str,
-    content: &str,
-    delimiter: &Delimiter,
-    citation_block: Option<&str>,
-) -> String {
+/// [`render_file_message`] of a content block already delimited (see [`Delimiter`]), with
+/// the `--require-citations` instruction block for this file (issue 10) between the file's
+/// name and its content, as the seed places it: after the sub-prompt's subject, before the
+/// content.
+pub fn render_cited_file_message(sub_prompt: &str, file: &str, block: &str, citation_block: Option<&str>) -> String {
     let citation_block = citation_block.map_or(String::new(), |b| format!("{}\n\n", b.trim_end()));
     format!(
-        "File: {}\n\n{citation_block}{}\n{}",
+        "File: {}\n\n{citation_block}{block}\n{}",
         escape::name(file),
-        delimiter.block(file, content),
         Instruction::split(sub_prompt).closing_line(&[file]),
     )
 }
@@ -234,6 +245,21 @@ mod tests {
         assert_ne!(d.tag_for("a"), d.tag_for("b"));
         assert_ne!(d.tag_for("a"), Delimiter::salted("q").tag_for("a"));
         assert_eq!(d.tag_for("a").len(), "file_content_".len() + 16);
+        // From a file's hash: the same for any part of the file, another for another file.
+        let hash = crate::hash::sha256_hex(b"a\nb\n");
+        let whole = d.block_of_file("f", "a\nb\n", &hash);
+        let part = d.block_of_file("f", "b\n", &hash);
+        assert_eq!(
+            whole.lines().next().map(|l| &l[..30]),
+            part.lines().next().map(|l| &l[..30])
+        );
+        assert_ne!(d.block_of_file("f", "b\n", &"0".repeat(64)), part);
+        // A content that holds the token gets the next one, still deterministically.
+        let token = &part[1.."<file_content_".len() + 16];
+        let hostile = format!("{token}\n");
+        let other = d.block_of_file("f", &hostile, &hash);
+        assert!(!other.starts_with(&format!("<{token}")), "{other}");
+        assert_eq!(other, d.block_of_file("f", &hostile, &hash));
     }
 
     #[test]

@@ -147,7 +147,10 @@ pub fn render(unit: &WorkUnit, ctx: &RequestContext) -> Rendered {
             let input = unit.inputs.first();
             let path = input.map_or("", |i| i.display.as_str());
             let shape = shape_of(unit, ctx);
-            let block = delimiter.block(path, &piece.chunk.content);
+            let block = match input {
+                Some(i) => delimiter.block_of_file(path, &piece.chunk.content, &i.content_hash),
+                None => delimiter.block(path, &piece.chunk.content),
+            };
             let prompt = render_chunk(
                 &ctx.templates,
                 &ChunkPrompt {
@@ -179,7 +182,7 @@ pub fn render(unit: &WorkUnit, ctx: &RequestContext) -> Rendered {
             let content: String = unit
                 .inputs
                 .iter()
-                .map(|i| delimiter.block(&i.display, &i.source.text))
+                .map(|i| delimiter.block_of_file(&i.display, &i.source.text, &i.content_hash))
                 .collect();
             let files: Vec<BatchFile<'_>> = batch
                 .members
@@ -239,11 +242,11 @@ fn plain(unit: &WorkUnit, ctx: &RequestContext, delimiter: &Delimiter) -> Parts 
     let mut user = String::new();
     for input in &unit.inputs {
         let citation_block = ctx.require_citations.then(|| crate::citation::input_block(input));
+        let block = delimiter.block_of_file(&input.display, content_of(input), &input.content_hash);
         user.push_str(&prompt::render_cited_file_message(
             &ctx.sub_prompt,
             &input.display,
-            content_of(input),
-            delimiter,
+            &block,
             citation_block.as_deref(),
         ));
     }
