@@ -74,7 +74,7 @@ impl Delimiter {
 
     /// `content` between delimiters it cannot forge, the tag naming `path`.
     pub fn block(&self, path: &str, content: &str) -> String {
-        self.tagged(path, content, &self.tag_for(content))
+        Self::tagged(path, content, &self.tag_for(content))
     }
 
     /// [`Delimiter::block`] for `content` taken from a file whose sha256 is `file_hash`
@@ -82,10 +82,10 @@ impl Delimiter {
     /// derived from that hash, which no part of the file can hold either, so the content
     /// need not be hashed again.
     pub fn block_of_file(&self, path: &str, content: &str, file_hash: &str) -> String {
-        self.tagged(path, content, &self.tag_for_seed(content, file_hash))
+        Self::tagged(path, content, &self.tag_for_seed(content, file_hash))
     }
 
-    fn tagged(&self, path: &str, content: &str, tag: &str) -> String {
+    fn tagged(path: &str, content: &str, tag: &str) -> String {
         let newline = if content.ends_with('\n') { "" } else { "\n" };
         format!(
             "<{tag} path=\"{}\">\n{content}{newline}</{tag}>\n",
