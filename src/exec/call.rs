@@ -31,6 +31,13 @@ use crate::unit::UnitId;
 /// when fewer calls are in flight: one `--timeout` is what a silent server may cost).
 const SILENT_LIMIT: u32 = 3;
 
+/// Silent failures in a row, with no answer between them, that stop a run whose endpoint
+/// had answered before (a server that crashed or hung mid-run), per call the pool may have
+/// in flight: every call in flight failing twice, the server's last answer behind them all.
+/// Without it each unit left would wait out its own timeouts and retries — hours of
+/// `--timeout`s at the defaults.
+const SILENT_AGAIN_PER_SLOT: u32 = 2;
+
 /// What every call of a run shares.
 #[derive(Debug)]
 pub struct CallContext {
@@ -44,6 +51,8 @@ pub struct CallContext {
     reached: AtomicBool,
     /// Silent failures so far while it never has.
     silent: AtomicU32,
+    /// Silent failures since its last answer (any HTTP status), once it has answered.
+    silent_since_answer: AtomicU32,
 }
 
 impl CallContext {
@@ -67,6 +76,7 @@ impl CallContext {
             endpoint,
             reached: AtomicBool::new(false),
             silent: AtomicU32::new(0),
+            silent_since_answer: AtomicU32::new(0),
         }
     }
 
@@ -88,7 +98,7 @@ impl CallContext {
     /// got there), every later one is simply not run (no growing count, no second message).
     fn silent_failure(&self, kind: ErrorKind, reason: &str) -> Option<CallFailure> {
         if self.reached.load(Ordering::Relaxed) {
-            return None;
+            return self.silent_again(kind, reason);
         }
         if self.limiter.is_halted() {
             return Some(CallFailure::Halted);
@@ -124,6 +134,35 @@ impl CallContext {
         };
         // The calls still in flight wait for the same nothing: they are abandoned.
         Some(CallFailure::Stop { reason, abandon: true })
+    }
+
+    /// The endpoint answered and then went silent: [`SILENT_AGAIN_PER_SLOT`] failures per
+    /// slot in a row, none answered since, stop the run (what is left stays resumable).
+    fn silent_again(&self, kind: ErrorKind, reason: &str) -> Option<CallFailure> {
+        if self.limiter.is_halted() {
+            return Some(CallFailure::Halted);
+        }
+        let n = self.silent_since_answer.fetch_add(1, Ordering::Relaxed) + 1;
+        let needed = SILENT_LIMIT.max(SILENT_AGAIN_PER_SLOT * self.limiter.cap() as u32);
+        if n < needed || !self.limiter.halt_first() {
+            return (n >= needed).then_some(CallFailure::Halted);
+        }
+        let advice = match kind {
+            ErrorKind::Timeout => "is it stuck or overloaded? check the server, or raise --timeout",
+            _ => "is it still running?",
+        };
+        let reason = format!(
+            "the model server at {} stopped answering: {reason} ({n} attempts in a row since its last answer) — \
+             {advice}; `rlm resume` sends what is left",
+            self.endpoint
+        );
+        Some(CallFailure::Stop { reason, abandon: true })
+    }
+
+    /// An answer from the endpoint (any HTTP status): it is not silent.
+    fn answered(&self) {
+        self.reached.store(true, Ordering::Relaxed);
+        self.silent_since_answer.store(0, Ordering::Relaxed);
     }
 
     /// The reason a 429 stopped the run: its hint pauses every call longer than any may wait.
@@ -218,7 +257,7 @@ pub async fn call_with_retries(
         });
         let error = match ctx.provider.complete(request).await {
             Ok(completion) => {
-                ctx.reached.store(true, Ordering::Relaxed);
+                ctx.answered();
                 ctx.width_changed(slot.note_success());
                 return CallResult {
                     outcome: Ok(completion),
@@ -229,7 +268,7 @@ pub async fn call_with_retries(
             Err(e) => e,
         };
         if !error.silent {
-            ctx.reached.store(true, Ordering::Relaxed);
+            ctx.answered();
         }
         let CallError {
             kind,

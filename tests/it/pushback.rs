@@ -405,6 +405,56 @@ fn a_silent_server_leaves_every_unit_not_run_with_one_message_and_a_plain_resume
 }
 
 #[test]
+fn a_server_that_goes_silent_mid_run_stops_it_instead_of_timing_out_every_unit() {
+    // The server answers, then hangs (a crashed or stuck local server): every call in
+    // flight failing twice with no answer since stops the run, once, with what is left
+    // resumable — not each unit's timeouts and retries in turn.
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(300));
+    let p = Project::new().ts_files(40);
+    let url = mock.url();
+    let running = p
+        .rlm(&batch("src/*.ts", &url, &["--timeout", "1", "-j", "2", "-o", "out"]))
+        .spawn();
+    while mock.requests() < 2 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // The first two calls arrived before any fault: they are answered.
+    mock.push_faults(vec![Fault::Hang; 500]);
+    let out = running.wait();
+    out.assert_exit(3);
+    let errors: Vec<&str> = out.stderr.lines().filter(|l| l.starts_with("rlm: error: ")).collect();
+    assert_eq!(errors.len(), 1, "{}", out.stderr);
+    assert!(
+        errors[0].contains(&format!(
+            "the model server at {url} stopped answering: no reply within --timeout 1s"
+        )),
+        "{}",
+        errors[0]
+    );
+    assert!(errors[0].contains("since its last answer"), "{}", errors[0]);
+    let report = p.report();
+    assert!(report["succeeded"].as_u64().unwrap() >= 2, "{report:#}");
+    assert_eq!(
+        report["failed"],
+        serde_json::json!([]),
+        "no unit failed: the server did"
+    );
+    let left = report["not_run"].as_array().unwrap().len();
+    assert!(left >= 30, "{left} not run");
+    // Two calls in flight, each failing twice: four silent attempts, not four per unit.
+    assert!(mock.requests() <= 2 + 2 + 4 + 2, "{} requests", mock.requests());
+    let sent = mock.requests();
+
+    mock.clear_faults();
+    mock.set_latency(Duration::ZERO);
+    let resumed = p.rlm(&["resume", "--yes"]).run();
+    resumed.assert_exit(0);
+    assert_eq!(p.report()["status"], "SUCCESS", "{}", resumed.stderr);
+    assert_eq!(mock.requests() - sent, left, "each unit left asked once");
+}
+
+#[test]
 fn a_listener_that_never_accepts_stops_the_run_after_the_connect_timeout() {
     let dead = DeadEnd::never_accepts();
     let p = Project::new().ts_files(40);
