@@ -21,7 +21,11 @@ impl CitedClaim {
         let found = parse_inline(line);
         let mut text = String::with_capacity(line.len());
         let mut at = 0;
+        // The citations of one bracket (`[a.rs@…, L3, L7]`) share its span: cut it once.
         for l in &found {
+            if l.span.start < at {
+                continue;
+            }
             text.push_str(&line[at..l.span.start]);
             text.push(' ');
             at = l.span.end;
@@ -57,7 +61,11 @@ impl CitedClaim {
 /// The findings of one markdown result: each list item (`- x`, `* x`, `+ x`, `1. x`)
 /// is a finding, with or without citations.
 pub fn claims_from_markdown(markdown: &str) -> Vec<CitedClaim> {
-    markdown.lines().filter_map(list_item).map(CitedClaim::from_text).collect()
+    markdown
+        .lines()
+        .filter_map(list_item)
+        .map(CitedClaim::from_text)
+        .collect()
 }
 
 /// Unions findings from several results: identical claims (by
