@@ -208,6 +208,30 @@ fn list_shows_failed_and_cancelled_units_apart_as_status_does() {
     assert_eq!(column("CANCELLED"), cancelled.to_string(), "{}", list.stdout);
 }
 
+/// `rlm resume -q` with no RUN names the run it picked, in one line on stderr: picking one
+/// silently is a surprise even when nothing else is to be said.
+#[test]
+fn quiet_resume_without_a_run_still_names_the_run_it_picked() {
+    let mock = MockLlm::start();
+    let p = long_answers(12);
+    let url = mock.url();
+    let budget = budget_at_estimate(&p, &url);
+    p.rlm(&batch_args(&url, &["-j", "1", "--max-cost", &budget, "--yes"]))
+        .run()
+        .assert_exit(1);
+    let id = p.report()["run_id"].as_str().unwrap().to_string();
+    let out = p.rlm(&["resume", "-q", "--max-cost", "10", "--yes"]).run();
+    out.assert_exit(0);
+    let lines: Vec<&str> = out.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "one line under -q:\n{}", out.stderr);
+    assert!(
+        lines[0].starts_with(&format!("rlm: resuming run {id} (started ")),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(p.report()["succeeded"], 12);
+}
+
 #[test]
 fn resume_leaves_failed_units_alone_unless_asked() {
     let mock = MockLlm::start();
