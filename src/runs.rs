@@ -121,7 +121,7 @@ pub fn list(args: ListArgs, env: &Environment, printer: &Printer) -> Result<(), 
 /// The run directory is locked before the run is claimed, so a resume of a run that is still
 /// going on refuses (naming its pid) without touching it; a run whose directory another run
 /// took over is refused, naming that run. Says on stderr which run it took up and how much
-/// of it is left.
+/// of it is left (under `--quiet` too when no RUN was given: then rlm picked it).
 pub fn resume(mut args: ResumeArgs, color: ColorArg, env: &Environment) -> Result<BatchSettings, RlmError> {
     let store = open(&env.cwd)?;
     let run = match args.run.as_deref() {
@@ -179,7 +179,14 @@ pub fn resume(mut args: ResumeArgs, color: ColorArg, env: &Environment) -> Resul
         },
         Redactor::default(),
     );
-    printer.banner(&resuming_line(&run, skip.len() as u64, earlier.cost_usd));
+    let line = resuming_line(&run, skip.len() as u64, earlier.cost_usd);
+    if args.run.is_none() {
+        // A run rlm picked itself is named even under --quiet: taking one up unnamed would
+        // be a surprise (the user may have meant another).
+        printer.important(&line);
+    } else {
+        printer.banner(&line);
+    }
     if limits.max_cost_usd.is_some() {
         batch.max_cost = limits.max_cost_usd;
     }

@@ -1349,7 +1349,6 @@ async fn keep_result(
     (submitted, index): (Instant, usize),
     may_call: bool,
 ) -> (usize, JobOutcome) {
-    let started = std::time::Instant::now();
     let waited = u64::try_from(submitted.elapsed().as_millis()).unwrap_or(u64::MAX);
     let outcome = match work {
         Owned::Unit(unit) => {
@@ -1359,8 +1358,7 @@ async fn keep_result(
             if rendered.expect == Expect::Schema {
                 if let Some(schema) = &ctx.requests.schema {
                     if may_call {
-                        outcome =
-                            super::conform::conform(&ctx, schema, &rendered.request, &unit, outcome, started).await;
+                        outcome = super::conform::conform(&ctx, schema, &rendered.request, &unit, outcome).await;
                         outcome.duration_ms = waited;
                     } else if let Some(text) = outcome.text.take() {
                         match schema.check(&text) {

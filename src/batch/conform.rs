@@ -6,8 +6,6 @@
 //! answer that is not the findings JSON it was asked for is kept as text, with a warning
 //! (see [`crate::answer`]).
 
-use std::time::Instant;
-
 use super::job::{call, JobContext, JobFailure, JobOutcome};
 use crate::provider::CompletionRequest;
 use crate::schema::{self, OutputSchema};
@@ -21,7 +19,6 @@ pub(super) async fn conform(
     request: &CompletionRequest,
     unit: &WorkUnit,
     mut outcome: JobOutcome,
-    started: Instant,
 ) -> JobOutcome {
     let Some(first) = outcome.text.clone().filter(|_| outcome.failure.is_none()) else {
         return outcome;
@@ -44,7 +41,7 @@ pub(super) async fn conform(
     // The second call queues for a slot of its own.
     outcome.slot = None;
     let place = ctx.call.limiter.place();
-    let mut outcome = call(ctx, &again, (&unit.id, &unit.label), outcome, started, place).await;
+    let mut outcome = call(ctx, &again, (&unit.id, &unit.label), outcome, place).await;
     outcome.usage.add(first_usage);
     outcome.attempts += first_attempts;
     let Some(second) = outcome.text.clone().filter(|_| outcome.failure.is_none()) else {

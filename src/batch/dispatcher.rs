@@ -55,6 +55,8 @@ pub struct Dispatcher {
     pub aggregate_failures: HashMap<UnitId, String>,
     /// Why dispatching stopped, first reason first.
     pub stop: Option<StopReason>,
+    /// Whether the provider's refusal of the run has been said (once, as the run's error).
+    fatal_said: bool,
     /// The units that failed, with why (label, reason), in the order they failed.
     failed: Vec<(String, String)>,
     /// Halted when dispatching stops, before the finished job's slot is released.
@@ -85,6 +87,7 @@ impl Dispatcher {
             aggregate_texts: HashMap::new(),
             aggregate_failures: HashMap::new(),
             stop: None,
+            fatal_said: false,
             failed: Vec::new(),
             limiter: None,
             counted: HashSet::new(),
@@ -297,27 +300,29 @@ impl PoolHandler<JobOutcome> for Dispatcher {
                     cost_usd,
                     error,
                     reason,
-                    fatal: false,
                 });
             }
+            // A call the provider refused for the whole run (a wrong key, a host name that
+            // does not resolve, an unknown model) says nothing about its unit: like the
+            // units the stop kept from running, it is not run — in the events, the report
+            // and the store alike — and a plain `rlm resume` takes it once the cause is
+            // fixed. The reason is said once, as the run's error.
             Some(JobFailure::Fatal(reason)) => {
                 if kind == UnitKind::Aggregate {
                     self.aggregate_failures.insert(unit.clone(), reason.clone());
                 }
                 if self.stop.is_none() {
-                    self.stop = Some(StopReason::Fatal(reason.clone()));
+                    self.stop(StopReason::Fatal(reason));
+                } else if !self.fatal_said && !matches!(self.stop, Some(StopReason::Fatal(_))) {
+                    // Heard after a budget or deadline stop: still the run's error, said once.
+                    self.emit(Event::Stopping { reason, fatal: true });
                 }
-                self.emit(Event::Failed {
+                self.fatal_said = true;
+                self.emit(Event::Cancelled {
                     unit,
                     label,
                     kind,
-                    attempts: outcome.attempts,
-                    duration_ms: outcome.duration_ms,
-                    usage,
-                    cost_usd,
-                    error: Some(crate::provider::ErrorKind::Fatal),
-                    reason,
-                    fatal: true,
+                    reason: "not run: the provider refused the run before this call was answered".into(),
                 });
                 flow = Flow::Abort;
             }
@@ -390,7 +395,6 @@ impl PoolHandler<JobOutcome> for Dispatcher {
                     cost_usd: 0.0,
                     error: None,
                     reason,
-                    fatal: false,
                 });
             }
         }

@@ -122,7 +122,11 @@ pub enum JobFailure {
 pub struct JobOutcome {
     pub meta: JobMeta,
     pub attempts: u32,
+    /// The calls' own time: from the first call's dispatch (its slot taken) to the last
+    /// answer, retries and a `--schema` re-ask included, the wait for the first slot not.
     pub duration_ms: u64,
+    /// When the first call of this job was sent.
+    pub dispatched: Option<Instant>,
     /// What the realtime calls of this job used (and cost), whether or not it succeeded.
     pub usage: Usage,
     /// What its batch-API request used: billed at the batch price.
@@ -152,6 +156,7 @@ impl JobOutcome {
             meta,
             attempts: 0,
             duration_ms: 0,
+            dispatched: None,
             usage: Usage::default(),
             batch_usage: Usage::default(),
             saved: Usage::default(),
@@ -186,7 +191,6 @@ pub fn run_job(ctx: Arc<JobContext>, job: Job) -> impl std::future::Future<Outpu
 }
 
 async fn run_unit(ctx: Arc<JobContext>, unit: WorkUnit, mut outcome: JobOutcome, place: Place) -> JobOutcome {
-    let started = Instant::now();
     let rendered = request::render(&unit, &ctx.requests);
     if ctx.read_cache {
         match lookup(&ctx, &rendered.key).await {
@@ -217,18 +221,10 @@ async fn run_unit(ctx: Arc<JobContext>, unit: WorkUnit, mut outcome: JobOutcome,
         }
     };
     keep_prompt(&ctx, &unit, &rendered.request);
-    let mut outcome = call(
-        &ctx,
-        &rendered.request,
-        (&unit.id, &unit.label),
-        outcome,
-        started,
-        place,
-    )
-    .await;
+    let mut outcome = call(&ctx, &rendered.request, (&unit.id, &unit.label), outcome, place).await;
     if rendered.expect == Expect::Schema {
         if let Some(schema) = &ctx.requests.schema {
-            outcome = conform(&ctx, schema, &rendered.request, &unit, outcome, started).await;
+            outcome = conform(&ctx, schema, &rendered.request, &unit, outcome).await;
         }
     }
     let Some(text) = outcome.text.take().filter(|_| outcome.failure.is_none()) else {
@@ -505,7 +501,6 @@ pub(super) async fn keep_summary(
 }
 
 async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutcome, place: Place) -> JobOutcome {
-    let started = Instant::now();
     let summary = summary_call(&ctx, &job);
     let key = summary.key.clone();
     if ctx.read_cache {
@@ -538,7 +533,7 @@ async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutc
             return outcome;
         }
     };
-    let mut outcome = call(&ctx, &summary.request, (&job.id, &job.label), outcome, started, place).await;
+    let mut outcome = call(&ctx, &summary.request, (&job.id, &job.label), outcome, place).await;
     let Some(text) = outcome.text.take().filter(|_| outcome.failure.is_none()) else {
         return outcome;
     };
@@ -614,20 +609,23 @@ fn summary_system(system: Option<&str>, require_citations: bool) -> String {
     }
 }
 
-/// The model call, its retries, and an empty answer counted as a failure.
+/// The model call, its retries, and an empty answer counted as a failure. Its time is
+/// counted from the dispatch of the job's first call (see [`JobOutcome::duration_ms`]).
 pub(super) async fn call(
     ctx: &JobContext,
     request: &CompletionRequest,
     (unit, label): (&UnitId, &str),
     mut outcome: JobOutcome,
-    started: Instant,
     place: Place,
 ) -> JobOutcome {
-    let call_started = Instant::now();
     let result = call_with_retries(&ctx.call, request, unit, label, place).await;
     outcome.attempts = result.attempts;
     outcome.slot = result.slot;
-    outcome.duration_ms = started.elapsed().as_millis() as u64;
+    if outcome.dispatched.is_none() {
+        outcome.dispatched = result.dispatched;
+    }
+    let own_ms = |since: Option<Instant>| since.map_or(0, |t| t.elapsed().as_millis() as u64);
+    outcome.duration_ms = own_ms(outcome.dispatched);
     if let Some(trajectory) = &ctx.trajectory {
         let (response, error, usage) = match &result.outcome {
             Ok(c) => (Some(c.text.as_str()), None, c.usage),
@@ -645,7 +643,7 @@ pub(super) async fn call(
             response,
             error: error.as_deref(),
             usage,
-            duration_ms: call_started.elapsed().as_millis() as u64,
+            duration_ms: own_ms(result.dispatched),
             attempts: result.attempts,
         });
         if let Some(message) = warning {

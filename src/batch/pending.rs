@@ -134,23 +134,41 @@ pub fn load(dir: &Path) -> HashMap<String, CacheEntry> {
 pub struct Settled {
     /// Answers moved into the cache.
     pub moved: usize,
+    /// Answers the cache held already (a journal's lines, mostly): nothing to move.
+    pub already: usize,
     /// Answers the cache did not take (still kept, still served as hits).
     pub left: usize,
+    /// Of those, the ones only the journal holds (not in `pending-cache/`).
+    pub left_in_journal: usize,
     /// The first error of those.
     pub error: Option<String>,
 }
 
-/// Moves the kept answers of run directory `dir` into the cache.
+/// Moves the kept answers of run directory `dir` into the cache; those it holds already
+/// are not written again (on a full disk, rewriting them would fail too, and they would be
+/// counted as answers the cache cannot take).
 pub fn settle(dir: &Path, cache: &Cache) -> Settled {
     let mut settled = Settled::default();
+    let pending = dir.join(PENDING_DIR);
     for (key, entry) in load(dir) {
-        match cache.put(&entry) {
+        let kept = pending.join(format!("{key}.json"));
+        let cache_key = crate::cache::CacheKey(key.clone());
+        let written = match cache.get(&cache_key, entry.max_tokens) {
+            Ok(Some(_)) => {
+                settled.already += 1;
+                Ok(())
+            }
+            _ => cache.put(&entry).map(|()| settled.moved += 1),
+        };
+        match written {
             Ok(()) => {
-                settled.moved += 1;
-                let _ = fs_err::remove_file(dir.join(PENDING_DIR).join(format!("{key}.json")));
+                let _ = fs_err::remove_file(&kept);
             }
             Err(e) => {
                 settled.left += 1;
+                if !kept.exists() {
+                    settled.left_in_journal += 1;
+                }
                 settled.error.get_or_insert_with(|| e.to_string());
             }
         }
@@ -238,13 +256,11 @@ pub fn ready(settings: &BatchSettings, cache: &Cache, dir: &Path) -> Result<(), 
         };
         let settled = settle(&kept_in, cache);
         tracing::debug!(dir = %kept_in.display(), ?settled, "kept answers settled");
-        if let Some(e) = settled.error {
+        if let Some(e) = &settled.error {
             return Err(RlmError::Cache(format!(
-                "the cache cannot take the {} {} kept in {} ({e}): make room in {}, then run again (they stay \
-                 kept, and are never paid for twice); nothing was sent",
-                settled.left,
-                if settled.left == 1 { "answer" } else { "answers" },
-                kept_in.join(PENDING_DIR).display(),
+                "the cache cannot take the {} ({e}): make room in {}, then run again (they stay kept, and are \
+                 never paid for twice); nothing was sent",
+                what_is_kept(&settled, &kept_in),
                 rlm_dir.join("cache").display()
             )));
         }
@@ -262,6 +278,24 @@ pub fn ready(settings: &BatchSettings, cache: &Cache, dir: &Path) -> Result<(), 
         }
     }
     Ok(())
+}
+
+/// `3 answers kept in out/pending-cache`: the answers the cache did not take, named where
+/// they are (`pending-cache/`, or the journal of a killed attempt).
+fn what_is_kept(settled: &Settled, dir: &Path) -> String {
+    let answers = |n: usize| format!("{n} {}", if n == 1 { "answer" } else { "answers" });
+    let pending = dir.join(PENDING_DIR);
+    let journal = dir.join(JOURNAL);
+    match (settled.left - settled.left_in_journal, settled.left_in_journal) {
+        (n, 0) => format!("{} kept in {}", answers(n), pending.display()),
+        (0, n) => format!("{} kept in {}", answers(n), journal.display()),
+        (n, m) => format!(
+            "{} kept in {} and {m} in {}",
+            answers(n),
+            pending.display(),
+            journal.display()
+        ),
+    }
 }
 
 #[cfg(test)]

@@ -104,7 +104,6 @@ fn serve_one(
         cost_usd: record.cost_usd,
         error: None,
         reason,
-        fatal: false,
     };
     match record.status {
         UnitStatus::Failed => {

@@ -126,7 +126,6 @@ fn failed(unit: &WorkUnit, reason: String) -> Event {
         cost_usd: 0.0,
         error: None,
         reason,
-        fatal: false,
     }
 }
 

@@ -21,7 +21,11 @@ impl CitedClaim {
         let found = parse_inline(line);
         let mut text = String::with_capacity(line.len());
         let mut at = 0;
+        // The citations of one bracket (`[a.rs@…, L3, L7]`) share its span: cut it once.
         for l in &found {
+            if l.span.start < at {
+                continue;
+            }
             text.push_str(&line[at..l.span.start]);
             text.push(' ');
             at = l.span.end;

@@ -1,6 +1,6 @@
 //! Reading the citations of an aggregate: markdown (inline citations and `## Sources`
 //! footers) or JSON (citation objects `{artifact_id, content_hash, lines}` anywhere in the
-//! document, and strings that are exactly one inline citation).
+//! document, and strings that are exactly one inline citation bracket).
 
 use std::path::Path;
 
@@ -71,15 +71,15 @@ fn walk(value: &Value, out: &mut Vec<Found>) {
         Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
         Value::String(s) => {
             let s = s.trim();
-            if let [only] = parse_for_verification(s).as_slice() {
-                if only.span == (0..s.len()) {
-                    out.push(Found {
-                        citation: only.citation.clone(),
-                        line: None,
-                        problem: only.problem.clone(),
-                        written: only.problem.is_some().then(|| s.to_string()),
-                    });
-                }
+            // A string that is exactly one bracket (which may hold several citations).
+            let found = parse_for_verification(s);
+            if !found.is_empty() && found.iter().all(|l| l.span == (0..s.len())) {
+                out.extend(found.into_iter().map(|l| Found {
+                    written: l.problem.is_some().then(|| s.to_string()),
+                    citation: l.citation,
+                    line: None,
+                    problem: l.problem,
+                }));
             }
         }
         _ => {}

@@ -23,8 +23,7 @@ pub use document::{in_json, in_markdown, load as load_document, Found};
 pub use error::CitationError;
 pub use instruction::{input_block, instruction_block, SUMMARIZER_RULE};
 pub use parser::{
-    malformed_bracket, parse_bracket_content, parse_document, parse_for_verification, parse_inline, parse_source_entry,
-    Located,
+    bracket_citations, parse_document, parse_for_verification, parse_inline, parse_source_entry, Located,
 };
 pub use sources::{dedupe, sources_footer};
 pub use tuple::{is_content_hash, Citation, LineRange};

@@ -1,6 +1,8 @@
 //! The strict citation parser: inline `[path@hash16, L42-58]`, `[path@hash16, L42]`,
 //! `[path@hash16]`, path-only `[path, L88]` / `[path, L88-90]`, and the items of a
-//! `## Sources` footer.
+//! `## Sources` footer. One bracket may cite several ranges (`[path@hash16, L3, L7-9]`, one
+//! citation each) or several citations separated by `;` (`[a.rs@…, L3; b.rs@…, L8]`), and
+//! an en or em dash in a range is a hyphen (`L3–5`).
 //!
 //! Strict means a citation is recognised only when it cannot be something else:
 //! - the hash is exactly 16 lowercase hex characters after the LAST `@` (so paths may
@@ -22,10 +24,12 @@
 //!
 //! A citation written wrongly is not dropped in silence (issue 17): a bracket (or footer
 //! item) on a path that looks like one, with a hash that is hex but not 16 lowercase
-//! characters (`@DEADBEEF`) or a line range that is no range (`L0`, `L50-5`, `L-3`, `Lx`, a
-//! bare `12`), is found as
-//! *malformed*, with the problem — by [`parse_for_verification`], never by the parsers whose
-//! citations are carried into aggregates.
+//! characters (`@DEADBEEF`), a line range that is no range (`L0`, `L50-5`, `L-3`, `Lx`, a
+//! bare `12`, `lines 3-5`), a range with no comma before it (`[a.rs@hash L3]`,
+//! `[a.rs L3]`), other text after a good hash (`[a.rs@hash, see L3]`), or several
+//! citations run together with commas, is found as *malformed*, with the problem — by
+//! [`parse_for_verification`], never by the parsers whose citations are carried into
+//! aggregates.
 
 use std::ops::Range;
 
@@ -96,19 +100,16 @@ fn scan_inline(text: &str, malformed: bool) -> Vec<Located> {
             || (before == Some(b']') && !follows_citation)
             || (after == Some(b':') && at_line_start(bytes, i));
         if !link_like {
-            let content = &text[i + 1..close];
-            let parsed = match parse_bracket_content(content) {
-                Some(citation) => Some((citation, None)),
-                None if malformed => malformed_bracket(content).map(|(c, why)| (c, Some(why))),
-                None => None,
-            };
-            if let Some((citation, problem)) = parsed {
-                found.push(Located {
+            let cited = bracket_citations(&text[i + 1..close], malformed);
+            if !cited.is_empty() {
+                let line = line_of(text, i);
+                // Several citations of one bracket share its span: it is what was written.
+                found.extend(cited.into_iter().map(|(citation, problem)| Located {
                     citation,
                     span: i..close + 1,
-                    line: line_of(text, i),
+                    line,
                     problem,
-                });
+                }));
                 i = close + 1;
                 continue;
             }
@@ -148,11 +149,7 @@ fn scan_document(text: &str, malformed: bool) -> Vec<Located> {
         if item.starts_with('[') {
             continue;
         }
-        let parsed = match parse_source_entry(item) {
-            Some(citation) => Some((citation, None)),
-            None if malformed => malformed_source_entry(item).map(|(c, why)| (c, Some(why))),
-            None => None,
-        };
+        let parsed = source_entry(item).filter(|(_, problem)| malformed || problem.is_none());
         if let Some((citation, problem)) = parsed {
             let at = start + line.find(item).unwrap_or(0);
             found.push(Located {
@@ -167,104 +164,182 @@ fn scan_document(text: &str, malformed: bool) -> Vec<Located> {
     found
 }
 
-/// A bracket's inside as a citation, or `None`.
-pub fn parse_bracket_content(content: &str) -> Option<Citation> {
+/// The citations of a bracket's inside, each with its problem when it is written wrongly
+/// (only when `malformed`; otherwise such a bracket yields nothing). Empty when the bracket
+/// is no citation at all.
+///
+/// One bracket may hold one citation (`path@hash, L3-5`), one per line range
+/// (`path@hash, L3, L7-9`), or several citations separated by `;`
+/// (`a.rs@hash, L3; b.rs@hash, L8`). A path may hold `,` and `;` itself, so the split at
+/// `;` is taken only when every part is a citation.
+pub fn bracket_citations(content: &str, malformed: bool) -> Vec<(Citation, Option<String>)> {
     if content.contains(['\n', '\r']) {
-        return None;
+        return Vec::new();
     }
-    let (target, lines) = match content.rsplit_once(',') {
-        Some((target, range)) => match range.trim_start_matches(' ').parse::<LineRange>() {
-            Ok(lines) => (target, Some(lines)),
-            Err(_) => (content, None),
-        },
-        None => (content, None),
+    if content.contains(';') {
+        let parts: Vec<Vec<(Citation, Option<String>)>> = content
+            .split(';')
+            .map(|part| one_citation(part.trim(), malformed))
+            .collect();
+        if parts.iter().all(|p| !p.is_empty()) {
+            return parts.into_iter().flatten().collect();
+        }
+    }
+    one_citation(content, malformed)
+}
+
+/// One citation `target[, range]*`: the comma-separated items at the end that are meant as
+/// line ranges are its ranges (each one citation), the rest is `path@hash` or a path.
+fn one_citation(content: &str, malformed: bool) -> Vec<(Citation, Option<String>)> {
+    let mut target = content;
+    let mut ranges: Vec<&str> = Vec::new();
+    while let Some((before, last)) = target.rsplit_once(',') {
+        let last = last.trim();
+        if !looks_like_range(last) {
+            break;
+        }
+        ranges.push(last);
+        target = before;
+    }
+    ranges.reverse();
+    let lines: Vec<Result<LineRange, String>> = ranges.iter().map(|r| r.parse::<LineRange>()).collect();
+    let Some((citation, problems)) = target_citation(target, !lines.is_empty(), false) else {
+        return Vec::new();
     };
-    citation_from_target(target, lines, false)
+    if !malformed && (!problems.is_empty() || lines.iter().any(Result::is_err)) {
+        return Vec::new();
+    }
+    if lines.is_empty() {
+        return vec![(citation, joined(problems))];
+    }
+    lines
+        .into_iter()
+        .map(|range| {
+            let mut problems = problems.clone();
+            let lines = range.map_err(|e| problems.push(e)).ok();
+            (
+                Citation {
+                    lines,
+                    ..citation.clone()
+                },
+                joined(problems),
+            )
+        })
+        .collect()
+}
+
+fn joined(problems: Vec<String>) -> Option<String> {
+    (!problems.is_empty()).then(|| problems.join("; "))
+}
+
+/// `path@hash` or a path, with what is wrong with it: a hash written wrongly (`@DEADBEEF`),
+/// text after a good hash that is not a comma and a line range (`@hash L3`,
+/// `@hash lines 3-5`), a line range with no comma before it (`src/a.rs L3`), several
+/// citations run together with commas. `None` when it is no citation: a path-only one needs
+/// lines (or a footer) and a path that looks like one.
+fn target_citation(target: &str, has_lines: bool, in_footer: bool) -> Option<(Citation, Vec<String>)> {
+    let citation = |path: &str, hash: Option<&str>| Citation {
+        artifact_id: path.to_string(),
+        content_hash: hash.map(str::to_string),
+        lines: None,
+    };
+    let file_like = |path: &str| valid_path(path) && looks_like_path(path);
+    if let Some((path, hash)) = target.rsplit_once('@') {
+        if is_content_hash(hash) && valid_path(path) {
+            if let Some((_, earlier, _)) = hash_then_text(path).filter(|_| looks_like_path(path)) {
+                let why = format!("several citations run together (after `@{earlier}`): separate them with `;`");
+                return Some((citation(path, Some(hash)), vec![why]));
+            }
+            return Some((citation(path, Some(hash)), Vec::new()));
+        }
+        if looks_like_hash(hash) {
+            // A hash written wrongly: malformed, not a file named `a.ts@DEADBEEF`.
+            let why = format!("`{hash}` is not a content hash (16 lowercase hex characters)");
+            return file_like(path).then(|| (citation(path, Some(hash)), vec![why]));
+        }
+        if let Some((path, hash, rest)) = hash_then_text(target).filter(|(p, _, _)| file_like(p)) {
+            let rest = rest.trim_start_matches([' ', ',']).trim_end();
+            let why = if looks_like_range(rest) {
+                format!("a comma must separate the hash from the line range: `{hash}, {rest}`")
+            } else {
+                format!("`{rest}` after the hash is not a line range (`, L42` or `, L42-58`)")
+            };
+            return Some((citation(path, Some(hash)), vec![why]));
+        }
+    }
+    if let Some((path, range)) = target.rsplit_once(' ') {
+        if range.starts_with('L') && looks_like_range(range) && !path.contains(' ') && file_like(path) {
+            let why = format!("a comma must separate the path from the line range: `{path}, {range}`");
+            return Some((citation(path, None), vec![why]));
+        }
+    }
+    ((has_lines || in_footer) && file_like(target)).then(|| (citation(target, None), Vec::new()))
+}
+
+/// The last `@hash16` of `target` that a space or a comma follows (` L3`, `, L3`): the path
+/// before it, the hash and the text after it.
+fn hash_then_text(target: &str) -> Option<(&str, &str, &str)> {
+    target.match_indices('@').rev().find_map(|(at, _)| {
+        let hash = target.get(at + 1..at + 17)?;
+        let rest = &target[at + 17..];
+        (is_content_hash(hash) && rest.starts_with([' ', ','])).then(|| (&target[..at], hash, rest))
+    })
 }
 
 /// One `## Sources` item: `path@hash`, `path@hash (L42-58)`, `path (L88) [un-versioned]`.
 pub fn parse_source_entry(item: &str) -> Option<Citation> {
+    match source_entry(item) {
+        Some((citation, None)) => Some(citation),
+        _ => None,
+    }
+}
+
+/// A `## Sources` item as a citation, with its problem when it is written wrongly
+/// (`- a.ts@DEADBEEF (L0)`).
+fn source_entry(item: &str) -> Option<(Citation, Option<String>)> {
     let mut rest = item.trim();
     let tagged = rest.ends_with("[un-versioned]");
     rest = rest.trim_end_matches("[un-versioned]").trim_end();
     let mut lines = None;
-    if let Some(inner) = rest.strip_suffix(')') {
-        if let Some((target, range)) = inner.rsplit_once(" (") {
-            lines = Some(range.parse::<LineRange>().ok()?);
+    let mut problems = Vec::new();
+    if let Some((target, range)) = rest.strip_suffix(')').and_then(|inner| inner.rsplit_once(" (")) {
+        if looks_like_range(range) {
+            match range.parse::<LineRange>() {
+                Ok(range) => lines = Some(range),
+                Err(e) => problems.push(e),
+            }
             rest = target;
         }
     }
-    let citation = citation_from_target(rest, lines, true)?;
+    let (mut citation, mut target_problems) = target_citation(rest, lines.is_some(), true)?;
     // A tag that contradicts a hash is not our footer format.
-    (!(tagged && citation.is_versioned())).then_some(citation)
-}
-
-/// A bracket's inside that is a citation written wrongly, with what is wrong: see the
-/// module doc. `None` when it is well-formed or no citation at all.
-pub fn malformed_bracket(content: &str) -> Option<(Citation, String)> {
-    if content.contains(['\n', '\r']) {
+    if tagged && citation.is_versioned() && target_problems.is_empty() {
         return None;
     }
-    let (target, range) = match content.rsplit_once(',') {
-        Some((target, range)) if looks_like_range(range.trim_start_matches(' ')) => {
-            (target, Some(range.trim_start_matches(' ')))
-        }
-        _ => (content, None),
-    };
-    malformed_target(target, range)
-}
-
-/// A `## Sources` item that is a citation written wrongly (`- a.ts@DEADBEEF (L0)`).
-fn malformed_source_entry(item: &str) -> Option<(Citation, String)> {
-    let rest = item.trim().trim_end_matches("[un-versioned]").trim_end();
-    let (target, range) = match rest.strip_suffix(')').and_then(|inner| inner.rsplit_once(" (")) {
-        Some((target, range)) if looks_like_range(range) => (target, Some(range)),
-        _ => (rest, None),
-    };
-    malformed_target(target, range)
-}
-
-/// `target` (`path` or `path@hash`) and a line range text, when one of them is wrong and
-/// the path looks like a file's.
-fn malformed_target(target: &str, range: Option<&str>) -> Option<(Citation, String)> {
-    let mut problems = Vec::new();
-    let lines = range.and_then(|r| match r.parse::<LineRange>() {
-        Ok(lines) => Some(lines),
-        Err(e) => {
-            problems.push(e);
-            None
-        }
-    });
-    let (path, hash) = match target.rsplit_once('@') {
-        Some((path, hash)) if looks_like_hash(hash) => (path, Some(hash)),
-        _ => (target, None),
-    };
-    if let Some(hash) = hash.filter(|h| !is_content_hash(h)) {
-        problems.push(format!("`{hash}` is not a content hash (16 lowercase hex characters)"));
-    }
-    if problems.is_empty() || !valid_path(path) || !looks_like_path(path) {
-        return None;
-    }
-    let citation = Citation {
-        artifact_id: path.to_string(),
-        content_hash: hash.map(str::to_string),
-        lines,
-    };
-    Some((citation, problems.join("; ")))
+    problems.append(&mut target_problems);
+    citation.lines = lines;
+    Some((citation, joined(problems)))
 }
 
 /// Meant as a line range, whether or not it is one: `L` and a short word (`L42`, `L-3`,
-/// `Lx`, `L50-5`), or a bare number or range (`12`, `12-15`) — never prose with a space.
+/// `Lx`, `L50-5`, `L50–5`), a bare number or range (`12`, `12-15`), or `line`/`lines` and
+/// numbers (`lines 3-5`) — never other prose with a space.
 fn looks_like_range(text: &str) -> bool {
-    let word =
-        |rest: &str| (1..=16).contains(&rest.len()) && rest.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+    let dash = |c: char| matches!(c, '-' | '\u{2013}' | '\u{2014}');
+    let word = |rest: &str| {
+        (1..=16).contains(&rest.chars().count()) && rest.chars().all(|c| c.is_ascii_alphanumeric() || dash(c))
+    };
+    let numbers = |rest: &str| {
+        rest.chars().any(|c| c.is_ascii_digit()) && rest.chars().all(|c| c.is_ascii_digit() || dash(c) || c == 'L')
+    };
+    let lower = text.to_ascii_lowercase();
+    if let Some(rest) = lower.strip_prefix("lines").or_else(|| lower.strip_prefix("line")) {
+        let rest = rest.trim_start_matches([' ', '.']);
+        return rest.len() <= 24 && numbers(&rest.replace(' ', ""));
+    }
     match text.strip_prefix('L') {
         Some(rest) => word(rest),
-        None => {
-            word(text)
-                && text.chars().any(|c| c.is_ascii_digit())
-                && text.chars().all(|c| c.is_ascii_digit() || c == '-')
-        }
+        None => word(text) && numbers(text),
     }
 }
 
@@ -274,21 +349,6 @@ fn looks_like_hash(text: &str) -> bool {
     let hex = (6..=64).contains(&text.len()) && text.bytes().all(|b| b.is_ascii_hexdigit());
     let slot = text.len() == 16 && text.bytes().all(|b| b.is_ascii_alphanumeric());
     hex || slot
-}
-
-/// `path@hash16` or a bare path. A bare path is a citation only with lines (inline) or in
-/// a footer, and only when it looks like a path.
-fn citation_from_target(target: &str, lines: Option<LineRange>, in_footer: bool) -> Option<Citation> {
-    if let Some((path, hash)) = target.rsplit_once('@') {
-        if is_content_hash(hash) && valid_path(path) {
-            return Some(Citation::versioned(path, hash, lines));
-        }
-        if looks_like_hash(hash) {
-            return None; // a hash written wrongly: malformed, not a file named `a.ts@DEADBEEF`
-        }
-    }
-    let path_only = (lines.is_some() || in_footer) && valid_path(target) && looks_like_path(target);
-    path_only.then(|| Citation::path_only(target, lines))
 }
 
 fn valid_path(path: &str) -> bool {

@@ -237,8 +237,8 @@ fn citations_written_wrongly_are_found_as_malformed_for_verification_only() {
 fn a_hash_slot_of_other_characters_and_ranges_that_are_no_ranges_are_malformed() {
     let text = format!(
         "[src/a.ts@zzzzzzzzzzzzzzzz, L1] [src/a.ts@{H}, L-3] [src/a.ts@{H}, Lx] [src/a.ts@{H}, 12] \
-         [src/a.ts, 12-15]\n\
-         not citations: [see above, 12] [src/a.ts@{H}, see L3] [chapter 3, L-1]\n"
+         [src/a.ts, 12-15] [src/a.ts@{H}, see L3]\n\
+         not citations: [see above, 12] [chapter 3, L-1]\n"
     );
     assert!(cites(&text).is_empty(), "{:?}", cites(&text));
     let found = parse_for_verification(&text);
@@ -246,6 +246,7 @@ fn a_hash_slot_of_other_characters_and_ranges_that_are_no_ranges_are_malformed()
         .iter()
         .map(|l| (&text[l.span.clone()], l.problem.as_deref()))
         .collect();
+    let see_l3 = format!("[src/a.ts@{H}, see L3]");
     let (l3, lx, twelve) = (
         format!("[src/a.ts@{H}, L-3]"),
         format!("[src/a.ts@{H}, Lx]"),
@@ -262,8 +263,87 @@ fn a_hash_slot_of_other_characters_and_ranges_that_are_no_ranges_are_malformed()
             (lx.as_str(), Some("`Lx` is not a line range (L42 or L42-58)")),
             (twelve.as_str(), Some("`12` is not a line range (L42 or L42-58)")),
             ("[src/a.ts, 12-15]", Some("`12-15` is not a line range (L42 or L42-58)")),
+            (
+                see_l3.as_str(),
+                Some("`see L3` after the hash is not a line range (`, L42` or `, L42-58`)")
+            ),
         ]
     );
     assert_eq!(found[0].citation.lines, lines(1, 1));
     assert_eq!(found[1].citation.content_hash.as_deref(), Some(H));
+}
+
+#[test]
+fn dashes_several_ranges_and_several_citations_in_one_bracket() {
+    let text = format!(
+        "[src/a.ts@{H}, L3\u{2013}5] [src/a.ts@{H}, L7\u{2014}L9] [src/a.ts@{H}, L3, L7-8] \
+         [src/a.ts@{H}, L3-5; src/b.ts@{H2}, L8] [src/c.ts, L1; src/d.ts@{H}]\n"
+    );
+    assert_eq!(
+        cites(&text),
+        vec![
+            format!("[src/a.ts@{H}, L3-5]"),
+            format!("[src/a.ts@{H}, L7-9]"),
+            format!("[src/a.ts@{H}, L3]"),
+            format!("[src/a.ts@{H}, L7-8]"),
+            format!("[src/a.ts@{H}, L3-5]"),
+            format!("[src/b.ts@{H2}, L8]"),
+            "[src/c.ts, L1]".to_string(),
+            format!("[src/d.ts@{H}]"),
+        ]
+    );
+    // A path may hold `;`: the split is taken only when every part is a citation.
+    assert_eq!(cites("[dir/a;b.ts, L2]"), vec!["[dir/a;b.ts, L2]".to_string()]);
+    // One bracket, one span: a claim's text loses the bracket once.
+    let claim = crate::citation::CitedClaim::from_text(&format!("- **X** [src/a.ts@{H}, L3, L7] done"));
+    assert_eq!(claim.text, "- **X** done");
+    assert_eq!(claim.citations.len(), 2);
+}
+
+#[test]
+fn brackets_written_almost_right_are_malformed_never_dropped_or_missing_files() {
+    let text = format!(
+        "[src/a.ts@{H}, L50\u{2013}5] [src/a.ts@{H} L0] [src/a.ts@{H} L3] [src/a.ts@{H}, lines 3-5] \
+         [src/a.ts L3] [src/a.ts@{H}, L3, L0] [src/a.ts@{H}, L3-5, src/b.ts@{H2}, L8] \
+         [src/a.ts@{H}, L3; see above]\n"
+    );
+    assert!(cites(&text).is_empty(), "{:?}", cites(&text));
+    let found = parse_for_verification(&text);
+    let got: Vec<(String, Option<&str>)> = found
+        .iter()
+        .map(|l| (l.citation.inline(), l.problem.as_deref()))
+        .collect();
+    let a = |lines: &str| format!("[src/a.ts@{H}{lines}]");
+    assert_eq!(
+        got,
+        vec![
+            (
+                a(""),
+                Some("`L50\u{2013}5` is not a line range: it ends before it starts")
+            ),
+            (
+                a(""),
+                Some("a comma must separate the hash from the line range: `a8f9c2d4e5f60718, L0`")
+            ),
+            (
+                a(""),
+                Some("a comma must separate the hash from the line range: `a8f9c2d4e5f60718, L3`")
+            ),
+            (a(""), Some("`lines 3-5` is not a line range (L42 or L42-58)")),
+            (
+                "[src/a.ts]".to_string(),
+                Some("a comma must separate the path from the line range: `src/a.ts, L3`")
+            ),
+            (a(", L3"), None),
+            (a(""), Some("`L0` is not a line range: lines start at L1")),
+            (
+                format!("[src/a.ts@{H}, L3-5, src/b.ts@{H2}, L8]"),
+                Some("several citations run together (after `@a8f9c2d4e5f60718`): separate them with `;`")
+            ),
+            (
+                a(""),
+                Some("`L3; see above` after the hash is not a line range (`, L42` or `, L42-58`)")
+            ),
+        ]
+    );
 }

@@ -32,7 +32,8 @@ impl fmt::Display for LineRange {
 impl FromStr for LineRange {
     type Err = String;
 
-    /// `L42`, `L42-58` (and `L42-L58`); nothing else, no surrounding space.
+    /// `L42`, `L42-58` (and `L42-L58`; an en or em dash, as models often write, is the
+    /// same hyphen); nothing else, no surrounding space.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let bad = || format!("`{s}` is not a line range (L42 or L42-58)");
         let number = |n: &str| {
@@ -41,7 +42,7 @@ impl FromStr for LineRange {
                 .flatten()
         };
         let rest = s.strip_prefix('L').ok_or_else(bad)?;
-        let (start, end) = match rest.split_once('-') {
+        let (start, end) = match rest.split_once(['-', '\u{2013}', '\u{2014}']) {
             Some((a, b)) => (number(a), number(b.strip_prefix('L').unwrap_or(b))),
             None => (number(rest), number(rest)),
         };
@@ -166,6 +167,8 @@ mod tests {
         assert_eq!("L42".parse(), Ok(LineRange { start: 42, end: 42 }));
         assert_eq!("L42-58".parse(), Ok(LineRange { start: 42, end: 58 }));
         assert_eq!("L42-L58".parse(), Ok(LineRange { start: 42, end: 58 }));
+        assert_eq!("L42\u{2013}58".parse(), Ok(LineRange { start: 42, end: 58 }));
+        assert_eq!("L42\u{2014}L58".parse(), Ok(LineRange { start: 42, end: 58 }));
         for bad in [
             "42",
             "L",

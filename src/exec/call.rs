@@ -204,6 +204,10 @@ pub enum CallFailure {
 pub struct CallResult {
     pub outcome: Result<Completion, CallFailure>,
     pub attempts: u32,
+    /// When its first attempt got a slot and was sent: a call's own time runs from here
+    /// (its retries and their waits included, the wait for its first slot not). `None`
+    /// when no attempt was sent.
+    pub dispatched: Option<Instant>,
     /// A successful call's slot, still held: the caller releases it once the answer is
     /// written (see [`super::Slot::note_success`]).
     pub slot: Option<super::Slot>,
@@ -225,9 +229,11 @@ pub async fn call_with_retries(
     let mut throttles = 0;
     let limit = ctx.policy.rate_limit_wait;
     let mut budget = RateBudget::new(limit);
-    let failed = |failure: CallFailure, attempts: u32| CallResult {
+    let mut dispatched: Option<Instant> = None;
+    let failed = |failure: CallFailure, attempts: u32, dispatched: Option<Instant>| CallResult {
         outcome: Err(failure),
         attempts,
+        dispatched,
         slot: None,
     };
     loop {
@@ -236,7 +242,7 @@ pub async fn call_with_retries(
         let place = place.take().unwrap_or_else(|| ctx.limiter.place());
         let slot = match place.acquire_within(Some(&mut budget)).await {
             Ok(slot) => slot,
-            Err(Refused::Halted) => return failed(CallFailure::Halted, attempts),
+            Err(Refused::Halted) => return failed(CallFailure::Halted, attempts, dispatched),
             Err(Refused::PausedPast { left, waited }) => {
                 let reason = format!(
                     "rate limited: every call is paused for {:.1}s more, and waiting that out would pass \
@@ -247,10 +253,11 @@ pub async fn call_with_retries(
                     wait_advice(ctx.limiter.cap())
                 );
                 let kind = ErrorKind::RateLimited;
-                return failed(CallFailure::Unit { kind, reason }, attempts);
+                return failed(CallFailure::Unit { kind, reason }, attempts, dispatched);
             }
         };
         attempts += 1;
+        dispatched.get_or_insert_with(Instant::now);
         ctx.emit(Event::Started {
             unit: unit.clone(),
             attempt: attempts,
@@ -262,6 +269,7 @@ pub async fn call_with_retries(
                 return CallResult {
                     outcome: Ok(completion),
                     attempts,
+                    dispatched,
                     slot: Some(slot),
                 };
             }
@@ -283,19 +291,19 @@ pub async fn call_with_retries(
                 // Halted before the slot is released: nothing else starts after this.
                 ctx.limiter.halt();
                 drop(slot);
-                return failed(CallFailure::Fatal(reason), attempts);
+                return failed(CallFailure::Fatal(reason), attempts, dispatched);
             }
-            ErrorKind::Unit => return failed(CallFailure::Unit { kind, reason }, attempts),
+            ErrorKind::Unit => return failed(CallFailure::Unit { kind, reason }, attempts, dispatched),
             ErrorKind::RateLimited => {
                 throttles += 1;
                 let throttled = slot.throttled(Throttle { retry_after, window }, limit);
                 ctx.width_changed(throttled.change);
                 if throttled.stops_run {
                     let reason = ctx.too_long_to_wait(&reason, retry_after, window);
-                    return failed(CallFailure::Stop { reason, abandon: false }, attempts);
+                    return failed(CallFailure::Stop { reason, abandon: false }, attempts, dispatched);
                 }
                 if ctx.limiter.is_halted() {
-                    return failed(CallFailure::Halted, attempts);
+                    return failed(CallFailure::Halted, attempts, dispatched);
                 }
                 // This call waits what the server asked, and longer when its 429s repeat;
                 // when the whole pool pauses, at least that long.
@@ -319,6 +327,7 @@ pub async fn call_with_retries(
                             ),
                         },
                         attempts,
+                        dispatched,
                     );
                 }
                 own
@@ -331,7 +340,7 @@ pub async fn call_with_retries(
                 if silent {
                     if let Some(end) = ctx.silent_failure(kind, &reason) {
                         drop(slot);
-                        return failed(end, attempts);
+                        return failed(end, attempts, dispatched);
                     }
                 }
                 faults += 1;
@@ -349,7 +358,7 @@ pub async fn call_with_retries(
                     } else {
                         format!("{reason} (gave up after {tries})")
                     };
-                    return failed(CallFailure::Unit { kind, reason }, attempts);
+                    return failed(CallFailure::Unit { kind, reason }, attempts, dispatched);
                 }
                 if kind == ErrorKind::Overloaded {
                     ctx.width_changed(slot.overloaded());

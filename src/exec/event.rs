@@ -66,7 +66,8 @@ pub enum Event {
         truncated: bool,
         result_file: Option<String>,
     },
-    /// A unit failed for good; `fatal` failures stop the run.
+    /// A unit failed for good. (A call the provider refused for the whole run fails no
+    /// unit: its unit is cancelled, not run, and the refusal is the run's `Stopping`.)
     #[serde(rename = "task:failed")]
     Failed {
         unit: UnitId,
@@ -78,7 +79,6 @@ pub enum Event {
         cost_usd: f64,
         error: Option<ErrorKind>,
         reason: String,
-        fatal: bool,
     },
     /// A unit's answer (completed just before) was paid for but the cache did not take it
     /// (a full disk): it is kept in the run directory's `pending-cache/` until `rlm resume`

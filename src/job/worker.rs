@@ -116,6 +116,8 @@ pub async fn run_worker(
     let mut user = request.user.clone();
     let mut place = Some(place);
     let mut attempt = 0;
+    // The worker's time runs from its first call's dispatch, not from its wait for a slot.
+    let mut dispatched: Option<Instant> = None;
     outcome.end = loop {
         let sent = CompletionRequest {
             system: request.system.clone(),
@@ -130,6 +132,7 @@ pub async fn run_worker(
         let place = place.take().unwrap_or_else(|| ctx.call.limiter.place());
         let result = call_with_retries(&ctx.call, &sent, &request.unit, &request.label, place).await;
         outcome.calls += result.attempts;
+        dispatched = dispatched.or(result.dispatched);
         let completion = match result.outcome {
             Ok(c) => c,
             Err(CallFailure::Unit { reason, .. }) => break WorkerEnd::Failed { reason },
@@ -186,7 +189,7 @@ pub async fn run_worker(
         });
         user = reask_message(&request.user, &errors);
     };
-    outcome.duration_ms = started.elapsed().as_millis() as u64;
+    outcome.duration_ms = dispatched.map_or(0, |t| t.elapsed().as_millis() as u64);
     outcome
 }
 

@@ -351,7 +351,6 @@ mod tests {
             cost_usd: 0.0,
             error: Some(crate::provider::ErrorKind::Timeout),
             reason: "timed out after 30 s".into(),
-            fatal: false,
         });
         assert!(log
             .complete(&serde_json::json!({"status": "PARTIAL", "failed": 1}))

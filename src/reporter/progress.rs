@@ -26,8 +26,6 @@ pub struct ProgressReporter {
     in_flight: HashSet<UnitId>,
     cost: f64,
     started: Option<Instant>,
-    /// The first fatal error is said once, as one line.
-    fatal_said: bool,
 }
 
 impl ProgressReporter {
@@ -42,7 +40,6 @@ impl ProgressReporter {
             in_flight: HashSet::new(),
             cost: 0.0,
             started: None,
-            fatal_said: false,
         }
     }
 
@@ -138,19 +135,13 @@ impl Reporter for ProgressReporter {
                 label,
                 reason,
                 cost_usd,
-                fatal,
                 ..
             } => {
                 self.in_flight.remove(unit);
                 self.done += 1;
                 self.failed += 1;
                 self.cost += cost_usd;
-                if *fatal && !self.fatal_said {
-                    self.fatal_said = true;
-                    self.printer.error(reason);
-                } else if !*fatal {
-                    self.line(&format!("{} FAILED {}: {reason}", self.counter(), escape::name(label)));
-                }
+                self.line(&format!("{} FAILED {}: {reason}", self.counter(), escape::name(label)));
             }
             Event::Cancelled { unit, .. } => {
                 self.in_flight.remove(unit);

@@ -402,13 +402,9 @@ impl Reporter for ReportBuilder {
                 usage,
                 cost_usd,
                 reason,
-                fatal,
                 ..
             } => {
                 self.cost += cost_usd;
-                if *fatal && self.fatal.is_none() {
-                    self.fatal = Some(reason.clone());
-                }
                 if *kind == UnitKind::Aggregate {
                     let call = CallFields {
                         usage: *usage,

@@ -28,7 +28,7 @@ fn ctx() -> ReportContext {
     }
 }
 
-fn failed(unit: &str, reason: &str, fatal: bool) -> Event {
+fn failed(unit: &str, reason: &str) -> Event {
     Event::Failed {
         unit: UnitId::named(unit),
         label: unit.into(),
@@ -39,7 +39,6 @@ fn failed(unit: &str, reason: &str, fatal: bool) -> Event {
         cost_usd: 0.25,
         error: None,
         reason: reason.into(),
-        fatal,
     }
 }
 
@@ -67,7 +66,11 @@ fn an_unreadable_file_makes_the_run_partial_and_the_fatal_error_wins() {
         reason: "budget".into(),
         fatal: false,
     });
-    b.report(&failed("b", "authentication failed (401)", true));
+    b.report(&failed("b", "overloaded"));
+    b.report(&Event::Stopping {
+        reason: "authentication failed (401)".into(),
+        fatal: true,
+    });
     let report = b.finish(RunEnd {
         errors: vec!["summarize failed".into()],
         ..RunEnd::default()
@@ -130,7 +133,7 @@ fn files_are_counted_once_and_a_file_succeeds_only_when_all_its_units_do() {
             result_file: None,
         });
     }
-    b.report(&failed("chunk2", "bad", false));
+    b.report(&failed("chunk2", "bad"));
     let report = b.finish(RunEnd::default());
     assert_eq!(report.succeeded, 3, "units");
     assert_eq!(
@@ -218,7 +221,7 @@ fn a_limit_is_the_status_even_with_nothing_succeeded_but_not_when_everything_did
             reason: "the limit".into(),
             fatal: false,
         });
-        b.report(&failed("a", "timed out", false));
+        b.report(&failed("a", "timed out"));
         let report = b.finish(ended(reason));
         assert_eq!(report.status, status);
         assert_eq!(report.error.as_deref(), Some("the limit"));

@@ -332,16 +332,9 @@ impl Reporter for StoreReporter {
                 cost_usd,
                 error,
                 reason,
-                fatal,
                 ..
             } => {
-                // A call the provider refused for the whole run (a wrong key, an unknown
-                // model) says nothing about the unit: it is left to run again, as the units
-                // the stop kept from running are, and `rlm resume` (without `--failed`)
-                // takes it once the cause is fixed.
-                let to = if *fatal {
-                    UnitState::Cancelled
-                } else if *error == Some(ErrorKind::Timeout) {
+                let to = if *error == Some(ErrorKind::Timeout) {
                     UnitState::TimedOut
                 } else {
                     UnitState::Failed

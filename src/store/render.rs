@@ -261,13 +261,24 @@ pub fn status_json(run: &RunSummary, failures: &[Failure], batches: &[BatchSubmi
     serde_json::to_string_pretty(&view).unwrap_or_default()
 }
 
-/// `rlm list`: one line per run, newest first (as given).
+/// `rlm list`: one line per run, newest first (as given). FAILED counts the units that
+/// failed or timed out, CANCELLED those not run to an end (interrupted, or kept from
+/// running by a stop): the counts `rlm status` and `list --json` give.
 pub fn list_text(runs: &[RunSummary]) -> String {
     if runs.is_empty() {
         return "no runs yet; `rlm batch` starts one\n".to_string();
     }
-    let header = ["ID", "STATUS", "STARTED (UTC)", "UNITS", "FAILED", "COST", "COMMAND"];
-    let rows: Vec<[String; 7]> = runs
+    let header = [
+        "ID",
+        "STATUS",
+        "STARTED (UTC)",
+        "UNITS",
+        "FAILED",
+        "CANCELLED",
+        "COST",
+        "COMMAND",
+    ];
+    let rows: Vec<[String; 8]> = runs
         .iter()
         .map(|r| {
             [
@@ -275,7 +286,8 @@ pub fn list_text(runs: &[RunSummary]) -> String {
                 r.display_status().to_string(),
                 r.started_at.unwrap_or(r.created_at).to_minutes(),
                 format!("{}/{}", r.units.completed, r.units.total()),
-                r.units.unsuccessful().to_string(),
+                r.units.failed_for_good().to_string(),
+                r.units.cancelled.to_string(),
                 dollars(r.cost_usd),
                 cut(&shell_words(&r.command), LIST_COMMAND_WIDTH),
             ]

@@ -144,20 +144,23 @@ fn status_json_has_the_summary_the_readable_status_and_the_failures() {
 
 #[test]
 fn list_is_an_aligned_table_and_json_array() {
+    let mut stopped = run("batch-2026-11-22-101530", RunStatus::BudgetExceeded, None);
+    (stopped.units.queued, stopped.units.running, stopped.units.cancelled) = (0, 0, 35);
     let runs = [
         run("batch-2026-11-22-101530-2", RunStatus::Running, Some(Liveness::Alive)),
-        run("batch-2026-11-22-101530", RunStatus::BudgetExceeded, None),
+        stopped,
     ];
     let text = list_text(&runs);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 3);
     assert_eq!(
         lines[0],
-        "ID                         STATUS           STARTED (UTC)     UNITS   FAILED  COST     COMMAND"
+        "ID                         STATUS           STARTED (UTC)     UNITS   FAILED  CANCELLED  COST     COMMAND"
     );
+    // Failed and timed out units are failed; the cancelled ones (not run) are not.
     assert_eq!(
         lines[2],
-        "batch-2026-11-22-101530    BUDGET_EXCEEDED  2026-11-22 10:15  60/100  5       $0.0422  \
+        "batch-2026-11-22-101530    BUDGET_EXCEEDED  2026-11-22 10:15  60/100  5       35         $0.0422  \
          rlm batch 'src/**/*.ts' 'count the functions, don'\\''t gues…",
         "a long command is cut at 60 characters"
     );

@@ -33,9 +33,10 @@ impl UnitCounts {
         self.queued + self.running
     }
 
-    /// Units that ended without a result.
-    pub fn unsuccessful(&self) -> u64 {
-        self.failed + self.timed_out + self.cancelled
+    /// Units that failed for good (a timeout is a failure): not the cancelled ones, which
+    /// were never run to an end and a plain `rlm resume` takes up.
+    pub fn failed_for_good(&self) -> u64 {
+        self.failed + self.timed_out
     }
 
     /// The count of units in `state`.

@@ -32,6 +32,52 @@ fn max_parallel_is_reached_and_never_exceeded() {
     assert_eq!(report["succeeded"], 20);
 }
 
+/// A unit's `duration_ms` is its call's own time, not the time it waited for a slot: one
+/// call at a time, the units' times add up to no more than the run's (counted from the
+/// queue, the 6 calls of 150 ms would add up to 1+2+…+6 = 21 of them). report.json, the
+/// events and the store say the same.
+#[test]
+fn a_units_duration_is_its_calls_time_not_its_wait_for_a_slot() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(150));
+    let p = Project::new().ts_files(6);
+    let url = mock.url();
+    p.rlm(&batch("src/*.ts", &url, &["-j", "1", "-o", "out"]))
+        .run()
+        .assert_exit(0);
+    let report = p.report();
+    let units = report["units"].as_array().unwrap();
+    assert_eq!(units.len(), 6);
+    let durations: Vec<u64> = units.iter().map(|u| u["duration_ms"].as_u64().unwrap()).collect();
+    assert!(
+        durations.iter().all(|d| *d >= 150),
+        "each call took the mock's 150 ms: {durations:?}"
+    );
+    let sum: u64 = durations.iter().sum();
+    let run = report["duration_ms"].as_u64().unwrap();
+    assert!(
+        sum <= run,
+        "one call at a time: {durations:?} add up to more than the run's {run} ms"
+    );
+    let events: Vec<Value> = p
+        .read("out/events.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut logged: Vec<u64> = events
+        .iter()
+        .filter(|e| e["event"] == "task:completed")
+        .map(|e| e["duration_ms"].as_u64().unwrap())
+        .collect();
+    let mut reported = durations.clone();
+    logged.sort_unstable();
+    reported.sort_unstable();
+    assert_eq!(logged, reported, "events.jsonl and report.json");
+    let status = p.rlm(&["status", "--json"]).run().json();
+    let mean = status["mean_completed_ms"].as_u64().unwrap();
+    assert!(mean.abs_diff(sum / 6) <= 1, "the store's mean {mean} vs {}", sum / 6);
+}
+
 #[test]
 fn max_parallel_above_the_hard_cap_is_clamped_to_7() {
     let mock = MockLlm::start();

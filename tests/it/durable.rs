@@ -161,6 +161,77 @@ fn a_budget_stop_is_resumable_with_a_higher_budget() {
     assert_eq!(p.report()["succeeded"], 12);
 }
 
+/// `rlm list` shows a failed unit as failed and the units a budget stop kept from running
+/// apart from it, as `rlm status` and `list --json` count them.
+#[test]
+fn list_shows_failed_and_cancelled_units_apart_as_status_does() {
+    let mock = MockLlm::start();
+    let p = long_answers(12);
+    mock.fault_when("// 0\n", vec![Fault::Status(500, "mock: server error".into())]);
+    let url = mock.url();
+    let budget = budget_at_estimate(&p, &url);
+    p.rlm(&batch_args(
+        &url,
+        &["-j", "1", "--max-cost", &budget, "--yes", "--retries", "0"],
+    ))
+    .run()
+    .assert_exit(1);
+    let status = p.rlm(&["status", "--json"]).run().json();
+    let (failed, cancelled) = (
+        status["units"]["failed"].as_u64().unwrap(),
+        status["units"]["cancelled"].as_u64().unwrap(),
+    );
+    assert_eq!(failed, 1, "{status:#}");
+    assert!(cancelled > 0, "the budget kept some from running: {status:#}");
+    let listed = p.rlm(&["list", "--json"]).run().json();
+    assert_eq!(listed[0]["units"]["failed"], failed);
+    assert_eq!(listed[0]["units"]["cancelled"], cancelled);
+    let list = p.rlm(&["list"]).run();
+    list.assert_exit(0);
+    let cells = |line: &str| -> Vec<String> {
+        line.split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(String::from)
+            .collect()
+    };
+    let lines: Vec<&str> = list.stdout.lines().collect();
+    let (header, row) = (cells(lines[0]), cells(lines[1]));
+    let column = |name: &str| {
+        row[header
+            .iter()
+            .position(|h| h == name)
+            .unwrap_or_else(|| panic!("{name}: {}", list.stdout))]
+        .clone()
+    };
+    assert_eq!(column("FAILED"), failed.to_string(), "{}", list.stdout);
+    assert_eq!(column("CANCELLED"), cancelled.to_string(), "{}", list.stdout);
+}
+
+/// `rlm resume -q` with no RUN names the run it picked, in one line on stderr: picking one
+/// silently is a surprise even when nothing else is to be said.
+#[test]
+fn quiet_resume_without_a_run_still_names_the_run_it_picked() {
+    let mock = MockLlm::start();
+    let p = long_answers(12);
+    let url = mock.url();
+    let budget = budget_at_estimate(&p, &url);
+    p.rlm(&batch_args(&url, &["-j", "1", "--max-cost", &budget, "--yes"]))
+        .run()
+        .assert_exit(1);
+    let id = p.report()["run_id"].as_str().unwrap().to_string();
+    let out = p.rlm(&["resume", "-q", "--max-cost", "10", "--yes"]).run();
+    out.assert_exit(0);
+    let lines: Vec<&str> = out.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "one line under -q:\n{}", out.stderr);
+    assert!(
+        lines[0].starts_with(&format!("rlm: resuming run {id} (started ")),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(p.report()["succeeded"], 12);
+}
+
 #[test]
 fn resume_leaves_failed_units_alone_unless_asked() {
     let mock = MockLlm::start();

@@ -547,6 +547,86 @@ fn verify_citations_finds_a_non_hex_hash_and_ranges_that_are_no_ranges() {
     assert_eq!(doc["passed"], false);
 }
 
+/// Citations written almost right (issue 17 audit): an en dash range, a hash and a range
+/// with no comma between them, `lines 3-5`, several ranges or several citations in one
+/// bracket. Each is read as meant where the meaning is plain (dashes, ranges, `;`) or
+/// reported as malformed with its text — never dropped, never "no such file" for a file
+/// that exists — and `--strict` fails on them.
+#[test]
+fn verify_citations_reads_dashes_and_multi_citation_brackets_and_reports_near_misses() {
+    let a: String = (1..=60).map(|n| format!("line {n}\n")).collect();
+    let h = rlm::citation::content_hash(a.as_bytes());
+    let p = Project::new()
+        .file("src/a.rs", &a)
+        .file(
+            "mixed.md",
+            &format!(
+                "A [src/a.rs@{h}, L3-5].\nB [src/a.rs@{h}, L50\u{2013}5].\nC [src/a.rs@{h} L0].\n\
+                 D [src/a.rs@{h}, lines 3-5].\n"
+            ),
+        )
+        .file(
+            "multi.md",
+            &format!(
+                "D [src/a.rs@{h}, L3, L7].\nE [src/a.rs@{h}, L3-5; src/a.rs@{h}, L8]\n\
+                 F [src/a.rs@{h}, L10\u{2013}12]\n"
+            ),
+        );
+    let out = p.rlm(&["verify-citations", "mixed.md", "--strict"]).run();
+    out.assert_exit(1);
+    let text = &out.stdout;
+    assert!(!text.contains("no such file"), "{text}");
+    for (line, written, problem) in [
+        (
+            2,
+            format!("[src/a.rs@{h}, L50\u{2013}5]"),
+            "is not a line range: it ends before it starts".to_string(),
+        ),
+        (
+            3,
+            format!("[src/a.rs@{h} L0]"),
+            format!("a comma must separate the hash from the line range: `{h}, L0`"),
+        ),
+        (
+            4,
+            format!("[src/a.rs@{h}, lines 3-5]"),
+            "`lines 3-5` is not a line range (L42 or L42-58)".to_string(),
+        ),
+    ] {
+        assert!(
+            text.contains(&format!("mixed.md:{line}: malformed: {written}: ")) && text.contains(&problem),
+            "line {line}: {text}"
+        );
+    }
+    assert!(
+        text.ends_with("4 citations: 1 fresh, 0 stale, 0 broken, 3 malformed, 0 un-versioned: FAILED\n"),
+        "{text}"
+    );
+
+    let out = p.rlm(&["verify-citations", "multi.md", "--strict", "--json"]).run();
+    out.assert_exit(0);
+    let doc = out.json();
+    let cited: Vec<(String, String)> = doc["citations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["lines"].as_str().unwrap().to_string(),
+                c["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let fresh = |l: &str| (l.to_string(), "fresh".to_string());
+    assert_eq!(
+        cited,
+        vec![fresh("L3"), fresh("L7"), fresh("L3-5"), fresh("L8"), fresh("L10-12")],
+        "{doc:#}"
+    );
+    assert_eq!(doc["summary"]["total"], 5);
+    assert_eq!(doc["passed"], true);
+}
+
 /// A refusal's `kind` says what to fix: the command line (`usage`), a file a flag or a job
 /// names (`input`), the setup (`config`), the job directory (`store`), the system rlm runs
 /// on (`system`). Nothing is sent for any of them.

@@ -507,6 +507,18 @@ fn a_host_name_that_cannot_resolve_stops_the_run_without_a_retry() {
     let events = events(&p, "out");
     assert_eq!(count(&events, "task:retried"), 0, "{events:?}");
     assert!(count(&events, "task:started") <= 4, "only the first wave");
+    // The calls that heard the failure fail no unit: they are resent by resume, so the
+    // events, report.json and the store all say 0 failed and 20 not run.
+    assert_eq!(count(&events, "task:failed"), 0, "{events:?}");
+    assert_eq!(count(&events, "task:cancelled"), 20, "{events:?}");
+    let report = p.report();
+    assert_eq!(report["status"], "FAILED");
+    assert_eq!(report["failed"], serde_json::json!([]), "{report:#}");
+    assert_eq!(report["not_run"].as_array().unwrap().len(), 20, "{report:#}");
+    let status = p.rlm(&["status", "--json"]).run().json();
+    assert_eq!(status["units"]["failed"], 0, "{status:#}");
+    assert_eq!(status["units"]["cancelled"], 20, "{status:#}");
+    assert_eq!(status["failures"], serde_json::json!([]), "{status:#}");
 }
 
 #[test]
