@@ -57,7 +57,11 @@ impl CitedClaim {
 /// The findings of one markdown result: each list item (`- x`, `* x`, `+ x`, `1. x`)
 /// is a finding, with or without citations.
 pub fn claims_from_markdown(markdown: &str) -> Vec<CitedClaim> {
-    markdown.lines().filter_map(list_item).map(CitedClaim::from_text).collect()
+    markdown
+        .lines()
+        .filter_map(list_item)
+        .map(CitedClaim::from_text)
+        .collect()
 }
 
 /// Unions findings from several results: identical claims (by

@@ -8,19 +8,19 @@
 //! ([`CitedClaim`], [`merge_claims`]), and verification against the files
 //! ([`check`], [`check_all`], `rlm verify-citations` in [`command`]).
 
+mod cited_claim;
 pub mod command;
 mod document;
 mod error;
-mod cited_claim;
 mod instruction;
 mod parser;
 mod sources;
 mod tuple;
 mod verify;
 
+pub use cited_claim::{claims_from_markdown, merge_claims, CitedClaim};
 pub use document::{in_json, in_markdown, load as load_document, Found};
 pub use error::CitationError;
-pub use cited_claim::{claims_from_markdown, merge_claims, CitedClaim};
 pub use instruction::{input_block, instruction_block, SUMMARIZER_RULE};
 pub use parser::{
     malformed_bracket, parse_bracket_content, parse_document, parse_for_verification, parse_inline, parse_source_entry,

@@ -424,6 +424,30 @@ fn refuse_blocked(
     }
 }
 
+/// When a review still to run fetches each item with gh from the job's repository, and no
+/// gh call in this invocation has shown gh working yet (the items came from `--input`, a
+/// file, or the job is taken up again): one `gh repo view`, so a gh that is not logged in
+/// or cannot see the repository is refused before anything is paid, not after the phases
+/// before the review. No call to GitHub when no such phase is left to run, or for a dry run.
+async fn check_gh_access(
+    settings: &JobSettings,
+    definition: &JobDefinition,
+    record: Option<&JobRecord>,
+) -> Result<(), RlmError> {
+    let Some(repo) = &definition.repo else {
+        return Ok(());
+    };
+    let fetches_with_gh = definition.phases.iter().enumerate().any(|(i, phase)| {
+        let to_run = record.is_none_or(|r| !r.phases[i].status().is_done());
+        let program = phase.fetch.as_ref().and_then(|argv| argv.first());
+        to_run && program.is_some_and(|p| Path::new(p).file_name().is_some_and(|n| n == "gh"))
+    });
+    if settings.dry_run || !fetches_with_gh {
+        return Ok(());
+    }
+    github::check_access(repo, &settings.cwd).await
+}
+
 /// The estimate (what the cache holds not counted), printed; `--dry-run` stops here
 /// (`Ok(None)`, the estimate printed as data); then the cost thresholds.
 fn estimate_and_confirm(
@@ -526,6 +550,10 @@ async fn start(prepared: Prepared, settings: JobSettings) -> Result<ExitStatus, 
     } = prepared;
     preflight::check_pause_after(&settings, &definition, None)?;
     refuse_blocked(&settings, &definition, None, &texts)?;
+    // gh has just listed the pull requests: it is logged in and sees the repository.
+    if !matches!(source, Source::GitHub { input: None, .. }) {
+        check_gh_access(&settings, &definition, None).await?;
+    }
     let models = models(&settings, &definition, &printer).await?;
     banner(&printer, &settings, &definition, items.len(), &models, None);
     let inputs = JobInputs {
@@ -685,6 +713,7 @@ async fn go_on(
         .map(|p| (p.prompt.clone(), p.schema.as_ref().map(|s| s.value.to_string())))
         .collect();
     refuse_blocked(&settings, &record.definition, Some(&record), &texts)?;
+    check_gh_access(&settings, &record.definition, Some(&record)).await?;
     let models = models(&settings, &record.definition, &printer).await?;
     banner(
         &printer,
@@ -775,6 +804,7 @@ fn plan_rerun(dir: &JobDir, record: &mut JobRecord, rerun: &Rerun) -> Vec<(PathB
             }
             state.failed_batches.clear();
             state.unprocessed.clear();
+            state.unprocessed_reasons.clear();
             state.status = Some(state::PhaseStatus::Pending);
         } else {
             moves.push((

@@ -2,7 +2,7 @@
 //! then the tables — merge, close as duplicate, close as off-vision, needs human review —
 //! and the cluster details. Every number and row comes from the job's data.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde_json::{json, Value};
@@ -64,11 +64,17 @@ pub fn build(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> 
         .reviews()
         .filter_map(|r| Some((id_key(&r["number"])?, r)))
         .collect();
-    let unprocessed: BTreeSet<String> = record
-        .phases
-        .iter()
-        .flat_map(|p| p.unprocessed.iter().filter_map(id_key))
-        .collect();
+    // Each pull request some phase left unprocessed, with why (the first phase's reason).
+    let mut unprocessed: BTreeMap<String, String> = BTreeMap::new();
+    for p in &record.phases {
+        for key in p.unprocessed.iter().filter_map(id_key) {
+            let why = match p.unprocessed_reasons.get(&key) {
+                Some(reason) => format!("not processed by {}: {reason}", p.name),
+                None => format!("not processed by {}: its batch failed after the retries", p.name),
+            };
+            unprocessed.entry(key).or_insert(why);
+        }
+    }
 
     // Every pull request in exactly one table, in the order they were listed: a duplicate
     // is closed (never also merged); a reviewed one is merged or goes to a person; one
@@ -114,9 +120,8 @@ pub fn build(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> 
                 };
                 human.push(json!({"number": id, "title": r["title"], "author": r["author"], "reason": why}));
             }
-        } else if unprocessed.contains(key) {
-            human.push(json!({"number": id, "title": r["title"], "author": r["author"],
-                "reason": "not processed: its batch failed after the retries"}));
+        } else if let Some(why) = unprocessed.get(key) {
+            human.push(json!({"number": id, "title": r["title"], "author": r["author"], "reason": why}));
         } else if is_off_vision(r) {
             let spam = r["quick_verdict"]
                 .as_str()

@@ -285,7 +285,7 @@ impl JobRun {
         )];
         if r.unprocessed() > 0 {
             lines.push(format!(
-                "{} items unprocessed (failed batches): rlm job rerun {} --phase PHASE takes only them",
+                "{} items unprocessed (their batch or fetch failed): rlm job rerun {} --phase PHASE takes only them",
                 r.unprocessed(),
                 r.job_id
             ));

@@ -106,6 +106,10 @@ pub struct PhaseState {
     /// Ids of the items of failed batches: a rerun of the phase takes only them.
     #[serde(default)]
     pub unprocessed: Vec<Value>,
+    /// Why an item of `unprocessed` was left out, by id, when its batch did not fail: it
+    /// was never sent (a review's `fetch` failed for it).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub unprocessed_reasons: std::collections::BTreeMap<String, String>,
     /// The numbers of the failed batches (`resume` does not send them again; `rerun` does).
     #[serde(default)]
     pub failed_batches: Vec<usize>,
