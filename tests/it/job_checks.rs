@@ -3,7 +3,8 @@
 //! `--pause-after` phase, a phase's provider without its key), closes a job whose phase
 //! ends in an error like any other end (FAILED in `job.json` and in the run store,
 //! `phase:failed` and `job:ended`, a truthful exit code), and prints one JSON document
-//! with `--json` whatever happens.
+//! with `--json` whatever happens; `export --post` refuses ids that are not pull request
+//! numbers before posting anything.
 #![cfg(unix)]
 
 use std::time::Duration;
@@ -556,5 +557,46 @@ fn a_phase_without_batches_is_named_in_its_own_summary_line() {
         summaries.iter().any(|l| l.starts_with("Phase 2/2: groups: 0/0 done")),
         "{}",
         out.stderr
+    );
+}
+
+#[test]
+fn post_refuses_ids_that_are_not_pull_request_numbers_before_posting_anything() {
+    let mock = MockLlm::start();
+    let review = "\n[[phase]]\nname = \"review\"\nkind = \"review\"\nprompt = \"review.md\"\n\
+                  output_schema = \"item.schema.json\"\nselect = \"kind == \\\"fix\\\"\"\n";
+    let hints: Vec<(usize, String)> = (1..=3).map(|i| (i, fields_hint(&json!({"kind": "fix"})))).collect();
+    let p = job_project(3, 3, &hints, review)
+        .file("review.md", "Review.")
+        .file("bin/gh", GH);
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(p.path().join("bin/gh"))
+        .status()
+        .unwrap();
+    p.write("job.toml", &format!("repo = \"acme/widgets\"\n{}", p.read("job.toml")));
+    p.rlm(&job_args(&mock.url(), &["-q"])).run().assert_exit(0);
+    let id = job_id(&only_job(&p));
+    // The comments are written; posting them is refused, naming the id, and nothing is posted.
+    let written = with_gh(&p, p.rlm(&["job", "export", &id, "--format", "github-comments"])).run();
+    written.assert_exit(0);
+    assert_eq!(written.stdout.lines().count(), 3);
+    let out = with_gh(
+        &p,
+        p.rlm(&["job", "export", &id, "--format", "github-comments", "--post", "--yes"]),
+    )
+    .run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("--post: 'e1' is not a pull request number") && out.stderr.contains("nothing was posted"),
+        "{}",
+        out.stderr
+    );
+    let errors = out.stderr.lines().filter(|l| l.contains("error")).count();
+    assert_eq!(errors, 1, "{}", out.stderr);
+    assert!(
+        gh_log(&p).iter().all(|l| !l.starts_with("pr comment")),
+        "{:?}",
+        gh_log(&p)
     );
 }
