@@ -153,8 +153,9 @@ pub fn explain(e: &ProcessError, repo: &str, what: &str) -> RlmError {
     }
     match e {
         ProcessError::NotFound { .. } | ProcessError::NotExecutable { .. } => RlmError::Config(
+            // Not "--input prs.json instead": a PR review fetches its diffs with gh too.
             "gh (the GitHub CLI) is not installed or not on PATH: install it from https://cli.github.com and run \
-             gh auth login, or pass --input prs.json (the output of gh pr list --json …)"
+             gh auth login, then try again"
                 .to_string(),
         ),
         ProcessError::Exit { stderr_tail, .. } => {

@@ -739,11 +739,13 @@ fn gh_problems_and_bad_input_are_one_line_each_and_nothing_is_sent() {
     }
     let missing = review(&p).env("PATH", "/nonexistent").run();
     missing.assert_exit(2);
+    // No advice to pass --input instead: the review fetches its diffs with gh too.
     assert!(
-        missing.stderr.contains("gh (the GitHub CLI) is not installed"),
+        missing.stderr.contains("gh (the GitHub CLI) is not installed") && !missing.stderr.contains("--input"),
         "{}",
         missing.stderr
     );
+    assert_eq!(missing.stderr.trim().lines().count(), 1, "{}", missing.stderr);
     let not_repo = p
         .rlm(&[
             "job",
