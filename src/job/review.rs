@@ -14,7 +14,7 @@ use super::batches::{covered_ids, merged, plan, planned_inputs, run_batches, Lay
 use super::github::SetupProblem;
 use super::ingest::id_key;
 use super::job_dir::write_json;
-use super::records::records_before;
+use super::records::processed_before;
 use super::reduce::clusters_of;
 use super::request::Rendering;
 use super::runner::JobRun;
@@ -74,7 +74,8 @@ pub fn selected(run: &JobRun, index: usize, items: &[Value]) -> Result<Vec<Value
     let phase = &run.record.definition.phases[index];
     let filter = Filter::parse(phase.select.as_deref().unwrap_or("best_candidate"))
         .map_err(|e| RlmError::Input(format!("phase {}: select: {e}", phase.name)))?;
-    let records = records_before(&run.dir, &run.record.definition, items, index);
+    // An item an earlier phase did not process has nothing to select it by: never reviewed.
+    let (records, _) = processed_before(&run.dir, &run.record, items, index);
     let member = memberships(&clusters_of(&run.dir, &run.record.definition));
     Ok(records
         .iter()

@@ -216,6 +216,15 @@ impl JobRecord {
         self.phases.iter().position(|p| !p.status().is_done())
     }
 
+    /// The ids of the items a phase before `index` left unprocessed: the phases after it
+    /// leave them out (they have none of its answers), until a rerun takes them.
+    pub fn unprocessed_before(&self, index: usize) -> std::collections::HashSet<String> {
+        self.phases[..index.min(self.phases.len())]
+            .iter()
+            .flat_map(|p| p.unprocessed.iter().filter_map(super::ingest::id_key))
+            .collect()
+    }
+
     /// Items some phase left unprocessed, each counted once (two phases may both have
     /// failed the same items).
     pub fn unprocessed(&self) -> usize {
