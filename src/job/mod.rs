@@ -226,16 +226,18 @@ async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmErr
     let path = env.cwd.join(path);
     let definition = JobDefinition::load(&path)?;
     let base = path.parent().map_or_else(|| env.cwd.clone(), Path::to_path_buf);
-    let read = |p: &Path, what: &str| -> Result<String, RlmError> {
+    // `at` names the phase (or the job) and the key, as a definition error does.
+    let read = |p: &Path, at: &str| -> Result<String, RlmError> {
         fs_err::read_to_string(base.join(p))
-            .map_err(|e| RlmError::Input(format!("{}: cannot read the {what}: {e}", path.display())))
+            .map_err(|e| RlmError::Input(format!("{}: {at}: cannot read it: {e}", path.display())))
     };
     let mut texts = Vec::new();
-    for phase in &definition.phases {
-        let prompt = phase.prompt.as_deref().map(|p| read(p, "prompt")).transpose()?;
+    for (i, phase) in definition.phases.iter().enumerate() {
+        let at = |key: &str| format!("phase {} ({}): `{key}`", i + 1, phase.name);
+        let prompt = phase.prompt.as_deref().map(|p| read(p, &at("prompt"))).transpose()?;
         let schema = match &phase.output_schema {
             Some(p) => {
-                let text = read(p, "output_schema")?;
+                let text = read(p, &at("output_schema"))?;
                 OutputSchema::from_text(&text, p).map_err(|e| {
                     RlmError::Input(format!(
                         "phase {}: {}",
@@ -249,7 +251,11 @@ async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmErr
         };
         texts.push((prompt, schema));
     }
-    let context = definition.context.as_deref().map(|p| read(p, "context")).transpose()?;
+    let context = definition
+        .context
+        .as_deref()
+        .map(|p| read(p, "`context`"))
+        .transpose()?;
     let (items, source) = match (&definition.input, &definition.command) {
         (Some(input), _) => {
             let full = base.join(input);

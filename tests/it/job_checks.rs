@@ -600,3 +600,38 @@ fn post_refuses_ids_that_are_not_pull_request_numbers_before_posting_anything() 
         gh_log(&p)
     );
 }
+
+#[test]
+fn a_missing_prompt_schema_or_context_file_names_its_phase_and_key() {
+    let mock = MockLlm::start();
+    for (from, to, said) in [
+        (
+            "prompt = \"report.md\"",
+            "prompt = \"nope.md\"",
+            "phase 2 (report): `prompt`: cannot read it",
+        ),
+        (
+            "output_schema = \"item.schema.json\"",
+            "output_schema = \"nope.json\"",
+            "phase 1 (classify): `output_schema`: cannot read it",
+        ),
+        (
+            "context = \"GUIDE.md\"",
+            "context = \"NOPE.md\"",
+            "`context`: cannot read it",
+        ),
+    ] {
+        let p = job_project(2, 2, &[], REPORT_PHASE);
+        p.write("job.toml", &p.read("job.toml").replace(from, to));
+        let out = p.rlm(&job_args(&mock.url(), &[])).run();
+        out.assert_exit(2);
+        assert!(
+            out.stderr.contains(&format!("job.toml: {said}")) && out.stderr.to_lowercase().contains("nope"),
+            "{}",
+            out.stderr
+        );
+        assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+        assert!(jobs(&p).is_empty());
+    }
+    assert_eq!(mock.requests(), 0);
+}
