@@ -221,16 +221,26 @@ fn generic(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> Re
     let _ = writeln!(md, "## Summary\n");
     let mut phases_json = Vec::new();
     for (p, state) in definition.phases.iter().zip(&record.phases) {
-        let _ = writeln!(
-            md,
-            "- {} ({}): {} of {} batches, {} items answered, {} unprocessed",
-            p.name,
-            p.kind.name(),
-            state.batches_done,
-            state.batches_total,
-            state.items_done,
-            state.unprocessed.len()
-        );
+        let line = if p.kind == PhaseKind::Report {
+            // Its one call writes the narrative: it answers for no item.
+            if state.batches_done > 0 {
+                "the narrative written by the model".to_string()
+            } else if state.batches_failed > 0 {
+                "the narrative failed: the data only".to_string()
+            } else {
+                "the data only".to_string()
+            }
+        } else {
+            format!(
+                "{} of {} {}, {} answered, {} unprocessed",
+                state.batches_done,
+                state.batches_total,
+                if state.batches_total == 1 { "batch" } else { "batches" },
+                plural(state.items_done, "item"),
+                state.unprocessed.len()
+            )
+        };
+        let _ = writeln!(md, "- {} ({}): {line}", p.name, p.kind.name());
         phases_json.push(
             json!({"name": p.name, "kind": p.kind.name(), "batches_done": state.batches_done,
             "batches_total": state.batches_total, "items_done": state.items_done,

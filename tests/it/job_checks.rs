@@ -635,3 +635,31 @@ fn a_missing_prompt_schema_or_context_file_names_its_phase_and_key() {
     }
     assert_eq!(mock.requests(), 0);
 }
+
+#[test]
+fn phases_not_yet_run_are_pending_in_json_and_the_report_counts_in_good_grammar() {
+    let mock = MockLlm::start();
+    let p = job_project(1, 1, &[], REPORT_PHASE);
+    let out = p.rlm(&job_args(&mock.url(), &["--pause-after", "1", "--json"])).run();
+    out.assert_exit(0);
+    let doc = out.json();
+    assert_eq!(doc["status"], "PAUSED");
+    assert_eq!(doc["phases"][0]["status"], "completed");
+    assert_eq!(doc["phases"][1]["status"], "pending", "{doc}");
+    let id = job_id(&only_job(&p));
+    let status = p.rlm(&["job", "status", &id, "--json"]).run();
+    assert_eq!(status.json()["phases"][1]["status"], "pending");
+    let text = p.rlm(&["job", "status", &id]).run();
+    assert!(text.stdout.contains("pending"), "{}", text.stdout);
+
+    p.rlm(&["job", "resume", &id, "-q"]).run().assert_exit(0);
+    let report = std::fs::read_to_string(only_job(&p).join("report.md")).unwrap();
+    assert!(
+        report.contains("- classify (map): 1 of 1 batch, 1 item answered, 0 unprocessed"),
+        "{report}"
+    );
+    assert!(
+        report.contains("- report (report): the narrative written by the model"),
+        "{report}"
+    );
+}
