@@ -52,7 +52,7 @@ use crate::printer::Printer;
 use crate::prompt::Delimiter;
 use crate::provider::ModelInfo;
 use crate::schema::OutputSchema;
-use crate::settings::{BudgetSettings, Environment};
+use crate::settings::Environment;
 use crate::store::Timestamp;
 
 use job_dir::{read_json, write_bytes, write_json, JobDir};
@@ -526,18 +526,17 @@ fn estimate_and_confirm(
         }
         return Ok(None);
     }
-    // --max-cost caps the job's whole spend: what is left of it is this invocation's budget.
+    // --max-cost caps the job's whole spend: a refusal says what was spent before.
     let spent = record.map_or(0.0, JobRecord::cost_usd);
-    let budget = BudgetSettings {
-        max_cost: settings.budget.max_cost.map(|m| (m - spent).max(0.0)),
-        ..settings.budget.clone()
-    };
-    confirm_cost(&budget, &settings.output, e.usd, printer).map_err(|e| match e {
-        // The thresholds are rlm batch's; its advice about globs is not a job's.
-        RlmError::OverBudget(m) => RlmError::OverBudget(m.replace(
-            "reduce scope with a more specific glob",
-            "reduce scope with fewer items (--limit, a smaller input)",
-        )),
+    confirm_cost(&settings.budget, &settings.output, e.usd, spent, printer).map_err(|e| match e {
+        // The thresholds are rlm batch's; its advice about globs, and its "run", are not a job's.
+        RlmError::OverBudget(m) => RlmError::OverBudget(
+            m.replace(
+                "reduce scope with a more specific glob",
+                "reduce scope with fewer items (--limit, a smaller input)",
+            )
+            .replace("the run has spent", "the job has spent"),
+        ),
         other => other,
     })?;
     Ok(Some(e))

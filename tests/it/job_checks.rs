@@ -663,3 +663,37 @@ fn phases_not_yet_run_are_pending_in_json_and_the_report_counts_in_good_grammar(
         "{report}"
     );
 }
+
+#[test]
+fn resuming_a_budget_stop_without_a_higher_max_cost_says_what_was_spent() {
+    let mock = MockLlm::start();
+    // Answers far longer than the estimate expects: the spend crosses --max-cost mid-job.
+    let hints: Vec<(usize, String)> = (1..=6)
+        .map(|i| (i, fields_hint(&json!({"kind": "fix", "topic": "long ".repeat(4000)}))))
+        .collect();
+    let p = job_project(6, 1, &hints, "");
+    let dry = p.rlm(&job_args(&mock.url(), &["--dry-run", "--json"])).run();
+    let estimate = dry.json()["estimate"]["usd"].as_f64().unwrap();
+    let max = format!("{:.4}", estimate * 1.1);
+    let out = p
+        .rlm(&job_args(
+            &mock.url(),
+            &["-j", "1", "--max-cost", &max, "--yes", "--json"],
+        ))
+        .run();
+    out.assert_exit(1);
+    assert_eq!(out.json()["status"], "BUDGET_EXCEEDED", "{}", out.stderr);
+    let id = job_id(&only_job(&p));
+    let before = mock.requests();
+    let out = p.rlm(&["job", "resume", &id]).run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("the job has spent $")
+            && out.stderr.contains(&format!("exceeds --max-cost (${max})"))
+            && out.stderr.contains("higher --max-cost")
+            && !out.stderr.contains("$0.00"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(mock.requests(), before, "nothing was sent");
+}
