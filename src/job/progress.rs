@@ -5,6 +5,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::report::plural;
 use super::state::PhaseState;
 use crate::printer::{Printer, ProgressStyleKind};
 
@@ -127,8 +128,8 @@ impl Progress {
         self.printer.finish_bar();
         let failed = match (state.batches_failed, state.unprocessed.len()) {
             (0, 0) => String::new(),
-            (0, items) => format!(", {items} items unprocessed"),
-            (batches, items) => format!(", {batches} failed ({items} items unprocessed)"),
+            (0, items) => format!(", {} unprocessed", plural(items, "item")),
+            (batches, items) => format!(", {batches} failed ({} unprocessed)", plural(items, "item")),
         };
         let cached = if state.batches_cached > 0 {
             format!(", {} from the cache", state.batches_cached)

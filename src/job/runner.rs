@@ -285,8 +285,8 @@ impl JobRun {
         )];
         if r.unprocessed() > 0 {
             lines.push(format!(
-                "{} items unprocessed (their batch or fetch failed): rlm job rerun {} --phase PHASE takes only them",
-                r.unprocessed(),
+                "{} unprocessed (their batch or fetch failed): rlm job rerun {} --phase PHASE takes only them",
+                super::report::plural(r.unprocessed(), "item"),
                 r.job_id
             ));
         }

@@ -83,6 +83,7 @@ fn an_item_whose_fetch_failed_is_not_reviewed_but_unprocessed_and_said_so_and_a_
     );
     // Never reviewed blind: no review request carried e3; the others were reviewed.
     let reviewed: Vec<String> = review_requests(&mock).concat();
+    assert!(out.stderr.contains("done, 1 item unprocessed, $"), "{}", out.stderr);
     assert!(!reviewed.contains(&"e3".to_string()), "{reviewed:?}");
     assert_eq!(reviewed.len(), 5, "{reviewed:?}");
     let dir = only_job(&p);
@@ -113,7 +114,7 @@ fn an_item_whose_fetch_failed_is_not_reviewed_but_unprocessed_and_said_so_and_a_
     );
     let status = p.rlm(&["job", "status", &job_id(&dir)]).run();
     assert!(
-        status.stdout.contains("not reviewed, their fetch failed") && status.stdout.contains("Unprocessed: 1 items"),
+        status.stdout.contains("not reviewed, their fetch failed") && status.stdout.contains("Unprocessed: 1 item ("),
         "{}",
         status.stdout
     );
