@@ -267,14 +267,16 @@ pub fn confirm(settings: &BatchSettings, estimate: &Estimate, printer: &Printer)
     ask(&settings.output, estimate.usd, printer)
 }
 
-/// [`confirm`] from the budget and output settings alone.
+/// [`confirm`] from the budget and output settings alone; `spent` is what the work spent
+/// before (`--max-cost` caps the whole, and a refusal says what was spent).
 pub fn confirm_cost(
     budget: &BudgetSettings,
     output: &OutputSettings,
     usd: f64,
+    spent: f64,
     printer: &Printer,
 ) -> Result<(), RlmError> {
-    if !budget_verdict(budget, usd, 0.0)? {
+    if !budget_verdict(budget, usd, spent)? {
         return Ok(());
     }
     ask(output, usd, printer).map(|_| ())

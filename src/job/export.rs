@@ -183,6 +183,18 @@ async fn post(
         .iter()
         .filter(|c| !posted_before.contains(&fingerprint(c)))
         .collect();
+    // gh pr comment reads anything but a number as a branch name: a comment could land
+    // on whichever pull request has that branch.
+    if let Some(id) = todo
+        .iter()
+        .map(|c| id_key(&c["number"]).unwrap_or_default())
+        .find(|id| !is_pr_number(id))
+    {
+        return Err(RlmError::Input(format!(
+            "--post: '{id}' is not a pull request number (gh pr comment would take it for a branch name): posting \
+             needs a job whose ids are pull request numbers, as rlm job pr-review's are; nothing was posted"
+        )));
+    }
     if todo.is_empty() {
         printer.important(&format!("every comment was posted to {repo} before: nothing to post"));
         return Ok(ExitStatus::Success);
@@ -235,6 +247,11 @@ async fn post(
     } else {
         ExitStatus::Partial
     })
+}
+
+/// A pull request number: digits only.
+fn is_pr_number(id: &str) -> bool {
+    !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// What identifies a comment: its pull request and its text.

@@ -16,6 +16,8 @@ statusCheckRollup,reviewDecision,mergeable";
 const GH_AUTH_EXIT: i32 = 4;
 /// How long listing may take (gh pages through thousands of pull requests).
 const LIST_TIMEOUT: Duration = Duration::from_secs(900);
+/// How long asking gh whether it can see the repository may take.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long one comment may take.
 const COMMENT_TIMEOUT: Duration = Duration::from_secs(60);
 /// `--limit` when the user gives none: every open pull request.
@@ -61,6 +63,26 @@ pub async fn pr_list(repo: &str, limit: Option<u32>, cwd: &Path) -> Result<Strin
         .map_err(|e| explain(&e, repo, "gh pr list"))
 }
 
+/// `gh repo view REPO --json name`: that gh is logged in and can see the repository, asked
+/// once before a job whose review fetches each pull request's diff with gh (its items came
+/// from a file, so nothing else has asked gh yet), so a bad setup fails before anything
+/// is paid, not after the phases before the review.
+pub async fn check_access(repo: &str, cwd: &Path) -> Result<(), RlmError> {
+    let argv: Vec<String> = ["gh", "repo", "view", repo, "--json", "name"]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let spec = CommandSpec {
+        cwd: Some(cwd.to_path_buf()),
+        timeout: Some(CHECK_TIMEOUT),
+        ..CommandSpec::new(argv)
+    };
+    process::run(&spec, "", std::future::pending())
+        .await
+        .map(drop)
+        .map_err(|e| explain(&e, repo, &format!("gh repo view {repo}")))
+}
+
 /// `gh pr comment N -R REPO --body-file -` with the body on stdin.
 pub async fn pr_comment(repo: &str, number: &str, body: &str, cwd: &Path) -> Result<(), RlmError> {
     let argv: Vec<String> = ["gh", "pr", "comment", number, "-R", repo, "--body-file", "-"]
@@ -78,28 +100,69 @@ pub async fn pr_comment(repo: &str, number: &str, body: &str, cwd: &Path) -> Res
         .map_err(|e| explain(&e, repo, &format!("gh pr comment {number}")))
 }
 
+/// A failure of gh that every call about the repository meets the same way: the setup,
+/// not one pull request. gh exits 4 when it has no credentials, and names `gh auth login`
+/// in its advice (also when GitHub refused its token: `HTTP 401: Bad credentials … Try
+/// authenticating with: gh auth login`); an unknown repository, or one the account cannot
+/// see, is GraphQL's `Could not resolve to a Repository with the name 'OWNER/REPO'`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetupProblem {
+    NotLoggedIn,
+    NoRepository,
+}
+
+impl SetupProblem {
+    /// What a failed gh call says about the setup, if it is one of these.
+    pub fn of(e: &ProcessError) -> Option<Self> {
+        let ProcessError::Exit {
+            status, stderr_tail, ..
+        } = e
+        else {
+            return None;
+        };
+        let tail = stderr_tail.to_lowercase();
+        if status.code() == Some(GH_AUTH_EXIT) || tail.contains("gh auth login") || tail.contains("not logged") {
+            Some(SetupProblem::NotLoggedIn)
+        } else if tail.contains("could not resolve to a repository") {
+            Some(SetupProblem::NoRepository)
+        } else {
+            None
+        }
+    }
+
+    /// The one line that says so, ending with `then` (what to do once it is fixed): a
+    /// logged-out gh is setup (`config`); an unknown repository is the input.
+    pub fn error(self, repo: &str, then: &str) -> RlmError {
+        match self {
+            SetupProblem::NotLoggedIn => RlmError::Config(format!(
+                "gh is not logged in to GitHub: run gh auth login (or set GH_TOKEN), {then}"
+            )),
+            SetupProblem::NoRepository => RlmError::Input(format!(
+                "{repo}: no such repository on GitHub, or the account gh uses cannot see it: check OWNER/REPO \
+                 (gh repo view {repo}), {then}"
+            )),
+        }
+    }
+}
+
 /// One line that says what went wrong with gh and what to do: a missing or logged-out gh
 /// is setup (`config`); an unknown repository or a failed listing is the input.
 pub fn explain(e: &ProcessError, repo: &str, what: &str) -> RlmError {
+    if let Some(problem) = SetupProblem::of(e) {
+        return problem.error(repo, "then try again");
+    }
     match e {
         ProcessError::NotFound { .. } | ProcessError::NotExecutable { .. } => RlmError::Config(
+            // Not "--input prs.json instead": a PR review fetches its diffs with gh too.
             "gh (the GitHub CLI) is not installed or not on PATH: install it from https://cli.github.com and run \
-             gh auth login, or pass --input prs.json (the output of gh pr list --json …)"
+             gh auth login, then try again"
                 .to_string(),
         ),
-        ProcessError::Exit {
-            status, stderr_tail, ..
-        } => {
+        ProcessError::Exit { stderr_tail, .. } => {
             let tail = stderr_tail.to_lowercase();
-            if status.code() == Some(GH_AUTH_EXIT) || tail.contains("gh auth login") || tail.contains("not logged") {
-                RlmError::Config(
-                    "gh is not logged in to GitHub: run gh auth login (or set GH_TOKEN), then try again".into(),
-                )
-            } else if tail.contains("could not resolve to a repository") || tail.contains("not found") {
-                RlmError::Input(format!(
-                    "{repo}: no such repository on GitHub, or the account gh uses cannot see it: check OWNER/REPO \
-                     (gh repo view {repo})"
-                ))
+            // Listing is about the repository as a whole: a 404 there is the repository's.
+            if tail.contains("not found") {
+                SetupProblem::NoRepository.error(repo, "then try again")
             } else if tail.contains("unknown json field") {
                 RlmError::Config(format!(
                     "{what} failed: {}: this gh does not know a field rlm asks for ({PR_FIELDS}); update gh \

@@ -52,7 +52,7 @@ use crate::printer::Printer;
 use crate::prompt::Delimiter;
 use crate::provider::ModelInfo;
 use crate::schema::OutputSchema;
-use crate::settings::{BudgetSettings, Environment};
+use crate::settings::Environment;
 use crate::store::Timestamp;
 
 use job_dir::{read_json, write_bytes, write_json, JobDir};
@@ -226,16 +226,18 @@ async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmErr
     let path = env.cwd.join(path);
     let definition = JobDefinition::load(&path)?;
     let base = path.parent().map_or_else(|| env.cwd.clone(), Path::to_path_buf);
-    let read = |p: &Path, what: &str| -> Result<String, RlmError> {
+    // `at` names the phase (or the job) and the key, as a definition error does.
+    let read = |p: &Path, at: &str| -> Result<String, RlmError> {
         fs_err::read_to_string(base.join(p))
-            .map_err(|e| RlmError::Input(format!("{}: cannot read the {what}: {e}", path.display())))
+            .map_err(|e| RlmError::Input(format!("{}: {at}: cannot read it: {e}", path.display())))
     };
     let mut texts = Vec::new();
-    for phase in &definition.phases {
-        let prompt = phase.prompt.as_deref().map(|p| read(p, "prompt")).transpose()?;
+    for (i, phase) in definition.phases.iter().enumerate() {
+        let at = |key: &str| format!("phase {} ({}): `{key}`", i + 1, phase.name);
+        let prompt = phase.prompt.as_deref().map(|p| read(p, &at("prompt"))).transpose()?;
         let schema = match &phase.output_schema {
             Some(p) => {
-                let text = read(p, "output_schema")?;
+                let text = read(p, &at("output_schema"))?;
                 OutputSchema::from_text(&text, p).map_err(|e| {
                     RlmError::Input(format!(
                         "phase {}: {}",
@@ -249,7 +251,11 @@ async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmErr
         };
         texts.push((prompt, schema));
     }
-    let context = definition.context.as_deref().map(|p| read(p, "context")).transpose()?;
+    let context = definition
+        .context
+        .as_deref()
+        .map(|p| read(p, "`context`"))
+        .transpose()?;
     let (items, source) = match (&definition.input, &definition.command) {
         (Some(input), _) => {
             let full = base.join(input);
@@ -424,6 +430,30 @@ fn refuse_blocked(
     }
 }
 
+/// When a review still to run fetches each item with gh from the job's repository, and no
+/// gh call in this invocation has shown gh working yet (the items came from `--input`, a
+/// file, or the job is taken up again): one `gh repo view`, so a gh that is not logged in
+/// or cannot see the repository is refused before anything is paid, not after the phases
+/// before the review. No call to GitHub when no such phase is left to run, or for a dry run.
+async fn check_gh_access(
+    settings: &JobSettings,
+    definition: &JobDefinition,
+    record: Option<&JobRecord>,
+) -> Result<(), RlmError> {
+    let Some(repo) = &definition.repo else {
+        return Ok(());
+    };
+    let fetches_with_gh = definition.phases.iter().enumerate().any(|(i, phase)| {
+        let to_run = record.is_none_or(|r| !r.phases[i].status().is_done());
+        let program = phase.fetch.as_ref().and_then(|argv| argv.first());
+        to_run && program.is_some_and(|p| Path::new(p).file_name().is_some_and(|n| n == "gh"))
+    });
+    if settings.dry_run || !fetches_with_gh {
+        return Ok(());
+    }
+    github::check_access(repo, &settings.cwd).await
+}
+
 /// The estimate (what the cache holds not counted), printed; `--dry-run` stops here
 /// (`Ok(None)`, the estimate printed as data); then the cost thresholds.
 fn estimate_and_confirm(
@@ -496,18 +526,17 @@ fn estimate_and_confirm(
         }
         return Ok(None);
     }
-    // --max-cost caps the job's whole spend: what is left of it is this invocation's budget.
+    // --max-cost caps the job's whole spend: a refusal says what was spent before.
     let spent = record.map_or(0.0, JobRecord::cost_usd);
-    let budget = BudgetSettings {
-        max_cost: settings.budget.max_cost.map(|m| (m - spent).max(0.0)),
-        ..settings.budget.clone()
-    };
-    confirm_cost(&budget, &settings.output, e.usd, printer).map_err(|e| match e {
-        // The thresholds are rlm batch's; its advice about globs is not a job's.
-        RlmError::OverBudget(m) => RlmError::OverBudget(m.replace(
-            "reduce scope with a more specific glob",
-            "reduce scope with fewer items (--limit, a smaller input)",
-        )),
+    confirm_cost(&settings.budget, &settings.output, e.usd, spent, printer).map_err(|e| match e {
+        // The thresholds are rlm batch's; its advice about globs, and its "run", are not a job's.
+        RlmError::OverBudget(m) => RlmError::OverBudget(
+            m.replace(
+                "reduce scope with a more specific glob",
+                "reduce scope with fewer items (--limit, a smaller input)",
+            )
+            .replace("the run has spent", "the job has spent"),
+        ),
         other => other,
     })?;
     Ok(Some(e))
@@ -526,6 +555,10 @@ async fn start(prepared: Prepared, settings: JobSettings) -> Result<ExitStatus, 
     } = prepared;
     preflight::check_pause_after(&settings, &definition, None)?;
     refuse_blocked(&settings, &definition, None, &texts)?;
+    // gh has just listed the pull requests: it is logged in and sees the repository.
+    if !matches!(source, Source::GitHub { input: None, .. }) {
+        check_gh_access(&settings, &definition, None).await?;
+    }
     let models = models(&settings, &definition, &printer).await?;
     banner(&printer, &settings, &definition, items.len(), &models, None);
     let inputs = JobInputs {
@@ -685,6 +718,7 @@ async fn go_on(
         .map(|p| (p.prompt.clone(), p.schema.as_ref().map(|s| s.value.to_string())))
         .collect();
     refuse_blocked(&settings, &record.definition, Some(&record), &texts)?;
+    check_gh_access(&settings, &record.definition, Some(&record)).await?;
     let models = models(&settings, &record.definition, &printer).await?;
     banner(
         &printer,
@@ -775,6 +809,7 @@ fn plan_rerun(dir: &JobDir, record: &mut JobRecord, rerun: &Rerun) -> Vec<(PathB
             }
             state.failed_batches.clear();
             state.unprocessed.clear();
+            state.unprocessed_reasons.clear();
             state.status = Some(state::PhaseStatus::Pending);
         } else {
             moves.push((
@@ -1023,8 +1058,8 @@ fn status(query: Option<&str>, as_json: bool, env: &Environment) -> Result<ExitS
     }
     if r.unprocessed() > 0 {
         s.push_str(&format!(
-            "Unprocessed: {} items (rlm job rerun {} --phase N takes only them)\n",
-            r.unprocessed(),
+            "Unprocessed: {} (rlm job rerun {} --phase N takes only them)\n",
+            report::plural(r.unprocessed(), "item"),
             r.job_id
         ));
     }

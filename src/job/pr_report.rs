@@ -2,7 +2,7 @@
 //! then the tables — merge, close as duplicate, close as off-vision, needs human review —
 //! and the cluster details. Every number and row comes from the job's data.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde_json::{json, Value};
@@ -64,23 +64,32 @@ pub fn build(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> 
         .reviews()
         .filter_map(|r| Some((id_key(&r["number"])?, r)))
         .collect();
-    let unprocessed: BTreeSet<String> = record
-        .phases
-        .iter()
-        .flat_map(|p| p.unprocessed.iter().filter_map(id_key))
-        .collect();
+    // Each pull request some phase left unprocessed, with why (the first phase's reason).
+    let mut unprocessed: BTreeMap<String, String> = BTreeMap::new();
+    for p in &record.phases {
+        for key in p.unprocessed.iter().filter_map(id_key) {
+            let why = match p.unprocessed_reasons.get(&key) {
+                Some(reason) => format!("not processed by {}: {reason}", p.name),
+                None => format!("not processed by {}: its batch failed after the retries", p.name),
+            };
+            unprocessed.entry(key).or_insert(why);
+        }
+    }
 
-    // Every pull request in exactly one table, in the order they were listed: a duplicate
-    // is closed (never also merged); a reviewed one is merged or goes to a person; one
-    // whose batch failed goes to a person; an off-vision or spam one is closed; every other
-    // (classified, but not reviewed in depth) goes to a person with its classification.
+    // Every pull request in exactly one table, in the order they were listed: one a phase
+    // did not process goes to a person with why (nothing a later phase said of it is a
+    // result); a duplicate is closed (never also merged); a reviewed one is merged or goes
+    // to a person; an off-vision or spam one is closed; every other (classified, but not
+    // reviewed in depth) goes to a person with its classification.
     let mut merge = Vec::new();
     let mut duplicates = Vec::new();
     let mut off_vision = Vec::new();
     let mut human = Vec::new();
     for (key, r) in data.records.iter() {
         let id = &r["number"];
-        if let Some((d, canonical, confidence)) = duplicate_of.get(key) {
+        if let Some(why) = unprocessed.get(key) {
+            human.push(json!({"number": id, "title": r["title"], "author": r["author"], "reason": why}));
+        } else if let Some((d, canonical, confidence)) = duplicate_of.get(key) {
             duplicates.push(json!({"number": d, "duplicate_of": canonical, "confidence": confidence}));
         } else if let Some(review) = reviews.get(key) {
             let verdict = review["recommended_action"]
@@ -114,9 +123,6 @@ pub fn build(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> 
                 };
                 human.push(json!({"number": id, "title": r["title"], "author": r["author"], "reason": why}));
             }
-        } else if unprocessed.contains(key) {
-            human.push(json!({"number": id, "title": r["title"], "author": r["author"],
-                "reason": "not processed: its batch failed after the retries"}));
         } else if is_off_vision(r) {
             let spam = r["quick_verdict"]
                 .as_str()
@@ -141,7 +147,7 @@ pub fn build(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> 
             human.push(json!({"number": id, "title": r["title"], "author": r["author"], "reason": reason}));
         }
     }
-    let reviewed = reviews.len();
+    let reviewed = reviews.keys().filter(|k| !unprocessed.contains_key(*k)).count();
 
     let total = data.records.count();
     debug_assert_eq!(merge.len() + duplicates.len() + off_vision.len() + human.len(), total);
@@ -162,11 +168,18 @@ pub fn build(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> 
         data.clusters.len()
     );
     let _ = writeln!(md, "## Executive Summary");
-    let _ = writeln!(
-        md,
-        "- {total} open PRs analyzed across {} distinct themes",
-        data.clusters.len() + total.saturating_sub(cluster_of.len())
-    );
+    // Themes among the pull requests that were analyzed: each cluster, and each one alone.
+    let analyzed = total - unprocessed.len();
+    let clustered = cluster_of.keys().filter(|k| !unprocessed.contains_key(*k)).count();
+    let themes = data.clusters.len() + analyzed.saturating_sub(clustered);
+    if unprocessed.is_empty() {
+        let _ = writeln!(md, "- {total} open PRs analyzed across {themes} distinct themes");
+    } else {
+        let _ = writeln!(
+            md,
+            "- {total} open PRs scanned, {analyzed} analyzed across {themes} distinct themes"
+        );
+    }
     let _ = writeln!(
         md,
         "- {} PRs identified as duplicates (reducible to {unique} unique efforts)",
@@ -179,7 +192,13 @@ pub fn build(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> 
     );
     let _ = writeln!(md, "- {} PRs need human review", human.len());
     if !unprocessed.is_empty() {
-        let _ = writeln!(md, "- {} PRs were not processed (failed batches)", unprocessed.len());
+        let _ = writeln!(
+            md,
+            "- {} PRs were not processed (a batch or a fetch failed): under Needs Human Review, with why; rlm job \
+             rerun {} --phase PHASE takes them",
+            unprocessed.len(),
+            record.job_id
+        );
     }
     let _ = writeln!(md, "- Cost: ${:.4}", record.cost_usd());
     if let Some(text) = narrative {
@@ -246,7 +265,10 @@ pub fn build(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> 
         let b = get(best);
         let _ = writeln!(md, "\n### Cluster: {} ({} PRs)", cell(&c["theme"]), cell(&c["size"]));
         let review = id_key(best).and_then(|k| reviews.get(&k).copied());
-        let summary = review.map_or("not reviewed".to_string(), |r| {
+        let not_reviewed = id_key(best)
+            .and_then(|k| unprocessed.get(&k))
+            .map_or("not reviewed".to_string(), |why| format!("not reviewed: {why}"));
+        let summary = review.map_or(not_reviewed, |r| {
             format!("{}: {}", cell(&r["verdict"]), cell(&r["review"]["summary"]))
         });
         let _ = writeln!(md, "- **Best**: {} by {} — {summary}", pr(best), cell(&b["author"]));

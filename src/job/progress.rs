@@ -5,6 +5,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::report::plural;
 use super::state::PhaseState;
 use crate::printer::{Printer, ProgressStyleKind};
 
@@ -85,6 +86,12 @@ impl Progress {
         self.redraw(phase_cost);
     }
 
+    /// An item the phase leaves unprocessed without sending it: always shown.
+    pub fn item_left_out(&self, id: &str, why: &str) {
+        self.printer
+            .warn(&format!("{}: item {id} left unprocessed: {why}", self.phase));
+    }
+
     /// An answer or a call was retried.
     pub fn retried(&self, batch: &str, what: &str) {
         if self.kind == ProgressStyleKind::Lines {
@@ -119,14 +126,10 @@ impl Progress {
     /// A phase ended: its summary line.
     pub fn phase_finished(&mut self, state: &PhaseState) {
         self.printer.finish_bar();
-        let failed = if state.batches_failed > 0 {
-            format!(
-                ", {} failed ({} items unprocessed)",
-                state.batches_failed,
-                state.unprocessed.len()
-            )
-        } else {
-            String::new()
+        let failed = match (state.batches_failed, state.unprocessed.len()) {
+            (0, 0) => String::new(),
+            (0, items) => format!(", {} unprocessed", plural(items, "item")),
+            (batches, items) => format!(", {batches} failed ({} unprocessed)", plural(items, "item")),
         };
         let cached = if state.batches_cached > 0 {
             format!(", {} from the cache", state.batches_cached)

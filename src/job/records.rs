@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::definition::{JobDefinition, PhaseKind};
 use super::ingest::id_key;
 use super::job_dir::{read_json_if_whole, JobDir};
+use super::state::JobRecord;
 
 /// Every item's record, in ingest order.
 #[derive(Debug, Clone, Default)]
@@ -46,6 +47,12 @@ impl Records {
         }
     }
 
+    /// Drops the records of `keys`.
+    pub fn without(&mut self, keys: &std::collections::HashSet<String>) {
+        self.order.retain(|k| !keys.contains(k));
+        self.by_id.retain(|k, _| !keys.contains(k));
+    }
+
     pub fn get(&self, key: &str) -> Option<&Value> {
         self.by_id.get(key)
     }
@@ -74,6 +81,18 @@ pub fn records_before(dir: &JobDir, definition: &JobDefinition, items: &[Value],
         }
     }
     records
+}
+
+/// The records phase `index` works on: as [`records_before`], without the items an
+/// earlier phase left unprocessed — a cluster or a review of an item that was never
+/// classified would present a guess as a result.
+pub fn processed_before(dir: &JobDir, record: &JobRecord, items: &[Value], index: usize) -> (Records, usize) {
+    let mut records = records_before(dir, &record.definition, items, index);
+    let left_out = record.unprocessed_before(index);
+    let before = records.count();
+    records.without(&left_out);
+    let dropped = before - records.count();
+    (records, dropped)
 }
 
 #[cfg(test)]

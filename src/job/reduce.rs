@@ -15,7 +15,7 @@ use super::batches::{covered_ids, plan, planned_inputs, run_batches, BatchesOutc
 use super::cluster::{precluster, ClusterConfig, PreCluster};
 use super::ingest::id_key;
 use super::job_dir::{read_json_if_whole, write_json, JobDir};
-use super::records::{records_before, Records};
+use super::records::{processed_before, Records};
 use super::request::Rendering;
 use super::runner::JobRun;
 use super::worker::AnswerCheck;
@@ -41,7 +41,7 @@ pub async fn run(run: &mut JobRun, index: usize) -> Result<(), RlmError> {
     let phase = run.record.definition.phases[index].clone();
     let id_field = run.record.definition.id.clone();
     let items = run.items()?;
-    let records = records_before(&run.dir, &run.record.definition, &items, index);
+    let (records, left_out) = processed_before(&run.dir, &run.record, &items, index);
     let config = ClusterConfig {
         id_field: id_field.clone(),
         group_by: phase.group_by.clone(),
@@ -55,6 +55,12 @@ pub async fn run(run: &mut JobRun, index: usize) -> Result<(), RlmError> {
     let resolved = run.phases[index].clone();
 
     let mut notes = Vec::new();
+    if left_out > 0 {
+        notes.push(format!(
+            "{left_out} item(s) left out of the clusters: an earlier phase did not process them (a rerun of that \
+             phase takes them, and this one after it)"
+        ));
+    }
     let (refinable, too_large): (Vec<&PreCluster>, Vec<&PreCluster>) =
         pre.iter().partition(|c| c.members.len() <= phase.max_cluster_size());
     if !too_large.is_empty() {

@@ -181,6 +181,15 @@ pub fn compress(v: &Value, depth: usize) -> Value {
     }
 }
 
+/// `1 item`, `2 items`.
+pub fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
 /// A table cell: one line, no `|`.
 pub fn cell(v: &Value) -> String {
     let text = match v {
@@ -212,20 +221,31 @@ fn generic(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> Re
     let _ = writeln!(md, "## Summary\n");
     let mut phases_json = Vec::new();
     for (p, state) in definition.phases.iter().zip(&record.phases) {
-        let _ = writeln!(
-            md,
-            "- {} ({}): {} of {} batches, {} items answered, {} unprocessed",
-            p.name,
-            p.kind.name(),
-            state.batches_done,
-            state.batches_total,
-            state.items_done,
-            state.unprocessed.len()
-        );
+        let line = if p.kind == PhaseKind::Report {
+            // Its one call writes the narrative: it answers for no item.
+            if state.batches_done > 0 {
+                "the narrative written by the model".to_string()
+            } else if state.batches_failed > 0 {
+                "the narrative failed: the data only".to_string()
+            } else {
+                "the data only".to_string()
+            }
+        } else {
+            format!(
+                "{} of {} {}, {} answered, {} unprocessed",
+                state.batches_done,
+                state.batches_total,
+                if state.batches_total == 1 { "batch" } else { "batches" },
+                plural(state.items_done, "item"),
+                state.unprocessed.len()
+            )
+        };
+        let _ = writeln!(md, "- {} ({}): {line}", p.name, p.kind.name());
         phases_json.push(
             json!({"name": p.name, "kind": p.kind.name(), "batches_done": state.batches_done,
             "batches_total": state.batches_total, "items_done": state.items_done,
-            "unprocessed": state.unprocessed.len(), "cost_usd": state.cost_usd, "notes": state.notes}),
+            "unprocessed": state.unprocessed.len(), "unprocessed_reasons": state.unprocessed_reasons,
+            "cost_usd": state.cost_usd, "notes": state.notes}),
         );
     }
     if let Some(text) = narrative {
@@ -281,13 +301,28 @@ fn generic(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> Re
         .flat_map(|p| p.unprocessed.iter().cloned())
         .collect();
     if !unprocessed.is_empty() {
-        let ids: Vec<String> = unprocessed.iter().filter_map(id_key).collect();
-        let _ = writeln!(
-            md,
-            "\n## Unprocessed ({})\n\nTheir batches failed after the retries: {}\n",
-            ids.len(),
-            ids.join(", ")
-        );
+        let _ = writeln!(md, "\n## Unprocessed ({})\n", plural(record.unprocessed(), "item"));
+        for state in &record.phases {
+            let (why, batch_failed): (Vec<&Value>, Vec<&Value>) = state
+                .unprocessed
+                .iter()
+                .partition(|id| id_key(id).is_some_and(|k| state.unprocessed_reasons.contains_key(&k)));
+            if !batch_failed.is_empty() {
+                let ids: Vec<String> = batch_failed.iter().filter_map(|id| id_key(id)).collect();
+                let _ = writeln!(
+                    md,
+                    "- {}: {} — their batches failed after the retries",
+                    state.name,
+                    ids.join(", ")
+                );
+            }
+            for id in why {
+                let key = id_key(id).unwrap_or_default();
+                let reason = state.unprocessed_reasons.get(&key).map_or("", String::as_str);
+                let _ = writeln!(md, "- {}: {key} — {}", state.name, cell(&json!(reason)));
+            }
+        }
+        md.push('\n');
     }
     Report {
         markdown: md,

@@ -11,9 +11,10 @@ use serde_json::{json, Value};
 
 use super::batch_check::BatchCheck;
 use super::batches::{covered_ids, merged, plan, planned_inputs, run_batches, Layout};
+use super::github::SetupProblem;
 use super::ingest::id_key;
 use super::job_dir::write_json;
-use super::records::records_before;
+use super::records::processed_before;
 use super::reduce::clusters_of;
 use super::request::Rendering;
 use super::runner::JobRun;
@@ -25,6 +26,8 @@ use crate::store::UnitKind;
 
 /// How long one `fetch` command may run.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(120);
+/// How the phase's note on failed fetches begins (a resume fetches them again and drops it).
+const FETCH_FAILED_NOTE: &str = "not reviewed, their fetch failed";
 /// `fetch` commands run at once.
 const FETCH_WIDTH: usize = 4;
 
@@ -71,7 +74,8 @@ pub fn selected(run: &JobRun, index: usize, items: &[Value]) -> Result<Vec<Value
     let phase = &run.record.definition.phases[index];
     let filter = Filter::parse(phase.select.as_deref().unwrap_or("best_candidate"))
         .map_err(|e| RlmError::Input(format!("phase {}: select: {e}", phase.name)))?;
-    let records = records_before(&run.dir, &run.record.definition, items, index);
+    // An item an earlier phase did not process has nothing to select it by: never reviewed.
+    let (records, _) = processed_before(&run.dir, &run.record, items, index);
     let member = memberships(&clusters_of(&run.dir, &run.record.definition));
     Ok(records
         .iter()
@@ -114,17 +118,35 @@ pub async fn run(run: &mut JobRun, index: usize) -> Result<(), RlmError> {
         .filter(|i| i.get(&id_field).and_then(id_key).is_some_and(|k| !covered.contains(&k)))
         .collect();
     if let Some(argv) = &phase.fetch {
+        // Fetched again now: whatever an earlier fetch of them said no longer holds.
+        let again: std::collections::HashSet<String> =
+            new.iter().filter_map(|i| i.get(&id_field).and_then(id_key)).collect();
+        let state = &mut run.record.phases[index];
+        state
+            .unprocessed
+            .retain(|id| id_key(id).is_none_or(|k| !again.contains(&k)));
+        state.unprocessed_reasons.retain(|k, _| !again.contains(k));
+        state.notes.retain(|n| !n.starts_with(FETCH_FAILED_NOTE));
         let budget = fetch_budget(run, index);
-        let cut = fetch_all(run, argv, phase.fetch_as(), &id_field, &mut new, budget).await?;
-        if cut > 0 {
+        let command = FetchCommand {
+            argv,
+            field: phase.fetch_as(),
+            id_field: &id_field,
+            budget,
+        };
+        let fetched = fetch_all(run, &command, new).await?;
+        new = fetched.items;
+        if fetched.cut > 0 {
             run.progress.note(&format!(
-                "  {cut} fetched text(s) cut to about {} KiB to fit the context budget (the item says so)",
+                "  {} fetched text(s) cut to about {} KiB to fit the context budget (the item says so)",
+                fetched.cut,
                 budget / 1024
             ));
             run.record.phases[index]
                 .notes
-                .push(format!("{cut} fetched text(s) cut to fit the context budget"));
+                .push(format!("{} fetched text(s) cut to fit the context budget", fetched.cut));
         }
+        left_out(run, index, &fetched.failed);
     }
     let rendering = Rendering {
         prompt: resolved.prompt.unwrap_or_default(),
@@ -172,70 +194,141 @@ fn fetch_budget(run: &JobRun, index: usize) -> usize {
         .max(1_024)
 }
 
-/// Runs `fetch` for every item (a few at once) and stores its output in `field`, cut to
-/// `budget` bytes; returns how many were cut. A program that cannot be started ends the
-/// phase; a failure for one item is noted on that item.
-async fn fetch_all(
-    run: &JobRun,
-    argv: &[String],
-    field: &str,
-    id_field: &str,
-    items: &mut [Value],
+/// A review phase's `fetch` command.
+struct FetchCommand<'a> {
+    argv: &'a [String],
+    /// The field its output goes to.
+    field: &'a str,
+    id_field: &'a str,
+    /// Bytes of output one item may carry.
     budget: usize,
-) -> Result<usize, RlmError> {
+}
+
+/// What fetching gave: the items with their fetched text, in their order; the ids whose
+/// fetch failed, with why; how many texts were cut.
+struct Fetched {
+    items: Vec<Value>,
+    failed: Vec<(Value, String)>,
+    cut: usize,
+}
+
+/// Runs `fetch` for every item (a few at once) and stores its output in the item, cut to
+/// the budget. An item whose fetch failed is left out (it is not reviewed without what
+/// its review needs). A failure that every item would meet ends the phase at once, before
+/// its batches are paid for: a program that cannot be started, a gh that is not logged in,
+/// a repository gh cannot see.
+async fn fetch_all(run: &JobRun, command: &FetchCommand<'_>, items: Vec<Value>) -> Result<Fetched, RlmError> {
     let repo = run.record.definition.repo.clone().unwrap_or_default();
     let cwd = run.settings.cwd.clone();
-    let mut cut = 0;
-    for chunk in items.chunks_mut(FETCH_WIDTH) {
+    let mut fetched = Fetched {
+        items: Vec::with_capacity(items.len()),
+        failed: Vec::new(),
+        cut: 0,
+    };
+    for chunk in items.chunks(FETCH_WIDTH) {
         let mut tasks = tokio::task::JoinSet::new();
         for (i, item) in chunk.iter().enumerate() {
-            let id = item.get(id_field).and_then(id_key).unwrap_or_default();
+            let id = item.get(command.id_field).and_then(id_key).unwrap_or_default();
             let spec = CommandSpec {
                 cwd: Some(cwd.clone()),
                 timeout: Some(FETCH_TIMEOUT),
                 ..CommandSpec::new(
-                    argv.iter()
+                    command
+                        .argv
+                        .iter()
                         .map(|a| a.replace("{id}", &id).replace("{repo}", &repo))
                         .collect(),
                 )
             };
             tasks.spawn(async move { (i, process::run(&spec, "", std::future::pending()).await) });
         }
+        let mut results: Vec<Option<Result<process::ProcessOutput, ProcessError>>> =
+            (0..chunk.len()).map(|_| None).collect();
         while let Some(joined) = tasks.join_next().await {
-            let Ok((i, result)) = joined else { continue };
-            let Some(item) = chunk.get_mut(i).and_then(Value::as_object_mut) else {
-                continue;
-            };
-            match result {
-                Ok(output) => {
-                    let (text, was_cut) = cut_to(&output.stdout, budget);
-                    if was_cut {
-                        cut += 1;
-                        item.insert(format!("{field}_truncated"), json!(true));
-                    }
-                    item.insert(field.to_string(), json!(text));
-                }
-                // Checked before the job started: it went away since.
-                Err(ProcessError::NotFound { program }) => {
-                    return Err(RlmError::Config(format!(
-                        "the phase's fetch command cannot run: {program} is not found any more: install it again \
-                         and put it on PATH, then rlm job resume"
-                    )));
-                }
-                Err(ProcessError::NotExecutable { program }) => {
-                    return Err(RlmError::Config(format!(
-                        "the phase's fetch command cannot run: {program} is not executable any more: chmod +x it, \
-                         then rlm job resume"
-                    )));
-                }
-                Err(e) => {
-                    item.insert(field.to_string(), Value::Null);
-                    item.insert(format!("{field}_error"), json!(e.to_string()));
+            if let Ok((i, result)) = joined {
+                if let Some(slot) = results.get_mut(i) {
+                    *slot = Some(result);
                 }
             }
         }
+        for (item, result) in chunk.iter().zip(results) {
+            let id = item.get(command.id_field).cloned().unwrap_or(Value::Null);
+            match result {
+                Some(Ok(output)) => {
+                    let mut item = item.clone();
+                    if let Some(o) = item.as_object_mut() {
+                        let (text, was_cut) = cut_to(&output.stdout, command.budget);
+                        if was_cut {
+                            fetched.cut += 1;
+                            o.insert(format!("{}_truncated", command.field), json!(true));
+                        }
+                        o.insert(command.field.to_string(), json!(text));
+                    }
+                    fetched.items.push(item);
+                }
+                Some(Err(e)) => {
+                    if let Some(stop) = stops_the_phase(run, &e, &repo) {
+                        return Err(stop);
+                    }
+                    fetched.failed.push((id, e.to_string()));
+                }
+                None => fetched
+                    .failed
+                    .push((id, "the fetch command ended without a result".to_string())),
+            }
+        }
     }
-    Ok(cut)
+    Ok(fetched)
+}
+
+/// The error that ends the phase when a fetch failed in a way every item would: the
+/// program is gone (it was checked before the job started), or gh cannot reach the
+/// repository. Nothing of the phase's batches was sent; `resume` fetches again.
+fn stops_the_phase(run: &JobRun, e: &ProcessError, repo: &str) -> Option<RlmError> {
+    let job = &run.record.job_id;
+    match e {
+        ProcessError::NotFound { program } => Some(RlmError::Config(format!(
+            "the phase's fetch command cannot run: {program} is not found any more: install it again and put it \
+             on PATH, then rlm job resume {job}"
+        ))),
+        ProcessError::NotExecutable { program } => Some(RlmError::Config(format!(
+            "the phase's fetch command cannot run: {program} is not executable any more: chmod +x it, then rlm job \
+             resume {job}"
+        ))),
+        _ => SetupProblem::of(e).map(|problem| {
+            problem.error(
+                repo,
+                &format!("then rlm job resume {job} (nothing of this phase was sent)"),
+            )
+        }),
+    }
+}
+
+/// Items whose fetch failed are unprocessed items of the phase, each with why: said on
+/// stderr, in `events.jsonl` and in the phase's notes; a rerun of the phase takes them.
+fn left_out(run: &mut JobRun, index: usize, failed: &[(Value, String)]) {
+    if failed.is_empty() {
+        return;
+    }
+    let name = run.record.phases[index].name.clone();
+    for (id, reason) in failed {
+        let key = id_key(id).unwrap_or_default();
+        run.progress.item_left_out(&key, &format!("its fetch failed: {reason}"));
+        run.dir
+            .event(&json!({"event": "item:fetch_failed", "phase": name, "id": id, "reason": reason}));
+        let state = &mut run.record.phases[index];
+        state.unprocessed.push(id.clone());
+        state
+            .unprocessed_reasons
+            .insert(key, format!("its fetch failed: {reason}"));
+    }
+    let (first_id, first_reason) = &failed[0];
+    run.record.phases[index].notes.push(format!(
+        "{FETCH_FAILED_NOTE}: {} item(s) (first: {}: {first_reason}); rlm job rerun {} --phase {name} takes them",
+        failed.len(),
+        id_key(first_id).unwrap_or_default(),
+        run.record.job_id
+    ));
 }
 
 /// `text` cut at a line end to at most `budget` bytes, with a line that says so.

@@ -285,8 +285,8 @@ impl JobRun {
         )];
         if r.unprocessed() > 0 {
             lines.push(format!(
-                "{} items unprocessed (failed batches): rlm job rerun {} --phase PHASE takes only them",
-                r.unprocessed(),
+                "{} unprocessed (their batch or fetch failed): rlm job rerun {} --phase PHASE takes only them",
+                super::report::plural(r.unprocessed(), "item"),
                 r.job_id
             ));
         }
@@ -333,7 +333,20 @@ pub fn summary_json(dir: &JobDir, r: &JobRecord) -> Value {
         "tokens_in": tin,
         "tokens_out": tout,
         "cost_usd": r.cost_usd(),
-        "phases": r.phases,
+        "phases": phases_json(r),
         "report": dir.report_md().exists().then(|| dir.report_md().display().to_string()),
     })
+}
+
+/// Each phase's state, with `pending` for a phase not yet run (as `rlm job status` says),
+/// not the `null` job.json holds for it.
+fn phases_json(r: &JobRecord) -> Vec<Value> {
+    r.phases
+        .iter()
+        .map(|p| {
+            let mut v = serde_json::to_value(p).unwrap_or_else(|_| json!({"name": p.name}));
+            v["status"] = json!(p.status());
+            v
+        })
+        .collect()
 }

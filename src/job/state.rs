@@ -106,6 +106,10 @@ pub struct PhaseState {
     /// Ids of the items of failed batches: a rerun of the phase takes only them.
     #[serde(default)]
     pub unprocessed: Vec<Value>,
+    /// Why an item of `unprocessed` was left out, by id, when its batch did not fail: it
+    /// was never sent (a review's `fetch` failed for it).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub unprocessed_reasons: std::collections::BTreeMap<String, String>,
     /// The numbers of the failed batches (`resume` does not send them again; `rerun` does).
     #[serde(default)]
     pub failed_batches: Vec<usize>,
@@ -210,6 +214,15 @@ impl JobRecord {
     /// The first phase that is not done, if any.
     pub fn next_phase(&self) -> Option<usize> {
         self.phases.iter().position(|p| !p.status().is_done())
+    }
+
+    /// The ids of the items a phase before `index` left unprocessed: the phases after it
+    /// leave them out (they have none of its answers), until a rerun takes them.
+    pub fn unprocessed_before(&self, index: usize) -> std::collections::HashSet<String> {
+        self.phases[..index.min(self.phases.len())]
+            .iter()
+            .flat_map(|p| p.unprocessed.iter().filter_map(super::ingest::id_key))
+            .collect()
     }
 
     /// Items some phase left unprocessed, each counted once (two phases may both have

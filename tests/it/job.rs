@@ -23,16 +23,30 @@ pub(crate) const ITEM_SCHEMA: &str = r#"{"type":"object","properties":{"id":{"ty
 
 /// A stand-in for the GitHub CLI: gh's JSON shapes from `$GH_DATA/prs.json`, a diff per
 /// pull request, comments read from stdin; every invocation appended to `$GH_LOG`.
+/// `GH_FAIL=auth|repo` answers as a logged-out gh or for an unknown repository (only the
+/// command `GH_FAIL_ON` names, e.g. `pr diff`, when it is set); `GH_NO_DIFF="3 7"` has no
+/// diff for those pull requests, as gh says of a number that is no pull request.
 pub(crate) const GH: &str = r#"#!/bin/sh
 printf '%s\n' "$*" >> "$GH_LOG"
-case "$GH_FAIL" in
-  auth) echo "To get started with GitHub CLI, please run:  gh auth login" >&2; exit 4 ;;
-  repo) echo "GraphQL: Could not resolve to a Repository with the name '$5'. (repository)" >&2; exit 1 ;;
-esac
+repo=$(printf '%s\n' "$@" | awk 'prev == "-R" { print; exit } { prev = $0 }')
+[ -n "$repo" ] || repo=$3
+if [ -z "$GH_FAIL_ON" ] || [ "$1 $2" = "$GH_FAIL_ON" ]; then
+  case "$GH_FAIL" in
+    auth) printf 'To get started with GitHub CLI, please run:  gh auth login\nAlternatively, populate the GH_TOKEN environment variable with a GitHub API authentication token.\n' >&2; exit 4 ;;
+    repo) echo "GraphQL: Could not resolve to a Repository with the name '$repo'. (repository)" >&2; exit 1 ;;
+  esac
+fi
 case "$1 $2" in
   "pr list") cat "$GH_DATA/prs.json" ;;
-  "pr diff") printf 'diff --git a/src/f%s.rs b/src/f%s.rs\n@@ -1 +1 @@\n-old\n+new %s\n' "$3" "$3" "$3" ;;
+  "pr diff")
+    for n in $GH_NO_DIFF; do
+      if [ "$n" = "$3" ]; then
+        echo "GraphQL: Could not resolve to a PullRequest with the number of $3. (repository.pullRequest)" >&2; exit 1
+      fi
+    done
+    printf 'diff --git a/src/f%s.rs b/src/f%s.rs\n@@ -1 +1 @@\n-old\n+new %s\n' "$3" "$3" "$3" ;;
   "pr comment") cat >> "$GH_LOG.bodies"; printf '\n---\n' >> "$GH_LOG.bodies" ;;
+  "repo view") printf '{"name":"%s"}\n' "${repo#*/}" ;;
   *) echo "gh stand-in: unknown command: $*" >&2; exit 1 ;;
 esac
 "#;
@@ -725,11 +739,13 @@ fn gh_problems_and_bad_input_are_one_line_each_and_nothing_is_sent() {
     }
     let missing = review(&p).env("PATH", "/nonexistent").run();
     missing.assert_exit(2);
+    // No advice to pass --input instead: the review fetches its diffs with gh too.
     assert!(
-        missing.stderr.contains("gh (the GitHub CLI) is not installed"),
+        missing.stderr.contains("gh (the GitHub CLI) is not installed") && !missing.stderr.contains("--input"),
         "{}",
         missing.stderr
     );
+    assert_eq!(missing.stderr.trim().lines().count(), 1, "{}", missing.stderr);
     let not_repo = p
         .rlm(&[
             "job",

@@ -3,7 +3,8 @@
 //! `--pause-after` phase, a phase's provider without its key), closes a job whose phase
 //! ends in an error like any other end (FAILED in `job.json` and in the run store,
 //! `phase:failed` and `job:ended`, a truthful exit code), and prints one JSON document
-//! with `--json` whatever happens.
+//! with `--json` whatever happens; `export --post` refuses ids that are not pull request
+//! numbers before posting anything.
 #![cfg(unix)]
 
 use std::time::Duration;
@@ -557,4 +558,142 @@ fn a_phase_without_batches_is_named_in_its_own_summary_line() {
         "{}",
         out.stderr
     );
+}
+
+#[test]
+fn post_refuses_ids_that_are_not_pull_request_numbers_before_posting_anything() {
+    let mock = MockLlm::start();
+    let review = "\n[[phase]]\nname = \"review\"\nkind = \"review\"\nprompt = \"review.md\"\n\
+                  output_schema = \"item.schema.json\"\nselect = \"kind == \\\"fix\\\"\"\n";
+    let hints: Vec<(usize, String)> = (1..=3).map(|i| (i, fields_hint(&json!({"kind": "fix"})))).collect();
+    let p = job_project(3, 3, &hints, review)
+        .file("review.md", "Review.")
+        .file("bin/gh", GH);
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(p.path().join("bin/gh"))
+        .status()
+        .unwrap();
+    p.write("job.toml", &format!("repo = \"acme/widgets\"\n{}", p.read("job.toml")));
+    p.rlm(&job_args(&mock.url(), &["-q"])).run().assert_exit(0);
+    let id = job_id(&only_job(&p));
+    // The comments are written; posting them is refused, naming the id, and nothing is posted.
+    let written = with_gh(&p, p.rlm(&["job", "export", &id, "--format", "github-comments"])).run();
+    written.assert_exit(0);
+    assert_eq!(written.stdout.lines().count(), 3);
+    let out = with_gh(
+        &p,
+        p.rlm(&["job", "export", &id, "--format", "github-comments", "--post", "--yes"]),
+    )
+    .run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("--post: 'e1' is not a pull request number") && out.stderr.contains("nothing was posted"),
+        "{}",
+        out.stderr
+    );
+    let errors = out.stderr.lines().filter(|l| l.contains("error")).count();
+    assert_eq!(errors, 1, "{}", out.stderr);
+    assert!(
+        gh_log(&p).iter().all(|l| !l.starts_with("pr comment")),
+        "{:?}",
+        gh_log(&p)
+    );
+}
+
+#[test]
+fn a_missing_prompt_schema_or_context_file_names_its_phase_and_key() {
+    let mock = MockLlm::start();
+    for (from, to, said) in [
+        (
+            "prompt = \"report.md\"",
+            "prompt = \"nope.md\"",
+            "phase 2 (report): `prompt`: cannot read it",
+        ),
+        (
+            "output_schema = \"item.schema.json\"",
+            "output_schema = \"nope.json\"",
+            "phase 1 (classify): `output_schema`: cannot read it",
+        ),
+        (
+            "context = \"GUIDE.md\"",
+            "context = \"NOPE.md\"",
+            "`context`: cannot read it",
+        ),
+    ] {
+        let p = job_project(2, 2, &[], REPORT_PHASE);
+        p.write("job.toml", &p.read("job.toml").replace(from, to));
+        let out = p.rlm(&job_args(&mock.url(), &[])).run();
+        out.assert_exit(2);
+        assert!(
+            out.stderr.contains(&format!("job.toml: {said}")) && out.stderr.to_lowercase().contains("nope"),
+            "{}",
+            out.stderr
+        );
+        assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+        assert!(jobs(&p).is_empty());
+    }
+    assert_eq!(mock.requests(), 0);
+}
+
+#[test]
+fn phases_not_yet_run_are_pending_in_json_and_the_report_counts_in_good_grammar() {
+    let mock = MockLlm::start();
+    let p = job_project(1, 1, &[], REPORT_PHASE);
+    let out = p.rlm(&job_args(&mock.url(), &["--pause-after", "1", "--json"])).run();
+    out.assert_exit(0);
+    let doc = out.json();
+    assert_eq!(doc["status"], "PAUSED");
+    assert_eq!(doc["phases"][0]["status"], "completed");
+    assert_eq!(doc["phases"][1]["status"], "pending", "{doc}");
+    let id = job_id(&only_job(&p));
+    let status = p.rlm(&["job", "status", &id, "--json"]).run();
+    assert_eq!(status.json()["phases"][1]["status"], "pending");
+    let text = p.rlm(&["job", "status", &id]).run();
+    assert!(text.stdout.contains("pending"), "{}", text.stdout);
+
+    p.rlm(&["job", "resume", &id, "-q"]).run().assert_exit(0);
+    let report = std::fs::read_to_string(only_job(&p).join("report.md")).unwrap();
+    assert!(
+        report.contains("- classify (map): 1 of 1 batch, 1 item answered, 0 unprocessed"),
+        "{report}"
+    );
+    assert!(
+        report.contains("- report (report): the narrative written by the model"),
+        "{report}"
+    );
+}
+
+#[test]
+fn resuming_a_budget_stop_without_a_higher_max_cost_says_what_was_spent() {
+    let mock = MockLlm::start();
+    // Answers far longer than the estimate expects: the spend crosses --max-cost mid-job.
+    let hints: Vec<(usize, String)> = (1..=6)
+        .map(|i| (i, fields_hint(&json!({"kind": "fix", "topic": "long ".repeat(4000)}))))
+        .collect();
+    let p = job_project(6, 1, &hints, "");
+    let dry = p.rlm(&job_args(&mock.url(), &["--dry-run", "--json"])).run();
+    let estimate = dry.json()["estimate"]["usd"].as_f64().unwrap();
+    let max = format!("{:.4}", estimate * 1.1);
+    let out = p
+        .rlm(&job_args(
+            &mock.url(),
+            &["-j", "1", "--max-cost", &max, "--yes", "--json"],
+        ))
+        .run();
+    out.assert_exit(1);
+    assert_eq!(out.json()["status"], "BUDGET_EXCEEDED", "{}", out.stderr);
+    let id = job_id(&only_job(&p));
+    let before = mock.requests();
+    let out = p.rlm(&["job", "resume", &id]).run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("the job has spent $")
+            && out.stderr.contains(&format!("exceeds --max-cost (${max})"))
+            && out.stderr.contains("higher --max-cost")
+            && !out.stderr.contains("$0.00"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(mock.requests(), before, "nothing was sent");
 }

@@ -1,8 +1,9 @@
 //! `rlm job pr-review` through the binary, on what goes wrong in real repositories:
 //! unrelated pull requests must not be chained into one cluster (and reported as duplicates
 //! to close) by the lock file and the changelog they all touch, or by intents that differ
-//! only in a number; the report accounts for every pull request exactly once; the example
-//! job file behaves as the preset does.
+//! only in a number; the report accounts for every pull request exactly once, and one a
+//! phase did not process is not clustered, reviewed or merged; the example job file
+//! behaves as the preset does.
 #![cfg(unix)]
 
 use std::path::{Path, PathBuf};
@@ -225,4 +226,110 @@ fn the_report_accounts_for_every_pr_once_and_never_merges_a_duplicate() {
     assert_eq!(totals["merge"], 9);
     assert_eq!(totals["needs_human_review"], 3);
     assert_eq!(totals["prs"], 14);
+}
+
+/// The number in the summary line that ends with `tail` (`- 12 PRs need human review`).
+fn summary_count(report: &str, tail: &str) -> usize {
+    report
+        .lines()
+        .find_map(|l| l.strip_prefix("- ")?.strip_suffix(tail)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no summary line ending {tail:?} in\n{report}"))
+}
+
+#[test]
+fn pull_requests_a_phase_did_not_process_are_no_later_phases_results_and_the_summary_matches_the_tables() {
+    let mock = MockLlm::start();
+    let answer = |fingerprint: &str, vision: u64| {
+        json!({"fingerprint": fingerprint, "intent": format!("{fingerprint} work"), "quick_verdict": "review",
+            "vision_alignment": vision, "verdict": "merge", "recommended_action": "merge", "confidence": 0.9})
+    };
+    // Two classification batches (50 + 10); the first is refused once. #1 and #51 are one
+    // effort (the same file and fingerprint), #1 the better one.
+    let mut prs = vec![gh_pr(1, &["src/theme.rs"], &answer("dark-mode", 9))];
+    for n in 2..=50 {
+        prs.push(gh_pr(n, &[&format!("src/own{n}.rs")], &answer(&format!("fp-{n}"), 7)));
+    }
+    prs[2]["body"] = json!(format!("REFUSE-THIS-BATCH {}", prs[2]["body"].as_str().unwrap()));
+    prs.push(gh_pr(51, &["src/theme.rs"], &answer("dark-mode", 6)));
+    for n in 52..=60 {
+        prs.push(gh_pr(n, &[&format!("src/own{n}.rs")], &answer(&format!("fp-{n}"), 7)));
+    }
+    mock.fault_when(
+        "REFUSE-THIS-BATCH",
+        vec![Fault::Status(413, "request too large".into())],
+    );
+    let p = gh_project(&prs);
+    let out = review_from_input(&p, &mock.url(), &["--json"]);
+    out.assert_exit(1);
+    assert_eq!(out.json()["status"], "PARTIAL");
+    assert_eq!(out.json()["unprocessed"], 50);
+    let dir = only_job(&p);
+
+    // Never classified, so never clustered or reviewed.
+    assert!(
+        precluster_members(&dir).iter().flatten().all(|&m| m > 50),
+        "{:?}",
+        precluster_members(&dir)
+    );
+    let reviewed: Vec<u64> = read_json(&dir.join("data/reviews.json"))
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["number"].as_u64().unwrap())
+        .collect();
+    assert_eq!(reviewed, (51..=60).collect::<Vec<u64>>());
+    let notes = read_json(&dir.join("job.json"))["phases"][1]["notes"].clone();
+    assert!(
+        notes.to_string().contains("50 item(s) left out of the clusters"),
+        "{notes}"
+    );
+
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let tables = report_tables(&report);
+    let rows = |title: &str| -> Vec<u64> {
+        tables
+            .iter()
+            .find(|(t, _)| t.starts_with(title))
+            .map(|(_, r)| r.clone())
+            .unwrap_or_else(|| panic!("no table {title} in\n{report}"))
+    };
+    let human = rows("Needs Human Review");
+    assert!((1..=50).all(|n| human.contains(&n)), "{human:?}");
+    for title in ["Merge", "Close — Duplicates", "Close — Off-Vision"] {
+        assert!(rows(title).iter().all(|&n| n > 50), "{title}: {:?}", rows(title));
+    }
+    assert!(
+        report.contains(
+            "| #1 | Change 1 | dev1 | not processed by classifications: its batch failed after the retries |"
+        ),
+        "{report}"
+    );
+    // The summary's numbers are the tables' rows.
+    assert_eq!(summary_count(&report, "PRs need human review"), human.len());
+    assert_eq!(
+        summary_count(&report, "PRs recommended for immediate merge"),
+        rows("Merge").len()
+    );
+    assert!(
+        report.contains("- 60 open PRs scanned, 10 analyzed across 10 distinct themes"),
+        "{report}"
+    );
+    assert!(report.contains("- 50 PRs were not processed"), "{report}");
+    let mut every: Vec<u64> = tables.iter().flat_map(|(_, rows)| rows.clone()).collect();
+    every.sort_unstable();
+    assert_eq!(every, (1..=60).collect::<Vec<u64>>(), "each PR in exactly one table");
+
+    // A rerun classifies them, and the later phases take them in.
+    let out = with_gh(
+        &p,
+        p.rlm(&["job", "rerun", &job_id(&dir), "--phase", "classifications", "--json"]),
+    )
+    .timeout(Duration::from_secs(120))
+    .run();
+    out.assert_exit(0);
+    assert_eq!(out.json()["status"], "SUCCESS");
+    assert_eq!(precluster_members(&dir), vec![vec![1, 51]]);
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(!report.contains("not processed"), "{report}");
+    assert_eq!(report_tables(&report)[1].1, [51], "#51 is #1's duplicate:\n{report}");
 }

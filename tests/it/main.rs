@@ -31,6 +31,7 @@ mod interfaces;
 mod job;
 mod job_checks;
 mod job_clusters;
+mod job_fetch;
 mod mock_selftest;
 mod newcomer;
 mod prompt_cache;
