@@ -416,10 +416,11 @@ fn a_server_that_goes_silent_mid_run_stops_it_instead_of_timing_out_every_unit()
     let running = p
         .rlm(&batch("src/*.ts", &url, &["--timeout", "1", "-j", "2", "-o", "out"]))
         .spawn();
-    while mock.requests() < 2 {
+    // A third call starts only once one of the first two was answered (a request takes its
+    // fault when it arrives, so the first two are answered whatever comes after).
+    while mock.requests() < 3 {
         std::thread::sleep(Duration::from_millis(5));
     }
-    // The first two calls arrived before any fault: they are answered.
     mock.push_faults(vec![Fault::Hang; 500]);
     let out = running.wait();
     out.assert_exit(3);
@@ -434,7 +435,7 @@ fn a_server_that_goes_silent_mid_run_stops_it_instead_of_timing_out_every_unit()
     );
     assert!(errors[0].contains("since its last answer"), "{}", errors[0]);
     let report = p.report();
-    assert!(report["succeeded"].as_u64().unwrap() >= 2, "{report:#}");
+    assert!(report["succeeded"].as_u64().unwrap() >= 1, "{report:#}");
     assert_eq!(
         report["failed"],
         serde_json::json!([]),
@@ -442,8 +443,10 @@ fn a_server_that_goes_silent_mid_run_stops_it_instead_of_timing_out_every_unit()
     );
     let left = report["not_run"].as_array().unwrap().len();
     assert!(left >= 30, "{left} not run");
-    // Two calls in flight, each failing twice: four silent attempts, not four per unit.
-    assert!(mock.requests() <= 2 + 2 + 4 + 2, "{} requests", mock.requests());
+    // Two calls in flight, each failing twice: four silent attempts (and the one in flight
+    // when the fourth stopped the run), not four per unit.
+    let silent = 500 - mock.pending_faults();
+    assert!(silent <= 5, "{silent} silent attempts");
     let sent = mock.requests();
 
     mock.clear_faults();
