@@ -358,6 +358,9 @@ pub fn cancel(args: CancelArgs, color: ColorArg, env: &Environment) -> Result<Ca
     }
     settings.exec.batch_api.cancel = true;
     settings.exec.batch_api.forget = args.forget;
+    // The run's --deadline (often long past: it is what stopped the run) does not bound the
+    // cancel: it waits for the canceled batches on its own bound and collects what finished.
+    settings.exec.deadline = None;
     crate::batch::refuse_batches_elsewhere(&settings, &run.id)?;
     let lock = match lock {
         Ok(lock) => lock,

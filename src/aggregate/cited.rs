@@ -14,7 +14,7 @@ use std::fmt::Write;
 use serde_json::{json, Map, Value};
 
 use super::{merge, Aggregate, ResultItem};
-use crate::citation::{dedupe, claims_from_markdown, merge_claims, parse_inline, sources_footer, Citation};
+use crate::citation::{claims_from_markdown, dedupe, merge_claims, parse_inline, sources_footer, Citation};
 use crate::escape;
 
 /// Every citation in the results, once each by identity, in first-seen order.

@@ -70,6 +70,8 @@ const BAR_TICK: Duration = Duration::from_secs(1);
 /// How often the results of an ended batch are asked for before the stage gives up on them
 /// for now (`rlm resume` reads them later).
 const RESULT_ATTEMPTS: u32 = 3;
+/// The longest `rlm cancel` waits between two polls of a batch it canceled.
+const CANCEL_POLL_MOST: Duration = Duration::from_secs(15);
 
 /// How a run's calls are made, decided when it is planned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -282,6 +284,8 @@ pub struct BatchApiRun {
     sent: HashMap<String, u32>,
     /// The first failure to write the store (said once).
     store_failure: Option<String>,
+    /// How long `rlm cancel` waits for its canceled batches to end.
+    cancel_wait: Duration,
     /// What `rlm cancel` found and did.
     pub cancel_summary: CancelSummary,
 }
@@ -366,6 +370,7 @@ impl BatchApiRun {
             recorded,
             sent,
             store_failure: None,
+            cancel_wait: settings.exec.batch_api.cancel_wait,
             cancel_summary: CancelSummary::default(),
         })
     }
@@ -829,13 +834,21 @@ impl BatchApiRun {
         let started = Instant::now();
         let mut display = WaitDisplay::new(&self.printer, started, self.wait_line);
         let mut retry = Vec::new();
+        // `rlm cancel` waits for its canceled batches on a bound of its own (the run's
+        // `--deadline` does not apply to it).
+        let give_up = self.cancel.then(|| started + self.cancel_wait);
         while !p.batches.is_empty() {
             let next = p.batches.iter().map(|b| b.next_poll).min().unwrap_or_else(Instant::now);
             display.show(p, next);
             // The display is refreshed between polls (the bar's clock every second, a line
             // a minute without a terminal), however far apart the polls are.
             let wake = display.next_refresh().map_or(next, |at| at.min(next));
+            let wake = give_up.map_or(wake, |at| at.min(wake));
             match exec.pause(wake).await {
+                Pause::Elapsed if give_up.is_some_and(|at| Instant::now() >= at) => {
+                    self.leave(exec, p, Left::CancelWait);
+                    return Waited::Stopped;
+                }
                 Pause::Elapsed => {}
                 Pause::Interrupted => {
                     self.leave(exec, p, Left::Interrupted);
@@ -880,7 +893,14 @@ impl BatchApiRun {
                             continue;
                         }
                         b.polls += 1;
-                        b.next_poll = now + self.schedule.delay(b.polls);
+                        let delay = self.schedule.delay(b.polls);
+                        // A canceled batch ends soon: `rlm cancel` polls it often.
+                        let delay = if self.cancel {
+                            delay.min(CANCEL_POLL_MOST)
+                        } else {
+                            delay
+                        };
+                        b.next_poll = now + delay;
                     }
                     Err(e) if e.is_retryable() => {
                         tracing::debug!(batch = %p.batches[i].batch_id, "poll failed, trying again later: {e}");
@@ -1220,6 +1240,11 @@ impl BatchApiRun {
                  `rlm cancel {run}` cancels them"
             )),
             Left::Stopped => {}
+            Left::CancelWait => self.printer.important(&format!(
+                "rlm: the canceled batches have not ended within {}: `rlm cancel {run}` again, or `rlm resume \
+                 {run}`, collects what they had finished",
+                format_duration(u64::try_from(self.cancel_wait.as_millis()).unwrap_or(u64::MAX))
+            )),
         }
         let batches = std::mem::take(&mut p.batches);
         for b in batches {
@@ -1529,6 +1554,8 @@ enum Left {
     Interrupted,
     Deadline,
     Stopped,
+    /// `rlm cancel`'s canceled batches did not end within its own wait.
+    CancelWait,
 }
 
 /// What the wait shows: a bar on a terminal (its text refreshed every [`BAR_TICK`]), a line

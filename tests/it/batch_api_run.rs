@@ -685,6 +685,72 @@ fn at(p: &Project, args: &[&str], url: &str) -> Run {
     rlm_fast(p, args).env("ANTHROPIC_BASE_URL", url)
 }
 
+/// [`FROM_ENV`] with `--deadline SECS`.
+fn with_deadline(secs: &str) -> Vec<&str> {
+    let mut args = FROM_ENV.to_vec();
+    args.extend_from_slice(&["--deadline", secs]);
+    args
+}
+
+#[test]
+fn cancel_after_a_deadline_stop_polls_collects_and_counts_what_had_finished() {
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::HeldAfter(5));
+    let p = ts_project(11);
+    let url = mock.url();
+    at(&p, &with_deadline("1s"), &url).run().assert_exit(1);
+    assert_eq!(p.report()["status"], "DEADLINE_EXCEEDED");
+    let polls = mock.batch_polls();
+    assert!(polls >= 1);
+
+    // The run's deadline passed long ago: the cancel waits on its own bound.
+    let out = at(&p, &["cancel"], &url).run();
+    out.assert_exit(0);
+    assert_eq!(mock.batch_cancels(), 1);
+    assert!(mock.batch_polls() > polls, "the cancel polls the canceled batch");
+    assert_eq!(mock.batch_result_fetches(), 1, "and reads its results");
+    assert!(
+        out.stderr.contains("5 finished answers kept") && out.stderr.contains("6 not run"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(results(&p), 5);
+    let s = status(&p);
+    assert_eq!(s["units"]["completed"], 5, "{s}");
+    assert_eq!(s["units"]["cancelled"], 6, "{s}");
+    assert!(s["batches"][0]["collected_at"].is_string(), "{s}");
+}
+
+#[test]
+fn cancel_waits_for_its_canceled_batch_only_as_long_as_its_own_bound() {
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::HeldAfter(2));
+    let p = ts_project(4);
+    let url = mock.url();
+    at(&p, &with_deadline("1s"), &url).run().assert_exit(1);
+    // The provider takes its time to end the canceled batch: the cancel does not wait past
+    // its own bound.
+    mock.set_batch_cancel_holds(true);
+    let out = at(&p, &["cancel"], &url).env("RLM_BATCH_CANCEL_WAIT_MS", "300").run();
+    out.assert_exit(0);
+    assert_eq!(mock.batch_cancels(), 1);
+    assert!(
+        out.stderr.contains("the canceled batches have not ended within"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(results(&p), 0);
+    assert!(status(&p)["batches"][0]["collected_at"].is_null());
+
+    // Once it has ended, a cancel again collects what it had finished.
+    mock.set_batch_cancel_holds(false);
+    let out = at(&p, &["cancel"], &url).run();
+    out.assert_exit(0);
+    assert_eq!(mock.batch_cancels(), 1, "asked once");
+    assert!(out.stderr.contains("2 finished answers kept"), "{}", out.stderr);
+    assert_eq!(results(&p), 2);
+}
+
 #[test]
 fn a_resume_pointed_at_another_server_is_refused_before_anything_is_sent() {
     let first = MockLlm::start();

@@ -84,6 +84,8 @@ struct Inner {
     /// From the k-th submission (1-based) on, batches advance this way instead.
     progress_from: Option<(usize, BatchProgress)>,
     faults: Vec<(String, VecDeque<BatchFault>)>,
+    /// A canceled batch stays `canceling` (its requests in flight never finish).
+    cancel_holds: bool,
     files: HashMap<String, Vec<u8>>,
     batches: Vec<MockBatch>,
     recorded: Vec<BatchRequestRecorded>,
@@ -109,6 +111,7 @@ impl Default for Inner {
             progress_from: None,
             queue_limit: None,
             faults: Vec::new(),
+            cancel_holds: false,
             files: HashMap::new(),
             batches: Vec::new(),
             recorded: Vec::new(),
@@ -212,6 +215,11 @@ impl MockLlm {
         } else {
             inner.faults.push((needle.to_string(), faults.into()));
         }
+    }
+
+    /// Whether a canceled batch stays `canceling` instead of ending at its next poll.
+    pub fn set_batch_cancel_holds(&self, holds: bool) {
+        self.state.batches.lock().cancel_holds = holds;
     }
 
     /// Batches accepted.
@@ -596,7 +604,7 @@ fn openai_create(state: &State, req: &Request) -> Response {
 
 /// Moves a batch on as far as its progress allows now (it was just polled).
 fn advance(state: &State, inner: &mut Inner, batch: &mut MockBatch) {
-    if batch.finished {
+    if batch.finished || (batch.cancel_requested && inner.cancel_holds) {
         return;
     }
     let total = batch.requests.len();
