@@ -338,7 +338,10 @@ pub fn cancel(args: CancelArgs, color: ColorArg, env: &Environment) -> Result<Ca
         .filter(|b| b.collected_at.is_none())
         .map(|b| b.batch_id)
         .collect();
-    if waiting.is_empty() {
+    // A submission whose reply was never recorded may have created a batch: the cancel
+    // looks for it first.
+    let unsettled = store.batch_intents(&run.id).map_err(store_error)?.len();
+    if waiting.is_empty() && unsettled == 0 {
         return Err(RlmError::Store(format!(
             "run {} has no batch waiting at the provider: nothing to cancel (rlm status {} shows it)",
             run.id, run.id

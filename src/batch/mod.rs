@@ -241,7 +241,9 @@ fn batches_left_at_the_provider(store: Option<&TaskStore>, earlier: &str) -> Res
         })?
         .into_iter()
         .filter(|b| b.collected_at.is_none())
-        .count();
+        .count()
+        // A submission whose reply was never recorded may have created one.
+        + store.batch_intents(&run).map_or(0, |i| i.len());
     if waiting == 0 {
         return Ok(());
     }
