@@ -340,6 +340,12 @@ fn shards_are_range_checked() {
         ("1/0", "the number of shards N must be from 1 to 10000"),
         ("2", "write K/N"),
         ("a/b", "write K/N"),
+        (" 1/2", "write K/N in plain digits"),
+        ("1 /2", "write K/N in plain digits"),
+        ("+1/2", "write K/N in plain digits"),
+        ("01/02", "write K/N in plain digits"),
+        // Space-separated, a leading `-` is the shard's value, not an unknown option.
+        ("-1/2", "write K/N in plain digits"),
     ] {
         let out = p.rlm(&["batch", "*.py", "Review {file}", "--shard", bad]).run();
         out.assert_exit(2);
