@@ -74,7 +74,10 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
     for warning in &plan.warnings {
         printer.warn(warning);
     }
-    printer.banner(&output::init_block(&settings, &plan));
+    if !settings.exec.batch_api.cancel {
+        // (`rlm cancel` starts nothing and spends nothing: its own lines say what it does.)
+        printer.banner(&output::init_block(&settings, &plan));
+    }
     if settings.output.dry_run {
         dry_run::show(&printer, &settings, &plan);
         // The process ends here: freeing every file's text and every unit one by one (a

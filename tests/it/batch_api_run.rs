@@ -714,6 +714,11 @@ fn cancel_after_a_deadline_stop_polls_collects_and_counts_what_had_finished() {
         "{}",
         out.stderr
     );
+    assert!(
+        !out.stderr.contains("Estimated cost") && !out.stderr.contains("RLM Batch Initialized"),
+        "a cancel starts no run: {}",
+        out.stderr
+    );
     assert_eq!(results(&p), 5);
     let s = status(&p);
     assert_eq!(s["units"]["completed"], 5, "{s}");
