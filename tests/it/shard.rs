@@ -158,6 +158,15 @@ fn two_shards_merged_equal_one_unsharded_run() {
             .env_remove("ANTHROPIC_API_KEY")
             .run();
         merged.assert_exit(1);
+        // Its progress counts the units it serves, as a run counts those it dispatches.
+        let served: Vec<&str> = merged.stderr.lines().filter(|l| l.contains(" ok ")).collect();
+        assert!(!served.is_empty(), "{}", merged.stderr);
+        let total = format!("/{}]", merged.stderr.lines().filter(|l| l.starts_with('[')).count());
+        assert!(
+            served.iter().all(|l| l.contains(&total)),
+            "{aggregate}: {}",
+            merged.stderr
+        );
         assert_eq!(sharded.requests(), whole_requests, "{aggregate}: merging calls nothing");
         let m = merged.json();
         assert_eq!(m, report(&p, "merged"));
