@@ -145,6 +145,8 @@ pub(crate) struct Merged {
     pub estimated_cost_usd: f64,
     /// The tier the merged runs' units were billed at (`mixed` when they differ).
     pub price_tier: crate::provider::catalog::PriceTier,
+    /// The provider batches the merged runs submitted, in their order.
+    pub batches: Vec<String>,
 }
 
 /// `rlm merge`: `plan` (the whole plan) run with its units answered by the merged runs,
@@ -162,6 +164,11 @@ pub(crate) async fn run_merged(
         warnings,
     };
     let mut exec = start(settings, plan, &run_dir, printer, times, startup)?;
+    // Its report lists the batches its runs' units went through, as theirs did.
+    exec.dispatcher
+        .reporters
+        .builder
+        .set_earlier_batches(merged.batches.clone());
     exec.dispatcher.emit(Event::RunStarted {
         units: plan.units.len(),
         cached: 0,

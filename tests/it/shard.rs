@@ -474,6 +474,13 @@ fn a_merge_reports_the_tier_its_shards_were_billed_at() {
     // Both shards at the batch price: so is the merge, and its report says so.
     let m = merge(["b1", "b2"], "batched");
     assert_eq!(m["price_tier"], "batch");
+    // The merged report lists the shards' batches.
+    let batches: Vec<Value> = [&b1, &b2]
+        .iter()
+        .flat_map(|r| r["batches"].as_array().cloned().unwrap_or_default())
+        .collect();
+    assert_eq!(batches.len(), 2, "{b1} {b2}");
+    assert_eq!(m["batches"], Value::Array(batches));
     let cost = |r: &Value| r["cost_usd"].as_f64().unwrap();
     assert!((cost(&m) - cost(&b1) - cost(&b2)).abs() < 1e-9);
     assert!(
