@@ -1281,7 +1281,24 @@ impl BatchApiRun {
             }
             return Collected::Kept;
         }
-        // A request the results do not mention has no answer: it is sent again.
+        // A request the results do not mention has no answer: it is sent again (said, since
+        // the provider may count it as succeeded).
+        if !expected.is_empty() {
+            let what = if self.cancel {
+                "they are not run (rlm resume sends them)"
+            } else {
+                "they are sent again, within --retries"
+            };
+            exec.dispatcher.emit(Event::Warning {
+                message: format!(
+                    "the results of batch {} have no entry for {} of its requests (the provider counts {} succeeded): \
+                     {what}",
+                    b.batch_id,
+                    expected.len(),
+                    state.counts.succeeded
+                ),
+            });
+        }
         for i in expected {
             self.again_or_fail(exec, p, i, retry, "the batch's results have no entry for it");
         }

@@ -365,6 +365,25 @@ fn errored_and_expired_requests_are_retried_alone_in_a_follow_up_batch() {
 }
 
 #[test]
+fn results_missing_from_the_results_file_are_sent_again_and_said() {
+    let mock = MockLlm::start();
+    mock.drop_batch_result_lines(2);
+    let p = ts_project(6);
+    let url = mock.url();
+    let out = rlm_fast(&p, &batch_api_args(&url, &[])).run();
+    out.assert_exit(0);
+    assert!(
+        out.stderr
+            .contains("have no entry for 2 of its requests (the provider counts 6 succeeded)")
+            && out.stderr.contains("they are sent again"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(mock.batch_sizes(), [6, 2]);
+    assert_eq!(results(&p), 6);
+}
+
+#[test]
 fn retries_go_realtime_with_the_realtime_fallback_and_stop_at_the_retry_budget() {
     let mock = MockLlm::start();
     mock.batch_fault_when("f002 = 2", vec![BatchFault::Errored { retryable: true }]);

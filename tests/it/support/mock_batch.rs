@@ -120,6 +120,9 @@ struct Inner {
     submit_faults: VecDeque<SubmitFault>,
     /// A canceled batch stays `canceling` (its requests in flight never finish).
     cancel_holds: bool,
+    /// Lines the next Anthropic results leave out (a provider's results file missing
+    /// requests it counts as succeeded).
+    results_dropped: usize,
     files: HashMap<String, Vec<u8>>,
     batches: Vec<MockBatch>,
     recorded: Vec<BatchRequestRecorded>,
@@ -147,6 +150,7 @@ impl Default for Inner {
             faults: Vec::new(),
             submit_faults: VecDeque::new(),
             cancel_holds: false,
+            results_dropped: 0,
             files: HashMap::new(),
             batches: Vec::new(),
             recorded: Vec::new(),
@@ -259,6 +263,12 @@ impl MockLlm {
     /// The next create requests get these faults, one each, in order.
     pub fn batch_submit_faults(&self, faults: Vec<SubmitFault>) {
         self.state.batches.lock().submit_faults.extend(faults);
+    }
+
+    /// The next Anthropic results file leaves out its first `n` lines (their requests still
+    /// count as succeeded in the batch's counts).
+    pub fn drop_batch_result_lines(&self, n: usize) {
+        self.state.batches.lock().results_dropped = n;
     }
 
     /// Whether a canceled batch stays `canceling` instead of ending at its next poll.
@@ -900,7 +910,11 @@ fn anthropic_results(state: &State, id: &str) -> Response {
         return Response::json(400, &error_body(api, 400, &message));
     }
     let mut jsonl = Vec::new();
-    for i in shuffled(batch) {
+    let dropped = std::mem::take(&mut inner.results_dropped);
+    let Some(batch) = inner.batches.iter().find(|b| b.id == id && b.api == api) else {
+        return not_found(api, "such batch");
+    };
+    for i in shuffled(batch).into_iter().skip(dropped) {
         let result = match &batch.outcomes[i] {
             Outcome::Succeeded(message) => json!({"type": "succeeded", "message": message}),
             Outcome::Errored { retryable } => {
