@@ -450,7 +450,8 @@ fn batch_calls_cost_half_of_list_and_say_so() {
     let dry = dry.json();
     assert_eq!(dry["price_tier"], "batch");
     assert_eq!(dry["estimate"]["price_tier"], "batch");
-    assert_eq!(dry["price_basis"], "listed");
+    assert_eq!(dry["price_basis"], "listed_batch", "the basis says the batch price");
+    assert_eq!(dry["estimate"]["price_basis"], "listed_batch");
     let half = realtime["estimated_cost_usd"].as_f64().unwrap() / 2.0;
     assert!(
         (dry["estimated_cost_usd"].as_f64().unwrap() - half).abs() < 1e-12,
@@ -467,7 +468,9 @@ fn batch_calls_cost_half_of_list_and_say_so() {
     batched.assert_exit(0);
     let batched = batched.json();
     assert_eq!(realtime["price_tier"], "realtime");
+    assert_eq!(realtime["price_basis"], "listed");
     assert_eq!(batched["price_tier"], "batch");
+    assert_eq!(batched["price_basis"], "listed_batch");
     assert_eq!(batched["tokens_in"], realtime["tokens_in"], "the same requests");
     let (full, paid) = (
         realtime["cost_usd"].as_f64().unwrap(),
@@ -482,6 +485,24 @@ fn batch_calls_cost_half_of_list_and_say_so() {
         "{}",
         q.report_md()
     );
+}
+
+#[test]
+fn a_batch_run_whose_aggregation_went_realtime_is_billed_at_both_prices() {
+    let mock = MockLlm::start();
+    let p = ts_project(6);
+    let url = mock.url();
+    let out = rlm_fast(&p, &batch_api_args(&url, &["--aggregate", "summarize", "--json"])).run();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 1, "the summary call went realtime");
+    let report = out.json();
+    assert_eq!(report["price_tier"], "mixed", "{report}");
+    assert_eq!(report["price_basis"], "listed_mixed");
+    // Without an aggregation call, the units alone: the batch price.
+    let q = ts_project(6);
+    let out = rlm_fast(&q, &batch_api_args(&url, &["--aggregate", "concat", "--json"])).run();
+    out.assert_exit(0);
+    assert_eq!(out.json()["price_tier"], "batch");
 }
 
 #[test]
