@@ -345,7 +345,10 @@ pub fn cancel(args: CancelArgs, color: ColorArg, env: &Environment) -> Result<Ca
         .filter(|b| b.collected_at.is_none())
         .map(|b| b.batch_id)
         .collect();
-    if waiting.is_empty() {
+    // A submission whose reply was never recorded may have created a batch: the cancel
+    // looks for it first.
+    let unsettled = store.batch_intents(&run.id).map_err(store_error)?.len();
+    if waiting.is_empty() && unsettled == 0 {
         return Err(RlmError::Store(format!(
             "run {} has no batch waiting at the provider: nothing to cancel (rlm status {} shows it)",
             run.id, run.id
@@ -365,6 +368,9 @@ pub fn cancel(args: CancelArgs, color: ColorArg, env: &Environment) -> Result<Ca
     }
     settings.exec.batch_api.cancel = true;
     settings.exec.batch_api.forget = args.forget;
+    // The run's --deadline (often long past: it is what stopped the run) does not bound the
+    // cancel: it waits for the canceled batches on its own bound and collects what finished.
+    settings.exec.deadline = None;
     crate::batch::refuse_batches_elsewhere(&settings, &run.id)?;
     let lock = match lock {
         Ok(lock) => lock,

@@ -38,12 +38,19 @@ impl std::fmt::Display for Shard {
 impl std::str::FromStr for Shard {
     type Err = String;
 
-    /// `K/N`, with N from 1 to [`MAX_SHARDS`] and K from 1 to N.
+    /// `K/N`, with N from 1 to [`MAX_SHARDS`] and K from 1 to N, each written in plain
+    /// digits: no sign, no space, no leading zero (a CI matrix that wrote `01/02` or `+1/2`
+    /// has a bug worth hearing about).
     fn from_str(s: &str) -> Result<Shard, String> {
-        let usage = || format!("'{s}' is not a shard: write K/N, such as 1/4 for the first of four shards");
-        let (k, n) = s.trim().split_once('/').ok_or_else(usage)?;
-        let k: u32 = k.trim().parse().map_err(|_| usage())?;
-        let n: u32 = n.trim().parse().map_err(|_| usage())?;
+        let usage = || {
+            format!(
+                "'{s}' is not a shard: write K/N in plain digits (no sign, space or leading zero), such as 1/4 for \
+                 the first of four shards"
+            )
+        };
+        let (k, n) = s.split_once('/').ok_or_else(usage)?;
+        let k = plain_number(k).ok_or_else(usage)?;
+        let n = plain_number(n).ok_or_else(usage)?;
         if n == 0 || n > MAX_SHARDS {
             return Err(format!("'{s}': the number of shards N must be from 1 to {MAX_SHARDS}"));
         }
@@ -52,6 +59,12 @@ impl std::str::FromStr for Shard {
         }
         Ok(Shard { index: k, count: n })
     }
+}
+
+/// A number in plain decimal digits, without a leading zero (`0` itself is a number).
+fn plain_number(text: &str) -> Option<u32> {
+    let plain = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) && (text == "0" || !text.starts_with('0'));
+    plain.then(|| text.parse().ok()).flatten()
 }
 
 /// The shard (1-based) of `count` that the unit `id` belongs to.
@@ -100,12 +113,26 @@ mod tests {
     #[test]
     fn shards_parse_with_their_ranges_checked() {
         assert_eq!("2/4".parse::<Shard>(), Ok(Shard { index: 2, count: 4 }));
-        assert_eq!(" 1/1 ".parse::<Shard>(), Ok(Shard { index: 1, count: 1 }));
+        assert_eq!("1/1".parse::<Shard>(), Ok(Shard { index: 1, count: 1 }));
         assert!("0/4".parse::<Shard>().unwrap_err().contains("from 1 to 4"));
         assert!("5/4".parse::<Shard>().unwrap_err().contains("from 1 to 4"));
         assert!("1/0".parse::<Shard>().unwrap_err().contains("N must be from 1"));
         assert!("1/10001".parse::<Shard>().unwrap_err().contains("N must be from 1"));
-        for bad in ["", "2", "a/b", "1/2/3", "-1/2", "1.5/2"] {
+        for bad in [
+            "",
+            "2",
+            "a/b",
+            "1/2/3",
+            "-1/2",
+            "1.5/2",
+            " 1/2",
+            "1 /2",
+            "1/ 2",
+            "+1/2",
+            "01/02",
+            "1/02",
+            "1/99999999999",
+        ] {
             assert!(bad.parse::<Shard>().unwrap_err().contains("write K/N"), "{bad}");
         }
         assert_eq!(Shard { index: 3, count: 8 }.to_string(), "3/8");

@@ -50,15 +50,16 @@ use crate::exec::{Event, JobMeta, PoolHandler};
 use crate::plan::Budget;
 use crate::printer::{Printer, ProgressStyleKind};
 use crate::provider::batch_api::{
-    self, batch_api, custom_id_for, submit_all_within, BatchApi, BatchCounts, BatchError, BatchItem, BatchState,
-    BatchStatus, BatchTimeouts, ItemOutcome, PollSchedule, Reply, Submitted,
+    self, batch_api, custom_id_for, new_token, reconcile, submit_all_within, BatchApi, BatchCounts, BatchError,
+    BatchItem, BatchState, BatchStatus, BatchTimeouts, Intent, ItemOutcome, PollSchedule, Reconciled, Recorder, Reply,
+    SubmissionTag, Submitted,
 };
 use crate::provider::catalog::PriceTier;
 use crate::provider::{ErrorKind, HttpConfig, ModelInfo};
 use crate::report::format_duration;
 use crate::request::{self, Expect};
 use crate::settings::{BatchApiMode, BatchFallback, BatchSettings};
-use crate::store::{NewBatchSubmission, RequestOutcome, RunId, TaskStore};
+use crate::store::{BatchIntent, NewBatchIntent, NewBatchSubmission, RequestOutcome, RunId, TaskStore};
 use crate::unit::{UnitId, UnitKind, WorkUnit};
 
 /// Results kept at once beside the reader (each caches its answer and writes its files).
@@ -70,6 +71,8 @@ const BAR_TICK: Duration = Duration::from_secs(1);
 /// How often the results of an ended batch are asked for before the stage gives up on them
 /// for now (`rlm resume` reads them later).
 const RESULT_ATTEMPTS: u32 = 3;
+/// The longest `rlm cancel` waits between two polls of a batch it canceled.
+const CANCEL_POLL_MOST: Duration = Duration::from_secs(15);
 
 /// How a run's calls are made, decided when it is planned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,16 +162,24 @@ pub fn refuse_batches_elsewhere(settings: &BatchSettings, run: &RunId) -> Result
         .map_err(|e| RlmError::Store(e.to_string()))?;
     let current = batch_api::server_name(&settings.provider.base_url);
     let provider = settings.provider.kind.name();
-    let elsewhere: Vec<_> = batches
+    let intents = store.batch_intents(run).map_err(|e| RlmError::Store(e.to_string()))?;
+    let elsewhere: Vec<(&str, &str)> = batches
         .iter()
         .filter(|b| b.collected_at.is_none() && (b.server != current || b.provider != provider))
+        .map(|b| (b.batch_id.as_str(), b.server.as_str()))
+        .chain(
+            intents
+                .iter()
+                .filter(|i| i.server != current || i.provider != provider)
+                .map(|i| (i.token.as_str(), i.server.as_str())),
+        )
         .collect();
     match elsewhere.as_slice() {
         [] => Ok(()),
-        [first, rest @ ..] => Err(RlmError::Config(elsewhere_message(
+        [(first, server), rest @ ..] => Err(RlmError::Config(elsewhere_message(
             run,
-            &first.batch_id,
-            &first.server,
+            first,
+            server,
             rest.len(),
             &current,
         ))),
@@ -282,6 +293,16 @@ pub struct BatchApiRun {
     sent: HashMap<String, u32>,
     /// The first failure to write the store (said once).
     store_failure: Option<String>,
+    /// Submissions of earlier attempts whose batch was never recorded (the reply to their
+    /// create request never came): looked for at the provider before anything is sent.
+    intents: Vec<BatchIntent>,
+    /// Requests in a submission whose batch cannot be told yet (custom id → why): not sent
+    /// again, not run; the next resume looks again.
+    held: HashMap<String, String>,
+    /// Submissions tagged so far by this attempt.
+    submissions: u64,
+    /// How long `rlm cancel` waits for its canceled batches to end.
+    cancel_wait: Duration,
     /// What `rlm cancel` found and did.
     pub cancel_summary: CancelSummary,
 }
@@ -348,6 +369,19 @@ impl BatchApiRun {
                 });
             }
         }
+        let intents = store.batch_intents(&run).map_err(|e| RlmError::Store(e.to_string()))?;
+        if let Some(elsewhere) = intents
+            .iter()
+            .find(|i| i.server != api.server() && !settings.exec.batch_api.forget)
+        {
+            return Err(RlmError::Config(elsewhere_message(
+                &run,
+                &format!("submission {}", elsewhere.token),
+                &elsewhere.server,
+                0,
+                api.server(),
+            )));
+        }
         Ok(BatchApiRun {
             api,
             aggregation,
@@ -366,6 +400,10 @@ impl BatchApiRun {
             recorded,
             sent,
             store_failure: None,
+            intents,
+            held: HashMap::new(),
+            submissions: 0,
+            cancel_wait: settings.exec.batch_api.cancel_wait,
             cancel_summary: CancelSummary::default(),
         })
     }
@@ -413,6 +451,7 @@ impl BatchApiRun {
         skip: Option<&HashSet<String>>,
         budget: Budget,
     ) {
+        self.reconcile_intents(exec).await;
         let recorded = std::mem::take(&mut self.recorded);
         exec.dispatcher.reporters.builder.set_earlier_batches(recorded);
         if self.cancel {
@@ -457,6 +496,7 @@ impl BatchApiRun {
     /// One aggregation phase under `--batch-api all`: cached summaries served, the others
     /// through the batch API.
     pub async fn run_summaries(&mut self, exec: &mut Execution, jobs: Vec<Job>) {
+        self.reconcile_intents(exec).await;
         let summaries: Vec<SummaryJob> = jobs
             .into_iter()
             .filter_map(|j| match j {
@@ -517,6 +557,16 @@ impl BatchApiRun {
         let mut p = Phase::new(phase, work);
         self.take_earlier(&mut p);
         let mut to_send: Vec<usize> = (0..p.work.len()).filter(|&i| !p.in_flight[i]).collect();
+        if !self.held.is_empty() {
+            // In a submission whose batch cannot be told yet: not sent again.
+            to_send.retain(|&i| match self.held.get(p.custom_ids[i].as_str()).cloned() {
+                Some(reason) => {
+                    self.cancelled(exec, &mut p, i, &reason);
+                    false
+                }
+                None => true,
+            });
+        }
         if self.cancel {
             // Nothing is submitted (every batch was canceled first, see `cancel_all`).
             for i in std::mem::take(&mut to_send) {
@@ -558,6 +608,129 @@ impl BatchApiRun {
             if p.batches.is_empty() && to_send.is_empty() {
                 break;
             }
+        }
+    }
+
+    /// The submissions of earlier attempts whose batch was never recorded (killed between
+    /// the create request and its reply, or the reply lost): each is looked for at the
+    /// provider first. Found, it is recorded and collected as any batch of the run; shown
+    /// not created, its requests are sent again; not told apart yet, they are held (not
+    /// sent, not run) until a later resume looks again. Runs once, before anything is sent.
+    async fn reconcile_intents(&mut self, exec: &mut Execution) {
+        let known = self.store.known_batch_ids().unwrap_or_default();
+        for intent in std::mem::take(&mut self.intents) {
+            let requests = match self.store.batch_intent_requests(&self.run, &intent.token) {
+                Ok(requests) => requests,
+                Err(e) => {
+                    self.printer.warn(&format!(
+                        "the run store could not read submission {}: {e}",
+                        intent.token
+                    ));
+                    continue;
+                }
+            };
+            let custom_ids: Vec<String> = requests.iter().map(|(c, _)| c.clone()).collect();
+            if intent.server != self.api.server() {
+                // Only under `--forget` (`start` refused it otherwise).
+                exec.dispatcher.emit(Event::Warning {
+                    message: format!(
+                        "submission {} of {} requests given up (rlm cancel --forget): it was sent to {}, and the \
+                         settings point at {}; if it created a batch there, that batch is billed there",
+                        intent.token,
+                        intent.request_count,
+                        intent.server,
+                        self.api.server()
+                    ),
+                });
+                self.store_write(|s, run| s.drop_batch_intent(run, &intent.token));
+                continue;
+            }
+            let tag = SubmissionTag {
+                run: self.run.to_string(),
+                token: intent.token.clone(),
+            };
+            let looked_for = Intent {
+                tag: &tag,
+                recorded_at_ms: intent.recorded_at.as_millis(),
+                custom_ids: &custom_ids,
+                known: &known,
+            };
+            let lost = format!(
+                "the reply to submission {} ({} requests, sent by an earlier attempt) was never recorded",
+                intent.token, intent.request_count
+            );
+            match reconcile(self.api.as_ref(), &looked_for).await {
+                Ok(Reconciled::Found { state, how }) => {
+                    let batch = NewBatchSubmission {
+                        state: &state,
+                        provider: self.api.kind().name(),
+                        server: self.api.server(),
+                        phase: &intent.phase,
+                        requests: &requests,
+                        token: Some(&intent.token),
+                    };
+                    if let Err(e) = self.store.record_batch_submission(&self.run, &batch) {
+                        self.hold(
+                            &custom_ids,
+                            &format!("{lost}, and its batch {} could not be recorded ({e})", state.batch_id),
+                        );
+                        continue;
+                    }
+                    exec.dispatcher.emit(Event::Warning {
+                        message: format!(
+                            "{lost}; batch {} was found at {} ({how}): it is collected, not submitted again",
+                            state.batch_id,
+                            self.api.server()
+                        ),
+                    });
+                    for (_, unit) in &requests {
+                        *self.sent.entry(unit.clone()).or_default() += 1;
+                    }
+                    self.recorded.push(state.batch_id.clone());
+                    self.earlier.push(Earlier {
+                        batch_id: state.batch_id,
+                        phase: intent.phase,
+                        server: intent.server,
+                        custom_ids,
+                        cancel_requested: false,
+                    });
+                }
+                Ok(Reconciled::NotCreated) => {
+                    exec.dispatcher.emit(Event::Warning {
+                        message: format!(
+                            "{lost}; {} lists no batch that can be it, so none was created: its requests are sent again",
+                            self.api.server()
+                        ),
+                    });
+                    self.store_write(|s, run| s.drop_batch_intent(run, &intent.token));
+                }
+                Ok(Reconciled::Unsure(candidates)) => {
+                    let what = match candidates.as_slice() {
+                        [] => "the provider's listing is too long to tell whether it created a batch".to_string(),
+                        many => format!("batches {} may be it and cannot be told apart yet", many.join(", ")),
+                    };
+                    let why = format!("{lost}, and {what}");
+                    exec.dispatcher.emit(Event::Warning {
+                        message: format!("{why}; its requests are not sent again (that could pay twice)"),
+                    });
+                    self.hold(&custom_ids, &why);
+                }
+                Err(e) => {
+                    let why = format!("{lost}, and the provider's listing of batches could not be read ({e})");
+                    exec.dispatcher.emit(Event::Warning {
+                        message: format!("{why}; its requests are not sent again (that could pay twice)"),
+                    });
+                    self.hold(&custom_ids, &why);
+                }
+            }
+        }
+    }
+
+    /// Requests of a submission whose batch cannot be told yet: not sent, not run.
+    fn hold(&mut self, custom_ids: &[String], why: &str) {
+        let reason = format!("not run: {why} (`rlm resume {}` looks for its batch again)", self.run);
+        for c in custom_ids {
+            self.held.insert(c.clone(), reason.clone());
         }
     }
 
@@ -673,39 +846,28 @@ impl BatchApiRun {
         let mut left = send;
         let mut attempt = 0;
         loop {
-            let mut recorded: Vec<Submitted> = Vec::new();
+            let mut recorder = RunRecorder {
+                store: &mut self.store,
+                run: &self.run,
+                failure: &mut self.store_failure,
+                provider: self.api.kind().name(),
+                server: self.api.server().to_string(),
+                phase: p.name,
+                work: &p.work,
+                by_custom: &p.by_custom,
+                submissions: &mut self.submissions,
+                recorded: Vec::new(),
+                notices: Vec::new(),
+            };
             let result = {
                 let work = &p.work;
                 let items = left.iter().map(|&i| item(&ctx, work[i]));
-                let (store, run, failure) = (&mut self.store, &self.run, &mut self.store_failure);
-                let (provider, server) = (self.api.kind().name(), self.api.server().to_string());
-                let by_custom = &p.by_custom;
-                submit_all_within(self.api.as_ref(), items, p.max_requests, |s: &Submitted| {
-                    let requests: Vec<(String, String)> = s
-                        .custom_ids
-                        .iter()
-                        .filter_map(|c| {
-                            by_custom
-                                .get(c.as_str())
-                                .map(|&i| (c.clone(), work[i].id().to_string()))
-                        })
-                        .collect();
-                    let batch = NewBatchSubmission {
-                        state: &s.state,
-                        provider,
-                        server: &server,
-                        phase: p.name,
-                        requests: &requests,
-                    };
-                    store.record_batch_submission(run, &batch).map_err(|e| {
-                        failure.get_or_insert(e.to_string());
-                        e.to_string()
-                    })?;
-                    recorded.push(s.clone());
-                    Ok(())
-                })
-                .await
+                submit_all_within(self.api.as_ref(), items, p.max_requests, &mut recorder).await
             };
+            let RunRecorder { recorded, notices, .. } = recorder;
+            for message in notices {
+                exec.dispatcher.emit(Event::Warning { message });
+            }
             // The submissions' bodies (up to 32 MB each) are freed.
             crate::memory::release_free();
             let now = Instant::now();
@@ -753,6 +915,31 @@ impl BatchApiRun {
                         message: format!("{e}: --batch-api auto makes realtime calls instead"),
                     });
                     return left;
+                }
+                Err(e @ BatchError::Unreconciled { .. }) => {
+                    // Its requests may be running, and paid for, at the provider: never sent
+                    // again blindly. The others go on.
+                    let message = e.to_string();
+                    exec.dispatcher.emit(Event::Warning {
+                        message: message.clone(),
+                    });
+                    let BatchError::Unreconciled { custom_ids, .. } = e else {
+                        return Vec::new();
+                    };
+                    let held: HashSet<&str> = custom_ids.iter().map(String::as_str).collect();
+                    let reason = format!(
+                        "not run: {message} (`rlm resume {}` looks for its batch again)",
+                        self.run
+                    );
+                    for &i in &left {
+                        if held.contains(p.custom_ids[i].as_str()) {
+                            self.cancelled(exec, p, i, &reason);
+                        }
+                    }
+                    left.retain(|&i| !held.contains(p.custom_ids[i].as_str()));
+                    if left.is_empty() || !exec.may_call() {
+                        return Vec::new();
+                    }
                 }
                 Err(e) if e.is_retryable() && attempt < self.retries && !left.is_empty() => {
                     attempt += 1;
@@ -829,13 +1016,21 @@ impl BatchApiRun {
         let started = Instant::now();
         let mut display = WaitDisplay::new(&self.printer, started, self.wait_line);
         let mut retry = Vec::new();
+        // `rlm cancel` waits for its canceled batches on a bound of its own (the run's
+        // `--deadline` does not apply to it).
+        let give_up = self.cancel.then(|| started + self.cancel_wait);
         while !p.batches.is_empty() {
             let next = p.batches.iter().map(|b| b.next_poll).min().unwrap_or_else(Instant::now);
             display.show(p, next);
             // The display is refreshed between polls (the bar's clock every second, a line
             // a minute without a terminal), however far apart the polls are.
             let wake = display.next_refresh().map_or(next, |at| at.min(next));
+            let wake = give_up.map_or(wake, |at| at.min(wake));
             match exec.pause(wake).await {
+                Pause::Elapsed if give_up.is_some_and(|at| Instant::now() >= at) => {
+                    self.leave(exec, p, Left::CancelWait);
+                    return Waited::Stopped;
+                }
                 Pause::Elapsed => {}
                 Pause::Interrupted => {
                     self.leave(exec, p, Left::Interrupted);
@@ -880,7 +1075,14 @@ impl BatchApiRun {
                             continue;
                         }
                         b.polls += 1;
-                        b.next_poll = now + self.schedule.delay(b.polls);
+                        let delay = self.schedule.delay(b.polls);
+                        // A canceled batch ends soon: `rlm cancel` polls it often.
+                        let delay = if self.cancel {
+                            delay.min(CANCEL_POLL_MOST)
+                        } else {
+                            delay
+                        };
+                        b.next_poll = now + delay;
                     }
                     Err(e) if e.is_retryable() => {
                         tracing::debug!(batch = %p.batches[i].batch_id, "poll failed, trying again later: {e}");
@@ -1079,7 +1281,24 @@ impl BatchApiRun {
             }
             return Collected::Kept;
         }
-        // A request the results do not mention has no answer: it is sent again.
+        // A request the results do not mention has no answer: it is sent again (said, since
+        // the provider may count it as succeeded).
+        if !expected.is_empty() {
+            let what = if self.cancel {
+                "they are not run (rlm resume sends them)"
+            } else {
+                "they are sent again, within --retries"
+            };
+            exec.dispatcher.emit(Event::Warning {
+                message: format!(
+                    "the results of batch {} have no entry for {} of its requests (the provider counts {} succeeded): \
+                     {what}",
+                    b.batch_id,
+                    expected.len(),
+                    state.counts.succeeded
+                ),
+            });
+        }
         for i in expected {
             self.again_or_fail(exec, p, i, retry, "the batch's results have no entry for it");
         }
@@ -1220,6 +1439,11 @@ impl BatchApiRun {
                  `rlm cancel {run}` cancels them"
             )),
             Left::Stopped => {}
+            Left::CancelWait => self.printer.important(&format!(
+                "rlm: the canceled batches have not ended within {}: `rlm cancel {run}` again, or `rlm resume \
+                 {run}`, collects what they had finished",
+                format_duration(u64::try_from(self.cancel_wait.as_millis()).unwrap_or(u64::MAX))
+            )),
         }
         let batches = std::mem::take(&mut p.batches);
         for b in batches {
@@ -1262,6 +1486,99 @@ impl BatchApiRun {
                 self.store_failure = Some(e.to_string());
             }
         }
+    }
+}
+
+/// The run store's side of a phase's submissions: each intent written before its create
+/// request is sent, each batch (with its requests' unit ids) once it exists, settling the
+/// intent in the same transaction.
+struct RunRecorder<'s, 'w> {
+    store: &'s mut TaskStore,
+    run: &'s RunId,
+    /// The first failure to write the store.
+    failure: &'s mut Option<String>,
+    provider: &'static str,
+    server: String,
+    phase: &'static str,
+    work: &'s [Work<'w>],
+    by_custom: &'s HashMap<String, usize>,
+    submissions: &'s mut u64,
+    /// The batches recorded, in order.
+    recorded: Vec<Submitted>,
+    /// What the user should hear.
+    notices: Vec<String>,
+}
+
+impl RunRecorder<'_, '_> {
+    /// `(custom_id, unit_id)` of the requests `custom_ids`.
+    fn requests(&self, custom_ids: &[String]) -> Vec<(String, String)> {
+        custom_ids
+            .iter()
+            .filter_map(|c| {
+                self.by_custom
+                    .get(c.as_str())
+                    .map(|&i| (c.clone(), self.work[i].id().to_string()))
+            })
+            .collect()
+    }
+
+    fn failed(&mut self, e: &crate::store::StoreError) -> String {
+        self.failure.get_or_insert(e.to_string());
+        e.to_string()
+    }
+}
+
+impl Recorder for RunRecorder<'_, '_> {
+    fn intend(&mut self, custom_ids: &[String]) -> Result<SubmissionTag, String> {
+        *self.submissions += 1;
+        let tag = SubmissionTag {
+            run: self.run.to_string(),
+            token: new_token(*self.submissions),
+        };
+        let requests = self.requests(custom_ids);
+        let intent = NewBatchIntent {
+            token: &tag.token,
+            provider: self.provider,
+            server: &self.server,
+            phase: self.phase,
+            requests: &requests,
+        };
+        match self.store.record_batch_intent(self.run, &intent) {
+            Ok(()) => Ok(tag),
+            Err(e) => Err(self.failed(&e)),
+        }
+    }
+
+    fn record(&mut self, submitted: &Submitted, tag: &SubmissionTag) -> Result<(), String> {
+        let requests = self.requests(&submitted.custom_ids);
+        let batch = NewBatchSubmission {
+            state: &submitted.state,
+            provider: self.provider,
+            server: &self.server,
+            phase: self.phase,
+            requests: &requests,
+            token: Some(&tag.token),
+        };
+        if let Err(e) = self.store.record_batch_submission(self.run, &batch) {
+            return Err(self.failed(&e));
+        }
+        self.recorded.push(submitted.clone());
+        Ok(())
+    }
+
+    fn void(&mut self, tag: &SubmissionTag) {
+        if let Err(e) = self.store.drop_batch_intent(self.run, &tag.token) {
+            // Left in the store, the intent is looked for at the next resume: harmless.
+            tracing::debug!("the run store could not drop an intent: {e}");
+        }
+    }
+
+    fn known(&self) -> HashSet<String> {
+        self.store.known_batch_ids().unwrap_or_default()
+    }
+
+    fn notice(&mut self, message: String) {
+        self.notices.push(message);
     }
 }
 
@@ -1527,6 +1844,8 @@ enum Left {
     Interrupted,
     Deadline,
     Stopped,
+    /// `rlm cancel`'s canceled batches did not end within its own wait.
+    CancelWait,
 }
 
 /// What the wait shows: a bar on a terminal (its text refreshed every [`BAR_TICK`]), a line

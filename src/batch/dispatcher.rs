@@ -66,6 +66,9 @@ pub struct Dispatcher {
     counted: HashSet<UnitId>,
     /// `--deadline`, for what its stop says.
     deadline: Option<DeadlineNote>,
+    /// A call was paid at the list price (realtime): a batch-API run that made one is
+    /// reported at the `mixed` tier.
+    pub paid_realtime: bool,
 }
 
 impl Dispatcher {
@@ -92,6 +95,7 @@ impl Dispatcher {
             limiter: None,
             counted: HashSet::new(),
             deadline: None,
+            paid_realtime: false,
         }
     }
 
@@ -224,6 +228,9 @@ impl PoolHandler<JobOutcome> for Dispatcher {
         if !self.counted.remove(&unit) {
             self.spent += cost_usd;
         }
+        // A call paid at the list price (realtime): a batch-API run that made one was
+        // billed at both prices.
+        self.paid_realtime |= outcome.usage.total() > 0;
         let mut usage = outcome.usage;
         usage.add(outcome.batch_usage);
         let mut flow = Flow::Continue;

@@ -150,12 +150,12 @@ fn write_json(out: &mut impl Write, settings: &BatchSettings, plan: &Plan, verdi
             "cache_read_tokens": estimate.cache_read_tokens,
             "cache_write_tokens": estimate.cache_write_tokens,
             "cost_usd": estimate.usd,
-            "price_basis": model.price_basis,
+            "price_basis": model.price_basis.shown(estimate.price_tier),
             "price_tier": estimate.price_tier,
         }),
     );
     put("batch_api", json!(settings.exec.batch_api.mode));
-    put("price_basis", json!(model.price_basis));
+    put("price_basis", json!(model.price_basis.shown(estimate.price_tier)));
     put("price_tier", json!(estimate.price_tier));
     put("cost_check", json!(verdict));
     put("warnings", json!(plan.warnings));

@@ -74,7 +74,10 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
     for warning in &plan.warnings {
         printer.warn(warning);
     }
-    printer.banner(&output::init_block(&settings, &plan));
+    if !settings.exec.batch_api.cancel {
+        // (`rlm cancel` starts nothing and spends nothing: its own lines say what it does.)
+        printer.banner(&output::init_block(&settings, &plan));
+    }
     if settings.output.dry_run {
         dry_run::show(&printer, &settings, &plan);
         // The process ends here: freeing every file's text and every unit one by one (a
@@ -142,6 +145,8 @@ pub(crate) struct Merged {
     pub estimated_cost_usd: f64,
     /// The tier the merged runs' units were billed at (`mixed` when they differ).
     pub price_tier: crate::provider::catalog::PriceTier,
+    /// The provider batches the merged runs submitted, in their order.
+    pub batches: Vec<String>,
 }
 
 /// `rlm merge`: `plan` (the whole plan) run with its units answered by the merged runs,
@@ -159,6 +164,11 @@ pub(crate) async fn run_merged(
         warnings,
     };
     let mut exec = start(settings, plan, &run_dir, printer, times, startup)?;
+    // Its report lists the batches its runs' units went through, as theirs did.
+    exec.dispatcher
+        .reporters
+        .builder
+        .set_earlier_batches(merged.batches.clone());
     exec.dispatcher.emit(Event::RunStarted {
         units: plan.units.len(),
         cached: 0,
@@ -241,7 +251,9 @@ fn batches_left_at_the_provider(store: Option<&TaskStore>, earlier: &str) -> Res
         })?
         .into_iter()
         .filter(|b| b.collected_at.is_none())
-        .count();
+        .count()
+        // A submission whose reply was never recorded may have created one.
+        + store.batch_intents(&run).map_or(0, |i| i.len());
     if waiting == 0 {
         return Ok(());
     }

@@ -32,6 +32,15 @@ pub type Recorded = HashMap<UnitId, RecordedUnit>;
 /// Serves every unit of `plan` from `recorded` (see the module doc); a unit no run holds is
 /// not run, and says so.
 pub fn serve(dispatcher: &mut Dispatcher, run_dir: &RunDir, plan: &Plan, recorded: &Recorded, budget: Budget) {
+    // Each unit served is announced first, as a run announces the units it dispatches: the
+    // progress counts them all (`[k/N]`).
+    for unit in plan.units.iter().filter(|u| recorded.contains_key(&u.id)) {
+        dispatcher.emit(Event::Queued {
+            unit: unit.id.clone(),
+            label: unit.label.clone(),
+            kind: UnitKind::Map,
+        });
+    }
     for unit in &plan.units {
         let Some(found) = recorded.get(&unit.id) else {
             dispatcher.emit(Event::Cancelled {

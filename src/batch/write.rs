@@ -12,6 +12,7 @@ use crate::aggregate::Aggregate;
 use crate::cache::{Cache, CacheEntry};
 use crate::exec::Event;
 use crate::printer::Printer;
+use crate::provider::catalog::PriceTier;
 use crate::provider::Usage;
 use crate::report::{Gate, RunEndReason, RunReport, RunStatus};
 use crate::reporter::RunEnd;
@@ -191,6 +192,10 @@ pub fn report(
         events_path,
         errors,
     });
+    if report.price_tier == PriceTier::Batch && exec.dispatcher.paid_realtime {
+        // Under --batch-api, an aggregation call (or a fallback) made at the list price.
+        report.set_price_tier(PriceTier::Mixed);
+    }
     if let Some(f) = &end.findings {
         if settings.task.fail_on.is_some() {
             report.gate = Some(if f.failed_on.is_some() {

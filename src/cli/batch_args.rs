@@ -272,7 +272,8 @@ pub struct BatchArgs {
     /// Take only shard K of N of the planned units (each unit's shard is a hash of its
     /// stable id): N machines given the same inputs and --shard 1/N … N/N split one job
     /// with no coordinator, each writing its own run directory; `rlm merge` combines them.
-    #[arg(long, value_name = "K/N", value_parser = parse_shard)]
+    // A value that starts with `-` is the shard's to refuse (`--shard -1/2`), not an option.
+    #[arg(long, value_name = "K/N", value_parser = parse_shard, allow_hyphen_values = true)]
     pub shard: Option<crate::shard::Shard>,
 
     /// Process at most N files, the largest (1-100000); the others are listed as skipped.

@@ -32,6 +32,8 @@ pub struct FinishedRun {
     pub estimated_cost_usd: f64,
     /// The tier its units were billed at (`batch` under `--batch-api`).
     pub price_tier: PriceTier,
+    /// The provider batches it submitted (`--batch-api`).
+    pub batches: Vec<String>,
     pub units: Vec<UnitRecord>,
 }
 
@@ -105,6 +107,10 @@ impl FinishedRun {
             price_tier: report
                 .get("price_tier")
                 .and_then(|t| serde_json::from_value(t.clone()).ok())
+                .unwrap_or_default(),
+            batches: report
+                .get("batches")
+                .and_then(|b| serde_json::from_value(b.clone()).ok())
                 .unwrap_or_default(),
             units,
             shown,

@@ -137,6 +137,7 @@ pub async fn run(merge: MergePlan, printer: Printer) -> Result<ExitStatus, RlmEr
         runs: runs.iter().map(|r| r.run_id.clone()).collect(),
         estimated_cost_usd: runs.iter().map(|r| r.estimated_cost_usd).sum(),
         price_tier: price_tier(runs),
+        batches: runs.iter().flat_map(|r| r.batches.iter().cloned()).collect(),
     };
     crate::batch::run_merged(settings, &plan, &merged, &printer).await
 }

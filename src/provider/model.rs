@@ -18,6 +18,30 @@ pub enum PriceBasis {
     External,
 }
 
+impl PriceBasis {
+    /// `listed`, `ceiling`, `unknown` or `external`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PriceBasis::Listed => "listed",
+            PriceBasis::Ceiling => "ceiling",
+            PriceBasis::Unknown => "unknown",
+            PriceBasis::External => "external",
+        }
+    }
+
+    /// The basis as reports and `--dry-run --json` say it: where the prices come from and,
+    /// where a price was counted, whether it was the batch price — `listed_batch` (every
+    /// call at the batch price, half of list), `listed_mixed` (some at it, some at list),
+    /// `listed` (list price); the same for `ceiling`.
+    pub fn shown(self, tier: PriceTier) -> String {
+        match (self, tier) {
+            (PriceBasis::Listed | PriceBasis::Ceiling, PriceTier::Batch) => format!("{}_batch", self.name()),
+            (PriceBasis::Listed | PriceBasis::Ceiling, PriceTier::Mixed) => format!("{}_mixed", self.name()),
+            _ => self.name().to_string(),
+        }
+    }
+}
+
 /// Everything rlm knows about the run's model.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ModelInfo {

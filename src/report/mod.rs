@@ -249,10 +249,17 @@ pub struct RunReport {
     /// False when the model is not in the price table.
     pub price_known: bool,
     /// Where prices come from: `listed`, `ceiling` (unlisted on the official API, an upper
-    /// bound) or `unknown` (another server: free as far as rlm knows).
+    /// bound) or `unknown` (another server: free as far as rlm knows). In `report.json` as
+    /// [`PriceBasis::shown`] says it (`listed_batch` where the batch price applied).
+    #[serde(skip)]
     pub price_basis: PriceBasis,
+    /// `price_basis` as `report.json` says it (see [`RunReport::set_price_tier`]).
+    #[serde(rename = "price_basis")]
+    pub price_basis_shown: String,
     /// `batch` when the run's calls went through the provider's batch API (at half of the
-    /// list price; aggregation calls too under `--batch-api all`), `realtime` otherwise.
+    /// list price; aggregation calls too under `--batch-api all`), `mixed` when some of its
+    /// calls did and others were realtime (an aggregation call at list price), `realtime`
+    /// otherwise.
     pub price_tier: PriceTier,
     /// The ids of the provider batches the run submitted (`--batch-api`), in order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -288,6 +295,12 @@ pub struct FindingsSummary {
 }
 
 impl RunReport {
+    /// Sets the tier the run's calls were billed at, and the basis as it is shown with it.
+    pub fn set_price_tier(&mut self, tier: PriceTier) {
+        self.price_tier = tier;
+        self.price_basis_shown = self.price_basis.shown(tier);
+    }
+
     /// The run's status from its counts and why dispatching ended (see the README's exit
     /// codes). A budget or deadline stop is the status even when nothing succeeded (the run
     /// is resumable with more, not a failure of its units) — but not when every unit had

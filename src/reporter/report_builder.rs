@@ -219,6 +219,7 @@ impl ReportBuilder {
             estimated_cost_usd: ctx.estimated_cost_usd,
             price_known: ctx.price_basis == PriceBasis::Listed,
             price_basis: ctx.price_basis,
+            price_basis_shown: ctx.price_basis.shown(ctx.price_tier),
             price_tier: ctx.price_tier,
             batches,
             duration_ms: end.duration_ms,

@@ -1,6 +1,6 @@
 //! `--batch-api`, `--batch-api-fallback` and the config key `rlm.batch_api`, with the
 //! environment knobs of the batch-API stage (`RLM_BATCH_POLL_MS`, `RLM_BATCH_LIMITS`,
-//! `RLM_BATCH_WAIT_LINE_MS`), → one [`BatchApiSettings`]; and the batch mode a run recorded,
+//! `RLM_BATCH_WAIT_LINE_MS`, `RLM_BATCH_CANCEL_WAIT_MS`), → one [`BatchApiSettings`]; and the batch mode a run recorded,
 //! which its resume keeps.
 
 use std::time::Duration;
@@ -99,6 +99,11 @@ pub struct BatchApiSettings {
     /// (default a minute; tests use less).
     #[serde(skip)]
     pub wait_line: Duration,
+    /// `RLM_BATCH_CANCEL_WAIT_MS`: how long `rlm cancel` waits for the batches it canceled
+    /// to end, to collect what they had finished (default [`CANCEL_WAIT`]). Its own bound,
+    /// not the run's `--deadline`, which may have passed long ago.
+    #[serde(skip)]
+    pub cancel_wait: Duration,
 }
 
 impl BatchApiSettings {
@@ -118,6 +123,7 @@ impl BatchApiSettings {
             cancel: false,
             forget: false,
             wait_line: wait_line(env.var("RLM_BATCH_WAIT_LINE_MS"))?,
+            cancel_wait: cancel_wait(env.var("RLM_BATCH_CANCEL_WAIT_MS"))?,
         })
     }
 
@@ -128,6 +134,23 @@ impl BatchApiSettings {
         if let Some(mode) = BatchApiMode::recorded_in(recorded) {
             self.mode = mode;
         }
+    }
+}
+
+/// How long `rlm cancel` waits by default for its canceled batches to end: a canceled batch
+/// ends once the requests it was running finish, usually within a minute or two.
+pub const CANCEL_WAIT: Duration = Duration::from_secs(5 * 60);
+
+fn cancel_wait(value: Option<&str>) -> Result<Duration, RlmError> {
+    let Some(value) = value else {
+        return Ok(CANCEL_WAIT);
+    };
+    match value.trim().parse::<u64>() {
+        Ok(ms) if (1..=MOST_POLL_MS).contains(&ms) => Ok(Duration::from_millis(ms)),
+        _ => Err(RlmError::Usage(format!(
+            "RLM_BATCH_CANCEL_WAIT_MS='{value}' is not a number of milliseconds from 1 to {MOST_POLL_MS} (how long \
+             rlm cancel waits for the canceled batches to end)"
+        ))),
     }
 }
 

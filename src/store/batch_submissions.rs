@@ -7,7 +7,16 @@
 //! counts (`rlm status` reads them without a network call); each result read records its
 //! request's outcome, so a resume reads only what it lacks.
 //!
-//! The tables come with schema version 3 ([`MIGRATION`]).
+//! Before a batch's create request is sent, the intent to submit it is written too
+//! ([`NewBatchIntent`]: a token of rlm's own and the requests), and settled when the batch
+//! is recorded: a `kill -9` between the request and its reply, or a reply that never came,
+//! leaves the intent, and the next attempt looks for the batch at the provider before it
+//! sends anything again (`provider::batch_api::reconcile`).
+//!
+//! The tables come with schema version 3 ([`MIGRATION`]); the intents with version 5
+//! ([`INTENTS_MIGRATION`]).
+
+use std::collections::HashSet;
 
 use rusqlite::{params, OptionalExtension};
 
@@ -53,6 +62,45 @@ pub(super) const MIGRATION: &str = "
     CREATE INDEX batch_requests_by_unit ON batch_requests (run_id, unit_id);
 ";
 
+/// Schema version 5: the intents to submit a batch, written before its create request is
+/// sent and deleted once the batch is recorded (or known not to exist).
+pub(super) const INTENTS_MIGRATION: &str = "
+    CREATE TABLE IF NOT EXISTS batch_intents (
+        run_id          TEXT NOT NULL,
+        token           TEXT NOT NULL,          -- rlm's own id of the submission (OpenAI metadata)
+        provider        TEXT NOT NULL,
+        server          TEXT NOT NULL,
+        phase           TEXT NOT NULL,
+        request_count   INTEGER NOT NULL,
+        requests_json   TEXT NOT NULL,          -- [[custom_id, unit_id], …]
+        recorded_at     TEXT NOT NULL,          -- before the create request was sent
+        PRIMARY KEY (run_id, token)
+    );
+";
+
+/// A submission about to be sent.
+#[derive(Debug, Clone)]
+pub struct NewBatchIntent<'a> {
+    pub token: &'a str,
+    pub provider: &'a str,
+    pub server: &'a str,
+    pub phase: &'a str,
+    /// `(custom_id, unit_id)` of every request.
+    pub requests: &'a [(String, String)],
+}
+
+/// A submission whose batch was never recorded: its create request was sent (or about to
+/// be) and no reply recorded.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct BatchIntent {
+    pub token: String,
+    pub provider: String,
+    pub server: String,
+    pub phase: String,
+    pub request_count: u64,
+    pub recorded_at: Timestamp,
+}
+
 /// A batch just created at the provider.
 #[derive(Debug, Clone)]
 pub struct NewBatchSubmission<'a> {
@@ -66,6 +114,8 @@ pub struct NewBatchSubmission<'a> {
     pub phase: &'a str,
     /// `(custom_id, unit_id)` of every request.
     pub requests: &'a [(String, String)],
+    /// The token of the intent it settles, if one was recorded.
+    pub token: Option<&'a str>,
 }
 
 /// A batch as the store knows it.
@@ -144,6 +194,46 @@ impl WriteBatch<'_> {
                 .execute(params![run.as_str(), state.batch_id, custom_id, unit_id])
                 .map_err(|e| self.sqlite(e))?;
         }
+        drop(insert);
+        if let Some(token) = batch.token {
+            self.drop_batch_intent(run, token)?;
+        }
+        Ok(())
+    }
+
+    /// Records the intent to submit a batch, before its create request is sent.
+    pub fn record_batch_intent(&mut self, run: &RunId, intent: &NewBatchIntent<'_>) -> Result<(), StoreError> {
+        // Pairs of strings always serialize.
+        let requests = serde_json::to_string(intent.requests).unwrap_or_else(|_| "[]".to_string());
+        self.tx
+            .execute(
+                "INSERT INTO batch_intents (run_id, token, provider, server, phase, request_count, requests_json,
+                     recorded_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![
+                    run.as_str(),
+                    intent.token,
+                    intent.provider,
+                    intent.server,
+                    intent.phase,
+                    intent.requests.len() as i64,
+                    requests,
+                    Timestamp::now().to_rfc3339(),
+                ],
+            )
+            .map_err(|e| self.sqlite(e))?;
+        Ok(())
+    }
+
+    /// Settles an intent: its batch was recorded, its create request refused, or the provider
+    /// shows that it created nothing.
+    pub fn drop_batch_intent(&mut self, run: &RunId, token: &str) -> Result<(), StoreError> {
+        self.tx
+            .execute(
+                "DELETE FROM batch_intents WHERE run_id = ?1 AND token = ?2",
+                params![run.as_str(), token],
+            )
+            .map_err(|e| self.sqlite(e))?;
         Ok(())
     }
 
@@ -240,6 +330,84 @@ impl TaskStore {
         let mut tx = self.begin()?;
         tx.record_batch_submission(run, batch)?;
         tx.commit()
+    }
+
+    /// Records the intent to submit a batch (see [`WriteBatch::record_batch_intent`]).
+    pub fn record_batch_intent(&mut self, run: &RunId, intent: &NewBatchIntent<'_>) -> Result<(), StoreError> {
+        let mut tx = self.begin()?;
+        tx.record_batch_intent(run, intent)?;
+        tx.commit()
+    }
+
+    /// Settles an intent (see [`WriteBatch::drop_batch_intent`]).
+    pub fn drop_batch_intent(&mut self, run: &RunId, token: &str) -> Result<(), StoreError> {
+        let mut tx = self.begin()?;
+        tx.drop_batch_intent(run, token)?;
+        tx.commit()
+    }
+
+    /// The run's intents not settled: submissions whose batch, if any, is not recorded.
+    pub fn batch_intents(&self, run: &RunId) -> Result<Vec<BatchIntent>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT token, provider, server, phase, request_count, recorded_at FROM batch_intents
+                 WHERE run_id = ?1 ORDER BY recorded_at, rowid",
+            )
+            .map_err(|e| self.sqlite_error(e))?;
+        let rows = stmt
+            .query_map([run.as_str()], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, String>(2)?,
+                    row.get::<_, String>(3)?,
+                    row.get::<_, i64>(4)?,
+                    row.get::<_, String>(5)?,
+                ))
+            })
+            .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+            .map_err(|e| self.sqlite_error(e))?;
+        rows.into_iter()
+            .map(|(token, provider, server, phase, count, at)| {
+                Ok(BatchIntent {
+                    token,
+                    provider,
+                    server,
+                    phase,
+                    request_count: u64::try_from(count).unwrap_or(0),
+                    recorded_at: self.timestamp("batch_intents.recorded_at", at)?,
+                })
+            })
+            .collect()
+    }
+
+    /// The `(custom_id, unit_id)` requests of an intent.
+    pub fn batch_intent_requests(&self, run: &RunId, token: &str) -> Result<Vec<(String, String)>, StoreError> {
+        let json: Option<String> = self
+            .conn
+            .prepare_cached("SELECT requests_json FROM batch_intents WHERE run_id = ?1 AND token = ?2")
+            .and_then(|mut stmt| {
+                stmt.query_row(params![run.as_str(), token], |row| row.get(0))
+                    .optional()
+            })
+            .map_err(|e| self.sqlite_error(e))?;
+        match json {
+            None => Ok(Vec::new()),
+            Some(json) => serde_json::from_str(&json).map_err(|_| self.corrupt("batch_intents.requests_json", json)),
+        }
+    }
+
+    /// Every batch id the store has recorded, for any run: a batch found in a provider's
+    /// listing that one of them knows is never taken for a lost submission.
+    pub fn known_batch_ids(&self) -> Result<HashSet<String>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT batch_id FROM batch_submissions")
+            .map_err(|e| self.sqlite_error(e))?;
+        stmt.query_map([], |row| row.get::<_, String>(0))
+            .and_then(Iterator::collect::<Result<HashSet<_>, _>>)
+            .map_err(|e| self.sqlite_error(e))
     }
 
     /// Records what a poll saw.
@@ -427,6 +595,7 @@ mod tests {
                     server: "https://api.anthropic.com",
                     phase: "map",
                     requests: &requests,
+                    token: None,
                 },
             )
             .unwrap();
@@ -509,9 +678,50 @@ mod tests {
             server: "https://api.openai.com",
             phase: "map",
             requests: &[],
+            token: None,
         };
         store.record_batch_submission(&run, &batch).unwrap();
         assert_eq!(store.batch_submissions(&run).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn an_intent_is_kept_until_its_batch_is_recorded_or_it_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = TaskStore::open(dir.path()).unwrap();
+        let run = store.create_run(&new_run(dir.path())).unwrap();
+        let requests = vec![
+            ("c0".to_string(), "src/a.ts".to_string()),
+            ("c1".to_string(), "b\n\"c".to_string()),
+        ];
+        for token in ["sub-1", "sub-2"] {
+            let intent = NewBatchIntent {
+                token,
+                provider: "anthropic",
+                server: "https://api.anthropic.com",
+                phase: "map",
+                requests: &requests,
+            };
+            store.record_batch_intent(&run, &intent).unwrap();
+        }
+        let intents = store.batch_intents(&run).unwrap();
+        assert_eq!(intents.len(), 2);
+        assert_eq!((intents[0].token.as_str(), intents[0].request_count), ("sub-1", 2));
+        assert_eq!(store.batch_intent_requests(&run, "sub-2").unwrap(), requests);
+
+        // Recording the batch settles its intent, in the same transaction.
+        let s = state("msgbatch_9", BatchStatus::InProgress, BatchCounts::default());
+        let batch = NewBatchSubmission {
+            state: &s,
+            provider: "anthropic",
+            server: "https://api.anthropic.com",
+            phase: "map",
+            requests: &requests,
+            token: Some("sub-1"),
+        };
+        store.record_batch_submission(&run, &batch).unwrap();
+        store.drop_batch_intent(&run, "sub-2").unwrap();
+        assert!(store.batch_intents(&run).unwrap().is_empty());
+        assert!(store.known_batch_ids().unwrap().contains("msgbatch_9"));
     }
 
     #[test]
@@ -545,6 +755,7 @@ mod tests {
                         server: "https://api.openai.com",
                         phase: "map",
                         requests: &requests,
+                        token: None,
                     },
                 )
                 .unwrap();

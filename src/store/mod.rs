@@ -22,7 +22,9 @@ mod task_store;
 mod timestamp;
 mod write_batch;
 
-pub use batch_submissions::{BatchRequestRecord, BatchSubmission, NewBatchSubmission, RequestOutcome};
+pub use batch_submissions::{
+    BatchIntent, BatchRequestRecord, BatchSubmission, NewBatchIntent, NewBatchSubmission, RequestOutcome,
+};
 pub use claim::{Claim, Limits, Spent};
 pub use error::StoreError;
 pub use lifecycle::{RunStatus, UnitKind, UnitState};

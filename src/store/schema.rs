@@ -12,7 +12,7 @@ use rusqlite::{Connection, TransactionBehavior};
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Each entry migrates from its index to the next version.
-const MIGRATIONS: [&str; 4] = [
+const MIGRATIONS: [&str; 5] = [
     // Version 1: runs, their units, and the append-only history of unit transitions.
     "
     CREATE TABLE runs (
@@ -122,6 +122,10 @@ const MIGRATIONS: [&str; 4] = [
         PRIMARY KEY (run_id, unit_id)
     );
     ",
+    // Version 5 (issue 18): the intents to submit a batch, written before the create
+    // request is sent, so a reply that never came is looked for at the provider, not sent
+    // again blindly.
+    super::batch_submissions::INTENTS_MIGRATION,
 ];
 
 /// What [`check_version`] found.

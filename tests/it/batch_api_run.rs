@@ -365,6 +365,25 @@ fn errored_and_expired_requests_are_retried_alone_in_a_follow_up_batch() {
 }
 
 #[test]
+fn results_missing_from_the_results_file_are_sent_again_and_said() {
+    let mock = MockLlm::start();
+    mock.drop_batch_result_lines(2);
+    let p = ts_project(6);
+    let url = mock.url();
+    let out = rlm_fast(&p, &batch_api_args(&url, &[])).run();
+    out.assert_exit(0);
+    assert!(
+        out.stderr
+            .contains("have no entry for 2 of its requests (the provider counts 6 succeeded)")
+            && out.stderr.contains("they are sent again"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(mock.batch_sizes(), [6, 2]);
+    assert_eq!(results(&p), 6);
+}
+
+#[test]
 fn retries_go_realtime_with_the_realtime_fallback_and_stop_at_the_retry_budget() {
     let mock = MockLlm::start();
     mock.batch_fault_when("f002 = 2", vec![BatchFault::Errored { retryable: true }]);
@@ -431,7 +450,8 @@ fn batch_calls_cost_half_of_list_and_say_so() {
     let dry = dry.json();
     assert_eq!(dry["price_tier"], "batch");
     assert_eq!(dry["estimate"]["price_tier"], "batch");
-    assert_eq!(dry["price_basis"], "listed");
+    assert_eq!(dry["price_basis"], "listed_batch", "the basis says the batch price");
+    assert_eq!(dry["estimate"]["price_basis"], "listed_batch");
     let half = realtime["estimated_cost_usd"].as_f64().unwrap() / 2.0;
     assert!(
         (dry["estimated_cost_usd"].as_f64().unwrap() - half).abs() < 1e-12,
@@ -448,7 +468,9 @@ fn batch_calls_cost_half_of_list_and_say_so() {
     batched.assert_exit(0);
     let batched = batched.json();
     assert_eq!(realtime["price_tier"], "realtime");
+    assert_eq!(realtime["price_basis"], "listed");
     assert_eq!(batched["price_tier"], "batch");
+    assert_eq!(batched["price_basis"], "listed_batch");
     assert_eq!(batched["tokens_in"], realtime["tokens_in"], "the same requests");
     let (full, paid) = (
         realtime["cost_usd"].as_f64().unwrap(),
@@ -463,6 +485,24 @@ fn batch_calls_cost_half_of_list_and_say_so() {
         "{}",
         q.report_md()
     );
+}
+
+#[test]
+fn a_batch_run_whose_aggregation_went_realtime_is_billed_at_both_prices() {
+    let mock = MockLlm::start();
+    let p = ts_project(6);
+    let url = mock.url();
+    let out = rlm_fast(&p, &batch_api_args(&url, &["--aggregate", "summarize", "--json"])).run();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 1, "the summary call went realtime");
+    let report = out.json();
+    assert_eq!(report["price_tier"], "mixed", "{report}");
+    assert_eq!(report["price_basis"], "listed_mixed");
+    // Without an aggregation call, the units alone: the batch price.
+    let q = ts_project(6);
+    let out = rlm_fast(&q, &batch_api_args(&url, &["--aggregate", "concat", "--json"])).run();
+    out.assert_exit(0);
+    assert_eq!(out.json()["price_tier"], "batch");
 }
 
 #[test]
@@ -683,6 +723,77 @@ const FROM_ENV: [&str; 9] = [
 
 fn at(p: &Project, args: &[&str], url: &str) -> Run {
     rlm_fast(p, args).env("ANTHROPIC_BASE_URL", url)
+}
+
+/// [`FROM_ENV`] with `--deadline SECS`.
+fn with_deadline(secs: &str) -> Vec<&str> {
+    let mut args = FROM_ENV.to_vec();
+    args.extend_from_slice(&["--deadline", secs]);
+    args
+}
+
+#[test]
+fn cancel_after_a_deadline_stop_polls_collects_and_counts_what_had_finished() {
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::HeldAfter(5));
+    let p = ts_project(11);
+    let url = mock.url();
+    at(&p, &with_deadline("1s"), &url).run().assert_exit(1);
+    assert_eq!(p.report()["status"], "DEADLINE_EXCEEDED");
+    let polls = mock.batch_polls();
+    assert!(polls >= 1);
+
+    // The run's deadline passed long ago: the cancel waits on its own bound.
+    let out = at(&p, &["cancel"], &url).run();
+    out.assert_exit(0);
+    assert_eq!(mock.batch_cancels(), 1);
+    assert!(mock.batch_polls() > polls, "the cancel polls the canceled batch");
+    assert_eq!(mock.batch_result_fetches(), 1, "and reads its results");
+    assert!(
+        out.stderr.contains("5 finished answers kept") && out.stderr.contains("6 not run"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !out.stderr.contains("Estimated cost") && !out.stderr.contains("RLM Batch Initialized"),
+        "a cancel starts no run: {}",
+        out.stderr
+    );
+    assert_eq!(results(&p), 5);
+    let s = status(&p);
+    assert_eq!(s["units"]["completed"], 5, "{s}");
+    assert_eq!(s["units"]["cancelled"], 6, "{s}");
+    assert!(s["batches"][0]["collected_at"].is_string(), "{s}");
+}
+
+#[test]
+fn cancel_waits_for_its_canceled_batch_only_as_long_as_its_own_bound() {
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::HeldAfter(2));
+    let p = ts_project(4);
+    let url = mock.url();
+    at(&p, &with_deadline("1s"), &url).run().assert_exit(1);
+    // The provider takes its time to end the canceled batch: the cancel does not wait past
+    // its own bound.
+    mock.set_batch_cancel_holds(true);
+    let out = at(&p, &["cancel"], &url).env("RLM_BATCH_CANCEL_WAIT_MS", "300").run();
+    out.assert_exit(0);
+    assert_eq!(mock.batch_cancels(), 1);
+    assert!(
+        out.stderr.contains("the canceled batches have not ended within"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(results(&p), 0);
+    assert!(status(&p)["batches"][0]["collected_at"].is_null());
+
+    // Once it has ended, a cancel again collects what it had finished.
+    mock.set_batch_cancel_holds(false);
+    let out = at(&p, &["cancel"], &url).run();
+    out.assert_exit(0);
+    assert_eq!(mock.batch_cancels(), 1, "asked once");
+    assert!(out.stderr.contains("2 finished answers kept"), "{}", out.stderr);
+    assert_eq!(results(&p), 2);
 }
 
 #[test]

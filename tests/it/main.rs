@@ -10,6 +10,7 @@ mod support;
 
 mod batch;
 mod batch_api;
+mod batch_api_lost;
 mod batch_api_run;
 mod cache;
 mod chunking;

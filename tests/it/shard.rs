@@ -158,6 +158,15 @@ fn two_shards_merged_equal_one_unsharded_run() {
             .env_remove("ANTHROPIC_API_KEY")
             .run();
         merged.assert_exit(1);
+        // Its progress counts the units it serves, as a run counts those it dispatches.
+        let served: Vec<&str> = merged.stderr.lines().filter(|l| l.contains(" ok ")).collect();
+        assert!(!served.is_empty(), "{}", merged.stderr);
+        let total = format!("/{}]", merged.stderr.lines().filter(|l| l.starts_with('[')).count());
+        assert!(
+            served.iter().all(|l| l.contains(&total)),
+            "{aggregate}: {}",
+            merged.stderr
+        );
         assert_eq!(sharded.requests(), whole_requests, "{aggregate}: merging calls nothing");
         let m = merged.json();
         assert_eq!(m, report(&p, "merged"));
@@ -340,6 +349,12 @@ fn shards_are_range_checked() {
         ("1/0", "the number of shards N must be from 1 to 10000"),
         ("2", "write K/N"),
         ("a/b", "write K/N"),
+        (" 1/2", "write K/N in plain digits"),
+        ("1 /2", "write K/N in plain digits"),
+        ("+1/2", "write K/N in plain digits"),
+        ("01/02", "write K/N in plain digits"),
+        // Space-separated, a leading `-` is the shard's value, not an unknown option.
+        ("-1/2", "write K/N in plain digits"),
     ] {
         let out = p.rlm(&["batch", "*.py", "Review {file}", "--shard", bad]).run();
         out.assert_exit(2);
@@ -459,6 +474,13 @@ fn a_merge_reports_the_tier_its_shards_were_billed_at() {
     // Both shards at the batch price: so is the merge, and its report says so.
     let m = merge(["b1", "b2"], "batched");
     assert_eq!(m["price_tier"], "batch");
+    // The merged report lists the shards' batches.
+    let batches: Vec<Value> = [&b1, &b2]
+        .iter()
+        .flat_map(|r| r["batches"].as_array().cloned().unwrap_or_default())
+        .collect();
+    assert_eq!(batches.len(), 2, "{b1} {b2}");
+    assert_eq!(m["batches"], Value::Array(batches));
     let cost = |r: &Value| r["cost_usd"].as_f64().unwrap();
     assert!((cost(&m) - cost(&b1) - cost(&b2)).abs() < 1e-9);
     assert!(

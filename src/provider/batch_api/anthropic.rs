@@ -1,7 +1,10 @@
 //! Anthropic Message Batches: `POST /v1/messages/batches` with `{"requests": [{custom_id,
 //! params}]}`, `GET /v1/messages/batches/{id}` until `processing_status` is `ended`, the
-//! JSONL at `results_url` (one `{custom_id, result}` a line, in any order), and
-//! `POST /v1/messages/batches/{id}/cancel`.
+//! JSONL at `results_url` (one `{custom_id, result}` a line, in any order),
+//! `POST /v1/messages/batches/{id}/cancel`, and the listing `GET /v1/messages/batches`
+//! (newest first; `limit` up to 1000, the next page from `after_id` = the page's `last_id`
+//! while `has_more`). A Message Batch has no metadata: a batch whose creation reply was lost
+//! is told by its creation time, size and results ([`super::reconcile`]).
 
 use std::sync::Arc;
 
@@ -10,13 +13,29 @@ use serde_json::{json, Value};
 use super::results::ResultStream;
 use super::transport::{text, Missing, Transport};
 use super::{
-    BatchApi, BatchCounts, BatchError, BatchItem, BatchLimits, BatchState, BatchStatus, BatchTimeouts, Chunk, Chunker,
-    Envelope, ItemOutcome, ItemResult, Reply, Submitted,
+    BatchApi, BatchCounts, BatchError, BatchItem, BatchLimits, BatchPage, BatchState, BatchStatus, BatchTimeouts,
+    Chunker, Envelope, ItemOutcome, ItemResult, ListedBatch, Reply, SubmissionTag, SUBMITTING,
 };
 use crate::provider::openai::SchemaFormat;
 use crate::provider::{BoxFuture, HttpConfig, ProviderKind};
 
 const BATCHES: &str = "/messages/batches";
+
+/// Batches a page of the listing asks for (the API takes 1 to 1000).
+const LISTING_PAGE: usize = 100;
+
+/// A batch id as a query value: ids are `[A-Za-z0-9_-]`, anything else is escaped.
+pub(super) fn query_value(id: &str) -> String {
+    id.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.' {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
 
 /// The Message Batches API of one Anthropic endpoint.
 #[derive(Debug)]
@@ -31,26 +50,69 @@ impl AnthropicBatches {
         })
     }
 
-    async fn create(&self, chunk: Chunk) -> Result<Submitted, BatchError> {
+    async fn create(&self, body: Vec<u8>) -> Result<BatchState, BatchError> {
         let t = &self.transport;
         let builder = t
             .request(reqwest::Method::POST, &t.url(BATCHES))
             .header("content-type", "application/json")
-            .body(chunk.body);
+            .body(body);
         let reply = t
             .json(
                 builder,
-                "submitting a batch",
+                SUBMITTING,
                 t.timeouts.transfer,
                 Missing::Endpoint("/v1/messages/batches"),
             )
             .await?;
-        let state = state(&reply).map_err(|reason| t.malformed("submitting a batch", reason))?;
-        Ok(Submitted {
-            batch_id: state.batch_id.clone(),
-            custom_ids: chunk.custom_ids,
-            state,
-        })
+        state(&reply).map_err(|reason| t.malformed(SUBMITTING, reason))
+    }
+
+    /// One page of the listing, newest first.
+    async fn page(&self, after: Option<&str>) -> Result<BatchPage, BatchError> {
+        let t = &self.transport;
+        let mut url = format!("{}?limit={LISTING_PAGE}", t.url(BATCHES));
+        if let Some(after) = after {
+            url.push_str("&after_id=");
+            url.push_str(&query_value(after));
+        }
+        let builder = t.request(reqwest::Method::GET, &url);
+        let reply = t
+            .json(
+                builder,
+                "listing batches",
+                t.timeouts.control,
+                Missing::Endpoint("/v1/messages/batches"),
+            )
+            .await?;
+        let listed = reply
+            .get("data")
+            .and_then(Value::as_array)
+            .ok_or_else(|| t.malformed("listing batches", "no `data` list".into()))?;
+        let mut batches = Vec::with_capacity(listed.len());
+        for batch in listed {
+            let state = state(batch).map_err(|reason| t.malformed("listing batches", reason))?;
+            let created_at_ms = text(batch, "created_at")
+                .and_then(|at| at.parse::<jiff::Timestamp>().ok())
+                .map(jiff::Timestamp::as_millisecond)
+                .ok_or_else(|| {
+                    t.malformed(
+                        "listing batches",
+                        format!("batch {} has no `created_at`", state.batch_id),
+                    )
+                })?;
+            batches.push(ListedBatch {
+                state,
+                created_at_ms,
+                token: None,
+                tagged: false,
+            });
+        }
+        let more = reply.get("has_more").and_then(Value::as_bool).unwrap_or(false);
+        let next = text(&reply, "last_id")
+            .map(str::to_string)
+            .or_else(|| batches.last().map(|b| b.state.batch_id.clone()))
+            .filter(|_| more);
+        Ok(BatchPage { batches, next })
     }
 
     async fn get(&self, batch_id: &str) -> Result<BatchState, BatchError> {
@@ -134,8 +196,12 @@ impl BatchApi for AnthropicBatches {
             .map_err(|e| BatchError::Setup(format!("cannot encode request {}: {e}", item.custom_id)))
     }
 
-    fn submit(&self, chunk: Chunk) -> BoxFuture<'_, Result<Submitted, BatchError>> {
-        Box::pin(self.create(chunk))
+    fn submit<'a>(&'a self, body: Vec<u8>, _: &'a SubmissionTag) -> BoxFuture<'a, Result<BatchState, BatchError>> {
+        Box::pin(self.create(body))
+    }
+
+    fn list_page<'a>(&'a self, after: Option<&'a str>) -> BoxFuture<'a, Result<BatchPage, BatchError>> {
+        Box::pin(self.page(after))
     }
 
     fn poll<'a>(&'a self, batch_id: &'a str) -> BoxFuture<'a, Result<BatchState, BatchError>> {

@@ -6,9 +6,13 @@
 //!    call would send: [`BatchApi::encode`] renders it with the realtime [`Wire`]) and
 //!    feeds the items to a [`Chunker`], which cuts them into submissions within the
 //!    provider's [`BatchLimits`] (requests and bytes).
-//! 2. [`BatchApi::submit`] creates one batch per chunk. The caller records each batch id
-//!    with its custom ids *before* it waits ([`submit_all`] calls back after each one), so
-//!    a crash never loses a batch that is running, and paid for, at the provider.
+//! 2. [`BatchApi::submit`] creates one batch per chunk. The caller records its intent to
+//!    submit (a [`SubmissionTag`] and the custom ids) *before* the create request is sent,
+//!    and the batch id with its custom ids *before* it waits ([`submit_all`] calls the
+//!    [`Recorder`] around each one), so a crash never loses a batch that is running, and
+//!    paid for, at the provider. A create request whose outcome is unknown (the connection
+//!    broke after it was sent, a 5xx, an unreadable reply) is never sent again blindly:
+//!    [`reconcile`] looks for the batch in the provider's listing first.
 //! 3. [`BatchApi::poll`] reads the batch's state ([`BatchState`]: status and counts)
 //!    until it has ended; [`poll_delay`] spaces the polls.
 //! 4. [`BatchApi::results`] streams the results line by line ([`ResultStream`]), in any
@@ -23,14 +27,17 @@
 mod anthropic;
 mod chunker;
 mod openai;
+mod reconcile;
 mod results;
 mod transport;
 
 pub use anthropic::AnthropicBatches;
 pub use chunker::{Chunk, Chunker, Envelope};
 pub use openai::OpenAiBatches;
+pub use reconcile::{reconcile, Intent, Reconciled};
 pub use results::ResultStream;
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -103,6 +110,45 @@ pub struct Submitted {
     /// Its state as the creation call returned it.
     pub state: BatchState,
 }
+
+/// What names one submission before its batch exists: the run and a token of rlm's own,
+/// recorded in the run store before the create request is sent. OpenAI batches carry it as
+/// their `metadata` ([`METADATA_RUN`], [`METADATA_TOKEN`]), so a batch whose creation reply
+/// was lost is found by it; Anthropic's batches have no metadata (see [`reconcile`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubmissionTag {
+    pub run: String,
+    pub token: String,
+}
+
+/// The `metadata` key of an OpenAI batch that names rlm's run.
+pub const METADATA_RUN: &str = "rlm_run";
+/// The `metadata` key of an OpenAI batch that holds its [`SubmissionTag::token`].
+pub const METADATA_TOKEN: &str = "rlm_submission";
+
+/// A batch as the provider's listing shows it.
+#[derive(Debug, Clone)]
+pub struct ListedBatch {
+    pub state: BatchState,
+    /// When the provider created it, in Unix milliseconds.
+    pub created_at_ms: i64,
+    /// Its [`SubmissionTag::token`], when the provider keeps metadata (OpenAI) and it has one.
+    pub token: Option<String>,
+    /// Whether it carries metadata at all (a batch tagged by another program, or by
+    /// another submission, is not a candidate).
+    pub tagged: bool,
+}
+
+/// One page of the provider's listing of batches, newest first.
+#[derive(Debug, Clone, Default)]
+pub struct BatchPage {
+    pub batches: Vec<ListedBatch>,
+    /// The cursor of the next (older) page, when there is one.
+    pub next: Option<String>,
+}
+
+/// What a failed create request leaves behind at the provider.
+pub const SUBMITTING: &str = "submitting a batch";
 
 /// Where a batch is in its life, in words common to both providers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -345,6 +391,21 @@ pub enum BatchError {
         reason: String,
         canceled: bool,
     },
+    /// The reply to a create request was lost, and the provider's listing shows batches that
+    /// may be it without telling which (or could not be read): its requests are not sent
+    /// again; the next resume looks again.
+    #[error(
+        "the reply to a batch submission of {} requests was lost at {server} ({reason}), and {}; its requests are \
+         not sent again (that could pay twice): rlm resume looks again",
+        custom_ids.len(),
+        unsure_what(candidates)
+    )]
+    Unreconciled {
+        server: String,
+        reason: String,
+        candidates: Vec<String>,
+        custom_ids: Vec<String>,
+    },
     /// This provider has no batch API at all (`--provider command`).
     #[error("the {0} provider has no batch API; run without --batch-api")]
     NoBatchApi(&'static str),
@@ -360,6 +421,24 @@ impl BatchError {
         match self {
             BatchError::Call { error, .. } => !matches!(error.kind, ErrorKind::Fatal | ErrorKind::Unit),
             BatchError::Malformed { .. } => true,
+            _ => false,
+        }
+    }
+
+    /// A create request whose outcome is unknown: it was sent and the connection broke or
+    /// timed out, the server answered with a server error (5xx), or its reply could not be
+    /// read. The batch may exist at the provider, so it is looked for ([`reconcile`]) before
+    /// anything is sent again.
+    pub fn is_outcome_unknown(&self) -> bool {
+        match self {
+            BatchError::Call { during, error, .. } => {
+                *during == SUBMITTING
+                    && matches!(
+                        error.kind,
+                        ErrorKind::Transient | ErrorKind::Timeout | ErrorKind::Overloaded
+                    )
+            }
+            BatchError::Malformed { during, .. } => *during == SUBMITTING,
             _ => false,
         }
     }
@@ -394,8 +473,14 @@ pub trait BatchApi: Send + Sync + std::fmt::Debug {
     /// One request as it goes into a submission: its body is exactly the realtime call's.
     fn encode(&self, item: &BatchItem) -> Result<Vec<u8>, BatchError>;
 
-    /// Creates one batch of a chunk's requests.
-    fn submit(&self, chunk: Chunk) -> BoxFuture<'_, Result<Submitted, BatchError>>;
+    /// Creates one batch of a submission's `body` (a [`Chunk`]'s), tagged with `tag` where the
+    /// provider keeps metadata; returns its state. An error for which
+    /// [`BatchError::is_outcome_unknown`] holds may have created it.
+    fn submit<'a>(&'a self, body: Vec<u8>, tag: &'a SubmissionTag) -> BoxFuture<'a, Result<BatchState, BatchError>>;
+
+    /// One page of the provider's listing of batches, newest first, from the cursor `after`
+    /// (the previous page's [`BatchPage::next`]).
+    fn list_page<'a>(&'a self, after: Option<&'a str>) -> BoxFuture<'a, Result<BatchPage, BatchError>>;
 
     /// Reads a batch's state.
     fn poll<'a>(&'a self, batch_id: &'a str) -> BoxFuture<'a, Result<BatchState, BatchError>>;
@@ -436,18 +521,81 @@ pub struct SubmitReport {
     pub rejected: Vec<(String, BatchError)>,
 }
 
+/// Who keeps the record of a run's submissions (the run store): [`submit_all_within`] calls
+/// it around each batch it creates.
+pub trait Recorder {
+    /// Records the intent to submit a batch of these requests, *before* its create request
+    /// is sent, and returns the tag that names it (a crash between the request and its reply
+    /// then leaves the intent, and the next resume looks for the batch).
+    fn intend(&mut self, custom_ids: &[String]) -> Result<SubmissionTag, String>;
+    /// The batch exists (created, or found after a lost reply): recorded before anything
+    /// waits for it. The intent `tag` is settled with it.
+    fn record(&mut self, submitted: &Submitted, tag: &SubmissionTag) -> Result<(), String>;
+    /// The create request of `tag` was refused, or the provider's listing showed that it
+    /// created nothing: the intent is dropped.
+    fn void(&mut self, tag: &SubmissionTag);
+    /// Batch ids already recorded: never taken for a lost one.
+    fn known(&self) -> HashSet<String>;
+    /// Something the user should hear: a lost reply, and what was done about it.
+    fn notice(&mut self, message: String);
+}
+
+/// A [`Recorder`] that records only the batches, through a closure (no intent outlives the
+/// process: a lost reply is still looked for before anything is sent again).
+struct ClosureRecorder<R> {
+    record: R,
+    next: u64,
+}
+
+impl<R> Recorder for ClosureRecorder<R>
+where
+    R: FnMut(&Submitted) -> Result<(), String>,
+{
+    fn intend(&mut self, _: &[String]) -> Result<SubmissionTag, String> {
+        self.next += 1;
+        Ok(SubmissionTag {
+            run: String::new(),
+            token: new_token(self.next),
+        })
+    }
+
+    fn record(&mut self, submitted: &Submitted, _: &SubmissionTag) -> Result<(), String> {
+        (self.record)(submitted)
+    }
+
+    fn void(&mut self, _: &SubmissionTag) {}
+
+    fn known(&self) -> HashSet<String> {
+        HashSet::new()
+    }
+
+    fn notice(&mut self, message: String) {
+        tracing::warn!("{message}");
+    }
+}
+
+/// A submission token no other submission has: the time in nanoseconds and a sequence
+/// number, hashed (OpenAI's metadata values may be 512 characters; this is 24).
+pub fn new_token(sequence: u64) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let digest = crate::hash::sha256_hex(format!("{nanos}-{sequence}-{}", std::process::id()).as_bytes());
+    format!("sub-{}", &digest[..20])
+}
+
 /// [`submit_all`] with at most `max_requests` requests a batch (when given; below the
-/// provider's limit): requests refused for the account's enqueued-token limit go again in
-/// smaller batches.
-pub async fn submit_all_within<I, R>(
+/// provider's limit: requests refused for the account's enqueued-token limit go again in
+/// smaller batches), each submission recorded through `recorder` before it is sent and its
+/// batch after it exists.
+pub async fn submit_all_within<I>(
     api: &dyn BatchApi,
     items: I,
     max_requests: Option<usize>,
-    mut record: R,
+    recorder: &mut dyn Recorder,
 ) -> Result<SubmitReport, BatchError>
 where
     I: IntoIterator<Item = BatchItem>,
-    R: FnMut(&Submitted) -> Result<(), String>,
 {
     let mut report = SubmitReport::default();
     let mut chunker = api.chunker();
@@ -464,13 +612,13 @@ where
         };
         let custom_id = item.custom_id;
         match chunker.push(custom_id.clone(), encoded) {
-            Ok(Some(full)) => submit_one(api, full, &mut record, &mut report).await?,
+            Ok(Some(full)) => submit_one(api, full, recorder, &mut report).await?,
             Ok(None) => {}
             Err(e) => report.rejected.push((custom_id, e)),
         }
     }
     if let Some(last) = chunker.finish() {
-        submit_one(api, last, &mut record, &mut report).await?;
+        submit_one(api, last, recorder, &mut report).await?;
     }
     Ok(report)
 }
@@ -485,20 +633,95 @@ where
     I: IntoIterator<Item = BatchItem>,
     R: FnMut(&Submitted) -> Result<(), String>,
 {
-    submit_all_within(api, items, None, record).await
+    let mut recorder = ClosureRecorder { record, next: 0 };
+    // Boxed: a submission's future (its reconcile with the listing included) is large, and
+    // it would be part of every caller's.
+    Box::pin(submit_all_within(api, items, None, &mut recorder)).await
 }
 
-async fn submit_one<R>(
+/// Creates the batch of one chunk: its intent recorded first; a create request whose
+/// outcome is unknown is reconciled with the provider's listing before anything else
+/// (found: recorded as if its reply had come; shown not created: the error, to be retried;
+/// not told apart: [`BatchError::Unreconciled`], nothing sent again).
+async fn submit_one(
     api: &dyn BatchApi,
     chunk: Chunk,
-    record: &mut R,
+    recorder: &mut dyn Recorder,
     report: &mut SubmitReport,
-) -> Result<(), BatchError>
-where
-    R: FnMut(&Submitted) -> Result<(), String>,
-{
-    let submitted = api.submit(chunk).await?;
-    if let Err(reason) = record(&submitted) {
+) -> Result<(), BatchError> {
+    let Chunk { custom_ids, body } = chunk;
+    let recorded_at_ms = now_ms();
+    let tag = recorder.intend(&custom_ids).map_err(|reason| {
+        BatchError::Setup(format!(
+            "a batch submission could not be recorded before it was sent ({reason}); nothing was sent"
+        ))
+    })?;
+    let error = match api.submit(body, &tag).await {
+        Ok(state) => return keep(api, recorder, report, custom_ids, state, &tag).await,
+        Err(e) if e.is_outcome_unknown() => e,
+        Err(e) => {
+            recorder.void(&tag);
+            return Err(e);
+        }
+    };
+    let n = custom_ids.len();
+    let known = recorder.known();
+    let intent = Intent {
+        tag: &tag,
+        recorded_at_ms,
+        custom_ids: &custom_ids,
+        known: &known,
+    };
+    // Boxed: the listing and the reading of results make a large future, rarely run.
+    match Box::pin(reconcile(api, &intent)).await {
+        Ok(Reconciled::Found { state, how }) => {
+            recorder.notice(format!(
+                "the reply to the submission of {n} requests was lost ({error}); batch {} was found at {} ({how}): \
+                 it is recorded and collected, not submitted again",
+                state.batch_id,
+                api.server()
+            ));
+            keep(api, recorder, report, custom_ids, state, &tag).await
+        }
+        Ok(Reconciled::NotCreated) => {
+            recorder.void(&tag);
+            recorder.notice(format!(
+                "the reply to the submission of {n} requests was lost ({error}); {} lists no batch that can be it, \
+                 so none was created: its requests are submitted again",
+                api.server()
+            ));
+            Err(error)
+        }
+        Ok(Reconciled::Unsure(candidates)) => Err(BatchError::Unreconciled {
+            server: api.server().to_string(),
+            reason: error.to_string(),
+            candidates,
+            custom_ids,
+        }),
+        Err(listing) => Err(BatchError::Unreconciled {
+            server: api.server().to_string(),
+            reason: format!("{error}; and its listing of batches could not be read: {listing}"),
+            candidates: Vec::new(),
+            custom_ids,
+        }),
+    }
+}
+
+/// Records a batch that exists; one that cannot be recorded is canceled.
+async fn keep(
+    api: &dyn BatchApi,
+    recorder: &mut dyn Recorder,
+    report: &mut SubmitReport,
+    custom_ids: Vec<String>,
+    state: BatchState,
+    tag: &SubmissionTag,
+) -> Result<(), BatchError> {
+    let submitted = Submitted {
+        batch_id: state.batch_id.clone(),
+        custom_ids,
+        state,
+    };
+    if let Err(reason) = recorder.record(&submitted, tag) {
         // A batch nobody knows of would be paid for and never collected.
         let canceled = api.cancel(&submitted.batch_id).await.is_ok();
         return Err(BatchError::NotRecorded {
@@ -509,6 +732,22 @@ where
     }
     report.submitted.push(submitted);
     Ok(())
+}
+
+/// Now, in Unix milliseconds.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// What [`BatchError::Unreconciled`] says of the candidates.
+fn unsure_what(candidates: &[String]) -> String {
+    match candidates {
+        [] => "whether it created a batch cannot be told now".to_string(),
+        [one] => format!("batch {one} may be it, or not"),
+        many => format!("batches {} may be it, and cannot be told apart yet", many.join(", ")),
+    }
 }
 
 /// How long to wait before poll number `polls` (0 for the first) of a batch: seconds at

@@ -3,7 +3,10 @@
 //! `endpoint: /v1/chat/completions` and `completion_window: 24h`, `GET /v1/batches/{id}`
 //! until it is `completed` (or `failed`, `expired`, `cancelled`), the output and error
 //! files from `GET /v1/files/{id}/content` (one `{custom_id, response, error}` a line, in
-//! any order), and `POST /v1/batches/{id}/cancel`.
+//! any order), `POST /v1/batches/{id}/cancel`, and the listing `GET /v1/batches` (newest
+//! first; `limit` up to 100, the next page from `after` = the page's `last_id` while
+//! `has_more`). Each batch carries rlm's run and submission token as its `metadata`, so a
+//! batch whose creation reply was lost is found by it ([`super::reconcile`]).
 //!
 //! An OpenAI-compatible server without these endpoints (Ollama, llama.cpp, LM Studio)
 //! answers 404 or 405: [`BatchError::Unsupported`], naming the server.
@@ -15,12 +18,16 @@ use serde_json::{json, Value};
 use super::results::ResultStream;
 use super::transport::{text, Missing, Transport};
 use super::{
-    BatchApi, BatchCounts, BatchError, BatchItem, BatchLimits, BatchState, BatchStatus, BatchTimeouts, Chunk, Chunker,
-    Envelope, ItemOutcome, ItemResult, Reply, Submitted,
+    BatchApi, BatchCounts, BatchError, BatchItem, BatchLimits, BatchPage, BatchState, BatchStatus, BatchTimeouts,
+    Chunker, Envelope, ItemOutcome, ItemResult, ListedBatch, Reply, SubmissionTag, METADATA_RUN, METADATA_TOKEN,
+    SUBMITTING,
 };
 use crate::provider::openai::SchemaFormat;
 use crate::provider::status::classify_status;
 use crate::provider::{BoxFuture, ErrorKind, HttpConfig, ProviderKind};
+
+/// Batches a page of the listing asks for (the API takes 1 to 100).
+const LISTING_PAGE: usize = 100;
 
 /// The endpoint every request of a batch goes to.
 const ENDPOINT: &str = "/v1/chat/completions";
@@ -42,13 +49,19 @@ impl OpenAiBatches {
         })
     }
 
-    async fn create(&self, chunk: Chunk) -> Result<Submitted, BatchError> {
-        let file_id = self.upload(chunk.body).await?;
+    async fn create(&self, body: Vec<u8>, tag: &SubmissionTag) -> Result<BatchState, BatchError> {
+        let file_id = self.upload(body).await?;
         let t = &self.transport;
+        let mut metadata = serde_json::Map::new();
+        if !tag.run.is_empty() {
+            metadata.insert(METADATA_RUN.into(), json!(tag.run));
+        }
+        metadata.insert(METADATA_TOKEN.into(), json!(tag.token));
         let create = json!({
             "input_file_id": &file_id,
             "endpoint": ENDPOINT,
             "completion_window": "24h",
+            "metadata": metadata,
         });
         let builder = t
             .request(reqwest::Method::POST, &t.url("/batches"))
@@ -57,13 +70,15 @@ impl OpenAiBatches {
         let created = t
             .json(
                 builder,
-                "submitting a batch",
+                SUBMITTING,
                 t.timeouts.control,
                 Missing::Endpoint("/v1/batches"),
             )
             .await;
         let reply = match created {
             Ok(reply) => reply,
+            // The batch may exist and read this file: it stays.
+            Err(e) if e.is_outcome_unknown() => return Err(e),
             Err(e) => {
                 // The uploaded file would stay in the account's storage for nothing.
                 let delete = t.request(reqwest::Method::DELETE, &t.url(&format!("/files/{file_id}")));
@@ -73,12 +88,60 @@ impl OpenAiBatches {
                 return Err(e);
             }
         };
-        let state = state(&reply).map_err(|reason| t.malformed("submitting a batch", reason))?;
-        Ok(Submitted {
-            batch_id: state.batch_id.clone(),
-            custom_ids: chunk.custom_ids,
-            state,
-        })
+        state(&reply).map_err(|reason| t.malformed(SUBMITTING, reason))
+    }
+
+    /// One page of the listing, newest first.
+    async fn page(&self, after: Option<&str>) -> Result<BatchPage, BatchError> {
+        let t = &self.transport;
+        let mut url = format!("{}?limit={LISTING_PAGE}", t.url("/batches"));
+        if let Some(after) = after {
+            url.push_str("&after=");
+            url.push_str(&super::anthropic::query_value(after));
+        }
+        let builder = t.request(reqwest::Method::GET, &url);
+        let reply = t
+            .json(
+                builder,
+                "listing batches",
+                t.timeouts.control,
+                Missing::Endpoint("/v1/batches"),
+            )
+            .await?;
+        let listed = reply
+            .get("data")
+            .and_then(Value::as_array)
+            .ok_or_else(|| t.malformed("listing batches", "no `data` list".into()))?;
+        let mut batches = Vec::with_capacity(listed.len());
+        for batch in listed {
+            let state = state(batch).map_err(|reason| t.malformed("listing batches", reason))?;
+            let created_at_ms = batch
+                .get("created_at")
+                .and_then(Value::as_i64)
+                .map(|secs| secs.saturating_mul(1000))
+                .ok_or_else(|| {
+                    t.malformed(
+                        "listing batches",
+                        format!("batch {} has no `created_at`", state.batch_id),
+                    )
+                })?;
+            let metadata = batch.get("metadata").and_then(Value::as_object);
+            batches.push(ListedBatch {
+                state,
+                created_at_ms,
+                token: metadata
+                    .and_then(|m| m.get(METADATA_TOKEN))
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                tagged: metadata.is_some_and(|m| !m.is_empty()),
+            });
+        }
+        let more = reply.get("has_more").and_then(Value::as_bool).unwrap_or(false);
+        let next = text(&reply, "last_id")
+            .map(str::to_string)
+            .or_else(|| batches.last().map(|b| b.state.batch_id.clone()))
+            .filter(|_| more);
+        Ok(BatchPage { batches, next })
     }
 
     /// Uploads a JSONL file with `purpose=batch`; returns its id.
@@ -201,8 +264,12 @@ impl BatchApi for OpenAiBatches {
             .map_err(|e| BatchError::Setup(format!("cannot encode request {}: {e}", item.custom_id)))
     }
 
-    fn submit(&self, chunk: Chunk) -> BoxFuture<'_, Result<Submitted, BatchError>> {
-        Box::pin(self.create(chunk))
+    fn submit<'a>(&'a self, body: Vec<u8>, tag: &'a SubmissionTag) -> BoxFuture<'a, Result<BatchState, BatchError>> {
+        Box::pin(self.create(body, tag))
+    }
+
+    fn list_page<'a>(&'a self, after: Option<&'a str>) -> BoxFuture<'a, Result<BatchPage, BatchError>> {
+        Box::pin(self.page(after))
     }
 
     fn poll<'a>(&'a self, batch_id: &'a str) -> BoxFuture<'a, Result<BatchState, BatchError>> {

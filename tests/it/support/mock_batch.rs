@@ -1,11 +1,13 @@
 //! The mock's batch APIs: Anthropic Message Batches and OpenAI Batch (with its Files).
 //!
 //! Routes (with the mock's key check; Anthropic's also need `anthropic-version`):
-//! - `GET /v1/messages/batches` (a listing: the batch ids, newest first),
+//! - `GET /v1/messages/batches` (a listing of the batch objects, newest first, `limit` and
+//!   `after_id` as the API takes them),
 //!   `POST /v1/messages/batches`, `GET /v1/messages/batches/{id}`,
 //!   `GET /v1/messages/batches/{id}/results`, `POST /v1/messages/batches/{id}/cancel`;
 //! - `POST /v1/files` (multipart, `purpose=batch`), `GET /v1/files/{id}/content`,
-//!   `DELETE /v1/files/{id}`, `GET /v1/batches` (a listing), `POST /v1/batches`,
+//!   `DELETE /v1/files/{id}`, `GET /v1/batches` (a listing, newest first, `limit` and
+//!   `after`; each batch with the `metadata` it was created with), `POST /v1/batches`,
 //!   `GET /v1/batches/{id}`,
 //!   `POST /v1/batches/{id}/cancel`.
 //!
@@ -19,6 +21,10 @@
 //! shuffled order (by a hash of the custom id). Submissions above the limits
 //! ([`MockLlm::set_batch_limits`]) are refused the way each provider refuses them. Counters
 //! say how many submissions, polls, cancels and refusals the mock saw.
+//!
+//! A create request can be made to lose its reply ([`SubmitFault`], queued with
+//! [`MockLlm::batch_submit_faults`]): the connection reset, a 500 or a reply that never
+//! comes, after the batch was created or before.
 //!
 //! Batch requests are not model requests: they do not count in `requests()` or
 //! `recorded()`, and the realtime fault queues do not apply to them.
@@ -57,6 +63,33 @@ pub enum BatchFault {
     Canceled,
 }
 
+/// What a create request (`POST /v1/messages/batches`, `POST /v1/batches`) gets instead of
+/// its reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(clippy::enum_variant_names)] // each name says whether the batch exists: that is the point
+pub enum SubmitFault {
+    /// The batch is created, then the connection is reset: the reply is lost.
+    ResetAfterCreate,
+    /// The batch is created, then a 500 is answered.
+    ServerErrorAfterCreate,
+    /// A 500, and nothing is created.
+    ServerErrorBeforeCreate,
+    /// The batch is created and the reply never comes (the connection stays open until the
+    /// client goes: a `kill -9` while the create request is in flight).
+    HangAfterCreate,
+    /// The reply never comes, and nothing is created.
+    HangBeforeCreate,
+}
+
+/// What a batch route does with its connection.
+pub(super) enum RouteAction {
+    Respond(Response),
+    /// Close the connection without a reply (RST).
+    Reset,
+    /// Never reply.
+    Hang,
+}
+
 /// A request a batch was submitted with.
 #[derive(Debug, Clone)]
 pub struct BatchRequestRecorded {
@@ -84,6 +117,12 @@ struct Inner {
     /// From the k-th submission (1-based) on, batches advance this way instead.
     progress_from: Option<(usize, BatchProgress)>,
     faults: Vec<(String, VecDeque<BatchFault>)>,
+    submit_faults: VecDeque<SubmitFault>,
+    /// A canceled batch stays `canceling` (its requests in flight never finish).
+    cancel_holds: bool,
+    /// Lines the next Anthropic results leave out (a provider's results file missing
+    /// requests it counts as succeeded).
+    results_dropped: usize,
     files: HashMap<String, Vec<u8>>,
     batches: Vec<MockBatch>,
     recorded: Vec<BatchRequestRecorded>,
@@ -109,6 +148,9 @@ impl Default for Inner {
             progress_from: None,
             queue_limit: None,
             faults: Vec::new(),
+            submit_faults: VecDeque::new(),
+            cancel_holds: false,
+            results_dropped: 0,
             files: HashMap::new(),
             batches: Vec::new(),
             recorded: Vec::new(),
@@ -146,6 +188,10 @@ struct MockBatch {
     ordinal: usize,
     api: Api,
     created: Instant,
+    /// When it was created, Unix milliseconds (the listing's `created_at`).
+    created_at_ms: i64,
+    /// OpenAI: the `metadata` it was created with.
+    metadata: Value,
     polls: u32,
     /// `(custom_id, body)` in submission order.
     requests: Vec<(String, Value)>,
@@ -214,6 +260,33 @@ impl MockLlm {
         }
     }
 
+    /// The next create requests get these faults, one each, in order.
+    pub fn batch_submit_faults(&self, faults: Vec<SubmitFault>) {
+        self.state.batches.lock().submit_faults.extend(faults);
+    }
+
+    /// The next Anthropic results file leaves out its first `n` lines (their requests still
+    /// count as succeeded in the batch's counts).
+    pub fn drop_batch_result_lines(&self, n: usize) {
+        self.state.batches.lock().results_dropped = n;
+    }
+
+    /// Whether a canceled batch stays `canceling` instead of ending at its next poll.
+    pub fn set_batch_cancel_holds(&self, holds: bool) {
+        self.state.batches.lock().cancel_holds = holds;
+    }
+
+    /// The `metadata` each batch accepted was created with (OpenAI), in order.
+    pub fn batch_metadata(&self) -> Vec<Value> {
+        self.state
+            .batches
+            .lock()
+            .batches
+            .iter()
+            .map(|b| b.metadata.clone())
+            .collect()
+    }
+
     /// Batches accepted.
     pub fn batch_submissions(&self) -> usize {
         self.state.batches.lock().submissions
@@ -272,8 +345,57 @@ impl MockLlm {
     }
 }
 
-/// Answers a batch route; `None` when `req` is not one (or the batch API is disabled).
-pub(super) fn route(state: &State, req: &Request) -> Option<Response> {
+/// Answers a batch route; `None` when `req` is not one.
+pub(super) fn route(state: &State, req: &Request) -> Option<RouteAction> {
+    let creates = matches!(
+        (req.method.as_str(), req.path.as_str()),
+        ("POST", "/v1/messages/batches" | "/v1/batches")
+    );
+    let fault = if creates {
+        let mut inner = state.batches.lock();
+        let fault = inner.submit_faults.pop_front();
+        if matches!(
+            fault,
+            Some(SubmitFault::ServerErrorBeforeCreate | SubmitFault::HangBeforeCreate)
+        ) {
+            // (Answered here, not by `answer`, which counts the others.)
+            inner.calls += 1;
+        }
+        fault
+    } else {
+        None
+    };
+    let api = if req.path.starts_with("/v1/messages/") {
+        Api::Anthropic
+    } else {
+        Api::OpenAi
+    };
+    if fault == Some(SubmitFault::ServerErrorBeforeCreate) {
+        return Some(RouteAction::Respond(Response::json(
+            500,
+            &error_body(api, 500, "mock: internal server error (nothing created)"),
+        )));
+    }
+    if fault == Some(SubmitFault::HangBeforeCreate) {
+        return Some(RouteAction::Hang);
+    }
+    let response = answer(state, req)?;
+    Some(match fault {
+        Some(_) if response.status != 200 => RouteAction::Respond(response),
+        Some(SubmitFault::ResetAfterCreate) => RouteAction::Reset,
+        Some(SubmitFault::HangAfterCreate) => RouteAction::Hang,
+        Some(SubmitFault::ServerErrorAfterCreate) => RouteAction::Respond(Response::json(
+            500,
+            &error_body(api, 500, "mock: internal server error"),
+        )),
+        Some(SubmitFault::ServerErrorBeforeCreate | SubmitFault::HangBeforeCreate) | None => {
+            RouteAction::Respond(response)
+        }
+    })
+}
+
+/// The reply of a batch route; `None` when `req` is not one (or the batch API is disabled).
+fn answer(state: &State, req: &Request) -> Option<Response> {
     let segments: Vec<&str> = req.path.trim_start_matches('/').split('/').collect();
     let api = match segments.as_slice() {
         ["v1", "messages", "batches", ..] => Api::Anthropic,
@@ -295,7 +417,7 @@ pub(super) fn route(state: &State, req: &Request) -> Option<Response> {
     let method = req.method.as_str();
     Some(match (method, segments.as_slice()) {
         ("POST", ["v1", "messages", "batches"]) => anthropic_create(state, req),
-        ("GET", ["v1", "messages", "batches"]) => list(state, api),
+        ("GET", ["v1", "messages", "batches"]) => list(state, api, req),
         ("GET", ["v1", "messages", "batches", id]) => poll(state, api, id, req),
         ("GET", ["v1", "messages", "batches", id, "results"]) => anthropic_results(state, id),
         ("POST", ["v1", "messages", "batches", id, "cancel"]) => cancel(state, api, id, req),
@@ -303,7 +425,7 @@ pub(super) fn route(state: &State, req: &Request) -> Option<Response> {
         ("GET", ["v1", "files", id, "content"]) => file_content(state, id),
         ("DELETE", ["v1", "files", id]) => delete_file(state, id),
         ("POST", ["v1", "batches"]) => openai_create(state, req),
-        ("GET", ["v1", "batches"]) => list(state, api),
+        ("GET", ["v1", "batches"]) => list(state, api, req),
         ("GET", ["v1", "batches", id]) => poll(state, api, id, req),
         ("POST", ["v1", "batches", id, "cancel"]) => cancel(state, api, id, req),
         _ => {
@@ -342,19 +464,44 @@ fn not_found(api: Api, what: &str) -> Response {
     Response::json(404, &error_body(api, 404, &format!("mock: no {what}")))
 }
 
-/// A listing of the batches of `api`, newest first (ids only: rlm lists only to learn that
-/// the API is there).
-fn list(state: &State, api: Api) -> Response {
+/// A listing of the batches of `api`, newest first, a page of `limit` (default 20) after
+/// the batch `after_id` (Anthropic) or `after` (OpenAI).
+fn list(state: &State, api: Api, req: &Request) -> Response {
+    let param = |name: &str| {
+        req.query
+            .split('&')
+            .filter_map(|pair| pair.split_once('='))
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.to_string())
+    };
+    let limit: usize = param("limit").and_then(|l| l.parse().ok()).unwrap_or(20).max(1);
+    let after = param(if api == Api::Anthropic { "after_id" } else { "after" });
     let mut inner = state.batches.lock();
     inner.listings += 1;
-    let ids: Vec<Value> = inner
-        .batches
+    let newest_first: Vec<&MockBatch> = inner.batches.iter().rev().filter(|b| b.api == api).collect();
+    let start = match &after {
+        Some(id) => match newest_first.iter().position(|b| &b.id == id) {
+            Some(i) => i + 1,
+            None => return not_found(api, "such batch to list after"),
+        },
+        None => 0,
+    };
+    let page: Vec<&MockBatch> = newest_first.iter().skip(start).take(limit).copied().collect();
+    let has_more = start + page.len() < newest_first.len();
+    let data: Vec<Value> = page
         .iter()
-        .rev()
-        .filter(|b| b.api == api)
-        .map(|b| json!({"id": b.id}))
+        .map(|b| match api {
+            Api::Anthropic => anthropic_view(b, req),
+            Api::OpenAi => openai_view(b, "in_progress"),
+        })
         .collect();
-    Response::json(200, &json!({"object": "list", "data": ids, "has_more": false}))
+    let first_id = page.first().map(|b| b.id.clone());
+    let last_id = page.last().map(|b| b.id.clone());
+    let mut listing = json!({"data": data, "has_more": has_more, "first_id": first_id, "last_id": last_id});
+    if api == Api::OpenAi {
+        listing["object"] = json!("list");
+    }
+    Response::json(200, &listing)
 }
 
 fn anthropic_create(state: &State, req: &Request) -> Response {
@@ -429,6 +576,10 @@ fn new_batch(
         ordinal,
         api,
         created: Instant::now(),
+        created_at_ms: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64),
+        metadata: Value::Null,
         polls: 0,
         outcomes: Vec::with_capacity(requests.len()),
         requests,
@@ -577,6 +728,7 @@ fn openai_create(state: &State, req: &Request) -> Response {
     }
     let id = format!("batch_mock_{}", inner.next_id);
     inner.next_id += 1;
+    let metadata = create.get("metadata").cloned().unwrap_or(Value::Null);
     let mut batch = if let Some(reason) = failure {
         inner.refusals += 1;
         let mut batch = new_batch(&mut inner, id, api, Vec::new(), Some(file_id.to_string()));
@@ -586,6 +738,7 @@ fn openai_create(state: &State, req: &Request) -> Response {
     } else {
         new_batch(&mut inner, id, api, requests, Some(file_id.to_string()))
     };
+    batch.metadata = metadata;
     if inner.progress == BatchProgress::AfterPolls(0) && inner.progress_from.is_none() {
         advance(state, &mut inner, &mut batch);
     }
@@ -596,7 +749,7 @@ fn openai_create(state: &State, req: &Request) -> Response {
 
 /// Moves a batch on as far as its progress allows now (it was just polled).
 fn advance(state: &State, inner: &mut Inner, batch: &mut MockBatch) {
-    if batch.finished {
+    if batch.finished || (batch.cancel_requested && inner.cancel_holds) {
         return;
     }
     let total = batch.requests.len();
@@ -725,13 +878,18 @@ fn anthropic_view(batch: &MockBatch, req: &Request) -> Value {
         "processing_status": status,
         "request_counts": {"processing": processing, "succeeded": succeeded, "errored": errored,
             "canceled": canceled, "expired": expired},
-        "ended_at": batch.finished.then_some("2026-11-22T10:00:00Z"),
-        "created_at": "2026-11-22T09:00:00Z",
-        "expires_at": "2026-11-23T09:00:00Z",
+        "ended_at": batch.finished.then(|| rfc3339(batch.created_at_ms + 60_000)),
+        "created_at": rfc3339(batch.created_at_ms),
+        "expires_at": rfc3339(batch.created_at_ms + 24 * 3_600_000),
         "archived_at": null,
         "cancel_initiated_at": batch.cancel_requested.then_some("2026-11-22T09:30:00Z"),
         "results_url": results_url,
     })
+}
+
+/// An instant as Anthropic writes it: RFC 3339, UTC, with a fraction.
+fn rfc3339(ms: i64) -> String {
+    jiff::Timestamp::from_millisecond(ms).map_or_else(|_| "1970-01-01T00:00:00Z".to_string(), |t| t.to_string())
 }
 
 /// The order results come in: shuffled, the same way every time.
@@ -752,7 +910,11 @@ fn anthropic_results(state: &State, id: &str) -> Response {
         return Response::json(400, &error_body(api, 400, &message));
     }
     let mut jsonl = Vec::new();
-    for i in shuffled(batch) {
+    let dropped = std::mem::take(&mut inner.results_dropped);
+    let Some(batch) = inner.batches.iter().find(|b| b.id == id && b.api == api) else {
+        return not_found(api, "such batch");
+    };
+    for i in shuffled(batch).into_iter().skip(dropped) {
         let result = match &batch.outcomes[i] {
             Outcome::Succeeded(message) => json!({"type": "succeeded", "message": message}),
             Outcome::Errored { retryable } => {
@@ -857,9 +1019,9 @@ fn openai_view(batch: &MockBatch, running: &str) -> Value {
         "status": status,
         "output_file_id": batch.output_file_id,
         "error_file_id": batch.error_file_id,
-        "created_at": 1_795_000_000,
+        "created_at": batch.created_at_ms / 1000,
         "request_counts": {"total": batch.requests.len(), "completed": succeeded, "failed": errored},
-        "metadata": null,
+        "metadata": batch.metadata,
     })
 }
 

@@ -1391,6 +1391,8 @@ async fn accept_loop(listener: TcpListener, state: Arc<State>) {
 struct Request {
     method: String,
     path: String,
+    /// The query string, without the `?` (empty when there is none).
+    query: String,
     headers: Vec<(String, String)>,
     body: Vec<u8>,
     keep_alive: bool,
@@ -1443,6 +1445,7 @@ async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Result<Reque
         _ => return Err(ReadError::Bad(400, "bad request line")),
     };
     let path = target.split('?').next().unwrap_or("").to_string();
+    let query = target.split_once('?').map(|(_, q)| q.to_string()).unwrap_or_default();
     let mut headers = Vec::new();
     for line in lines {
         if line.is_empty() {
@@ -1484,6 +1487,7 @@ async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Result<Reque
     Ok(Request {
         method,
         path,
+        query,
         headers,
         body,
         keep_alive,
@@ -1636,8 +1640,24 @@ async fn handle_conn(mut stream: TcpStream, state: Arc<State>) {
                     let data: Vec<Value> = ids.iter().map(|id| json!({"id": id, "object": "model"})).collect();
                     Response::json(200, &json!({"object": "list", "data": data}))
                 }
-            } else if let Some(resp) = batch::route(&state, &req) {
-                resp
+            } else if let Some(action) = batch::route(&state, &req) {
+                match action {
+                    batch::RouteAction::Respond(resp) => resp,
+                    batch::RouteAction::Reset => {
+                        let _ = stream.set_zero_linger();
+                        return;
+                    }
+                    batch::RouteAction::Hang => {
+                        let mut scratch = [0u8; 4096];
+                        loop {
+                            match stream.read(&mut scratch).await {
+                                Ok(0) | Err(_) => break,
+                                Ok(_) => {}
+                            }
+                        }
+                        return;
+                    }
+                }
             } else {
                 let msg = format!("mock: no route for {} {}", req.method, req.path);
                 Response::json(
