@@ -161,7 +161,8 @@ where
                 tasks.abort_all();
                 grace_deadline = None;
             }
-            Some(event) = events.recv() => handler.event(event),
+            // A paid call before the events: its slot goes back (the budget counted) as
+            // soon as it can, not after the reporters have heard every queued event.
             Some(p) = paid.recv() => {
                 let flow = handler.paid(p);
                 if flow != Flow::Continue && stopping.is_none() {
@@ -169,6 +170,7 @@ where
                     limiter.halt();
                 }
             }
+            Some(event) = events.recv() => handler.event(event),
             Some(joined) = tasks.join_next_with_id(), if !tasks.is_empty() => {
                 // Events a job sent before it ended are heard before its end.
                 while let Ok(event) = events.try_recv() {
