@@ -1,0 +1,171 @@
+//! `rlm cancel`: every batch of the run not collected yet, whatever its phase, is canceled at
+//! the provider first ([`BatchApiRun::cancel_all`]), then collected as any batch (what had
+//! finished is kept); nothing is submitted and no model is called. Under `--forget`, a batch
+//! that cannot be reached is given up instead. While another rlm waits for the run's batches,
+//! they are only canceled at the provider ([`cancel_at_provider`]) and that rlm collects them.
+
+use super::BatchApiRun;
+use crate::batch::execution::Execution;
+use crate::error::RlmError;
+use crate::exec::Event;
+use crate::printer::Printer;
+use crate::provider::batch_api::BatchError;
+use crate::provider::ErrorKind;
+use crate::settings::BatchSettings;
+use crate::store::{RequestOutcome, RunId, TaskStore};
+
+use super::delivery::client;
+
+/// `rlm cancel` while another rlm (`holder`) waits for the run's batches: each is canceled
+/// at the provider and the cancel recorded; the waiting rlm sees it at its next poll and
+/// collects what had finished.
+pub async fn cancel_at_provider(
+    settings: &BatchSettings,
+    run: &RunId,
+    batches: &[String],
+    holder: &str,
+    printer: &Printer,
+) -> Result<(), RlmError> {
+    if settings.exec.batch_api.forget {
+        return Err(RlmError::InUse(format!(
+            "rlm cancel --forget: {holder} waits for run {run} and collects its batches; stop it first (Ctrl-C), \
+             then give them up"
+        )));
+    }
+    let model = settings.provider.model.as_deref().unwrap_or("unknown");
+    let api = client(settings, model).map_err(|e| RlmError::Config(e.to_string()))?;
+    let mut store = TaskStore::open(&settings.rlm_dir()).map_err(|e| RlmError::Store(e.to_string()))?;
+    let mut asked = 0;
+    for batch_id in batches {
+        match api.cancel(batch_id).await {
+            Ok(_) => {
+                asked += 1;
+                if let Err(e) = store.record_batch_cancel_requested(run, batch_id) {
+                    printer.warn(&format!("the run store could not record the cancel of {batch_id}: {e}"));
+                }
+            }
+            Err(e @ BatchError::Call { .. }) if !e.is_retryable() && !is_refusal_of_us(&e) => {
+                // Most likely over already: its results are collected as they are.
+                printer.warn(&format!("batch {batch_id}: {e}"));
+            }
+            Err(e) => return Err(RlmError::Provider(format!("cancelling batch {batch_id}: {e}"))),
+        }
+    }
+    printer.banner(&format!(
+        "rlm: asked {} to cancel {asked} of the {} {} of run {run}; {holder} waits for them and collects what had \
+         finished",
+        api.server(),
+        batches.len(),
+        if batches.len() == 1 { "batch" } else { "batches" },
+    ));
+    Ok(())
+}
+
+/// A refusal of the key or the account (not of the request).
+fn is_refusal_of_us(e: &BatchError) -> bool {
+    matches!(e, BatchError::Call { error, .. } if error.kind == ErrorKind::Fatal)
+}
+
+/// What `rlm cancel` did, for its last line.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CancelSummary {
+    pub batches: usize,
+    /// Given up without a cancel (`--forget`).
+    pub forgotten: usize,
+    pub kept: usize,
+    pub not_run: usize,
+}
+
+impl BatchApiRun {
+    /// `rlm cancel`: the line that says what it did.
+    pub fn cancel_line(&self) -> Option<String> {
+        if !self.cancel || self.refused {
+            // A batch that could not be reached: the run's own status says so.
+            return None;
+        }
+        let c = self.cancel_summary;
+        let forgotten = match c.forgotten {
+            0 => String::new(),
+            1 => " and 1 given up (--forget)".to_string(),
+            n => format!(" and {n} given up (--forget)"),
+        };
+        Some(format!(
+            "rlm: run {}: {} {} canceled at {}{forgotten}; {} finished {} kept (cached, result files written), {} not \
+             run (`rlm resume {}` sends {})",
+            self.run,
+            c.batches,
+            if c.batches == 1 { "batch" } else { "batches" },
+            self.api.server(),
+            c.kept,
+            if c.kept == 1 { "answer" } else { "answers" },
+            c.not_run,
+            self.run,
+            if c.not_run == 1 { "it" } else { "them" },
+        ))
+    }
+
+    /// `rlm cancel`: asks the provider to cancel every batch of the run not collected yet,
+    /// whatever its phase, before anything is collected (so none keeps running, and billed,
+    /// whatever happens next). Under `--forget`, a batch recorded at another server, or one
+    /// the server does not know, is given up instead.
+    pub(super) async fn cancel_all(&mut self, exec: &mut Execution) {
+        let server = self.api.server().to_string();
+        let mut kept = Vec::with_capacity(self.earlier.len());
+        for mut e in std::mem::take(&mut self.earlier) {
+            if e.server != server {
+                // Only under `--forget` (`start` refused it otherwise).
+                let why = format!("it was recorded at {}, and the settings point at {server}", e.server);
+                self.give_up(exec, &e.batch_id, &e.custom_ids, &why);
+                continue;
+            }
+            if !e.cancel_requested {
+                match self.api.cancel(&e.batch_id).await {
+                    Ok(state) => {
+                        self.store_write(|s, run| s.record_batch_cancel_requested(run, &state.batch_id));
+                        e.cancel_requested = true;
+                        self.printer
+                            .progress(&format!("rlm: asked {server} to cancel batch {}", e.batch_id));
+                    }
+                    Err(err @ BatchError::UnknownBatch { .. }) if self.forget => {
+                        self.give_up(exec, &e.batch_id, &e.custom_ids, &err.to_string());
+                        continue;
+                    }
+                    // Already over, or unknown (the poll says which): its results are
+                    // collected as they are.
+                    Err(err) => exec.dispatcher.emit(Event::Warning {
+                        message: format!(
+                            "batch {}: the cancel was refused ({err}); collecting what it has",
+                            e.batch_id
+                        ),
+                    }),
+                }
+            }
+            self.cancel_summary.batches += 1;
+            kept.push(e);
+        }
+        self.earlier = kept;
+    }
+
+    /// `rlm cancel --forget`: batch `batch_id` is given up without being collected (its
+    /// requests recorded `canceled`, the batch collected): `rlm resume` sends them again.
+    pub(super) fn give_up(&mut self, exec: &mut Execution, batch_id: &str, custom_ids: &[String], why: &str) {
+        exec.dispatcher.emit(Event::Warning {
+            message: format!(
+                "batch {batch_id} given up (rlm cancel --forget: {why}); it was not canceled, so if it still runs at \
+                 its provider it is billed there"
+            ),
+        });
+        let reason = format!("given up by rlm cancel --forget: {why}");
+        let rows: Vec<RequestOutcome<'_>> = custom_ids
+            .iter()
+            .map(|c| RequestOutcome {
+                custom_id: c,
+                outcome: "canceled",
+                reason: Some(&reason),
+            })
+            .collect();
+        self.store_write(|s, run| s.record_batch_outcomes(run, batch_id, &rows));
+        self.store_write(|s, run| s.record_batch_collected(run, batch_id));
+        self.cancel_summary.forgotten += 1;
+    }
+}

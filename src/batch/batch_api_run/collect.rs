@@ -1,0 +1,337 @@
+//! Collect, the last step of a phase: an ended batch's results are streamed and each outcome
+//! settled. A succeeded result is kept as a realtime answer is ([`super::keep`]), a few at a
+//! time beside the reader; `errored` (when retryable) and `expired` requests — only they —
+//! are tried again within `--retries`; `canceled` ones stay not run. Each outcome is recorded
+//! after its answer is cached, and the batch marked collected once every result is kept.
+
+use std::collections::HashSet;
+
+use tokio::task::JoinSet;
+
+use super::keep::keep_result;
+use super::phase::Phase;
+use super::wait::Waiting;
+use super::BatchApiRun;
+use crate::batch::execution::Execution;
+use crate::batch::job::{JobFailure, JobOutcome};
+use crate::exec::{Event, PoolHandler};
+use crate::provider::batch_api::{BatchError, BatchState, BatchStatus, ItemOutcome};
+use crate::store::RequestOutcome;
+
+/// Results kept at once beside the reader (each caches its answer and writes its files).
+const KEEPING: usize = 16;
+/// Outcomes recorded in the store per transaction.
+const OUTCOMES_PER_WRITE: usize = 1000;
+/// How often the results of an ended batch are asked for before the stage gives up on them
+/// for now (`rlm resume` reads them later).
+const RESULT_ATTEMPTS: u32 = 3;
+
+impl BatchApiRun {
+    /// Reads an ended batch's results and keeps them (see the module doc). Requests to send
+    /// again go into `retry`.
+    pub(super) async fn collect(
+        &mut self,
+        exec: &mut Execution,
+        p: &mut Phase<'_>,
+        b: Waiting,
+        state: BatchState,
+        retry: &mut Vec<usize>,
+    ) -> Collected {
+        let mut expected: HashSet<usize> = b
+            .custom_ids
+            .iter()
+            .filter_map(|c| p.by_custom.get(c.as_str()).copied())
+            .filter(|&i| !p.done[i])
+            .collect();
+        let mut seen: HashSet<usize> = HashSet::new();
+        let mut outcomes: Vec<(String, &'static str, Option<String>)> = Vec::new();
+        let mut keeping: JoinSet<(usize, JobOutcome)> = JoinSet::new();
+        let mut stopped = false;
+        let mut unread: Option<String> = None;
+        if state.status == BatchStatus::Failed
+            && state.over_token_limit
+            && (expected.len() > 1 || !p.batches.is_empty())
+        {
+            self.requeue(exec, p, &b, expected);
+            return Collected::Kept;
+        }
+        let mut attempt = 0;
+        'read: loop {
+            attempt += 1;
+            let mut stream = match self.api.results(&state).await {
+                Ok(stream) => stream,
+                Err(BatchError::Failed { reason, .. }) => {
+                    // The provider refused the whole batch (its input did not validate).
+                    for &i in &expected {
+                        outcomes.push((p.custom_ids[i].clone(), "errored", Some(reason.clone())));
+                        self.fail(
+                            exec,
+                            p,
+                            i,
+                            format!("the provider refused batch {}: {reason}", b.batch_id),
+                        );
+                    }
+                    expected.clear();
+                    break 'read;
+                }
+                Err(e) if e.is_retryable() && attempt < RESULT_ATTEMPTS => continue,
+                Err(e) => {
+                    unread = Some(e.to_string());
+                    break 'read;
+                }
+            };
+            while let Some(next) = stream.next().await {
+                let result = match next {
+                    Ok(result) => result,
+                    // A line that cannot be read (the stream goes on past it; its request,
+                    // never seen, is sent again).
+                    Err(BatchError::Malformed { reason, .. }) => {
+                        tracing::debug!(batch = %b.batch_id, "a malformed result line: {reason}");
+                        continue;
+                    }
+                    Err(e) if attempt < RESULT_ATTEMPTS => {
+                        // The transfer broke: read them again, keeping what is kept.
+                        tracing::debug!(batch = %b.batch_id, "reading the results again: {e}");
+                        continue 'read;
+                    }
+                    Err(e) => {
+                        unread = Some(e.to_string());
+                        break 'read;
+                    }
+                };
+                let Some(&i) = p.by_custom.get(result.custom_id.as_str()) else {
+                    continue;
+                };
+                if !expected.contains(&i) || !seen.insert(i) {
+                    continue;
+                }
+                match result.outcome {
+                    ItemOutcome::Succeeded(reply) => {
+                        keeping.spawn(keep_result(
+                            exec.jobs.clone(),
+                            p.work[i].owned(),
+                            reply,
+                            (b.submitted, i),
+                            !self.cancel,
+                        ));
+                        while keeping.len() >= KEEPING {
+                            if !self.kept(exec, p, &mut keeping, &mut outcomes).await {
+                                stopped = true;
+                                break 'read;
+                            }
+                        }
+                    }
+                    ItemOutcome::Errored { reason, retryable } => {
+                        outcomes.push((p.custom_ids[i].clone(), "errored", Some(reason.clone())));
+                        expected.remove(&i);
+                        if retryable {
+                            self.again_or_fail(exec, p, i, retry, &format!("errored at the provider: {reason}"));
+                        } else {
+                            self.fail(exec, p, i, format!("errored at the provider: {reason}"));
+                        }
+                    }
+                    ItemOutcome::Expired => {
+                        outcomes.push((p.custom_ids[i].clone(), "expired", None));
+                        expected.remove(&i);
+                        self.again_or_fail(exec, p, i, retry, "expired at the provider (not run within 24 hours)");
+                    }
+                    ItemOutcome::Canceled => {
+                        outcomes.push((p.custom_ids[i].clone(), "canceled", None));
+                        expected.remove(&i);
+                        self.cancelled(
+                            exec,
+                            p,
+                            i,
+                            "canceled at the provider before it ran: not run (rlm resume sends it again)",
+                        );
+                    }
+                }
+                if outcomes.len() >= OUTCOMES_PER_WRITE {
+                    self.record_outcomes(&b.batch_id, &mut outcomes);
+                }
+            }
+            break 'read;
+        }
+        while !keeping.is_empty() {
+            if !self.kept(exec, p, &mut keeping, &mut outcomes).await {
+                stopped = true;
+            }
+        }
+        for (i, _) in p.work.iter().enumerate() {
+            if p.done[i] {
+                expected.remove(&i);
+            }
+        }
+        self.record_outcomes(&b.batch_id, &mut outcomes);
+        if stopped {
+            return Collected::Stopped;
+        }
+        if let Some(e) = unread {
+            // The results are at the provider, paid for: a later resume reads them.
+            exec.dispatcher.emit(Event::Warning {
+                message: format!(
+                    "the results of batch {} cannot be read now ({e}): `rlm resume {}` reads them later",
+                    b.batch_id, self.run
+                ),
+            });
+            let reason = format!(
+                "its result in batch {} could not be read: `rlm resume {}` collects it",
+                b.batch_id, self.run
+            );
+            for i in expected {
+                self.cancelled(exec, p, i, &reason);
+            }
+            return Collected::Kept;
+        }
+        // A request the results do not mention has no answer: it is sent again (said, since
+        // the provider may count it as succeeded).
+        if !expected.is_empty() {
+            let what = if self.cancel {
+                "they are not run (rlm resume sends them)"
+            } else {
+                "they are sent again, within --retries"
+            };
+            exec.dispatcher.emit(Event::Warning {
+                message: format!(
+                    "the results of batch {} have no entry for {} of its requests (the provider counts {} succeeded): \
+                     {what}",
+                    b.batch_id,
+                    expected.len(),
+                    state.counts.succeeded
+                ),
+            });
+        }
+        for i in expected {
+            self.again_or_fail(exec, p, i, retry, "the batch's results have no entry for it");
+        }
+        self.store_write(|s, run| s.record_batch_collected(run, &b.batch_id));
+        if state.status == BatchStatus::Canceled || b.cancel_requested {
+            tracing::debug!(batch = %b.batch_id, "a canceled batch collected");
+        }
+        Collected::Kept
+    }
+
+    /// Batch `b` was refused for the account's enqueued-token limit (OpenAI
+    /// `token_limit_exceeded`; nothing ran): its requests `expected` are submitted again in
+    /// batches half its size, once the phase's other batches have ended. The refused send
+    /// does not count against `--retries`. (A single request refused while no other batch
+    /// of the phase waits fails as the refusal says.)
+    fn requeue(&mut self, exec: &mut Execution, p: &mut Phase<'_>, b: &Waiting, expected: HashSet<usize>) {
+        let half = (expected.len() / 2).max(1);
+        p.max_requests = Some(p.max_requests.map_or(half, |n| n.min(half)));
+        exec.dispatcher.emit(Event::Warning {
+            message: format!(
+                "batch {} was refused: the tokens enqueued at {} would pass the account's limit \
+                 (token_limit_exceeded); its {} requests go again in batches of at most {half}, once the run's \
+                 other batches have ended",
+                b.batch_id,
+                self.api.server(),
+                expected.len(),
+            ),
+        });
+        for i in expected {
+            if let Some(n) = self.sent.get_mut(p.work[i].id().as_str()) {
+                *n = n.saturating_sub(1);
+            }
+            p.in_flight[i] = false;
+            p.requeue.push(i);
+        }
+        self.store_write(|s, run| s.record_batch_collected(run, &b.batch_id));
+    }
+
+    /// Hears the next kept result; false when dispatching must stop (an answer could not be
+    /// written, a refused key on a `--schema` retry).
+    async fn kept(
+        &mut self,
+        exec: &mut Execution,
+        p: &mut Phase<'_>,
+        keeping: &mut JoinSet<(usize, JobOutcome)>,
+        outcomes: &mut Vec<(String, &'static str, Option<String>)>,
+    ) -> bool {
+        let Some(joined) = keeping.join_next().await else {
+            return true;
+        };
+        let (i, mut outcome) = match joined {
+            Ok(kept) => kept,
+            Err(e) => {
+                tracing::debug!("keeping a batch result failed: {e}");
+                return true;
+            }
+        };
+        p.done[i] = true;
+        outcome.attempts = self.sent.get(p.work[i].id().as_str()).copied().unwrap_or(1);
+        outcomes.push((p.custom_ids[i].clone(), "succeeded", None));
+        if outcome.failure.is_none() {
+            self.cancel_summary.kept += 1;
+        }
+        let write_failed = outcome.write_error.is_some();
+        let fatal = matches!(outcome.failure, Some(JobFailure::Fatal(_)));
+        exec.dispatcher.finished(outcome);
+        !(write_failed || fatal)
+    }
+
+    /// Sends request `i` again (when its unit has sends left) or fails it.
+    fn again_or_fail(&mut self, exec: &mut Execution, p: &mut Phase<'_>, i: usize, retry: &mut Vec<usize>, why: &str) {
+        let sent = self.sent.get(p.work[i].id().as_str()).copied().unwrap_or(1);
+        if self.cancel {
+            self.cancelled(
+                exec,
+                p,
+                i,
+                &format!("{why}; not sent again: rlm cancel stopped the run"),
+            );
+        } else if sent <= self.retries {
+            p.in_flight[i] = false;
+            retry.push(i);
+        } else {
+            let tries = if sent == 1 { "send" } else { "sends" };
+            self.fail(exec, p, i, format!("{why} (after {sent} {tries})"));
+        }
+    }
+
+    pub(super) fn fail(&mut self, exec: &mut Execution, p: &mut Phase<'_>, i: usize, reason: String) {
+        if std::mem::replace(&mut p.done[i], true) {
+            return;
+        }
+        let mut outcome = JobOutcome::new(p.work[i].meta());
+        outcome.attempts = self.sent.get(p.work[i].id().as_str()).copied().unwrap_or(0);
+        exec.dispatcher.finished(outcome.failed(reason));
+    }
+
+    pub(super) fn cancelled(&mut self, exec: &mut Execution, p: &mut Phase<'_>, i: usize, reason: &str) {
+        if std::mem::replace(&mut p.done[i], true) {
+            return;
+        }
+        self.cancel_summary.not_run += 1;
+        let meta = p.work[i].meta();
+        exec.dispatcher.emit(Event::Cancelled {
+            unit: meta.unit,
+            label: meta.label,
+            kind: meta.kind,
+            reason: reason.to_string(),
+        });
+    }
+
+    fn record_outcomes(&mut self, batch_id: &str, outcomes: &mut Vec<(String, &'static str, Option<String>)>) {
+        if outcomes.is_empty() {
+            return;
+        }
+        let taken = std::mem::take(outcomes);
+        let rows: Vec<RequestOutcome<'_>> = taken
+            .iter()
+            .map(|(custom_id, outcome, reason)| RequestOutcome {
+                custom_id,
+                outcome,
+                reason: reason.as_deref(),
+            })
+            .collect();
+        self.store_write(|s, run| s.record_batch_outcomes(run, batch_id, &rows));
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Collected {
+    Kept,
+    /// Dispatching stopped while collecting.
+    Stopped,
+}
