@@ -1,6 +1,8 @@
 //! Scanner tests: literals and comments that would fool a brace counter, and the items and
 //! class members found in small files of each language.
 
+use super::brace_items::decorator_only;
+use super::brace_literals::char_literal_end;
 use super::*;
 
 fn items(language: Language, text: &str) -> Vec<Item> {
