@@ -321,6 +321,12 @@ async fn persist(
         let label = label.to_string();
         tokio::task::spawn_blocking(move || {
             let put = ctx.cache.put(&entry);
+            if put.is_err() {
+                // No call starts after a failed cache write: the slots are halted here, at
+                // once, not when the dispatcher hears of it behind the calls that ended
+                // meanwhile (each of which could have let another start).
+                ctx.call.limiter.halt();
+            }
             // Cached (or not): whoever waits for this key reads the cache now.
             drop(claim);
             put.map_err(|e| uncached(&ctx, &entry, &label, result_name.as_deref(), &e))

@@ -3,9 +3,9 @@
 //! provider's batch API instead of realtime calls, at half the price.
 //!
 //! A phase ([`BatchApiRun::run_work`]) goes like this:
-//! 1. **Submit.** Each request is rendered by the one renderer ([`request::render`]; the
+//! 1. **Submit.** Each request is rendered by the one renderer ([`crate::request::render`]; the
 //!    same bytes a realtime call sends) as the submission is written, never all at once;
-//!    [`submit_all`] cuts submissions at the provider's limits. Each batch, with the custom
+//!    [`crate::provider::batch_api::submit_all`] cuts submissions at the provider's limits. Each batch, with the custom
 //!    ids of its requests, is recorded in the run store *before* anything waits for it: a
 //!    `kill -9`, Ctrl-C, a closed laptop or the end of a CI job leaves it running at the
 //!    provider, and `rlm resume` finds it in the store and polls it instead of submitting
@@ -34,7 +34,7 @@
 //! nothing is submitted and no model is called.
 //!
 //! The provider bills these requests at its batch price: outcomes carry their usage as
-//! [`JobOutcome::batch_usage`], which the dispatcher prices at [`PriceTier::Batch`].
+//! [`JobOutcome::batch_usage`], which the dispatcher prices at [`crate::provider::catalog::PriceTier::Batch`].
 //!
 //! This file drives the phases; each step is in a file of its own: [`submit`] (with the
 //! reconcile of lost submissions and the realtime fallback), [`wait`], [`collect`] (a

@@ -3,7 +3,7 @@
 //!
 //! The life of a batch, and who does what:
 //! 1. The caller renders each unit's [`CompletionRequest`] (the same request a realtime
-//!    call would send: [`BatchApi::encode`] renders it with the realtime [`Wire`]) and
+//!    call would send: [`BatchApi::encode`] renders it with the realtime `Wire`) and
 //!    feeds the items to a [`Chunker`], which cuts them into submissions within the
 //!    provider's [`BatchLimits`] (requests and bytes).
 //! 2. [`BatchApi::submit`] creates one batch per chunk. The caller records its intent to
