@@ -142,12 +142,18 @@ pub async fn plan(settings: &BatchSettings, printer: &Printer) -> Result<Planned
     let cache = Cache::new(&settings.rlm_dir());
     // Answers paid for and kept in run directories, not (yet) in the cache.
     let pending = super::pending::gather(settings);
+    let answered = settings
+        .resume
+        .as_ref()
+        .map(|r| r.earlier_completed.clone())
+        .unwrap_or_default();
     let pre = prepass::run(
         &units,
         &cache,
         &pending,
         settings.exec.cache_mode,
         settings.provider.max_tokens,
+        &answered,
     )?;
     if settings.exec.cache_mode == CacheMode::ReadOnly && !pre.misses.is_empty() {
         return Err(RlmError::Cache(prepass::cache_only_message(&units, &pre.misses)));

@@ -15,19 +15,23 @@ pub struct Prepass {
 }
 
 /// Sorts the units; `pending` are answers an earlier attempt of the run paid for but could
-/// not cache (see [`super::pending`]): hits too.
+/// not cache (see [`super::pending`]): hits too. `answered` are the units earlier attempts
+/// of a resumed run completed: their answers are read from the cache even under
+/// `--no-cache`, which the run was started with and which kept it from reading answers of
+/// other runs — not its own, which a resume never pays for again.
 pub fn run(
     units: &[WorkUnit],
     cache: &Cache,
     pending: &std::collections::HashMap<String, CacheEntry>,
     mode: CacheMode,
     max_tokens: u32,
+    answered: &std::collections::HashSet<String>,
 ) -> Result<Prepass, RlmError> {
     // One open and read a key, on a few threads: a fully cached rerun of thousands of
     // units reads thousands of entries here. Boxed: a miss is then a word, not an empty
     // entry's worth of bytes (100,000 of them were tens of megabytes).
     let lookups = crate::parallel::map(units, crate::parallel::io_threads(), |unit| {
-        if unit.blocked.is_some() || !mode.reads() {
+        if unit.blocked.is_some() || !(mode.reads() || answered.contains(unit.id.as_str())) {
             return Ok(None);
         }
         cache.get(&unit.cache_key, max_tokens).map(|e| e.map(Box::new))

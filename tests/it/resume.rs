@@ -255,3 +255,34 @@ fn base64(text: &str) -> String {
     }
     out
 }
+
+/// A run started with `--no-cache` stops half-way; `rlm resume` replays its arguments, and
+/// still never pays again for the units the run completed: their answers are the run's own
+/// (`--no-cache` kept it from reading other runs' answers, not its own).
+#[test]
+fn resume_of_a_no_cache_run_pays_only_for_what_it_did_not_complete() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(200));
+    let p = Project::new().ts_files(8);
+    let url = mock.url();
+    let a = p.rlm(&run_in(&url, "List {file}", &["-j", "1", "--no-cache"])).spawn();
+    assert!(wait_until(Duration::from_secs(20), || results_in_out(&p) >= 3));
+    a.signal("TERM");
+    a.wait().assert_exit(130);
+    let report = p.report();
+    let done = report["succeeded"].as_u64().unwrap();
+    let left = report["not_run"].as_array().unwrap().len() as u64;
+    assert_eq!(done + left, 8, "{report:#}");
+    let sent = mock.requests() as u64;
+
+    mock.set_latency(Duration::ZERO);
+    let resumed = p.rlm(&["resume", "--yes"]).run();
+    resumed.assert_exit(0);
+    let report = p.report();
+    assert_eq!(report["status"], "SUCCESS", "{}", resumed.stderr);
+    assert_eq!(report["succeeded"], 8);
+    // The calls of the first attempt that were in flight at the interrupt are asked again;
+    // the completed units are not.
+    assert_eq!(mock.requests() as u64 - sent, left, "only the units left were sent");
+    assert_eq!(report["earlier_answers"], done, "{report:#}");
+}
