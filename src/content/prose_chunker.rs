@@ -75,7 +75,9 @@ fn sections(index: &LineIndex<'_>, headings: &[Heading], range: LineRange, neste
     if nested {
         from += 1;
         let is_heading = |n: usize| headings.binary_search_by_key(&n, |h| h.line).is_ok();
-        while from <= range.end && (index.line(from).trim().is_empty() || is_heading(from)) {
+        // A setext heading's underline goes with the text line above it.
+        let underline = |n: usize| n > 1 && is_heading(n - 1) && is_underline(index.line(n).trim_end());
+        while from <= range.end && (index.line(from).trim().is_empty() || is_heading(from) || underline(from)) {
             from += 1;
         }
     }

@@ -87,6 +87,29 @@ fn a_sections_heading_stays_with_its_first_subsection() {
 }
 
 #[test]
+fn a_setext_sections_heading_stays_with_its_first_subsection_too() {
+    let mut doc = String::new();
+    for part in 1..=3 {
+        doc.push_str(&format!("Part {part}\n======\n\n"));
+        for s in 0..6 {
+            doc.push_str(&format!("Section {part}.{s}\n----------\n\n"));
+            for i in 0..68 {
+                doc.push_str(&format!("Paragraph text {i} about section {part}.{s}.\n"));
+            }
+        }
+    }
+    let chunks = prose(&doc, &ChunkOptions::default());
+    assert!(chunks.len() > 3, "{}", chunks.len());
+    for c in &chunks {
+        let last = c.content.lines().rev().find(|l| !l.trim().is_empty()).unwrap();
+        assert!(
+            !is_underline(last) && !last.starts_with("Part ") && !last.starts_with("Section "),
+            "a chunk ends with a heading: {last}"
+        );
+    }
+}
+
+#[test]
 fn a_hash_comment_in_a_fence_is_not_a_heading() {
     let mut doc = section("##", "Setup", 20);
     doc.push_str("~~~bash\n");
