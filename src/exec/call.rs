@@ -33,10 +33,20 @@ const SILENT_LIMIT: u32 = 3;
 
 /// Silent failures in a row, with no answer between them, that stop a run whose endpoint
 /// had answered before (a server that crashed or hung mid-run), per call the pool may have
-/// in flight: every call in flight failing twice, the server's last answer behind them all.
-/// Without it each unit left would wait out its own timeouts and retries — hours of
-/// `--timeout`s at the defaults.
+/// in flight: every call in flight failing twice, the server's last answer behind them all
+/// — and of more than one unit, so one unit whose call always times out (a reply too long
+/// to finish) fails alone after its retries, as any unit does. Without it each unit left
+/// would wait out its own timeouts and retries — hours of `--timeout`s at the defaults.
 const SILENT_AGAIN_PER_SLOT: u32 = 2;
+
+/// The silent failures since the endpoint's last answer.
+#[derive(Debug, Default)]
+struct SilentStreak {
+    count: u32,
+    /// The unit of the first, and whether another unit's came since.
+    first: Option<UnitId>,
+    several_units: bool,
+}
 
 /// What every call of a run shares.
 #[derive(Debug)]
@@ -52,7 +62,7 @@ pub struct CallContext {
     /// Silent failures so far while it never has.
     silent: AtomicU32,
     /// Silent failures since its last answer (any HTTP status), once it has answered.
-    silent_since_answer: AtomicU32,
+    silent_since_answer: std::sync::Mutex<SilentStreak>,
 }
 
 impl CallContext {
@@ -76,7 +86,7 @@ impl CallContext {
             endpoint,
             reached: AtomicBool::new(false),
             silent: AtomicU32::new(0),
-            silent_since_answer: AtomicU32::new(0),
+            silent_since_answer: std::sync::Mutex::default(),
         }
     }
 
@@ -96,9 +106,9 @@ impl CallContext {
     /// Counts a silent failure: `None` while the call may be retried; else the end of the
     /// call — the first to reach the limit stops the run and says why (with the count that
     /// got there), every later one is simply not run (no growing count, no second message).
-    fn silent_failure(&self, kind: ErrorKind, reason: &str) -> Option<CallFailure> {
+    fn silent_failure(&self, unit: &UnitId, kind: ErrorKind, reason: &str) -> Option<CallFailure> {
         if self.reached.load(Ordering::Relaxed) {
-            return self.silent_again(kind, reason);
+            return self.silent_again(unit, kind, reason);
         }
         if self.limiter.is_halted() {
             return Some(CallFailure::Halted);
@@ -138,14 +148,24 @@ impl CallContext {
 
     /// The endpoint answered and then went silent: [`SILENT_AGAIN_PER_SLOT`] failures per
     /// slot in a row, none answered since, stop the run (what is left stays resumable).
-    fn silent_again(&self, kind: ErrorKind, reason: &str) -> Option<CallFailure> {
+    fn silent_again(&self, unit: &UnitId, kind: ErrorKind, reason: &str) -> Option<CallFailure> {
         if self.limiter.is_halted() {
             return Some(CallFailure::Halted);
         }
-        let n = self.silent_since_answer.fetch_add(1, Ordering::Relaxed) + 1;
+        let (n, several_units) = {
+            let mut streak = self.streak();
+            streak.count += 1;
+            match &streak.first {
+                None => streak.first = Some(unit.clone()),
+                Some(first) if first != unit => streak.several_units = true,
+                Some(_) => {}
+            }
+            (streak.count, streak.several_units)
+        };
         let needed = SILENT_LIMIT.max(SILENT_AGAIN_PER_SLOT * self.limiter.cap() as u32);
-        if n < needed || !self.limiter.halt_first() {
-            return (n >= needed).then_some(CallFailure::Halted);
+        let stops = n >= needed && several_units;
+        if !stops || !self.limiter.halt_first() {
+            return stops.then_some(CallFailure::Halted);
         }
         let advice = match kind {
             ErrorKind::Timeout => "is it stuck or overloaded? check the server, or raise --timeout",
@@ -162,7 +182,13 @@ impl CallContext {
     /// An answer from the endpoint (any HTTP status): it is not silent.
     fn answered(&self) {
         self.reached.store(true, Ordering::Relaxed);
-        self.silent_since_answer.store(0, Ordering::Relaxed);
+        *self.streak() = SilentStreak::default();
+    }
+
+    fn streak(&self) -> std::sync::MutexGuard<'_, SilentStreak> {
+        self.silent_since_answer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The reason a 429 stopped the run: its hint pauses every call longer than any may wait.
@@ -338,7 +364,7 @@ pub async fn call_with_retries(
             | ErrorKind::Unreachable
             | ErrorKind::EmptyReply => {
                 if silent {
-                    if let Some(end) = ctx.silent_failure(kind, &reason) {
+                    if let Some(end) = ctx.silent_failure(unit, kind, &reason) {
                         drop(slot);
                         return failed(end, attempts, dispatched);
                     }

@@ -458,6 +458,32 @@ fn a_server_that_goes_silent_mid_run_stops_it_instead_of_timing_out_every_unit()
 }
 
 #[test]
+fn one_unit_whose_call_always_times_out_fails_alone_and_the_run_goes_on() {
+    // One call at a time; one file's call never comes back. Its retries are silent failures
+    // in a row, but all of one unit: the unit fails, the server is not taken for dead.
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(6);
+    // The last file: its retries come after every other unit has answered.
+    mock.fault_when("f05.ts", vec![Fault::Hang; 10]);
+    let url = mock.url();
+    let out = p
+        .rlm(&batch(
+            "src/*.ts",
+            &url,
+            &["--timeout", "1", "-j", "1", "--retries", "2", "-o", "out"],
+        ))
+        .run();
+    out.assert_exit(1);
+    let report = p.report();
+    assert_eq!(report["status"], "PARTIAL", "{report:#}");
+    assert_eq!(report["succeeded"], 5, "{report:#}");
+    let failed = report["failed"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "{report:#}");
+    assert!(failed[0]["path"].as_str().unwrap().ends_with("f05.ts"), "{report:#}");
+    assert!(!out.stderr.contains("stopped answering"), "{}", out.stderr);
+}
+
+#[test]
 fn a_listener_that_never_accepts_stops_the_run_after_the_connect_timeout() {
     let dead = DeadEnd::never_accepts();
     let p = Project::new().ts_files(40);
