@@ -179,6 +179,18 @@ impl CallContext {
         Some(CallFailure::Stop { reason, abandon: true })
     }
 
+    /// Whether the endpoint has answered (any HTTP status) through this context.
+    pub fn has_answered(&self) -> bool {
+        self.reached.load(Ordering::Relaxed)
+    }
+
+    /// The endpoint answered before, through another context (an earlier phase of a job):
+    /// failures that come back with nothing are then its going silent, not its never
+    /// having been reachable.
+    pub fn mark_answered(&self) {
+        self.reached.store(true, Ordering::Relaxed);
+    }
+
     /// An answer from the endpoint (any HTTP status): it is not silent.
     fn answered(&self) {
         self.reached.store(true, Ordering::Relaxed);

@@ -125,6 +125,7 @@ pub async fn run_batches(
     }
     let limiter = Limiter::new(width);
     let (events_tx, mut events) = tokio::sync::mpsc::unbounded_channel();
+    let endpoint = provider_settings.shown_base_url();
     let call = Arc::new(CallContext::new(
         provider_for(&provider_settings, &model, &run.dir.id)?,
         RetryPolicy {
@@ -135,8 +136,12 @@ pub async fn run_batches(
         },
         limiter.clone(),
         events_tx,
-        provider_settings.shown_base_url(),
+        endpoint.clone(),
     ));
+    if run.answered_endpoints.contains(&endpoint) {
+        call.mark_answered();
+    }
+    let phase_calls = call.clone();
     let workers = Arc::new(WorkerContext {
         call,
         cache: run.cache.clone(),
@@ -282,6 +287,9 @@ pub async fn run_batches(
         &mut handler,
     )
     .await;
+    if phase_calls.has_answered() {
+        run.answered_endpoints.insert(endpoint);
+    }
     let stop = handler.stop.take();
     let deadline_passed = run.interrupt.deadline_passed;
     run.stop = run.stop.take().or(stop).or(match end {

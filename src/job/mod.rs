@@ -877,6 +877,7 @@ async fn launch(launch: Launch) -> Result<ExitStatus, RlmError> {
         interrupt: Interrupt::new().with_deadline(deadline),
         delimiter: Delimiter::default(),
         stop: None,
+        answered_endpoints: std::collections::HashSet::new(),
         settings,
         dir,
         record,

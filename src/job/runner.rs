@@ -56,6 +56,9 @@ pub struct JobRun {
     /// The context document every worker sees.
     pub context: Option<String>,
     pub stop: Option<Stop>,
+    /// The endpoints (as shown) that answered an earlier phase: a later phase's calls that
+    /// come back with nothing there mean the server stopped answering, not that it never did.
+    pub answered_endpoints: std::collections::HashSet<String>,
 }
 
 impl JobRun {

@@ -697,3 +697,19 @@ fn resuming_a_budget_stop_without_a_higher_max_cost_says_what_was_spent() {
     );
     assert_eq!(mock.requests(), before, "nothing was sent");
 }
+
+/// A server that answered the first phase and then hangs: the second phase's calls coming
+/// back with nothing are its going silent (the job's earlier phase heard it), said so once.
+#[test]
+fn a_server_that_answered_an_earlier_phase_and_then_hangs_stopped_answering() {
+    let mock = MockLlm::start();
+    let tag = "\n[[phase]]\nname = \"tag\"\nkind = \"map\"\nprompt = \"tag.md\"\noutput_schema = \"item.schema.json\"\nbatch_size = 2\n";
+    let p = job_project(6, 3, &[], tag).file("tag.md", "TAG-ENTRIES: give each entry its kind again.");
+    mock.fault_when("TAG-ENTRIES", vec![Fault::Hang; 50]);
+    let out = p
+        .rlm(&job_args(&mock.url(), &["--timeout", "1", "-j", "2", "--yes"]))
+        .run();
+    out.assert_exit(3);
+    assert!(out.stderr.contains("stopped answering"), "{}", out.stderr);
+    assert!(!out.stderr.contains("never answered"), "{}", out.stderr);
+}
