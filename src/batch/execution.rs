@@ -159,12 +159,7 @@ impl Execution {
         for &i in misses {
             let unit = &units[i];
             if skip.is_some_and(|s| s.contains(unit.id.as_str())) {
-                self.dispatcher.emit(Event::Cancelled {
-                    unit: unit.id.clone(),
-                    label: unit.label.clone(),
-                    kind: UnitKind::Map,
-                    reason: "failed in the earlier run: rlm resume --failed tries it again".into(),
-                });
+                self.dispatcher.emit(failed_earlier(unit));
             } else {
                 jobs.push(Job::Unit(unit.clone()));
             }
@@ -294,5 +289,22 @@ impl Execution {
                 None => "the run stopped early",
             }
         }
+    }
+}
+
+/// A unit an earlier attempt of a resumed run failed, which a plain `rlm resume` does not
+/// ask again: still failed (as the store has it), not "not run", in the report and the
+/// events alike.
+pub(super) fn failed_earlier(unit: &WorkUnit) -> Event {
+    Event::Failed {
+        unit: unit.id.clone(),
+        label: unit.label.clone(),
+        kind: UnitKind::Map,
+        attempts: 0,
+        duration_ms: 0,
+        usage: crate::provider::Usage::default(),
+        cost_usd: 0.0,
+        error: None,
+        reason: "failed in an earlier attempt of the run: rlm resume --failed tries it again".into(),
     }
 }

@@ -286,3 +286,38 @@ fn resume_of_a_no_cache_run_pays_only_for_what_it_did_not_complete() {
     assert_eq!(mock.requests() as u64 - sent, left, "only the units left were sent");
     assert_eq!(report["earlier_answers"], done, "{report:#}");
 }
+
+/// A unit that failed stays failed across a plain `rlm resume` (which does not ask it
+/// again): report.json and report.md say so, as the store does — not "not run".
+#[test]
+fn a_plain_resume_reports_the_earlier_attempts_failures_as_failed() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(200));
+    mock.fault_when("f01.ts", vec![Fault::Status(413, "too large".into()); 10]);
+    let p = Project::new().ts_files(8);
+    let url = mock.url();
+    let a = p.rlm(&run_in(&url, "List {file}", &["-j", "1"])).spawn();
+    assert!(wait_until(Duration::from_secs(20), || results_in_out(&p) >= 3));
+    a.signal("TERM");
+    a.wait().assert_exit(130);
+    let first = p.report();
+    assert_eq!(first["failed"].as_array().unwrap().len(), 1, "{first:#}");
+
+    mock.set_latency(Duration::ZERO);
+    let resumed = p.rlm(&["resume", "--yes"]).run();
+    resumed.assert_exit(1);
+    let report = p.report();
+    assert_eq!(report["status"], "PARTIAL", "{report:#}");
+    assert_eq!(report["not_run"], serde_json::json!([]), "{report:#}");
+    let failed = report["failed"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "{report:#}");
+    assert_eq!(failed[0]["path"], "src/f01.ts");
+    assert!(
+        failed[0]["reason"].as_str().unwrap().contains("rlm resume --failed"),
+        "{report:#}"
+    );
+    assert!(p.read("out/report.md").contains("- Failed: 1\n"));
+    let run = report["run_id"].as_str().unwrap().to_string();
+    let status = status_of(&p, &run);
+    assert_eq!(status["units"]["failed"], 1, "{status:#}");
+}

@@ -64,7 +64,7 @@ use crate::provider::batch_api::{BatchApi, PollSchedule};
 use crate::provider::ModelInfo;
 use crate::settings::{BatchApiMode, BatchFallback, BatchSettings};
 use crate::store::{BatchIntent, RunId, TaskStore};
-use crate::unit::{UnitKind, WorkUnit};
+use crate::unit::WorkUnit;
 
 pub use cancel::{cancel_at_provider, CancelSummary};
 use delivery::{client, elsewhere_message};
@@ -245,12 +245,7 @@ impl BatchApiRun {
         for &i in misses {
             let unit = &units[i];
             if skip.is_some_and(|s| s.contains(unit.id.as_str())) {
-                exec.dispatcher.emit(Event::Cancelled {
-                    unit: unit.id.clone(),
-                    label: unit.label.clone(),
-                    kind: UnitKind::Map,
-                    reason: "failed in the earlier run: rlm resume --failed tries it again".into(),
-                });
+                exec.dispatcher.emit(super::execution::failed_earlier(unit));
             } else {
                 work.push(Work::Unit(unit));
             }
