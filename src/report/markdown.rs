@@ -81,11 +81,25 @@ impl RunReport {
             }
         }
         if !self.not_run.is_empty() {
+            const LISTED: usize = 20;
+            let n = self.not_run.len();
             let _ = write!(
                 md,
-                "\n## Not Run\n\n{} files were not processed before the run stopped.\n",
-                self.not_run.len()
+                "\n## Not Run\n\n{} run before the run stopped (`rlm resume {}` runs {}):\n\n",
+                if n == 1 {
+                    "1 unit was not".to_string()
+                } else {
+                    format!("{n} units were not")
+                },
+                self.run_id,
+                if n == 1 { "it" } else { "them" },
             );
+            for label in self.not_run.iter().take(LISTED) {
+                let _ = writeln!(md, "- {}", escape::name(label));
+            }
+            if n > LISTED {
+                let _ = writeln!(md, "- … and {} more (report.json lists them all)", n - LISTED);
+            }
         }
         if let Some(dir) = self.pending_cache_dir.as_ref().filter(|_| !self.not_cached.is_empty()) {
             let _ = write!(

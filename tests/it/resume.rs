@@ -273,6 +273,17 @@ fn resume_of_a_no_cache_run_pays_only_for_what_it_did_not_complete() {
     let done = report["succeeded"].as_u64().unwrap();
     let left = report["not_run"].as_array().unwrap().len() as u64;
     assert_eq!(done + left, 8, "{report:#}");
+    let md = p.read("out/report.md");
+    let run = report["run_id"].as_str().unwrap();
+    let said = if left == 1 {
+        format!("1 unit was not run before the run stopped (`rlm resume {run}` runs it):")
+    } else {
+        format!("{left} units were not run before the run stopped (`rlm resume {run}` runs them):")
+    };
+    assert!(md.contains(&said), "{md}");
+    for label in report["not_run"].as_array().unwrap() {
+        assert!(md.contains(&format!("- {}\n", label.as_str().unwrap())), "{md}");
+    }
     let sent = mock.requests() as u64;
 
     mock.set_latency(Duration::ZERO);
