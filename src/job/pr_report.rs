@@ -151,7 +151,6 @@ pub fn build(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> 
 
     let total = data.records.count();
     debug_assert_eq!(merge.len() + duplicates.len() + off_vision.len() + human.len(), total);
-    let unique = total - duplicates.len();
     let closures = duplicates.len() + off_vision.len();
     let date = Timestamp::now().to_rfc3339();
     let mut md = String::new();
@@ -170,6 +169,8 @@ pub fn build(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> 
     let _ = writeln!(md, "## Executive Summary");
     // Themes among the pull requests that were analyzed: each cluster, and each one alone.
     let analyzed = total - unprocessed.len();
+    // Of the analyzed: the unprocessed are in neither count.
+    let unique = analyzed.saturating_sub(duplicates.len());
     let clustered = cluster_of.keys().filter(|k| !unprocessed.contains_key(*k)).count();
     let themes = data.clusters.len() + analyzed.saturating_sub(clustered);
     if unprocessed.is_empty() {

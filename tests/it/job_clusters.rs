@@ -315,6 +315,15 @@ fn pull_requests_a_phase_did_not_process_are_no_later_phases_results_and_the_sum
         "{report}"
     );
     assert!(report.contains("- 50 PRs were not processed"), "{report}");
+    // Unique efforts are counted among the analyzed, as the themes are.
+    let duplicates = rows("Close — Duplicates").len();
+    assert!(
+        report.contains(&format!(
+            "- {duplicates} PRs identified as duplicates (reducible to {} unique efforts)",
+            10 - duplicates
+        )),
+        "{report}"
+    );
     let mut every: Vec<u64> = tables.iter().flat_map(|(_, rows)| rows.clone()).collect();
     every.sort_unstable();
     assert_eq!(every, (1..=60).collect::<Vec<u64>>(), "each PR in exactly one table");
