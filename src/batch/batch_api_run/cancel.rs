@@ -112,10 +112,11 @@ impl BatchApiRun {
         let server = self.api.server().to_string();
         let mut kept = Vec::with_capacity(self.earlier.len());
         for mut e in std::mem::take(&mut self.earlier) {
+            let custom_ids: Vec<String> = e.requests.iter().map(|(c, _)| c.clone()).collect();
             if e.server != server {
                 // Only under `--forget` (`start` refused it otherwise).
                 let why = format!("it was recorded at {}, and the settings point at {server}", e.server);
-                self.give_up(exec, &e.batch_id, &e.custom_ids, &why);
+                self.give_up(exec, &e.batch_id, &custom_ids, &why);
                 continue;
             }
             if !e.cancel_requested {
@@ -127,7 +128,7 @@ impl BatchApiRun {
                             .progress(&format!("rlm: asked {server} to cancel batch {}", e.batch_id));
                     }
                     Err(err @ BatchError::UnknownBatch { .. }) if self.forget => {
-                        self.give_up(exec, &e.batch_id, &e.custom_ids, &err.to_string());
+                        self.give_up(exec, &e.batch_id, &custom_ids, &err.to_string());
                         continue;
                     }
                     // Already over, or unknown (the poll says which): its results are
