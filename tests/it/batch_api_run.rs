@@ -767,6 +767,24 @@ fn cancel_after_a_deadline_stop_polls_collects_and_counts_what_had_finished() {
 }
 
 #[test]
+fn a_resume_with_no_time_left_before_its_deadline_submits_nothing() {
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::HeldAfter(2));
+    let p = ts_project(6);
+    let url = mock.url();
+    at(&p, &with_deadline("1s"), &url).run().assert_exit(1);
+    at(&p, &["cancel"], &url).run().assert_exit(0);
+    assert_eq!(mock.batch_submissions(), 1);
+
+    // The run's --deadline has passed: a resume without a new one has no time left, and
+    // pays for nothing.
+    let out = at(&p, &["resume", "--yes"], &url).run();
+    out.assert_exit(1);
+    assert_eq!(mock.batch_submissions(), 1, "nothing submitted: {}", out.stderr);
+    assert_eq!(p.report()["status"], "DEADLINE_EXCEEDED");
+}
+
+#[test]
 fn cancel_waits_for_its_canceled_batch_only_as_long_as_its_own_bound() {
     let mock = MockLlm::start();
     mock.set_batch_progress(BatchProgress::HeldAfter(2));

@@ -371,7 +371,7 @@ impl BatchApiRun {
             let mut realtime = Vec::new();
             if !to_send.is_empty() {
                 let send = std::mem::take(&mut to_send);
-                if exec.may_call() {
+                if exec.may_submit() {
                     realtime = self.submit(exec, &mut p, send).await;
                 }
             }

@@ -92,7 +92,7 @@ impl BatchApiRun {
                     }
                     // (A batch found for it is waited for: its requests are in flight.)
                     left.retain(|&i| !held.contains_key(&i) && !p.in_flight[i]);
-                    if left.is_empty() || !exec.may_call() {
+                    if left.is_empty() || !exec.may_submit() {
                         return Vec::new();
                     }
                 }
