@@ -308,6 +308,36 @@ fn a_failed_create_waits_for_another_program_s_batch_of_its_size_and_never_takes
 }
 
 #[test]
+fn cancel_of_a_run_whose_lost_submission_cannot_be_told_says_so_and_cancels_nothing() {
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::Held);
+    let other = ts_project(6, "g");
+    killed_after_create(&other, &strs(&answering("OTHER", &[])), &mock);
+    mock.batch_submit_faults(vec![SubmitFault::ServerErrorBeforeCreate]);
+    let p = ts_project(6, "f");
+    let out = at(&p, &strs(&answering("MINE", &["--deadline", "1s"])), &mock.url(), false).run();
+    assert!(out.stderr.contains("msgbatch_mock_1 may be it"), "{}", out.stderr);
+    assert_eq!(mock.batch_submissions(), 1);
+
+    let out = at(&p, &["cancel"], &mock.url(), false).run();
+    out.assert_exit(1);
+    assert_eq!(mock.batch_cancels(), 0, "a batch that may be another's is not canceled");
+    assert!(
+        out.stderr.contains("batch msgbatch_mock_1 at ")
+            && out
+                .stderr
+                .contains("rlm cannot tell whether it is the run's, so it did not cancel it"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !out.stderr.contains("sends them"),
+        "resume would hold them again: {}",
+        out.stderr
+    );
+}
+
+#[test]
 fn a_found_batch_whose_results_leave_lines_out_is_still_this_submission_s() {
     let mock = MockLlm::start();
     mock.batch_submit_faults(vec![SubmitFault::ResetAfterCreate]);

@@ -345,6 +345,13 @@ impl BatchApiRun {
         }
         let mut p = Phase::new(phase, work);
         self.take_earlier(&mut p);
+        // The requests in batches of earlier attempts are announced before any is collected,
+        // as those submitted now are: the progress counts them all (`[k/N]`).
+        for i in 0..p.work.len() {
+            if p.in_flight[i] {
+                p.announce(exec, i);
+            }
+        }
         let mut to_send: Vec<usize> = (0..p.work.len()).filter(|&i| !p.in_flight[i]).collect();
         if !self.held.is_empty() {
             // In a submission whose batch cannot be told yet: not sent again.
