@@ -405,3 +405,42 @@ fn a_listing_refused_with_404_never_advises_running_without_the_batch_api() {
     );
     assert!(!out.stderr.contains("without --batch-api"), "{}", out.stderr);
 }
+
+#[test]
+fn a_lost_submission_the_listing_cannot_tell_holds_its_requests_and_says_so_once() {
+    let mock = MockLlm::start();
+    mock.batch_submit_faults(vec![SubmitFault::ResetAfterCreate]);
+    mock.fail_batch_listings(3, 500);
+    let p = ts_project(3, "f");
+    let out = at(&p, &args("haiku", &[]), &mock.url(), false).run();
+    assert_eq!(mock.batch_submissions(), 1, "nothing sent again: {}", out.stderr);
+    assert!(
+        out.stderr.contains("its listing of batches could not be read")
+            && out
+                .stderr
+                .contains("its requests are not sent again (that could pay twice): rlm resume looks again"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(p.report()["not_run"].as_array().map(Vec::len), Some(3));
+    let s = status(&p);
+    let reasons: Vec<&str> = s["cancelled"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["reason"].as_str())
+        .collect();
+    assert_eq!(reasons.len(), 3, "{s}");
+    assert!(
+        reasons
+            .iter()
+            .all(|r| r.ends_with("rlm resume looks again") && !r.contains("looks again (`rlm resume")),
+        "said once: {reasons:?}"
+    );
+
+    // The listing reads again: a resume finds the batch and sends nothing again.
+    let out = at(&p, &["resume", "--yes"], &mock.url(), false).run();
+    out.assert_exit(0);
+    assert_eq!(mock.batch_submissions(), 1, "{}", out.stderr);
+    assert_eq!(results(&p), 3);
+}

@@ -186,7 +186,8 @@ impl BatchApiRun {
             .filter_map(|c| p.stamped_index(c).map(|i| (c.clone(), p.work[i].id().to_string())))
             .collect();
         let indexes: Vec<usize> = custom_ids.iter().filter_map(|c| p.stamped_index(c)).collect();
-        let why = if running {
+        let run = self.run.clone();
+        let reason = if running {
             let lost = Lost {
                 token: &token,
                 recorded_at_ms,
@@ -210,15 +211,15 @@ impl BatchApiRun {
                     return std::collections::HashMap::new();
                 }
                 Settled::NotCreated => return std::collections::HashMap::new(),
-                Settled::Held(why) => why,
+                Settled::Held(why) => format!("not run: {why} (`rlm resume {run}` looks for its batch again)"),
             }
         } else {
+            // (The message already says that a resume looks again.)
             exec.dispatcher.emit(Event::Warning {
                 message: message.clone(),
             });
-            message
+            format!("not run: {message}")
         };
-        let reason = format!("not run: {why} (`rlm resume {}` looks for its batch again)", self.run);
         indexes.into_iter().map(|i| (i, reason.clone())).collect()
     }
 
