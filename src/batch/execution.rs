@@ -245,6 +245,12 @@ impl Execution {
         !self.interrupted && !self.limiter.is_halted() && self.dispatcher.over_budget().is_none()
     }
 
+    /// Whether a batch may be submitted: calls may be made and the `--deadline` has not
+    /// passed (checked now: a resume with no time left submits nothing).
+    pub fn may_submit(&mut self) -> bool {
+        !self.interrupt.check_deadline() && self.may_call()
+    }
+
     /// `--deadline` is what stopped the run.
     pub fn deadline_passed(&self) -> bool {
         self.interrupt.deadline_passed

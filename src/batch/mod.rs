@@ -107,13 +107,18 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
     let answer = aggregated.answer.clone();
     let report = finish(&settings, &run_dir, &mut exec, &outcomes, aggregated, times, &printer);
     output::completion(&printer, &report, settings.output.quiet, answer.as_deref());
-    let cancel_line = exec.batch_api.as_ref().and_then(|b| b.cancel_line());
+    let cancel_end = exec.batch_api.as_ref().and_then(|b| b.cancel_end());
     // As above: the plan is only memory, and the process ends.
     std::mem::forget(plan);
-    if let Some(line) = cancel_line {
-        // `rlm cancel`: done when the batches are canceled and what finished is kept.
-        printer.important(&line);
-        return Ok(ExitStatus::Success);
+    if let Some(end) = cancel_end {
+        // `rlm cancel`: done when the batches are canceled and what finished is kept; not
+        // when a batch of the run may still run, and bill, unknown.
+        printer.important(&end.line);
+        return Ok(if end.unresolved {
+            ExitStatus::Partial
+        } else {
+            ExitStatus::Success
+        });
     }
     Ok(report.exit_status())
 }

@@ -66,6 +66,17 @@ impl Interrupt {
         }
     }
 
+    /// Whether the deadline has passed, said now (not only when [`Interrupt::recv`] is next
+    /// awaited): a timer is heard only when awaited, and what is about to pay (a batch
+    /// submission) must not start past the deadline.
+    pub fn check_deadline(&mut self) -> bool {
+        if !self.deadline_passed && self.deadline.is_some_and(|at| tokio::time::Instant::now() >= at) {
+            self.deadline_passed = true;
+            self.deadline_unheard = true;
+        }
+        self.deadline_passed
+    }
+
     /// Whether the last [`Interrupt::recv`] returned because the deadline passed (true
     /// once): a deadline is no Ctrl-C, and the pool lets the calls in flight finish.
     pub fn take_deadline(&mut self) -> bool {

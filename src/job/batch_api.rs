@@ -24,7 +24,7 @@ use crate::error::RlmError;
 use crate::exec::Interrupt;
 use crate::printer::Printer;
 use crate::provider::batch_api::{
-    batch_api, custom_id_for, submit_all, BatchApi, BatchItem, BatchTimeouts, ItemOutcome, Submitted,
+    batch_api, custom_id_for, submit_all, unit_part, BatchApi, BatchItem, BatchTimeouts, ItemOutcome, Submitted,
 };
 use crate::provider::catalog::PriceTier;
 use crate::provider::{CompletionRequest, HttpConfig};
@@ -77,9 +77,10 @@ pub async fn collect(
     let recorded: HashSet<String> = record
         .batches
         .iter()
-        .flat_map(|b| b.custom_ids.iter().cloned())
+        .flat_map(|b| b.custom_ids.iter().map(|c| unit_part(c).to_string()))
         .collect();
-    // Jobs by custom id; those with a valid cached answer go to the pool, which serves it.
+    // Jobs by the unit's part of their custom id (a batch's custom ids carry its
+    // submission's token before it); those with a valid cached answer go to the pool, which serves it.
     let mut by_id: BTreeMap<String, BatchJob> = BTreeMap::new();
     let mut rest = Vec::new();
     let mut to_send = Vec::new();
@@ -127,7 +128,7 @@ pub async fn collect(
     }
     let mut answered = Vec::new();
     for batch in record.batches.clone() {
-        if !batch.custom_ids.iter().any(|c| by_id.contains_key(c)) {
+        if !batch.custom_ids.iter().any(|c| by_id.contains_key(unit_part(c))) {
             continue; // Everything it answered is done.
         }
         let Some(state) = wait(api.as_ref(), &batch.id, phase.settings, phase.printer, interrupt).await? else {
@@ -152,7 +153,7 @@ pub async fn collect(
             let ItemOutcome::Succeeded(reply) = &item.outcome else {
                 continue; // Errored, expired or canceled: the realtime workers ask again.
             };
-            let Some(job) = by_id.get(&item.custom_id) else {
+            let Some(job) = by_id.get(unit_part(&item.custom_id)) else {
                 continue;
             };
             let request = request_of(workers, job);
@@ -165,7 +166,7 @@ pub async fn collect(
             let Ok(accepted) = job.check.check(&value) else {
                 continue; // Rejected: asked again in real time, with the errors.
             };
-            let Some(job) = by_id.remove(&item.custom_id) else {
+            let Some(job) = by_id.remove(unit_part(&item.custom_id)) else {
                 continue;
             };
             let write_error = store(workers, &job.request, &accepted, completion.usage).await;

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use rlm::provider::batch_api::{
-    batch_api, submit_all, BatchApi, BatchError, BatchItem, BatchLimits, BatchState, BatchStatus, BatchTimeouts,
-    ItemOutcome, ItemResult, SubmitReport, Submitted,
+    batch_api, stamped_custom_id, submit_all, unit_part, BatchApi, BatchError, BatchItem, BatchLimits, BatchState,
+    BatchStatus, BatchTimeouts, ItemOutcome, ItemResult, SubmitReport, Submitted,
 };
 use rlm::provider::catalog::{PriceTable, PriceTier};
 use rlm::provider::{
@@ -77,8 +77,9 @@ fn items(n: usize) -> Vec<BatchItem> {
         .collect()
 }
 
+/// The unit of a custom id (as sent: stamped with its submission's token).
 fn index(custom_id: &str) -> usize {
-    custom_id.trim_start_matches("unit-").parse().unwrap()
+    unit_part(custom_id).trim_start_matches("unit-").parse().unwrap()
 }
 
 /// Submits every item, recording each batch as it is created.
@@ -167,7 +168,9 @@ fn each_request_of_a_batch_is_the_realtime_body() {
         let seen = mock.batch_requests();
         assert_eq!(seen.len(), 3);
         for (item, seen) in items.iter().zip(&seen) {
-            assert_eq!(seen.custom_id, item.custom_id);
+            // Sent under the submission's stamp, the unit's part kept.
+            assert_ne!(seen.custom_id, item.custom_id);
+            assert_eq!(unit_part(&seen.custom_id), item.custom_id);
             let realtime = match kind {
                 ProviderKind::Anthropic => anthropic::request_body(model(kind), &item.request, None),
                 _ => openai::request_body(model(kind), &item.request, None, openai::Dialect::of(&mock.url())),
@@ -205,7 +208,10 @@ fn submissions_above_the_limits_are_split_and_none_is_refused() {
 
         // By bytes: a limit that holds about 10 requests.
         let mock = MockLlm::start();
-        let one = client(&mock, kind, None).encode(&items(1)[0]).unwrap().len();
+        // (As sent: its custom id stamped.)
+        let mut first = items(1).remove(0);
+        first.custom_id = stamped_custom_id("sub-1", &first.custom_id);
+        let one = client(&mock, kind, None).encode(&first).unwrap().len();
         let max_bytes = one * 10 + 30;
         mock.set_batch_limits(1000, max_bytes);
         let limits = BatchLimits {

@@ -754,6 +754,12 @@ fn cancel_after_a_deadline_stop_polls_collects_and_counts_what_had_finished() {
         "{}",
         out.stderr
     );
+    // The progress counts every request of the batches it collects.
+    assert!(
+        out.stderr.contains("[ 1/11]") && !out.stderr.contains("/0]"),
+        "{}",
+        out.stderr
+    );
     assert!(
         !out.stderr.contains("Estimated cost") && !out.stderr.contains("RLM Batch Initialized"),
         "a cancel starts no run: {}",
@@ -764,6 +770,55 @@ fn cancel_after_a_deadline_stop_polls_collects_and_counts_what_had_finished() {
     assert_eq!(s["units"]["completed"], 5, "{s}");
     assert_eq!(s["units"]["cancelled"], 6, "{s}");
     assert!(s["batches"][0]["collected_at"].is_string(), "{s}");
+}
+
+#[test]
+fn a_resume_with_no_time_left_before_its_deadline_submits_nothing() {
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::HeldAfter(2));
+    let p = ts_project(6);
+    let url = mock.url();
+    at(&p, &with_deadline("1s"), &url).run().assert_exit(1);
+    at(&p, &["cancel"], &url).run().assert_exit(0);
+    assert_eq!(mock.batch_submissions(), 1);
+
+    // The run's --deadline has passed: a resume without a new one has no time left, and
+    // pays for nothing.
+    let out = at(&p, &["resume", "--yes"], &url).run();
+    out.assert_exit(1);
+    assert_eq!(mock.batch_submissions(), 1, "nothing submitted: {}", out.stderr);
+    assert_eq!(p.report()["status"], "DEADLINE_EXCEEDED");
+}
+
+#[test]
+fn cancel_counts_only_the_batches_it_canceled_and_names_those_that_had_ended() {
+    let mock = MockLlm::start();
+    // Two batches of three: the first ends by time, after the run's deadline; the second is
+    // held until it is canceled.
+    mock.set_batch_progress(BatchProgress::AfterTime(Duration::from_millis(1500)));
+    mock.set_batch_progress_from(2, BatchProgress::Held);
+    let p = ts_project(6);
+    let url = mock.url();
+    at(&p, &with_deadline("1s"), &url)
+        .env("RLM_BATCH_LIMITS", "3")
+        .run()
+        .assert_exit(1);
+    assert_eq!(mock.batch_submissions(), 2);
+    std::thread::sleep(Duration::from_millis(600));
+
+    let out = at(&p, &["cancel"], &url).run();
+    out.assert_exit(0);
+    assert_eq!(mock.batch_cancels(), 1);
+    assert!(
+        out.stderr.contains("1 batch canceled at http://127.0.0.1:")
+            && out
+                .stderr
+                .contains("(batch msgbatch_mock_1 was not: it had already ended, and is collected as it is)"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("3 finished answers kept"), "{}", out.stderr);
+    assert_eq!(results(&p), 3);
 }
 
 #[test]

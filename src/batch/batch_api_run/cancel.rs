@@ -67,41 +67,99 @@ fn is_refusal_of_us(e: &BatchError) -> bool {
 }
 
 /// What `rlm cancel` did, for its last line.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 pub struct CancelSummary {
+    /// Batches canceled (by this cancel, or an earlier one that asked).
     pub batches: usize,
+    /// Batches whose cancel the provider refused (most likely already ended): collected as
+    /// they are.
+    pub not_canceled: Vec<String>,
     /// Given up without a cancel (`--forget`).
     pub forgotten: usize,
     pub kept: usize,
     pub not_run: usize,
 }
 
+/// The end of `rlm cancel`: its last line, and whether a batch may still run, and bill,
+/// because rlm cannot tell which it is (exit 1).
+#[derive(Debug, Clone)]
+pub struct CancelEnd {
+    pub line: String,
+    pub unresolved: bool,
+}
+
 impl BatchApiRun {
-    /// `rlm cancel`: the line that says what it did.
-    pub fn cancel_line(&self) -> Option<String> {
+    /// `rlm cancel`: what it did.
+    pub fn cancel_end(&self) -> Option<CancelEnd> {
         if !self.cancel || self.refused {
             // A batch that could not be reached: the run's own status says so.
             return None;
         }
-        let c = self.cancel_summary;
+        let c = &self.cancel_summary;
+        let run = &self.run;
+        let server = self.api.server();
         let forgotten = match c.forgotten {
             0 => String::new(),
             1 => " and 1 given up (--forget)".to_string(),
             n => format!(" and {n} given up (--forget)"),
         };
-        Some(format!(
-            "rlm: run {}: {} {} canceled at {}{forgotten}; {} finished {} kept (cached, result files written), {} not \
-             run (`rlm resume {}` sends {})",
-            self.run,
-            c.batches,
-            if c.batches == 1 { "batch" } else { "batches" },
-            self.api.server(),
+        let not_canceled = match c.not_canceled.as_slice() {
+            [] => String::new(),
+            [one] => format!(" (batch {one} was not: it had already ended, and is collected as it is)"),
+            many => format!(
+                " (batches {} were not: they had already ended, and are collected as they are)",
+                many.join(", ")
+            ),
+        };
+        let kept = format!(
+            "{} finished {} kept (cached, result files written)",
             c.kept,
             if c.kept == 1 { "answer" } else { "answers" },
-            c.not_run,
-            self.run,
-            if c.not_run == 1 { "it" } else { "them" },
-        ))
+        );
+        if !self.unresolved.is_empty() {
+            // A submission whose reply was lost, and whose batch cannot be told: it may
+            // run, and bill, and a batch that may be another's is not rlm's to cancel.
+            let candidates: Vec<&str> = self.unresolved.iter().flatten().map(String::as_str).collect();
+            let which = match candidates.as_slice() {
+                [] => format!(
+                    "rlm cannot tell whether {server} created a batch for it, so it canceled nothing for it: a batch \
+                     may still run and bill"
+                ),
+                [one] => format!(
+                    "batch {one} at {server} may be it: rlm cannot tell whether it is the run's, so it did not cancel \
+                     it, and it may still run and bill"
+                ),
+                many => format!(
+                    "batches {} at {server} may be it: rlm cannot tell which is the run's, so it canceled none of \
+                     them, and one may still run and bill",
+                    many.join(", ")
+                ),
+            };
+            let done = match c.batches {
+                0 => String::new(),
+                1 => format!("1 batch canceled{not_canceled}{forgotten}; "),
+                n => format!("{n} batches canceled{not_canceled}{forgotten}; "),
+            };
+            return Some(CancelEnd {
+                line: format!(
+                    "rlm: run {run}: {done}{kept}; the reply to a submission of the run was lost, and {which}; \
+                     `rlm cancel {run}` again once the batches have ended tells (their results name the run's \
+                     requests), or `rlm cancel {run} --forget` gives the submission up"
+                ),
+                unresolved: true,
+            });
+        }
+        Some(CancelEnd {
+            line: format!(
+                "rlm: run {run}: {} {} canceled at {server}{not_canceled}{forgotten}; {kept}, {} not run \
+                 (`rlm resume {run}` sends {})",
+                c.batches,
+                if c.batches == 1 { "batch" } else { "batches" },
+                c.not_run,
+                if c.not_run == 1 { "it" } else { "them" },
+            ),
+            unresolved: false,
+        })
     }
 
     /// `rlm cancel`: asks the provider to cancel every batch of the run not collected yet,
@@ -112,35 +170,41 @@ impl BatchApiRun {
         let server = self.api.server().to_string();
         let mut kept = Vec::with_capacity(self.earlier.len());
         for mut e in std::mem::take(&mut self.earlier) {
+            let custom_ids: Vec<String> = e.requests.iter().map(|(c, _)| c.clone()).collect();
             if e.server != server {
                 // Only under `--forget` (`start` refused it otherwise).
                 let why = format!("it was recorded at {}, and the settings point at {server}", e.server);
-                self.give_up(exec, &e.batch_id, &e.custom_ids, &why);
+                self.give_up(exec, &e.batch_id, &custom_ids, &why);
                 continue;
             }
-            if !e.cancel_requested {
+            if e.cancel_requested {
+                self.cancel_summary.batches += 1;
+            } else {
                 match self.api.cancel(&e.batch_id).await {
                     Ok(state) => {
                         self.store_write(|s, run| s.record_batch_cancel_requested(run, &state.batch_id));
                         e.cancel_requested = true;
+                        self.cancel_summary.batches += 1;
                         self.printer
                             .progress(&format!("rlm: asked {server} to cancel batch {}", e.batch_id));
                     }
                     Err(err @ BatchError::UnknownBatch { .. }) if self.forget => {
-                        self.give_up(exec, &e.batch_id, &e.custom_ids, &err.to_string());
+                        self.give_up(exec, &e.batch_id, &custom_ids, &err.to_string());
                         continue;
                     }
                     // Already over, or unknown (the poll says which): its results are
                     // collected as they are.
-                    Err(err) => exec.dispatcher.emit(Event::Warning {
-                        message: format!(
-                            "batch {}: the cancel was refused ({err}); collecting what it has",
-                            e.batch_id
-                        ),
-                    }),
+                    Err(err) => {
+                        exec.dispatcher.emit(Event::Warning {
+                            message: format!(
+                                "batch {}: the cancel was refused ({err}); collecting what it has",
+                                e.batch_id
+                            ),
+                        });
+                        self.cancel_summary.not_canceled.push(e.batch_id.clone());
+                    }
                 }
             }
-            self.cancel_summary.batches += 1;
             kept.push(e);
         }
         self.earlier = kept;

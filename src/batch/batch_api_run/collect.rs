@@ -4,7 +4,7 @@
 //! are tried again within `--retries`; `canceled` ones stay not run. Each outcome is recorded
 //! after its answer is cached, and the batch marked collected once every result is kept.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use tokio::task::JoinSet;
 
@@ -43,6 +43,12 @@ impl BatchApiRun {
             .filter_map(|c| p.by_custom.get(c.as_str()).copied())
             .filter(|&i| !p.done[i])
             .collect();
+        // Each request's custom id in this batch (its outcome is recorded under it).
+        let sent_as: HashMap<usize, String> = b
+            .custom_ids
+            .iter()
+            .filter_map(|c| p.by_custom.get(c.as_str()).map(|&i| (i, c.clone())))
+            .collect();
         let mut seen: HashSet<usize> = HashSet::new();
         let mut outcomes: Vec<(String, &'static str, Option<String>)> = Vec::new();
         let mut keeping: JoinSet<(usize, JobOutcome)> = JoinSet::new();
@@ -63,7 +69,9 @@ impl BatchApiRun {
                 Err(BatchError::Failed { reason, .. }) => {
                     // The provider refused the whole batch (its input did not validate).
                     for &i in &expected {
-                        outcomes.push((p.custom_ids[i].clone(), "errored", Some(reason.clone())));
+                        if let Some(custom_id) = sent_as.get(&i) {
+                            outcomes.push((custom_id.clone(), "errored", Some(reason.clone())));
+                        }
                         self.fail(
                             exec,
                             p,
@@ -115,14 +123,14 @@ impl BatchApiRun {
                             !self.cancel,
                         ));
                         while keeping.len() >= KEEPING {
-                            if !self.kept(exec, p, &mut keeping, &mut outcomes).await {
+                            if !self.kept(exec, p, &mut keeping, &mut outcomes, &sent_as).await {
                                 stopped = true;
                                 break 'read;
                             }
                         }
                     }
                     ItemOutcome::Errored { reason, retryable } => {
-                        outcomes.push((p.custom_ids[i].clone(), "errored", Some(reason.clone())));
+                        outcomes.push((result.custom_id.clone(), "errored", Some(reason.clone())));
                         expected.remove(&i);
                         if retryable {
                             self.again_or_fail(exec, p, i, retry, &format!("errored at the provider: {reason}"));
@@ -131,12 +139,12 @@ impl BatchApiRun {
                         }
                     }
                     ItemOutcome::Expired => {
-                        outcomes.push((p.custom_ids[i].clone(), "expired", None));
+                        outcomes.push((result.custom_id.clone(), "expired", None));
                         expected.remove(&i);
                         self.again_or_fail(exec, p, i, retry, "expired at the provider (not run within 24 hours)");
                     }
                     ItemOutcome::Canceled => {
-                        outcomes.push((p.custom_ids[i].clone(), "canceled", None));
+                        outcomes.push((result.custom_id.clone(), "canceled", None));
                         expected.remove(&i);
                         self.cancelled(
                             exec,
@@ -153,7 +161,7 @@ impl BatchApiRun {
             break 'read;
         }
         while !keeping.is_empty() {
-            if !self.kept(exec, p, &mut keeping, &mut outcomes).await {
+            if !self.kept(exec, p, &mut keeping, &mut outcomes, &sent_as).await {
                 stopped = true;
             }
         }
@@ -247,6 +255,7 @@ impl BatchApiRun {
         p: &mut Phase<'_>,
         keeping: &mut JoinSet<(usize, JobOutcome)>,
         outcomes: &mut Vec<(String, &'static str, Option<String>)>,
+        sent_as: &HashMap<usize, String>,
     ) -> bool {
         let Some(joined) = keeping.join_next().await else {
             return true;
@@ -260,7 +269,9 @@ impl BatchApiRun {
         };
         p.done[i] = true;
         outcome.attempts = self.sent.get(p.work[i].id().as_str()).copied().unwrap_or(1);
-        outcomes.push((p.custom_ids[i].clone(), "succeeded", None));
+        if let Some(custom_id) = sent_as.get(&i) {
+            outcomes.push((custom_id.clone(), "succeeded", None));
+        }
         if outcome.failure.is_none() {
             self.cancel_summary.kept += 1;
         }

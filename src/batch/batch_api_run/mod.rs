@@ -48,6 +48,7 @@ mod delivery;
 mod keep;
 mod phase;
 mod recorder;
+mod settle;
 mod submit;
 mod wait;
 
@@ -79,8 +80,8 @@ struct Earlier {
     phase: String,
     /// The server it was recorded at.
     server: String,
-    /// Its custom ids.
-    custom_ids: Vec<String>,
+    /// `(custom_id, unit_id)` of its requests.
+    requests: Vec<(String, String)>,
     cancel_requested: bool,
 }
 
@@ -117,9 +118,12 @@ pub struct BatchApiRun {
     /// Submissions of earlier attempts whose batch was never recorded (the reply to their
     /// create request never came): looked for at the provider before anything is sent.
     intents: Vec<BatchIntent>,
-    /// Requests in a submission whose batch cannot be told yet (custom id → why): not sent
+    /// Requests in a submission whose batch cannot be told yet (unit id → why): not sent
     /// again, not run; the next resume looks again.
     held: HashMap<String, String>,
+    /// The candidates of each lost submission this attempt could not settle (none: the
+    /// listing could not tell): `rlm cancel` cannot cancel what it cannot tell.
+    unresolved: Vec<Vec<String>>,
     /// Submissions tagged so far by this attempt.
     submissions: u64,
     /// How long `rlm cancel` waits for its canceled batches to end.
@@ -175,7 +179,7 @@ impl BatchApiRun {
                     batch_id: batch.batch_id,
                     phase: batch.phase,
                     server: batch.server,
-                    custom_ids: requests.into_iter().map(|r| r.custom_id).collect(),
+                    requests: requests.into_iter().map(|r| (r.custom_id, r.unit_id)).collect(),
                     cancel_requested: batch.cancel_requested_at.is_some(),
                 });
             }
@@ -213,6 +217,7 @@ impl BatchApiRun {
             store_failure: None,
             intents,
             held: HashMap::new(),
+            unresolved: Vec::new(),
             submissions: 0,
             cancel_wait: settings.exec.batch_api.cancel_wait,
             cancel_summary: CancelSummary::default(),
@@ -335,10 +340,17 @@ impl BatchApiRun {
         }
         let mut p = Phase::new(phase, work);
         self.take_earlier(&mut p);
+        // The requests in batches of earlier attempts are announced before any is collected,
+        // as those submitted now are: the progress counts them all (`[k/N]`).
+        for i in 0..p.work.len() {
+            if p.in_flight[i] {
+                p.announce(exec, i);
+            }
+        }
         let mut to_send: Vec<usize> = (0..p.work.len()).filter(|&i| !p.in_flight[i]).collect();
         if !self.held.is_empty() {
             // In a submission whose batch cannot be told yet: not sent again.
-            to_send.retain(|&i| match self.held.get(p.custom_ids[i].as_str()).cloned() {
+            to_send.retain(|&i| match self.held.get(p.work[i].id().as_str()).cloned() {
                 Some(reason) => {
                     self.cancelled(exec, &mut p, i, &reason);
                     false
@@ -361,7 +373,7 @@ impl BatchApiRun {
             let mut realtime = Vec::new();
             if !to_send.is_empty() {
                 let send = std::mem::take(&mut to_send);
-                if exec.may_call() {
+                if exec.may_submit() {
                     realtime = self.submit(exec, &mut p, send).await;
                 }
             }

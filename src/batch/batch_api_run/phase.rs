@@ -7,7 +7,7 @@ use super::wait::Waiting;
 use crate::batch::execution::Execution;
 use crate::batch::job::{Job, SummaryJob};
 use crate::exec::{Event, JobMeta};
-use crate::provider::batch_api::custom_id_for;
+use crate::provider::batch_api::{custom_id_for, unit_part};
 use crate::unit::{UnitId, UnitKind, WorkUnit};
 
 /// One request of a phase: a unit, or an aggregation call.
@@ -67,7 +67,13 @@ pub(super) enum Owned {
 pub(super) struct Phase<'a> {
     pub(super) name: &'static str,
     pub(super) work: Vec<Work<'a>>,
-    pub(super) custom_ids: Vec<String>,
+    /// The unit's part of each request's custom id ([`custom_id_for`]); each submission
+    /// stamps it with its own token.
+    pub(super) unit_parts: Vec<String>,
+    by_unit_part: HashMap<String, usize>,
+    by_unit: HashMap<String, usize>,
+    /// The custom ids of the run's batches that hold the phase's requests, as they were
+    /// sent: a result is told by these.
     pub(super) by_custom: HashMap<String, usize>,
     /// Announced to the reporters (`task:queued`).
     pub(super) queued: Vec<bool>,
@@ -86,14 +92,17 @@ pub(super) struct Phase<'a> {
 
 impl<'a> Phase<'a> {
     pub(super) fn new(name: &'static str, work: Vec<Work<'a>>) -> Self {
-        let custom_ids: Vec<String> = work.iter().map(|w| custom_id_for(w.id().as_str())).collect();
-        let by_custom = custom_ids.iter().enumerate().map(|(i, c)| (c.clone(), i)).collect();
+        let unit_parts: Vec<String> = work.iter().map(|w| custom_id_for(w.id().as_str())).collect();
+        let by_unit_part = unit_parts.iter().enumerate().map(|(i, c)| (c.clone(), i)).collect();
+        let by_unit = work.iter().enumerate().map(|(i, w)| (w.id().to_string(), i)).collect();
         let n = work.len();
         Phase {
             name,
             work,
-            custom_ids,
-            by_custom,
+            unit_parts,
+            by_unit_part,
+            by_unit,
+            by_custom: HashMap::new(),
             queued: vec![false; n],
             in_flight: vec![false; n],
             done: vec![false; n],
@@ -101,6 +110,21 @@ impl<'a> Phase<'a> {
             max_requests: None,
             requeue: Vec::new(),
         }
+    }
+
+    /// The request a custom id this attempt stamped names (its unit's part).
+    pub(super) fn stamped_index(&self, custom_id: &str) -> Option<usize> {
+        self.by_unit_part.get(unit_part(custom_id)).copied()
+    }
+
+    /// The request of unit `unit_id`.
+    pub(super) fn unit_index(&self, unit_id: &str) -> Option<usize> {
+        self.by_unit.get(unit_id).copied()
+    }
+
+    /// Request `i` is in a batch under `custom_id`: its result is told by it.
+    pub(super) fn track(&mut self, custom_id: &str, i: usize) {
+        self.by_custom.insert(custom_id.to_string(), i);
     }
 
     pub(super) fn announce(&mut self, exec: &mut Execution, i: usize) {

@@ -1,9 +1,9 @@
 //! The run store's side of a phase's submissions ([`RunRecorder`]): each intent written before
 //! its create request is sent, each batch (with its requests' unit ids) once it exists.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
-use super::phase::Work;
+use super::phase::Phase;
 use crate::provider::batch_api::{new_token, Recorder, SubmissionTag, Submitted};
 use crate::store::{NewBatchIntent, NewBatchSubmission, RunId, TaskStore};
 
@@ -17,9 +17,7 @@ pub(super) struct RunRecorder<'s, 'w> {
     pub(super) failure: &'s mut Option<String>,
     pub(super) provider: &'static str,
     pub(super) server: String,
-    pub(super) phase: &'static str,
-    pub(super) work: &'s [Work<'w>],
-    pub(super) by_custom: &'s HashMap<String, usize>,
+    pub(super) phase: &'s Phase<'w>,
     pub(super) submissions: &'s mut u64,
     /// The batches recorded, in order.
     pub(super) recorded: Vec<Submitted>,
@@ -28,14 +26,14 @@ pub(super) struct RunRecorder<'s, 'w> {
 }
 
 impl RunRecorder<'_, '_> {
-    /// `(custom_id, unit_id)` of the requests `custom_ids`.
+    /// `(custom_id, unit_id)` of the requests `custom_ids` (as stamped for a submission).
     fn requests(&self, custom_ids: &[String]) -> Vec<(String, String)> {
         custom_ids
             .iter()
             .filter_map(|c| {
-                self.by_custom
-                    .get(c.as_str())
-                    .map(|&i| (c.clone(), self.work[i].id().to_string()))
+                self.phase
+                    .stamped_index(c)
+                    .map(|i| (c.clone(), self.phase.work[i].id().to_string()))
             })
             .collect()
     }
@@ -47,22 +45,25 @@ impl RunRecorder<'_, '_> {
 }
 
 impl Recorder for RunRecorder<'_, '_> {
-    fn intend(&mut self, custom_ids: &[String]) -> Result<SubmissionTag, String> {
+    fn tag(&mut self) -> SubmissionTag {
         *self.submissions += 1;
-        let tag = SubmissionTag {
+        SubmissionTag {
             run: self.run.to_string(),
             token: new_token(*self.submissions),
-        };
+        }
+    }
+
+    fn intend(&mut self, tag: &SubmissionTag, custom_ids: &[String]) -> Result<(), String> {
         let requests = self.requests(custom_ids);
         let intent = NewBatchIntent {
             token: &tag.token,
             provider: self.provider,
             server: &self.server,
-            phase: self.phase,
+            phase: self.phase.name,
             requests: &requests,
         };
         match self.store.record_batch_intent(self.run, &intent) {
-            Ok(()) => Ok(tag),
+            Ok(()) => Ok(()),
             Err(e) => Err(self.failed(&e)),
         }
     }
@@ -73,7 +74,7 @@ impl Recorder for RunRecorder<'_, '_> {
             state: &submitted.state,
             provider: self.provider,
             server: &self.server,
-            phase: self.phase,
+            phase: self.phase.name,
             requests: &requests,
             token: Some(&tag.token),
         };
@@ -91,8 +92,18 @@ impl Recorder for RunRecorder<'_, '_> {
         }
     }
 
-    fn known(&self) -> HashSet<String> {
-        self.store.known_batch_ids().unwrap_or_default()
+    fn known(&mut self) -> HashSet<String> {
+        match self.store.known_batch_ids() {
+            Ok(known) => known,
+            Err(e) => {
+                // Only spares reading results: a batch of another submission never carries
+                // this one's token, so an empty set still takes no batch that is not it.
+                self.notices.push(format!(
+                    "the run store could not list the batches it knows ({e}): each candidate's results tell"
+                ));
+                HashSet::new()
+            }
+        }
     }
 
     fn notice(&mut self, message: String) {

@@ -1,8 +1,8 @@
 //! Submit, the first step of a phase: each request is rendered by the one renderer as the
-//! submission is written, submissions are cut at the provider's limits, and each batch is
-//! recorded in the run store before anything waits for it. Before anything is sent, the
-//! submissions of earlier attempts whose batch was never recorded are looked for at the
-//! provider ([`BatchApiRun::reconcile_intents`]); requests too large for any batch (or a
+//! submission is written, submissions are cut at the provider's limits (each stamped with
+//! its own token), and each batch is recorded in the run store before anything waits for
+//! it. A submission whose reply was lost and whose batch may still be running is settled
+//! ([`super::settle`]) before its requests go again; requests too large for any batch (or a
 //! server without a batch API under `--batch-api auto`) go as realtime calls instead.
 
 use std::collections::HashSet;
@@ -11,142 +11,17 @@ use tokio::time::Instant;
 
 use super::phase::{Phase, Work};
 use super::recorder::RunRecorder;
+use super::settle::{Lost, Settled};
 use super::wait::Waiting;
-use super::{BatchApiRun, Earlier};
+use super::BatchApiRun;
 use crate::batch::execution::{Execution, Pause};
 use crate::batch::job::{self, Job, JobContext};
 use crate::exec::Event;
-use crate::provider::batch_api::{
-    custom_id_for, reconcile, submit_all_within, BatchError, BatchItem, Intent, Reconciled, SubmissionTag,
-};
+use crate::provider::batch_api::{submit_all_within, BatchError, BatchItem, LostSubmission};
 use crate::provider::ErrorKind;
 use crate::request;
-use crate::store::NewBatchSubmission;
 
 impl BatchApiRun {
-    /// The submissions of earlier attempts whose batch was never recorded (killed between
-    /// the create request and its reply, or the reply lost): each is looked for at the
-    /// provider first. Found, it is recorded and collected as any batch of the run; shown
-    /// not created, its requests are sent again; not told apart yet, they are held (not
-    /// sent, not run) until a later resume looks again. Runs once, before anything is sent.
-    pub(super) async fn reconcile_intents(&mut self, exec: &mut Execution) {
-        let known = self.store.known_batch_ids().unwrap_or_default();
-        for intent in std::mem::take(&mut self.intents) {
-            let requests = match self.store.batch_intent_requests(&self.run, &intent.token) {
-                Ok(requests) => requests,
-                Err(e) => {
-                    self.printer.warn(&format!(
-                        "the run store could not read submission {}: {e}",
-                        intent.token
-                    ));
-                    continue;
-                }
-            };
-            let custom_ids: Vec<String> = requests.iter().map(|(c, _)| c.clone()).collect();
-            if intent.server != self.api.server() {
-                // Only under `--forget` (`start` refused it otherwise).
-                exec.dispatcher.emit(Event::Warning {
-                    message: format!(
-                        "submission {} of {} requests given up (rlm cancel --forget): it was sent to {}, and the \
-                         settings point at {}; if it created a batch there, that batch is billed there",
-                        intent.token,
-                        intent.request_count,
-                        intent.server,
-                        self.api.server()
-                    ),
-                });
-                self.store_write(|s, run| s.drop_batch_intent(run, &intent.token));
-                continue;
-            }
-            let tag = SubmissionTag {
-                run: self.run.to_string(),
-                token: intent.token.clone(),
-            };
-            let looked_for = Intent {
-                tag: &tag,
-                recorded_at_ms: intent.recorded_at.as_millis(),
-                custom_ids: &custom_ids,
-                known: &known,
-            };
-            let lost = format!(
-                "the reply to submission {} ({} requests, sent by an earlier attempt) was never recorded",
-                intent.token, intent.request_count
-            );
-            match reconcile(self.api.as_ref(), &looked_for).await {
-                Ok(Reconciled::Found { state, how }) => {
-                    let batch = NewBatchSubmission {
-                        state: &state,
-                        provider: self.api.kind().name(),
-                        server: self.api.server(),
-                        phase: &intent.phase,
-                        requests: &requests,
-                        token: Some(&intent.token),
-                    };
-                    if let Err(e) = self.store.record_batch_submission(&self.run, &batch) {
-                        self.hold(
-                            &custom_ids,
-                            &format!("{lost}, and its batch {} could not be recorded ({e})", state.batch_id),
-                        );
-                        continue;
-                    }
-                    exec.dispatcher.emit(Event::Warning {
-                        message: format!(
-                            "{lost}; batch {} was found at {} ({how}): it is collected, not submitted again",
-                            state.batch_id,
-                            self.api.server()
-                        ),
-                    });
-                    for (_, unit) in &requests {
-                        *self.sent.entry(unit.clone()).or_default() += 1;
-                    }
-                    self.recorded.push(state.batch_id.clone());
-                    self.earlier.push(Earlier {
-                        batch_id: state.batch_id,
-                        phase: intent.phase,
-                        server: intent.server,
-                        custom_ids,
-                        cancel_requested: false,
-                    });
-                }
-                Ok(Reconciled::NotCreated) => {
-                    exec.dispatcher.emit(Event::Warning {
-                        message: format!(
-                            "{lost}; {} lists no batch that can be it, so none was created: its requests are sent again",
-                            self.api.server()
-                        ),
-                    });
-                    self.store_write(|s, run| s.drop_batch_intent(run, &intent.token));
-                }
-                Ok(Reconciled::Unsure(candidates)) => {
-                    let what = match candidates.as_slice() {
-                        [] => "the provider's listing is too long to tell whether it created a batch".to_string(),
-                        many => format!("batches {} may be it and cannot be told apart yet", many.join(", ")),
-                    };
-                    let why = format!("{lost}, and {what}");
-                    exec.dispatcher.emit(Event::Warning {
-                        message: format!("{why}; its requests are not sent again (that could pay twice)"),
-                    });
-                    self.hold(&custom_ids, &why);
-                }
-                Err(e) => {
-                    let why = format!("{lost}, and the provider's listing of batches could not be read ({e})");
-                    exec.dispatcher.emit(Event::Warning {
-                        message: format!("{why}; its requests are not sent again (that could pay twice)"),
-                    });
-                    self.hold(&custom_ids, &why);
-                }
-            }
-        }
-    }
-
-    /// Requests of a submission whose batch cannot be told yet: not sent, not run.
-    fn hold(&mut self, custom_ids: &[String], why: &str) {
-        let reason = format!("not run: {why} (`rlm resume {}` looks for its batch again)", self.run);
-        for c in custom_ids {
-            self.held.insert(c.clone(), reason.clone());
-        }
-    }
-
     /// Submits the requests `send` (indexes into the phase's work) in as many batches as the
     /// limits need, each recorded before the next. Returns the requests that must go
     /// realtime instead (too large for any batch, or a server without a batch API under
@@ -165,16 +40,13 @@ impl BatchApiRun {
                 failure: &mut self.store_failure,
                 provider: self.api.kind().name(),
                 server: self.api.server().to_string(),
-                phase: p.name,
-                work: &p.work,
-                by_custom: &p.by_custom,
+                phase: p,
                 submissions: &mut self.submissions,
                 recorded: Vec::new(),
                 notices: Vec::new(),
             };
             let result = {
-                let work = &p.work;
-                let items = left.iter().map(|&i| item(&ctx, work[i]));
+                let items = left.iter().map(|&i| item(&ctx, p.work[i], &p.unit_parts[i]));
                 submit_all_within(self.api.as_ref(), items, p.max_requests, &mut recorder).await
             };
             let RunRecorder { recorded, notices, .. } = recorder;
@@ -183,37 +55,17 @@ impl BatchApiRun {
             }
             // The submissions' bodies (up to 32 MB each) are freed.
             crate::memory::release_free();
-            let now = Instant::now();
-            let mut sent: HashSet<String> = HashSet::new();
+            let mut sent: HashSet<usize> = HashSet::new();
             for s in recorded {
-                exec.dispatcher.emit(Event::BatchSubmitted {
-                    batch_id: s.batch_id.clone(),
-                    phase: p.name.to_string(),
-                    requests: s.custom_ids.len(),
-                });
-                for c in &s.custom_ids {
-                    if let Some(&i) = p.by_custom.get(c.as_str()) {
-                        *self.sent.entry(p.work[i].id().to_string()).or_default() += 1;
-                        p.in_flight[i] = true;
-                    }
-                }
-                sent.extend(s.custom_ids.iter().cloned());
-                p.batches.push(Waiting {
-                    batch_id: s.batch_id,
-                    custom_ids: s.custom_ids,
-                    polls: 0,
-                    next_poll: now + self.schedule.delay(0),
-                    submitted: now,
-                    counts: s.state.counts,
-                    cancel_requested: false,
-                });
+                let delay = self.schedule.delay(0);
+                sent.extend(self.wait_for(exec, p, s.batch_id, s.custom_ids, s.state.counts, delay));
             }
-            left.retain(|&i| !sent.contains(&p.custom_ids[i]));
+            left.retain(|i| !sent.contains(i));
             match result {
                 Ok(report) => {
                     let mut realtime = Vec::new();
-                    for (custom_id, e) in report.rejected {
-                        let Some(&i) = p.by_custom.get(custom_id.as_str()) else {
+                    for (unit_part, e) in report.rejected {
+                        let Some(i) = p.stamped_index(&unit_part) else {
                             continue;
                         };
                         match e {
@@ -229,28 +81,18 @@ impl BatchApiRun {
                     });
                     return left;
                 }
-                Err(e @ BatchError::Unreconciled { .. }) => {
+                Err(BatchError::Unreconciled(lost)) => {
                     // Its requests may be running, and paid for, at the provider: never sent
                     // again blindly. The others go on.
-                    let message = e.to_string();
-                    exec.dispatcher.emit(Event::Warning {
-                        message: message.clone(),
-                    });
-                    let BatchError::Unreconciled { custom_ids, .. } = e else {
-                        return Vec::new();
-                    };
-                    let held: HashSet<&str> = custom_ids.iter().map(String::as_str).collect();
-                    let reason = format!(
-                        "not run: {message} (`rlm resume {}` looks for its batch again)",
-                        self.run
-                    );
+                    let held = self.lost_in_flight(exec, p, *lost).await;
                     for &i in &left {
-                        if held.contains(p.custom_ids[i].as_str()) {
-                            self.cancelled(exec, p, i, &reason);
+                        if let Some(reason) = held.get(&i) {
+                            self.cancelled(exec, p, i, reason);
                         }
                     }
-                    left.retain(|&i| !held.contains(p.custom_ids[i].as_str()));
-                    if left.is_empty() || !exec.may_call() {
+                    // (A batch found for it is waited for: its requests are in flight.)
+                    left.retain(|&i| !held.contains_key(&i) && !p.in_flight[i]);
+                    if left.is_empty() || !exec.may_submit() {
                         return Vec::new();
                     }
                 }
@@ -279,6 +121,106 @@ impl BatchApiRun {
                 }
             }
         }
+    }
+
+    /// Batch `batch_id`, holding the requests `custom_ids` (as sent), is waited for: each
+    /// request is tracked by its custom id and counted as sent. Returns the requests.
+    fn wait_for(
+        &mut self,
+        exec: &mut Execution,
+        p: &mut Phase<'_>,
+        batch_id: String,
+        custom_ids: Vec<String>,
+        counts: crate::provider::batch_api::BatchCounts,
+        first_poll: std::time::Duration,
+    ) -> Vec<usize> {
+        exec.dispatcher.emit(Event::BatchSubmitted {
+            batch_id: batch_id.clone(),
+            phase: p.name.to_string(),
+            requests: custom_ids.len(),
+        });
+        let mut indexes = Vec::with_capacity(custom_ids.len());
+        for c in &custom_ids {
+            if let Some(i) = p.stamped_index(c) {
+                *self.sent.entry(p.work[i].id().to_string()).or_default() += 1;
+                p.in_flight[i] = true;
+                p.track(c, i);
+                indexes.push(i);
+            }
+        }
+        let now = Instant::now();
+        p.batches.push(Waiting {
+            batch_id,
+            custom_ids,
+            polls: 0,
+            next_poll: now + first_poll,
+            submitted: now,
+            counts,
+            cancel_requested: false,
+        });
+        indexes
+    }
+
+    /// A submission of this attempt whose reply was lost and whose batch the listing could
+    /// not tell at once: its candidates that have not ended are waited for (within the
+    /// run's `--deadline`) and their results tell. Found, its batch is waited for with the
+    /// phase's; not created, its requests go again with the others. Returns the requests
+    /// held (not sent, not run), with why.
+    async fn lost_in_flight(
+        &mut self,
+        exec: &mut Execution,
+        p: &mut Phase<'_>,
+        lost: LostSubmission,
+    ) -> std::collections::HashMap<usize, String> {
+        let message = lost.to_string();
+        let LostSubmission {
+            reason,
+            running,
+            token,
+            recorded_at_ms,
+            custom_ids,
+            ..
+        } = lost;
+        let requests: Vec<(String, String)> = custom_ids
+            .iter()
+            .filter_map(|c| p.stamped_index(c).map(|i| (c.clone(), p.work[i].id().to_string())))
+            .collect();
+        let indexes: Vec<usize> = custom_ids.iter().filter_map(|c| p.stamped_index(c)).collect();
+        let run = self.run.clone();
+        let reason = if running {
+            let lost = Lost {
+                token: &token,
+                recorded_at_ms,
+                requests: &requests,
+                phase: p.name,
+                what: format!(
+                    "the reply to the submission of {} requests was lost ({reason})",
+                    custom_ids.len()
+                ),
+            };
+            match self.settle(exec, &lost).await {
+                Settled::Found(state) => {
+                    self.wait_for(
+                        exec,
+                        p,
+                        state.batch_id,
+                        custom_ids,
+                        state.counts,
+                        std::time::Duration::ZERO,
+                    );
+                    return std::collections::HashMap::new();
+                }
+                Settled::NotCreated => return std::collections::HashMap::new(),
+                Settled::Held(why) => format!("not run: {why} (`rlm resume {run}` looks for its batch again)"),
+            }
+        } else {
+            // (The message already says that a resume looks again.)
+            exec.dispatcher.emit(Event::Warning {
+                message: message.clone(),
+            });
+            format!("not run: {message}")
+        };
+        indexes.into_iter().map(|i| (i, reason.clone())).collect()
     }
 
     /// Runs the requests `indexes` as realtime calls, through the pool, each within what
@@ -324,8 +266,8 @@ impl BatchApiRun {
 }
 
 /// One request of a batch, rendered now (and, for a unit, its prompt kept in the run
-/// directory as a realtime call keeps it).
-fn item(ctx: &JobContext, work: Work<'_>) -> BatchItem {
+/// directory as a realtime call keeps it), under the unit's part of its custom id.
+fn item(ctx: &JobContext, work: Work<'_>, unit_part: &str) -> BatchItem {
     let request = match work {
         Work::Unit(unit) => {
             let rendered = request::render(unit, &ctx.requests);
@@ -335,7 +277,7 @@ fn item(ctx: &JobContext, work: Work<'_>) -> BatchItem {
         Work::Summary(s) => job::summary_call(ctx, s).request,
     };
     BatchItem {
-        custom_id: custom_id_for(work.id().as_str()),
+        custom_id: unit_part.to_string(),
         request,
     }
 }

@@ -28,21 +28,25 @@ impl BatchApiRun {
         let now = Instant::now();
         let mut kept = Vec::new();
         for e in std::mem::take(&mut self.earlier) {
-            let ours: Vec<String> = e
-                .custom_ids
-                .iter()
-                .filter(|c| p.by_custom.contains_key(c.as_str()))
-                .cloned()
-                .collect();
-            if e.phase != p.name || ours.is_empty() {
+            // Told by the unit ids recorded with the batch (its custom ids carry the token
+            // of its submission).
+            let ours: Vec<(String, usize)> = if e.phase == p.name {
+                e.requests
+                    .iter()
+                    .filter_map(|(c, unit)| p.unit_index(unit).map(|i| (c.clone(), i)))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            if ours.is_empty() {
                 kept.push(e);
                 continue;
             }
-            for c in &ours {
-                if let Some(&i) = p.by_custom.get(c.as_str()) {
-                    p.in_flight[i] = true;
-                }
+            for (c, i) in &ours {
+                p.in_flight[*i] = true;
+                p.track(c, *i);
             }
+            let ours: Vec<String> = ours.into_iter().map(|(c, _)| c).collect();
             tracing::debug!(batch = %e.batch_id, requests = ours.len(), "waiting for a batch of an earlier attempt");
             p.batches.push(Waiting {
                 batch_id: e.batch_id,

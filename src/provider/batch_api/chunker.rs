@@ -153,6 +153,24 @@ impl Chunker {
         Ok(None)
     }
 
+    /// Replaces the request that closed the last chunk (the one [`Chunker::push`] returned)
+    /// and starts the next: its custom id names the next submission, not the closed one's
+    /// ([`super::stamped_custom_id`]). The caller keeps its size (a stamp is always as long).
+    pub fn restamp_pending(&mut self, custom_id: String, encoded: Vec<u8>) {
+        if let Some((old, _)) = self.pending.take() {
+            self.seen.remove(&old);
+        }
+        self.seen.insert(custom_id.clone());
+        self.pending = Some((custom_id, encoded));
+    }
+
+    /// Forgets the request that closed the last chunk (it could not be stamped for the next).
+    pub fn drop_pending(&mut self) {
+        if let Some((old, _)) = self.pending.take() {
+            self.seen.remove(&old);
+        }
+    }
+
     /// The last, partly filled chunk (`None` when nothing is left).
     pub fn finish(mut self) -> Option<Chunk> {
         self.take_pending();

@@ -34,7 +34,7 @@ mod transport;
 pub use anthropic::AnthropicBatches;
 pub use chunker::{Chunk, Chunker, Envelope};
 pub use openai::OpenAiBatches;
-pub use reconcile::{reconcile, Intent, Reconciled};
+pub use reconcile::{reconcile, Intent, Reconciled, CLOCK_SKEW_MS};
 pub use results::ResultStream;
 
 use std::collections::HashSet;
@@ -47,8 +47,9 @@ use super::{BoxFuture, CallError, Completion, CompletionRequest, ErrorKind, Http
 /// One request of a batch: the unit's request and the id its result comes back under.
 #[derive(Debug, Clone)]
 pub struct BatchItem {
-    /// At most 64 of `[A-Za-z0-9_-]` (Anthropic's rule, kept for both providers):
-    /// [`custom_id_for`] derives one from any unit id.
+    /// The unit's part of the custom id ([`custom_id_for`] derives one from any unit id):
+    /// [`submit_all_within`] sends it stamped with the submission's token
+    /// ([`stamped_custom_id`]).
     pub custom_id: String,
     pub request: CompletionRequest,
 }
@@ -331,6 +332,29 @@ impl Reply {
     }
 }
 
+/// A submission whose create reply was lost and whose batch the listing could not tell
+/// ([`BatchError::Unreconciled`]).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(
+    "the reply to a batch submission of {} requests was lost at {server} ({reason}), and {}; its requests are not \
+     sent again (that could pay twice): rlm resume looks again",
+    custom_ids.len(),
+    unsure_what(candidates)
+)]
+pub struct LostSubmission {
+    pub server: String,
+    pub reason: String,
+    pub candidates: Vec<String>,
+    /// The candidates have not ended: once they have, their results tell (the caller may
+    /// wait for them, see [`reconcile`]).
+    pub running: bool,
+    /// The submission's token, and when its intent was recorded (Unix ms).
+    pub token: String,
+    pub recorded_at_ms: i64,
+    /// Its custom ids, as sent.
+    pub custom_ids: Vec<String>,
+}
+
 /// What went wrong with a batch-API call. Each message names the server or the batch.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum BatchError {
@@ -394,18 +418,8 @@ pub enum BatchError {
     /// The reply to a create request was lost, and the provider's listing shows batches that
     /// may be it without telling which (or could not be read): its requests are not sent
     /// again; the next resume looks again.
-    #[error(
-        "the reply to a batch submission of {} requests was lost at {server} ({reason}), and {}; its requests are \
-         not sent again (that could pay twice): rlm resume looks again",
-        custom_ids.len(),
-        unsure_what(candidates)
-    )]
-    Unreconciled {
-        server: String,
-        reason: String,
-        candidates: Vec<String>,
-        custom_ids: Vec<String>,
-    },
+    #[error("{0}")]
+    Unreconciled(Box<LostSubmission>),
     /// This provider has no batch API at all (`--provider command`).
     #[error("the {0} provider has no batch API; run without --batch-api")]
     NoBatchApi(&'static str),
@@ -524,10 +538,13 @@ pub struct SubmitReport {
 /// Who keeps the record of a run's submissions (the run store): [`submit_all_within`] calls
 /// it around each batch it creates.
 pub trait Recorder {
-    /// Records the intent to submit a batch of these requests, *before* its create request
-    /// is sent, and returns the tag that names it (a crash between the request and its reply
-    /// then leaves the intent, and the next resume looks for the batch).
-    fn intend(&mut self, custom_ids: &[String]) -> Result<SubmissionTag, String>;
+    /// The tag of the next submission (nothing recorded yet): its token goes into every
+    /// custom id of that submission before its requests are encoded.
+    fn tag(&mut self) -> SubmissionTag;
+    /// Records the intent to submit the batch `tag` names, of these requests (their custom
+    /// ids as sent), *before* its create request is sent (a crash between the request and
+    /// its reply then leaves the intent, and the next resume looks for the batch).
+    fn intend(&mut self, tag: &SubmissionTag, custom_ids: &[String]) -> Result<(), String>;
     /// The batch exists (created, or found after a lost reply): recorded before anything
     /// waits for it. The intent `tag` is settled with it.
     fn record(&mut self, submitted: &Submitted, tag: &SubmissionTag) -> Result<(), String>;
@@ -535,7 +552,7 @@ pub trait Recorder {
     /// created nothing: the intent is dropped.
     fn void(&mut self, tag: &SubmissionTag);
     /// Batch ids already recorded: never taken for a lost one.
-    fn known(&self) -> HashSet<String>;
+    fn known(&mut self) -> HashSet<String>;
     /// Something the user should hear: a lost reply, and what was done about it.
     fn notice(&mut self, message: String);
 }
@@ -551,12 +568,16 @@ impl<R> Recorder for ClosureRecorder<R>
 where
     R: FnMut(&Submitted) -> Result<(), String>,
 {
-    fn intend(&mut self, _: &[String]) -> Result<SubmissionTag, String> {
+    fn tag(&mut self) -> SubmissionTag {
         self.next += 1;
-        Ok(SubmissionTag {
+        SubmissionTag {
             run: String::new(),
             token: new_token(self.next),
-        })
+        }
+    }
+
+    fn intend(&mut self, _: &SubmissionTag, _: &[String]) -> Result<(), String> {
+        Ok(())
     }
 
     fn record(&mut self, submitted: &Submitted, _: &SubmissionTag) -> Result<(), String> {
@@ -565,7 +586,7 @@ where
 
     fn void(&mut self, _: &SubmissionTag) {}
 
-    fn known(&self) -> HashSet<String> {
+    fn known(&mut self) -> HashSet<String> {
         HashSet::new()
     }
 
@@ -602,23 +623,45 @@ where
     if let Some(n) = max_requests {
         chunker.limit_requests(n);
     }
+    // The submission being filled: its token is in each of its custom ids.
+    let mut tag = recorder.tag();
     for item in items {
+        let BatchItem {
+            custom_id: unit_part,
+            request,
+        } = item;
+        let mut item = BatchItem {
+            custom_id: stamped_custom_id(&tag.token, &unit_part),
+            request,
+        };
         let encoded = match api.encode(&item) {
             Ok(encoded) => encoded,
             Err(e) => {
-                report.rejected.push((item.custom_id, e));
+                report.rejected.push((unit_part, e));
                 continue;
             }
         };
-        let custom_id = item.custom_id;
-        match chunker.push(custom_id.clone(), encoded) {
-            Ok(Some(full)) => submit_one(api, full, recorder, &mut report).await?,
+        match chunker.push(item.custom_id.clone(), encoded) {
+            Ok(Some(full)) => {
+                // This request did not fit: it starts the next submission, under its token.
+                let next = recorder.tag();
+                item.custom_id = stamped_custom_id(&next.token, &unit_part);
+                match api.encode(&item) {
+                    Ok(encoded) => chunker.restamp_pending(item.custom_id, encoded),
+                    Err(e) => {
+                        chunker.drop_pending();
+                        report.rejected.push((unit_part, e));
+                    }
+                }
+                let full_tag = std::mem::replace(&mut tag, next);
+                submit_one(api, full, &full_tag, recorder, &mut report).await?;
+            }
             Ok(None) => {}
-            Err(e) => report.rejected.push((custom_id, e)),
+            Err(e) => report.rejected.push((unit_part, e)),
         }
     }
     if let Some(last) = chunker.finish() {
-        submit_one(api, last, recorder, &mut report).await?;
+        submit_one(api, last, &tag, recorder, &mut report).await?;
     }
     Ok(report)
 }
@@ -646,34 +689,46 @@ where
 async fn submit_one(
     api: &dyn BatchApi,
     chunk: Chunk,
+    tag: &SubmissionTag,
     recorder: &mut dyn Recorder,
     report: &mut SubmitReport,
 ) -> Result<(), BatchError> {
     let Chunk { custom_ids, body } = chunk;
     let recorded_at_ms = now_ms();
-    let tag = recorder.intend(&custom_ids).map_err(|reason| {
+    recorder.intend(tag, &custom_ids).map_err(|reason| {
         BatchError::Setup(format!(
             "a batch submission could not be recorded before it was sent ({reason}); nothing was sent"
         ))
     })?;
-    let error = match api.submit(body, &tag).await {
-        Ok(state) => return keep(api, recorder, report, custom_ids, state, &tag).await,
+    let error = match api.submit(body, tag).await {
+        Ok(state) => return keep(api, recorder, report, custom_ids, state, tag).await,
         Err(e) if e.is_outcome_unknown() => e,
         Err(e) => {
-            recorder.void(&tag);
+            recorder.void(tag);
             return Err(e);
         }
     };
     let n = custom_ids.len();
-    let known = recorder.known();
-    let intent = Intent {
-        tag: &tag,
+    let mut intent = Intent {
+        tag,
         recorded_at_ms,
         custom_ids: &custom_ids,
-        known: &known,
+        excluded: recorder.known(),
     };
     // Boxed: the listing and the reading of results make a large future, rarely run.
-    match Box::pin(reconcile(api, &intent)).await {
+    let reconciled = Box::pin(reconcile(api, &mut intent)).await;
+    let unreconciled = |reason: String, candidates: Vec<String>, running: bool, custom_ids: Vec<String>| {
+        BatchError::Unreconciled(Box::new(LostSubmission {
+            server: api.server().to_string(),
+            reason,
+            candidates,
+            running,
+            token: tag.token.clone(),
+            recorded_at_ms,
+            custom_ids,
+        }))
+    };
+    match reconciled {
         Ok(Reconciled::Found { state, how }) => {
             recorder.notice(format!(
                 "the reply to the submission of {n} requests was lost ({error}); batch {} was found at {} ({how}): \
@@ -681,29 +736,28 @@ async fn submit_one(
                 state.batch_id,
                 api.server()
             ));
-            keep(api, recorder, report, custom_ids, state, &tag).await
+            keep(api, recorder, report, custom_ids, state, tag).await
         }
-        Ok(Reconciled::NotCreated) => {
-            recorder.void(&tag);
+        Ok(Reconciled::NotCreated { since_ms }) => {
+            recorder.void(tag);
             recorder.notice(format!(
-                "the reply to the submission of {n} requests was lost ({error}); {} lists no batch that can be it, \
-                 so none was created: its requests are submitted again",
-                api.server()
+                "the reply to the submission of {n} requests was lost ({error}); {}: its requests are submitted \
+                 again",
+                none_since(api.server(), since_ms)
             ));
             Err(error)
         }
-        Ok(Reconciled::Unsure(candidates)) => Err(BatchError::Unreconciled {
-            server: api.server().to_string(),
-            reason: error.to_string(),
-            candidates,
+        Ok(Reconciled::Running(candidates)) => Err(unreconciled(error.to_string(), candidates, true, custom_ids)),
+        Ok(Reconciled::Unsure(candidates)) => Err(unreconciled(error.to_string(), candidates, false, custom_ids)),
+        Err(listing) => Err(unreconciled(
+            format!(
+                "{error}; and its listing of batches could not be read: {}",
+                listing_error(&listing)
+            ),
+            Vec::new(),
+            false,
             custom_ids,
-        }),
-        Err(listing) => Err(BatchError::Unreconciled {
-            server: api.server().to_string(),
-            reason: format!("{error}; and its listing of batches could not be read: {listing}"),
-            candidates: Vec::new(),
-            custom_ids,
-        }),
+        )),
     }
 }
 
@@ -747,6 +801,70 @@ fn unsure_what(candidates: &[String]) -> String {
         [] => "whether it created a batch cannot be told now".to_string(),
         [one] => format!("batch {one} may be it, or not"),
         many => format!("batches {} may be it, and cannot be told apart yet", many.join(", ")),
+    }
+}
+
+/// What a listing that shows no candidate tells, and only that: no batch created at
+/// `server` since `since_ms` (by the provider's clock) is the submission. (A provider clock
+/// more than [`reconcile::CLOCK_SKEW_MS`] behind this machine's would list the batch as
+/// created before then.)
+pub fn none_since(server: &str, since_ms: i64) -> String {
+    let since = jiff::Timestamp::from_millisecond(since_ms)
+        .map(|t| t.strftime("%H:%M:%S UTC").to_string())
+        .unwrap_or_else(|_| "the submission".to_string());
+    format!("no batch created at {server} since {since} (by its clock) is it")
+}
+
+/// A listing that could not be read, in words that do not advise what would pay twice: a
+/// 404 there is no reason to make realtime calls (the batch may exist), but a wrong key or
+/// base URL.
+pub fn listing_error(e: &BatchError) -> String {
+    match e {
+        BatchError::Unsupported { server, path, status } => {
+            format!("{server} answered {status} on {path}: check the API key and the base URL the run was started with")
+        }
+        other => other.to_string(),
+    }
+}
+
+/// The length of the stamp a submission's token puts in its custom ids.
+const STAMP_LEN: usize = 16;
+
+/// The most characters of a unit's part of a custom id: a stamp, `-` and the part make at
+/// most the 64 the providers take.
+const UNIT_PART_MAX: usize = 64 - STAMP_LEN - 1;
+
+/// The stamp of submission `token` in its custom ids: 16 hex digits of its hash.
+pub fn stamp_of(token: &str) -> String {
+    let digest = crate::hash::sha256_hex(token.as_bytes());
+    digest[..STAMP_LEN].to_string()
+}
+
+/// The custom id of a request of submission `token`: the stamp of the token, `-`, and the
+/// unit's part ([`custom_id_for`]). Two submissions (of this run, another run over the same
+/// files, or another program) never share a custom id, so a batch's results tell whose it
+/// is (see [`reconcile`]).
+pub fn stamped_custom_id(token: &str, unit_part: &str) -> String {
+    format!("{}-{unit_part}", stamp_of(token))
+}
+
+/// Whether `custom_id` carries `stamp` ([`stamp_of`]).
+pub fn carries_stamp(custom_id: &str, stamp: &str) -> bool {
+    custom_id.len() > stamp.len() && custom_id.starts_with(stamp) && custom_id.as_bytes()[stamp.len()] == b'-'
+}
+
+/// The unit's part of a custom id: without its stamp (an id without one is all unit part).
+pub fn unit_part(custom_id: &str) -> &str {
+    let b = custom_id.as_bytes();
+    let stamped = b.len() > STAMP_LEN + 1
+        && b[..STAMP_LEN]
+            .iter()
+            .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
+        && b[STAMP_LEN] == b'-';
+    if stamped {
+        &custom_id[STAMP_LEN + 1..]
+    } else {
+        custom_id
     }
 }
 
@@ -797,10 +915,11 @@ pub fn is_valid_custom_id(id: &str) -> bool {
     (1..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
-/// The custom id of a unit: the unit id itself when the providers take it, otherwise
-/// `u-` and 40 hex digits of its sha256 (stable, so a resume derives the same one).
+/// The unit's part of a custom id: the unit id itself when the providers take it with a
+/// stamp before it ([`stamped_custom_id`]), otherwise `u-` and 40 hex digits of its sha256
+/// (stable, so a resume derives the same one).
 pub fn custom_id_for(unit_id: &str) -> String {
-    if is_valid_custom_id(unit_id) && !unit_id.starts_with("u-") {
+    if is_valid_custom_id(unit_id) && unit_id.len() <= UNIT_PART_MAX && !unit_id.starts_with("u-") {
         return unit_id.to_string();
     }
     let digest = crate::hash::sha256_hex(unit_id.as_bytes());
@@ -822,6 +941,23 @@ mod tests {
         assert_ne!(custom_id_for(&derived), derived);
         assert!(!is_valid_custom_id(""));
         assert!(!is_valid_custom_id(&"a".repeat(65)));
+        // Room is left for a stamp.
+        assert_eq!(custom_id_for(&"a".repeat(47)), "a".repeat(47));
+        assert!(custom_id_for(&"a".repeat(48)).starts_with("u-"));
+    }
+
+    #[test]
+    fn a_stamp_names_the_submission_and_keeps_the_unit_s_part() {
+        let long = custom_id_for(&"x/".repeat(40));
+        for part in ["unit-0007", long.as_str(), &"a".repeat(47)] {
+            let id = stamped_custom_id("sub-1", part);
+            assert!(is_valid_custom_id(&id), "{id}");
+            assert_eq!(unit_part(&id), part);
+            assert!(carries_stamp(&id, &stamp_of("sub-1")));
+            assert!(!carries_stamp(&id, &stamp_of("sub-2")));
+        }
+        assert_ne!(stamped_custom_id("sub-1", "a"), stamped_custom_id("sub-2", "a"));
+        assert_eq!(unit_part("unit-0007"), "unit-0007", "an id without a stamp");
     }
 
     #[test]

@@ -22,6 +22,9 @@
 //! ([`MockLlm::set_batch_limits`]) are refused the way each provider refuses them. Counters
 //! say how many submissions, polls, cancels and refusals the mock saw.
 //!
+//! The listing shows each batch where it is by now (one that advances by time has ended
+//! in it); [`MockLlm::fail_batch_listings`] makes the next listings fail.
+//!
 //! A create request can be made to lose its reply ([`SubmitFault`], queued with
 //! [`MockLlm::batch_submit_faults`]): the connection reset, a 500 or a reply that never
 //! comes, after the batch was created or before.
@@ -120,6 +123,9 @@ struct Inner {
     submit_faults: VecDeque<SubmitFault>,
     /// A canceled batch stays `canceling` (its requests in flight never finish).
     cancel_holds: bool,
+    /// The next listings answer this status, this many times (a listing that cannot be
+    /// read: a 5xx, or a 404 under a wrong key or base URL).
+    listing_failures: (usize, u16),
     /// Lines the next Anthropic results leave out (a provider's results file missing
     /// requests it counts as succeeded).
     results_dropped: usize,
@@ -150,6 +156,7 @@ impl Default for Inner {
             faults: Vec::new(),
             submit_faults: VecDeque::new(),
             cancel_holds: false,
+            listing_failures: (0, 500),
             results_dropped: 0,
             files: HashMap::new(),
             batches: Vec::new(),
@@ -263,6 +270,12 @@ impl MockLlm {
     /// The next create requests get these faults, one each, in order.
     pub fn batch_submit_faults(&self, faults: Vec<SubmitFault>) {
         self.state.batches.lock().submit_faults.extend(faults);
+    }
+
+    /// The next `times` listings of batches answer `status` (and show nothing); a listing
+    /// of one (rlm's probe for the batch API, before a run starts) is answered.
+    pub fn fail_batch_listings(&self, times: usize, status: u16) {
+        self.state.batches.lock().listing_failures = (times, status);
     }
 
     /// The next Anthropic results file leaves out its first `n` lines (their requests still
@@ -478,6 +491,19 @@ fn list(state: &State, api: Api, req: &Request) -> Response {
     let after = param(if api == Api::Anthropic { "after_id" } else { "after" });
     let mut inner = state.batches.lock();
     inner.listings += 1;
+    // (rlm's probe, a listing of one before the run starts, is answered.)
+    if inner.listing_failures.0 > 0 && limit != 1 {
+        inner.listing_failures.0 -= 1;
+        let status = inner.listing_failures.1;
+        return Response::json(status, &error_body(api, status, "mock: the listing failed"));
+    }
+    // A batch runs whether it is polled or not: the listing shows where it is by now (a
+    // batch that advances by time has ended in it; one that advances by polls has not).
+    let mut batches = std::mem::take(&mut inner.batches);
+    for batch in batches.iter_mut().filter(|b| b.api == api) {
+        advance(state, &mut inner, batch);
+    }
+    inner.batches = batches;
     let newest_first: Vec<&MockBatch> = inner.batches.iter().rev().filter(|b| b.api == api).collect();
     let start = match &after {
         Some(id) => match newest_first.iter().position(|b| &b.id == id) {
@@ -842,9 +868,16 @@ fn poll(state: &State, api: Api, id: &str, req: &Request) -> Response {
 
 fn cancel(state: &State, api: Api, id: &str, req: &Request) -> Response {
     let mut inner = state.batches.lock();
-    let Some(batch) = inner.batches.iter_mut().find(|b| b.id == id && b.api == api) else {
+    let Some(index) = inner.batches.iter().position(|b| b.id == id && b.api == api) else {
         return not_found(api, "such batch");
     };
+    // A batch that advances by time may have ended since it was last seen.
+    let mut batch = inner.batches.swap_remove(index);
+    advance(state, &mut inner, &mut batch);
+    inner.batches.push(batch);
+    let last = inner.batches.len() - 1;
+    inner.batches.swap(index, last);
+    let batch = &mut inner.batches[index];
     let view = if batch.finished {
         let message = format!("mock: batch {id} has already ended");
         return Response::json(400, &error_body(api, 400, &message));
