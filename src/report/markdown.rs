@@ -194,9 +194,13 @@ impl RunReport {
             0 => String::new(),
             n => format!(", {n} answered by earlier attempts"),
         };
+        let not_run = match self.not_run.len() {
+            0 => String::new(),
+            n => format!(", {n} not run"),
+        };
         format!(
             "Processed {} of {} matched files with {} ({} from the cache{earlier}, {} model call{}); {} failed, {} \
-             skipped{}.",
+             skipped{not_run}{}.",
             self.files_succeeded,
             self.files_matched,
             self.model,

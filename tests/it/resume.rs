@@ -281,6 +281,10 @@ fn resume_of_a_no_cache_run_pays_only_for_what_it_did_not_complete() {
         format!("{left} units were not run before the run stopped (`rlm resume {run}` runs them):")
     };
     assert!(md.contains(&said), "{md}");
+    assert!(
+        md.contains(&format!(" skipped, {left} not run.")),
+        "the summary counts them: {md}"
+    );
     for label in report["not_run"].as_array().unwrap() {
         assert!(md.contains(&format!("- {}\n", label.as_str().unwrap())), "{md}");
     }
