@@ -24,19 +24,6 @@ const BATCHES: &str = "/messages/batches";
 /// Batches a page of the listing asks for (the API takes 1 to 1000).
 const LISTING_PAGE: usize = 100;
 
-/// A batch id as a query value: ids are `[A-Za-z0-9_-]`, anything else is escaped.
-pub(super) fn query_value(id: &str) -> String {
-    id.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.' {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
-
 /// The Message Batches API of one Anthropic endpoint.
 #[derive(Debug)]
 pub struct AnthropicBatches {
@@ -69,50 +56,21 @@ impl AnthropicBatches {
 
     /// One page of the listing, newest first.
     async fn page(&self, after: Option<&str>) -> Result<BatchPage, BatchError> {
-        let t = &self.transport;
-        let mut url = format!("{}?limit={LISTING_PAGE}", t.url(BATCHES));
-        if let Some(after) = after {
-            url.push_str("&after_id=");
-            url.push_str(&query_value(after));
-        }
-        let builder = t.request(reqwest::Method::GET, &url);
-        let reply = t
-            .json(
-                builder,
-                "listing batches",
-                t.timeouts.control,
-                Missing::Endpoint("/v1/messages/batches"),
-            )
-            .await?;
-        let listed = reply
-            .get("data")
-            .and_then(Value::as_array)
-            .ok_or_else(|| t.malformed("listing batches", "no `data` list".into()))?;
-        let mut batches = Vec::with_capacity(listed.len());
-        for batch in listed {
-            let state = state(batch).map_err(|reason| t.malformed("listing batches", reason))?;
-            let created_at_ms = text(batch, "created_at")
-                .and_then(|at| at.parse::<jiff::Timestamp>().ok())
-                .map(jiff::Timestamp::as_millisecond)
-                .ok_or_else(|| {
-                    t.malformed(
-                        "listing batches",
-                        format!("batch {} has no `created_at`", state.batch_id),
-                    )
-                })?;
-            batches.push(ListedBatch {
-                state,
-                created_at_ms,
-                token: None,
-                tagged: false,
-            });
-        }
-        let more = reply.get("has_more").and_then(Value::as_bool).unwrap_or(false);
-        let next = text(&reply, "last_id")
-            .map(str::to_string)
-            .or_else(|| batches.last().map(|b| b.state.batch_id.clone()))
-            .filter(|_| more);
-        Ok(BatchPage { batches, next })
+        self.transport
+            .list_page(BATCHES, "after_id", after, LISTING_PAGE, |batch| {
+                let state = state(batch)?;
+                let created_at_ms = text(batch, "created_at")
+                    .and_then(|at| at.parse::<jiff::Timestamp>().ok())
+                    .map(jiff::Timestamp::as_millisecond)
+                    .ok_or_else(|| format!("batch {} has no `created_at`", state.batch_id))?;
+                Ok(ListedBatch {
+                    state,
+                    created_at_ms,
+                    token: None,
+                    tagged: false,
+                })
+            })
+            .await
     }
 
     async fn get(&self, batch_id: &str) -> Result<BatchState, BatchError> {

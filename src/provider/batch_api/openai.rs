@@ -93,55 +93,26 @@ impl OpenAiBatches {
 
     /// One page of the listing, newest first.
     async fn page(&self, after: Option<&str>) -> Result<BatchPage, BatchError> {
-        let t = &self.transport;
-        let mut url = format!("{}?limit={LISTING_PAGE}", t.url("/batches"));
-        if let Some(after) = after {
-            url.push_str("&after=");
-            url.push_str(&super::anthropic::query_value(after));
-        }
-        let builder = t.request(reqwest::Method::GET, &url);
-        let reply = t
-            .json(
-                builder,
-                "listing batches",
-                t.timeouts.control,
-                Missing::Endpoint("/v1/batches"),
-            )
-            .await?;
-        let listed = reply
-            .get("data")
-            .and_then(Value::as_array)
-            .ok_or_else(|| t.malformed("listing batches", "no `data` list".into()))?;
-        let mut batches = Vec::with_capacity(listed.len());
-        for batch in listed {
-            let state = state(batch).map_err(|reason| t.malformed("listing batches", reason))?;
-            let created_at_ms = batch
-                .get("created_at")
-                .and_then(Value::as_i64)
-                .map(|secs| secs.saturating_mul(1000))
-                .ok_or_else(|| {
-                    t.malformed(
-                        "listing batches",
-                        format!("batch {} has no `created_at`", state.batch_id),
-                    )
-                })?;
-            let metadata = batch.get("metadata").and_then(Value::as_object);
-            batches.push(ListedBatch {
-                state,
-                created_at_ms,
-                token: metadata
-                    .and_then(|m| m.get(METADATA_TOKEN))
-                    .and_then(Value::as_str)
-                    .map(str::to_string),
-                tagged: metadata.is_some_and(|m| !m.is_empty()),
-            });
-        }
-        let more = reply.get("has_more").and_then(Value::as_bool).unwrap_or(false);
-        let next = text(&reply, "last_id")
-            .map(str::to_string)
-            .or_else(|| batches.last().map(|b| b.state.batch_id.clone()))
-            .filter(|_| more);
-        Ok(BatchPage { batches, next })
+        self.transport
+            .list_page("/batches", "after", after, LISTING_PAGE, |batch| {
+                let state = state(batch)?;
+                let created_at_ms = batch
+                    .get("created_at")
+                    .and_then(Value::as_i64)
+                    .map(|secs| secs.saturating_mul(1000))
+                    .ok_or_else(|| format!("batch {} has no `created_at`", state.batch_id))?;
+                let metadata = batch.get("metadata").and_then(Value::as_object);
+                Ok(ListedBatch {
+                    state,
+                    created_at_ms,
+                    token: metadata
+                        .and_then(|m| m.get(METADATA_TOKEN))
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                    tagged: metadata.is_some_and(|m| !m.is_empty()),
+                })
+            })
+            .await
     }
 
     /// Uploads a JSONL file with `purpose=batch`; returns its id.

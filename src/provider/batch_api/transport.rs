@@ -135,6 +135,43 @@ impl Transport {
         }
     }
 
+    /// One page of the listing of batches at `path` (newest first, `limit` a page), after
+    /// the cursor `after` given as the query parameter `after_param`: both providers answer
+    /// `{data: […], has_more, last_id}`; `listed` reads one entry of `data`.
+    pub async fn list_page(
+        &self,
+        path: &str,
+        after_param: &str,
+        after: Option<&str>,
+        limit: usize,
+        listed: impl Fn(&Value) -> Result<super::ListedBatch, String>,
+    ) -> Result<super::BatchPage, BatchError> {
+        const LISTING: &str = "listing batches";
+        let mut url = format!("{}?limit={limit}", self.url(path));
+        if let Some(after) = after {
+            url.push_str(&format!("&{after_param}={}", query_value(after)));
+        }
+        let builder = self.request(reqwest::Method::GET, &url);
+        let endpoint = format!("/v1{path}");
+        let reply = self
+            .json(builder, LISTING, self.timeouts.control, Missing::Endpoint(&endpoint))
+            .await?;
+        let data = reply
+            .get("data")
+            .and_then(Value::as_array)
+            .ok_or_else(|| self.malformed(LISTING, "no `data` list".into()))?;
+        let batches = data
+            .iter()
+            .map(|batch| listed(batch).map_err(|reason| self.malformed(LISTING, reason)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let more = reply.get("has_more").and_then(Value::as_bool).unwrap_or(false);
+        let next = text(&reply, "last_id")
+            .map(str::to_string)
+            .or_else(|| batches.last().map(|b| b.state.batch_id.clone()))
+            .filter(|_| more);
+        Ok(super::BatchPage { batches, next })
+    }
+
     pub fn malformed(&self, during: &'static str, reason: String) -> BatchError {
         BatchError::Malformed {
             server: self.server.clone(),
@@ -177,6 +214,19 @@ fn origin(url: &str) -> &str {
         .find(['/', '?', '#'])
         .map_or(url.len(), |i| after_scheme + i);
     &url[..end]
+}
+
+/// A batch id as a query value: ids are `[A-Za-z0-9_-]`, anything else is escaped.
+pub(super) fn query_value(id: &str) -> String {
+    id.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.' {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
 }
 
 /// A string field of a JSON object.
