@@ -13,7 +13,7 @@ use crate::printer::Printer;
 use crate::provider::catalog::PriceTable;
 use crate::provider::command::CommandProvider;
 use crate::provider::discovery::{discover_model, DiscoveryError};
-use crate::provider::{HttpConfig, HttpProvider, ModelInfo, Provider};
+use crate::provider::{HttpProvider, ModelInfo, Provider};
 use crate::settings::{BatchSettings, InputSource, ProviderSettings};
 
 /// The files of the run; no match, or nothing sendable, ends it here (nothing was called).
@@ -189,16 +189,8 @@ pub fn provider_for(p: &ProviderSettings, model: &ModelInfo, run_id: &str) -> Re
         let withheld = crate::provider::command::withheld(&p.agent_env);
         return Ok(Arc::new(CommandProvider::new(argv.clone(), env, withheld, p.timeout)));
     }
-    let http = HttpProvider::new(HttpConfig {
-        kind: p.kind,
-        base_url: p.base_url.clone(),
-        api_key: p.api_key.clone(),
-        model: model.id.clone(),
-        temperature: p.temperature,
-        timeout: p.timeout,
-        connect_timeout: p.connect_timeout,
-    })
-    // Nothing was sent: the system could not give what an HTTP client needs.
-    .map_err(|e| RlmError::System(e.to_string()))?;
+    let http = HttpProvider::new(p.http_config(&model.id))
+        // Nothing was sent: the system could not give what an HTTP client needs.
+        .map_err(|e| RlmError::System(e.to_string()))?;
     Ok(Arc::new(http))
 }

@@ -27,7 +27,7 @@ use crate::provider::batch_api::{
     batch_api, custom_id_for, submit_all, unit_part, BatchApi, BatchItem, BatchTimeouts, ItemOutcome, Submitted,
 };
 use crate::provider::catalog::PriceTier;
-use crate::provider::{CompletionRequest, HttpConfig};
+use crate::provider::CompletionRequest;
 use crate::settings::{BatchApiSettings, ProviderSettings};
 
 /// The provider batches of one phase (and generation), as written before waiting.
@@ -206,16 +206,8 @@ fn request_of(workers: &WorkerContext, job: &BatchJob) -> CompletionRequest {
 }
 
 fn client(p: &ProviderSettings, model: &str) -> Result<Box<dyn BatchApi>, RlmError> {
-    let config = HttpConfig {
-        kind: p.kind,
-        base_url: p.base_url.clone(),
-        api_key: p.api_key.clone(),
-        model: model.to_string(),
-        temperature: p.temperature,
-        timeout: p.timeout,
-        connect_timeout: p.connect_timeout,
-    };
-    batch_api(&config, None, BatchTimeouts::default()).map_err(|e| RlmError::Usage(format!("--batch-api: {e}")))
+    batch_api(&p.http_config(model), None, BatchTimeouts::default())
+        .map_err(|e| RlmError::Usage(format!("--batch-api: {e}")))
 }
 
 /// Polls `batch_id` until it has ended (its state), or `None` when Ctrl-C or the deadline

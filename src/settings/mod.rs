@@ -255,6 +255,19 @@ impl OutputSettings {
 }
 
 impl ProviderSettings {
+    /// What an HTTP client of these settings needs to call `model`.
+    pub fn http_config(&self, model: &str) -> crate::provider::HttpConfig {
+        crate::provider::HttpConfig {
+            kind: self.kind,
+            base_url: self.base_url.clone(),
+            api_key: self.api_key.clone(),
+            model: model.to_string(),
+            temperature: self.temperature,
+            timeout: self.timeout,
+            connect_timeout: self.connect_timeout,
+        }
+    }
+
     /// The base URL as it may be shown (credentials hidden).
     pub fn shown_base_url(&self) -> String {
         if let Some(argv) = &self.command {

@@ -6,7 +6,7 @@
 use crate::error::RlmError;
 use crate::provider::batch_api::{self, batch_api, BatchApi, BatchError, BatchTimeouts};
 use crate::provider::catalog::PriceTier;
-use crate::provider::{HttpConfig, ModelInfo};
+use crate::provider::ModelInfo;
 use crate::settings::{BatchApiMode, BatchSettings};
 use crate::store::{RunId, TaskStore};
 
@@ -40,17 +40,11 @@ impl Delivery {
 
 /// The batch API of the run's endpoint.
 pub(super) fn client(settings: &BatchSettings, model: &str) -> Result<Box<dyn BatchApi>, BatchError> {
-    let p = &settings.provider;
-    let config = HttpConfig {
-        kind: p.kind,
-        base_url: p.base_url.clone(),
-        api_key: p.api_key.clone(),
-        model: model.to_string(),
-        temperature: p.temperature,
-        timeout: p.timeout,
-        connect_timeout: p.connect_timeout,
-    };
-    batch_api(&config, settings.exec.batch_api.limits, BatchTimeouts::default())
+    batch_api(
+        &settings.provider.http_config(model),
+        settings.exec.batch_api.limits,
+        BatchTimeouts::default(),
+    )
 }
 
 /// How the run's calls are made, and the notice to give when `--batch-api auto` falls back
