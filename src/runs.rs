@@ -90,10 +90,11 @@ pub fn status(args: StatusArgs, env: &Environment, printer: &Printer) -> Result<
         let failures = store.failures(&run.id).map_err(store_error)?;
         // As the last poll saw them: `rlm status` never calls the provider.
         let batches = store.batch_submissions(&run.id).map_err(store_error)?;
+        let unresolved = store.batch_intents(&run.id).map_err(store_error)?;
         if args.json {
-            status_json(&run, &failures, &batches, now)
+            status_json(&run, &failures, (&batches, &unresolved), now)
         } else {
-            status_text(&run, &failures, &batches, now)
+            status_text(&run, &failures, (&batches, &unresolved), now)
         }
     };
     printer.data(text.trim_end());

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::batch_submissions::BatchSubmission;
+use super::batch_submissions::{BatchIntent, BatchSubmission};
 use super::lifecycle::UnitState;
 use super::liveness::Liveness;
 use super::summary::{Failure, RunSummary, RunTree};
@@ -47,6 +47,9 @@ struct StatusView<'a> {
     /// Its batches at a provider's batch API (`--batch-api`), as last polled.
     #[serde(skip_serializing_if = "<[BatchSubmission]>::is_empty")]
     batches: &'a [BatchSubmission],
+    /// Submissions whose create reply was lost: the provider may have made a batch of them.
+    #[serde(skip_serializing_if = "<[BatchIntent]>::is_empty")]
+    unresolved_submissions: &'a [BatchIntent],
 }
 
 #[derive(Serialize)]
@@ -67,7 +70,12 @@ impl<'a> TreeView<'a> {
 
 /// `rlm status RUN`: the run, its unit counts, spend, ETA, its batches at the provider as
 /// last polled (no network call), and failures.
-pub fn status_text(run: &RunSummary, failures: &[Failure], batches: &[BatchSubmission], now: Timestamp) -> String {
+pub fn status_text(
+    run: &RunSummary,
+    failures: &[Failure],
+    (batches, unresolved): (&[BatchSubmission], &[BatchIntent]),
+    now: Timestamp,
+) -> String {
     let mut out = String::new();
     let owner = match &run.owner {
         Some(o) if o.liveness == Liveness::Gone => {
@@ -137,6 +145,7 @@ pub fn status_text(run: &RunSummary, failures: &[Failure], batches: &[BatchSubmi
         );
     }
     batches_text(&mut out, batches, now);
+    unresolved_text(&mut out, &run.id, unresolved);
     // A unit the run never finished (an interrupt, a budget) is not a failure (issue 17).
     let (cancelled, failed): (Vec<&Failure>, Vec<&Failure>) =
         failures.iter().partition(|f| f.state == UnitState::Cancelled);
@@ -245,11 +254,33 @@ fn batches_text(out: &mut String, batches: &[BatchSubmission], now: Timestamp) {
     }
 }
 
+/// Submissions whose create reply never came back (a reset, a 5xx, a kill mid-request): the
+/// provider may be running a batch of them that the store does not know yet.
+fn unresolved_text(out: &mut String, run: &super::RunId, unresolved: &[BatchIntent]) {
+    for i in unresolved {
+        let _ = writeln!(
+            out,
+            "unsure    a submission of {} {} at {} ({} UTC, {}) got no reply: the provider may be running it; \
+             `rlm resume {run}` looks for it there before sending anything again",
+            i.request_count,
+            if i.request_count == 1 { "request" } else { "requests" },
+            i.server,
+            i.recorded_at.to_minutes(),
+            i.phase,
+        );
+    }
+}
+
 /// Batch lines `rlm status` shows (the JSON has them all).
 const BATCHES_SHOWN: usize = 10;
 
 /// `rlm status RUN --json`.
-pub fn status_json(run: &RunSummary, failures: &[Failure], batches: &[BatchSubmission], now: Timestamp) -> String {
+pub fn status_json(
+    run: &RunSummary,
+    failures: &[Failure],
+    (batches, unresolved_submissions): (&[BatchSubmission], &[BatchIntent]),
+    now: Timestamp,
+) -> String {
     let (cancelled, failures): (Vec<&Failure>, Vec<&Failure>) =
         failures.iter().partition(|f| f.state == UnitState::Cancelled);
     let view = StatusView {
@@ -257,6 +288,7 @@ pub fn status_json(run: &RunSummary, failures: &[Failure], batches: &[BatchSubmi
         failures: &failures,
         cancelled: &cancelled,
         batches,
+        unresolved_submissions,
     };
     serde_json::to_string_pretty(&view).unwrap_or_default()
 }

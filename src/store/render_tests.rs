@@ -77,7 +77,7 @@ fn status_of_a_running_run_shows_counts_cost_eta_and_failures() {
     let text = status_text(
         &run("batch-2026-11-22-101530", RunStatus::Running, Some(Liveness::Alive)),
         &failures(),
-        &[],
+        (&[], &[]),
         now,
     );
     assert_eq!(
@@ -99,21 +99,26 @@ fn status_of_a_running_run_shows_counts_cost_eta_and_failures() {
 #[test]
 fn status_says_how_to_go_on_with_a_crashed_run() {
     let now = Timestamp::from_millis(START_MS + 120_000);
-    let crashed = status_text(&run("batch-x", RunStatus::Running, Some(Liveness::Gone)), &[], &[], now);
+    let crashed = status_text(
+        &run("batch-x", RunStatus::Running, Some(Liveness::Gone)),
+        &[],
+        (&[], &[]),
+        now,
+    );
     assert!(crashed
         .starts_with("run       batch-x  CRASHED (its rlm process 4242 is gone; `rlm resume batch-x` goes on)\n"));
     assert!(!crashed.contains("eta"), "no ETA for a run nobody works on");
     let stalled = status_text(
         &run("batch-x", RunStatus::Running, Some(Liveness::Stalled)),
         &[],
-        &[],
+        (&[], &[]),
         now,
     );
     assert!(
         stalled.contains("STALLED (rlm process 4242, no heartbeat for 20s)"),
         "{stalled}"
     );
-    let done = status_text(&run("batch-x", RunStatus::Partial, None), &[], &[], now);
+    let done = status_text(&run("batch-x", RunStatus::Partial, None), &[], (&[], &[]), now);
     assert!(
         done.contains("batch-x  PARTIAL\n") && done.contains("finished  2026-11-22 10:25 UTC\n"),
         "{done}"
@@ -126,7 +131,7 @@ fn status_json_has_the_summary_the_readable_status_and_the_failures() {
     let json = status_json(
         &run("batch-x", RunStatus::Running, Some(Liveness::Gone)),
         &failures(),
-        &[],
+        (&[], &[]),
         now,
     );
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
@@ -263,7 +268,7 @@ fn status_shows_the_batches_as_last_polled() {
     let text = status_text(
         &run("batch-x", RunStatus::Running, Some(Liveness::Alive)),
         &[],
-        &batches,
+        (&batches, &[]),
         now,
     );
     assert!(
@@ -278,13 +283,18 @@ fn status_shows_the_batches_as_last_polled() {
     let json: serde_json::Value = serde_json::from_str(&status_json(
         &run("batch-x", RunStatus::Running, None),
         &[],
-        &batches,
+        (&batches, &[]),
         now,
     ))
     .unwrap();
     assert_eq!(json["batches"][1]["status"], "in_progress");
     assert_eq!(json["batches"][1]["counts"]["succeeded"], 149);
-    let none: serde_json::Value =
-        serde_json::from_str(&status_json(&run("batch-x", RunStatus::Running, None), &[], &[], now)).unwrap();
+    let none: serde_json::Value = serde_json::from_str(&status_json(
+        &run("batch-x", RunStatus::Running, None),
+        &[],
+        (&[], &[]),
+        now,
+    ))
+    .unwrap();
     assert!(none.get("batches").is_none(), "no batches, no key");
 }

@@ -183,9 +183,23 @@ fn kill_9_while_the_create_request_is_in_flight_then_resume_finds_the_batch() {
         );
         running.signal("KILL");
         let _ = running.wait();
-        // The store has the intent, not the batch: the run has something at the provider.
+        // The store has the intent, not the batch: the run has something at the provider,
+        // and `rlm status` says so (without asking the provider).
         let s = status(&p);
         assert!(s["batches"].as_array().is_none_or(Vec::is_empty), "{s}");
+        let unsure = &s["unresolved_submissions"];
+        assert_eq!(unsure.as_array().map(Vec::len), Some(1), "{s}");
+        assert_eq!(unsure[0]["request_count"], 11, "{s}");
+        let text = p.rlm(&["status"]).run();
+        text.assert_exit(0);
+        assert!(
+            text.stdout.contains("a submission of 11 requests at ")
+                && text
+                    .stdout
+                    .contains("got no reply: the provider may be running it; `rlm resume "),
+            "{model}: {}",
+            text.stdout
+        );
 
         let out = at(&p, &["resume", "--yes"], &mock.url(), openai).run();
         out.assert_exit(0);
@@ -205,6 +219,7 @@ fn kill_9_while_the_create_request_is_in_flight_then_resume_finds_the_batch() {
         assert_eq!(s["display_status"], "SUCCESS", "{s}");
         assert_eq!(s["batches"].as_array().map(Vec::len), Some(1), "{s}");
         assert!(s["batches"][0]["collected_at"].is_string(), "{s}");
+        assert!(s.get("unresolved_submissions").is_none(), "settled: {s}");
     }
 }
 
