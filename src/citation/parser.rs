@@ -170,19 +170,26 @@ fn scan_document(text: &str, malformed: bool) -> Vec<Located> {
 ///
 /// One bracket may hold one citation (`path@hash, L3-5`), one per line range
 /// (`path@hash, L3, L7-9`), or several citations separated by `;`
-/// (`a.rs@hash, L3; b.rs@hash, L8`). A path may hold `,` and `;` itself, so the split at
-/// `;` is taken only when every part is a citation.
+/// (`a.rs@hash, L3; b.rs@hash, L8`). A path may hold `,` and `;` itself: a piece between
+/// `;`s that is no citation is joined to the next (`a;b.rs@hash, L3; c.rs@hash, L8` is two
+/// citations, the first of `a;b.rs`), and the split is taken only when every piece then is
+/// one.
 pub fn bracket_citations(content: &str, malformed: bool) -> Vec<(Citation, Option<String>)> {
     if content.contains(['\n', '\r']) {
         return Vec::new();
     }
     if content.contains(';') {
-        let parts: Vec<Vec<(Citation, Option<String>)>> = content
-            .split(';')
-            .map(|part| one_citation(part.trim(), malformed))
-            .collect();
-        if parts.iter().all(|p| !p.is_empty()) {
-            return parts.into_iter().flatten().collect();
+        let mut found = Vec::new();
+        let mut start = 0;
+        for (at, _) in content.match_indices(';').chain(std::iter::once((content.len(), ""))) {
+            let part = one_citation(content[start..at].trim(), malformed);
+            if !part.is_empty() {
+                found.extend(part);
+                start = (at + 1).min(content.len());
+            }
+        }
+        if start >= content.len() && !found.is_empty() {
+            return found;
         }
     }
     one_citation(content, malformed)

@@ -292,8 +292,13 @@ fn dashes_several_ranges_and_several_citations_in_one_bracket() {
             format!("[src/d.ts@{H}]"),
         ]
     );
-    // A path may hold `;`: the split is taken only when every part is a citation.
+    // A path may hold `;`: the split is taken only when every part is a citation, a piece
+    // that is none joined to the next.
     assert_eq!(cites("[dir/a;b.ts, L2]"), vec!["[dir/a;b.ts, L2]".to_string()]);
+    assert_eq!(
+        cites(&format!("[dir/a;b.ts@{H}, L2; src/c.ts@{H2}, L4]")),
+        vec![format!("[dir/a;b.ts@{H}, L2]"), format!("[src/c.ts@{H2}, L4]")]
+    );
     // One bracket, one span: a claim's text loses the bracket once.
     let claim = crate::citation::CitedClaim::from_text(&format!("- **X** [src/a.ts@{H}, L3, L7] done"));
     assert_eq!(claim.text, "- **X** done");
