@@ -247,7 +247,11 @@ fn resolve_path(path: &str, default_path: &str) -> String {
     if names(trimmed, default_path) {
         return default_path.to_string();
     }
-    if trimmed.contains(", ") && trimmed.split(", ").any(|part| names(part, default_path)) {
+    if trimmed.contains(", ")
+        && (trimmed.split(", ").any(|part| names(part, default_path))
+            || format!(", {trimmed}, ").contains(&format!(", {default_path}, ")))
+    {
+        // The second test: a member whose own name holds ", ".
         return default_path.to_string();
     }
     normalize_path(trimmed)
@@ -398,6 +402,12 @@ mod tests {
         assert_eq!(f.path, "src/auth/login.ts");
         let f = one(r#"[{"path": "src/a.ts, src/b.ts", "line": 4, "message": "m"}]"#);
         assert_eq!(f.path, "src/a.ts, src/b.ts");
+        // A member whose own name holds ", ".
+        let f = read_findings(
+            &crate::answer::json::json_values(r#"[{"path": "x.ts, notes, v2.md, y.ts", "line": 1, "message": "m"}]"#),
+            "notes, v2.md",
+        );
+        assert_eq!(f[0].path, "notes, v2.md");
     }
 
     #[test]
