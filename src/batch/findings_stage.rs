@@ -33,12 +33,15 @@ fn findings_root(settings: &BatchSettings) -> Option<std::path::PathBuf> {
 }
 
 /// Writes the SARIF files (when there are findings, or `--sarif`/`--fail-on` asked) and
-/// returns the summary for the report. A file that cannot be written is an error of the run.
+/// returns the summary for the report. A file that cannot be written is an error of the run:
+/// it is said, and pushed to `errors` (the report's error, and a run that is not SUCCESS) —
+/// CI would otherwise upload nothing and pass.
 pub fn write(
     settings: &BatchSettings,
     run_dir: &RunDir,
     collected: &Collected,
     printer: &Printer,
+    errors: &mut Vec<String>,
 ) -> Option<FindingsSummary> {
     let asked = settings.task.sarif.is_some() || settings.task.fail_on.is_some();
     if collected.findings.is_empty() && !asked {
@@ -46,18 +49,26 @@ pub fn write(
     }
     let counts = LevelCounts::of(&collected.findings);
     let sarif = sarif::to_json(&collected.findings, &collected.base, &sarif::ToolInfo::rlm());
+    let mut failed = |e: String| {
+        printer.error(&e);
+        errors.push(e);
+    };
     let path = run_dir.dir.join("results.sarif");
-    let shown = match write_atomic(&path, sarif.as_bytes(), Durability::Buffered) {
+    let mut shown = match write_atomic(&path, sarif.as_bytes(), Durability::Buffered) {
         Ok(()) => Some(super::write::shown(&path, &settings.cwd)),
         Err(e) => {
             // The error names the file.
-            printer.error(&format!("cannot write the SARIF log: {e}"));
+            failed(format!("cannot write the SARIF log: {e}"));
             None
         }
     };
     if let Some(extra) = &settings.task.sarif {
-        if let Err(e) = write_atomic(extra, sarif.as_bytes(), Durability::Buffered) {
-            printer.error(&format!("--sarif: {e}"));
+        match write_atomic(extra, sarif.as_bytes(), Durability::Buffered) {
+            // The log the user asked for is the one the report names.
+            Ok(()) => shown = Some(super::write::shown(extra, &settings.cwd)),
+            Err(e) => failed(format!(
+                "--sarif: {e}: pass a path in a directory that exists and can be written"
+            )),
         }
     }
     let failed_on = settings
@@ -93,12 +104,13 @@ pub fn publish(settings: &BatchSettings, collected: &Collected, report_markdown:
     }
 }
 
-/// An empty SARIF log (no changed file to look at): still valid for code scanning.
-pub fn write_empty(settings: &BatchSettings, printer: &Printer) {
-    if let Some(path) = &settings.task.sarif {
-        let sarif = sarif::to_json(&[], &ArtifactBase::at_root(), &sarif::ToolInfo::rlm());
-        if let Err(e) = write_atomic(path, sarif.as_bytes(), Durability::Buffered) {
-            printer.error(&format!("--sarif: {e}"));
-        }
-    }
+/// An empty SARIF log (no changed file to look at): still valid for code scanning. Returns
+/// why it could not be written, if it could not (said already).
+pub fn write_empty(settings: &BatchSettings, printer: &Printer) -> Option<String> {
+    let path = settings.task.sarif.as_ref()?;
+    let sarif = sarif::to_json(&[], &ArtifactBase::at_root(), &sarif::ToolInfo::rlm());
+    let e = write_atomic(path, sarif.as_bytes(), Durability::Buffered).err()?;
+    let e = format!("--sarif: {e}: pass a path in a directory that exists and can be written");
+    printer.error(&e);
+    Some(e)
 }

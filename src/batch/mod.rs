@@ -610,7 +610,7 @@ fn finish(
         errors.insert(0, exec.dispatcher.deadline_reason(0));
     }
     let collected = findings_stage::collect(settings, &outcomes.answers);
-    let findings = findings_stage::write(settings, run_dir, &collected, printer);
+    let findings = findings_stage::write(settings, run_dir, &collected, printer, &mut errors);
     let reason = end_reason(exec, outcomes);
     let end = write::ReportEnd {
         paths: aggregated.paths,
@@ -650,7 +650,13 @@ fn end_reason(exec: &Execution, outcomes: &Outcomes) -> RunEndReason {
 /// The end of a run whose input list selected no file: said plainly, exit 0, and with
 /// `--json` one document that says so (plus an empty SARIF log at `--sarif`).
 fn nothing_to_do(settings: &BatchSettings, manifest: &crate::input::Manifest, printer: &Printer) -> ExitStatus {
-    findings_stage::write_empty(settings, printer);
+    let sarif_error = findings_stage::write_empty(settings, printer);
+    // The run's status words (report.json, the store), and its exit: a SARIF log that could
+    // not be written is an error of the run, as in any run.
+    let (status, exit) = match &sarif_error {
+        None => ("SUCCESS", ExitStatus::Success),
+        Some(_) => ("PARTIAL", ExitStatus::Partial),
+    };
     let message = format!(
         "no files to process: {} selected none{}; nothing was sent",
         settings.input.pattern,
@@ -662,17 +668,20 @@ fn nothing_to_do(settings: &BatchSettings, manifest: &crate::input::Manifest, pr
     );
     if settings.output.json {
         printer.json(&serde_json::json!({
-            "status": "success",
+            "schema_version": crate::report::REPORT_SCHEMA_VERSION,
+            "status": status,
+            "exit_code": exit.code(),
             "files_matched": manifest.matched(),
             "succeeded": 0,
             "skipped": manifest.skipped,
             "message": message,
+            "error": sarif_error,
             "findings": {"error": 0, "warning": 0, "note": 0},
         }));
     } else {
         printer.banner(&format!("rlm: {message}"));
     }
-    ExitStatus::Success
+    exit
 }
 
 /// The run as the task store records it.

@@ -288,7 +288,8 @@ pub struct FindingsSummary {
     pub error: usize,
     pub warning: usize,
     pub note: usize,
-    /// `results.sarif` in the run directory, as printed.
+    /// The SARIF log as printed: `--sarif PATH` when it was given (and written), else
+    /// `results.sarif` in the run directory.
     pub sarif: Option<String>,
     /// `--fail-on` was given and a finding reached it.
     pub failed_on: Option<String>,

@@ -152,6 +152,57 @@ fn no_changed_file_is_success_with_an_empty_sarif_and_no_key_needed() {
     let sarif: Value = serde_json::from_str(&p.read("empty.sarif")).unwrap();
     assert_eq!(sarif["version"], "2.1.0");
     assert_eq!(sarif["runs"][0]["results"].as_array().unwrap().len(), 0);
+
+    // --json: the same words as every report (SUCCESS, a schema version, the exit code).
+    let args = [
+        "batch",
+        "**/*.py",
+        "Review {file}",
+        "--changed-since",
+        "HEAD",
+        "--base-url",
+        &url,
+        "--json",
+    ];
+    let out = isolated(&p, &args).env_remove("ANTHROPIC_API_KEY").run();
+    out.assert_exit(0);
+    let doc = out.json();
+    assert_eq!(doc["status"], "SUCCESS", "{doc}");
+    assert_eq!(doc["exit_code"], 0, "{doc}");
+    assert!(doc["schema_version"].is_u64(), "{doc}");
+    // A SARIF log that cannot be written is an error of the run, not a silent pass.
+    p.write("blocker", "a file, not a directory\n");
+    let mut args = args.to_vec();
+    args.extend_from_slice(&["--sarif", "blocker/out.sarif"]);
+    let out = isolated(&p, &args).env_remove("ANTHROPIC_API_KEY").run();
+    out.assert_exit(1);
+    let doc = out.json();
+    assert_eq!(doc["status"], "PARTIAL", "{doc}");
+    assert!(doc["error"].as_str().unwrap().starts_with("--sarif: "), "{doc}");
+}
+
+#[test]
+fn a_sarif_path_that_cannot_be_written_fails_the_run_and_the_report_names_the_one_asked_for() {
+    let mock = MockLlm::start();
+    let url = mock.url();
+    let p = Project::new()
+        .file("src/a.ts", &with_finding("src/a.ts", 2, "warning"))
+        .file("blocker", "a file, not a directory\n");
+    let base = ["batch", "src/*.ts", "Review {file}", "--base-url", &url, "-o", "out"];
+    let mut args = base.to_vec();
+    args.extend_from_slice(&["--sarif", "blocker/out.sarif"]);
+    let out = p.rlm(&args).env_remove("ANTHROPIC_API_KEY").run();
+    out.assert_exit(1);
+    assert!(out.stderr.contains("rlm: error: --sarif: "), "{}", out.stderr);
+    let report = p.report();
+    assert_eq!(report["status"], "PARTIAL", "{report:#}");
+    assert!(report["error"].as_str().unwrap().starts_with("--sarif: "), "{report:#}");
+
+    let mut args = base.to_vec();
+    args.extend_from_slice(&["--sarif", "asked.sarif"]);
+    p.rlm(&args).env_remove("ANTHROPIC_API_KEY").run().assert_exit(0);
+    let report = p.report();
+    assert_eq!(report["findings"]["sarif"], "asked.sarif", "{report:#}");
 }
 
 #[test]
