@@ -33,7 +33,13 @@ pub fn resolve_parallelism(flag: Option<usize>, config: Option<usize>) -> Parall
         },
         None => Parallelism {
             width: config.map_or(FALLBACK_PARALLEL, |_| cap),
-            warning: None,
+            // A configured width above the hard cap is clamped as the flag's is, and said.
+            warning: config.filter(|&c| c > HARD_CAP).map(|c| {
+                format!(
+                    "parallelism.max_parallel_subagents {c} in .aiwg/aiwg.config clamped to {HARD_CAP}: the hard cap is \
+                     {HARD_CAP}"
+                )
+            }),
         },
     }
 }
@@ -45,7 +51,12 @@ mod tests {
     #[test]
     fn precedence() {
         assert_eq!(resolve_parallelism(None, None).width, 4);
-        assert_eq!(resolve_parallelism(None, Some(10)).width, 7);
+        let configured = resolve_parallelism(None, Some(10));
+        assert_eq!(configured.width, 7);
+        assert!(configured
+            .warning
+            .unwrap()
+            .contains("max_parallel_subagents 10 in .aiwg/aiwg.config clamped to 7"));
         assert_eq!(resolve_parallelism(None, Some(3)).width, 3);
         assert_eq!(resolve_parallelism(Some(5), None).width, 5);
         let clamped = resolve_parallelism(Some(20), None);

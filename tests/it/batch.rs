@@ -110,6 +110,24 @@ fn project_config_sets_the_width() {
     assert_eq!(p.report()["max_parallel"], 2);
 }
 
+#[test]
+fn a_configured_width_above_the_hard_cap_is_clamped_and_said() {
+    let mock = MockLlm::start();
+    let p = Project::new()
+        .ts_files(3)
+        .file(".aiwg/aiwg.config", r#"{"parallelism":{"max_parallel_subagents":12}}"#);
+    let url = mock.url();
+    let out = p.rlm(&batch("src/**/*.ts", &url, &[])).run();
+    out.assert_exit(0);
+    assert!(
+        out.stderr
+            .contains("rlm: warning: parallelism.max_parallel_subagents 12 in .aiwg/aiwg.config clamped to 7"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(p.report()["max_parallel"], 7);
+}
+
 // ---------------------------------------------------------------------------
 // Aggregation
 
