@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::limiter::Throttle;
-use super::{Event, Limiter, Place, RateBudget, Refused, RetryPolicy};
+use super::{Event, Limiter, Place, RateBudget, Refused, RetryPolicy, WidthWhy};
 use crate::provider::{CallError, Completion, CompletionRequest, ErrorKind, Provider, RateWindow};
 use crate::unit::UnitId;
 
@@ -94,11 +94,12 @@ impl CallContext {
         let _ = self.events.send(event);
     }
 
-    fn width_changed(&self, change: Option<super::WidthChange>) {
+    fn width_changed(&self, change: Option<super::WidthChange>, why: super::WidthWhy) {
         if let Some(change) = change {
             self.emit(Event::WidthChanged {
                 from: change.from,
                 to: change.to,
+                why,
             });
         }
     }
@@ -303,7 +304,7 @@ pub async fn call_with_retries(
         let error = match ctx.provider.complete(request).await {
             Ok(completion) => {
                 ctx.answered();
-                ctx.width_changed(slot.note_success());
+                ctx.width_changed(slot.note_success(), WidthWhy::Search);
                 return CallResult {
                     outcome: Ok(completion),
                     attempts,
@@ -335,7 +336,7 @@ pub async fn call_with_retries(
             ErrorKind::RateLimited => {
                 throttles += 1;
                 let throttled = slot.throttled(Throttle { retry_after, window }, limit);
-                ctx.width_changed(throttled.change);
+                ctx.width_changed(throttled.change, WidthWhy::Pushback);
                 if throttled.stops_run {
                     let reason = ctx.too_long_to_wait(&reason, retry_after, window);
                     return failed(CallFailure::Stop { reason, abandon: false }, attempts, dispatched);
@@ -399,9 +400,9 @@ pub async fn call_with_retries(
                     return failed(CallFailure::Unit { kind, reason }, attempts, dispatched);
                 }
                 if kind == ErrorKind::Overloaded {
-                    ctx.width_changed(slot.overloaded());
+                    ctx.width_changed(slot.overloaded(), WidthWhy::Pushback);
                 } else {
-                    ctx.width_changed(slot.faulted());
+                    ctx.width_changed(slot.faulted(), WidthWhy::Search);
                 }
                 at_least(
                     retry_after.map(|h| ctx.policy.after_server_hint(h)),

@@ -44,9 +44,10 @@ pub enum Event {
         /// A 429 paused every call of the pool (a spent window), not only this one.
         paused_all: bool,
     },
-    /// The pool's width changed (the provider pushed back, or calls succeed again).
+    /// The pool's width changed: the provider pushed back (or calls succeed again after
+    /// it did), or the width search of a local server took or undid a step.
     #[serde(rename = "pool:width")]
-    WidthChanged { from: usize, to: usize },
+    WidthChanged { from: usize, to: usize, why: WidthWhy },
     /// A unit has its answer, written to the cache and its result file.
     #[serde(rename = "task:completed")]
     Completed {
@@ -121,4 +122,14 @@ pub enum Event {
         status: BatchStatus,
         counts: BatchCounts,
     },
+}
+
+/// Why the pool's width changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WidthWhy {
+    /// A 429 or an overloaded server, or the calls that succeed after one.
+    Pushback,
+    /// A local server's width search: one more call tried, kept or given back.
+    Search,
 }

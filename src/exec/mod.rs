@@ -10,7 +10,7 @@ mod retry;
 mod width_search;
 
 pub use call::{call_with_retries, CallContext, CallFailure, CallResult, GRACE};
-pub use event::Event;
+pub use event::{Event, WidthWhy};
 pub use interrupt::Interrupt;
 pub use limiter::{Limiter, Place, RateBudget, Refused, Slot, Throttle, Throttled, WidthChange};
 pub use pool::{run_pool, Flow, Job, JobMeta, Lost, Paid, PoolContext, PoolEnd, PoolHandler};

@@ -488,7 +488,11 @@ impl PoolHandler<BatchDone> for BatchHandler<'_> {
             Event::Started { unit, attempt: 1 } => self.store.started(unit.as_str()),
             Event::Retried { label, reason, .. } => self.progress.retried(&label, &reason),
             Event::Warning { message } => self.progress.said(&message),
-            Event::WidthChanged { from, to } => self
+            Event::WidthChanged {
+                from,
+                to,
+                why: crate::exec::WidthWhy::Pushback,
+            } if to < from => self
                 .progress
                 .note(&format!("  the provider pushed back: calls in flight {from} → {to}")),
             _ => {}

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use super::Reporter;
 use crate::escape;
-use crate::exec::Event;
+use crate::exec::{Event, WidthWhy};
 use crate::printer::{Printer, ProgressStyleKind};
 use crate::provider::ErrorKind;
 use crate::report::format_duration;
@@ -178,7 +178,11 @@ impl Reporter for ProgressReporter {
                 escape::name(label),
                 *wait_ms as f64 / 1000.0
             )),
-            Event::WidthChanged { from, to } if to < from => self.line(&format!(
+            Event::WidthChanged {
+                from,
+                to,
+                why: WidthWhy::Pushback,
+            } if to < from => self.line(&format!(
                 "the provider is pushing back: {to} calls in flight (was {from})"
             )),
             Event::WidthChanged { .. } => {}

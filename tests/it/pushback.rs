@@ -836,6 +836,14 @@ fn a_local_server_that_serves_one_at_a_time_is_not_queued_up() {
         .map(|e| (e["from"].as_u64().unwrap(), e["to"].as_u64().unwrap()))
         .collect();
     assert_eq!(widths.last(), Some(&(2, 1)), "{widths:?}");
+    // The search gave a step back: nobody pushed back, and nothing says so.
+    let whys: Vec<Value> = events(&p, "out")
+        .iter()
+        .filter(|e| e["event"] == "pool:width")
+        .map(|e| e["why"].clone())
+        .collect();
+    assert!(whys.iter().all(|w| w == "search"), "{whys:?}");
+    assert!(!out.stderr.contains("pushing back"), "{}", out.stderr);
 }
 
 #[test]
