@@ -103,8 +103,13 @@ pub fn status(args: StatusArgs, env: &Environment, printer: &Printer) -> Result<
 
 /// `rlm list [--json]`.
 pub fn list(args: ListArgs, env: &Environment, printer: &Printer) -> Result<(), RlmError> {
-    let store = open(&env.cwd)?;
-    let runs = store.list_runs(args.limit as usize).map_err(store_error)?;
+    // No store yet is no runs yet: an empty list, not an error.
+    let no_store = !env.cwd.join(".aiwg").join("rlm").join(STORE_FILE).exists();
+    let runs = if no_store {
+        Vec::new()
+    } else {
+        open(&env.cwd)?.list_runs(args.limit as usize).map_err(store_error)?
+    };
     let text = if args.json {
         list_json(&runs, Timestamp::now())
     } else {

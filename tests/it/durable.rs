@@ -300,6 +300,13 @@ fn status_and_list_say_so_when_there_is_nothing() {
     assert!(out.stderr.contains("no runs recorded"), "{}", out.stderr);
     let out = p.rlm(&["resume"]).run();
     out.assert_exit(2);
+    // No runs yet is an empty list, not an error.
+    let out = p.rlm(&["list"]).run();
+    out.assert_exit(0);
+    assert!(out.stdout.contains("no runs yet"), "{}", out.stdout);
+    let out = p.rlm(&["list", "--json"]).run();
+    out.assert_exit(0);
+    assert_eq!(out.json(), serde_json::json!([]));
 }
 
 #[test]
