@@ -4,12 +4,13 @@
 //! `--input`). A job that would stop half-way for one of these, after paying for the
 //! phases before it, is refused at the start instead: one line, exit 2, nothing sent.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::definition::{JobDefinition, PhaseDefinition};
 use super::settings::JobSettings;
 use super::state::PhaseState;
 use crate::error::RlmError;
+use crate::process::{find_program, ProgramProblem};
 
 /// `--pause-after PHASE` names a phase of the job that will run (`states`: each phase's,
 /// for a job taken up again), else the job would never pause.
@@ -66,25 +67,19 @@ pub fn blockers(settings: &JobSettings, runs: &[Runs<'_>]) -> Result<Vec<String>
         if let Some(program) = phase.fetch.as_ref().and_then(|argv| argv.first()) {
             let path = settings.environment().var("PATH").map(str::to_string);
             if let Err(problem) = find_program(program, &settings.cwd, path.as_deref()) {
-                add(problem.line(&phase.name, program));
+                add(problem_line(&problem, &phase.name, program));
             }
         }
     }
     Ok(found)
 }
 
-/// Why a program cannot be started.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ProgramProblem {
-    NotFound,
-    NotExecutable(PathBuf),
-}
-
-impl ProgramProblem {
-    /// The line that says so, and what to do; gh's names gh's own remedy.
-    fn line(&self, phase: &str, program: &str) -> String {
+/// The line that says why phase `phase` cannot start `program`, and what to do; gh's names
+/// gh's own remedy.
+fn problem_line(problem: &ProgramProblem, phase: &str, program: &str) -> String {
+    {
         let is_gh = Path::new(program).file_name().is_some_and(|n| n == "gh");
-        match self {
+        match problem {
             ProgramProblem::NotFound if is_gh => format!(
                 "gh (the GitHub CLI) is not installed or not on PATH, and phase {phase} fetches each pull request's \
                  diff with it: install it from https://cli.github.com and run gh auth login (nothing was sent)"
@@ -100,47 +95,6 @@ impl ProgramProblem {
             ),
         }
     }
-}
-
-/// Finds `program` as the spawner will: a name with a `/` relative to `cwd`, a bare name
-/// on `PATH`. It must be a file this user may execute.
-pub fn find_program(program: &str, cwd: &Path, path: Option<&str>) -> Result<PathBuf, ProgramProblem> {
-    let candidates: Vec<PathBuf> = if program.contains('/') {
-        vec![cwd.join(program)]
-    } else {
-        std::env::split_paths(path.unwrap_or(""))
-            .map(|dir| {
-                let dir = if dir.as_os_str().is_empty() {
-                    cwd.to_path_buf()
-                } else {
-                    cwd.join(dir)
-                };
-                dir.join(program)
-            })
-            .collect()
-    };
-    let mut not_executable = None;
-    for candidate in candidates {
-        if !candidate.is_file() {
-            continue;
-        }
-        if is_executable(&candidate) {
-            return Ok(candidate);
-        }
-        not_executable.get_or_insert(candidate);
-    }
-    Err(not_executable.map_or(ProgramProblem::NotFound, ProgramProblem::NotExecutable))
-}
-
-#[cfg(unix)]
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    fs_err::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
-}
-
-#[cfg(not(unix))]
-fn is_executable(path: &Path) -> bool {
-    path.is_file()
 }
 
 #[cfg(all(test, unix))]
@@ -170,8 +124,6 @@ mod tests {
             find_program("plain", dir.path(), Some(&path)),
             Err(ProgramProblem::NotExecutable(plain))
         );
-        assert!(ProgramProblem::NotFound
-            .line("reviews", "gh")
-            .starts_with("gh (the GitHub CLI)"));
+        assert!(problem_line(&ProgramProblem::NotFound, "reviews", "gh").starts_with("gh (the GitHub CLI)"));
     }
 }

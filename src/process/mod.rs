@@ -7,6 +7,7 @@
 mod error;
 mod priority;
 mod process_group;
+mod program;
 mod split;
 mod stderr_tail;
 mod supervised;
@@ -14,5 +15,6 @@ mod supervised;
 pub use error::{FailureKind, ProcessError};
 pub use priority::lower_for_depth;
 pub use process_group::{group_alive, wait_for_group_death, ProcessGroup};
+pub use program::{find_program, ProgramProblem};
 pub use split::{split_command, SplitError};
 pub use supervised::{run, CommandSpec, ProcessOutput, DEFAULT_GRACE, DEFAULT_MAX_STDOUT};

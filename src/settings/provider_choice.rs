@@ -60,7 +60,7 @@ pub fn provider_settings(flags: ProviderFlags, env: &Environment) -> Result<Prov
                     "--base-url is for HTTP providers; --command runs a program instead: drop one".into(),
                 ));
             }
-            command_provider(&command, &agent_env, context_window, depth)?
+            command_provider(&command, &agent_env, context_window, depth, env)?
         }
         (Some(ProviderArg::Command), None) => {
             return Err(RlmError::Usage(
@@ -185,6 +185,7 @@ pub(super) fn command_provider(
     agent_env: &[String],
     context_window: Option<u64>,
     depth: u32,
+    env: &Environment,
 ) -> Result<ProviderSettings, RlmError> {
     if let Some(name) = agent_env
         .iter()
@@ -201,6 +202,24 @@ pub(super) fn command_provider(
         return Err(RlmError::Usage(
             "--command is empty: give the program to run, e.g. --command 'claude -p'".into(),
         ));
+    }
+    // A program that cannot be started is a setup mistake said now, not a failure of every
+    // unit that would run it.
+    match crate::process::find_program(&argv[0], &env.cwd, env.var("PATH")) {
+        Ok(_) => {}
+        Err(crate::process::ProgramProblem::NotFound) => {
+            return Err(RlmError::Config(format!(
+                "--command: the program {} is not found (on PATH, or at that path): install it or fix --command \
+                 (nothing was sent)",
+                argv[0]
+            )))
+        }
+        Err(crate::process::ProgramProblem::NotExecutable(path)) => {
+            return Err(RlmError::Config(format!(
+                "--command: {} is not executable: chmod +x it or fix --command (nothing was sent)",
+                path.display()
+            )))
+        }
     }
     Ok(ProviderSettings {
         kind: ProviderKind::Command,

@@ -106,12 +106,28 @@ unsafe fn libc_kill(pid: i32) -> i32 {
 }
 
 #[test]
-fn a_missing_program_stops_the_run_with_one_clear_line() {
+fn a_missing_program_is_one_clear_line_before_anything_starts() {
     let p = Project::new().file("src/a.txt", "a\n").file("src/b.txt", "b\n");
     let out = run(&p, "no-such-agent-xyz -p", &[]);
-    out.assert_exit(3);
+    out.assert_exit(2);
+    let errors: Vec<&str> = out.stderr.lines().filter(|l| l.starts_with("rlm: error: ")).collect();
+    assert_eq!(errors.len(), 1, "{}", out.stderr);
     assert!(
-        out.stderr.contains("command not found: no-such-agent-xyz"),
+        errors[0].contains("--command: the program no-such-agent-xyz is not found"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !out.stderr.contains("RLM Batch Initialized"),
+        "refused before the banner: {}",
+        out.stderr
+    );
+    // One that is there but cannot be run says so too.
+    p.write("agent.sh", "#!/bin/sh\ncat\n");
+    let out = run(&p, "./agent.sh", &[]);
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("agent.sh is not executable: chmod +x it"),
         "{}",
         out.stderr
     );
