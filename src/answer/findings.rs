@@ -254,7 +254,32 @@ fn resolve_path(path: &str, default_path: &str) -> String {
         // The second test: a member whose own name holds ", ".
         return default_path.to_string();
     }
-    normalize_path(trimmed)
+    let path = normalize_path(trimmed);
+    if leaves_the_project(&path) {
+        // `../../etc/passwd`, `/etc/passwd`: no file of the project, and nothing SARIF or an
+        // annotation should point at; the finding was in this file's answer.
+        return default_path.to_string();
+    }
+    path
+}
+
+/// Whether a path a model wrote points outside the project: absolute, or climbing above it.
+fn leaves_the_project(path: &str) -> bool {
+    if path.starts_with('/') || path.as_bytes().get(1) == Some(&b':') {
+        return true;
+    }
+    let mut depth: i64 = 0;
+    for part in path.split('/') {
+        match part {
+            ".." => depth -= 1,
+            "" | "." => {}
+            _ => depth += 1,
+        }
+        if depth < 0 {
+            return true;
+        }
+    }
+    false
 }
 
 /// Whether `written` (trimmed) names the file `default_path`: empty, the same name, or a
@@ -392,6 +417,16 @@ mod tests {
         // A different file the model points at is kept: it may be the real location.
         let f = one(r#"[{"path": "src/auth/session.ts", "line": 1, "message": "m"}]"#);
         assert_eq!(f.path, "src/auth/session.ts");
+    }
+
+    #[test]
+    fn a_path_outside_the_project_is_the_file_the_answer_is_about() {
+        for outside in ["../../etc/passwd", "/etc/passwd", "src/../../x.ts", "C:/x.ts"] {
+            let f = one(&format!(r#"[{{"path": "{outside}", "line": 1, "message": "m"}}]"#));
+            assert_eq!(f.path, "src/auth/login.ts", "{outside}");
+        }
+        let f = one(r#"[{"path": "src/../lib/x.ts", "line": 1, "message": "m"}]"#);
+        assert_eq!(f.path, "src/../lib/x.ts", "inside, kept as written");
     }
 
     #[test]

@@ -327,3 +327,31 @@ fn a_batch_answer_that_copies_the_templates_path_gives_each_member_its_findings(
         .collect();
     assert_eq!(uris, [("src/a.py", 2), ("src/b.py", 2)], "{found:?}");
 }
+
+#[test]
+fn a_finding_whose_path_leaves_the_project_is_placed_at_its_file() {
+    // A model (or a file's content steering it) names a path outside the project: SARIF and
+    // the annotations never point there; the finding was in this file's answer.
+    let mock = MockLlm::start();
+    let url = mock.url();
+    let answer = json!({"findings": [
+        {"path": "../../etc/passwd", "line": 1, "severity": "error", "message": "escape"},
+    ]})
+    .to_string();
+    let p = Project::new().file("src/a.py", &format!("x = 1\n# {}\n", reply_marker(&answer)));
+    let out = openai(&p, &url, &["batch", "src/*.py", "Review {file}", "--sarif", "r.sarif"])
+        .env("GITHUB_ACTIONS", "true")
+        .run();
+    out.assert_exit(0);
+    let found = sarif_results(&p.path().join("r.sarif"));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].0.ends_with("/src/a.py") || found[0].0 == "src/a.py",
+        "{found:?}"
+    );
+    assert!(
+        !out.stdout.contains("passwd") && !out.stderr.contains("file=../"),
+        "{}",
+        out.stderr
+    );
+}
