@@ -149,7 +149,19 @@ pub fn completion(printer: &Printer, report: &RunReport, quiet: bool, answer: Op
         }
     }
     if printer.mode().json {
-        printer.json(report);
+        match answer {
+            // `rlm query --json`: the report, and the answer itself beside it.
+            Some(answer) => {
+                #[derive(serde::Serialize)]
+                struct Answered<'a> {
+                    #[serde(flatten)]
+                    report: &'a RunReport,
+                    answer: &'a str,
+                }
+                printer.json(&Answered { report, answer });
+            }
+            None => printer.json(report),
+        }
         return;
     }
     if let (Some(answer), true) = (answer, quiet) {

@@ -540,6 +540,28 @@ fn query_asks_a_file_read_whole_for_prose_and_prints_it() {
     );
     assert!(out.stdout.trim().starts_with("mock result "), "{}", out.stdout);
     assert!(!out.stderr.contains("answered in prose"), "{}", out.stderr);
+    // --json: the report, with the answer itself in it (served by the cache now).
+    let json = p
+        .rlm(&[
+            "query",
+            "mod.py",
+            "Summarize this module",
+            "--base-url",
+            &url,
+            "--provider",
+            "openai",
+            "--json",
+        ])
+        .env_remove("ANTHROPIC_API_KEY")
+        .run();
+    json.assert_exit(0);
+    let doc = json.json();
+    assert_eq!(
+        doc["answer"].as_str().map(str::trim),
+        Some(out.stdout.trim()),
+        "{doc:#}"
+    );
+    assert_eq!(doc["status"], "SUCCESS");
 
     // A longer file: its chunks give findings, and the synthesis writes the prose printed.
     let p = Project::new().file("big.py", &python(100));
