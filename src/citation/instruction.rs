@@ -12,10 +12,15 @@ a specific citation, omit the underlying claim rather than the citation.
 /// The instruction block for the file `path` with its 16-hex `content_hash`, or for a
 /// path-only file (`None`: not index-tracked, no hash to cite).
 pub fn instruction_block(path: &str, content_hash: Option<&str>) -> String {
+    block_with_example(path, content_hash, (42, 58))
+}
+
+/// [`instruction_block`] whose example cites `lines` (a part of a file: lines it holds).
+fn block_with_example(path: &str, content_hash: Option<&str>, (start, end): (u64, u64)) -> String {
     let (form, example, hash_rule) = match content_hash {
         Some(hash) => (
             format!("[{path}@{hash}, L<start>-<end>]"),
-            format!("[{path}@{hash}, L42-58]"),
+            format!("[{path}@{hash}, L{start}-{end}]"),
             format!(
                 "The file's content_hash is {hash}. Use it verbatim. For a single line write\n\
                  L<line>; for a claim about the whole file omit the lines: [{path}@{hash}]."
@@ -23,7 +28,7 @@ pub fn instruction_block(path: &str, content_hash: Option<&str>) -> String {
         ),
         None => (
             format!("[{path}, L<start>-<end>]"),
-            format!("[{path}, L42-58]"),
+            format!("[{path}, L{start}-{end}]"),
             "This file is path-only: it is not index-tracked and has no content_hash, so\n\
              emit the form above without a hash. For a single line write L<line>."
                 .to_string(),
@@ -48,7 +53,11 @@ pub fn instruction_block(path: &str, content_hash: Option<&str>) -> String {
 /// (citations name lines of the whole file).
 pub fn input_block(input: &crate::unit::UnitInput) -> String {
     let hash = &input.content_hash[..input.content_hash.len().min(16)];
-    let mut block = instruction_block(&input.display, Some(hash));
+    // A part's example cites lines it holds, never lines the range sentence below rules out.
+    let example = input
+        .span
+        .map_or((42, 58), |span| (span.start, span.end.min(span.start + 16)));
+    let mut block = block_with_example(&input.display, Some(hash), example);
     if let Some(span) = input.span {
         block.push_str(&format!(
             "\nThis part of the file is lines L{}-{}: cite line numbers of the whole file, within that range.\n",
@@ -104,5 +113,8 @@ mod tests {
         input.span = Some(crate::unit::LineSpan { start: 201, end: 400 });
         let span = input_block(&input);
         assert!(span.contains("This part of the file is lines L201-400"), "{span}");
+        // Its example cites lines the part holds.
+        assert!(span.contains("[src/a.py@0123456789abcdef, L201-217]"), "{span}");
+        assert!(!span.contains("L42-58"), "{span}");
     }
 }
