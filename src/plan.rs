@@ -84,6 +84,8 @@ enum Treatment {
 pub struct Budget {
     /// The model's window minus the answer.
     pub input_tokens: u64,
+    /// The model's window (what a blocked unit's message compares its request with).
+    pub window: u64,
     /// Whether the window is the model's (known, or given with `--context-window`) rather
     /// than rlm's assumption.
     pub known: bool,
@@ -93,13 +95,15 @@ impl Budget {
     pub fn of(model: &ModelInfo, max_tokens: u32) -> Budget {
         Budget {
             input_tokens: model.context_window.saturating_sub(u64::from(max_tokens)),
+            window: model.context_window,
             known: model.context_window_known,
         }
     }
 
-    /// The tokens left for content once `frame_bytes` of prompt are taken (at least a
-    /// little, so a tiny window still makes progress: the plan warns, and the block check
-    /// says why a unit cannot be sent).
+    /// The tokens left for content once `frame_bytes` of prompt are taken (at least
+    /// [`MIN_CONTENT_TOKENS`]: [`check_room`] has made sure the window leaves that beside
+    /// the instructions, and a file whose own frame takes more is still cut into chunks
+    /// the block check then names).
     fn for_content(self, frame_bytes: u64) -> u64 {
         self.input_tokens
             .saturating_sub(tokens::upper_bound(frame_bytes))
@@ -107,8 +111,57 @@ impl Budget {
     }
 }
 
-/// The least content budget a chunk is given, however small the window.
-const MIN_CONTENT_TOKENS: u64 = 64;
+/// The least content budget a chunk is given. A window that leaves less than this once the
+/// answer and the instructions are counted is refused before anything is planned
+/// ([`check_room`]): chunks of a few lines each, thousands of them, help no one.
+const MIN_CONTENT_TOKENS: u64 = 256;
+
+/// What to do about a window the answer leaves too little of, when the window is the model's.
+pub const WHAT_TO_DO_KNOWN: &str = "pass a smaller --max-tokens or a larger --context-window (the model's real window)";
+
+/// The message for a `--max-tokens` at least as large as the context window (`window` says
+/// which: the flag's, or the model's).
+pub fn answer_fills_window(max_tokens: u32, window: &str, what_to_do: &str) -> String {
+    format!("--max-tokens {max_tokens} is not less than {window}: no room is left for the input; {what_to_do}")
+}
+
+/// Refuses (a usage error, for the dry run as for the real run) a `--max-tokens` that leaves
+/// the window no room for content once the instructions are counted. `window_flag` is
+/// `--context-window` when it was given, so the message names where the window came from.
+pub fn check_room(ctx: &RequestContext, model: &ModelInfo, window_flag: Option<u64>) -> Result<(), RlmError> {
+    let budget = Budget::of(model, ctx.max_tokens);
+    let instructions = tokens::upper_bound(least_frame_bytes(ctx));
+    let room = budget.input_tokens.saturating_sub(instructions);
+    if room >= MIN_CONTENT_TOKENS {
+        return Ok(());
+    }
+    let window = match (window_flag, model.context_window_known) {
+        (Some(w), _) => format!("the context window (--context-window {w})"),
+        (None, true) => format!("the {}-token context window of {}", model.context_window, model.id),
+        (None, false) => format!(
+            "the {}-token context window rlm assumes for {} (its real one is not known)",
+            model.context_window, model.id
+        ),
+    };
+    let max_tokens = ctx.max_tokens;
+    let what_to_do = if model.context_window_known {
+        WHAT_TO_DO_KNOWN
+    } else {
+        "pass --context-window with the model's real window, or a smaller --max-tokens"
+    };
+    Err(RlmError::Usage(if budget.input_tokens == 0 {
+        answer_fills_window(max_tokens, &window, what_to_do)
+    } else {
+        let left = match room {
+            0 => "no room".to_string(),
+            n => format!("only {n} tokens"),
+        };
+        format!(
+            "--max-tokens {max_tokens} for the answer and ~{instructions} tokens of instructions leave {left} for \
+             content in {window} (a chunk needs at least {MIN_CONTENT_TOKENS}); {what_to_do}"
+        )
+    }))
+}
 
 /// The units of a run, and what planning them has to say (a window too small to leave
 /// room for content).
@@ -282,6 +335,27 @@ fn frame_bytes(file: &InputFile, detection: Detection, ctx: &RequestContext) -> 
         String::new(),
     );
     request::render(&unit, ctx).prompt_bytes() + context_max_bytes(detection.content_type) as u64
+}
+
+/// The least [`frame_bytes`] a chunk of any file can have: a one-letter name, whichever
+/// analyst's prompt is the shortest. A window that leaves this too little room leaves every
+/// file too little (and the per-file numbers the plan warns with are never below it).
+fn least_frame_bytes(ctx: &RequestContext) -> u64 {
+    ["a.py", "a.csv", "a.json", "a.txt"]
+        .into_iter()
+        .map(|name| {
+            let file = InputFile {
+                path: name.into(),
+                display: name.to_string(),
+                size: 1,
+                lines: 1,
+                content_hash: String::new(),
+                source: None,
+            };
+            frame_bytes(&file, detect(name, ""), ctx)
+        })
+        .min()
+        .unwrap_or(0)
 }
 
 /// What a file adds to a prompt besides its content and [`overhead_bytes`], at most: its
@@ -500,7 +574,7 @@ fn settle(unit: &mut WorkUnit, size: Size, ctx: &RequestContext, budget: Budget)
         unit.blocked = Some(format!(
             "too large for the model's context budget: ~{needed} input tokens + {} output > {} tokens; {}",
             ctx.max_tokens,
-            budget.input_tokens + u64::from(ctx.max_tokens),
+            budget.window,
             match unit.body {
                 UnitBody::Plain => "drop --chunking off so it is cut into chunks, or pass --context-window",
                 _ => "pass --context-window or use a model with a larger window",

@@ -24,7 +24,10 @@ use crate::unit::{UnitBody, WorkUnit};
 
 /// Prints the plan.
 pub fn show(printer: &Printer, settings: &BatchSettings, plan: &Plan) {
-    let verdict = match (&plan.blocker, estimate::verdict(settings, plan.estimate.usd)) {
+    let cost = estimate::verdict(settings, plan.estimate.usd);
+    // What the real run would say when it stops before any call: the same error.
+    let refusal = plan.blocker.as_ref().or(cost.as_ref().err());
+    let verdict = match (&plan.blocker, &cost) {
         (Some(b), _) => format!("cannot start: {b}"),
         (None, Ok(false)) => "proceeds".to_string(),
         (None, Ok(true)) => format!(
@@ -34,9 +37,11 @@ pub fn show(printer: &Printer, settings: &BatchSettings, plan: &Plan) {
         (None, Err(e)) => format!("refused: {e}"),
     };
     if settings.output.json {
+        let refusal =
+            refusal.map(|e| json!({"kind": e.kind(), "message": e.to_string(), "exit_code": e.exit_status().code()}));
         let stdout = std::io::stdout();
         let mut out = std::io::BufWriter::new(stdout.lock());
-        let written = write_json(&mut out, settings, plan, &verdict).and_then(|()| out.flush());
+        let written = write_json(&mut out, settings, plan, &verdict, refusal).and_then(|()| out.flush());
         if let Err(e) = written {
             if e.kind() != std::io::ErrorKind::BrokenPipe {
                 printer.error(&format!("cannot write the plan to stdout: {e}"));
@@ -99,7 +104,13 @@ fn size_of(files: &Files<'_>, unit: &WorkUnit) -> u64 {
         .sum()
 }
 
-fn write_json(out: &mut impl Write, settings: &BatchSettings, plan: &Plan, verdict: &str) -> std::io::Result<()> {
+fn write_json(
+    out: &mut impl Write,
+    settings: &BatchSettings,
+    plan: &Plan,
+    verdict: &str,
+    refusal: Option<Value>,
+) -> std::io::Result<()> {
     let Plan {
         model,
         manifest,
@@ -158,6 +169,9 @@ fn write_json(out: &mut impl Write, settings: &BatchSettings, plan: &Plan, verdi
     put("price_basis", json!(model.price_basis.shown(estimate.price_tier)));
     put("price_tier", json!(estimate.price_tier));
     put("cost_check", json!(verdict));
+    // The error the real run would stop with before any call (null: it would start), as
+    // its own `--json` error document would give it.
+    put("refusal", refusal.unwrap_or(Value::Null));
     put("warnings", json!(plan.warnings));
     // The head's fields, then the two long lists, each element as it is rendered.
     let head = serde_json::to_string(&Value::Object(head)).map_err(std::io::Error::other)?;

@@ -33,8 +33,9 @@ pub struct Plan {
     pub plan_units: usize,
     pub pre: Prepass,
     pub estimate: Estimate,
-    /// Why a real run could not start (a dry run reports it instead of failing).
-    pub blocker: Option<String>,
+    /// Why a real run could not start, as it would fail (a dry run reports it instead of
+    /// failing).
+    pub blocker: Option<RlmError>,
     /// Said at the start, and kept in `report.json`.
     pub warnings: Vec<String>,
     pub cache: Cache,
@@ -59,14 +60,16 @@ pub async fn plan(settings: &BatchSettings, printer: &Printer) -> Result<Planned
     }
     let mut warnings = manifest.warnings.clone();
     warnings.extend(settings.exec.parallelism.warning.iter().cloned());
-    let mut blocker = settings.provider.blocker.clone();
-    if let (Some(b), false) = (&blocker, settings.output.dry_run) {
-        return Err(RlmError::Config(b.clone()));
+    let mut blocker = settings.provider.blocker.clone().map(RlmError::Config);
+    if !settings.output.dry_run {
+        if let Some(b) = blocker.take() {
+            return Err(b);
+        }
     }
     let model = match startup::resolve_model(settings, printer).await {
         Ok(model) => model,
         Err(e) if settings.output.dry_run => {
-            blocker = blocker.or(Some(e.to_string()));
+            blocker = blocker.or(Some(e.into()));
             ModelInfo::resolve("unknown".into(), None, &settings.budget.prices, false)
         }
         Err(e) => return Err(e.into()),
@@ -78,7 +81,7 @@ pub async fn plan(settings: &BatchSettings, printer: &Printer) -> Result<Planned
             delivery
         }
         Err(e) if settings.output.dry_run => {
-            blocker = blocker.or(Some(e.to_string()));
+            blocker = blocker.or(Some(e));
             Delivery::Realtime
         }
         Err(e) => return Err(e),
@@ -102,6 +105,8 @@ pub async fn plan(settings: &BatchSettings, printer: &Printer) -> Result<Planned
         prompt_cache: settings.exec.prompt_cache,
         query: settings.output.answer_on_stdout,
     };
+    // A window the answer leaves no room in is the flags' mistake, said before any plan.
+    plan::check_room(&requests, &model, settings.provider.context_window)?;
     let options = PlanOptions {
         chunking: settings.task.chunking,
         batch_small: settings.task.batch_small,
@@ -158,18 +163,13 @@ pub async fn plan(settings: &BatchSettings, printer: &Printer) -> Result<Planned
     if settings.exec.cache_mode == CacheMode::ReadOnly && !pre.misses.is_empty() {
         return Err(RlmError::Cache(prepass::cache_only_message(&units, &pre.misses)));
     }
-    if pre.hits.is_empty() && pre.misses.is_empty() && !settings.output.dry_run {
-        // Every unit is too large to send: nothing would be sent, so nothing starts (exit 2).
-        if let Some((i, reason)) = pre.blocked.first() {
-            return Err(RlmError::TooLarge(format!(
-                "nothing can be sent: {}{}: {reason}",
-                crate::escape::name(&units[*i].label),
-                match pre.blocked.len() {
-                    1 => String::new(),
-                    n => format!(" (and {} more)", n - 1),
-                }
-            )));
+    if let Some(e) = nothing_sendable(&units, &pre) {
+        // Every unit is too large to send: nothing would be sent, so nothing starts (exit 2);
+        // the dry run says so as its verdict.
+        if !settings.output.dry_run {
+            return Err(e);
         }
+        blocker = blocker.or(Some(e));
     }
     let estimate = estimate::estimate(&units, &pre, settings, &model, delivery);
     Ok(Planned::Plan(Box::new(Plan {
@@ -187,4 +187,20 @@ pub async fn plan(settings: &BatchSettings, printer: &Printer) -> Result<Planned
         pending,
         delivery,
     })))
+}
+
+/// The refusal of a plan whose every unit is too large to send (none cached, none to call).
+fn nothing_sendable(units: &[WorkUnit], pre: &Prepass) -> Option<RlmError> {
+    if !pre.hits.is_empty() || !pre.misses.is_empty() {
+        return None;
+    }
+    let (i, reason) = pre.blocked.first()?;
+    Some(RlmError::TooLarge(format!(
+        "nothing can be sent: {}{}: {reason}",
+        crate::escape::name(&units[*i].label),
+        match pre.blocked.len() {
+            1 => String::new(),
+            n => format!(" (and {} more)", n - 1),
+        }
+    )))
 }

@@ -51,9 +51,11 @@ pub fn resolve_inputs(settings: &BatchSettings, printer: &Printer) -> Result<Man
             };
             let paths =
                 read_files_from(list, separator, &mut std::io::stdin()).map_err(|e| RlmError::Input(e.to_string()))?;
+            // A bare list names its files; one filtered by a pattern selects what the
+            // pattern would in a walk (see crate::input::list).
             let filter = ListFilter {
                 pattern: filter.as_deref(),
-                default_exclusions: false,
+                walk_rules: filter.is_some(),
             };
             resolve_list(&settings.cwd, paths, filter, &walk)?
         }
@@ -61,7 +63,7 @@ pub fn resolve_inputs(settings: &BatchSettings, printer: &Printer) -> Result<Man
             let paths = changed_since(reference, &settings.cwd).map_err(|e| RlmError::Input(e.to_string()))?;
             let filter = ListFilter {
                 pattern: filter.as_deref(),
-                default_exclusions: true,
+                walk_rules: true,
             };
             resolve_list(&settings.cwd, paths, filter, &walk)?
         }

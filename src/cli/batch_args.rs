@@ -40,7 +40,8 @@ pub struct BatchArgs {
     pub prompt_file: Option<PathBuf>,
 
     /// Process the files listed in LIST (one path per line; `-` reads stdin) instead of a
-    /// pattern; a pattern given too keeps only the listed files it matches.
+    /// pattern; a pattern given too keeps only the listed files it would select in a walk
+    /// (its default exclusions and hidden-file rule apply).
     #[arg(long, value_name = "LIST", conflicts_with = "changed_since")]
     #[serde(with = "super::recorded_name", default)]
     pub files_from: Option<PathBuf>,
@@ -51,7 +52,8 @@ pub struct BatchArgs {
 
     /// Process the files added or modified since REF (a branch, tag or commit: its merge
     /// base with HEAD, as a pull request sees it); deleted files are never inputs. A pattern
-    /// given too keeps only the changed files it matches. No changed file: exit 0.
+    /// given too keeps only the changed files it would select in a walk (the default
+    /// exclusions and hidden-file rule apply with or without one). No changed file: exit 0.
     #[arg(long, value_name = "REF")]
     pub changed_since: Option<String>,
 

@@ -79,6 +79,27 @@ impl Exclusions {
     pub fn excludes_file(&self, name: &str) -> bool {
         self.lock_files.contains(&name) || self.suffixes.iter().any(|s| name.ends_with(s))
     }
+
+    /// Why a file named `name` under the directories `dirs` is excluded, if it is: what a
+    /// list's skipped entry says (a walk never goes there, so says nothing).
+    pub fn reason(&self, dirs: &[String], name: &str) -> Option<String> {
+        if let Some(dir) = dirs.iter().find(|d| self.excludes_dir(d)) {
+            return Some(format!("in {dir}/"));
+        }
+        if self.lock_files.contains(&name) {
+            return Some("a lock file".into());
+        }
+        self.suffixes
+            .iter()
+            .find(|s| name.ends_with(*s))
+            .map(|s| format!("a *{s} file"))
+    }
+}
+
+/// A hidden name: one that starts with `.` (not `.` or `..`). A walk leaves hidden files and
+/// directories out unless `--hidden` is given or a component of the pattern is hidden.
+pub fn is_hidden(name: &[u8]) -> bool {
+    name.starts_with(b".") && name != b"." && name != b".."
 }
 
 /// Most alternatives a pattern expands to; beyond it the rest stay unexpanded (they only
@@ -195,6 +216,20 @@ mod tests {
         let e = Exclusions::for_patterns(&["*.py".into(), "vendor/**".into(), "*.min.js".into()]);
         assert!(!e.excludes_dir("vendor") && !e.excludes_file("a.min.js"));
         assert!(e.excludes_dir("dist") && e.excludes_file("a.map"));
+    }
+
+    #[test]
+    fn reasons_name_the_rule() {
+        let e = Exclusions::for_pattern("**/*");
+        let dirs = |d: &[&str]| d.iter().map(ToString::to_string).collect::<Vec<_>>();
+        assert_eq!(
+            e.reason(&dirs(&["src", "node_modules", "z"]), "y.js").as_deref(),
+            Some("in node_modules/")
+        );
+        assert_eq!(e.reason(&[], "package-lock.json").as_deref(), Some("a lock file"));
+        assert_eq!(e.reason(&[], "app.min.js").as_deref(), Some("a *.min.js file"));
+        assert_eq!(e.reason(&dirs(&["src"]), "app.js"), None);
+        assert!(is_hidden(b".env") && !is_hidden(b".") && !is_hidden(b"..") && !is_hidden(b"a.env"));
     }
 
     #[test]

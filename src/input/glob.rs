@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use globset::GlobBuilder;
 
-use super::exclusions::Exclusions;
+use super::exclusions::{is_hidden, Exclusions};
 use super::walk::Walk;
 use super::{display_path, Manifest, WalkOptions};
 use crate::error::RlmError;
@@ -199,10 +199,7 @@ impl Search<'_> {
         };
         let display_of = |path: &Path| -> String { display_path(&as_written(path)) };
 
-        let names_hidden = components.iter().any(|c| {
-            let c = c.as_encoded_bytes();
-            c.starts_with(b".") && c != b"." && c != b".."
-        });
+        let names_hidden = components.iter().any(|c| is_hidden(c.as_encoded_bytes()));
         let found = Walk {
             root: &root,
             opts,

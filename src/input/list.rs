@@ -4,13 +4,21 @@
 //! unreadable (failures of the run); a path outside the working directory — a symbolic link
 //! whose target lies there, or a listed `/etc/passwd` or `../../x` — is skipped and listed
 //! without `--follow-links` — and an optional pattern keeps only the paths it matches.
+//!
+//! A list made by git (`--changed-since`), or filtered by a pattern, selects what that
+//! pattern would select in a walk: the default exclusions and the hidden-file rule apply,
+//! each lifted as the pattern lifts it for a glob, and what they leave out is listed as
+//! skipped with the rule. `--changed-since main '**/*'` and `--files-from <(git diff …)
+//! '**/*'` then select the same files, and a changed `.env` is sent by neither. A bare
+//! `--files-from` list names each file, as a literal pattern does: its entries are sent,
+//! and those a walk would have left out are named in a warning.
 
 use std::collections::hash_map::{Entry, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use globset::GlobBuilder;
 
-use super::exclusions::Exclusions;
+use super::exclusions::{is_hidden, Exclusions};
 use super::read::read_candidates;
 use super::walk::{link_leaves, special_kind, LinkProblem};
 use super::{display_path, Manifest, SkippedFile, WalkOptions};
@@ -21,10 +29,14 @@ use crate::error::RlmError;
 pub struct ListFilter<'a> {
     /// A glob the display path must match (`src/**/*.ts`).
     pub pattern: Option<&'a str>,
-    /// Leave out what a walk leaves out by default (dependency and build folders, lock
-    /// files, minified and generated files): for lists made by a tool, such as git.
-    pub default_exclusions: bool,
+    /// Leave out what a walk under the pattern would leave out — dependency and build
+    /// folders, lock files, minified and generated files, hidden files (see the module
+    /// doc). Without it every entry is taken as named, and those are only warned about.
+    pub walk_rules: bool,
 }
+
+/// Listed entries named in the warning about files sent though a walk leaves them out.
+const NAMED_SHOWN: usize = 5;
 
 /// The manifest of the listed paths (relative to `cwd`, or absolute).
 pub fn resolve_list(
@@ -45,14 +57,14 @@ pub fn resolve_list(
                 .map_err(|e| RlmError::Usage(format!("invalid pattern '{p}': {}", e.kind())))
         })
         .transpose()?;
-    let exclusions = filter
-        .default_exclusions
-        .then(|| Exclusions::for_pattern(filter.pattern.unwrap_or("")));
     let boundary = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
+    let rules = WalkRules::new(filter.pattern.unwrap_or(""), opts.hidden);
     let mut candidates = Vec::new();
     let mut skipped = Vec::new();
     let mut unreadable = Vec::new();
     let mut outside = Vec::new();
+    // Entries sent though a walk would leave them out (a bare list), with the rule.
+    let mut named_anyway: Vec<(String, String)> = Vec::new();
     // One file named twice (`a.txt` and `/abs/proj/a.txt`, or through a link) is sent
     // once, under the name listed first, and paid once (issue 17).
     let mut seen: HashMap<FileIdentity, String> = HashMap::new();
@@ -61,15 +73,15 @@ pub fn resolve_list(
         if matcher.as_ref().is_some_and(|m| !m.is_match(&path)) {
             continue;
         }
-        if let Some(ex) = &exclusions {
-            let mut parts: Vec<String> = path
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect();
-            let name = parts.pop().unwrap_or_default();
-            if ex.excludes_file(&name) || parts.iter().any(|d| ex.excludes_dir(d)) {
+        if let Some(rule) = rules.leaves_out(&path, cwd, &boundary) {
+            if filter.walk_rules {
+                skipped.push(SkippedFile {
+                    path: display.clone(),
+                    reason: rule.skip_reason(),
+                });
                 continue;
             }
+            named_anyway.push((display.clone(), rule.short()));
         }
         let full = if path.is_absolute() {
             path.clone()
@@ -140,11 +152,109 @@ pub fn resolve_list(
     candidates.sort_by(|a, b| a.1.cmp(&b.1));
     let mut manifest = read_candidates(candidates);
     manifest.warn_outside(outside);
+    named_anyway.retain(|(display, _)| manifest.files.iter().any(|f| f.display == *display));
+    if let Some(warning) = named_anyway_warning(&named_anyway) {
+        manifest.warnings.push(warning);
+    }
     manifest.skipped.extend(skipped);
     manifest.skipped.sort_by(|a, b| a.path.cmp(&b.path));
     manifest.unreadable.extend(unreadable);
     manifest.unreadable.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(manifest)
+}
+
+/// The walk's rules a listed path is held to: the default exclusions and the hidden-file
+/// rule, as the pattern lifts them (see [`super::glob`]).
+struct WalkRules {
+    exclusions: Exclusions,
+    /// `--hidden`, or a component of the pattern is hidden (`.github/**`).
+    hidden: bool,
+}
+
+/// The rule that leaves a listed path out.
+enum LeftOut {
+    Hidden,
+    /// Excluded by default: why (`in node_modules/`, `a lock file`).
+    Excluded(String),
+}
+
+impl LeftOut {
+    fn short(&self) -> String {
+        match self {
+            LeftOut::Hidden => "hidden".into(),
+            LeftOut::Excluded(why) => why.clone(),
+        }
+    }
+
+    fn skip_reason(&self) -> String {
+        match self {
+            LeftOut::Hidden => "hidden: not sent (pass --hidden, or name it in the pattern)".into(),
+            LeftOut::Excluded(why) => {
+                format!("excluded by default ({why}): not sent (name it in the pattern to include it)")
+            }
+        }
+    }
+}
+
+impl WalkRules {
+    fn new(pattern: &str, hidden: bool) -> WalkRules {
+        let pattern = pattern.trim().trim_start_matches("./");
+        WalkRules {
+            exclusions: Exclusions::for_pattern(pattern),
+            hidden: hidden || pattern.split('/').any(|c| is_hidden(c.as_bytes())),
+        }
+    }
+
+    /// Which rule leaves `path` out, looking at its components below the working
+    /// directory (as a walk from there would).
+    fn leaves_out(&self, path: &Path, cwd: &Path, boundary: &Path) -> Option<LeftOut> {
+        let below = if path.is_absolute() {
+            path.strip_prefix(cwd)
+                .or_else(|_| path.strip_prefix(boundary))
+                .unwrap_or(path)
+        } else {
+            path
+        };
+        let parts: Vec<&std::ffi::OsStr> = below
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(name) => Some(name),
+                _ => None,
+            })
+            .collect();
+        if !self.hidden && parts.iter().any(|p| is_hidden(p.as_encoded_bytes())) {
+            return Some(LeftOut::Hidden);
+        }
+        let (name, dirs) = parts.split_last()?;
+        let dirs: Vec<String> = dirs.iter().map(|d| d.to_string_lossy().into_owned()).collect();
+        self.exclusions
+            .reason(&dirs, &name.to_string_lossy())
+            .map(LeftOut::Excluded)
+    }
+}
+
+/// The warning naming the entries of a bare list sent though a walk leaves such files out.
+fn named_anyway_warning(named: &[(String, String)]) -> Option<String> {
+    if named.is_empty() {
+        return None;
+    }
+    let mut shown: Vec<String> = named
+        .iter()
+        .take(NAMED_SHOWN)
+        .map(|(path, why)| format!("{} ({why})", crate::escape::name(path)))
+        .collect();
+    if named.len() > NAMED_SHOWN {
+        shown.push(format!("and {} more", named.len() - NAMED_SHOWN));
+    }
+    let (count, them) = match named.len() {
+        1 => ("1 listed file is".to_string(), "it"),
+        n => (format!("{n} listed files are"), "them"),
+    };
+    Some(format!(
+        "{count} sent because the list names {them}, though a pattern would leave {them} out: {}; add a pattern \
+         ('**/*') after --files-from to hold the list to the default exclusions and hidden-file rule",
+        shown.join(", ")
+    ))
 }
 
 /// What makes two listed names one file: its device and inode where there are such

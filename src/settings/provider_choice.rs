@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::{Environment, ProviderSettings};
 use crate::cli::ProviderArg;
 use crate::error::RlmError;
+use crate::plan::WHAT_TO_DO_KNOWN;
 use crate::provider::catalog;
 use crate::provider::ProviderKind;
 use crate::secret::{redact_url, ApiKey};
@@ -76,16 +77,21 @@ pub fn provider_settings(flags: ProviderFlags, env: &Environment) -> Result<Prov
         }
         (flag, None) => resolve_provider(flag, base_url, model, context_window, temperature, env)?,
     };
-    if let (Some(window), Some(model)) = (
-        provider
-            .context_window
-            .or_else(|| provider.model.as_deref().and_then(catalog::context_window)),
-        provider.model.as_deref(),
-    ) {
-        if u64::from(max_tokens) >= window {
-            return Err(RlmError::Usage(format!(
-                "--max-tokens {max_tokens} leaves no room for input in the {window}-token context \
-                 window of {model}: lower --max-tokens or raise --context-window"
+    // The window the flag gives, or the catalog's for the model named; one the server's
+    // model has is checked once it is known (crate::plan::check_room).
+    let window = match (provider.context_window, provider.model.as_deref()) {
+        (Some(w), _) => Some((format!("the context window (--context-window {w})"), w)),
+        (None, Some(model)) => {
+            catalog::context_window(model).map(|w| (format!("the {w}-token context window of {model}"), w))
+        }
+        (None, None) => None,
+    };
+    if let Some((window, tokens)) = window {
+        if u64::from(max_tokens) >= tokens {
+            return Err(RlmError::Usage(crate::plan::answer_fills_window(
+                max_tokens,
+                &window,
+                WHAT_TO_DO_KNOWN,
             )));
         }
     }

@@ -504,3 +504,120 @@ fn utf16_is_decoded_and_latin1_is_read_with_a_warning_naming_the_file() {
     );
     assert_eq!(report["files_succeeded"], 2);
 }
+
+#[test]
+fn a_dry_run_whose_units_are_all_too_large_gives_the_real_runs_refusal() {
+    let mock = MockLlm::start();
+    let url = mock.url();
+    let p = Project::new().file("big.py", &python_functions(300));
+    let args = [
+        "batch",
+        "big.py",
+        "Review {file}",
+        "--chunking",
+        "off",
+        "--context-window",
+        "8000",
+    ];
+    let real = run(&p, &url, &[&args[..], &["--json"]].concat());
+    real.assert_exit(2);
+    let error = real.json()["error"].clone();
+    assert_eq!(error["kind"], "too_large", "{error}");
+    let message = error["message"].as_str().unwrap().to_string();
+    assert!(message.starts_with("nothing can be sent: big.py: "), "{message}");
+    assert!(message.contains("> 8000 tokens"), "the window's real size: {message}");
+
+    let dry = run(&p, &url, &[&args[..], &["--dry-run", "--json"]].concat());
+    dry.assert_exit(0);
+    let plan = dry.json();
+    assert_eq!(plan["refusal"]["kind"], "too_large", "{plan:#}");
+    assert_eq!(plan["refusal"]["exit_code"], 2);
+    assert_eq!(plan["refusal"]["message"], message.as_str());
+    assert_eq!(plan["cost_check"], format!("cannot start: {message}").as_str());
+
+    let dry = run(&p, &url, &[&args[..], &["--dry-run"]].concat());
+    dry.assert_exit(0);
+    let last = dry.stdout.lines().last().unwrap_or_default().to_string();
+    assert_eq!(last, format!("the real run cannot start: {message}"), "{}", dry.stdout);
+
+    // A plan with something to send proceeds, and says so.
+    let plan = run(
+        &p,
+        &url,
+        &[
+            "batch",
+            "big.py",
+            "Review {file}",
+            "--context-window",
+            "8000",
+            "--dry-run",
+            "--json",
+        ],
+    )
+    .json();
+    assert_eq!(plan["cost_check"], "proceeds", "{plan:#}");
+    assert!(plan["refusal"].is_null(), "{plan:#}");
+    assert_eq!(mock.requests(), 0);
+}
+
+#[test]
+fn a_max_tokens_that_leaves_the_window_no_room_is_one_usage_error_naming_both_flags() {
+    let mock = MockLlm::start();
+    let url = mock.url();
+    let p = Project::new().file("big.py", &python_functions(300));
+    for (window, max_tokens, said) in [
+        // The answer alone fills the window.
+        (
+            "4000",
+            None,
+            "--max-tokens 4096 is not less than the context window (--context-window 4000)",
+        ),
+        (
+            "2000",
+            Some("2000"),
+            "--max-tokens 2000 is not less than the context window (--context-window 2000)",
+        ),
+        // The answer and the instructions leave no room for content.
+        ("5000", None, "--max-tokens 4096 for the answer and ~"),
+        ("9000", Some("8700"), "--max-tokens 8700 for the answer and ~"),
+    ] {
+        let mut args = vec!["batch", "big.py", "Review {file}", "--context-window", window];
+        if let Some(m) = max_tokens {
+            args.extend(["--max-tokens", m]);
+        }
+        for dry in [true, false] {
+            let mut args = args.clone();
+            if dry {
+                args.push("--dry-run");
+            }
+            let out = run(&p, &url, &args);
+            out.assert_exit(2);
+            assert_eq!(out.stderr.lines().count(), 1, "one line: {}", out.stderr);
+            assert!(out.stderr.starts_with("rlm: error: "), "{}", out.stderr);
+            assert!(out.stderr.contains(said), "{window}: {}", out.stderr);
+            assert!(
+                out.stderr.contains(&format!("--context-window {window}"))
+                    && out.stderr.contains("smaller --max-tokens"),
+                "{}",
+                out.stderr
+            );
+            assert!(out.stdout.is_empty(), "no plan: {}", out.stdout);
+            args.push("--json");
+            let doc = run(&p, &url, &args).json();
+            assert_eq!(doc["error"]["kind"], "usage", "{doc:#}");
+        }
+    }
+    // A window rlm only assumes: the message says so, and to pass the real one.
+    let out = run(&p, &url, &["batch", "big.py", "Review {file}", "--max-tokens", "31900"]);
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("rlm assumes") && out.stderr.contains("pass --context-window"),
+        "{}",
+        out.stderr
+    );
+    // Room for a little content still plans (and warns), with no chunk blocked.
+    let units = planned(&p, &url, "big.py", &["--context-window", "5600"]);
+    assert!(units.len() > 1, "{}", units.len());
+    assert_eq!(blocked(&units), Vec::<String>::new());
+    assert_eq!(mock.requests(), 0);
+}

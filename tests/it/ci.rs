@@ -322,6 +322,266 @@ fn files_from_reads_a_list_or_stdin_skips_missing_files_and_links_out_of_the_tre
     }
 }
 
+/// A branch (after `base`) that changes a source file and files a walk leaves out: a hidden
+/// `.env` and workflow, a lock file, build output, a dependency, a minified file.
+fn repo_with_left_out_changes() -> Project {
+    let p = repo();
+    for (path, content) in [
+        (".env", "API_TOKEN=do-not-send\n"),
+        (".github/workflows/ci.yml", "on: push\n"),
+        ("package-lock.json", "{}\n"),
+        ("dist/x.js", "built();\n"),
+        ("node_modules/z/y.js", "dep();\n"),
+        ("app.min.js", "min();\n"),
+        ("src/d.ts", "export const d = 1;\n"),
+    ] {
+        p.write(path, content);
+    }
+    git(p.path(), &["add", "-A", "--force"]);
+    git(p.path(), &["commit", "-qm", "more"]);
+    p
+}
+
+/// What a walk leaves out, as the changed files list it.
+const LEFT_OUT: [&str; 6] = [
+    ".env",
+    ".github/workflows/ci.yml",
+    "app.min.js",
+    "dist/x.js",
+    "node_modules/z/y.js",
+    "package-lock.json",
+];
+
+#[test]
+fn both_ci_input_axes_select_what_the_pattern_selects_in_a_walk_and_list_what_they_leave_out() {
+    let mock = MockLlm::start();
+    let p = repo_with_left_out_changes();
+    let url = mock.url();
+    let diff = Command::new("git")
+        .args(["diff", "-z", "--name-only", "--diff-filter=ACMR", "base...HEAD"])
+        .current_dir(p.path())
+        .output()
+        .unwrap();
+    p.write_bytes("changed.z", &diff.stdout);
+    let reviewed = ["docs/c.md", "src/a.ts", "src/c.ts", "src/d.ts", "src/new_name.ts"];
+    let axes: [&[&str]; 2] = [&["--changed-since", "base"], &["--files-from", "changed.z", "--null"]];
+    for axis in axes {
+        mock.reset_counts();
+        let mut args = vec![
+            "batch",
+            "**/*",
+            "Review {file}",
+            "--base-url",
+            &url,
+            "-o",
+            "out",
+            "--no-cache",
+        ];
+        args.extend_from_slice(axis);
+        isolated(&p, &args).run().assert_exit(0);
+        assert_eq!(sent_paths(&mock), reviewed, "{axis:?}");
+        assert!(
+            !mock.recorded().iter().any(|r| r.user_text().contains("do-not-send")),
+            "{axis:?}: .env sent"
+        );
+        let report = p.report();
+        let skipped: Vec<(String, String)> = report["skipped"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (
+                    s["path"].as_str().unwrap().to_string(),
+                    s["reason"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        let paths: Vec<&str> = skipped.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(paths, LEFT_OUT, "{axis:?}: listed with why");
+        assert!(
+            skipped[0].1.contains("hidden") && skipped[0].1.contains("--hidden"),
+            "{skipped:?}"
+        );
+        assert!(skipped[3].1.contains("excluded by default (in dist/)"), "{skipped:?}");
+        assert!(skipped[5].1.contains("a lock file"), "{skipped:?}");
+    }
+    // The walk under the same pattern agrees (it also sees the unchanged files).
+    let plan = isolated(
+        &p,
+        &[
+            "batch",
+            "**/*",
+            "Review {file}",
+            "--base-url",
+            &url,
+            "--dry-run",
+            "--json",
+        ],
+    )
+    .run()
+    .json();
+    let walked: Vec<&str> = plan["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["path"].as_str())
+        .collect();
+    assert!(reviewed.iter().all(|r| walked.contains(r)), "{walked:?}");
+    assert!(LEFT_OUT.iter().all(|l| !walked.contains(l)), "{walked:?}");
+
+    // A pattern that names a rule lifts it, as for a glob; so does --hidden.
+    for (pattern, extra, sent) in [
+        (".env", &[][..], vec![".env"]),
+        ("**/*.min.js", &[][..], vec!["app.min.js"]),
+        ("node_modules/**", &[][..], vec!["node_modules/z/y.js"]),
+        (".github/**/*.yml", &[][..], vec![".github/workflows/ci.yml"]),
+        (
+            "**/*",
+            &["--hidden"][..],
+            vec![
+                ".env",
+                ".github/workflows/ci.yml",
+                "docs/c.md",
+                "src/a.ts",
+                "src/c.ts",
+                "src/d.ts",
+                "src/new_name.ts",
+            ],
+        ),
+    ] {
+        for axis in axes {
+            mock.reset_counts();
+            let mut args = vec![
+                "batch",
+                pattern,
+                "Review {file}",
+                "--base-url",
+                &url,
+                "-o",
+                "out",
+                "--no-cache",
+            ];
+            args.extend_from_slice(axis);
+            args.extend_from_slice(extra);
+            isolated(&p, &args).run().assert_exit(0);
+            assert_eq!(sent_paths(&mock), sent, "{pattern} {axis:?} {extra:?}");
+        }
+    }
+}
+
+#[test]
+fn the_action_script_reviews_the_same_files_from_either_axis_with_its_default_pattern() {
+    let mock = MockLlm::start();
+    let p = repo_with_left_out_changes();
+    let diff = Command::new("git")
+        .args(["diff", "-z", "--name-only", "--diff-filter=ACMR", "base...HEAD"])
+        .current_dir(p.path())
+        .output()
+        .unwrap();
+    p.write_bytes("changed.z", &diff.stdout);
+    let parent = p.path().parent().unwrap().display().to_string();
+    let axes: [&[(&str, &str)]; 2] = [
+        &[("RLM_CHANGED_SINCE", "base")],
+        &[("RLM_FILES_FROM", "changed.z"), ("RLM_NULL", "true")],
+    ];
+    for axis in axes {
+        // RLM_PATTERN unset: the Action's default, **/*.
+        let out = Command::new("bash")
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/ci-review"))
+            .current_dir(p.path())
+            .env("RLM_BIN", env!("CARGO_BIN_EXE_rlm"))
+            .env("RLM_BASE_URL", mock.url())
+            .env("RLM_OUTPUT_DIR", "out")
+            .env("RLM_API_KEY", TEST_KEY)
+            .env("GIT_CEILING_DIRECTORIES", &parent)
+            .env_remove("RLM_PATTERN")
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("OPENAI_API_KEY")
+            .envs(axis.iter().copied())
+            .output()
+            .expect("bash runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{axis:?}: {stderr}");
+        // The second axis is answered from the cache: the report says what was reviewed.
+        let report = p.report();
+        let reviewed: Vec<&str> = report["units"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|u| u["path"].as_str())
+            .collect();
+        assert_eq!(
+            reviewed,
+            ["docs/c.md", "src/a.ts", "src/c.ts", "src/d.ts", "src/new_name.ts"],
+            "{axis:?}"
+        );
+        assert_eq!(report["skipped"].as_array().unwrap().len(), LEFT_OUT.len(), "{axis:?}");
+    }
+    assert_eq!(mock.requests(), 5, "each file reviewed once, whichever axis");
+    assert!(!mock.recorded().iter().any(|r| r.user_text().contains("do-not-send")));
+}
+
+#[test]
+fn a_bare_files_from_list_sends_what_it_names_and_warns_about_what_a_walk_leaves_out() {
+    let mock = MockLlm::start();
+    let p = Project::new()
+        .file(".env", "API_TOKEN=1\n")
+        .file("dist/x.js", "built();\n")
+        .file("src/a.ts", "export const a = 1;\n")
+        .file("list.txt", ".env\ndist/x.js\nsrc/a.ts\n");
+    let url = mock.url();
+    let out = isolated(
+        &p,
+        &[
+            "batch",
+            "Review {file}",
+            "--files-from",
+            "list.txt",
+            "--base-url",
+            &url,
+            "-o",
+            "out",
+        ],
+    )
+    .run();
+    out.assert_exit(0);
+    assert_eq!(
+        sent_paths(&mock),
+        [".env", "dist/x.js", "src/a.ts"],
+        "an explicit list is sent as named"
+    );
+    let warning = out
+        .stderr
+        .lines()
+        .find(|l| l.contains("listed files are sent"))
+        .unwrap_or_else(|| panic!("{}", out.stderr))
+        .to_string();
+    assert!(
+        warning.contains(".env (hidden)") && warning.contains("dist/x.js (in dist/)") && !warning.contains("src/a.ts"),
+        "{warning}"
+    );
+    assert!(warning.contains("'**/*'"), "says how to filter: {warning}");
+    let warnings = p.report()["warnings"].to_string();
+    assert!(warnings.contains(".env (hidden)"), "{warnings}");
+    // Under -q the warning is still said: it is what left the machine.
+    let out = isolated(
+        &p,
+        &[
+            "batch",
+            "Review {file}",
+            "--files-from",
+            "list.txt",
+            "--base-url",
+            &url,
+            "-o",
+            "out",
+            "-q",
+        ],
+    )
+    .run();
+    assert!(out.stderr.contains(".env (hidden)"), "{}", out.stderr);
+}
+
 #[test]
 fn findings_become_sarif_annotations_a_step_summary_and_fail_on_decides_the_exit() {
     let mock = MockLlm::start();
