@@ -50,6 +50,18 @@ impl FileLock {
         })
     }
 
+    /// Whether somebody holds the lock on `path` now, without creating the file: `None` when
+    /// there is no such file (or it cannot be opened), so nothing is known.
+    pub fn is_held(path: &Path) -> Option<bool> {
+        let file = OpenOptions::new().read(true).open(path).ok()?;
+        match flock(&file, libc::LOCK_EX | libc::LOCK_NB) {
+            // Taken, so nobody held it; let go when `file` closes.
+            Ok(()) => Some(false),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Some(true),
+            Err(_) => None,
+        }
+    }
+
     /// The locked file (to write who holds it, say).
     pub fn file(&self) -> &File {
         &self.file

@@ -37,7 +37,7 @@ const MARKER: &str = ".rlm-run";
 pub const PENDING_CACHE_DIR: &str = "pending-cache";
 /// The lock file of a run directory: held (`flock`) by the run working in it, and holding
 /// that run's pid.
-pub const LOCK_FILE: &str = ".rlm-lock";
+pub use crate::store::RUN_LOCK_FILE as LOCK_FILE;
 
 /// The directory and files of one run.
 #[derive(Debug, Clone)]

@@ -225,7 +225,11 @@ impl PoolHandler<JobOutcome> for Dispatcher {
         let cost_usd = self.model.cost(outcome.usage) + self.model.cost_at(outcome.batch_usage, PriceTier::Batch);
         let cache_saved_usd = self.model.cache_savings(outcome.usage, PriceTier::Realtime)
             + self.model.cache_savings(outcome.batch_usage, PriceTier::Batch);
-        if !self.counted.remove(&unit) {
+        if self.counted.remove(&unit) {
+            // What [`PoolHandler::paid`] counted is the realtime calls' part; a batch result
+            // that was asked again in realtime still cost its batch request.
+            self.spent += self.model.cost_at(outcome.batch_usage, PriceTier::Batch);
+        } else {
             self.spent += cost_usd;
         }
         // A call paid at the list price (realtime): a batch-API run that made one was

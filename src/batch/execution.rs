@@ -279,6 +279,48 @@ impl Execution {
         }
     }
 
+    /// The next of `tasks` to end, hearing meanwhile what the pool hears between its jobs:
+    /// paid calls (their slots go back: a `--schema` re-ask made while a batch's results
+    /// are kept holds one, and nobody else reads them then), events, and Ctrl-C, SIGTERM or
+    /// the deadline (no call starts after them; a second Ctrl-C abandons what is left, which
+    /// the provider keeps for `rlm resume`). `None` once `tasks` is empty.
+    pub async fn join_heard<T: 'static>(
+        &mut self,
+        tasks: &mut tokio::task::JoinSet<T>,
+    ) -> Option<Result<T, tokio::task::JoinError>> {
+        loop {
+            tokio::select! {
+                biased;
+                () = self.interrupt.recv() => {
+                    if !self.interrupt.deadline_passed {
+                        if self.interrupted {
+                            tasks.abort_all();
+                        }
+                        self.interrupted = true;
+                    }
+                    self.limiter.halt();
+                }
+                Some(p) = self.paid.recv() => self.hear_paid(p),
+                Some(event) = self.events.recv() => exec::PoolHandler::event(&mut self.dispatcher, event),
+                joined = tasks.join_next() => {
+                    while let Ok(event) = self.events.try_recv() {
+                        exec::PoolHandler::event(&mut self.dispatcher, event);
+                    }
+                    while let Ok(p) = self.paid.try_recv() {
+                        self.hear_paid(p);
+                    }
+                    return joined;
+                }
+            }
+        }
+    }
+
+    fn hear_paid(&mut self, paid: exec::Paid) {
+        if exec::PoolHandler::paid(&mut self.dispatcher, paid) != exec::Flow::Continue {
+            self.limiter.halt();
+        }
+    }
+
     /// Why no more calls may be made, for the report.
     pub fn why_stopped(&self) -> &'static str {
         if self.interrupt.deadline_passed {

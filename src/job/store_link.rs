@@ -61,7 +61,7 @@ impl StoreLink {
         let registered = if new {
             store.create_run(&new_run).map(drop)
         } else {
-            match store.claim_run(&link.run, false, crate::store::Limits::default()) {
+            match store.claim_run(&link.run, false, crate::store::Limits::default(), false) {
                 Ok(_) => Ok(()),
                 Err(e @ StoreError::RunInUse { .. }) => return Err(RlmError::InUse(e.to_string())),
                 // Not recorded when it started (the store was unavailable then): record it now.

@@ -114,7 +114,7 @@ impl StoreReporter {
                 retry_failed,
                 limits,
             } => {
-                let claim = store.claim_run(&run, retry_failed, limits)?;
+                let claim = store.claim_run(&run, retry_failed, limits, true)?;
                 tracing::debug!(run = %run, ?claim, "run claimed");
                 // One query for the run's states; a unit the store does not know is queued.
                 let known: HashMap<String, UnitState> = store.unit_states(&run)?.into_iter().collect();

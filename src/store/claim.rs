@@ -67,7 +67,13 @@ impl Spent {
 impl WriteBatch<'_> {
     /// Makes this process the owner of `run` and requeues what a resume should dispatch;
     /// see [`super::TaskStore::claim_run`].
-    pub fn claim_run(&mut self, run: &RunId, retry_unsuccessful: bool, limits: Limits) -> Result<Claim, StoreError> {
+    pub fn claim_run(
+        &mut self,
+        run: &RunId,
+        retry_unsuccessful: bool,
+        limits: Limits,
+        holding_dir: bool,
+    ) -> Result<Claim, StoreError> {
         let owner = self
             .tx
             .query_row(
@@ -101,7 +107,10 @@ impl WriteBatch<'_> {
         }
         let me = std::process::id();
         if let (Some(RunStatus::Running), Some(pid)) = (RunStatus::from_name(&status), pid) {
-            let exists = pid != me && liveness::owner_exists(pid, identity.as_deref());
+            // This process holds the run directory's lock: whoever the store names is gone.
+            let exists = !holding_dir
+                && pid != me
+                && liveness::owner_alive(pid, identity.as_deref(), std::path::Path::new(&output_dir));
             let age = heartbeat
                 .as_deref()
                 .and_then(Timestamp::parse)

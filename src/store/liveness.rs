@@ -37,6 +37,22 @@ impl Liveness {
     }
 }
 
+/// The file in a run's output directory that its rlm holds an `flock` on while it works
+/// there (see [`crate::run_dir`]): the kernel lets go of it when the process dies, even
+/// before a zombie is reaped, so it is what tells a live owner from a dead one.
+pub const RUN_LOCK_FILE: &str = ".rlm-lock";
+
+/// Whether the rlm that owns a run, recorded as `pid` (with `identity`) working in
+/// `output_dir`, is still there. The directory's lock is trusted first: free, the owner
+/// is gone whatever process its pid now names (a zombie not yet reaped, a pid taken
+/// again); where there is no lock to ask (a run that holds none), the pid tells.
+pub fn owner_alive(pid: u32, identity: Option<&str>, output_dir: &std::path::Path) -> bool {
+    match crate::file_lock::FileLock::is_held(&output_dir.join(RUN_LOCK_FILE)) {
+        Some(false) => false,
+        Some(true) | None => owner_exists(pid, identity),
+    }
+}
+
 /// This process's identity, recorded as the owner of the runs it creates or claims.
 pub fn current_identity() -> Option<String> {
     identity_of(std::process::id())

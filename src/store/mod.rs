@@ -28,7 +28,7 @@ pub use batch_submissions::{
 pub use claim::{Claim, Limits, Spent};
 pub use error::StoreError;
 pub use lifecycle::{RunStatus, UnitKind, UnitState};
-pub use liveness::{Liveness, HEARTBEAT_STALE_AFTER};
+pub use liveness::{Liveness, HEARTBEAT_STALE_AFTER, RUN_LOCK_FILE};
 pub use records::{Detail, NewRun, NewUnit, RunId};
 pub use render::{list_json, list_text, status_json, status_text, tree_json, tree_text};
 pub use schema::SCHEMA_VERSION;

@@ -1,7 +1,7 @@
 //! Reading `runs` rows into [`RunSummary`]s: the columns, their parsing, the owner's
 //! liveness, and the unit counts and ETA inputs that complete a summary.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use rusqlite::{params, Row};
 
@@ -39,7 +39,7 @@ impl TaskStore {
         let heartbeat_at = self.optional_timestamp("runs.heartbeat_at", c.heartbeat_at)?;
         let owner = match (status, c.owner_pid) {
             (RunStatus::Running, Some(pid)) => {
-                let exists = liveness::owner_exists(pid, c.owner_identity.as_deref());
+                let exists = liveness::owner_alive(pid, c.owner_identity.as_deref(), Path::new(&c.output_dir));
                 let age = heartbeat_at.map_or(std::time::Duration::MAX, |at| Timestamp::now().since(at));
                 Some(Owner {
                     pid,

@@ -212,10 +212,18 @@ impl TaskStore {
     /// owns it; requeues the units a crash left running and those cancelled when the run
     /// stopped, and with `retry_unsuccessful` also the failed and timed-out ones. `limits`
     /// are the ones given to this resume; the claim says what the earlier attempts spent,
-    /// how long they ran, and the limits earlier resumes gave.
-    pub fn claim_run(&mut self, run: &RunId, retry_unsuccessful: bool, limits: Limits) -> Result<Claim, StoreError> {
+    /// how long they ran, and the limits earlier resumes gave. `holding_dir`: this process
+    /// holds the run directory's lock, so the owner the store names is gone, whatever its
+    /// pid now names.
+    pub fn claim_run(
+        &mut self,
+        run: &RunId,
+        retry_unsuccessful: bool,
+        limits: Limits,
+        holding_dir: bool,
+    ) -> Result<Claim, StoreError> {
         let mut batch = self.begin()?;
-        let claim = batch.claim_run(run, retry_unsuccessful, limits)?;
+        let claim = batch.claim_run(run, retry_unsuccessful, limits, holding_dir)?;
         batch.commit()?;
         Ok(claim)
     }

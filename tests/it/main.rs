@@ -35,6 +35,7 @@ mod job_clusters;
 mod job_fetch;
 mod mock_selftest;
 mod newcomer;
+mod one_engine;
 mod prompt_cache;
 mod pushback;
 mod real_model;

@@ -257,18 +257,21 @@ impl BatchApiRun {
         outcomes: &mut Vec<(String, &'static str, Option<String>)>,
         sent_as: &HashMap<usize, String>,
     ) -> bool {
-        let Some(joined) = keeping.join_next().await else {
+        let Some(joined) = exec.join_heard(keeping).await else {
             return true;
         };
         let (i, mut outcome) = match joined {
             Ok(kept) => kept,
             Err(e) => {
                 tracing::debug!("keeping a batch result failed: {e}");
-                return true;
+                // Abandoned by a second Ctrl-C: the batch is not collected (its results stay
+                // at the provider for `rlm resume`).
+                return !e.is_cancelled();
             }
         };
         p.done[i] = true;
-        outcome.attempts = self.sent.get(p.work[i].id().as_str()).copied().unwrap_or(1);
+        // Its batch sends, and the realtime calls of a `--schema` re-ask.
+        outcome.attempts += self.sent.get(p.work[i].id().as_str()).copied().unwrap_or(1);
         if let Some(custom_id) = sent_as.get(&i) {
             outcomes.push((custom_id.clone(), "succeeded", None));
         }

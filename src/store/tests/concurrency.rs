@@ -139,7 +139,7 @@ fn a_killed_run_reads_as_crashed_and_its_running_units_can_be_requeued() {
     let summary = store.run(&run).unwrap();
     assert_eq!(summary.display_status(), "RUNNING");
     assert_eq!(summary.owner.as_ref().map(|o| o.pid), Some(child.id()));
-    let err = store.claim_run(&run, false, Limits::default()).unwrap_err();
+    let err = store.claim_run(&run, false, Limits::default(), false).unwrap_err();
     assert!(
         matches!(err, StoreError::RunInUse { pid, .. } if pid == child.id()),
         "{err:?}"
@@ -158,7 +158,7 @@ fn a_killed_run_reads_as_crashed_and_its_running_units_can_be_requeued() {
         Some(run.clone())
     );
 
-    let claim = store.claim_run(&run, false, Limits::default()).unwrap();
+    let claim = store.claim_run(&run, false, Limits::default(), false).unwrap();
     assert_eq!((claim.recovered, claim.retried, claim.attempt), (2, 0, 2));
     assert_eq!(claim.earlier.attempts, 1, "{claim:?}");
     let summary = store.run(&run).unwrap();

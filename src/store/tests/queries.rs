@@ -120,7 +120,7 @@ fn status_list_failures_and_resume_queries() {
 
     // resume --failed: the cancelled unit goes back to the queue (as on every resume), and
     // the failed and timed-out ones too.
-    let claim = store.claim_run(&run, true, Limits::default()).unwrap();
+    let claim = store.claim_run(&run, true, Limits::default(), false).unwrap();
     assert_eq!((claim.recovered, claim.retried), (1, 2));
     assert_eq!(store.run(&run).unwrap().units.queued, 4);
     assert_eq!(store.run(&run).unwrap().status, RunStatus::Running);
@@ -201,7 +201,7 @@ fn each_attempt_records_its_spend_time_and_limits_and_a_claim_hands_them_on() {
         max_cost_usd: Some(2.0),
         deadline_ms: None,
     };
-    let claim = store.claim_run(&run, false, given).unwrap();
+    let claim = store.claim_run(&run, false, given, false).unwrap();
     assert_eq!((claim.attempt, claim.earlier.attempts), (2, 1));
     assert!((claim.earlier.cost_usd - 1.5).abs() < 1e-9);
     assert!(claim.earlier.elapsed_ms >= 3_000, "{claim:?}");
@@ -221,6 +221,7 @@ fn each_attempt_records_its_spend_time_and_limits_and_a_claim_hands_them_on() {
                 max_cost_usd: None,
                 deadline_ms: Some(60_000),
             },
+            false,
         )
         .unwrap();
     assert_eq!(claim.attempt, 3);
@@ -229,7 +230,7 @@ fn each_attempt_records_its_spend_time_and_limits_and_a_claim_hands_them_on() {
     let summary = store.run(&run).unwrap();
     assert_eq!(summary.attempts, 3);
     assert!(summary.elapsed_ms >= 3_000);
-    let claim = store.claim_run(&run, false, Limits::default()).unwrap();
+    let claim = store.claim_run(&run, false, Limits::default(), false).unwrap();
     assert_eq!(
         claim.limits,
         Limits {
@@ -308,7 +309,7 @@ fn a_run_that_takes_over_an_unfinished_runs_directory_supersedes_it() {
         elsewhere
     );
     // And never claimed.
-    let err = store.claim_run(&a, false, Limits::default()).unwrap_err();
+    let err = store.claim_run(&a, false, Limits::default(), false).unwrap_err();
     assert!(
         matches!(&err, StoreError::Superseded { by, .. } if by == "b"),
         "{err:?}"

@@ -1,0 +1,146 @@
+//! One lifecycle for every call (issue 24): the money promises the realtime path keeps hold
+//! on the batch-API path and the job path too — no request paid twice by two runs at once,
+//! a budget that bounds a batch run, no hang while a batch's answers are asked again, and a
+//! run whose owner died resumable whatever its pid says.
+#![cfg(unix)]
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::mock_llm::batch::BatchProgress;
+use crate::support::mock_llm::*;
+use crate::support::*;
+
+/// Polls every 20 ms (the default schedule waits seconds).
+const FAST_POLLS: &str = "20";
+
+fn ts_project(n: usize) -> Project {
+    let p = Project::new();
+    for i in 0..n {
+        p.write(&format!("src/f{i:03}.ts"), &format!("export const f{i:03} = {i};\n"));
+    }
+    p
+}
+
+/// `rlm batch src/*.ts PROMPT --base-url URL --model haiku -o OUT --yes EXTRA…`
+fn batch_in<'a>(url: &'a str, out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "batch",
+        "src/*.ts",
+        "List {file}",
+        "--base-url",
+        url,
+        "--model",
+        "haiku",
+        "-o",
+        out,
+        "--yes",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+fn fast(p: &Project, args: &[&str]) -> Run {
+    p.rlm(args).env("RLM_BATCH_POLL_MS", FAST_POLLS)
+}
+
+/// The result files in `dir`.
+fn results_in(p: &Project, dir: &str) -> usize {
+    let dir = p.path().join(dir);
+    if !dir.is_dir() {
+        return 0;
+    }
+    file_names(&dir).iter().filter(|n| n.ends_with(".result.md")).count()
+}
+
+/// Scenario 7: more schema-invalid batch answers than the width. Each is asked again in
+/// realtime, and each re-ask's slot goes back while the batch's results are kept: the run
+/// ends (it used to park every thread for good).
+#[test]
+fn more_invalid_schema_answers_than_the_width_are_each_asked_again_and_the_run_ends() {
+    const SCHEMA: &str = r#"{"type": "object", "properties": {"functions": {"type": "array", "items": {"type": "string"}}},
+        "required": ["functions"], "additionalProperties": false}"#;
+    let mock = MockLlm::start();
+    let p = ts_project(4).file("functions.schema.json", SCHEMA);
+    for i in 0..6 {
+        p.write(
+            &format!("src/bad{i}.ts"),
+            &format!("// {}\n", reply_marker(r#"{"functions": [1], "extra": true}"#)),
+        );
+    }
+    let url = mock.url();
+    let out = fast(
+        &p,
+        &batch_in(
+            &url,
+            "out",
+            &["--batch-api", "-j", "2", "--schema", "functions.schema.json"],
+        ),
+    )
+    .timeout(Duration::from_secs(60))
+    .run();
+    out.assert_exit(1);
+    assert_eq!(mock.batch_sizes(), [10]);
+    assert_eq!(mock.recorded().len(), 6, "each invalid answer asked again once");
+    let report = p.report();
+    assert_eq!(report["succeeded"], 4, "{report}");
+    assert_eq!(report["failed"].as_array().map(Vec::len), Some(6), "{report}");
+    for i in 0..6 {
+        assert!(p.exists(&format!("out/src-bad{i}.ts.rejected.md")));
+    }
+    // Paid: the batch request and the re-ask of each bad file, both counted.
+    let units = report["units"].as_array().expect("units");
+    let bad: Vec<&Value> = units
+        .iter()
+        .filter(|u| u["path"].as_str().is_some_and(|p| p.contains("bad")))
+        .collect();
+    assert_eq!(bad.len(), 6, "{report}");
+    for u in bad {
+        assert_eq!(u["attempts"], 2, "{u}");
+        assert!(u["tokens_in"].as_u64().unwrap() > 0, "{u}");
+    }
+}
+
+/// The identity rlm records for a live process: `{boot id}:{start time}` (Linux).
+fn identity_of(pid: u32) -> String {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 1..].split_whitespace().collect();
+    format!("{}:{}", boot.trim(), fields[19])
+}
+
+/// Scenario 9: a run whose rlm died is resumable at once, whatever process its pid now
+/// names (a zombie not yet reaped, or a pid taken by another program): its directory's
+/// lock went with the process, and the lock is what is trusted.
+#[test]
+fn a_run_whose_owner_died_resumes_though_its_pid_names_a_live_process() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(400));
+    let p = ts_project(6);
+    let url = mock.url();
+    let running = p.rlm(&batch_in(&url, "out", &["-j", "1"])).spawn();
+    assert!(
+        wait_until(Duration::from_secs(30), || results_in(&p, "out") >= 1),
+        "the run makes progress"
+    );
+    running.signal("KILL");
+    let _ = running.wait();
+    // The store names another live process as the owner: a pid taken again.
+    let mut other = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+    let store = rusqlite::Connection::open(p.path().join(".aiwg/rlm/store.sqlite3")).unwrap();
+    let changed = store
+        .execute(
+            "UPDATE runs SET owner_pid = ?1, owner_identity = ?2",
+            rusqlite::params![other.id(), identity_of(other.id())],
+        )
+        .unwrap();
+    assert_eq!(changed, 1);
+    drop(store);
+    mock.set_latency(Duration::ZERO);
+    let resumed = p.rlm(&["resume", "--yes"]).run();
+    let _ = other.kill();
+    let _ = other.wait();
+    resumed.assert_exit(0);
+    assert_eq!(p.report()["succeeded"], 6);
+}
