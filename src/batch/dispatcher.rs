@@ -184,6 +184,28 @@ impl Dispatcher {
         }
     }
 
+    /// What is left of `--max-cost` (earlier attempts' spend counted); `None` without one.
+    pub fn budget_left(&self) -> Option<f64> {
+        self.max_cost.map(|max| max - self.spent - self.spent_before)
+    }
+
+    /// The most `request` can cost through the batch API: its input at the upper bound
+    /// of its tokens, its output at its `max_tokens`, at the batch price.
+    pub fn worst_batch_cost(&self, request: &crate::provider::CompletionRequest) -> f64 {
+        let bytes = request.system.len() + request.shared.len() + request.user.len();
+        let usage = crate::provider::Usage {
+            input_tokens: crate::tokens::upper_bound(bytes as u64),
+            output_tokens: u64::from(request.max_tokens),
+            ..Default::default()
+        };
+        self.model.cost_at(usage, PriceTier::Batch)
+    }
+
+    /// Stops the run for its budget: `reason` says why.
+    pub fn stop_for_budget(&mut self, reason: String) {
+        self.halt(StopReason::Budget(reason));
+    }
+
     /// Whether the run's spend (earlier attempts included) has reached `--max-cost`.
     pub fn over_budget(&self) -> Option<String> {
         let max = self.max_cost?;

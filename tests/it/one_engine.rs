@@ -144,3 +144,37 @@ fn a_run_whose_owner_died_resumes_though_its_pid_names_a_live_process() {
     resumed.assert_exit(0);
     assert_eq!(p.report()["succeeded"], 6);
 }
+
+/// Scenario 6: `--max-cost` bounds a batch run. A batch is paid for whole, so before each
+/// submission its worst case must fit in what is left: what does not is not sent, the run
+/// ends BUDGET_EXCEEDED (exit 1), and a resume with a higher budget sends the rest, once.
+#[test]
+fn max_cost_bounds_a_batch_run_and_a_resume_with_more_sends_the_rest_once() {
+    let mock = MockLlm::start();
+    let p = ts_project(40);
+    let url = mock.url();
+    let out = fast(
+        &p,
+        &batch_in(&url, "out", &["--batch-api", "--max-cost", "0.01", "--json"]),
+    )
+    .run();
+    out.assert_exit(1);
+    let report = out.json();
+    assert_eq!(report["status"], "BUDGET_EXCEEDED", "{report}");
+    let sent: usize = mock.batch_sizes().iter().sum();
+    assert!(
+        sent > 0 && sent < 40,
+        "only what fits was submitted: {:?}",
+        mock.batch_sizes()
+    );
+    assert!(report["cost_usd"].as_f64().unwrap() <= 0.01, "{report}");
+    assert_eq!(report["succeeded"].as_u64().unwrap() as usize, sent, "{report}");
+    assert_eq!(report["not_run"].as_array().unwrap().len(), 40 - sent, "{report}");
+    assert!(out.stderr.contains("--max-cost"), "{}", out.stderr);
+
+    let resumed = fast(&p, &["resume", "--yes", "--max-cost", "5"]).run();
+    resumed.assert_exit(0);
+    assert_eq!(mock.batch_sizes().iter().sum::<usize>(), 40, "nothing was sent twice");
+    assert_eq!(mock.requests(), 0);
+    assert_eq!(p.report()["succeeded"], 40);
+}

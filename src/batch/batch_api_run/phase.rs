@@ -88,6 +88,8 @@ pub(super) struct Phase<'a> {
     /// Requests to submit again once the phase's batches have ended (see
     /// [`BatchApiRun::requeue`]).
     pub(super) requeue: Vec<usize>,
+    /// Under `--max-cost`: the most each request in a batch can cost (0 until counted).
+    pub(super) worst: Vec<f64>,
 }
 
 impl<'a> Phase<'a> {
@@ -109,6 +111,7 @@ impl<'a> Phase<'a> {
             batches: Vec::new(),
             max_requests: None,
             requeue: Vec::new(),
+            worst: vec![0.0; n],
         }
     }
 

@@ -31,7 +31,7 @@ impl BatchApiRun {
             p.announce(exec, i);
         }
         let ctx = exec.jobs.clone();
-        let mut left = send;
+        let mut left = self.within_budget(exec, p, send);
         let mut attempt = 0;
         loop {
             let mut recorder = RunRecorder {
@@ -121,6 +121,53 @@ impl BatchApiRun {
                 }
             }
         }
+    }
+
+    /// Under `--max-cost`, the requests of `send` (in order) whose worst case fits in what is
+    /// left of the budget once the batches still at the provider are counted at theirs: a
+    /// batch is paid for whole, so the estimate alone cannot hold the cap. The others are
+    /// not sent; the run ends BUDGET_EXCEEDED, and `rlm resume --max-cost` with more sends
+    /// them.
+    fn within_budget(&mut self, exec: &mut Execution, p: &mut Phase<'_>, send: Vec<usize>) -> Vec<usize> {
+        let Some(mut left) = exec.dispatcher.budget_left() else {
+            return send;
+        };
+        let ctx = exec.jobs.clone();
+        let worst = |p: &Phase<'_>, i: usize| exec.dispatcher.worst_batch_cost(&request_of(&ctx, p.work[i]));
+        for i in 0..p.work.len() {
+            if p.in_flight[i] && !p.done[i] {
+                if p.worst[i] == 0.0 {
+                    p.worst[i] = worst(p, i);
+                }
+                left -= p.worst[i];
+            }
+        }
+        let mut fits = Vec::with_capacity(send.len());
+        let mut over = Vec::new();
+        for i in send {
+            let cost = worst(p, i);
+            if over.is_empty() && cost <= left {
+                left -= cost;
+                p.worst[i] = cost;
+                fits.push(i);
+            } else {
+                over.push(i);
+            }
+        }
+        if over.is_empty() {
+            return fits;
+        }
+        let reason = format!(
+            "--max-cost: {} requests were not submitted, as their batch could cost more than the {} left of the              budget (each counted at its worst: its input, and max_tokens of output, at the batch price); `rlm              resume {} --max-cost USD` with a higher budget sends them",
+            over.len(),
+            crate::money::usd(left.max(0.0) + fits.iter().map(|&i| p.worst[i]).sum::<f64>()),
+            self.run
+        );
+        for i in over {
+            self.cancelled(exec, p, i, &format!("not run: {reason}"));
+        }
+        exec.dispatcher.stop_for_budget(reason);
+        fits
     }
 
     /// Batch `batch_id`, holding the requests `custom_ids` (as sent), is waited for: each
@@ -262,6 +309,14 @@ impl BatchApiRun {
             jobs.push(p.work[i].job());
         }
         jobs
+    }
+}
+
+/// The request of `work`, as a batch sends it (rendered now, by the one renderer).
+fn request_of(ctx: &JobContext, work: Work<'_>) -> crate::provider::CompletionRequest {
+    match work {
+        Work::Unit(unit) => request::render(unit, &ctx.requests).request,
+        Work::Summary(s) => job::summary_call(ctx, s).request,
     }
 }
 
