@@ -52,6 +52,7 @@ impl FileLock {
 
     /// Whether somebody holds the lock on `path` now, without creating the file: `None` when
     /// there is no such file (or it cannot be opened), so nothing is known.
+    #[allow(clippy::disallowed_methods)] // std::fs: see the module doc; no error is shown
     pub fn is_held(path: &Path) -> Option<bool> {
         let file = OpenOptions::new().read(true).open(path).ok()?;
         match flock(&file, libc::LOCK_EX | libc::LOCK_NB) {

@@ -13,7 +13,7 @@
 //! the same time; the second is served the first one's answer.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::answers::{self, UnitAnswers};
 use super::conform::conform;
@@ -47,6 +47,9 @@ pub struct JobContext {
     pub may_call: bool,
     /// The run's answer journal (see [`super::pending`]).
     pub journal: Option<Arc<super::pending::Journal>>,
+    /// The store, asked before paying whether another run's provider batch holds the key
+    /// (see [`crate::store::KeyClaim`]); `None` without a store.
+    pub batch_claims: Option<Arc<std::sync::Mutex<crate::store::TaskStore>>>,
 }
 
 impl JobContext {
@@ -64,6 +67,7 @@ impl JobContext {
             read_cache: self.read_cache,
             may_call: self.may_call,
             journal: self.journal.clone(),
+            batch_claims: self.batch_claims.clone(),
         }
     }
 }
@@ -219,6 +223,7 @@ async fn run_unit(ctx: Arc<JobContext>, unit: WorkUnit, mut outcome: JobOutcome,
             outcome.failure = Some(JobFailure::Halted);
             return outcome;
         }
+        KeyClaim::Elsewhere(why) => return outcome.failed(why),
     };
     keep_prompt(&ctx, &unit, &rendered.request);
     let mut outcome = call(&ctx, &rendered.request, (&unit.id, &unit.label), outcome, place).await;
@@ -538,6 +543,7 @@ async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutc
             outcome.failure = Some(JobFailure::Halted);
             return outcome;
         }
+        KeyClaim::Elsewhere(why) => return outcome.failed(why),
     };
     let mut outcome = call(&ctx, &summary.request, (&job.id, &job.label), outcome, place).await;
     let Some(text) = outcome.text.take().filter(|_| outcome.failure.is_none()) else {
@@ -556,6 +562,9 @@ enum KeyClaim {
     /// The run stopped dispatching while this job waited for another's claim: it is not
     /// run (it paid nothing, and waits for nothing).
     Halted,
+    /// A provider batch of a run whose rlm is gone holds the key: its answer will be paid
+    /// for there, so it is not paid again here (why, and which run to resume).
+    Elsewhere(String),
 }
 
 /// Claims `key` before paying for it (issue 17): a second rlm on the same files waits for
@@ -568,32 +577,79 @@ async fn claim_key(ctx: &Arc<JobContext>, key: &CacheKey, place: Place) -> KeyCl
         // `--no-cache`: this run wants its own answers.
         return KeyClaim::Held(None, place);
     }
-    let (cache, key, max) = (ctx.cache.clone(), key.clone(), ctx.requests.max_tokens);
+    let mut place = Some(place);
+    let mut looks = 0u32;
+    loop {
+        let place_now = place.take().unwrap_or_else(|| ctx.call.limiter.place());
+        let (claimed, place_now) = match flock_key(ctx, key, place_now).await {
+            Ok(taken) => taken,
+            Err(claim) => return claim,
+        };
+        let guard = match claimed {
+            Claimed::Cached(entry) => return KeyClaim::Served(entry),
+            Claimed::Mine(guard) => guard,
+        };
+        // Under the flock, a provider batch of another run may still hold the key.
+        let holder = batch_holder(ctx, key)
+            .await
+            .filter(|h| h.run.as_str() != ctx.run_dir.run_id);
+        let Some(holder) = holder else {
+            return KeyClaim::Held(Some(guard), place_now);
+        };
+        drop(guard);
+        if !holder.alive {
+            return KeyClaim::Elsewhere(format!("not paid again: its answer is {}", holder.describe()));
+        }
+        // Its batch is being collected: wait for the answer (the slot's place is given up).
+        drop(place_now);
+        let wait = Duration::from_millis(250 * u64::from(1 + looks.min(7)));
+        looks += 1;
+        let limiter = ctx.call.limiter.clone();
+        tokio::select! {
+            biased;
+            () = limiter.halted() => return KeyClaim::Halted,
+            () = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
+/// Takes `key`'s flock (waiting, place given up, while another job holds it) and reads the
+/// cache again under it; `Err` with what the job comes to when it cannot.
+async fn flock_key(ctx: &Arc<JobContext>, key: &CacheKey, place: Place) -> Result<(Claimed, Place), KeyClaim> {
+    let (cache, max) = (ctx.cache.clone(), ctx.requests.max_tokens);
     let first = {
         let (cache, key) = (cache.clone(), key.clone());
         tokio::task::spawn_blocking(move || cache.try_claim_miss(&key, max)).await
     };
-    let (claimed, place) = match first {
-        Ok(Ok(Some(claimed))) => (claimed, place),
+    match first {
+        Ok(Ok(Some(claimed))) => Ok((claimed, place)),
         Ok(Ok(None)) => {
             drop(place);
             let limiter = ctx.call.limiter.clone();
             match cache
-                .claim_miss_unless(&key, max, async move { limiter.halted().await })
+                .claim_miss_unless(key, max, async move { limiter.halted().await })
                 .await
             {
-                Ok(Some(claimed)) => (claimed, ctx.call.limiter.place()),
-                Ok(None) => return KeyClaim::Halted,
-                Err(e) => return unclaimed(&e.to_string(), ctx.call.limiter.place()),
+                Ok(Some(claimed)) => Ok((claimed, ctx.call.limiter.place())),
+                Ok(None) => Err(KeyClaim::Halted),
+                Err(e) => Err(unclaimed(&e.to_string(), ctx.call.limiter.place())),
             }
         }
-        Ok(Err(e)) => return unclaimed(&e.to_string(), place),
-        Err(e) => return unclaimed(&e.to_string(), place),
-    };
-    match claimed {
-        Claimed::Cached(entry) => KeyClaim::Served(entry),
-        Claimed::Mine(guard) => KeyClaim::Held(Some(guard), place),
+        Ok(Err(e)) => Err(unclaimed(&e.to_string(), place)),
+        Err(e) => Err(unclaimed(&e.to_string(), place)),
     }
+}
+
+/// The run whose provider batch holds `key`, if one does (asked off the async workers).
+async fn batch_holder(ctx: &Arc<JobContext>, key: &CacheKey) -> Option<crate::store::KeyHolder> {
+    let store = ctx.batch_claims.clone()?;
+    let key = key.0.clone();
+    let asked = tokio::task::spawn_blocking(move || {
+        let store = store.lock().ok()?;
+        store.key_holder(&key).ok().flatten()
+    })
+    .await;
+    asked.ok().flatten()
 }
 
 /// A claim that could not be taken does not stop the unit: it pays as it would have

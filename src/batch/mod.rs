@@ -390,6 +390,9 @@ fn start(
         pending: plan.pending.clone(),
         read_cache: settings.exec.cache_mode.reads(),
         may_call: settings.exec.cache_mode != CacheMode::ReadOnly,
+        batch_claims: TaskStore::open(&settings.rlm_dir())
+            .ok()
+            .map(|store| Arc::new(std::sync::Mutex::new(store))),
     });
     let batch_api = match plan.delivery {
         Delivery::Realtime => None,

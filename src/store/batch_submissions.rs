@@ -87,6 +87,9 @@ pub struct NewBatchIntent<'a> {
     pub phase: &'a str,
     /// `(custom_id, unit_id)` of every request.
     pub requests: &'a [(String, String)],
+    /// `(custom_id, cache_key)` of the requests whose keys this run claimed
+    /// ([`super::KeyClaim`]): they get the submission's token.
+    pub keys: &'a [(String, String)],
 }
 
 /// A submission whose batch was never recorded: its create request was sent (or about to
@@ -196,6 +199,7 @@ impl WriteBatch<'_> {
         }
         drop(insert);
         if let Some(token) = batch.token {
+            self.claims_submitted(run, token, &state.batch_id)?;
             self.drop_batch_intent(run, token)?;
         }
         Ok(())
@@ -222,7 +226,7 @@ impl WriteBatch<'_> {
                 ],
             )
             .map_err(|e| self.sqlite(e))?;
-        Ok(())
+        self.claims_intended(run, intent.token, intent.keys)
     }
 
     /// Settles an intent: its batch was recorded, its create request refused, or the provider
@@ -234,7 +238,7 @@ impl WriteBatch<'_> {
                 params![run.as_str(), token],
             )
             .map_err(|e| self.sqlite(e))?;
-        Ok(())
+        self.claims_voided(run, token)
     }
 
     /// Records what a poll saw.
@@ -282,6 +286,10 @@ impl WriteBatch<'_> {
                 .execute(params![run.as_str(), batch_id, o.custom_id, o.outcome, o.reason])
                 .map_err(|e| self.sqlite(e))?;
         }
+        drop(update);
+        for o in outcomes {
+            self.claim_settled(batch_id, o.custom_id)?;
+        }
         Ok(())
     }
 
@@ -308,6 +316,7 @@ impl WriteBatch<'_> {
                 params![run.as_str(), batch_id, Timestamp::now().to_rfc3339()],
             )
             .map_err(|e| self.sqlite(e))?;
+        self.claims_collected(batch_id)?;
         expect_batch(run, batch_id, changed)
     }
 }
@@ -700,6 +709,7 @@ mod tests {
                 server: "https://api.anthropic.com",
                 phase: "map",
                 requests: &requests,
+                keys: &[],
             };
             store.record_batch_intent(&run, &intent).unwrap();
         }

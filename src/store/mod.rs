@@ -10,6 +10,7 @@
 mod batch_submissions;
 mod claim;
 mod error;
+mod key_claims;
 mod lifecycle;
 mod liveness;
 mod queries;
@@ -27,6 +28,7 @@ pub use batch_submissions::{
 };
 pub use claim::{Claim, Limits, Spent};
 pub use error::StoreError;
+pub use key_claims::{KeyClaim, KeyHolder};
 pub use lifecycle::{RunStatus, UnitKind, UnitState};
 pub use liveness::{Liveness, HEARTBEAT_STALE_AFTER, RUN_LOCK_FILE};
 pub use records::{Detail, NewRun, NewUnit, RunId};

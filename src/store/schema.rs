@@ -12,7 +12,7 @@ use rusqlite::{Connection, TransactionBehavior};
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Each entry migrates from its index to the next version.
-const MIGRATIONS: [&str; 5] = [
+const MIGRATIONS: [&str; 6] = [
     // Version 1: runs, their units, and the append-only history of unit transitions.
     "
     CREATE TABLE runs (
@@ -126,6 +126,9 @@ const MIGRATIONS: [&str; 5] = [
     // request is sent, so a reply that never came is looked for at the provider, not sent
     // again blindly.
     super::batch_submissions::INTENTS_MIGRATION,
+    // Version 6 (issue 24): the cache keys claimed by requests in provider batches, so no
+    // other run pays for them again while their batch runs (a table of its own).
+    super::key_claims::MIGRATION,
 ];
 
 /// What [`check_version`] found.

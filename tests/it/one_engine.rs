@@ -178,3 +178,139 @@ fn max_cost_bounds_a_batch_run_and_a_resume_with_more_sends_the_rest_once() {
     assert_eq!(mock.requests(), 0);
     assert_eq!(p.report()["succeeded"], 40);
 }
+
+/// Every request the mock was paid for, realtime and in batches.
+fn paid_requests(mock: &MockLlm) -> usize {
+    mock.requests() + mock.batch_sizes().iter().sum::<usize>()
+}
+
+/// Scenario 1: two `--batch-api` runs of the same files at once, each with its own output
+/// directory: each request is paid once; the second run waits for the first one's batch
+/// and reads its answers from the cache.
+#[test]
+fn two_batch_runs_of_the_same_files_at_once_pay_once() {
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::AfterTime(Duration::from_millis(1500)));
+    let p = ts_project(12);
+    let url = mock.url();
+    let a = fast(&p, &batch_in(&url, "out-a", &["--batch-api"])).spawn();
+    assert!(
+        wait_until(Duration::from_secs(30), || mock.batch_submissions() >= 1),
+        "the first run submits"
+    );
+    let b = fast(&p, &batch_in(&url, "out-b", &["--batch-api"])).spawn();
+    a.wait().assert_exit(0);
+    let b = b.wait();
+    b.assert_exit(0);
+    assert_eq!(
+        paid_requests(&mock),
+        12,
+        "a request was paid twice: {:?}",
+        mock.batch_sizes()
+    );
+    for dir in ["out-a", "out-b"] {
+        assert_eq!(results_in(&p, dir), 12, "{dir}");
+        let report = read_json(&p.path().join(dir).join("report.json"));
+        assert_eq!(report["succeeded"], 12, "{dir}: {report}");
+    }
+    let second = read_json(&p.path().join("out-b/report.json"));
+    assert_eq!(
+        second["cost_usd"].as_f64(),
+        Some(0.0),
+        "the second run paid nothing: {second}"
+    );
+}
+
+/// Scenario 2: a realtime run and a `--batch-api` run of the same files at once: each
+/// request is paid once, whichever run pays for it.
+#[test]
+fn a_realtime_run_and_a_batch_run_at_once_pay_once() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(200));
+    mock.set_batch_progress(BatchProgress::AfterTime(Duration::from_millis(1500)));
+    let p = ts_project(12);
+    let url = mock.url();
+    let batch = fast(&p, &batch_in(&url, "out-batch", &["--batch-api"])).spawn();
+    assert!(
+        wait_until(Duration::from_secs(30), || mock.batch_submissions() >= 1),
+        "the batch run submits"
+    );
+    let realtime = fast(&p, &batch_in(&url, "out-rt", &["-j", "2"])).spawn();
+    batch.wait().assert_exit(0);
+    realtime.wait().assert_exit(0);
+    assert_eq!(paid_requests(&mock), 12, "paid twice: {} realtime", mock.requests());
+    assert_eq!(mock.requests(), 0, "the realtime run waited for the batch's answers");
+    for dir in ["out-batch", "out-rt"] {
+        assert_eq!(results_in(&p, dir), 12, "{dir}");
+    }
+
+    // The other way round: the realtime run first, the batch run after it started.
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(300));
+    let p = ts_project(12);
+    let url = mock.url();
+    let realtime = fast(&p, &batch_in(&url, "out-rt", &["-j", "2"])).spawn();
+    assert!(
+        wait_until(Duration::from_secs(30), || mock.requests() >= 2),
+        "the realtime run calls"
+    );
+    let batch = fast(&p, &batch_in(&url, "out-batch", &["--batch-api"])).spawn();
+    realtime.wait().assert_exit(0);
+    batch.wait().assert_exit(0);
+    assert_eq!(
+        paid_requests(&mock),
+        12,
+        "paid twice: {} realtime, batches {:?}",
+        mock.requests(),
+        mock.batch_sizes()
+    );
+    for dir in ["out-batch", "out-rt"] {
+        assert_eq!(results_in(&p, dir), 12, "{dir}");
+    }
+}
+
+/// Scenario 3: the same `--batch-api` command run again after a Ctrl-C, without `rlm
+/// resume` (a new output directory, the first batch still at the provider): the second run
+/// collects the first one's batch instead of paying again, and reports its bill once.
+#[test]
+fn a_batch_command_run_again_after_ctrl_c_collects_the_first_batch_and_pays_nothing_more() {
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::Held);
+    let p = ts_project(10);
+    let url = mock.url();
+    let first = fast(&p, &batch_in(&url, "out-1", &["--batch-api"])).spawn();
+    assert!(
+        wait_until(Duration::from_secs(30), || mock.batch_polls() >= 1),
+        "the first run submits and polls"
+    );
+    first.signal("INT");
+    let first = first.wait();
+    assert_ne!(first.status, 0, "{}", first.stderr);
+    assert_eq!(mock.batch_submissions(), 1);
+
+    mock.set_batch_progress(BatchProgress::AfterPolls(1));
+    let again = fast(&p, &batch_in(&url, "out-2", &["--batch-api", "--json"])).run();
+    again.assert_exit(0);
+    assert_eq!(
+        mock.batch_submissions(),
+        1,
+        "nothing was submitted again: {}",
+        again.stderr
+    );
+    assert_eq!(mock.requests(), 0);
+    let report = again.json();
+    assert_eq!(report["succeeded"], 10, "{report}");
+    assert!(
+        report["cost_usd"].as_f64().unwrap() > 0.0,
+        "the bill is reported here: {report}"
+    );
+    assert!(again.stderr.contains("this run collects it"), "{}", again.stderr);
+
+    // The first run's batch is collected: its resume pays nothing and counts nothing again.
+    let resumed = fast(&p, &["resume", "--yes", "--json"]).run();
+    resumed.assert_exit(0);
+    assert_eq!(mock.batch_submissions(), 1);
+    let report = resumed.json();
+    assert_eq!(report["succeeded"], 10, "{report}");
+    assert_eq!(report["cost_usd"].as_f64(), Some(0.0), "{report}");
+}

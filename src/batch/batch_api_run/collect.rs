@@ -155,7 +155,7 @@ impl BatchApiRun {
                     }
                 }
                 if outcomes.len() >= OUTCOMES_PER_WRITE {
-                    self.record_outcomes(&b.batch_id, &mut outcomes);
+                    self.record_outcomes(&b, &mut outcomes);
                 }
             }
             break 'read;
@@ -170,7 +170,7 @@ impl BatchApiRun {
                 expected.remove(&i);
             }
         }
-        self.record_outcomes(&b.batch_id, &mut outcomes);
+        self.record_outcomes(&b, &mut outcomes);
         if stopped {
             return Collected::Stopped;
         }
@@ -212,7 +212,13 @@ impl BatchApiRun {
         for i in expected {
             self.again_or_fail(exec, p, i, retry, "the batch's results have no entry for it");
         }
-        self.store_write(|s, run| s.record_batch_collected(run, &b.batch_id));
+        match &b.owner {
+            None => self.store_write(|s, run| s.record_batch_collected(run, &b.batch_id)),
+            // Another run's: collected for it only when every request in it was kept here
+            // (else its own resume collects the rest).
+            Some((owner, true)) => self.store_write(|s, _| s.record_batch_collected(owner, &b.batch_id)),
+            Some((_, false)) => {}
+        }
         if state.status == BatchStatus::Canceled || b.cancel_requested {
             tracing::debug!(batch = %b.batch_id, "a canceled batch collected");
         }
@@ -326,7 +332,7 @@ impl BatchApiRun {
         });
     }
 
-    fn record_outcomes(&mut self, batch_id: &str, outcomes: &mut Vec<(String, &'static str, Option<String>)>) {
+    fn record_outcomes(&mut self, b: &Waiting, outcomes: &mut Vec<(String, &'static str, Option<String>)>) {
         if outcomes.is_empty() {
             return;
         }
@@ -339,7 +345,8 @@ impl BatchApiRun {
                 reason: reason.as_deref(),
             })
             .collect();
-        self.store_write(|s, run| s.record_batch_outcomes(run, batch_id, &rows));
+        let by = b.recorded_by(&self.run).clone();
+        self.store_write(|s, _| s.record_batch_outcomes(&by, &b.batch_id, &rows));
     }
 }
 

@@ -43,6 +43,7 @@
 //! side of a submission.
 
 mod cancel;
+mod claims;
 mod collect;
 mod delivery;
 mod keep;
@@ -334,11 +335,20 @@ impl BatchApiRun {
     }
 
     /// Runs one phase's requests through the batch API (see the module doc).
-    async fn run_work(&mut self, exec: &mut Execution, work: Vec<Work<'_>>, phase: &'static str) {
+    async fn run_phase(&mut self, exec: &mut Execution, work: Vec<Work<'_>>, phase: &'static str) {
         if work.is_empty() {
             return;
         }
-        let mut p = Phase::new(phase, work);
+        let keys = {
+            let ctx = exec.jobs.clone();
+            work.iter()
+                .map(|w| match w {
+                    Work::Unit(unit) => unit.cache_key.0.clone(),
+                    Work::Summary(s) => job::summary_call(&ctx, s).key.0,
+                })
+                .collect()
+        };
+        let mut p = Phase::new(phase, work, keys);
         self.take_earlier(&mut p);
         // The requests in batches of earlier attempts are announced before any is collected,
         // as those submitted now are: the progress counts them all (`[k/N]`).
@@ -381,7 +391,15 @@ impl BatchApiRun {
                 self.run_realtime(exec, &mut p, realtime).await;
             }
             if p.batches.is_empty() {
-                break;
+                // What is left waits for other runs' answers to the same requests.
+                match self.wait_for_others(exec, &mut p).await {
+                    Some(send) if !send.is_empty() => {
+                        to_send = send;
+                        continue;
+                    }
+                    Some(_) if !p.batches.is_empty() => {}
+                    _ => break,
+                }
             }
             match self.wait(exec, &mut p).await {
                 Waited::Stopped => return,
@@ -396,10 +414,21 @@ impl BatchApiRun {
             // Refused for the account's enqueued-token limit: again, smaller, now that the
             // phase's other batches have ended.
             to_send.append(&mut p.requeue);
-            if p.batches.is_empty() && to_send.is_empty() {
+            if !p.awaiting.is_empty() && exec.may_submit() {
+                let mut again = self.look_again(exec, &mut p).await;
+                to_send.append(&mut again);
+            }
+            if p.batches.is_empty() && to_send.is_empty() && p.awaiting.is_empty() {
                 break;
             }
         }
+    }
+
+    /// Runs one phase's requests (see [`BatchApiRun::run_phase`]), then lets go of the keys
+    /// it claimed and never submitted (a budget, a stop).
+    async fn run_work(&mut self, exec: &mut Execution, work: Vec<Work<'_>>, phase: &'static str) {
+        self.run_phase(exec, work, phase).await;
+        self.store_write(TaskStore::release_unsent_claims);
     }
 
     /// A store write whose failure is said once and stops nothing (the answers are in the

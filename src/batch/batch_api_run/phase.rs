@@ -90,10 +90,14 @@ pub(super) struct Phase<'a> {
     pub(super) requeue: Vec<usize>,
     /// Under `--max-cost`: the most each request in a batch can cost (0 until counted).
     pub(super) worst: Vec<f64>,
+    /// Each request's cache key (what its claim is on).
+    pub(super) keys: Vec<String>,
+    /// Requests whose key another run holds: their answers are waited for.
+    pub(super) awaiting: Vec<usize>,
 }
 
 impl<'a> Phase<'a> {
-    pub(super) fn new(name: &'static str, work: Vec<Work<'a>>) -> Self {
+    pub(super) fn new(name: &'static str, work: Vec<Work<'a>>, keys: Vec<String>) -> Self {
         let unit_parts: Vec<String> = work.iter().map(|w| custom_id_for(w.id().as_str())).collect();
         let by_unit_part = unit_parts.iter().enumerate().map(|(i, c)| (c.clone(), i)).collect();
         let by_unit = work.iter().enumerate().map(|(i, w)| (w.id().to_string(), i)).collect();
@@ -112,6 +116,8 @@ impl<'a> Phase<'a> {
             max_requests: None,
             requeue: Vec::new(),
             worst: vec![0.0; n],
+            keys,
+            awaiting: Vec::new(),
         }
     }
 

@@ -55,12 +55,21 @@ impl Recorder for RunRecorder<'_, '_> {
 
     fn intend(&mut self, tag: &SubmissionTag, custom_ids: &[String]) -> Result<(), String> {
         let requests = self.requests(custom_ids);
+        let keys: Vec<(String, String)> = custom_ids
+            .iter()
+            .filter_map(|c| {
+                self.phase
+                    .stamped_index(c)
+                    .map(|i| (c.clone(), self.phase.keys[i].clone()))
+            })
+            .collect();
         let intent = NewBatchIntent {
             token: &tag.token,
             provider: self.provider,
             server: &self.server,
             phase: self.phase.name,
             requests: &requests,
+            keys: &keys,
         };
         match self.store.record_batch_intent(self.run, &intent) {
             Ok(()) => Ok(()),

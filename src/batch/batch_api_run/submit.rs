@@ -31,7 +31,8 @@ impl BatchApiRun {
             p.announce(exec, i);
         }
         let ctx = exec.jobs.clone();
-        let mut left = self.within_budget(exec, p, send);
+        let left = self.within_budget(exec, p, send);
+        let mut left = self.claim(exec, p, left).await;
         let mut attempt = 0;
         loop {
             let mut recorder = RunRecorder {
@@ -204,6 +205,7 @@ impl BatchApiRun {
             submitted: now,
             counts,
             cancel_requested: false,
+            owner: None,
         });
         indexes
     }

@@ -56,6 +56,7 @@ impl BatchApiRun {
                 submitted: now,
                 counts: BatchCounts::default(),
                 cancel_requested: e.cancel_requested,
+                owner: None,
             });
         }
         self.earlier = kept;
@@ -106,7 +107,8 @@ impl BatchApiRun {
                 let polled = self.api.poll(&p.batches[i].batch_id).await;
                 match polled {
                     Ok(state) => {
-                        self.store_write(|s, run| s.record_batch_poll(run, &state));
+                        let by = p.batches[i].recorded_by(&self.run).clone();
+                        self.store_write(|s, _| s.record_batch_poll(&by, &state));
                         exec.dispatcher.emit(Event::BatchPolled {
                             batch_id: state.batch_id.clone(),
                             status: state.status,
@@ -240,6 +242,17 @@ pub(super) struct Waiting {
     /// At the last poll.
     pub(super) counts: BatchCounts,
     pub(super) cancel_requested: bool,
+    /// Another run's batch, collected here because its rlm is gone (see [`super::claims`]):
+    /// that run, and whether this run collects every request in it (then it is marked
+    /// collected for that run too).
+    pub(super) owner: Option<(crate::store::RunId, bool)>,
+}
+
+impl Waiting {
+    /// The run whose store records the batch: this one's, or its dead owner's.
+    pub(super) fn recorded_by<'r>(&'r self, run: &'r crate::store::RunId) -> &'r crate::store::RunId {
+        self.owner.as_ref().map_or(run, |(owner, _)| owner)
+    }
 }
 
 /// How a wait ended.

@@ -1,6 +1,7 @@
 //! Tests of the store through its public API, on real databases in temporary directories.
 
 mod concurrency;
+mod key_claims;
 mod lifecycle;
 mod queries;
 
