@@ -8,16 +8,17 @@
 //! its slot ([`exec::Paid`]), so the next call does not wait for the disk; the answer
 //! counts when the job ends, after the fsync.
 //!
-//! Before paying for a key, a job claims it in the cache (`claim_key`), and holds the claim
+//! Before paying for a key, a job claims it ([`super::key_claim`]), and holds the claim
 //! until the answer is cached: two rlm processes sharing a cache never pay for one key at
 //! the same time; the second is served the first one's answer.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::answers::{self, UnitAnswers};
 use super::conform::conform;
-use crate::cache::{ArtifactRef, Cache, CacheEntry, CacheKey, ClaimGuard, Claimed};
+use super::key_claim::{KeyClaim, KeyClaims};
+use crate::cache::{ArtifactRef, Cache, CacheEntry, CacheKey, ClaimGuard};
 use crate::exec::{self, call_with_retries, CallContext, CallFailure, JobMeta, Place};
 use crate::hash::sha256_hex;
 use crate::prompt;
@@ -47,9 +48,8 @@ pub struct JobContext {
     pub may_call: bool,
     /// The run's answer journal (see [`super::pending`]).
     pub journal: Option<Arc<super::pending::Journal>>,
-    /// The store, asked before paying whether another run's provider batch holds the key
-    /// (see [`crate::store::KeyClaim`]); `None` without a store.
-    pub batch_claims: Option<Arc<std::sync::Mutex<crate::store::TaskStore>>>,
+    /// How a key is claimed before it is paid for (see [`super::key_claim`]).
+    pub claims: Arc<KeyClaims>,
 }
 
 impl JobContext {
@@ -67,7 +67,7 @@ impl JobContext {
             read_cache: self.read_cache,
             may_call: self.may_call,
             journal: self.journal.clone(),
-            batch_claims: self.batch_claims.clone(),
+            claims: self.claims.clone(),
         }
     }
 }
@@ -211,7 +211,7 @@ async fn run_unit(ctx: Arc<JobContext>, unit: WorkUnit, mut outcome: JobOutcome,
     if !ctx.may_call {
         return outcome.failed("--cache-only: this unit is not cached".into());
     }
-    let (claim, place) = match claim_key(&ctx, &rendered.key, place).await {
+    let (claim, place) = match ctx.claims.claim(&rendered.key, place, &ctx.call.limiter).await {
         KeyClaim::Served(entry) => {
             outcome.cached = true;
             outcome.saved = entry.usage;
@@ -530,7 +530,7 @@ async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutc
     if !ctx.may_call {
         return outcome.failed("--cache-only: this summary is not cached".into());
     }
-    let (claim, place) = match claim_key(&ctx, &key, place).await {
+    let (claim, place) = match ctx.claims.claim(&key, place, &ctx.call.limiter).await {
         KeyClaim::Served(entry) => {
             outcome.cached = true;
             outcome.saved = entry.usage;
@@ -550,113 +550,6 @@ async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutc
         return outcome;
     };
     keep_summary(&ctx, summary, &job.label, text, outcome, claim).await
-}
-
-/// What claiming a key came to.
-enum KeyClaim {
-    /// Another job (of this rlm or another one sharing the cache) paid for it meanwhile.
-    Served(CacheEntry),
-    /// This job pays: it holds the claim (`None` when claims cannot be taken here) and its
-    /// place in the limiter's queue.
-    Held(Option<ClaimGuard>, Place),
-    /// The run stopped dispatching while this job waited for another's claim: it is not
-    /// run (it paid nothing, and waits for nothing).
-    Halted,
-    /// A provider batch of a run whose rlm is gone holds the key: its answer will be paid
-    /// for there, so it is not paid again here (why, and which run to resume).
-    Elsewhere(String),
-}
-
-/// Claims `key` before paying for it (issue 17): a second rlm on the same files waits for
-/// the first one's answer instead of paying again. A job that must wait gives up its
-/// place in the limiter's queue while it waits, so the jobs behind it are not held up
-/// (and two jobs of one run with one key cannot wait for each other), and queues anew.
-/// The wait ends at once when the run stops dispatching (Ctrl-C, SIGTERM, a fatal stop).
-async fn claim_key(ctx: &Arc<JobContext>, key: &CacheKey, place: Place) -> KeyClaim {
-    if !ctx.read_cache {
-        // `--no-cache`: this run wants its own answers.
-        return KeyClaim::Held(None, place);
-    }
-    let mut place = Some(place);
-    let mut looks = 0u32;
-    loop {
-        let place_now = place.take().unwrap_or_else(|| ctx.call.limiter.place());
-        let (claimed, place_now) = match flock_key(ctx, key, place_now).await {
-            Ok(taken) => taken,
-            Err(claim) => return claim,
-        };
-        let guard = match claimed {
-            Claimed::Cached(entry) => return KeyClaim::Served(entry),
-            Claimed::Mine(guard) => guard,
-        };
-        // Under the flock, a provider batch of another run may still hold the key.
-        let holder = batch_holder(ctx, key)
-            .await
-            .filter(|h| h.run.as_str() != ctx.run_dir.run_id);
-        let Some(holder) = holder else {
-            return KeyClaim::Held(Some(guard), place_now);
-        };
-        drop(guard);
-        if !holder.alive {
-            return KeyClaim::Elsewhere(format!("not paid again: its answer is {}", holder.describe()));
-        }
-        // Its batch is being collected: wait for the answer (the slot's place is given up).
-        drop(place_now);
-        let wait = Duration::from_millis(250 * u64::from(1 + looks.min(7)));
-        looks += 1;
-        let limiter = ctx.call.limiter.clone();
-        tokio::select! {
-            biased;
-            () = limiter.halted() => return KeyClaim::Halted,
-            () = tokio::time::sleep(wait) => {}
-        }
-    }
-}
-
-/// Takes `key`'s flock (waiting, place given up, while another job holds it) and reads the
-/// cache again under it; `Err` with what the job comes to when it cannot.
-async fn flock_key(ctx: &Arc<JobContext>, key: &CacheKey, place: Place) -> Result<(Claimed, Place), KeyClaim> {
-    let (cache, max) = (ctx.cache.clone(), ctx.requests.max_tokens);
-    let first = {
-        let (cache, key) = (cache.clone(), key.clone());
-        tokio::task::spawn_blocking(move || cache.try_claim_miss(&key, max)).await
-    };
-    match first {
-        Ok(Ok(Some(claimed))) => Ok((claimed, place)),
-        Ok(Ok(None)) => {
-            drop(place);
-            let limiter = ctx.call.limiter.clone();
-            match cache
-                .claim_miss_unless(key, max, async move { limiter.halted().await })
-                .await
-            {
-                Ok(Some(claimed)) => Ok((claimed, ctx.call.limiter.place())),
-                Ok(None) => Err(KeyClaim::Halted),
-                Err(e) => Err(unclaimed(&e.to_string(), ctx.call.limiter.place())),
-            }
-        }
-        Ok(Err(e)) => Err(unclaimed(&e.to_string(), place)),
-        Err(e) => Err(unclaimed(&e.to_string(), place)),
-    }
-}
-
-/// The run whose provider batch holds `key`, if one does (asked off the async workers).
-async fn batch_holder(ctx: &Arc<JobContext>, key: &CacheKey) -> Option<crate::store::KeyHolder> {
-    let store = ctx.batch_claims.clone()?;
-    let key = key.0.clone();
-    let asked = tokio::task::spawn_blocking(move || {
-        let store = store.lock().ok()?;
-        store.key_holder(&key).ok().flatten()
-    })
-    .await;
-    asked.ok().flatten()
-}
-
-/// A claim that could not be taken does not stop the unit: it pays as it would have
-/// before claims existed.
-fn unclaimed(why: &str, place: Place) -> KeyClaim {
-    tracing::debug!("cannot claim a cache key ({why}): calling without a claim");
-    KeyClaim::Held(None, place)
 }
 
 /// The system prompt of a summary or synthesis call (the summarizer's unless the job brings

@@ -25,6 +25,7 @@ mod execution;
 mod findings_stage;
 mod graph_inputs;
 mod job;
+pub mod key_claim;
 mod output;
 mod pending;
 mod planning;
@@ -390,9 +391,13 @@ fn start(
         pending: plan.pending.clone(),
         read_cache: settings.exec.cache_mode.reads(),
         may_call: settings.exec.cache_mode != CacheMode::ReadOnly,
-        batch_claims: TaskStore::open(&settings.rlm_dir())
-            .ok()
-            .map(|store| Arc::new(std::sync::Mutex::new(store))),
+        claims: Arc::new(key_claim::KeyClaims::new(
+            plan.cache.clone(),
+            TaskStore::open(&settings.rlm_dir()).ok(),
+            &run_dir.run_id,
+            settings.exec.cache_mode.reads(),
+            plan.requests.max_tokens,
+        )),
     });
     let batch_api = match plan.delivery {
         Delivery::Realtime => None,

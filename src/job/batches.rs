@@ -20,6 +20,7 @@ use super::runner::{JobRun, Stop};
 use super::state::JobRecord;
 use super::store_link::StoreLink;
 use super::worker::{run_worker, AnswerCheck, WorkerContext, WorkerEnd, WorkerOutcome, WorkerRequest};
+use crate::batch::key_claim::KeyClaims;
 use crate::batch::startup::provider_for;
 use crate::error::RlmError;
 use crate::exec::{
@@ -145,6 +146,13 @@ pub async fn run_batches(
     let workers = Arc::new(WorkerContext {
         call,
         cache: run.cache.clone(),
+        claims: Arc::new(KeyClaims::new(
+            run.cache.clone(),
+            crate::store::TaskStore::open(&run.settings.rlm_dir()).ok(),
+            &run.dir.id,
+            run.settings.exec.cache_mode.reads(),
+            provider_settings.max_tokens,
+        )),
         cache_reads: run.settings.exec.cache_mode.reads(),
         model: model.clone(),
         max_tokens: provider_settings.max_tokens,

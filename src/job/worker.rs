@@ -10,6 +10,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use crate::answer::json::find_json as extract_json;
+use crate::batch::key_claim::{KeyClaim, KeyClaims};
 use crate::cache::{ArtifactRef, Cache, CacheEntry, CacheKey};
 use crate::exec::{call_with_retries, CallContext, CallFailure, Event, Place};
 use crate::provider::{CompletionRequest, ModelInfo, Usage};
@@ -29,6 +30,9 @@ pub trait AnswerCheck: Send + Sync {
 pub struct WorkerContext {
     pub call: Arc<CallContext>,
     pub cache: Cache,
+    /// How a key is claimed before it is paid for: the engine's one way
+    /// ([`crate::batch::key_claim`]).
+    pub claims: Arc<KeyClaims>,
     /// Cached answers are read (not under `--no-cache`).
     pub cache_reads: bool,
     pub model: ModelInfo,
@@ -113,6 +117,29 @@ pub async fn run_worker(
             return outcome;
         }
     }
+    // Claimed before paying (held until the accepted answer is cached): two jobs — or a
+    // job and a batch run — asking for the same answer at once pay for it once.
+    let (_claim, place) = match ctx.claims.claim(&request.key, place, &ctx.call.limiter).await {
+        KeyClaim::Served(entry) => {
+            let served = parse(&entry.text, request.schema.is_some())
+                .ok()
+                .and_then(|value| check.check(&value).ok());
+            if let Some(value) = served {
+                outcome.end = WorkerEnd::Accepted(value);
+                outcome.cached = true;
+                outcome.duration_ms = started.elapsed().as_millis() as u64;
+                return outcome;
+            }
+            // Cached, but not an answer this phase accepts: asked for anew.
+            (None, ctx.call.limiter.place())
+        }
+        KeyClaim::Held(claim, place) => (claim, place),
+        KeyClaim::Halted => return outcome,
+        KeyClaim::Elsewhere(reason) => {
+            outcome.end = WorkerEnd::Failed { reason };
+            return outcome;
+        }
+    };
     let mut user = request.user.clone();
     let mut place = Some(place);
     let mut attempt = 0;

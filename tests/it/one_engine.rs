@@ -314,3 +314,26 @@ fn a_batch_command_run_again_after_ctrl_c_collects_the_first_batch_and_pays_noth
     assert_eq!(report["succeeded"], 10, "{report}");
     assert_eq!(report["cost_usd"].as_f64(), Some(0.0), "{report}");
 }
+
+/// Scenario 5: two realtime `rlm job run` of one job file at once: every call is paid
+/// once (the job's workers claim their keys as every realtime call does).
+#[test]
+fn two_job_runs_of_one_job_file_at_once_pay_once() {
+    use crate::job::{job_args, job_project, jobs, REPORT_PHASE};
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(300));
+    let p = job_project(10, 4, &[], REPORT_PHASE);
+    let url = mock.url();
+    let a = p.rlm(&job_args(&url, &[])).spawn();
+    let b = p.rlm(&job_args(&url, &[])).spawn();
+    a.wait().assert_exit(0);
+    b.wait().assert_exit(0);
+    assert_eq!(jobs(&p).len(), 2);
+    // Three map batches (4 + 4 + 2) and one report call, each paid once.
+    assert_eq!(mock.requests(), 4, "paid twice: {} requests", mock.requests());
+    for dir in jobs(&p) {
+        let report = read_json(&dir.join("report.json"));
+        assert_eq!(report["phases"][0]["items_done"], 10, "{report}");
+        assert_eq!(report["unprocessed"].as_array().map(Vec::len), Some(0), "{report}");
+    }
+}
