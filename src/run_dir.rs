@@ -448,7 +448,9 @@ fn clear_outputs(dir: &Path, keep: Keep) -> Result<(), RlmError> {
     if names.iter().any(|n| n == "prompts") {
         let _ = fs_err::remove_dir_all(dir.join("prompts"));
     }
-    let kept = |n: &str| keep == Keep::EventLog && n == "events.jsonl";
+    // A resumed run appends to its event log, and keeps the answers that were paid for and
+    // rejected (`*.rejected.md`: never cached, and the store points at them).
+    let kept = |n: &str| keep == Keep::EventLog && (n == "events.jsonl" || n.ends_with(".rejected.md"));
     for name in names.iter().filter(|n| is_run_output(n) && !kept(n)) {
         match fs_err::remove_file(dir.join(name)) {
             Ok(()) => {}

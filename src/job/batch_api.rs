@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::batches::{BatchDone, BatchJob};
 use super::job_dir::{read_json_if_whole, write_json};
-use super::worker::{cached_answer, parse, store, WorkerContext, WorkerEnd, WorkerOutcome};
+use super::worker::{cached_answer, parse, store, PriorAnswer, WorkerContext, WorkerEnd, WorkerOutcome};
 use crate::error::RlmError;
 use crate::exec::Interrupt;
 use crate::printer::Printer;
@@ -153,30 +153,47 @@ pub async fn collect(
             let ItemOutcome::Succeeded(reply) = &item.outcome else {
                 continue; // Errored, expired or canceled: the realtime workers ask again.
             };
-            let Some(job) = by_id.get(unit_part(&item.custom_id)) else {
+            let Some(job) = by_id.get_mut(unit_part(&item.custom_id)) else {
                 continue;
             };
             let request = request_of(workers, job);
-            let Ok(completion) = reply.completion(&request) else {
-                continue;
+            // Paid at the batch price, whatever the answer is worth.
+            let usage = reply.usage();
+            let cost_usd = workers.model.cost_at(usage, PriceTier::Batch);
+            let verdict = match reply.completion(&request) {
+                Err(reason) => Err((
+                    String::new(),
+                    vec![format!("the batch result could not be read: {reason}")],
+                )),
+                Ok(c) => match parse(&c.text, job.request.schema.is_some()) {
+                    Err(e) => Err((c.text, vec![format!("the answer is not JSON ({e})")])),
+                    Ok(value) => job.check.check(&value).map_err(|errors| (c.text, errors)),
+                },
             };
-            let Ok(value) = parse(&completion.text, job.request.schema.is_some()) else {
-                continue;
-            };
-            let Ok(accepted) = job.check.check(&value) else {
-                continue; // Rejected: asked again in real time, with the errors.
+            let accepted = match verdict {
+                Ok(accepted) => accepted,
+                Err((text, errors)) => {
+                    // Rejected: counted, and asked again in real time with the errors.
+                    job.request.prior = Some(PriorAnswer {
+                        text,
+                        usage,
+                        cost_usd,
+                        errors,
+                    });
+                    continue;
+                }
             };
             let Some(job) = by_id.remove(unit_part(&item.custom_id)) else {
                 continue;
             };
-            let write_error = store(workers, &job.request, &accepted, completion.usage).await;
+            let write_error = store(workers, &job.request, &accepted, usage).await;
             answered.push(BatchDone::new(
                 &job,
                 WorkerOutcome {
                     end: WorkerEnd::Accepted(accepted),
                     cached: false,
-                    usage: completion.usage,
-                    cost_usd: workers.model.cost_at(completion.usage, PriceTier::Batch),
+                    usage,
+                    cost_usd,
                     calls: 1,
                     reasked: 0,
                     duration_ms: started.elapsed().as_millis() as u64,

@@ -181,6 +181,7 @@ pub async fn run_batches(
                 schema: schema.clone(),
                 key,
                 artifacts,
+                prior: None,
             },
         });
     }

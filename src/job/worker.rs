@@ -52,6 +52,19 @@ pub struct WorkerRequest {
     pub schema: Option<Arc<Value>>,
     pub key: CacheKey,
     pub artifacts: Vec<ArtifactRef>,
+    /// An answer to this request already paid for (through the batch API) and rejected:
+    /// the worker counts it and starts from its re-ask.
+    pub prior: Option<PriorAnswer>,
+}
+
+/// A paid answer the check rejected (see [`WorkerRequest::prior`]).
+#[derive(Debug, Clone)]
+pub struct PriorAnswer {
+    pub text: String,
+    pub usage: Usage,
+    pub cost_usd: f64,
+    /// Why it was rejected: quoted back in the re-ask.
+    pub errors: Vec<String>,
 }
 
 /// How a worker ended.
@@ -109,6 +122,12 @@ pub async fn run_worker(
         duration_ms: 0,
         write_error: None,
     };
+    if let Some(prior) = &request.prior {
+        // Paid (through the batch API) and rejected: counted here, whatever comes next.
+        outcome.usage.add(prior.usage);
+        outcome.cost_usd += prior.cost_usd;
+        outcome.calls += 1;
+    }
     if ctx.cache_reads {
         if let Some(value) = cached_answer(&ctx, &request, check.as_ref()).await {
             outcome.end = WorkerEnd::Accepted(value);
@@ -143,6 +162,23 @@ pub async fn run_worker(
     let mut user = request.user.clone();
     let mut place = Some(place);
     let mut attempt = 0;
+    if let Some(prior) = &request.prior {
+        // Counted above; the next call is its re-ask, with its errors.
+        if ctx.retries == 0 {
+            outcome.end = WorkerEnd::Rejected {
+                last_text: Some(prior.text.clone()),
+                last_value: parse(&prior.text, request.schema.is_some()).ok(),
+                reason: format!(
+                    "no valid answer after 1 attempt: {}",
+                    Rejection::Invalid(prior.errors.clone()).first()
+                ),
+            };
+            return outcome;
+        }
+        attempt = 1;
+        outcome.reasked += 1;
+        user = reask_message(&request.user, &prior.errors);
+    }
     // The worker's time runs from its first call's dispatch, not from its wait for a slot.
     let mut dispatched: Option<Instant> = None;
     outcome.end = loop {

@@ -337,3 +337,89 @@ fn two_job_runs_of_one_job_file_at_once_pay_once() {
         assert_eq!(report["unprocessed"].as_array().map(Vec::len), Some(0), "{report}");
     }
 }
+
+/// Scenario 8: under `rlm job --batch-api`, a batch answer the check rejects was paid for:
+/// it is counted (calls and cost), and its realtime re-ask carries its errors.
+#[test]
+fn a_rejected_batch_answer_of_a_job_is_counted_and_asked_again_with_its_errors() {
+    use crate::job::{fast as job_fast, job_args, job_project, only_job};
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::AfterPolls(1));
+    let hints = vec![(3, first_attempt_hint(&serde_json::json!({"kind": "bogus"})))];
+    let p = job_project(8, 4, &hints, "");
+    let out = job_fast(p.rlm(&job_args(&mock.url(), &["--batch-api", "--json", "--yes"]))).run();
+    out.assert_exit(0);
+    assert_eq!(mock.batch_sizes(), [2]);
+    let realtime = mock.recorded();
+    assert_eq!(realtime.len(), 1, "the rejected batch, asked again once");
+    assert!(
+        realtime[0].user_text().contains("Your previous answer was rejected"),
+        "the re-ask carries the errors: {}",
+        realtime[0].user_text()
+    );
+    let record = read_json(&only_job(&p).join("job.json"));
+    let phase = &record["phases"][0];
+    assert_eq!(phase["calls"], 3, "two batch requests and one re-ask: {phase}");
+    // The batch holding e3 paid its batch request and its realtime re-ask (twice the
+    // batch price): about three times what the other batch paid, not two.
+    let events = std::fs::read_to_string(only_job(&p).join("events.jsonl")).unwrap();
+    let completed: Vec<Value> = events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"] == "batch:completed")
+        .collect();
+    assert_eq!(completed.len(), 2, "{events}");
+    let cost_of = |n: &str| {
+        completed
+            .iter()
+            .find(|e| e["batch"].as_str().is_some_and(|b| b.ends_with(n)))
+            .and_then(|e| e["cost_usd"].as_f64())
+            .unwrap()
+    };
+    let (rejected, plain) = (cost_of("batch-001"), cost_of("batch-002"));
+    assert!(
+        rejected > 2.5 * plain,
+        "the rejected answer is counted: {rejected} vs {plain}"
+    );
+    let first = completed
+        .iter()
+        .find(|e| e["batch"].as_str().unwrap().ends_with("batch-001"))
+        .unwrap();
+    assert_eq!(first["calls"], 2, "{first}");
+}
+
+/// A resume keeps the answers that were paid for and rejected (`*.rejected.md`): they are
+/// never cached, and the run's report points at them.
+#[test]
+fn a_resume_keeps_the_rejected_answers_of_the_earlier_attempt() {
+    const SCHEMA: &str = r#"{"type": "object", "properties": {"functions": {"type": "array", "items": {"type": "string"}}},
+        "required": ["functions"], "additionalProperties": false}"#;
+    let mock = MockLlm::start();
+    let p = ts_project(6).file("functions.schema.json", SCHEMA).file(
+        "src/a-bad.ts",
+        &format!("// {}\n", reply_marker(r#"{"functions": [1]}"#)),
+    );
+    let url = mock.url();
+    mock.set_latency(Duration::from_millis(300));
+    let running = p
+        .rlm(&batch_in(
+            &url,
+            "out",
+            &["-j", "1", "--schema", "functions.schema.json"],
+        ))
+        .spawn();
+    assert!(
+        wait_until(Duration::from_secs(30), || p.exists("out/src-a-bad.ts.rejected.md")),
+        "the bad answer is rejected and kept"
+    );
+    running.signal("KILL");
+    let _ = running.wait();
+    mock.set_latency(Duration::ZERO);
+    let resumed = p.rlm(&["resume", "--yes"]).run();
+    resumed.assert_exit(1);
+    assert!(
+        p.exists("out/src-a-bad.ts.rejected.md"),
+        "the paid answer is still there"
+    );
+    assert_eq!(p.report()["succeeded"], 6);
+}
