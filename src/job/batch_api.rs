@@ -24,16 +24,175 @@ use crate::error::RlmError;
 use crate::exec::Interrupt;
 use crate::printer::Printer;
 use crate::provider::batch_api::{
-    batch_api, custom_id_for, submit_all, unit_part, BatchApi, BatchItem, BatchTimeouts, ItemOutcome, Submitted,
+    batch_api, custom_id_for, new_token, none_since, now_ms, reconcile, submit_all_within, unit_part, BatchApi,
+    BatchItem, BatchTimeouts, Intent, ItemOutcome, Reconciled, Recorder, SubmissionTag, Submitted,
 };
 use crate::provider::catalog::PriceTier;
 use crate::provider::CompletionRequest;
 use crate::settings::{BatchApiSettings, ProviderSettings};
 
-/// The provider batches of one phase (and generation), as written before waiting.
+/// The provider batches of one phase (and generation), as written before waiting, and the
+/// submissions whose create request was sent but whose batch was never recorded.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Record {
     batches: Vec<RecordedBatch>,
+    /// Written before each create request is sent (issue 24): a `kill -9` while it is in
+    /// flight leaves it here, and the resume looks for its batch at the provider instead
+    /// of paying for its requests again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    intents: Vec<RecordedIntent>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct RecordedIntent {
+    token: String,
+    /// Its requests' custom ids, as sent (each carries the token).
+    custom_ids: Vec<String>,
+    /// When it was written, before the create request (Unix ms).
+    recorded_at_ms: i64,
+}
+
+/// The job's side of a phase's submissions: each intent written to the record before its
+/// create request is sent, each batch once it exists (settling its intent).
+struct JobRecorder<'r> {
+    record: &'r mut Record,
+    path: PathBuf,
+    run: String,
+    next: u64,
+    printer: &'r Printer,
+}
+
+impl JobRecorder<'_> {
+    fn write(&self) -> Result<(), String> {
+        write_json(&self.path, &*self.record).map_err(|e| e.to_string())
+    }
+}
+
+impl Recorder for JobRecorder<'_> {
+    fn tag(&mut self) -> SubmissionTag {
+        self.next += 1;
+        SubmissionTag {
+            run: self.run.clone(),
+            token: new_token(self.next),
+        }
+    }
+
+    fn intend(&mut self, tag: &SubmissionTag, custom_ids: &[String]) -> Result<(), String> {
+        self.record.intents.push(RecordedIntent {
+            token: tag.token.clone(),
+            custom_ids: custom_ids.to_vec(),
+            recorded_at_ms: now_ms(),
+        });
+        self.write()
+    }
+
+    fn record(&mut self, submitted: &Submitted, tag: &SubmissionTag) -> Result<(), String> {
+        self.record.batches.push(RecordedBatch {
+            id: submitted.batch_id.clone(),
+            custom_ids: submitted.custom_ids.clone(),
+        });
+        self.record.intents.retain(|i| i.token != tag.token);
+        self.write()
+    }
+
+    fn void(&mut self, tag: &SubmissionTag) {
+        self.record.intents.retain(|i| i.token != tag.token);
+        if let Err(e) = self.write() {
+            // Left in the record, the intent is looked for at the next resume: harmless.
+            tracing::debug!("cannot drop a batch intent from the job's record: {e}");
+        }
+    }
+
+    fn known(&mut self) -> HashSet<String> {
+        self.record.batches.iter().map(|b| b.id.clone()).collect()
+    }
+
+    fn notice(&mut self, message: String) {
+        self.printer.warn(&message);
+    }
+}
+
+/// Looks at the provider for the batch of each submission an earlier attempt sent without
+/// its reply (see [`crate::provider::batch_api::reconcile`]): found, it is recorded and
+/// collected; shown never created, its requests go again. Returns the custom ids still
+/// held (their batch cannot be told yet: not sent, not run; the next resume looks again).
+async fn settle_intents(
+    api: &dyn BatchApi,
+    record: &mut Record,
+    phase: &Phase<'_>,
+    interrupt: &mut Interrupt,
+) -> HashSet<String> {
+    /// How often the listing is read again once the candidates it named have ended.
+    const LOOKS: usize = 3;
+    let printer = phase.printer;
+    let mut held = HashSet::new();
+    for intent in std::mem::take(&mut record.intents) {
+        let tag = SubmissionTag {
+            run: String::new(),
+            token: intent.token.clone(),
+        };
+        let mut looked = Intent {
+            tag: &tag,
+            recorded_at_ms: intent.recorded_at_ms,
+            custom_ids: &intent.custom_ids,
+            excluded: record.batches.iter().map(|b| b.id.clone()).collect(),
+        };
+        let n = intent.custom_ids.len();
+        let mut reconciled = Box::pin(reconcile(api, &mut looked)).await;
+        // Batches that may be it and have not ended: once they have, their results tell.
+        for _ in 0..LOOKS {
+            let Ok(Reconciled::Running(candidates)) = &reconciled else {
+                break;
+            };
+            printer.progress(&format!(
+                "  a submission of {n} requests was never recorded: waiting for {} batch(es) at {} that may be it",
+                candidates.len(),
+                api.server()
+            ));
+            for candidate in candidates.clone() {
+                if !matches!(
+                    wait(api, &candidate, phase.settings, printer, interrupt).await,
+                    Ok(Some(_))
+                ) {
+                    break;
+                }
+            }
+            reconciled = Box::pin(reconcile(api, &mut looked)).await;
+        }
+        match reconciled {
+            Ok(Reconciled::Found { state, how }) => {
+                printer.warn(&format!(
+                    "a submission of {n} requests was never recorded; batch {} was found at {} ({how}): it is \
+                     collected, not sent again",
+                    state.batch_id,
+                    api.server()
+                ));
+                record.batches.push(RecordedBatch {
+                    id: state.batch_id,
+                    custom_ids: intent.custom_ids,
+                });
+            }
+            Ok(Reconciled::NotCreated { since_ms }) => {
+                printer.warn(&format!(
+                    "a submission of {n} requests was never recorded; {}: its requests are sent again",
+                    none_since(api.server(), since_ms)
+                ));
+            }
+            Ok(Reconciled::Running(_) | Reconciled::Unsure(_)) | Err(_) => {
+                printer.warn(&format!(
+                    "a submission of {n} requests was never recorded, and {} cannot tell yet whether it created a \
+                     batch: its requests are not sent again (that could pay twice); rlm job resume looks again",
+                    api.server()
+                ));
+                held.extend(intent.custom_ids.iter().map(|c| unit_part(c).to_string()));
+                record.intents.push(intent);
+            }
+        }
+    }
+    if let Err(e) = write_json(&phase.record, &*record) {
+        printer.warn(&format!("cannot write the job's record of its batches ({e})"));
+    }
+    held
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -51,6 +210,8 @@ pub struct Phase<'a> {
     pub record: PathBuf,
     /// Send what is not sent yet (`--batch-api` on); else only collect what was sent.
     pub submit: bool,
+    /// The job's id (in OpenAI batches' metadata).
+    pub run: &'a str,
     pub printer: &'a Printer,
 }
 
@@ -74,6 +235,11 @@ pub async fn collect(
     let started = Instant::now();
     let api = client(phase.provider, phase.model)?;
     let mut record: Record = read_json_if_whole(&phase.record).unwrap_or_default();
+    let held = if record.intents.is_empty() {
+        HashSet::new()
+    } else {
+        settle_intents(api.as_ref(), &mut record, &phase, interrupt).await
+    };
     let recorded: HashSet<String> = record
         .batches
         .iter()
@@ -83,6 +249,7 @@ pub async fn collect(
     // submission's token before it); those with a valid cached answer go to the pool, which serves it.
     let mut by_id: BTreeMap<String, BatchJob> = BTreeMap::new();
     let mut rest = Vec::new();
+    let mut held_jobs = Vec::new();
     let mut to_send = Vec::new();
     for job in jobs {
         if workers.cache_reads && cached_answer(workers, &job.request, job.check.as_ref()).await.is_some() {
@@ -90,6 +257,11 @@ pub async fn collect(
             continue;
         }
         let custom_id = custom_id_for(job.request.unit.as_str());
+        if held.contains(&custom_id) {
+            // In a submission whose batch cannot be told yet: neither sent nor run.
+            held_jobs.push(job);
+            continue;
+        }
         if !recorded.contains(&custom_id) {
             if !phase.submit {
                 rest.push(job);
@@ -103,16 +275,16 @@ pub async fn collect(
         by_id.insert(custom_id, job);
     }
     if !to_send.is_empty() {
-        let path = phase.record.clone();
-        let report = submit_all(api.as_ref(), to_send, |submitted: &Submitted| {
-            record.batches.push(RecordedBatch {
-                id: submitted.batch_id.clone(),
-                custom_ids: submitted.custom_ids.clone(),
-            });
-            write_json(&path, &record).map_err(|e| e.to_string())
-        })
-        .await
-        .map_err(|e| RlmError::Provider(format!("--batch-api: {e}")))?;
+        let mut recorder = JobRecorder {
+            record: &mut record,
+            path: phase.record.clone(),
+            run: phase.run.to_string(),
+            next: 0,
+            printer: phase.printer,
+        };
+        let report = Box::pin(submit_all_within(api.as_ref(), to_send, None, &mut recorder))
+            .await
+            .map_err(|e| RlmError::Provider(format!("--batch-api: {e}")))?;
         for (custom_id, e) in report.rejected {
             phase.printer.warn(&format!(
                 "{custom_id}: not sent through the batch API ({e}): sent in real time"
@@ -203,6 +375,15 @@ pub async fn collect(
         }
     }
     rest.extend(by_id.into_values());
+    if !held_jobs.is_empty() {
+        // Their submission's batch cannot be told yet: the job stops here, resumable.
+        rest.extend(held_jobs);
+        return Ok(Collected {
+            answered,
+            rest,
+            stopped: true,
+        });
+    }
     Ok(Collected {
         answered,
         rest,

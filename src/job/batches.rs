@@ -213,6 +213,7 @@ pub async fn run_batches(
                 settings: &run.settings.exec.batch_api,
                 record,
                 submit,
+                run: &run.dir.id,
                 printer: &run.printer,
             },
             &workers,

@@ -423,3 +423,31 @@ fn a_resume_keeps_the_rejected_answers_of_the_earlier_attempt() {
     );
     assert_eq!(p.report()["succeeded"], 6);
 }
+
+/// Scenario 4: `rlm job run --batch-api` killed (-9) while its create request is in flight
+/// (the provider created the batch; the reply never came), then `rlm job resume`: the
+/// intent written before the request is found at the provider, and nothing is paid twice.
+#[test]
+fn a_job_killed_while_its_batch_create_request_is_in_flight_resumes_without_paying_twice() {
+    use crate::job::{fast as job_fast, job_args, job_id, job_project, map_requests, only_job, REPORT_PHASE};
+    use crate::support::mock_llm::batch::SubmitFault;
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::AfterPolls(1));
+    mock.batch_submit_faults(vec![SubmitFault::HangAfterCreate]);
+    let p = job_project(10, 1, &[], REPORT_PHASE);
+    let running = job_fast(p.rlm(&job_args(&mock.url(), &["--batch-api", "--yes"]))).spawn();
+    assert!(
+        wait_until(Duration::from_secs(30), || mock.batch_submissions() == 1),
+        "the batch is created"
+    );
+    running.signal("KILL");
+    let _ = running.wait();
+    let dir = only_job(&p);
+    let out = job_fast(p.rlm(&["job", "resume", &job_id(&dir), "--json"])).run();
+    out.assert_exit(0);
+    assert_eq!(mock.batch_submissions(), 1, "found, not sent again: {}", out.stderr);
+    assert!(map_requests(&mock).is_empty(), "no map request paid again in real time");
+    assert!(out.stderr.contains("was found at"), "{}", out.stderr);
+    let record = read_json(&dir.join("job.json"));
+    assert_eq!(record["phases"][0]["items_done"], 10, "{record}");
+}

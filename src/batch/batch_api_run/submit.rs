@@ -159,7 +159,9 @@ impl BatchApiRun {
             return fits;
         }
         let reason = format!(
-            "--max-cost: {} requests were not submitted, as their batch could cost more than the {} left of the              budget (each counted at its worst: its input, and max_tokens of output, at the batch price); `rlm              resume {} --max-cost USD` with a higher budget sends them",
+            "--max-cost: {} requests were not submitted, as their batch could cost more than the {} left of the \
+             budget (each counted at its worst: its input, and max_tokens of output, at the batch price); `rlm \
+             resume {} --max-cost USD` with a higher budget sends them",
             over.len(),
             crate::money::usd(left.max(0.0) + fits.iter().map(|&i| p.worst[i]).sum::<f64>()),
             self.run
