@@ -10,11 +10,13 @@
 //! line. [`json`] is the one place JSON is found in a model's prose; [`dedupe`] keeps a
 //! finding reported by two overlapping windows once.
 
+mod batch_split;
 mod dedupe;
 mod findings;
 pub mod json;
 mod lines;
 
+pub use batch_split::{split_batch_answer, BatchSplit};
 pub use dedupe::dedupe;
 pub use findings::{is_findings_shaped, read_findings};
 

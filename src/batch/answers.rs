@@ -7,9 +7,10 @@
 //! it is retried alone (see [`crate::plan::member_unit`]), never reported as a success it
 //! is not. Text of the batch's answer that names none of its files is said as a warning.
 
+use crate::answer::split_batch_answer;
 use crate::answer::{self, Answer, Scope};
 use crate::cache::{Cache, CacheKey};
-use crate::content::{split_batch_answer, ContentType, Shape};
+use crate::content::{ContentType, Shape};
 use crate::request::Expect;
 use crate::run_dir::RunDir;
 use crate::schema::{self, OutputSchema};

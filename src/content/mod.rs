@@ -6,8 +6,8 @@
 //! - [`detect`]: content type by extension, then by sniffing the first 50 lines.
 //! - [`chunk`]: one chunking strategy per content type; every [`Chunk`] names the 1-based
 //!   lines of the original file it holds.
-//! - [`batch_small`] / [`split_batch_answer`]: small files of one type in one call, and
-//!   the answer split back per file.
+//! - [`batch_small`]: small files of one type in one call (its answer is split back per
+//!   file by [`crate::answer::split_batch_answer`]).
 //! - [`Analyst`] / [`render_chunk`] / [`render_batch`] / synthesis: the analyst for a
 //!   content type and its prompts (embedded from `prompts/`, overridable).
 //!
@@ -49,4 +49,4 @@ pub use json_schema::{SchemaField, SchemaSummary};
 pub use line_index::{count_lines, head_lines, LineIndex};
 pub use line_range::LineRange;
 pub use prompt_templates::{TemplateName, Templates, UnknownTemplate};
-pub use small_batch::{batch_small, split_batch_answer, BatchCandidate, BatchSplit};
+pub use small_batch::{batch_small, BatchCandidate};
