@@ -213,13 +213,15 @@ fn open_run_dir(settings: &BatchSettings, plan: &Plan, printer: &Printer) -> Res
         Some(target) => {
             // Before the directory is taken up: a refused resume leaves it as it was.
             pending::ready(settings, &plan.cache, &target.output_dir)?;
-            RunDir::reopen(
+            let mut run_dir = RunDir::reopen(
                 &settings.rlm_dir(),
                 &target.output_dir,
                 &target.run_id,
                 target.lock.clone(),
                 settings.redactor(),
-            )?
+            )?;
+            run_dir.timestamp.clone_from(&target.run_timestamp);
+            run_dir
         }
         None => {
             let run_dir = RunDir::create_unique(

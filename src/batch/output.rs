@@ -62,7 +62,7 @@ pub fn init_block(settings: &BatchSettings, plan: &Plan) -> String {
     }
     format!(
         "RLM Batch Initialized\nPattern: {}\nFiles matched: {}{skipped}\n{units_line}Sub-prompt: {}\nModel: {} ({} at {})\n\
-         Max parallel: {}\nAggregate: {}\nCache: {} hits, {} misses{}\n\
+         Max parallel: {}\nAggregate: {}\nCache: {}{}\n\
          Estimated cost: {cost} ({}, ~{} input tokens{}, ~{} output tokens)\n",
         escape::name(&settings.input.pattern),
         manifest.matched(),
@@ -72,8 +72,7 @@ pub fn init_block(settings: &BatchSettings, plan: &Plan) -> String {
         settings.provider.shown_base_url(),
         settings.exec.parallelism.width,
         settings.task.aggregate.name(),
-        pre.hits.len(),
-        pre.misses.len(),
+        cache_text(settings, plan),
         if pre.blocked.is_empty() {
             String::new()
         } else {
@@ -88,6 +87,30 @@ pub fn init_block(settings: &BatchSettings, plan: &Plan) -> String {
         },
         estimate.output_tokens,
     )
+}
+
+/// `3 hits, 2 misses`; on a resume, the answers earlier attempts of the run paid for are
+/// said apart (`0 hits, 1 miss, 4 answered by earlier attempts`): they are the run's own,
+/// and the completion block counts them so too.
+fn cache_text(settings: &BatchSettings, plan: &Plan) -> String {
+    let earlier = settings.resume.as_ref().map_or(0, |target| {
+        plan.pre
+            .hits
+            .iter()
+            .filter(|(i, _)| target.earlier_completed.contains(plan.units[*i].id.as_str()))
+            .count()
+    });
+    let hits = plan.pre.hits.len() - earlier;
+    let misses = plan.pre.misses.len();
+    let mut text = format!(
+        "{hits} hit{}, {misses} miss{}",
+        if hits == 1 { "" } else { "s" },
+        if misses == 1 { "" } else { "es" }
+    );
+    if earlier > 0 {
+        text.push_str(&format!(", {earlier} answered by earlier attempts"));
+    }
+    text
 }
 
 /// `12 calls` or `12 calls: 10 per unit, 2 to aggregate`.
@@ -176,13 +199,20 @@ pub fn completion(printer: &Printer, report: &RunReport, quiet: bool, answer: Op
     }
     let rule = "═══════════════════════════════════════════";
     let mut text = format!(
-        "{rule}\nRLM Batch: {}\n{rule}\n\nPattern: {}\nFiles processed: {}/{} ({} from cache)\n",
+        "{rule}\nRLM Batch: {}\n{rule}\n\nPattern: {}\nFiles processed: {}/{} ({} from cache{})\n",
         report.status.name(),
         escape::name(&report.pattern),
         report.files_succeeded,
         report.files_matched,
-        report.cache_hits
+        report.cache_hits,
+        match report.earlier_answers {
+            0 => String::new(),
+            n => format!(", {n} answered by earlier attempts"),
+        }
     );
+    if !report.not_run.is_empty() {
+        text.push_str(&format!("Not run: {}\n", report.not_run.len()));
+    }
     if !report.failed.is_empty() {
         text.push_str(&format!("Failed: {}\n", report.failed.len()));
         for line in failure_lines(report) {
@@ -196,10 +226,16 @@ pub fn completion(printer: &Printer, report: &RunReport, quiet: bool, answer: Op
         text.push_str(&format!("{line}\n"));
     }
     text.push_str(&format!(
-        "Duration: {}\nTokens: {} in, {} out ({} saved by the cache)\nTotal cost: {}\n\n",
+        "Duration: {}\nTokens: {} in, {} out{} ({} saved by the cache)\nTotal cost: {}\n\n",
         format_duration(report.duration_ms),
         report.tokens_in,
         report.tokens_out,
+        // A resume's tokens are its own; its cost below is the whole run's.
+        if report.earlier_answers > 0 || report.earlier_cost_usd > 0.0 {
+            " in this attempt"
+        } else {
+            ""
+        },
         report.tokens_saved,
         report.total_cost_text(),
     ));
@@ -214,6 +250,9 @@ pub fn completion(printer: &Printer, report: &RunReport, quiet: bool, answer: Op
     text.push_str(&format!("Report: {}\n", report.report_path));
     if let Some(e) = &report.error {
         text.push_str(&format!("\nError: {e}\n"));
+    }
+    if let Some(next) = report.resume_step() {
+        text.push_str(&format!("\nNext: {next}\n"));
     }
     text.push_str(&format!("\nSummary:\n{}\n{rule}", report.summary_line()));
     match answer {

@@ -386,7 +386,9 @@ impl Reporter for ReportBuilder {
                     r.cached_input_tokens = usage.cached_input_tokens;
                     r.cache_write_tokens = usage.cache_write_tokens;
                     r.prompt_cache_saved_usd = *cache_saved_usd;
-                    r.tokens_saved = saved.total();
+                    // The run's own answers, paid for by its earlier attempts: no tokens the
+                    // cache saved (the summary would say "0 from cache, 1,036 saved by it").
+                    r.tokens_saved = if earlier { 0 } else { saved.total() };
                     r.attempts = *attempts;
                     r.duration_ms = *duration_ms;
                     r.truncated = *truncated;

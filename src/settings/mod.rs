@@ -90,6 +90,9 @@ pub struct ResumeTarget {
     /// The units the earlier attempts completed: their answers were paid for then, so the
     /// report tells them from this attempt's cache hits.
     pub earlier_completed: std::collections::HashSet<String>,
+    /// When the run was first started (`2026-11-28-065537`): `aggregate.md` says the run's
+    /// time, not this attempt's.
+    pub run_timestamp: String,
 }
 
 impl ResumeTarget {
