@@ -76,7 +76,12 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
     }
     if !settings.exec.batch_api.cancel {
         // (`rlm cancel` starts nothing and spends nothing: its own lines say what it does.)
-        printer.banner(&output::init_block(&settings, &plan));
+        if settings.output.answer_on_stdout {
+            // `rlm query`: one file and one question, no batch to describe.
+            printer.banner(&output::query_block(&settings, &plan));
+        } else {
+            printer.banner(&output::init_block(&settings, &plan));
+        }
     }
     if settings.output.dry_run {
         dry_run::show(&printer, &settings, &plan);

@@ -89,6 +89,40 @@ pub fn init_block(settings: &BatchSettings, plan: &Plan) -> String {
     )
 }
 
+/// `rlm query`'s opening lines: the file, the model, what it will cost — no batch words
+/// (pattern, parallelism, aggregate) for a question about one file.
+pub fn query_block(settings: &BatchSettings, plan: &Plan) -> String {
+    let Plan {
+        model,
+        manifest,
+        estimate,
+        units,
+        ..
+    } = plan;
+    let file = manifest
+        .files
+        .first()
+        .map_or_else(|| settings.input.pattern.clone(), |f| f.display.clone());
+    let read_in = match units.len() {
+        1 => String::new(),
+        n => format!(" (read in {n} parts)"),
+    };
+    let cached = match plan.pre.hits.len() {
+        0 => String::new(),
+        n => format!(", {n} answered from the cache"),
+    };
+    format!(
+        "rlm query: {}{read_in}\nQuestion: {}\nModel: {} ({} at {})\nEstimated cost: {} ({}{cached})\n",
+        escape::name(&file),
+        prompt::shorten(&settings.task.sub_prompt, PROMPT_SHOWN),
+        model.id,
+        settings.provider.kind.name(),
+        settings.provider.shown_base_url(),
+        model.cost_text(estimate.usd),
+        calls_text(estimate),
+    )
+}
+
 /// `3 hits, 2 misses`; on a resume, the answers earlier attempts of the run paid for are
 /// said apart (`0 hits, 1 miss, 4 answered by earlier attempts`): they are the run's own,
 /// and the completion block counts them so too.
@@ -198,10 +232,17 @@ pub fn completion(printer: &Printer, report: &RunReport, quiet: bool, answer: Op
         return;
     }
     let rule = "═══════════════════════════════════════════";
+    // `rlm query` asked about one file: its pattern is that file's name, escaped as a glob.
+    let (what, input) = match answer {
+        Some(_) => (
+            "RLM Query",
+            format!("File: {}", escape::name(&unescape_glob(&report.pattern))),
+        ),
+        None => ("RLM Batch", format!("Pattern: {}", escape::name(&report.pattern))),
+    };
     let mut text = format!(
-        "{rule}\nRLM Batch: {}\n{rule}\n\nPattern: {}\nFiles processed: {}/{} ({} from cache{})\n",
+        "{rule}\n{what}: {}\n{rule}\n\n{input}\nFiles processed: {}/{} ({} from cache{})\n",
         report.status.name(),
-        escape::name(&report.pattern),
         report.files_succeeded,
         report.files_matched,
         report.cache_hits,
@@ -262,6 +303,19 @@ pub fn completion(printer: &Printer, report: &RunReport, quiet: bool, answer: Op
         }
         None => printer.data(&text),
     }
+}
+
+/// A glob that matches only one path (`rlm query`'s, `src/\[a\].ts`) as that path.
+fn unescape_glob(glob: &str) -> String {
+    let mut out = String::with_capacity(glob.len());
+    let mut chars = glob.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.extend(chars.next()),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// `--fail-on` failed the run: the gate and how many findings reached it (a run whose

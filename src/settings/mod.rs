@@ -555,7 +555,19 @@ fn read_prompt_file(file: &Path, cwd: &Path) -> Result<String, RlmError> {
     } else {
         cwd.join(file)
     };
-    fs_err::read_to_string(&path).map_err(|e| RlmError::Input(format!("--prompt-file: {e}")))
+    fs_err::read_to_string(&path).map_err(|e| {
+        let shown = file.display();
+        RlmError::Input(match e.kind() {
+            std::io::ErrorKind::NotFound => format!(
+                "--prompt-file {shown}: no such file; give the path of a file that holds the prompt (or - to read it \
+                 from standard input)"
+            ),
+            _ if path.is_dir() => {
+                format!("--prompt-file {shown}: is a directory; give the path of a file that holds the prompt")
+            }
+            _ => format!("--prompt-file {shown}: cannot read it ({e}); give a readable file that holds the prompt"),
+        })
+    })
 }
 
 #[cfg(test)]

@@ -162,3 +162,58 @@ fn model_discovery_waits_for_a_busy_server_and_says_so() {
         out.stderr
     );
 }
+
+/// Issue 25: `rlm query` on one file speaks of a file and a question, not of a batch;
+/// a missing file is said not to exist (a directory to be one), and a missing
+/// `--prompt-file` names the flag and the path — each one line, exit 2, nothing sent.
+#[test]
+fn query_speaks_of_one_file_and_its_errors_name_what_is_wrong() {
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(1);
+    let url = mock.url();
+    let out = p
+        .rlm(&["query", "src/f00.ts", "What does it do?", "--base-url", &url])
+        .run();
+    out.assert_exit(0);
+    assert!(
+        out.stderr
+            .contains("rlm query: src/f00.ts\nQuestion: What does it do?\nModel: "),
+        "{}",
+        out.stderr
+    );
+    for batch_word in ["RLM Batch", "Max parallel", "Pattern:", "Aggregate:"] {
+        assert!(!out.stderr.contains(batch_word), "{batch_word}: {}", out.stderr);
+    }
+    assert!(
+        out.stderr.contains("RLM Query: SUCCESS") && out.stderr.contains("\nFile: src/f00.ts\n"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stdout.is_empty(), "the answer on stdout");
+    let sent = mock.requests();
+
+    let refusals: [(&[&str], &str); 3] = [
+        (
+            &["query", "missing.py", "What?"],
+            "rlm query: missing.py does not exist: name one file that does (use rlm batch for many)",
+        ),
+        (
+            &["query", "src", "What?"],
+            "rlm query: src is a directory, not a file: name one file (use rlm batch for many)",
+        ),
+        (
+            &["batch", "src/*.ts", "--prompt-file", "nope.txt"],
+            "--prompt-file nope.txt: no such file; give the path of a file that holds the prompt (or - to read it \
+             from standard input)",
+        ),
+    ];
+    for (args, said) in refusals {
+        let mut args = args.to_vec();
+        args.extend(["--base-url", &url]);
+        let out = p.rlm(&args).run();
+        out.assert_exit(2);
+        assert_eq!(out.stderr.trim_end().lines().count(), 1, "{}", out.stderr);
+        assert!(out.stderr.contains(said), "{args:?}: {}", out.stderr);
+    }
+    assert_eq!(mock.requests(), sent, "nothing sent");
+}
