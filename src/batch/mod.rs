@@ -367,7 +367,11 @@ fn start(
             .map(|u| (u.id.clone(), u.inputs.iter().map(|i| i.display.clone()).collect())),
     );
     let reporters = Reporters {
-        progress: ProgressReporter::new(printer.clone(), plan.model.is_free()),
+        progress: ProgressReporter::new(
+            printer.clone(),
+            plan.model.is_free(),
+            units.iter().map(|u| u.id.clone()).collect(),
+        ),
         log,
         builder,
         store,
