@@ -295,7 +295,11 @@ pub fn completion(printer: &Printer, report: &RunReport, quiet: bool, answer: Op
     if let Some(next) = report.resume_step() {
         text.push_str(&format!("\nNext: {next}\n"));
     }
-    text.push_str(&format!("\nSummary:\n{}\n{rule}", report.summary_line()));
+    text.push_str(&format!("\nSummary:\n{}\n", report.summary_line()));
+    if let Some(caution) = &report.model_caution {
+        text.push_str(&format!("Note: {caution}\n"));
+    }
+    text.push_str(rule);
     match answer {
         Some(answer) => {
             printer.banner(&text);

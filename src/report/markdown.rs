@@ -31,6 +31,9 @@ impl RunReport {
             self.provider,
             self.aggregate,
         );
+        if let Some(caution) = &self.model_caution {
+            let _ = write!(md, "> **Note:** {caution}\n\n");
+        }
         let _ = write!(md, "## Summary\n\n{}\n\n", self.summary_line());
         let _ = write!(
             md,

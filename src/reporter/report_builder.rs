@@ -44,6 +44,8 @@ pub struct ReportContext {
     /// `rlm resume`: the units the earlier attempts completed (served again now, but paid
     /// for then: not cache hits).
     pub earlier_completed: std::collections::HashSet<String>,
+    /// When the answering model is the bundled toy model: the sentence that says so.
+    pub model_caution: Option<String>,
 }
 
 /// How the run ended, and where its outputs are.
@@ -184,6 +186,7 @@ impl ReportBuilder {
             pattern: ctx.pattern,
             sub_prompt: ctx.sub_prompt,
             model: ctx.model,
+            model_caution: ctx.model_caution,
             provider: ctx.provider,
             aggregate: ctx.aggregate,
             max_parallel: ctx.max_parallel,
