@@ -257,7 +257,8 @@ impl Reporter for ProgressReporter {
                 to,
                 why: WidthWhy::Pushback,
             } if to < from => self.line(&format!(
-                "the provider is pushing back: {to} calls in flight (was {from})"
+                "the provider is pushing back: {to} call{} in flight (was {from})",
+                if *to == 1 { "" } else { "s" }
             )),
             Event::WidthChanged { .. } => {}
             Event::Warning { message } => self.printer.warn(message),
