@@ -210,7 +210,7 @@ fn a_batch_answered_in_prose_asks_each_file_alone_once() {
         .file("src/b.py", "y = 2\n");
     let out = openai(&p, &url, &["batch", "src", "Review {file}", "--aggregate", "concat"]);
     out.assert_exit(0);
-    // The batch's prose names no file: each file is asked alone, once (the README says so).
+    // The batch's prose names no file: each file is asked alone, once (docs/batch.md says so).
     let recorded = mock.recorded();
     assert_eq!(recorded.len(), 3, "the batch, then a.py and b.py alone");
     // The progress counts the plan's one unit, then the files asked alone apart, and the
