@@ -3,10 +3,11 @@
 //! its parent instead of becoming an item of its own.
 //!
 //! An answer is a list when every line is a list item, a line indented under one, or blank —
-//! after at most one lead-in paragraph that ends with `:` ("Here are the functions:"), which
-//! the merged list with its sources replaces. Anything else (prose, a table, code, headings, a
-//! list followed by a closing sentence) is not a list, and `merge` keeps it whole: an answer
-//! is never cut into fragments.
+//! after a lead-in of headings ("## Functions in bisect.py") and at most one paragraph that
+//! ends with `:` ("Here are the functions:"), which the merged list with its sources
+//! replaces. Anything else (prose, a table, code, headings between items, a list followed by
+//! a closing sentence) is not a list, and `merge` keeps it whole: an answer is never cut
+//! into fragments.
 
 /// One top-level item of a list answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,9 +62,11 @@ pub fn item_text(line: &str) -> Option<&str> {
 pub fn read(text: &str) -> Option<Vec<ListItem>> {
     let lines: Vec<&str> = text.lines().collect();
     let first = lines.iter().position(|l| item_text(l).is_some())?;
+    // The lead-in without its headings (and the blank lines around them).
     let lead_in: Vec<&str> = lines[..first]
         .iter()
         .map(|l| l.trim())
+        .filter(|l| !l.starts_with('#'))
         .skip_while(|l| l.is_empty())
         .collect();
     let lead_in_ok = match lead_in.iter().rposition(|l| !l.is_empty()) {
@@ -149,6 +152,15 @@ mod tests {
         assert_eq!(
             heads("Here are the functions in\nbisect.py:\n\n- a\n\n- b\n"),
             Some(vec!["a".into(), "b".into()])
+        );
+        assert_eq!(
+            heads("## Functions in bisect.py\n\nIt defines:\n- a\n"),
+            Some(vec!["a".into()])
+        );
+        assert_eq!(
+            heads("## Functions\n- a\n## Classes\n- B\n"),
+            None,
+            "a heading between items"
         );
     }
 }
