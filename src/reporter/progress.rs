@@ -337,6 +337,23 @@ mod tests {
     }
 
     #[test]
+    fn the_bar_waits_for_a_call_so_a_run_that_calls_nothing_leaves_none() {
+        let printer = Printer::new(PrinterMode::default(), Redactor::default());
+        let mut p = ProgressReporter::new(printer, true, ["a"].map(UnitId::named).into());
+        // A merge serves its units from the runs that answered them: queued, completed,
+        // never sent.
+        p.report(&queued("a", UnitKind::Map));
+        p.report(&completed("a", false));
+        assert!(!p.bar_started);
+        p.report(&queued("summarize-1", UnitKind::Aggregate));
+        p.report(&Event::Started {
+            unit: UnitId::named("summarize-1"),
+            attempt: 1,
+        });
+        assert!(p.bar_started);
+    }
+
+    #[test]
     fn members_asked_alone_and_aggregation_are_counted_apart_from_the_plan() {
         let printer = Printer::new(PrinterMode::default(), Redactor::default());
         let planned = ["batch-1", "batch-2"].map(UnitId::named).into();
