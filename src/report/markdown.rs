@@ -255,6 +255,15 @@ impl RunReport {
                 "Run `rlm resume {run} --deadline DURATION` with more time (it counts the whole run): finished results \
                  are cached, so only the {unfinished} unfinished units are sent."
             ));
+        } else if self.status == RunStatus::Interrupted && !self.not_run.is_empty() {
+            // Ctrl-C: the run goes on where it stopped, as the terminal summary says too.
+            steps.push(format!(
+                "Run `rlm resume {run}`: it sends only the {} not run; finished results are not paid for again.",
+                match self.not_run.len() {
+                    1 => "1 unit".to_string(),
+                    n => format!("{n} units"),
+                }
+            ));
         } else {
             if let Some(e) = &self.error {
                 steps.push(format!("Fix the error above ({e}), then run the same command again."));

@@ -373,6 +373,14 @@ fn after_ctrl_c_the_summary_and_status_name_the_resume_and_the_resume_counts_agr
         out.stdout
     );
     assert!(out.stdout.contains(&format!("Not run: {left}\n")), "{}", out.stdout);
+    let md = p.read("out/report.md");
+    assert!(
+        md.contains(&format!(
+            "Run `rlm resume {run}`: it sends only the {} not run",
+            units(left)
+        )),
+        "report.md says the same: {md}"
+    );
     assert!(!out.stderr.contains(" 1 calls"), "{}", out.stderr);
     let timestamp = p
         .aggregate_md()
