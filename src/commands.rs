@@ -340,11 +340,17 @@ fn run_query(args: cli::QueryArgs, color: cli::ColorArg, env: &Environment) -> E
     let plain = error_printer();
     let mut batch = args.batch;
     let file = batch.pattern.clone().unwrap_or_default();
-    if !env.cwd.join(&file).is_file() {
-        let e = RlmError::Usage(format!(
-            "rlm query: {} is not a file: name one file (use rlm batch for many)",
-            escape::name(&input::shown_name(&file))
-        ));
+    let path = env.cwd.join(&file);
+    if !path.is_file() {
+        let name = input::shown_name(&file);
+        let name = escape::name(&name);
+        let e = RlmError::Usage(if !path.exists() {
+            format!("rlm query: {name} does not exist: name one file that does (use rlm batch for many)")
+        } else if path.is_dir() {
+            format!("rlm query: {name} is a directory, not a file: name one file (use rlm batch for many)")
+        } else {
+            format!("rlm query: {name} is not a regular file: name one file (use rlm batch for many)")
+        });
         return report_error(&plain, &e);
     }
     // The file as a glob that matches only itself, read through its analyst and synthesized.

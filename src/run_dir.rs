@@ -399,6 +399,7 @@ fn is_run_output(name: &str) -> bool {
             name,
             "aggregate.md"
                 | "aggregate.json"
+                | crate::aggregate::SOURCES_FILE
                 | "report.json"
                 | "report.md"
                 | "events.jsonl"

@@ -94,11 +94,38 @@ pub fn status(args: StatusArgs, env: &Environment, printer: &Printer) -> Result<
         if args.json {
             status_json(&run, &failures, (&batches, &unresolved), now)
         } else {
-            status_text(&run, &failures, (&batches, &unresolved), now)
+            let mut text = status_text(&run, &failures, (&batches, &unresolved), now);
+            if let Some(next) = next_step(&run) {
+                text = format!("{}\nnext      {next}\n", text.trim_end());
+            }
+            text
         }
     };
     printer.data(text.trim_end());
     Ok(())
+}
+
+/// What goes on with a run that stopped before its units all ran (issue 25): the
+/// `rlm resume RUN` its report names, for the units a plain resume sends.
+fn next_step(run: &RunSummary) -> Option<String> {
+    let how = match run.status {
+        RunStatus::Interrupted => "",
+        RunStatus::BudgetExceeded => " --max-cost USD",
+        RunStatus::DeadlineExceeded => " --deadline DURATION",
+        _ => return None,
+    };
+    let resume = if run.command.get(1).map(String::as_str) == Some("job") {
+        "rlm job resume"
+    } else {
+        "rlm resume"
+    };
+    let left = run.units.total() - run.units.completed - run.units.failed_for_good();
+    let units = match left {
+        0 => return None,
+        1 => "the 1 unit".to_string(),
+        n => format!("the {n} units"),
+    };
+    Some(format!("{resume} {}{how} sends {units} not run", run.id))
 }
 
 /// `rlm list [--json]`.
@@ -215,6 +242,7 @@ pub fn resume(mut args: ResumeArgs, color: ColorArg, env: &Environment) -> Resul
         retry_failed: args.failed,
         limits: given,
         earlier_completed,
+        run_timestamp: run_timestamp(&run),
     });
     Ok(settings)
 }
@@ -408,6 +436,7 @@ pub fn cancel(args: CancelArgs, color: ColorArg, env: &Environment) -> Result<Ca
         retry_failed: false,
         limits: Limits::default(),
         earlier_completed,
+        run_timestamp: run_timestamp(&run),
     });
     let printer = Printer::new(
         PrinterMode {
@@ -427,6 +456,15 @@ pub fn cancel(args: CancelArgs, color: ColorArg, env: &Environment) -> Result<Ca
 
 /// `rlm: resuming run batch-… (started 2026-11-22 10:15 UTC, 40 of 100 units left; $1.52
 /// spent so far)`: left are the units not completed, less the failed ones it leaves alone.
+/// When the run was first started, as its run directory's files write it
+/// (`2026-11-28-065537`): a resume's `aggregate.md` is the run's, not the resume's.
+fn run_timestamp(run: &RunSummary) -> String {
+    jiff::Timestamp::from_millisecond(run.created_at.as_millis())
+        .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+        .strftime("%Y-%m-%d-%H%M%S")
+        .to_string()
+}
+
 fn resuming_line(run: &RunSummary, skipped: u64, spent_usd: f64) -> String {
     let spent = if spent_usd > 0.0 {
         format!("; {} spent so far", crate::money::usd(spent_usd))

@@ -59,7 +59,9 @@ pub fn merge_with_citations(results: &[ResultItem]) -> Aggregate {
     }
     let total = findings.len();
     let merged = merge_claims(findings);
-    let mut md = String::from("# Merged Results\n\nUnique findings across all sub-agents, with every citation:\n\n");
+    let mut md = String::from(
+        "# Merged Results\n\nEvery finding the answers gave, identical ones merged, with every citation:\n\n",
+    );
     for f in &merged {
         let _ = writeln!(md, "- {}", f.render());
     }
@@ -69,7 +71,7 @@ pub fn merge_with_citations(results: &[ResultItem]) -> Aggregate {
         merged.len()
     );
     if !unstructured.is_empty() {
-        md.push_str("\n## Unmerged results\n\nThese results had no list items and are kept verbatim.\n\n");
+        md.push_str("\n## Answers kept whole\n\nThese answers had no list items, so each is shown as written, under its file.\n\n");
         for r in unstructured {
             let _ = write!(md, "### File: {}\n\n{}\n\n", escape::name(&r.path), r.text.trim_end());
         }
@@ -84,6 +86,7 @@ pub fn merge_with_citations(results: &[ResultItem]) -> Aggregate {
     Aggregate {
         markdown: md,
         json: Some(Value::Object(doc)),
+        sources: None,
     }
 }
 

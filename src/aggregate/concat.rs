@@ -43,6 +43,7 @@ pub fn concat(
     Aggregate {
         markdown: md,
         json: results_as_json(results),
+        sources: None,
     }
 }
 

@@ -5,13 +5,15 @@
 //! there, with each finding at its file and its lines of the original file — nothing here
 //! looks for JSON in a model's prose again.
 
+mod answer_list;
 pub mod cited;
 mod concat;
 mod merge;
+mod sourced_json;
 mod summarize;
 
 pub use concat::concat;
-pub use merge::merge;
+pub use merge::{merge, SOURCES_FILE};
 pub use summarize::{SummaryPlanner, SummaryStep, MAX_LEVELS};
 
 use serde::Serialize;
@@ -65,6 +67,9 @@ pub struct Processed {
 pub struct Aggregate {
     pub markdown: String,
     pub json: Option<Value>,
+    /// Beside a merged `json`, the same shape saying which files gave each value
+    /// (`aggregate.sources.json`).
+    pub sources: Option<Value>,
 }
 
 /// `{path: parsed JSON}` when every result is JSON, for `aggregate.json` beside a concat

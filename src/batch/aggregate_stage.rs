@@ -95,6 +95,7 @@ async fn build_plain(input: AggregateInput<'_>, exec: &mut Execution, errors: &m
             Ok(text) => Aggregate {
                 markdown: format!("{}\n", text.trim_end()),
                 json: aggregate::results_as_json(input.results),
+                sources: None,
             },
             Err(_) if exec.interrupted => {
                 exec.dispatcher.emit(crate::exec::Event::Warning {
@@ -113,6 +114,7 @@ async fn build_plain(input: AggregateInput<'_>, exec: &mut Execution, errors: &m
             Ok(text) => Aggregate {
                 markdown: format!("{}\n", text.trim_end()),
                 json: aggregate::results_as_json(input.results),
+                sources: None,
             },
             Err(_) if exec.interrupted => {
                 exec.dispatcher.emit(crate::exec::Event::Warning {

@@ -61,19 +61,29 @@ impl UnitAnswers {
             })
             .collect();
         if !self.unattributed.is_empty() {
-            let text = self.unattributed.join("\n\n");
-            let mut shown: String = text.chars().take(200).collect();
-            if shown.len() < text.len() {
-                shown.push('…');
-            }
             warnings.push(format!(
-                "part of a batch's answer names none of its files; it is kept in {}: {}",
+                "part of a batch's answer names none of its files; it is kept in {}: \"{}\"",
                 crate::escape::name(&self.result_file),
-                crate::escape::name(&shown)
+                excerpt(&self.unattributed.join("\n\n"), EXCERPT_CHARS)
             ));
         }
         warnings
     }
+}
+
+/// How much of an answer a warning quotes.
+const EXCERPT_CHARS: usize = 120;
+
+/// The start of `text` on one line, as a person reads it: every run of whitespace (the
+/// newlines and indentation of pretty JSON) one space, at most `max` characters, `…` when
+/// there is more — never `{\n  "file": …` escapes (issue 25).
+fn excerpt(text: &str, max: usize) -> String {
+    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut shown: String = one_line.chars().take(max).collect();
+    if shown.len() < one_line.len() {
+        shown.push('…');
+    }
+    crate::escape::name(&shown).into_owned()
 }
 
 /// Reads `text`, the answer of `unit` (see the module doc).

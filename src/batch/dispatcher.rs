@@ -446,8 +446,9 @@ impl PoolHandler<JobOutcome> for Dispatcher {
 
     fn interrupting(&mut self, in_flight: usize, grace: Duration) {
         self.printer.progress(&format!(
-            "interrupted: dispatching stopped; waiting up to {}s for {in_flight} calls in flight (Ctrl-C again to stop now)",
-            grace.as_secs()
+            "interrupted: dispatching stopped; waiting up to {}s for {in_flight} call{} in flight (Ctrl-C again to stop now)",
+            grace.as_secs(),
+            if in_flight == 1 { "" } else { "s" }
         ));
     }
 }

@@ -18,9 +18,20 @@ pub struct Collected {
 }
 
 /// Every finding in the answers (in plan order, already kept once across units: see
-/// [`crate::answer::dedupe`]).
-pub fn collect(settings: &BatchSettings, answers: &[FileAnswer]) -> Collected {
-    let findings = answers.iter().flat_map(|a| a.answer.findings.iter().cloned()).collect();
+/// [`crate::answer::dedupe`]). From the bundled toy model (`toy`), every finding is a note
+/// that says where it came from: a 135M model invents findings, which must not reach code
+/// scanning as errors or fail `--fail-on` (issue 25).
+pub fn collect(settings: &BatchSettings, answers: &[FileAnswer], toy: bool) -> Collected {
+    let mut findings: Vec<Finding> = answers.iter().flat_map(|a| a.answer.findings.iter().cloned()).collect();
+    if toy {
+        for f in &mut findings {
+            f.level = findings::Level::Note;
+            f.message = format!(
+                "{} (unverified: from the bundled 135M-parameter local model)",
+                f.message
+            );
+        }
+    }
     let base = match findings_root(settings) {
         Some(root) => ArtifactBase::new(&root, &settings.cwd),
         None => ArtifactBase::at_root(),

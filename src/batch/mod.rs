@@ -65,10 +65,10 @@ pub(crate) use served::{Recorded, RecordedUnit};
 /// Runs one batch and returns its exit status. An error is something that stopped the
 /// run before any call was made (exit 2) or a refusal at the start; everything after the
 /// first call is reported, and the exit code says whether money was spent.
-pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus, RlmError> {
+pub async fn run(mut settings: BatchSettings, printer: Printer) -> Result<ExitStatus, RlmError> {
     let started = Instant::now();
     let started_at = jiff::Timestamp::now();
-    let mut plan = match planning::plan(&settings, &printer).await? {
+    let mut plan = match planning::plan(&mut settings, &printer).await? {
         Planned::Plan(plan) => plan,
         Planned::Nothing(manifest) => return Ok(nothing_to_do(&settings, &manifest, &printer)),
     };
@@ -77,7 +77,12 @@ pub async fn run(settings: BatchSettings, printer: Printer) -> Result<ExitStatus
     }
     if !settings.exec.batch_api.cancel {
         // (`rlm cancel` starts nothing and spends nothing: its own lines say what it does.)
-        printer.banner(&output::init_block(&settings, &plan));
+        if settings.output.answer_on_stdout {
+            // `rlm query`: one file and one question, no batch to describe.
+            printer.banner(&output::query_block(&settings, &plan));
+        } else {
+            printer.banner(&output::init_block(&settings, &plan));
+        }
     }
     if settings.output.dry_run {
         dry_run::show(&printer, &settings, &plan);
@@ -138,7 +143,7 @@ pub async fn cancel_at_provider(
 }
 
 /// Plans a run without starting it (`rlm merge` plans the whole plan its runs split).
-pub(crate) async fn plan(settings: &BatchSettings, printer: &Printer) -> Result<Planned, RlmError> {
+pub(crate) async fn plan(settings: &mut BatchSettings, printer: &Printer) -> Result<Planned, RlmError> {
     planning::plan(settings, printer).await
 }
 
@@ -214,13 +219,15 @@ fn open_run_dir(settings: &BatchSettings, plan: &Plan, printer: &Printer) -> Res
         Some(target) => {
             // Before the directory is taken up: a refused resume leaves it as it was.
             pending::ready(settings, &plan.cache, &target.output_dir)?;
-            RunDir::reopen(
+            let mut run_dir = RunDir::reopen(
                 &settings.rlm_dir(),
                 &target.output_dir,
                 &target.run_id,
                 target.lock.clone(),
                 settings.redactor(),
-            )?
+            )?;
+            run_dir.timestamp.clone_from(&target.run_timestamp);
+            run_dir
         }
         None => {
             let run_dir = RunDir::create_unique(
@@ -361,7 +368,11 @@ fn start(
             .map(|u| (u.id.clone(), u.inputs.iter().map(|i| i.display.clone()).collect())),
     );
     let reporters = Reporters {
-        progress: ProgressReporter::new(printer.clone(), plan.model.is_free()),
+        progress: ProgressReporter::new(
+            printer.clone(),
+            plan.model.is_free(),
+            units.iter().map(|u| u.id.clone()).collect(),
+        ),
         log,
         builder,
         store,
@@ -592,10 +603,23 @@ async fn aggregate(
         [one] => one.answer.text.clone(),
         _ => built.aggregate.markdown.clone(),
     });
-    let (paths, mut errors) = write::aggregate(run_dir, &settings.cwd, &built.aggregate);
+    let mut aggregate = built.aggregate;
+    if let Some(caution) = model_caution(settings, plan) {
+        aggregate.markdown = format!("> **Note:** {caution}\n\n{}", aggregate.markdown);
+    }
+    let (paths, mut errors) = write::aggregate(run_dir, &settings.cwd, &aggregate);
     errors.splice(0..0, built.errors);
     tracing::debug!("aggregate written");
     Aggregated { paths, answer, errors }
+}
+
+/// When the answers come from the bundled local model (by the name the server gave it or
+/// `--model` named), the sentence that says they come from a toy (issue 25).
+fn model_caution(settings: &BatchSettings, plan: &Plan) -> Option<String> {
+    if settings.provider.kind == crate::provider::ProviderKind::Command {
+        return None;
+    }
+    crate::provider::bundled_model::BundledModel::recognize(&plan.model.id).map(|m| m.caution())
 }
 
 /// The findings, the report and the store's last word on the run.
@@ -617,7 +641,9 @@ fn finish(
         // Passed outside the pool (waiting for a batch): said here, as the pool's stop says it.
         errors.insert(0, exec.dispatcher.deadline_reason(0));
     }
-    let collected = findings_stage::collect(settings, &outcomes.answers);
+    let toy = settings.provider.kind != crate::provider::ProviderKind::Command
+        && crate::provider::bundled_model::BundledModel::recognize(&exec.jobs.requests.model).is_some();
+    let collected = findings_stage::collect(settings, &outcomes.answers, toy);
     let findings = findings_stage::write(settings, run_dir, &collected, printer, &mut errors);
     let reason = end_reason(exec, outcomes);
     let end = write::ReportEnd {
@@ -784,5 +810,6 @@ fn report_context(
             .as_ref()
             .map(|t| t.earlier_completed.clone())
             .unwrap_or_default(),
+        model_caution: model_caution(settings, plan),
     }
 }

@@ -62,7 +62,7 @@ pub fn init_block(settings: &BatchSettings, plan: &Plan) -> String {
     }
     format!(
         "RLM Batch Initialized\nPattern: {}\nFiles matched: {}{skipped}\n{units_line}Sub-prompt: {}\nModel: {} ({} at {})\n\
-         Max parallel: {}\nAggregate: {}\nCache: {} hits, {} misses{}\n\
+         Max parallel: {}\nAggregate: {}\nCache: {}{}\n\
          Estimated cost: {cost} ({}, ~{} input tokens{}, ~{} output tokens)\n",
         escape::name(&settings.input.pattern),
         manifest.matched(),
@@ -72,8 +72,7 @@ pub fn init_block(settings: &BatchSettings, plan: &Plan) -> String {
         settings.provider.shown_base_url(),
         settings.exec.parallelism.width,
         settings.task.aggregate.name(),
-        pre.hits.len(),
-        pre.misses.len(),
+        cache_text(settings, plan),
         if pre.blocked.is_empty() {
             String::new()
         } else {
@@ -88,6 +87,64 @@ pub fn init_block(settings: &BatchSettings, plan: &Plan) -> String {
         },
         estimate.output_tokens,
     )
+}
+
+/// `rlm query`'s opening lines: the file, the model, what it will cost — no batch words
+/// (pattern, parallelism, aggregate) for a question about one file.
+pub fn query_block(settings: &BatchSettings, plan: &Plan) -> String {
+    let Plan {
+        model,
+        manifest,
+        estimate,
+        units,
+        ..
+    } = plan;
+    let file = manifest
+        .files
+        .first()
+        .map_or_else(|| settings.input.pattern.clone(), |f| f.display.clone());
+    let read_in = match units.len() {
+        1 => String::new(),
+        n => format!(" (read in {n} parts)"),
+    };
+    let cached = match plan.pre.hits.len() {
+        0 => String::new(),
+        n => format!(", {n} answered from the cache"),
+    };
+    format!(
+        "rlm query: {}{read_in}\nQuestion: {}\nModel: {} ({} at {})\nEstimated cost: {} ({}{cached})\n",
+        escape::name(&file),
+        prompt::shorten(&settings.task.sub_prompt, PROMPT_SHOWN),
+        model.id,
+        settings.provider.kind.name(),
+        settings.provider.shown_base_url(),
+        model.cost_text(estimate.usd),
+        calls_text(estimate),
+    )
+}
+
+/// `3 hits, 2 misses`; on a resume, the answers earlier attempts of the run paid for are
+/// said apart (`0 hits, 1 miss, 4 answered by earlier attempts`): they are the run's own,
+/// and the completion block counts them so too.
+fn cache_text(settings: &BatchSettings, plan: &Plan) -> String {
+    let earlier = settings.resume.as_ref().map_or(0, |target| {
+        plan.pre
+            .hits
+            .iter()
+            .filter(|(i, _)| target.earlier_completed.contains(plan.units[*i].id.as_str()))
+            .count()
+    });
+    let hits = plan.pre.hits.len() - earlier;
+    let misses = plan.pre.misses.len();
+    let mut text = format!(
+        "{hits} hit{}, {misses} miss{}",
+        if hits == 1 { "" } else { "s" },
+        if misses == 1 { "" } else { "es" }
+    );
+    if earlier > 0 {
+        text.push_str(&format!(", {earlier} answered by earlier attempts"));
+    }
+    text
 }
 
 /// `12 calls` or `12 calls: 10 per unit, 2 to aggregate`.
@@ -175,14 +232,28 @@ pub fn completion(printer: &Printer, report: &RunReport, quiet: bool, answer: Op
         return;
     }
     let rule = "═══════════════════════════════════════════";
+    // `rlm query` asked about one file: its pattern is that file's name, escaped as a glob.
+    let (what, input) = match answer {
+        Some(_) => (
+            "RLM Query",
+            format!("File: {}", escape::name(&unescape_glob(&report.pattern))),
+        ),
+        None => ("RLM Batch", format!("Pattern: {}", escape::name(&report.pattern))),
+    };
     let mut text = format!(
-        "{rule}\nRLM Batch: {}\n{rule}\n\nPattern: {}\nFiles processed: {}/{} ({} from cache)\n",
+        "{rule}\n{what}: {}\n{rule}\n\n{input}\nFiles processed: {}/{} ({} from cache{})\n",
         report.status.name(),
-        escape::name(&report.pattern),
         report.files_succeeded,
         report.files_matched,
-        report.cache_hits
+        report.cache_hits,
+        match report.earlier_answers {
+            0 => String::new(),
+            n => format!(", {n} answered by earlier attempts"),
+        }
     );
+    if !report.not_run.is_empty() {
+        text.push_str(&format!("Not run: {}\n", report.not_run.len()));
+    }
     if !report.failed.is_empty() {
         text.push_str(&format!("Failed: {}\n", report.failed.len()));
         for line in failure_lines(report) {
@@ -196,10 +267,16 @@ pub fn completion(printer: &Printer, report: &RunReport, quiet: bool, answer: Op
         text.push_str(&format!("{line}\n"));
     }
     text.push_str(&format!(
-        "Duration: {}\nTokens: {} in, {} out ({} saved by the cache)\nTotal cost: {}\n\n",
+        "Duration: {}\nTokens: {} in, {} out{} ({} saved by the cache)\nTotal cost: {}\n\n",
         format_duration(report.duration_ms),
         report.tokens_in,
         report.tokens_out,
+        // A resume's tokens are its own; its cost below is the whole run's.
+        if report.earlier_answers > 0 || report.earlier_cost_usd > 0.0 {
+            " in this attempt"
+        } else {
+            ""
+        },
         report.tokens_saved,
         report.total_cost_text(),
     ));
@@ -215,7 +292,14 @@ pub fn completion(printer: &Printer, report: &RunReport, quiet: bool, answer: Op
     if let Some(e) = &report.error {
         text.push_str(&format!("\nError: {e}\n"));
     }
-    text.push_str(&format!("\nSummary:\n{}\n{rule}", report.summary_line()));
+    if let Some(next) = report.resume_step() {
+        text.push_str(&format!("\nNext: {next}\n"));
+    }
+    text.push_str(&format!("\nSummary:\n{}\n", report.summary_line()));
+    if let Some(caution) = &report.model_caution {
+        text.push_str(&format!("Note: {caution}\n"));
+    }
+    text.push_str(rule);
     match answer {
         Some(answer) => {
             printer.banner(&text);
@@ -223,6 +307,19 @@ pub fn completion(printer: &Printer, report: &RunReport, quiet: bool, answer: Op
         }
         None => printer.data(&text),
     }
+}
+
+/// A glob that matches only one path (`rlm query`'s, `src/\[a\].ts`) as that path.
+fn unescape_glob(glob: &str) -> String {
+    let mut out = String::with_capacity(glob.len());
+    let mut chars = glob.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.extend(chars.next()),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// `--fail-on` failed the run: the gate and how many findings reached it (a run whose

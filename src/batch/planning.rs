@@ -11,6 +11,7 @@ use crate::error::RlmError;
 use crate::input::Manifest;
 use crate::plan::{self, PlanOptions};
 use crate::printer::Printer;
+use crate::provider::bundled_model::BundledModel;
 use crate::provider::ModelInfo;
 use crate::request::RequestContext;
 use crate::settings::BatchSettings;
@@ -53,7 +54,10 @@ pub enum Planned {
 }
 
 /// Plans a run (see the module doc). An error ends it before anything was called.
-pub async fn plan(settings: &BatchSettings, printer: &Printer) -> Result<Planned, RlmError> {
+///
+/// A model known only once the server names it may settle what the flags left open: the
+/// bundled local model's answer budget when `--max-tokens` was not given.
+pub async fn plan(settings: &mut BatchSettings, printer: &Printer) -> Result<Planned, RlmError> {
     let manifest = startup::resolve_inputs(settings, printer)?;
     if manifest.files.is_empty() {
         return Ok(Planned::Nothing(manifest));
@@ -74,6 +78,11 @@ pub async fn plan(settings: &BatchSettings, printer: &Printer) -> Result<Planned
         }
         Err(e) => return Err(e.into()),
     };
+    if let Some(bundled) = BundledModel::recognize(&model.id) {
+        if !settings.provider.max_tokens_given && settings.provider.kind != crate::provider::ProviderKind::Command {
+            settings.provider.max_tokens = bundled.max_tokens;
+        }
+    }
     // Whether the server has a batch API is known before anything is planned around it.
     let delivery = match batch_api_run::delivery(settings, &model).await {
         Ok((delivery, notice)) => {

@@ -137,7 +137,8 @@ pub struct AggregatePaths {
     pub json: Option<String>,
 }
 
-/// Writes `aggregate.md` (and `aggregate.json`): where they went, and what could not be
+/// Writes `aggregate.md` (and `aggregate.json`, and beside a merged one
+/// `aggregate.sources.json`): where they went, and what could not be
 /// written (an error of the run).
 pub fn aggregate(run_dir: &RunDir, cwd: &Path, aggregate: &Aggregate) -> (AggregatePaths, Vec<String>) {
     let mut paths = AggregatePaths::default();
@@ -150,6 +151,11 @@ pub fn aggregate(run_dir: &RunDir, cwd: &Path, aggregate: &Aggregate) -> (Aggreg
         match run_dir.write("aggregate.json", &format!("{json:#}\n")) {
             Ok(path) => paths.json = Some(shown(&path, cwd)),
             Err(e) => errors.push(format!("cannot write the JSON aggregate: {e}")),
+        }
+    }
+    if let Some(sources) = &aggregate.sources {
+        if let Err(e) = run_dir.write(crate::aggregate::SOURCES_FILE, &format!("{sources:#}\n")) {
+            errors.push(format!("cannot write where the merged values came from: {e}"));
         }
     }
     (paths, errors)

@@ -224,9 +224,10 @@ pub struct BatchArgs {
     #[arg(long, value_name = "SECS", default_value = "600", value_parser = parse_seconds, allow_negative_numbers = true)]
     pub rate_limit_wait: f64,
 
-    /// Most output tokens per call (1-1000000).
-    #[arg(long, value_name = "N", default_value = "4096", value_parser = parse_max_tokens, allow_negative_numbers = true)]
-    pub max_tokens: u32,
+    /// Most output tokens per call (1-1000000) [default: 4096; 512 for the bundled local
+    /// model, SmolLM2-135M]
+    #[arg(long, value_name = "N", value_parser = parse_max_tokens, allow_negative_numbers = true)]
+    pub max_tokens: Option<u32>,
 
     /// Abort if the estimated cost is above this many USD (also raises the $100 ceiling);
     /// stop dispatching once the real cost passes it.

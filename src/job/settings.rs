@@ -13,6 +13,7 @@ use crate::cache::CacheMode;
 use crate::cli::{ColorArg, JobCallArgs, JobRunFlags, ProviderArg, Toggle};
 use crate::error::RlmError;
 use crate::printer::PrinterMode;
+use crate::provider::bundled_model::BundledModel;
 use crate::provider::catalog::{self, PriceTable};
 use crate::provider::ProviderKind;
 use crate::secret::{redact_url, Redactor};
@@ -188,7 +189,17 @@ impl JobSettings {
                 temperature: remembered.temperature,
                 timeout: remembered.timeout.unwrap_or(DEFAULT_TIMEOUT),
                 connect_timeout: crate::provider::DEFAULT_CONNECT_TIMEOUT.as_secs_f64(),
-                max_tokens: remembered.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+                // The bundled local model's own budget: its window is smaller than the default.
+                max_tokens: remembered
+                    .max_tokens
+                    .or_else(|| {
+                        remembered
+                            .model
+                            .as_deref()
+                            .and_then(BundledModel::recognize)
+                            .map(|m| m.max_tokens)
+                    })
+                    .unwrap_or(DEFAULT_MAX_TOKENS),
                 max_depth: 3,
                 agent_env: Vec::new(),
             },

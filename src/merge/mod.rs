@@ -86,7 +86,7 @@ pub async fn run(merge: MergePlan, printer: Printer) -> Result<ExitStatus, RlmEr
     let mut planning = settings.clone();
     planning.exec.cache_mode = CacheMode::WriteOnly;
     planning.output.quiet = true;
-    let plan = match crate::batch::plan(&planning, &printer).await? {
+    let plan = match crate::batch::plan(&mut planning, &printer).await? {
         Planned::Plan(plan) => plan,
         Planned::Nothing(_) => {
             return Err(RlmError::Usage(format!(

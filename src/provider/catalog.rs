@@ -266,7 +266,7 @@ pub fn context_window(model: &str) -> Option<u64> {
     } else if model.starts_with("o3") || model.starts_with("o4") {
         Some(200_000)
     } else {
-        None
+        super::bundled_model::BundledModel::recognize(model).map(|m| m.context_window)
     }
 }
 

@@ -7,6 +7,7 @@
 
 pub mod anthropic;
 pub mod batch_api;
+pub mod bundled_model;
 pub mod catalog;
 pub mod command;
 pub mod discovery;

@@ -144,9 +144,13 @@ mod tests {
         assert!(listed.context_window_known);
         let ceiling = ModelInfo::resolve("claude-new".into(), None, &table, true);
         assert_eq!(ceiling.price_basis, PriceBasis::Ceiling);
-        let local = ModelInfo::resolve("smollm2".into(), None, &table, false);
+        let local = ModelInfo::resolve("llama3.2".into(), None, &table, false);
         assert_eq!(local.price_basis, PriceBasis::Unknown);
         assert!(!local.context_window_known);
+        // The bundled local model's window is known (the one scripts/local-model serves).
+        let bundled = ModelInfo::resolve("smollm2".into(), None, &table, false);
+        assert!(bundled.context_window_known && bundled.context_window == 8192);
+        assert_eq!(bundled.price_basis, PriceBasis::Unknown);
         let usage = Usage {
             input_tokens: 9,
             output_tokens: 9,

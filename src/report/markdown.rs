@@ -31,6 +31,9 @@ impl RunReport {
             self.provider,
             self.aggregate,
         );
+        if let Some(caution) = &self.model_caution {
+            let _ = write!(md, "> **Note:** {caution}\n\n");
+        }
         let _ = write!(md, "## Summary\n\n{}\n\n", self.summary_line());
         let _ = write!(
             md,
@@ -252,6 +255,15 @@ impl RunReport {
                 "Run `rlm resume {run} --deadline DURATION` with more time (it counts the whole run): finished results \
                  are cached, so only the {unfinished} unfinished units are sent."
             ));
+        } else if self.status == RunStatus::Interrupted && !self.not_run.is_empty() {
+            // Ctrl-C: the run goes on where it stopped, as the terminal summary says too.
+            steps.push(format!(
+                "Run `rlm resume {run}`: it sends only the {} not run; finished results are not paid for again.",
+                match self.not_run.len() {
+                    1 => "1 unit".to_string(),
+                    n => format!("{n} units"),
+                }
+            ));
         } else {
             if let Some(e) = &self.error {
                 steps.push(format!("Fix the error above ({e}), then run the same command again."));
@@ -275,6 +287,40 @@ impl RunReport {
         steps
     }
 
+    /// The `rlm resume RUN` that goes on with a run that stopped before every unit ran (or
+    /// whose answers the cache could not take), for the terminal summary: report.md says it
+    /// in its *Not Run* section, the terminal must too (issue 25).
+    pub fn resume_step(&self) -> Option<String> {
+        use super::RunStatus;
+        let run = &self.run_id;
+        let left = self.not_run.len();
+        let units = |n: usize| {
+            if n == 1 {
+                "1 unit".to_string()
+            } else {
+                format!("{n} units")
+            }
+        };
+        if left == 0 {
+            return (!self.not_cached.is_empty())
+                .then(|| format!("rlm resume {run} caches the answers kept outside the cache, without paying again"));
+        }
+        Some(match self.status {
+            RunStatus::BudgetExceeded => format!(
+                "rlm resume {run} --max-cost USD, with a higher budget for the whole run, sends the {} not run",
+                units(left)
+            ),
+            RunStatus::DeadlineExceeded => format!(
+                "rlm resume {run} --deadline DURATION, with more time for the whole run, sends the {} not run",
+                units(left)
+            ),
+            _ => format!(
+                "rlm resume {run} sends the {} not run; the finished ones are not paid for again",
+                units(left)
+            ),
+        })
+    }
+
     /// The run's cost, and after a resume the earlier attempts' part of it and the answers
     /// they paid for.
     pub fn total_cost_text(&self) -> String {
@@ -282,10 +328,17 @@ impl RunReport {
         if self.earlier_cost_usd <= 0.0 && self.earlier_answers == 0 {
             return total;
         }
+        if self.earlier_cost_usd <= 0.0 {
+            // A free model: nothing was paid, so nothing "paid for" the earlier answers.
+            return total;
+        }
         format!(
-            "{total} ({} of it in earlier attempts, which paid for {} of the answers served now)",
+            "{total} ({} of it in earlier attempts, for the {} answered then)",
             crate::money::usd(self.earlier_cost_usd),
-            self.earlier_answers
+            match self.earlier_answers {
+                1 => "1 unit".to_string(),
+                n => format!("{n} units"),
+            }
         )
     }
 

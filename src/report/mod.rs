@@ -201,6 +201,10 @@ pub struct RunReport {
     pub pattern: String,
     pub sub_prompt: String,
     pub model: String,
+    /// The answering model is the bundled local model (a 135M toy): the sentence that
+    /// says so, in the report, the aggregate and the terminal summary.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_caution: Option<String>,
     pub provider: String,
     pub aggregate: String,
     pub max_parallel: usize,

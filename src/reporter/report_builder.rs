@@ -44,6 +44,8 @@ pub struct ReportContext {
     /// `rlm resume`: the units the earlier attempts completed (served again now, but paid
     /// for then: not cache hits).
     pub earlier_completed: std::collections::HashSet<String>,
+    /// When the answering model is the bundled toy model: the sentence that says so.
+    pub model_caution: Option<String>,
 }
 
 /// How the run ended, and where its outputs are.
@@ -184,6 +186,7 @@ impl ReportBuilder {
             pattern: ctx.pattern,
             sub_prompt: ctx.sub_prompt,
             model: ctx.model,
+            model_caution: ctx.model_caution,
             provider: ctx.provider,
             aggregate: ctx.aggregate,
             max_parallel: ctx.max_parallel,
@@ -386,7 +389,9 @@ impl Reporter for ReportBuilder {
                     r.cached_input_tokens = usage.cached_input_tokens;
                     r.cache_write_tokens = usage.cache_write_tokens;
                     r.prompt_cache_saved_usd = *cache_saved_usd;
-                    r.tokens_saved = saved.total();
+                    // The run's own answers, paid for by its earlier attempts: no tokens the
+                    // cache saved (the summary would say "0 from cache, 1,036 saved by it").
+                    r.tokens_saved = if earlier { 0 } else { saved.total() };
                     r.attempts = *attempts;
                     r.duration_ms = *duration_ms;
                     r.truncated = *truncated;

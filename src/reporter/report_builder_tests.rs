@@ -25,6 +25,7 @@ fn ctx() -> ReportContext {
         merged_from: vec![],
         earlier_cost_usd: 0.0,
         earlier_completed: Default::default(),
+        model_caution: None,
     }
 }
 

@@ -34,6 +34,7 @@ use crate::cache::CacheMode;
 use crate::cli::{AggregateArg, BatchArgs, ChunkingArg, ColorArg};
 use crate::error::RlmError;
 use crate::printer::{ColorChoice, PrinterMode};
+use crate::provider::bundled_model::BundledModel;
 use crate::provider::catalog::PriceTable;
 use crate::provider::ProviderKind;
 use crate::schema::OutputSchema;
@@ -64,6 +65,9 @@ pub struct BatchSettings {
     pub output: OutputSettings,
 }
 
+/// `--max-tokens` when it is not given (and the model is none rlm knows to need less).
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
 /// A run `rlm resume` takes up: its id and directory, the units not to dispatch again
 /// (failed ones, unless `--failed`), and what its earlier attempts spent.
 #[derive(Debug, Clone)]
@@ -90,6 +94,9 @@ pub struct ResumeTarget {
     /// The units the earlier attempts completed: their answers were paid for then, so the
     /// report tells them from this attempt's cache hits.
     pub earlier_completed: std::collections::HashSet<String>,
+    /// When the run was first started (`2026-11-28-065537`): `aggregate.md` says the run's
+    /// time, not this attempt's.
+    pub run_timestamp: String,
 }
 
 impl ResumeTarget {
@@ -179,6 +186,9 @@ pub struct ProviderSettings {
     /// `--connect-timeout`.
     pub connect_timeout: Duration,
     pub max_tokens: u32,
+    /// Whether `--max-tokens` was given: when it was not, a model rlm knows to need less
+    /// (the bundled local model) gets its own default once it is known.
+    pub max_tokens_given: bool,
     /// `--provider command`: the agent's argv.
     pub command: Option<Vec<String>>,
     /// `--agent-env`: the withheld variables passed to the agent after all.
@@ -406,7 +416,14 @@ impl BatchSettings {
 
         let schema = schema.map(|file| OutputSchema::load(&file, &env.cwd)).transpose()?;
         let config = ProjectConfig::load(&env.cwd)?;
-        let provider = provider_settings(
+        let max_tokens_given = max_tokens.is_some();
+        let max_tokens = max_tokens.unwrap_or_else(|| {
+            model
+                .as_deref()
+                .and_then(BundledModel::recognize)
+                .map_or(DEFAULT_MAX_TOKENS, |m| m.max_tokens)
+        });
+        let mut provider = provider_settings(
             ProviderFlags {
                 provider,
                 command,
@@ -422,6 +439,7 @@ impl BatchSettings {
             },
             env,
         )?;
+        provider.max_tokens_given = max_tokens_given;
         let backoff_base = backoff_base(env)?;
         let batch_api = BatchApiSettings::resolve(
             batch_api.map(Into::into),
@@ -552,7 +570,19 @@ fn read_prompt_file(file: &Path, cwd: &Path) -> Result<String, RlmError> {
     } else {
         cwd.join(file)
     };
-    fs_err::read_to_string(&path).map_err(|e| RlmError::Input(format!("--prompt-file: {e}")))
+    fs_err::read_to_string(&path).map_err(|e| {
+        let shown = file.display();
+        RlmError::Input(match e.kind() {
+            std::io::ErrorKind::NotFound => format!(
+                "--prompt-file {shown}: no such file; give the path of a file that holds the prompt (or - to read it \
+                 from standard input)"
+            ),
+            _ if path.is_dir() => {
+                format!("--prompt-file {shown}: is a directory; give the path of a file that holds the prompt")
+            }
+            _ => format!("--prompt-file {shown}: cannot read it ({e}); give a readable file that holds the prompt"),
+        })
+    })
 }
 
 #[cfg(test)]

@@ -99,6 +99,7 @@ pub fn provider_settings(flags: ProviderFlags, env: &Environment) -> Result<Prov
         timeout: Duration::from_secs_f64(timeout),
         connect_timeout: Duration::from_secs_f64(connect_timeout),
         max_tokens,
+        max_tokens_given: true,
         depth,
         ..provider
     })
@@ -166,6 +167,7 @@ pub(super) fn resolve_provider(
         timeout: Duration::from_secs(120),
         connect_timeout: crate::provider::DEFAULT_CONNECT_TIMEOUT,
         max_tokens: 4096,
+        max_tokens_given: false,
         command: None,
         agent_env: Vec::new(),
         depth: 0,
@@ -238,6 +240,7 @@ pub(super) fn command_provider(
         timeout: Duration::from_secs(120),
         connect_timeout: crate::provider::DEFAULT_CONNECT_TIMEOUT,
         max_tokens: 4096,
+        max_tokens_given: false,
         command: Some(argv),
         agent_env: agent_env.to_vec(),
         depth,

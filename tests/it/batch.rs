@@ -203,10 +203,23 @@ fn merge_unions_json_results() {
         p.read("out/aggregate.json"),
         "{\n  \"functions\": [\n    \"a\",\n    \"b\",\n    \"c\"\n  ]\n}\n"
     );
+    // Where each value came from goes beside aggregate.json, in the same shape, and in
+    // aggregate.md after each value (issue 25).
+    assert_eq!(
+        read_json(&p.path().join("out/aggregate.sources.json")),
+        json!({"functions": [
+            {"value": "a", "files": ["src/a.ts", "src/b.ts"]},
+            {"value": "b", "files": ["src/a.ts"]},
+            {"value": "c", "files": ["src/b.ts"]}
+        ]})
+    );
     assert_eq!(
         p.aggregate_md(),
-        "# Merged Results\n\nUnique items across all sub-agents:\n\n## functions\n\n- a\n- b\n- c\n\n\
-         (Duplicates removed, sorted alphabetically: 4 total items, 3 unique after deduplication)\n"
+        "# Merged Results\n\n\
+         Every item the answers gave, identical ones merged; each names the files it came from.\n\n\
+         ## functions\n\n- a — src/a.ts, src/b.ts\n- b — src/a.ts\n- c — src/b.ts\n\n\
+         (4 items from 2 answers; 3 after merging identical ones)\n\
+         (Which files gave each JSON value: aggregate.sources.json)\n"
     );
     let report = p.report();
     assert_eq!(report["aggregate_json_path"], "out/aggregate.json");
@@ -225,11 +238,73 @@ fn merge_dedupes_markdown_lists() {
         .assert_exit(0);
     assert_eq!(
         p.aggregate_md(),
-        "# Merged Results\n\nUnique items across all sub-agents:\n- alpha\n- beta\n- gamma\n\n\
-         (Duplicates removed, sorted alphabetically: 4 total items, 3 unique after deduplication)\n"
+        "# Merged Results\n\n\
+         Every item the answers gave, identical ones merged; each names the files it came from.\n\n\
+         - beta — src/a.ts\n- alpha — src/a.ts, src/b.ts\n- gamma — src/b.ts\n\n\
+         (4 items from 2 answers; 3 after merging identical ones)\n"
     );
     assert!(!p.exists("out/aggregate.json"), "lists are not JSON");
+    assert!(!p.exists("out/aggregate.sources.json"));
     assert!(p.report()["aggregate_json_path"].is_null());
+}
+
+/// Issue 25: the README's first example, merge over prose answers, reads as a person
+/// would want it: each item names its files, nested items stay under their parent, a
+/// lead-in line does not count, an answer that is not a list is kept whole under its
+/// file's heading, and no "sub-agents".
+#[test]
+fn merge_of_prose_answers_names_files_keeps_nesting_and_keeps_prose_whole() {
+    let mock = MockLlm::start();
+    let p = Project::new()
+        .file(
+            "lib/bisect.py",
+            &answering(
+                "The functions defined in bisect.py are:\n\n\
+                 - `insort_right(a, x)`: insert x in a, keeping it sorted.\n  \
+                 - called each time and other options.\n\
+                 - `bisect_left(a, x)`\n",
+            ),
+        )
+        .file(
+            "lib/heapq.py",
+            &answering("- `bisect_left(a, x)`\n- `heappush(heap, item)`\n"),
+        )
+        .file(
+            "lib/this.py",
+            &answering("This module defines no functions.\n\n- It only prints a poem.\n\nThat is all."),
+        );
+    let url = mock.url();
+    p.rlm(&batch("lib/*.py", &url, &["--aggregate", "merge", "-o", "out"]))
+        .run()
+        .assert_exit(0);
+    let md = p.aggregate_md();
+    assert!(
+        md.contains(
+            "- `insort_right(a, x)`: insert x in a, keeping it sorted. — lib/bisect.py\n  \
+             - called each time and other options.\n\
+             - `bisect_left(a, x)` — lib/bisect.py, lib/heapq.py\n\
+             - `heappush(heap, item)` — lib/heapq.py\n"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains("(4 items from 2 answers; 3 after merging identical ones)"),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "### File: lib/this.py\n\nThis module defines no functions.\n\n- It only prints a poem.\n\nThat is all.\n"
+        ),
+        "kept whole: {md}"
+    );
+    assert!(
+        !md.contains("sub-agent") && !md.contains("The functions defined in"),
+        "{md}"
+    );
+    assert!(
+        !md.contains("\n- called each time"),
+        "a nested item is no item of its own: {md}"
+    );
 }
 
 #[test]

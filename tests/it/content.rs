@@ -237,7 +237,12 @@ fn query_reads_one_file_through_its_analyst_and_prints_the_answer_on_stdout() {
 
     let out = p.rlm(&["query", "src", "x", "--base-url", &url]).run();
     out.assert_exit(2);
-    assert!(out.stderr.contains("rlm query: src is not a file"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("rlm query: src is a directory, not a file: name one file"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]

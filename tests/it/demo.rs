@@ -146,3 +146,51 @@ fn the_demo_build_shows_cargos_progress() {
         .expect("cargo's progress is shown");
     assert!(building < progress, "{stderr}");
 }
+
+/// Issue 25: with no key and no RLM_BASE_URL the demo uses the bundled local model (here a
+/// stand-in `scripts/local-model` that prints the mock's URL); its last lines say the
+/// server is still running, how to use it with rlm on one's own files, and how to stop it,
+/// and rlm's own summary says the answers come from a 135M-parameter model.
+#[cfg(unix)]
+#[test]
+fn the_demo_on_the_local_model_says_how_to_use_and_stop_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let mock = MockLlm::start();
+    mock.set_models(&["smollm2"]);
+    let (_tmp, clone) = fresh_clone();
+    let stand_in = clone.join("scripts/local-model");
+    std::fs::write(&stand_in, "#!/bin/sh\n[ \"$1\" = start ] && echo \"$MOCK_URL\"\n").unwrap();
+    std::fs::set_permissions(&stand_in, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = Command::new(clone.join("scripts/demo"))
+        .current_dir(&clone)
+        .env("RLM_BIN", env!("CARGO_BIN_EXE_rlm"))
+        .env("MOCK_URL", mock.url())
+        .env_remove("RLM_BASE_URL")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .env_remove("OPENAI_BASE_URL")
+        .output()
+        .expect("scripts/demo runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let url = mock.url();
+    let tail: Vec<&str> = stderr.lines().rev().take(5).collect();
+    assert_eq!(
+        tail[0], "demo: stop the server with: scripts/local-model stop",
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("demo: the local model server is still running at {url}"))
+            && stderr.contains("scripts/local-model status prints the URL")
+            && stderr.contains(&format!(
+                "\"List the functions defined in {{file}}\" --base-url {url}\n"
+            )),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("Note: These answers come from SmolLM2-135M-Instruct, the bundled local model"),
+        "{stdout}"
+    );
+}

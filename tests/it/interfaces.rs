@@ -57,7 +57,7 @@ fn json_gives_an_error_document_for_every_refusal_before_a_run() {
     // rlm query, resume, status and list (with a run in the store).
     p.rlm(&batch("src/*.ts", &url, &["-q"])).run().assert_exit(0);
     let out = p.rlm(&["query", "nope.ts", "What?", "--json"]).run();
-    assert_error_document(&out, "usage", "is not a file");
+    assert_error_document(&out, "usage", "nope.ts does not exist");
     let out = p
         .rlm(&["query", "src/f00.ts", "What?", "--json", "--retries", "x"])
         .run();
@@ -654,7 +654,11 @@ fn a_refusal_kind_says_what_to_fix() {
             "--json",
         ])
         .run();
-    assert_error_document(&out, "input", "--prompt-file: failed to open file");
+    assert_error_document(
+        &out,
+        "input",
+        "--prompt-file missing.md: no such file; give the path of a file",
+    );
     let out = p.rlm(&["job", "run", "job.toml", "--base-url", &url, "--json"]).run();
     assert_error_document(&out, "input", "`name` is empty");
 

@@ -824,6 +824,36 @@ fn a_dry_run_prints_the_estimate_per_phase_and_writes_nothing() {
     assert!(jobs(&p).is_empty());
 }
 
+/// Issue 25: the bundled local model's window is known (8,192 tokens), so a job that
+/// names it gets the model's own answer budget, not the jobs' default of 16,000 tokens that
+/// would leave its window no room (a usage error).
+#[test]
+fn a_job_on_the_bundled_local_model_gets_its_answer_budget() {
+    let p = gh_project(&pull_requests(10));
+    let args = [
+        "job",
+        "pr-review",
+        "acme/widgets",
+        "--vision",
+        "VISION.md",
+        "--input",
+        "gh/prs.json",
+        "--dry-run",
+    ];
+    p.rlm(&[&args[..], &["--model", "smollm2"]].concat())
+        .run()
+        .assert_exit(0);
+    let out = p
+        .rlm(&[&args[..], &["--model", "smollm2", "--max-tokens", "9000"]].concat())
+        .run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("8192-token context window of smollm2"),
+        "{}",
+        out.stderr
+    );
+}
+
 /// Copies `examples/jobs/NAME/` into the project under `NAME/`.
 pub(crate) fn with_example(p: Project, name: &str) -> Project {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/jobs").join(name);

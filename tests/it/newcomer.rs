@@ -162,3 +162,143 @@ fn model_discovery_waits_for_a_busy_server_and_says_so() {
         out.stderr
     );
 }
+
+/// Issue 25: `rlm query` on one file speaks of a file and a question, not of a batch;
+/// a missing file is said not to exist (a directory to be one), and a missing
+/// `--prompt-file` names the flag and the path — each one line, exit 2, nothing sent.
+#[test]
+fn query_speaks_of_one_file_and_its_errors_name_what_is_wrong() {
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(1);
+    let url = mock.url();
+    let out = p
+        .rlm(&["query", "src/f00.ts", "What does it do?", "--base-url", &url])
+        .run();
+    out.assert_exit(0);
+    assert!(
+        out.stderr
+            .contains("rlm query: src/f00.ts\nQuestion: What does it do?\nModel: "),
+        "{}",
+        out.stderr
+    );
+    for batch_word in ["RLM Batch", "Max parallel", "Pattern:", "Aggregate:"] {
+        assert!(!out.stderr.contains(batch_word), "{batch_word}: {}", out.stderr);
+    }
+    assert!(
+        out.stderr.contains("RLM Query: SUCCESS") && out.stderr.contains("\nFile: src/f00.ts\n"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stdout.is_empty(), "the answer on stdout");
+    let sent = mock.requests();
+
+    let refusals: [(&[&str], &str); 3] = [
+        (
+            &["query", "missing.py", "What?"],
+            "rlm query: missing.py does not exist: name one file that does (use rlm batch for many)",
+        ),
+        (
+            &["query", "src", "What?"],
+            "rlm query: src is a directory, not a file: name one file (use rlm batch for many)",
+        ),
+        (
+            &["batch", "src/*.ts", "--prompt-file", "nope.txt"],
+            "--prompt-file nope.txt: no such file; give the path of a file that holds the prompt (or - to read it \
+             from standard input)",
+        ),
+    ];
+    for (args, said) in refusals {
+        let mut args = args.to_vec();
+        args.extend(["--base-url", &url]);
+        let out = p.rlm(&args).run();
+        out.assert_exit(2);
+        assert_eq!(out.stderr.trim_end().lines().count(), 1, "{}", out.stderr);
+        assert!(out.stderr.contains(said), "{args:?}: {}", out.stderr);
+    }
+    assert_eq!(mock.requests(), sent, "nothing sent");
+}
+
+/// Issue 25: when the server serves the bundled local model (it lists `smollm2`, the name
+/// scripts/local-model gives it), rlm knows its window and gives it a short answer budget
+/// unless --max-tokens says otherwise, and its toy answers say where they come from: in
+/// report.md, aggregate.md, report.json and the terminal summary, and its findings reach
+/// SARIF as notes, never errors. Another model gets none of it.
+#[test]
+fn the_bundled_local_model_is_known_by_its_name_and_its_answers_say_so() {
+    let mock = MockLlm::start();
+    mock.set_models(&["smollm2"]);
+    let findings = serde_json::json!({"findings": [
+        {"file": "src/a.py", "line": 1, "summary": "an invented SQL injection", "severity": "critical", "type": "sqli"}
+    ], "metadata": {}})
+    .to_string();
+    let p = Project::new().file("src/a.py", &format!("x = 1\n# {}\n", reply_marker(&findings)));
+    let url = mock.url();
+    let args = [
+        "batch",
+        "src/*.py",
+        "Find the bugs in {file}",
+        "--base-url",
+        &url,
+        "--sarif",
+        "r.sarif",
+        "-o",
+    ];
+    let out = p
+        .rlm(&[&args[..], &["out"]].concat())
+        .env_remove("ANTHROPIC_API_KEY")
+        .run();
+    out.assert_exit(0);
+    assert_eq!(max_tokens_sent(&mock), Some(512), "{:#}", mock.recorded()[0].body);
+    assert!(
+        !out.stderr.contains("context window of smollm2 is not known"),
+        "{}",
+        out.stderr
+    );
+    let said = "These answers come from SmolLM2-135M-Instruct, the bundled local model: it has 135 million parameters";
+    assert!(out.stdout.contains(&format!("Note: {said}")), "{}", out.stdout);
+    assert!(p.read("out/report.md").contains(&format!("> **Note:** {said}")));
+    assert!(
+        p.aggregate_md().starts_with(&format!("> **Note:** {said}")),
+        "{}",
+        p.aggregate_md()
+    );
+    assert!(p.report()["model_caution"].as_str().unwrap().starts_with(said));
+    let sarif = read_json(&p.path().join("r.sarif"));
+    let result = &sarif["runs"][0]["results"][0];
+    assert_eq!(result["level"], "note", "{sarif:#}");
+    assert!(
+        result["message"]["text"].as_str().unwrap().contains("unverified"),
+        "{sarif:#}"
+    );
+
+    // --max-tokens given is kept; another model is no toy and gets the general default.
+    let out = p
+        .rlm(&[&args[..], &["out2", "--max-tokens", "100", "--no-cache"]].concat())
+        .env_remove("ANTHROPIC_API_KEY")
+        .run();
+    out.assert_exit(0);
+    assert_eq!(max_tokens_sent(&mock), Some(100));
+    mock.set_models(&["mock-model"]);
+    let out = p
+        .rlm(&[&args[..], &["out3"]].concat())
+        .env_remove("ANTHROPIC_API_KEY")
+        .run();
+    out.assert_exit(0);
+    assert_eq!(max_tokens_sent(&mock), Some(4096));
+    assert!(
+        !out.stdout.contains("Note: ") && !p.read("out3/report.md").contains("**Note:**"),
+        "{}",
+        out.stdout
+    );
+    assert!(p.report()["model_caution"].is_null() || !p.read("out3/report.json").contains("model_caution"));
+    assert_eq!(
+        read_json(&p.path().join("r.sarif"))["runs"][0]["results"][0]["level"],
+        "error"
+    );
+}
+
+/// The answer budget of the latest call the mock received.
+fn max_tokens_sent(mock: &MockLlm) -> Option<u64> {
+    let body = mock.recorded().last()?.body.clone();
+    body["max_tokens"].as_u64().or(body["max_completion_tokens"].as_u64())
+}

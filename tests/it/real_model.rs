@@ -2,8 +2,10 @@
 //! OpenAI-compatible server named by `RLM_LOCAL_MODEL_URL`.
 //!
 //! The model is tiny, so this asserts what rlm did — calls made, usage counted, results,
-//! aggregates and reports written, caching — never the quality of the answers. Without
-//! `RLM_LOCAL_MODEL_URL` it is skipped, and says so on the terminal.
+//! aggregates and reports written, caching — never the quality of the answers. It is
+//! `#[ignore]`d by `cargo test`; run on its own (`cargo test --test it real_model --
+//! --ignored`) it uses the server `RLM_LOCAL_MODEL_URL` names, else the bundled one
+//! `scripts/local-model` runs — starting it (and installing it the first time) if need be.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -95,15 +97,43 @@ fn sum(report: &Value, pointer_units: &str, pointer_calls: &str) -> u64 {
     units + calls
 }
 
+/// The server to run against: `RLM_LOCAL_MODEL_URL`, else the one `scripts/local-model`
+/// runs, started (and installed, the first time: its progress shows on the terminal) when
+/// none is. The URL is the last line the script prints.
+fn server_url() -> String {
+    if let Ok(url) = std::env::var("RLM_LOCAL_MODEL_URL") {
+        if !url.trim().is_empty() {
+            return url.trim().to_string();
+        }
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/local-model");
+    let last_line = |command: &str, stderr: std::process::Stdio| {
+        let out = Command::new(&script)
+            .arg(command)
+            .stderr(stderr)
+            .output()
+            .unwrap_or_else(|e| panic!("{} {command} could not run: {e}", script.display()));
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let url = stdout.lines().last().unwrap_or_default().trim().to_string();
+        (out.status.success() && url.starts_with("http")).then_some(url)
+    };
+    last_line("status", std::process::Stdio::null())
+        .or_else(|| last_line("start", std::process::Stdio::inherit()))
+        .unwrap_or_else(|| {
+            panic!(
+                "no model server: RLM_LOCAL_MODEL_URL is not set and `scripts/local-model start` failed (its \
+                 messages are above); fix that, or set RLM_LOCAL_MODEL_URL to an OpenAI-compatible server"
+            )
+        })
+}
+
 /// Ignored by `cargo test` (it needs a model server); CI runs it explicitly with
 /// `cargo test --test it real_model -- --ignored`, and then a missing server is a failure,
 /// never a silent pass.
 #[test]
-#[ignore = "needs a real model server: RLM_LOCAL_MODEL_URL=$(scripts/local-model start | tail -n1) cargo test --test it real_model -- --ignored"]
+#[ignore = "needs a real model server: cargo test --test it real_model -- --ignored (starts scripts/local-model)"]
 fn batch_against_a_real_model_server() {
-    let url = std::env::var("RLM_LOCAL_MODEL_URL").unwrap_or_else(|_| {
-        panic!("RLM_LOCAL_MODEL_URL is not set: start a server with scripts/local-model start and export the URL it prints")
-    });
+    let url = server_url();
     let dir = project();
 
     for (aggregate, fresh) in [("concat", 3), ("merge", 0), ("summarize", 0)] {
@@ -116,6 +146,12 @@ fn batch_against_a_real_model_server() {
         assert_eq!(report["cache_hits"], 3 - fresh, "{aggregate}");
         assert_eq!(report["provider"], "openai");
         assert_eq!(report["model"], "smollm2", "the one model scripts/local-model serves");
+        assert!(
+            report["model_caution"]
+                .as_str()
+                .is_some_and(|c| c.contains("135 million parameters")),
+            "the toy model's answers say so: {report:#}"
+        );
         let tokens_in = report["tokens_in"].as_u64().unwrap();
         let tokens_out = report["tokens_out"].as_u64().unwrap();
         if aggregate != "merge" {

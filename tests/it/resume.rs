@@ -336,3 +336,111 @@ fn a_plain_resume_reports_the_earlier_attempts_failures_as_failed() {
     let status = status_of(&p, &run);
     assert_eq!(status["units"]["failed"], 1, "{status:#}");
 }
+
+/// Issue 25: after Ctrl-C the terminal summary and `rlm status` name `rlm resume RUN`;
+/// after the resume the numbers agree with each other (the answers the earlier attempt
+/// paid for are neither cache hits nor tokens the cache saved, at the start or at the
+/// end), and `aggregate.md` carries the run's time, not the resume's.
+#[test]
+fn after_ctrl_c_the_summary_and_status_name_the_resume_and_the_resume_counts_agree() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(300));
+    let p = Project::new().ts_files(5);
+    let url = mock.url();
+    let a = p.rlm(&run_in(&url, "List {file}", &["-j", "1"])).spawn();
+    assert!(wait_until(Duration::from_secs(20), || results_in_out(&p) >= 2));
+    a.signal("INT");
+    let out = a.wait();
+    out.assert_exit(130);
+    let report = p.report();
+    let run = report["run_id"].as_str().unwrap().to_string();
+    let done = report["succeeded"].as_u64().unwrap();
+    let left = 5 - done;
+    assert!(left > 0, "{report:#}");
+    let units = |n: u64| {
+        if n == 1 {
+            "1 unit".to_string()
+        } else {
+            format!("{n} units")
+        }
+    };
+    assert!(
+        out.stdout.contains(&format!(
+            "Next: rlm resume {run} sends the {} not run; the finished ones are not paid for again\n",
+            units(left)
+        )),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains(&format!("Not run: {left}\n")), "{}", out.stdout);
+    let md = p.read("out/report.md");
+    assert!(
+        md.contains(&format!(
+            "Run `rlm resume {run}`: it sends only the {} not run",
+            units(left)
+        )),
+        "report.md says the same: {md}"
+    );
+    assert!(!out.stderr.contains(" 1 calls"), "{}", out.stderr);
+    let timestamp = p
+        .aggregate_md()
+        .lines()
+        .find(|l| l.starts_with("Timestamp: "))
+        .unwrap()
+        .to_string();
+
+    for status in [p.rlm(&["status", &run]).run(), p.rlm(&["status"]).run()] {
+        status.assert_exit(0);
+        assert!(
+            status.stdout.ends_with(&format!(
+                "next      rlm resume {run} sends the {} not run\n",
+                units(left)
+            )),
+            "{}",
+            status.stdout
+        );
+    }
+
+    // The resume: its start, its end and its aggregate say the same thing.
+    std::thread::sleep(Duration::from_millis(1100));
+    mock.set_latency(Duration::ZERO);
+    let resumed = p.rlm(&["resume", "--yes"]).run();
+    resumed.assert_exit(0);
+    assert!(
+        resumed.stderr.contains(&format!(
+            "Cache: 0 hits, {left} miss{}, {done} answered by earlier attempts\n",
+            if left == 1 { "" } else { "es" }
+        )),
+        "{}",
+        resumed.stderr
+    );
+    assert!(
+        resumed.stdout.contains(&format!(
+            "Files processed: 5/5 (0 from cache, {done} answered by earlier attempts)\n"
+        )),
+        "{}",
+        resumed.stdout
+    );
+    assert!(
+        resumed.stdout.contains(" in this attempt (0 saved by the cache)\n"),
+        "{}",
+        resumed.stdout
+    );
+    assert!(
+        resumed.stdout.contains(&format!(
+            "of it in earlier attempts, for the {} answered then)",
+            units(done)
+        )),
+        "{}",
+        resumed.stdout
+    );
+    assert!(!resumed.stdout.contains("Next: "), "nothing left: {}", resumed.stdout);
+    assert_eq!(p.report()["tokens_saved"], 0);
+    assert!(
+        p.aggregate_md().contains(&format!("{timestamp}\n")),
+        "the run's time, not the resume's: {}",
+        p.aggregate_md()
+    );
+    let status = p.rlm(&["status", &run]).run();
+    assert!(!status.stdout.contains("next "), "{}", status.stdout);
+}

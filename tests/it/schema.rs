@@ -47,7 +47,8 @@ fn openai_servers_get_the_schema_as_response_format_and_answers_are_kept_as_json
         assert_eq!(value, json!({"functions": ["mock"]}));
     }
     assert!(
-        p.aggregate_md().contains("## functions\n\n- mock\n"),
+        p.aggregate_md()
+            .contains("## functions\n\n- mock — src/f00.ts, src/f01.ts, src/f02.ts\n"),
         "merge works on the typed answers: {}",
         p.aggregate_md()
     );

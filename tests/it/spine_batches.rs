@@ -186,6 +186,16 @@ fn a_flat_findings_answer_answers_every_member_and_keeps_what_names_no_file() {
     assert!(warnings.contains("names none of its files"), "{report:#}");
     assert!(warnings.contains("stray remark"), "{report:#}");
     assert!(out.stderr.contains("names none of its files"), "{}", out.stderr);
+    // Quoted as a person reads it: one line, no escaped JSON (issue 25).
+    let line = out
+        .stderr
+        .lines()
+        .find(|l| l.contains("names none of its files"))
+        .unwrap();
+    assert!(
+        line.contains(r#""summary": "a stray remark about nothing""#) && !line.contains(r"\n"),
+        "{line}"
+    );
 }
 
 #[test]
@@ -200,9 +210,17 @@ fn a_batch_answered_in_prose_asks_each_file_alone_once() {
         .file("src/b.py", "y = 2\n");
     let out = openai(&p, &url, &["batch", "src", "Review {file}", "--aggregate", "concat"]);
     out.assert_exit(0);
-    // The batch's prose names no file: each file is asked alone, once (the README says so).
+    // The batch's prose names no file: each file is asked alone, once (docs/batch.md says so).
     let recorded = mock.recorded();
     assert_eq!(recorded.len(), 3, "the batch, then a.py and b.py alone");
+    // The progress counts the plan's one unit, then the files asked alone apart, and the
+    // counter never grows under the user's eyes (issue 25).
+    let lines: Vec<&str> = out.stderr.lines().filter(|l| l.contains(" ok     ")).collect();
+    assert_eq!(lines.len(), 3, "{}", out.stderr);
+    assert!(lines[0].starts_with("[1/1] ok     src/a.py"), "{}", out.stderr);
+    let mut alone: Vec<&str> = lines[1..].iter().map(|l| &l[..l.find(']').unwrap() + 1]).collect();
+    alone.sort();
+    assert_eq!(alone, ["[asked alone 1/2]", "[asked alone 2/2]"], "{}", out.stderr);
     let report = p.report();
     assert_eq!(report["files_succeeded"], 2, "{report:#}");
     assert!(
