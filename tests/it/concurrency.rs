@@ -38,14 +38,6 @@ fn run_in<'a>(url: &'a str, prompt: &'a str, out: &'a str, extra: &[&'a str]) ->
     args
 }
 
-fn results_in(p: &Project, dir: &str) -> usize {
-    let dir = p.path().join(dir);
-    if !dir.is_dir() {
-        return 0;
-    }
-    file_names(&dir).iter().filter(|n| n.ends_with(".result.md")).count()
-}
-
 #[test]
 fn a_second_run_on_a_busy_output_directory_refuses_naming_the_first() {
     let mock = MockLlm::start();

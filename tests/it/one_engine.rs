@@ -12,15 +12,8 @@ use crate::support::mock_llm::batch::BatchProgress;
 use crate::support::mock_llm::*;
 use crate::support::*;
 
-/// Polls every 20 ms (the default schedule waits seconds).
-const FAST_POLLS: &str = "20";
-
 fn ts_project(n: usize) -> Project {
-    let p = Project::new();
-    for i in 0..n {
-        p.write(&format!("src/f{i:03}.ts"), &format!("export const f{i:03} = {i};\n"));
-    }
-    p
+    Project::new().ts_files(n)
 }
 
 /// `rlm batch src/*.ts PROMPT --base-url URL --model haiku -o OUT --yes EXTRA…`
@@ -41,17 +34,9 @@ fn batch_in<'a>(url: &'a str, out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     args
 }
 
+/// `args` in `p`, polling batches every 20 ms.
 fn fast(p: &Project, args: &[&str]) -> Run {
-    p.rlm(args).env("RLM_BATCH_POLL_MS", FAST_POLLS)
-}
-
-/// The result files in `dir`.
-fn results_in(p: &Project, dir: &str) -> usize {
-    let dir = p.path().join(dir);
-    if !dir.is_dir() {
-        return 0;
-    }
-    file_names(&dir).iter().filter(|n| n.ends_with(".result.md")).count()
+    crate::job::fast(p.rlm(args))
 }
 
 /// Scenario 7: more schema-invalid batch answers than the width. Each is asked again in

@@ -555,3 +555,12 @@ pub fn batch<'a>(pattern: &'a str, url: &'a str, extra: &[&'a str]) -> Vec<&'a s
     args.extend_from_slice(extra);
     args
 }
+
+/// How many result files (`*.result.md`) the output directory `dir` of `p` holds.
+pub fn results_in(p: &Project, dir: &str) -> usize {
+    let dir = p.path().join(dir);
+    if !dir.is_dir() {
+        return 0;
+    }
+    file_names(&dir).iter().filter(|n| n.ends_with(".result.md")).count()
+}
