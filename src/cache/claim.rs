@@ -121,6 +121,12 @@ impl Cache {
         })
     }
 
+    /// Whether a job holds the claim on `key` now (looked at, never taken: nothing is
+    /// created).
+    pub fn is_claimed(&self, key: &CacheKey) -> bool {
+        FileLock::is_held(&self.lock_path(key)) == Some(true)
+    }
+
     /// The directory of the claims' lock files.
     pub fn locks_dir(&self) -> &Path {
         &self.locks

@@ -241,6 +241,18 @@ impl WriteBatch<'_> {
         Ok(())
     }
 
+    /// Run `run`'s claims on `keys`, not submitted yet, are let go.
+    pub fn release_claims(&mut self, run: &RunId, keys: &[&str]) -> Result<(), StoreError> {
+        let mut delete = self
+            .tx
+            .prepare_cached("DELETE FROM key_claims WHERE run_id = ?1 AND cache_key = ?2 AND token IS NULL")
+            .map_err(|e| self.sqlite(e))?;
+        for key in keys {
+            delete.execute(params![run.as_str(), key]).map_err(|e| self.sqlite(e))?;
+        }
+        Ok(())
+    }
+
     /// Run `run`'s claims on keys it never submitted (a budget, a stop, a failure before
     /// the intent) are let go.
     pub fn release_unsent_claims(&mut self, run: &RunId) -> Result<(), StoreError> {
@@ -271,6 +283,13 @@ impl TaskStore {
         let claimed = batch.claim_keys(run, server, keys)?;
         batch.commit()?;
         Ok(claimed)
+    }
+
+    /// See [`WriteBatch::release_claims`].
+    pub fn release_claims(&mut self, run: &RunId, keys: &[&str]) -> Result<(), StoreError> {
+        let mut batch = self.begin()?;
+        batch.release_claims(run, keys)?;
+        batch.commit()
     }
 
     /// See [`WriteBatch::release_unsent_claims`].

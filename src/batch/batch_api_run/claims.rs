@@ -2,9 +2,11 @@
 //! holds its cache key, so two runs at once — two `--batch-api` runs, a realtime one and a
 //! batch one, any output directories — never pay for one answer twice.
 //!
-//! Each key is taken the way a realtime call takes it (the cache's `flock`, the cache read
-//! again under it), then claimed in the store for the batch ([`crate::store::KeyClaim`]),
-//! and the `flock` let go: the store's claim outlives this process, as the batch does.
+//! Each key is looked up in the cache again, claimed in the store for the batch
+//! ([`crate::store::KeyClaim`]: the claim outlives this process, as the batch does), and
+//! then the cache's `flock` of a realtime call in flight is looked at (never taken). A
+//! realtime call takes its flock first and looks at the store second: whichever order the
+//! two runs meet in, one of them sees the other, so no answer is paid twice.
 //! A key another run holds is
 //! - waited for while that run's rlm lives (a realtime call in flight, or its batch): its
 //!   answer is read from the cache when it lands, and nothing is paid here;
@@ -22,7 +24,7 @@ use super::wait::Waiting;
 use super::BatchApiRun;
 use crate::batch::execution::{Execution, Pause};
 use crate::batch::job::{self, JobOutcome};
-use crate::cache::{CacheEntry, CacheKey, ClaimGuard, Claimed};
+use crate::cache::{CacheEntry, CacheKey};
 use crate::exec::{Event, PoolHandler};
 use crate::provider::batch_api::BatchCounts;
 use crate::request;
@@ -45,35 +47,41 @@ impl BatchApiRun {
         let mut mine = Vec::with_capacity(send.len());
         let mut orphaned: BTreeMap<String, (RunId, Vec<usize>)> = BTreeMap::new();
         for chunk in send.chunks(CHUNK) {
-            let taken = self.take_flocks(exec, p, chunk).await;
-            let mut held = Vec::with_capacity(taken.len());
-            for (i, outcome) in taken {
-                match outcome {
-                    Taken::Cached(entry) => self.serve(exec, p, i, entry).await,
-                    Taken::Busy => p.awaiting.push(i),
-                    Taken::Flock(guard) => held.push((i, guard)),
+            // Answered meanwhile (by a run that finished since this one planned)?
+            let mut missed = Vec::with_capacity(chunk.len());
+            for (i, cached) in self.look_up(exec, p, chunk).await {
+                match cached {
+                    Some(entry) => self.serve(exec, p, i, entry).await,
+                    None => missed.push(i),
                 }
             }
-            let keys: Vec<&str> = held.iter().map(|(i, _)| p.keys[*i].as_str()).collect();
-            let claims = self.store.claim_keys(&self.run, self.api.server(), &keys);
-            match claims {
-                Ok(claims) => {
-                    for ((i, _), claim) in held.iter().zip(claims) {
-                        match claim {
-                            KeyClaim::Mine => mine.push(*i),
-                            KeyClaim::Held(holder) => self.held_elsewhere(exec, p, *i, holder, &mut orphaned),
-                        }
-                    }
-                }
+            let keys: Vec<&str> = missed.iter().map(|&i| p.keys[i].as_str()).collect();
+            let claims = match self.store.claim_keys(&self.run, self.api.server(), &keys) {
+                Ok(claims) => claims,
                 Err(e) => {
-                    // Without the store, as before claims existed: the flock covered the
-                    // realtime runs; another batch run cannot be seen.
+                    // Without the store, as before claims existed (another batch run
+                    // cannot be seen): only the realtime runs' flocks are looked at.
                     self.store_write(|_, _| Err(e));
-                    mine.extend(held.iter().map(|(i, _)| *i));
+                    vec![KeyClaim::Mine; missed.len()]
+                }
+            };
+            let mut claimed = Vec::with_capacity(missed.len());
+            for (i, claim) in missed.into_iter().zip(claims) {
+                match claim {
+                    KeyClaim::Mine => claimed.push(i),
+                    KeyClaim::Held(holder) => self.held_elsewhere(exec, p, i, holder, &mut orphaned),
                 }
             }
-            // The store's claims hold the keys now (the flocks are let go here).
-            drop(held);
+            // Claimed in the store first, then the flocks looked at: a realtime call that
+            // took its flock before the claim was written is paying now (this run waits
+            // for its answer); one that takes it after sees the claim and waits.
+            let (free, busy) = self.flocks_free(exec, p, claimed).await;
+            if !busy.is_empty() {
+                let keys: Vec<&str> = busy.iter().map(|&i| p.keys[i].as_str()).collect();
+                self.store_write(|s, run| s.release_claims(run, &keys));
+                p.awaiting.extend(busy);
+            }
+            mine.extend(free);
         }
         for (batch_id, (owner, indexes)) in orphaned {
             self.collect_for(exec, p, batch_id, owner, indexes);
@@ -81,36 +89,36 @@ impl BatchApiRun {
         mine
     }
 
-    /// Takes the cache's flock of each key of `chunk` without waiting, reading the cache
-    /// again under it.
-    async fn take_flocks(&mut self, exec: &Execution, p: &Phase<'_>, chunk: &[usize]) -> Vec<(usize, Taken)> {
+    /// The cache entry of each request of `chunk`, if one is there now (read off the async
+    /// workers).
+    async fn look_up(&self, exec: &Execution, p: &Phase<'_>, chunk: &[usize]) -> Vec<(usize, Option<Box<CacheEntry>>)> {
         let cache = exec.jobs.cache.clone();
         let max = exec.jobs.requests.max_tokens;
         let keys: Vec<(usize, CacheKey)> = chunk.iter().map(|&i| (i, CacheKey(p.keys[i].clone()))).collect();
-        let taken = tokio::task::spawn_blocking(move || {
+        let fallback: Vec<(usize, Option<Box<CacheEntry>>)> = chunk.iter().map(|&i| (i, None)).collect();
+        tokio::task::spawn_blocking(move || {
             keys.into_iter()
-                .map(|(i, key)| {
-                    let taken = match cache.try_claim_miss(&key, max) {
-                        Ok(Some(Claimed::Mine(guard))) => Taken::Flock(Some(guard)),
-                        Ok(Some(Claimed::Cached(entry))) => Taken::Cached(Box::new(entry)),
-                        Ok(None) => Taken::Busy,
-                        Err(e) => {
-                            tracing::debug!("cannot claim a cache key ({e}): claimed in the store only");
-                            Taken::Flock(None)
-                        }
-                    };
-                    (i, taken)
-                })
-                .collect::<Vec<_>>()
+                .map(|(i, key)| (i, cache.get(&key, max).ok().flatten().map(Box::new)))
+                .collect()
         })
-        .await;
-        match taken {
-            Ok(taken) => taken,
-            Err(e) => {
-                tracing::debug!("taking the cache's claims failed ({e}): claimed in the store only");
-                chunk.iter().map(|&i| (i, Taken::Flock(None))).collect()
-            }
-        }
+        .await
+        .unwrap_or(fallback)
+    }
+
+    /// Of `claimed`, the requests whose key no realtime call holds now (its flock), and
+    /// those it does.
+    async fn flocks_free(&self, exec: &Execution, p: &Phase<'_>, claimed: Vec<usize>) -> (Vec<usize>, Vec<usize>) {
+        let cache = exec.jobs.cache.clone();
+        let keys: Vec<(usize, CacheKey)> = claimed.iter().map(|&i| (i, CacheKey(p.keys[i].clone()))).collect();
+        tokio::task::spawn_blocking(move || {
+            let (busy, free): (Vec<_>, Vec<_>) = keys.into_iter().partition(|(_, key)| cache.is_claimed(key));
+            (
+                free.into_iter().map(|(i, _)| i).collect(),
+                busy.into_iter().map(|(i, _)| i).collect(),
+            )
+        })
+        .await
+        .unwrap_or((claimed, Vec::new()))
     }
 
     /// Request `i`'s key is held by another run's batch (see the module doc).
@@ -253,14 +261,4 @@ impl BatchApiRun {
         };
         exec.dispatcher.finished(outcome);
     }
-}
-
-/// What taking one key's flock came to.
-enum Taken {
-    /// Held (or, where claims cannot be taken, `None`): claim it in the store next.
-    Flock(Option<ClaimGuard>),
-    /// Answered meanwhile.
-    Cached(Box<CacheEntry>),
-    /// Another rlm holds it: a realtime call in flight.
-    Busy,
 }
