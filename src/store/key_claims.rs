@@ -12,8 +12,8 @@
 //! - with the submission's token (and custom id): written with the intent, before the
 //!   create request goes out;
 //! - with the batch id: the batch exists;
-//! - deleted: its outcome was recorded (the answer is in the cache first), its batch was
-//!   collected, or its submission was voided.
+//! - deleted: its batch was collected (each answer is in the cache first, and whoever needs
+//!   one reads the cache before the claims), or its submission was voided.
 //!
 //! Another rlm that needs a claimed key (any run, any output directory, realtime or batch,
 //! `rlm batch` or `rlm job`) asks [`TaskStore::key_holder`] after its own cache miss: while
@@ -43,7 +43,6 @@ pub(super) const MIGRATION: &str = "
         claimed_at      TEXT NOT NULL
     );
     CREATE INDEX IF NOT EXISTS key_claims_by_batch ON key_claims (batch_id, custom_id);
-    CREATE INDEX IF NOT EXISTS key_claims_by_token ON key_claims (run_id, token);
 ";
 
 /// Who holds a claim on a key, and what became of its rlm.
@@ -163,17 +162,25 @@ impl WriteBatch<'_> {
     pub fn claim_keys(&mut self, run: &RunId, server: &str, keys: &[&str]) -> Result<Vec<KeyClaim>, StoreError> {
         let now = Timestamp::now().to_rfc3339();
         let mut claimed = Vec::with_capacity(keys.len());
+        let insert = |tx: &rusqlite::Transaction<'_>, key: &str| {
+            tx.prepare_cached(
+                "INSERT INTO key_claims (cache_key, run_id, server, claimed_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (cache_key) DO NOTHING",
+            )
+            .and_then(|mut s| s.execute(params![key, run.as_str(), server, now]))
+        };
         for key in keys {
+            // Most keys are nobody's: one insert claims them; only a key already claimed
+            // is asked who holds it (a dead run's claim never sent is let go there).
+            if insert(&self.tx, key).map_err(|e| self.sqlite(e))? == 1 {
+                claimed.push(KeyClaim::Mine);
+                continue;
+            }
             let claim = match self.key_holder(key)? {
                 Some(holder) if holder.run != *run => KeyClaim::Held(holder),
                 Some(_) => KeyClaim::Mine,
                 None => {
-                    self.tx
-                        .prepare_cached(
-                            "INSERT INTO key_claims (cache_key, run_id, server, claimed_at) VALUES (?1, ?2, ?3, ?4)",
-                        )
-                        .and_then(|mut s| s.execute(params![key, run.as_str(), server, now]))
-                        .map_err(|e| self.sqlite(e))?;
+                    insert(&self.tx, key).map_err(|e| self.sqlite(e))?;
                     KeyClaim::Mine
                 }
             };
@@ -219,16 +226,6 @@ impl WriteBatch<'_> {
                 "DELETE FROM key_claims WHERE run_id = ?1 AND token = ?2 AND batch_id IS NULL",
                 params![run.as_str(), token],
             )
-            .map_err(|e| self.sqlite(e))?;
-        Ok(())
-    }
-
-    /// The request `custom_id` of batch `batch_id` has its outcome (a succeeded answer is
-    /// in the cache): its key is free.
-    pub(super) fn claim_settled(&mut self, batch_id: &str, custom_id: &str) -> Result<(), StoreError> {
-        self.tx
-            .prepare_cached("DELETE FROM key_claims WHERE batch_id = ?1 AND custom_id = ?2")
-            .and_then(|mut s| s.execute(params![batch_id, custom_id]))
             .map_err(|e| self.sqlite(e))?;
         Ok(())
     }
