@@ -85,7 +85,10 @@ fn a_key_is_claimed_once_carried_through_its_submission_and_let_go_with_its_outc
         reason: None,
     };
     store.record_batch_outcomes(&a, "batch_1", &[outcome]).unwrap();
-    assert!(store.key_holder("k1").unwrap().is_some(), "held until the batch is collected");
+    assert!(
+        store.key_holder("k1").unwrap().is_some(),
+        "held until the batch is collected"
+    );
     store.record_batch_collected(&a, "batch_1").unwrap();
     assert!(store.key_holder("k1").unwrap().is_none());
     assert!(store.key_holder("k2").unwrap().is_none(), "let go with its batch");
