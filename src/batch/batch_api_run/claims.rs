@@ -2,11 +2,13 @@
 //! holds its cache key, so two runs at once — two `--batch-api` runs, a realtime one and a
 //! batch one, any output directories — never pay for one answer twice.
 //!
-//! Each key is looked up in the cache again, claimed in the store for the batch
-//! ([`crate::store::KeyClaim`]: the claim outlives this process, as the batch does), and
-//! then the cache's `flock` of a realtime call in flight is looked at (never taken). A
-//! realtime call takes its flock first and looks at the store second: whichever order the
-//! two runs meet in, one of them sees the other, so no answer is paid twice.
+//! Each key is claimed in the store for the batch ([`crate::store::KeyClaim`]: the claim
+//! outlives this process, as the batch does); then the cache's `flock` of a realtime call in
+//! flight is looked at (never taken), and the cache read again. A realtime call takes its
+//! flock first, looks at the store second, and caches its answer before letting go: in
+//! whichever order the two runs meet, one of them sees the other, so no answer is paid
+//! twice.
+//!
 //! A key another run holds is
 //! - waited for while that run's rlm lives (a realtime call in flight, or its batch): its
 //!   answer is read from the cache when it lands, and nothing is paid here;
@@ -30,7 +32,7 @@ use crate::provider::batch_api::BatchCounts;
 use crate::request;
 use crate::store::{KeyClaim, KeyHolder, RunId};
 
-/// Keys taken at once (each holds a descriptor while its store claim is written).
+/// Keys claimed in one store transaction.
 const CHUNK: usize = 256;
 /// The longest wait between two looks at keys other runs hold.
 const LONGEST_LOOK: Duration = Duration::from_secs(5);
@@ -47,41 +49,43 @@ impl BatchApiRun {
         let mut mine = Vec::with_capacity(send.len());
         let mut orphaned: BTreeMap<String, (RunId, Vec<usize>)> = BTreeMap::new();
         for chunk in send.chunks(CHUNK) {
-            // Answered meanwhile (by a run that finished since this one planned)?
-            let mut missed = Vec::with_capacity(chunk.len());
-            for (i, cached) in self.look_up(exec, p, chunk).await {
-                match cached {
-                    Some(entry) => self.serve(exec, p, i, entry).await,
-                    None => missed.push(i),
-                }
-            }
-            let keys: Vec<&str> = missed.iter().map(|&i| p.keys[i].as_str()).collect();
+            let keys: Vec<&str> = chunk.iter().map(|&i| p.keys[i].as_str()).collect();
             let claims = match self.store.claim_keys(&self.run, self.api.server(), &keys) {
                 Ok(claims) => claims,
                 Err(e) => {
                     // Without the store, as before claims existed (another batch run
                     // cannot be seen): only the realtime runs' flocks are looked at.
                     self.store_write(|_, _| Err(e));
-                    vec![KeyClaim::Mine; missed.len()]
+                    vec![KeyClaim::Mine; chunk.len()]
                 }
             };
-            let mut claimed = Vec::with_capacity(missed.len());
-            for (i, claim) in missed.into_iter().zip(claims) {
+            let mut claimed = Vec::with_capacity(chunk.len());
+            for (&i, claim) in chunk.iter().zip(claims) {
                 match claim {
                     KeyClaim::Mine => claimed.push(i),
                     KeyClaim::Held(holder) => self.held_elsewhere(exec, p, i, holder, &mut orphaned),
                 }
             }
-            // Claimed in the store first, then the flocks looked at: a realtime call that
-            // took its flock before the claim was written is paying now (this run waits
-            // for its answer); one that takes it after sees the claim and waits.
+            // Claimed in the store first, then the flocks looked at, then the cache: a
+            // realtime call that took its flock before the claim was written is paying now
+            // (this run waits for its answer), one that takes it after sees the claim and
+            // waits, and one that let it go has its answer in the cache.
             let (free, busy) = self.flocks_free(exec, p, claimed).await;
-            if !busy.is_empty() {
-                let keys: Vec<&str> = busy.iter().map(|&i| p.keys[i].as_str()).collect();
-                self.store_write(|s, run| s.release_claims(run, &keys));
-                p.awaiting.extend(busy);
+            let mut let_go: Vec<usize> = busy.clone();
+            p.awaiting.extend(busy);
+            for (i, cached) in self.look_up(exec, p, &free).await {
+                match cached {
+                    Some(entry) => {
+                        self.serve(exec, p, i, entry).await;
+                        let_go.push(i);
+                    }
+                    None => mine.push(i),
+                }
             }
-            mine.extend(free);
+            if !let_go.is_empty() {
+                let keys: Vec<&str> = let_go.iter().map(|&i| p.keys[i].as_str()).collect();
+                self.store_write(|s, run| s.release_claims(run, &keys));
+            }
         }
         for (batch_id, (owner, indexes)) in orphaned {
             self.collect_for(exec, p, batch_id, owner, indexes);
