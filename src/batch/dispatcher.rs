@@ -189,16 +189,10 @@ impl Dispatcher {
         self.max_cost.map(|max| max - self.spent - self.spent_before)
     }
 
-    /// The most `request` can cost through the batch API: its input at the upper bound
-    /// of its tokens, its output at its `max_tokens`, at the batch price.
+    /// The most `request` can cost through the batch API (see
+    /// [`ModelInfo::worst_batch_cost`]).
     pub fn worst_batch_cost(&self, request: &crate::provider::CompletionRequest) -> f64 {
-        let bytes = request.system.len() + request.shared.len() + request.user.len();
-        let usage = crate::provider::Usage {
-            input_tokens: crate::tokens::upper_bound(bytes as u64),
-            output_tokens: u64::from(request.max_tokens),
-            ..Default::default()
-        };
-        self.model.cost_at(usage, PriceTier::Batch)
+        self.model.worst_batch_cost(request)
     }
 
     /// Stops the run for its budget: `reason` says why.

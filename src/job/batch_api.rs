@@ -210,8 +210,12 @@ pub struct Phase<'a> {
     pub record: PathBuf,
     /// Send what is not sent yet (`--batch-api` on); else only collect what was sent.
     pub submit: bool,
+    /// The phase's name, as messages say it.
+    pub name: &'a str,
     /// The job's id (in OpenAI batches' metadata).
     pub run: &'a str,
+    /// What `--max-cost` leaves of the job's budget (`None` without one).
+    pub budget_left: Option<f64>,
     pub printer: &'a Printer,
 }
 
@@ -222,6 +226,9 @@ pub struct Collected {
     pub answered: Vec<BatchDone>,
     pub rest: Vec<BatchJob>,
     pub stopped: bool,
+    /// Requests were left unsent because their batch could cost more than `--max-cost`
+    /// leaves: why (the job stops there, resumable with a higher budget).
+    pub over_budget: Option<String>,
 }
 
 /// Sends `jobs` that miss the cache through the batch API (or finds the batches an earlier
@@ -250,6 +257,8 @@ pub async fn collect(
     let mut by_id: BTreeMap<String, BatchJob> = BTreeMap::new();
     let mut rest = Vec::new();
     let mut held_jobs = Vec::new();
+    let mut budget_left = phase.budget_left;
+    let mut unsent: Vec<BatchJob> = Vec::new();
     let mut to_send = Vec::new();
     for job in jobs {
         if workers.cache_reads && cached_answer(workers, &job.request, job.check.as_ref()).await.is_some() {
@@ -267,9 +276,19 @@ pub async fn collect(
                 rest.push(job);
                 continue;
             }
+            let request = request_of(workers, &job);
+            if let Some(left) = budget_left.as_mut() {
+                // A batch is paid for whole: only what fits at its worst is sent.
+                let worst = workers.model.worst_batch_cost(&request);
+                if !unsent.is_empty() || worst > *left {
+                    unsent.push(job);
+                    continue;
+                }
+                *left -= worst;
+            }
             to_send.push(BatchItem {
                 custom_id: custom_id.clone(),
-                request: request_of(workers, &job),
+                request,
             });
         }
         by_id.insert(custom_id, job);
@@ -313,6 +332,7 @@ pub async fn collect(
                 answered,
                 rest,
                 stopped: true,
+                over_budget: None,
             });
         };
         let mut results = api
@@ -375,19 +395,24 @@ pub async fn collect(
         }
     }
     rest.extend(by_id.into_values());
-    if !held_jobs.is_empty() {
-        // Their submission's batch cannot be told yet: the job stops here, resumable.
-        rest.extend(held_jobs);
-        return Ok(Collected {
-            answered,
-            rest,
-            stopped: true,
-        });
-    }
+    let over_budget = (!unsent.is_empty()).then(|| {
+        format!(
+            "--max-cost: {} batches of {} were not submitted, as their provider batch could cost more than what \
+             is left of the budget (each counted at its worst: its input, and max_tokens of output, at the batch \
+             price); `rlm job resume {} --max-cost USD` with a higher budget sends them",
+            unsent.len(),
+            phase.name,
+            phase.run
+        )
+    });
+    // Held (their submission's batch cannot be told yet) or over the budget: the job stops
+    // here, resumable.
+    let stopped = !held_jobs.is_empty() || over_budget.is_some();
     Ok(Collected {
         answered,
         rest,
-        stopped: false,
+        stopped,
+        over_budget,
     })
 }
 

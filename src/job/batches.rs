@@ -206,24 +206,31 @@ pub async fn run_batches(
                 phase.name
             ));
         }
-        let collected = super::batch_api::collect(
+        // Boxed: the batch API's wait and reconcile make a large future, run once a phase.
+        let collected = Box::pin(super::batch_api::collect(
             super::batch_api::Phase {
                 provider: &provider_settings,
                 model: &model.id,
                 settings: &run.settings.exec.batch_api,
                 record,
                 submit,
+                name: &phase.name,
                 run: &run.dir.id,
+                budget_left: run.settings.budget.max_cost.map(|max| max - run.record.cost_usd()),
                 printer: &run.printer,
             },
             &workers,
             jobs,
             &mut run.interrupt,
-        )
+        ))
         .await?;
         jobs = collected.rest;
         answered = collected.answered;
         stopped = collected.stopped;
+        if let Some(reason) = collected.over_budget {
+            run.printer.warn(&reason);
+            run.stop = Some(Stop::Budget(reason));
+        }
     }
     let JobRun {
         dir,

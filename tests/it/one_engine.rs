@@ -436,3 +436,38 @@ fn a_job_killed_while_its_batch_create_request_is_in_flight_resumes_without_payi
     let record = read_json(&dir.join("job.json"));
     assert_eq!(record["phases"][0]["items_done"], 10, "{record}");
 }
+
+/// Scenario 6 on the job path: `rlm job --batch-api --max-cost` sends only the map requests
+/// whose batch fits the budget at its worst; the job stops BUDGET_EXCEEDED and a resume with
+/// more sends the rest, once.
+#[test]
+fn max_cost_bounds_a_jobs_batch_and_a_resume_with_more_sends_the_rest_once() {
+    use crate::job::{fast as job_fast, job_args, job_id, job_project, map_requests, only_job};
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::AfterPolls(1));
+    let p = job_project(12, 1, &[], "");
+    let out = job_fast(p.rlm(&job_args(
+        &mock.url(),
+        &["--batch-api", "--yes", "--max-cost", "0.3", "--json"],
+    )))
+    .run();
+    out.assert_exit(1);
+    let doc = out.json();
+    assert_eq!(doc["status"], "BUDGET_EXCEEDED", "{doc}\n{}", out.stderr);
+    let sent: usize = mock.batch_sizes().iter().sum();
+    assert!(
+        sent > 0 && sent < 12,
+        "only what fits was submitted: {:?}",
+        mock.batch_sizes()
+    );
+    assert!(map_requests(&mock).is_empty(), "nothing went realtime instead");
+    let dir = only_job(&p);
+    let record = read_json(&dir.join("job.json"));
+    assert!(record["phases"][0]["cost_usd"].as_f64().unwrap() <= 0.3, "{record}");
+    assert!(out.stderr.contains("--max-cost"), "{}", out.stderr);
+
+    let resumed = job_fast(p.rlm(&["job", "resume", &job_id(&dir), "--max-cost", "50", "--json"])).run();
+    resumed.assert_exit(0);
+    assert_eq!(mock.batch_sizes().iter().sum::<usize>(), 12, "nothing was sent twice");
+    assert!(map_requests(&mock).is_empty());
+}
