@@ -188,6 +188,23 @@ impl BatchApiRun {
                 _ => whole = false,
             }
         }
+        // A request whose claim names no custom id in that batch cannot be told from its
+        // results: not run (and not paid again); the owner's resume collects it.
+        for &i in &indexes {
+            if !p.in_flight[i] && !p.done[i] {
+                self.cancelled(
+                    exec,
+                    p,
+                    i,
+                    &format!(
+                        "not run: its answer is in batch {batch_id} of run {owner}: `rlm resume {owner}` collects it"
+                    ),
+                );
+            }
+        }
+        if custom_ids.is_empty() {
+            return;
+        }
         exec.dispatcher.emit(Event::Warning {
             message: format!(
                 "{} requests are in batch {batch_id} of run {owner}, whose rlm is gone: this run collects it, so they \
