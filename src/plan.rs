@@ -211,7 +211,12 @@ pub fn plan(manifest: &Manifest, opts: &PlanOptions, ctx: &RequestContext, model
                     max_chunk_tokens: budget.for_content(frame_bytes(&files[i], d, ctx)),
                     ..ChunkOptions::default()
                 };
-                (chunk_opts.max_chunk_tokens, chunk(&d, text_of(&files[i]), &chunk_opts))
+                let mut chunks = chunk(&d, &text_of(&files[i]).text, &chunk_opts);
+                if chunks.is_empty() {
+                    // Its text could not be had again: one unit, blocked when it is sized.
+                    chunks.push(Chunk::whole(""));
+                }
+                (chunk_opts.max_chunk_tokens, chunks)
             },
         )
     });
@@ -286,6 +291,7 @@ pub fn plan(manifest: &Manifest, opts: &PlanOptions, ctx: &RequestContext, model
                         detection: detections[file].unwrap_or_else(|| detection(f)),
                         file_lines: f.lines as usize,
                         chunk: *chunk,
+                        content_released: false,
                     };
                     (vec![UnitInput::of_file(f, span)], UnitBody::Piece(Box::new(piece)))
                 }
@@ -297,6 +303,8 @@ pub fn plan(manifest: &Manifest, opts: &PlanOptions, ctx: &RequestContext, model
     let sizes = crate::parallel::map_pure(&units, |unit| Size::of(unit, ctx));
     for (unit, size) in units.iter_mut().zip(sizes) {
         settle(unit, size, ctx, budget);
+        // The plan holds no text: each unit's is read again when it is sent.
+        unit.release_text();
     }
     unique_ids(&mut units);
     UnitPlan { units, warnings }
@@ -326,10 +334,14 @@ fn frame_bytes(file: &InputFile, detection: Detection, ctx: &RequestContext) -> 
         detection,
         file_lines: file.lines as usize,
         chunk: probe,
+        content_released: false,
     };
     let span = LineSpan { start: last, end: last };
+    // Measured without content: the probe's text is empty, whatever the file's.
+    let mut input = UnitInput::of_file(file, Some(span));
+    input.source = std::sync::Arc::default();
     let unit = unsized_unit(
-        vec![UnitInput::of_file(file, Some(span))],
+        vec![input],
         UnitBody::Piece(Box::new(piece)),
         String::new(),
         String::new(),
@@ -430,11 +442,29 @@ fn overhead_bytes(ctx: &RequestContext) -> u64 {
 
 /// A file's content type.
 fn detection(file: &InputFile) -> Detection {
-    detect(&file.display, head_lines(text_of(file), SNIFF_LINES))
+    detect(&file.display, head_lines(&text_of(file).text, SNIFF_LINES))
 }
 
-fn text_of(file: &InputFile) -> &str {
-    file.source.as_deref().map_or("", |s| s.text.as_str())
+/// `file`'s text, read again when the read that hashed it did not keep it; empty when it
+/// cannot be had (its unit is then blocked when it is sized: see [`Size::of`]).
+fn text_of(file: &InputFile) -> std::sync::Arc<crate::source::SourceText> {
+    file.text().unwrap_or_default()
+}
+
+/// The chunk of a file read whole: its text, or — when the read did not keep the text —
+/// nothing yet ([`WorkUnit::with_text`] puts it there when the unit is sized or sent).
+fn whole_piece(file: &InputFile, detection: Detection) -> Piece {
+    let held = file.source.as_deref().is_some_and(crate::source::SourceText::is_held);
+    let (chunk, content_released) = match held {
+        true => (Chunk::whole(&text_of(file).text), false),
+        false => (Chunk::whole_unread(file.lines as usize), true),
+    };
+    Piece {
+        detection,
+        file_lines: file.lines as usize,
+        chunk,
+        content_released,
+    }
 }
 
 /// Small files in batches: files of one type, up to 1500 lines together and within the
@@ -490,11 +520,7 @@ fn batch_body(
     let detection = detections[first].unwrap_or_else(|| detection(&files[first]));
     if let [one] = members {
         let f = &files[*one];
-        let piece = Piece {
-            detection,
-            file_lines: f.lines as usize,
-            chunk: Chunk::whole(text_of(f)),
-        };
+        let piece = whole_piece(f, detection);
         return (vec![UnitInput::of_file(f, None)], UnitBody::Piece(Box::new(piece)));
     }
     let inputs: Vec<UnitInput> = members.iter().map(|&i| UnitInput::of_file(&files[i], None)).collect();
@@ -547,16 +573,28 @@ struct Size {
     key: crate::cache::CacheKey,
     prompt_bytes: u64,
     prefix: crate::unit::PromptPrefix,
+    /// Why the unit cannot be sent, when its text could not be read again.
+    unsendable: Option<String>,
+    /// What it sends of each input, in bytes.
+    input_bytes: Vec<u64>,
 }
 
 impl Size {
+    /// Renders `unit` (its text read again when it is not held) to measure it; a unit
+    /// whose text cannot be had again is measured without it and gets why in `unsendable`.
     fn of(unit: &WorkUnit, ctx: &RequestContext) -> Size {
-        let rendered = request::render(unit, ctx);
+        let (loaded, unsendable) = match unit.with_text() {
+            Ok(loaded) => (loaded, None),
+            Err(why) => (std::borrow::Cow::Borrowed(unit), Some(why)),
+        };
+        let rendered = request::render(&loaded, ctx);
         Size {
+            input_bytes: loaded.inputs.iter().map(|i| i.content().len() as u64).collect(),
             id: UnitId::for_part(&unit.inputs, unit.part().as_deref()),
             prompt_bytes: rendered.prompt_bytes(),
             prefix: rendered.prefix(),
             key: rendered.key,
+            unsendable,
         }
     }
 }
@@ -570,7 +608,12 @@ fn settle(unit: &mut WorkUnit, size: Size, ctx: &RequestContext, budget: Budget)
     unit.prefix = size.prefix;
     unit.estimated_input_tokens = tokens::expected(bytes);
     unit.prompt_bytes = bytes;
-    if needed > budget.input_tokens && budget.known {
+    for (input, bytes) in unit.inputs.iter_mut().zip(size.input_bytes) {
+        input.bytes = bytes;
+    }
+    if let Some(why) = size.unsendable {
+        unit.blocked = Some(why);
+    } else if needed > budget.input_tokens && budget.known {
         unit.blocked = Some(format!(
             "too large for the model's context budget: ~{needed} input tokens + {} output > {} tokens; {}",
             ctx.max_tokens,
@@ -686,7 +729,9 @@ pub fn member_unit(unit: &WorkUnit, index: usize, ctx: &RequestContext, budget: 
     let piece = Piece {
         detection: batch.detection,
         file_lines: member.lines,
-        chunk: Chunk::whole(&input.source.text),
+        // Put there by `with_text` when it is sized.
+        chunk: Chunk::whole_unread(member.lines),
+        content_released: true,
     };
     Some(finish(
         vec![input],

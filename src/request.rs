@@ -128,8 +128,28 @@ fn shape_of(unit: &WorkUnit, ctx: &RequestContext) -> Shape {
     }
 }
 
-/// Renders `unit` (see the module doc).
+/// Renders `unit` (see the module doc), whose text must be held: a unit of a plan is
+/// rendered from [`WorkUnit::with_text`] (or by [`render_planned`]).
 pub fn render(unit: &WorkUnit, ctx: &RequestContext) -> Rendered {
+    debug_assert!(unit.text_held(), "{} rendered without its text", unit.label);
+    render_text(unit, ctx)
+}
+
+/// Renders a planned unit whose answer has come: from its files read again, or — when
+/// one changed since the request was sent — from what frames it, under its planned key,
+/// with `false`: that request is not whole, and must not be sent again.
+pub fn render_planned(unit: &WorkUnit, ctx: &RequestContext) -> (Rendered, bool) {
+    match unit.with_text() {
+        Ok(loaded) => (render(&loaded, ctx), true),
+        Err(_) => {
+            let mut rendered = render_text(unit, ctx);
+            rendered.key = unit.cache_key.clone();
+            (rendered, false)
+        }
+    }
+}
+
+fn render_text(unit: &WorkUnit, ctx: &RequestContext) -> Rendered {
     let delimiter = Delimiter::salted(&ctx.sub_prompt);
     // --require-citations: each input's hash16 (and a chunk's lines), before the content.
     let citations: String = match &unit.body {
@@ -242,7 +262,7 @@ fn plain(unit: &WorkUnit, ctx: &RequestContext, delimiter: &Delimiter) -> Parts 
     let mut user = String::new();
     for input in &unit.inputs {
         let citation_block = ctx.require_citations.then(|| crate::citation::input_block(input));
-        let block = delimiter.block_of_file(&input.display, content_of(input), &input.content_hash);
+        let block = delimiter.block_of_file(&input.display, input.content(), &input.content_hash);
         user.push_str(&prompt::render_cited_file_message(
             &ctx.sub_prompt,
             &input.display,
@@ -259,14 +279,6 @@ fn plain(unit: &WorkUnit, ctx: &RequestContext, delimiter: &Delimiter) -> Parts 
             Some(s.value.clone()),
         ),
         None => (prompt::BATCH_SYSTEM.to_string(), shared, user, Expect::Text, None),
-    }
-}
-
-/// What an input sends: its span's lines, or the whole text.
-fn content_of(input: &UnitInput) -> &str {
-    match input.span {
-        Some(span) => input.source.lines(span.start, span.end),
-        None => &input.source.text,
     }
 }
 

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 /// A file's content as text.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceText {
     pub text: String,
     /// The encoding it was decoded from (`utf-8`, `utf-16le`, `utf-16be`, `windows-1252`).
@@ -17,6 +17,26 @@ pub struct SourceText {
     /// Where each line starts (byte offsets), made the first time a span of lines is
     /// asked for: a file cut into hundreds of chunks is then scanned once, not once a chunk.
     line_starts: std::sync::OnceLock<Vec<usize>>,
+    /// `false` for a text let go of (see [`SourceText::released`]): `text` is then empty, and
+    /// the file is read again ([`SourceText::reread`]) when its text is needed.
+    held: bool,
+}
+
+/// Why a file's text could not be had again: it was edited (or removed) since it was read
+/// and hashed. A unit never sends other content under the key it was planned with.
+pub const CHANGED: &str = "changed since the run was planned; rerun to plan it again";
+
+impl Default for SourceText {
+    /// An empty text (held: there is nothing to read again).
+    fn default() -> Self {
+        SourceText {
+            text: String::new(),
+            encoding: "utf-8",
+            lossy: false,
+            line_starts: std::sync::OnceLock::new(),
+            held: true,
+        }
+    }
 }
 
 impl SourceText {
@@ -28,6 +48,7 @@ impl SourceText {
             encoding: decoded.encoding,
             lossy: decoded.lossy,
             line_starts: std::sync::OnceLock::new(),
+            held: true,
         })
     }
 
@@ -43,9 +64,42 @@ impl SourceText {
                 encoding: "utf-8",
                 lossy: false,
                 line_starts: std::sync::OnceLock::new(),
+                held: true,
             }),
             Err(e) => Self::decode(e.as_bytes()),
         }
+    }
+
+    /// What is known of the text without the text itself: its encoding. A plan holds
+    /// this, not the text (which would grow with the corpus); the text is read again when
+    /// its unit is sent.
+    pub fn released(&self) -> Arc<SourceText> {
+        Arc::new(SourceText {
+            text: String::new(),
+            encoding: self.encoding,
+            lossy: self.lossy,
+            line_starts: std::sync::OnceLock::new(),
+            held: false,
+        })
+    }
+
+    /// Whether the text is here (not [`SourceText::released`]).
+    pub fn is_held(&self) -> bool {
+        self.held
+    }
+
+    /// The text of `path` read again, when its bytes still hash to `content_hash` (else
+    /// [`CHANGED`], or why it cannot be read).
+    pub fn reread(path: &std::path::Path, content_hash: &str) -> Result<Arc<SourceText>, String> {
+        let bytes = match crate::input::read_regular(path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(CHANGED.to_string()),
+            Err(e) => return Err(format!("cannot be read again: {e}")),
+        };
+        if crate::hash::sha256_hex(&bytes) != content_hash {
+            return Err(CHANGED.to_string());
+        }
+        Ok(Self::decode_owned(bytes))
     }
 
     /// Lines `start..=end` (1-based) of the text, with their newlines: what

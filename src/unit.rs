@@ -93,9 +93,14 @@ pub struct UnitInput {
     /// The lines this unit covers; `None` is the whole file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub span: Option<LineSpan>,
-    /// The whole file's text, from the run's one read of it.
+    /// The whole file's text, from the run's one read of it, until the plan lets go of it
+    /// ([`WorkUnit::release_text`]).
     #[serde(skip)]
     pub source: Arc<SourceText>,
+    /// Bytes of what it sends of its file (of the text as read: a file decoded from UTF-16
+    /// counts its UTF-8), set when the unit is sized.
+    #[serde(skip)]
+    pub bytes: u64,
 }
 
 impl UnitInput {
@@ -107,6 +112,7 @@ impl UnitInput {
             content_hash: file.content_hash.clone(),
             span,
             source: file.source.clone().unwrap_or_default(),
+            bytes: 0,
         }
     }
 
@@ -115,6 +121,14 @@ impl UnitInput {
         match self.span {
             Some(s) => format!("{}#L{}-L{}", self.display, s.start, s.end),
             None => self.display.clone(),
+        }
+    }
+
+    /// What it sends of its file: its span's lines, or the whole text.
+    pub fn content(&self) -> &str {
+        match self.span {
+            Some(span) => self.source.lines(span.start, span.end),
+            None => &self.source.text,
         }
     }
 
@@ -185,6 +199,10 @@ pub struct Piece {
     /// What the analyst reads ([`Chunk::whole`] for an uncut file).
     #[serde(skip)]
     pub chunk: Chunk,
+    /// The chunk's content was its input's text, let go of with it
+    /// ([`WorkUnit::release_text`]): [`WorkUnit::with_text`] puts it back.
+    #[serde(skip)]
+    pub content_released: bool,
 }
 
 /// A batch of small files.
@@ -205,6 +223,53 @@ pub struct BatchMember {
 }
 
 impl WorkUnit {
+    /// Lets go of the text the unit would send (its files', and a chunk's that is its
+    /// file's lines): a plan of any size then holds no text. [`WorkUnit::with_text`]
+    /// reads it again when the unit is sent. The chunks of a cut file keep their content,
+    /// which is not its lines as they are (a JSON chunk is a document of its own).
+    pub fn release_text(&mut self) {
+        for (i, input) in self.inputs.iter_mut().enumerate() {
+            if !input.source.is_held() {
+                continue;
+            }
+            if let (0, UnitBody::Piece(piece)) = (i, &mut self.body) {
+                if !piece.content_released && piece.chunk.content == input.content() {
+                    piece.chunk.content = String::new();
+                    piece.content_released = true;
+                }
+            }
+            input.source = input.source.released();
+        }
+    }
+
+    /// Whether the text the unit sends is in memory (see [`WorkUnit::release_text`]).
+    pub fn text_held(&self) -> bool {
+        let piece_released = matches!(&self.body, UnitBody::Piece(p) if p.content_released);
+        !piece_released && self.inputs.iter().all(|i| i.source.is_held())
+    }
+
+    /// The unit with the text it sends: itself when that is held, else a copy with its
+    /// files read again, each checked against the hash it was planned with
+    /// ([`crate::source::CHANGED`] when one was edited since).
+    pub fn with_text(&self) -> Result<std::borrow::Cow<'_, WorkUnit>, String> {
+        if self.text_held() {
+            return Ok(std::borrow::Cow::Borrowed(self));
+        }
+        let mut unit = self.clone();
+        for input in &mut unit.inputs {
+            if !input.source.is_held() {
+                input.source = SourceText::reread(&input.path, &input.content_hash)?;
+            }
+        }
+        if let (UnitBody::Piece(piece), Some(input)) = (&mut unit.body, unit.inputs.first()) {
+            if piece.content_released {
+                piece.chunk.content = input.content().to_string();
+                piece.content_released = false;
+            }
+        }
+        Ok(std::borrow::Cow::Owned(unit))
+    }
+
     /// The files a unit answers for, each with its result file: the batch's members, or
     /// the unit's one file.
     pub fn answer_files(&self) -> Vec<(&str, &str)> {
@@ -256,6 +321,7 @@ mod tests {
             content_hash: "h".into(),
             span,
             source: Arc::default(),
+            bytes: 0,
         }
     }
 

@@ -191,8 +191,8 @@ impl Dispatcher {
 
     /// The most `request` can cost through the batch API (see
     /// [`ModelInfo::worst_batch_cost`]).
-    pub fn worst_batch_cost(&self, request: &crate::provider::CompletionRequest) -> f64 {
-        self.model.worst_batch_cost(request)
+    pub fn worst_batch_cost(&self, prompt_bytes: u64, max_tokens: u32) -> f64 {
+        self.model.worst_batch_cost(prompt_bytes, max_tokens)
     }
 
     /// Stops the run for its budget: `reason` says why.

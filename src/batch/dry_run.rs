@@ -98,7 +98,7 @@ fn size_of(files: &Files<'_>, unit: &WorkUnit) -> u64 {
     unit.inputs
         .iter()
         .map(|i| match i.span {
-            Some(span) => i.source.lines(span.start, span.end).len() as u64,
+            Some(_) => i.bytes,
             None => files.get(i.display.as_str()).map_or(0, |f| f.size),
         })
         .sum()
@@ -198,8 +198,8 @@ fn write_json(
 /// A file of the manifest, with its detected content type.
 fn file_entry(file: &InputFile) -> Value {
     let mut value = serde_json::to_value(file).unwrap_or_default();
-    let text = file.source.as_deref().map_or("", |s| s.text.as_str());
-    let detection = content::detect(&file.display, head_lines(text, SNIFF_LINES));
+    let text = file.text().unwrap_or_default();
+    let detection = content::detect(&file.display, head_lines(&text.text, SNIFF_LINES));
     value["content_type"] = json!(detection.content_type);
     value["detected_by"] = json!(detection.detected_by);
     value["language"] = json!(detection.language);
@@ -211,7 +211,15 @@ fn file_entry(file: &InputFile) -> Value {
 
 /// One unit: the plan's fields, what the model reads, and the request exactly as sent.
 fn unit_entry(plan: &Plan, files: &Files<'_>, unit: &WorkUnit, cached: bool) -> Value {
-    let rendered = request::render(unit, &plan.requests);
+    // The plan holds no text: it is read again, as it would be to send the unit.
+    let (rendered, loaded) = match unit.with_text() {
+        Ok(loaded) => (request::render(&loaded, &plan.requests), loaded),
+        Err(_) => (
+            request::render_planned(unit, &plan.requests).0,
+            std::borrow::Cow::Borrowed(unit),
+        ),
+    };
+    let unit = loaded.as_ref();
     let inputs: Vec<Value> = unit
         .inputs
         .iter()

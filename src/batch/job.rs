@@ -195,6 +195,12 @@ pub fn run_job(ctx: Arc<JobContext>, job: Job) -> impl std::future::Future<Outpu
 }
 
 async fn run_unit(ctx: Arc<JobContext>, unit: WorkUnit, mut outcome: JobOutcome, place: Place) -> JobOutcome {
+    // Its text is read again now (the plan holds none), checked against the planned hash.
+    let unit = match unit.with_text() {
+        Ok(std::borrow::Cow::Owned(loaded)) => loaded,
+        Ok(std::borrow::Cow::Borrowed(_)) => unit,
+        Err(why) => return outcome.failed(why),
+    };
     let rendered = request::render(&unit, &ctx.requests);
     if ctx.read_cache {
         match lookup(&ctx, &rendered.key).await {

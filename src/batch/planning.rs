@@ -152,6 +152,13 @@ pub async fn plan(settings: &mut BatchSettings, printer: &Printer) -> Result<Pla
             )
         })
     }));
+    // The plan holds no text from here on (see `WorkUnit::release_text`).
+    let mut manifest = manifest;
+    for f in &mut manifest.files {
+        if let Some(source) = f.source.as_mut().filter(|s| s.is_held()) {
+            *source = source.released();
+        }
+    }
 
     let cache = Cache::new(&settings.rlm_dir());
     // Answers paid for and kept in run directories, not (yet) in the cache.

@@ -106,6 +106,7 @@ mod tests {
             content_hash: "0123456789abcdef".repeat(4),
             span: None,
             source: Default::default(),
+            bytes: 0,
         };
         let whole = input_block(&input);
         assert!(whole.contains("[src/a.py@0123456789abcdef, L<start>-<end>]"), "{whole}");

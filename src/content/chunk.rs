@@ -114,13 +114,20 @@ impl Chunk {
 
     /// The whole of `text` as one chunk, for files that are not cut.
     pub fn whole(text: &str) -> Chunk {
-        let lines = LineIndex::new(text).len();
+        let mut chunk = Chunk::whole_unread(LineIndex::new(text).len());
+        chunk.content = text.to_owned();
+        chunk
+    }
+
+    /// [`Chunk::whole`] of a file of `lines` lines whose text is not in memory: its content
+    /// is empty until the file is read again (see [`crate::unit::WorkUnit::with_text`]).
+    pub fn whole_unread(lines: usize) -> Chunk {
         Chunk {
             index: 0,
             total: 1,
             start_line: 1,
             end_line: lines,
-            content: text.to_owned(),
+            content: String::new(),
             context: ChunkContext::new(ChunkStrategy::Whole),
             partial_line: None,
             layout: vec![ContentSpan {

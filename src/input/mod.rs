@@ -20,6 +20,7 @@ pub use glob::{has_meta, resolve_glob};
 pub use list::{resolve_list, ListFilter};
 pub use neighbors::{resolve_neighbors, NeighborInputs, NeighborsQuery};
 pub use read::count_lines;
+pub(crate) use read::read_regular;
 
 use std::path::PathBuf;
 
@@ -47,6 +48,17 @@ pub struct InputFile {
     /// not read, such as a list's entries in tests).
     #[serde(skip)]
     pub source: Option<std::sync::Arc<crate::source::SourceText>>,
+}
+
+impl InputFile {
+    /// The file's text: the one read's, while it is held, else read again and checked
+    /// against the hash (see [`crate::source::SourceText::reread`]).
+    pub fn text(&self) -> Result<std::sync::Arc<crate::source::SourceText>, String> {
+        match &self.source {
+            Some(source) if source.is_held() => Ok(source.clone()),
+            _ => crate::source::SourceText::reread(&self.path, &self.content_hash),
+        }
+    }
 }
 
 /// A matched file that will not be processed, with the reason.

@@ -33,11 +33,15 @@ fn read_one((path, display): (PathBuf, String)) -> Read {
         Ok(bytes) => {
             let size = bytes.len() as u64;
             let content_hash = sha256_hex(&bytes);
-            let source = crate::source::SourceText::decode_owned(bytes);
+            let mut source = crate::source::SourceText::decode_owned(bytes);
+            let lines = count_lines(source.text.as_bytes());
+            if !hold_text(size) {
+                source = source.released();
+            }
             Read::File(InputFile {
                 size,
                 // Of the text, not the bytes: UTF-16's newlines are two bytes.
-                lines: count_lines(source.text.as_bytes()),
+                lines,
                 content_hash,
                 source: Some(source),
                 path,
@@ -47,11 +51,23 @@ fn read_one((path, display): (PathBuf, String)) -> Read {
     }
 }
 
+/// How many bytes of file text the reads of a process keep for planning: beyond this a
+/// file is hashed and counted, and its text read again when planning needs it (a corpus
+/// larger than memory is planned in memory that does not grow with it).
+const HELD_TEXT_BYTES: u64 = 48 << 20;
+
+/// Whether a file of `size` bytes keeps its text from this read (see [`HELD_TEXT_BYTES`]).
+fn hold_text(size: u64) -> bool {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static HELD: AtomicU64 = AtomicU64::new(0);
+    HELD.fetch_add(size, Ordering::Relaxed) + size <= HELD_TEXT_BYTES
+}
+
 /// The bytes of a regular file. The walk checked the type, but the name may have become a
 /// FIFO since: it is opened without blocking and its type checked on the open handle, so a
 /// FIFO is never read (a read would wait for a writer forever).
 #[allow(clippy::disallowed_methods)]
-fn read_regular(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_regular(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
     use std::io::Read as _;
     // std::fs, not fs_err: this opens every input file, and an fs_err `File` keeps a copy of
     // its path (an allocation per file); the caller names the file beside the reason.

@@ -279,7 +279,10 @@ pub async fn collect(
             let request = request_of(workers, &job);
             if let Some(left) = budget_left.as_mut() {
                 // A batch is paid for whole: only what fits at its worst is sent.
-                let worst = workers.model.worst_batch_cost(&request);
+                let worst = workers.model.worst_batch_cost(
+                    (request.system.len() + request.shared.len() + request.user.len()) as u64,
+                    request.max_tokens,
+                );
                 if !unsent.is_empty() || worst > *left {
                     unsent.push(job);
                     continue;

@@ -86,15 +86,14 @@ impl ModelInfo {
         self.price.map_or(0.0, |p| p.cost_of(usage, tier))
     }
 
-    /// The most `request` can cost through a provider's batch API, which bills a batch
+    /// The most a request of `prompt_bytes` can cost through a provider's batch API, which bills a batch
     /// whole whatever its answers are worth: its input at the upper bound of its tokens,
     /// its output at its `max_tokens`, at the batch price. `--max-cost` holds on the batch
     /// paths by sending only what fits at this price.
-    pub fn worst_batch_cost(&self, request: &super::CompletionRequest) -> f64 {
-        let bytes = request.system.len() + request.shared.len() + request.user.len();
+    pub fn worst_batch_cost(&self, prompt_bytes: u64, max_tokens: u32) -> f64 {
         let usage = Usage {
-            input_tokens: crate::tokens::upper_bound(bytes as u64),
-            output_tokens: u64::from(request.max_tokens),
+            input_tokens: crate::tokens::upper_bound(prompt_bytes),
+            output_tokens: u64::from(max_tokens),
             ..Usage::default()
         };
         self.cost_at(usage, PriceTier::Batch)

@@ -40,6 +40,7 @@ mod prompt_cache;
 mod pushback;
 mod real_model;
 mod resume;
+mod scale;
 mod schema;
 mod shard;
 mod skill;

@@ -27,11 +27,13 @@ pub(super) async fn keep_result(
     let outcome = match work {
         Owned::Unit(unit) => {
             let meta = Work::Unit(&unit).meta();
-            let rendered = request::render(&unit, &ctx.requests);
+            // (A file changed since the request was sent: its answer is kept, never asked
+            // again from a request without it.)
+            let (rendered, whole) = request::render_planned(&unit, &ctx.requests);
             let mut outcome = answered(&ctx, meta, &reply, &rendered.request, waited);
             if rendered.expect == Expect::Schema {
                 if let Some(schema) = &ctx.requests.schema {
-                    if may_call {
+                    if may_call && whole {
                         outcome = crate::batch::conform::conform(&ctx, schema, &rendered.request, &unit, outcome).await;
                         outcome.duration_ms = waited;
                     } else if let Some(text) = outcome.text.take() {

@@ -46,11 +46,22 @@ impl BatchApiRun {
                 recorded: Vec::new(),
                 notices: Vec::new(),
             };
+            // A unit whose file changed since it was planned is not sent (its text is read
+            // again as its request is written).
+            let mut unsendable: Vec<(usize, String)> = Vec::new();
             let result = {
-                let items = left.iter().map(|&i| item(&ctx, p.work[i], &p.unit_parts[i]));
+                let items = left.iter().filter_map(|&i| {
+                    item(&ctx, p.work[i], &p.unit_parts[i])
+                        .map_err(|why| unsendable.push((i, why)))
+                        .ok()
+                });
                 submit_all_within(self.api.as_ref(), items, p.max_requests, &mut recorder).await
             };
             let RunRecorder { recorded, notices, .. } = recorder;
+            for (i, why) in unsendable {
+                left.retain(|&l| l != i);
+                self.fail(exec, p, i, why);
+            }
             for message in notices {
                 exec.dispatcher.emit(Event::Warning { message });
             }
@@ -134,7 +145,10 @@ impl BatchApiRun {
             return send;
         };
         let ctx = exec.jobs.clone();
-        let worst = |p: &Phase<'_>, i: usize| exec.dispatcher.worst_batch_cost(&request_of(&ctx, p.work[i]));
+        let worst = |p: &Phase<'_>, i: usize| {
+            exec.dispatcher
+                .worst_batch_cost(prompt_bytes_of(&ctx, p.work[i]), ctx.requests.max_tokens)
+        };
         for i in 0..p.work.len() {
             if p.in_flight[i] && !p.done[i] {
                 if p.worst[i] == 0.0 {
@@ -316,27 +330,32 @@ impl BatchApiRun {
     }
 }
 
-/// The request of `work`, as a batch sends it (rendered now, by the one renderer).
-fn request_of(ctx: &JobContext, work: Work<'_>) -> crate::provider::CompletionRequest {
+/// The prompt bytes of `work`'s request: a unit's as planned, a summary's rendered now.
+fn prompt_bytes_of(ctx: &JobContext, work: Work<'_>) -> u64 {
     match work {
-        Work::Unit(unit) => request::render(unit, &ctx.requests).request,
-        Work::Summary(s) => job::summary_call(ctx, s).request,
+        Work::Unit(unit) => unit.prompt_bytes,
+        Work::Summary(s) => {
+            let r = job::summary_call(ctx, s).request;
+            (r.system.len() + r.shared.len() + r.user.len()) as u64
+        }
     }
 }
 
-/// One request of a batch, rendered now (and, for a unit, its prompt kept in the run
-/// directory as a realtime call keeps it), under the unit's part of its custom id.
-fn item(ctx: &JobContext, work: Work<'_>, unit_part: &str) -> BatchItem {
+/// One request of a batch, rendered now from its files read again (and, for a unit, its
+/// prompt kept in the run directory as a realtime call keeps it), under the unit's part of
+/// its custom id; why not, when a file changed since the run was planned.
+fn item(ctx: &JobContext, work: Work<'_>, unit_part: &str) -> Result<BatchItem, String> {
     let request = match work {
         Work::Unit(unit) => {
-            let rendered = request::render(unit, &ctx.requests);
-            job::keep_prompt(ctx, unit, &rendered.request);
+            let unit = unit.with_text()?;
+            let rendered = request::render(&unit, &ctx.requests);
+            job::keep_prompt(ctx, &unit, &rendered.request);
             rendered.request
         }
         Work::Summary(s) => job::summary_call(ctx, s).request,
     };
-    BatchItem {
+    Ok(BatchItem {
         custom_id: unit_part.to_string(),
         request,
-    }
+    })
 }

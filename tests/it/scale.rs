@@ -1,0 +1,78 @@
+//! Cost that grows with the work, not the corpus (issue 27): a plan holds no text, so a
+//! unit's file is read again when it is sent and checked against the hash it was planned
+//! with; answers are made durable in groups, and a kill -9 between two group commits pays
+//! again only what was in flight.
+#![cfg(unix)]
+
+use std::time::Duration;
+
+use crate::support::mock_llm::*;
+use crate::support::*;
+
+/// `rlm batch src/*.ts PROMPT --base-url URL --model haiku -o OUT --yes EXTRA…`
+fn batch_in<'a>(url: &'a str, out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "batch",
+        "src/*.ts",
+        "List {file}",
+        "--base-url",
+        url,
+        "--model",
+        "haiku",
+        "-o",
+        out,
+        "--yes",
+        "--no-batch-small",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+/// The user messages the mock was sent, joined.
+fn sent_text(mock: &MockLlm) -> String {
+    mock.recorded()
+        .iter()
+        .map(|r| r.body.to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A file edited after the run was planned, before its unit was sent, fails that unit
+/// with a clear reason: what is sent under a planned key is always what was planned.
+#[test]
+fn a_file_edited_after_planning_fails_its_unit_and_is_never_sent_changed() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(1500));
+    let p = Project::new()
+        .file("src/a.ts", "export const a = 1;\n")
+        .file("src/b.ts", "export const b = 2;\n")
+        .file("src/c.ts", "export const c = 3;\n")
+        .file("src/d.ts", "export const d = 4;\n");
+    let url = mock.url();
+    // One call at a time, two admitted: d is read when the first call has ended.
+    let running = p.rlm(&batch_in(&url, "out", &["-j", "1", "--json"])).spawn();
+    assert!(
+        wait_until(Duration::from_secs(30), || mock.requests() >= 1),
+        "the first call is made"
+    );
+    p.write("src/d.ts", "export const d = 'EDITED AFTER PLANNING';\n");
+    let out = running.wait();
+    out.assert_exit(1);
+    let report = out.json();
+    assert_eq!(report["succeeded"], 3, "{report:#}");
+    assert_eq!(report["failed"].as_array().map(Vec::len), Some(1), "{report:#}");
+    let failure = report.to_string();
+    assert!(
+        failure.contains("changed since the run was planned; rerun to plan it again"),
+        "{failure}"
+    );
+    let sent = sent_text(&mock);
+    assert_eq!(mock.requests(), 3, "d is never sent");
+    assert!(!sent.contains("EDITED AFTER PLANNING"), "{sent}");
+    assert!(!sent.contains("export const d"), "{sent}");
+    // A rerun plans it again, and sends what the file holds now.
+    mock.set_latency(Duration::ZERO);
+    p.rlm(&batch_in(&url, "out2", &[])).run().assert_exit(0);
+    assert_eq!(mock.requests(), 4, "only d is asked again");
+    assert!(sent_text(&mock).contains("EDITED AFTER PLANNING"));
+}
