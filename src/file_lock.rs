@@ -99,6 +99,74 @@ fn open(path: &Path) -> io::Result<File> {
         .map_err(|e| named(e, path))
 }
 
+/// An exclusive lock on one byte of a file that is never removed (Linux's open file
+/// description locks, `F_OFD_SETLK`): one file holds the locks of any number of names, so
+/// taking one creates and removes no file (an inode made and freed per lock is most of
+/// what a lock file costs the kernel). Like an `flock`, it belongs to its descriptor: it
+/// goes when the value is dropped or its process ends, and two of one process conflict.
+#[cfg(target_os = "linux")]
+#[derive(Debug)]
+pub struct RangeLock {
+    /// Holds the lock; closing it lets go.
+    _file: File,
+}
+
+#[cfg(target_os = "linux")]
+impl RangeLock {
+    /// Takes byte `at` of `path` (creating the file) if nobody holds it; `Ok(None)` when
+    /// another holder has it.
+    pub fn try_exclusive(path: &Path, at: u64) -> io::Result<Option<RangeLock>> {
+        let file = open(path)?;
+        match ofd_lock(&file, libc::F_OFD_SETLK, libc::F_WRLCK, at) {
+            Ok(_) => Ok(Some(RangeLock { _file: file })),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EACCES)) => Ok(None),
+            Err(e) => Err(named(e, path)),
+        }
+    }
+
+    /// Takes byte `at` of `path` (creating the file), waiting while another holder has it.
+    /// Blocks the thread: call it off the async workers.
+    pub fn exclusive(path: &Path, at: u64) -> io::Result<RangeLock> {
+        let file = open(path)?;
+        ofd_lock(&file, libc::F_OFD_SETLKW, libc::F_WRLCK, at).map_err(|e| named(e, path))?;
+        Ok(RangeLock { _file: file })
+    }
+
+    /// Whether somebody holds byte `at` of `path` now, without creating the file or taking
+    /// the lock: `None` when the file cannot be opened, so nothing is known.
+    #[allow(clippy::disallowed_methods)] // std::fs: see the module doc; no error is shown
+    pub fn is_held(path: &Path, at: u64) -> Option<bool> {
+        let file = OpenOptions::new().read(true).open(path).ok()?;
+        let found = ofd_lock(&file, libc::F_OFD_GETLK, libc::F_WRLCK, at).ok()?;
+        Some(found.l_type != libc::F_UNLCK as libc::c_short)
+    }
+}
+
+/// `fcntl(fd, cmd, {kind, byte at})` for an open file description lock, retried when a
+/// signal interrupts the wait; the lock record as the kernel left it (`F_OFD_GETLK` says
+/// there who holds it).
+#[cfg(target_os = "linux")]
+fn ofd_lock(file: &File, cmd: libc::c_int, kind: libc::c_int, at: u64) -> io::Result<libc::flock> {
+    // SAFETY: a plain C struct of integers, for which all zeroes is a valid value.
+    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    lock.l_type = kind as libc::c_short;
+    lock.l_whence = libc::SEEK_SET as libc::c_short;
+    lock.l_start = (at & (i64::MAX as u64)) as libc::off_t;
+    lock.l_len = 1;
+    loop {
+        // SAFETY: the descriptor is open for as long as `file` lives, and `lock` outlives
+        // the call; fcntl writes only into `lock`.
+        let rc = unsafe { libc::fcntl(file.as_raw_fd(), cmd, &raw mut lock) };
+        if rc == 0 {
+            return Ok(lock);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
 /// `flock(fd, operation)`, retried when a signal interrupts the wait.
 fn flock(file: &File, operation: libc::c_int) -> io::Result<()> {
     loop {
@@ -121,6 +189,28 @@ fn named(e: io::Error, path: &Path) -> io::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn range_locks_of_one_byte_exclude_each_other_and_no_other_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("keys.lock");
+        assert_eq!(RangeLock::is_held(&path, 7), None, "no file yet");
+        let held = RangeLock::try_exclusive(&path, 7).unwrap().expect("free");
+        assert!(
+            RangeLock::try_exclusive(&path, 7).unwrap().is_none(),
+            "taken, even in this process"
+        );
+        assert_eq!(RangeLock::is_held(&path, 7), Some(true));
+        assert_eq!(RangeLock::is_held(&path, 8), Some(false));
+        let other = RangeLock::try_exclusive(&path, u64::MAX)
+            .unwrap()
+            .expect("another byte is free");
+        drop(held);
+        assert_eq!(RangeLock::is_held(&path, 7), Some(false), "let go when dropped");
+        assert!(RangeLock::try_exclusive(&path, 7).unwrap().is_some());
+        drop(other);
+    }
 
     #[test]
     fn one_holder_at_a_time_and_released_on_drop() {

@@ -120,6 +120,124 @@ pub fn write_atomic_unsynced_in(path: &Path, bytes: &[u8], temp_dir: &Path) -> s
     })
 }
 
+/// Files made durable in groups (group commit): each [`Unsynced`] handed over waits for the
+/// next group, which is synced at once when `group` files wait, or when the first of them
+/// has waited [`GROUP_WAIT`]. On Linux a group is one `syncfs` (every file and directory
+/// of the file system the files are on, in one journal commit) rather than two fsyncs a
+/// file; elsewhere each file and its directory are synced as [`Unsynced::sync`] does.
+///
+/// Each file is in place before it is handed over (a kill -9 loses nothing), so what a
+/// power cut can lose is what waits for a group: at most `group` files.
+#[derive(Debug)]
+pub struct GroupSync {
+    sender: std::sync::Mutex<Option<std::sync::mpsc::Sender<Waiting>>>,
+    group: usize,
+}
+
+/// A file waiting for its group, and who to tell when it is durable.
+type Waiting = (Unsynced, std::sync::mpsc::SyncSender<std::io::Result<()>>);
+
+/// The longest a file waits for the rest of its group.
+pub const GROUP_WAIT: Duration = Duration::from_millis(50);
+
+/// The wait for a file's group (see [`GroupSync::submit`]).
+#[derive(Debug)]
+pub struct Durable(std::sync::mpsc::Receiver<std::io::Result<()>>);
+
+impl Durable {
+    /// Blocks until the file is durable (or its sync failed).
+    pub fn wait(self) -> std::io::Result<()> {
+        self.0.recv().unwrap_or_else(|_| {
+            Err(std::io::Error::other(
+                "the sync thread ended before the file was synced",
+            ))
+        })
+    }
+}
+
+impl GroupSync {
+    /// Groups of at most `group` files (at least 1).
+    pub fn new(group: usize) -> GroupSync {
+        GroupSync {
+            sender: std::sync::Mutex::new(None),
+            group: group.max(1),
+        }
+    }
+
+    /// Hands `file` over to be synced with its group; [`Durable::wait`] says when it is.
+    pub fn submit(&self, file: Unsynced) -> Durable {
+        let (tell, told) = std::sync::mpsc::sync_channel(1);
+        let mut sender = self.sender.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let tx = sender.get_or_insert_with(|| {
+            let (tx, rx) = std::sync::mpsc::channel::<Waiting>();
+            let group = self.group;
+            std::thread::Builder::new()
+                .name("rlm-group-sync".into())
+                .spawn(move || sync_groups(&rx, group))
+                .map_or_else(|_| std::sync::mpsc::channel().0, |_| tx)
+        });
+        if let Err(unsent) = tx.send((file, tell)) {
+            // No sync thread: this file is synced here, alone.
+            let (file, tell) = unsent.0;
+            let _ = tell.send(file.sync());
+        }
+        Durable(told)
+    }
+}
+
+/// The sync thread: gathers a group (see [`GroupSync`]), syncs it, tells each waiter.
+fn sync_groups(rx: &std::sync::mpsc::Receiver<Waiting>, group: usize) {
+    while let Ok(first) = rx.recv() {
+        let deadline = std::time::Instant::now() + GROUP_WAIT;
+        let mut waiting = vec![first];
+        while waiting.len() < group {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(next) => waiting.push(next),
+                Err(_) => break,
+            }
+        }
+        sync_group(waiting);
+    }
+}
+
+fn sync_group(waiting: Vec<Waiting>) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::MetadataExt;
+        use std::os::unix::io::AsRawFd;
+        let dev_of = |f: &Unsynced| f.file.metadata().map(|m| m.dev()).ok();
+        // One syncfs covers every file of the group on the first one's file system (a
+        // cache's entries share one); a file on another is synced on its own.
+        let synced = waiting.first().and_then(|(first, _)| {
+            let dev = dev_of(first)?;
+            // SAFETY: the descriptor is open for as long as `first` lives (past this call).
+            let rc = unsafe { libc::syncfs(first.file.as_raw_fd()) };
+            let result = match rc {
+                0 => Ok(()),
+                _ => {
+                    let e = named(std::io::Error::last_os_error(), &first.path);
+                    Err((e.kind(), e.to_string()))
+                }
+            };
+            Some((dev, result))
+        });
+        for (file, tell) in waiting {
+            let result = match &synced {
+                Some((dev, result)) if dev_of(&file) == Some(*dev) => result
+                    .clone()
+                    .map_err(|(kind, message)| std::io::Error::new(kind, message)),
+                _ => file.sync(),
+            };
+            let _ = tell.send(result);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    for (file, tell) in waiting {
+        let _ = tell.send(file.sync());
+    }
+}
+
 /// fsyncs the directory holding `path` (what makes a rename durable). Best effort: not
 /// every platform can open a directory.
 fn sync_dir_of(path: &Path) {

@@ -363,6 +363,7 @@ fn least_frame_bytes(ctx: &RequestContext) -> u64 {
                 lines: 1,
                 content_hash: String::new(),
                 source: None,
+                detection: None,
             };
             frame_bytes(&file, detect(name, ""), ctx)
         })
@@ -442,6 +443,9 @@ fn overhead_bytes(ctx: &RequestContext) -> u64 {
 
 /// A file's content type.
 fn detection(file: &InputFile) -> Detection {
+    if let Some(detection) = file.detection {
+        return detection;
+    }
     detect(&file.display, head_lines(&text_of(file).text, SNIFF_LINES))
 }
 
@@ -455,9 +459,10 @@ fn text_of(file: &InputFile) -> std::sync::Arc<crate::source::SourceText> {
 /// nothing yet ([`WorkUnit::with_text`] puts it there when the unit is sized or sent).
 fn whole_piece(file: &InputFile, detection: Detection) -> Piece {
     let held = file.source.as_deref().is_some_and(crate::source::SourceText::is_held);
-    let (chunk, content_released) = match held {
-        true => (Chunk::whole(&text_of(file).text), false),
-        false => (Chunk::whole_unread(file.lines as usize), true),
+    let (chunk, content_released) = if held {
+        (Chunk::whole(&text_of(file).text), false)
+    } else {
+        (Chunk::whole_unread(file.lines as usize), true)
     };
     Piece {
         detection,

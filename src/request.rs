@@ -141,12 +141,17 @@ pub fn render(unit: &WorkUnit, ctx: &RequestContext) -> Rendered {
 pub fn render_planned(unit: &WorkUnit, ctx: &RequestContext) -> (Rendered, bool) {
     match unit.with_text() {
         Ok(loaded) => (render(&loaded, ctx), true),
-        Err(_) => {
-            let mut rendered = render_text(unit, ctx);
-            rendered.key = unit.cache_key.clone();
-            (rendered, false)
-        }
+        Err(_) => (render_unread(unit, ctx), false),
     }
+}
+
+/// What a planned unit's answer is read with, without reading its files: the request's
+/// frame (its schema, its limits; not its content) under the planned key. For keeping an
+/// answer; never sent.
+pub fn render_unread(unit: &WorkUnit, ctx: &RequestContext) -> Rendered {
+    let mut rendered = render_text(unit, ctx);
+    rendered.key = unit.cache_key.clone();
+    rendered
 }
 
 fn render_text(unit: &WorkUnit, ctx: &RequestContext) -> Rendered {

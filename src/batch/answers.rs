@@ -173,6 +173,8 @@ pub fn read(unit: &WorkUnit, text: &str, expect: Expect, schema: Option<&OutputS
 pub struct Cached<'a> {
     pub cache: &'a Cache,
     pub key: &'a CacheKey,
+    /// The answer was just paid for: the cache has no answer file to link yet.
+    pub fresh: bool,
 }
 
 /// Writes the unit's result file (the whole answer) and, for a batch, each answered
@@ -187,8 +189,8 @@ pub fn write(
     answers: &UnitAnswers,
 ) -> std::io::Result<()> {
     match cached {
-        Some(Cached { cache, key }) => {
-            if !run_dir.link_result(&unit.result_name, text, &cache.answer_file(key))? {
+        Some(Cached { cache, key, fresh }) => {
+            if fresh || !run_dir.link_result(&unit.result_name, text, &cache.answer_file(key))? {
                 let path = run_dir.write_result(&unit.result_name, text)?;
                 cache.adopt_answer_file(key, &path);
             }

@@ -198,8 +198,10 @@ fn write_json(
 /// A file of the manifest, with its detected content type.
 fn file_entry(file: &InputFile) -> Value {
     let mut value = serde_json::to_value(file).unwrap_or_default();
-    let text = file.text().unwrap_or_default();
-    let detection = content::detect(&file.display, head_lines(&text.text, SNIFF_LINES));
+    let detection = file.detection.unwrap_or_else(|| {
+        let text = file.text().unwrap_or_default();
+        content::detect(&file.display, head_lines(&text.text, SNIFF_LINES))
+    });
     value["content_type"] = json!(detection.content_type);
     value["detected_by"] = json!(detection.detected_by);
     value["language"] = json!(detection.language);

@@ -50,6 +50,9 @@ pub struct JobContext {
     pub journal: Option<Arc<super::pending::Journal>>,
     /// How a key is claimed before it is paid for (see [`super::key_claim`]).
     pub claims: Arc<KeyClaims>,
+    /// Makes paid answers' cache entries durable in groups (one sync for up to the run's
+    /// width of them).
+    pub syncer: Arc<crate::fs_atomic::GroupSync>,
 }
 
 impl JobContext {
@@ -68,6 +71,7 @@ impl JobContext {
             may_call: self.may_call,
             journal: self.journal.clone(),
             claims: self.claims.clone(),
+            syncer: self.syncer.clone(),
         }
     }
 }
@@ -195,19 +199,17 @@ pub fn run_job(ctx: Arc<JobContext>, job: Job) -> impl std::future::Future<Outpu
 }
 
 async fn run_unit(ctx: Arc<JobContext>, unit: WorkUnit, mut outcome: JobOutcome, place: Place) -> JobOutcome {
-    // Its text is read again now (the plan holds none), checked against the planned hash.
-    let unit = match unit.with_text() {
-        Ok(std::borrow::Cow::Owned(loaded)) => loaded,
-        Ok(std::borrow::Cow::Borrowed(_)) => unit,
-        Err(why) => return outcome.failed(why),
-    };
-    let rendered = request::render(&unit, &ctx.requests);
-    if ctx.read_cache {
-        match lookup(&ctx, &rendered.key).await {
+    let key = unit.cache_key.clone();
+    // The pre-pass read the cache for every planned unit, and the claim below reads it
+    // again under the key's lock: only an answer kept outside the cache (or, under
+    // --cache-only, where no claim is taken) is looked up here.
+    if ctx.read_cache && (!ctx.may_call || ctx.pending.contains_key(key.as_str())) {
+        match lookup(&ctx, &key).await {
             Ok(Some(entry)) => {
                 outcome.cached = true;
                 outcome.saved = entry.usage;
                 outcome.truncated = entry.truncated;
+                let rendered = request::render_unread(&unit, &ctx.requests);
                 return keep(ctx, unit, rendered, entry.text, outcome).await;
             }
             Ok(None) => {}
@@ -217,11 +219,12 @@ async fn run_unit(ctx: Arc<JobContext>, unit: WorkUnit, mut outcome: JobOutcome,
     if !ctx.may_call {
         return outcome.failed("--cache-only: this unit is not cached".into());
     }
-    let (claim, place) = match ctx.claims.claim(&rendered.key, place, &ctx.call.limiter).await {
+    let (claim, place) = match ctx.claims.claim(&key, place, &ctx.call.limiter).await {
         KeyClaim::Served(entry) => {
             outcome.cached = true;
             outcome.saved = entry.usage;
             outcome.truncated = entry.truncated;
+            let rendered = request::render_unread(&unit, &ctx.requests);
             return keep(ctx, unit, rendered, entry.text, outcome).await;
         }
         KeyClaim::Held(claim, place) => (claim, place),
@@ -231,6 +234,19 @@ async fn run_unit(ctx: Arc<JobContext>, unit: WorkUnit, mut outcome: JobOutcome,
         }
         KeyClaim::Elsewhere(why) => return outcome.failed(why),
     };
+    // Its text is read again now, as it is about to be paid for (the plan holds none),
+    // and checked against the hash it was planned with.
+    let unit = match unit.with_text() {
+        Ok(std::borrow::Cow::Owned(loaded)) => loaded,
+        Ok(std::borrow::Cow::Borrowed(_)) => unit,
+        Err(why) => return outcome.failed(why),
+    };
+    let rendered = request::render(&unit, &ctx.requests);
+    debug_assert_eq!(
+        rendered.key, key,
+        "{}: rendered under another key than planned",
+        unit.label
+    );
     keep_prompt(&ctx, &unit, &rendered.request);
     let mut outcome = call(&ctx, &rendered.request, (&unit.id, &unit.label), outcome, place).await;
     if rendered.expect == Expect::Schema {
@@ -282,25 +298,30 @@ pub(super) async fn keep_paid(
         let in_place = ctx.cache.put_unsynced(&entry);
         // In the cache (or not): whoever waits for this key reads it now.
         drop(claim);
-        let persisted = match in_place {
+        let (persisted, (read, written)) = match in_place {
             Ok(unsynced) => {
                 // In place: the dispatcher counts its cost and frees the slot while this
-                // job waits for the disk (the answer counts once that is done).
+                // job waits for the disk (the answer counts once that is done), with the
+                // answers of other calls: one sync for a group of them.
                 hand_back(&ctx, &unit, &mut outcome);
-                let synced = unsynced
-                    .sync()
+                let durable = ctx.syncer.submit(unsynced);
+                let kept = read_and_write(&ctx, &unit, &rendered, &text, true);
+                let synced = durable
+                    .wait()
                     .map_err(|e| uncached(&ctx, &entry, &unit.label, Some(&unit.result_name), &e));
                 if let (Ok(()), Some(journal), true) = (&synced, &ctx.journal, journaled) {
                     journal.cached();
                 }
-                synced
+                (synced, kept)
             }
-            Err(e) => Err(uncached(&ctx, &entry, &unit.label, Some(&unit.result_name), &e)),
+            Err(e) => (
+                Err(uncached(&ctx, &entry, &unit.label, Some(&unit.result_name), &e)),
+                read_and_write(&ctx, &unit, &rendered, &text, true),
+            ),
         };
         if let Err(e) = persisted {
             outcome.write_error = Some(e);
         }
-        let (read, written) = read_and_write(&ctx, &unit, &rendered, &text);
         (outcome, read, written, unit.result_name)
     })
     .await;
@@ -375,7 +396,7 @@ pub(super) async fn keep(
     mut outcome: JobOutcome,
 ) -> JobOutcome {
     let written = tokio::task::spawn_blocking(move || {
-        let (read, written) = read_and_write(&ctx, &unit, &rendered, &text);
+        let (read, written) = read_and_write(&ctx, &unit, &rendered, &text, false);
         (read, written, unit.result_name)
     })
     .await;
@@ -396,11 +417,13 @@ fn read_and_write(
     unit: &WorkUnit,
     rendered: &Rendered,
     text: &str,
+    fresh: bool,
 ) -> (UnitAnswers, std::io::Result<()>) {
     let read = answers::read(unit, text, rendered.expect, ctx.requests.schema.as_ref());
     let cached = answers::Cached {
         cache: &ctx.cache,
         key: &rendered.key,
+        fresh,
     };
     let written = answers::write(&ctx.run_dir, Some(cached), unit, text, &read);
     (read, written)

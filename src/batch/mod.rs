@@ -387,6 +387,7 @@ fn start(
     };
     let jobs = Arc::new(JobContext {
         journal,
+        syncer: Arc::new(crate::fs_atomic::GroupSync::new(settings.exec.parallelism.width)),
         call: Arc::new(call),
         paid: paid_tx,
         cache: plan.cache.clone(),

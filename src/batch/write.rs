@@ -80,6 +80,7 @@ pub fn cache_hits(
         let expect = crate::request::expect_of(unit, requests);
         let read = super::answers::read(unit, &entry.text, expect, requests.schema.as_ref());
         let cached = super::answers::Cached {
+            fresh: false,
             cache,
             key: &unit.cache_key,
         };

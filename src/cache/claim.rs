@@ -3,11 +3,13 @@
 //! and reads it from the cache instead of paying again (issue 17: two runs at once paid
 //! twice for 88 of 100 units).
 //!
-//! A claim is an `flock` on `cache/locks/<key>.lock` (see [`crate::file_lock`]): the kernel
-//! releases it when its holder ends, so a claim whose holder is killed never blocks anyone.
-//! The holder removes the lock file when it lets go (while still holding it), so locks do
-//! not pile up; a waiter that then finds itself holding a removed file takes the lock again
-//! on the file now at that path.
+//! A claim is a lock the kernel releases when its holder ends (see [`crate::file_lock`]), so
+//! a claim whose holder is killed never blocks anyone. On Linux it is one byte of
+//! `cache/locks/keys.lock` (the byte named by the key's first 16 hex digits): no file is
+//! made or removed per claim. Elsewhere it is an `flock` on `cache/locks/<key>.lock`,
+//! which the holder removes when it lets go (while still holding it), so locks do not pile
+//! up; a waiter that then finds itself holding a removed file takes the lock again on the
+//! file now at that path.
 //!
 //! A run waits for another's claim by polling it ([`Cache::claim_miss_unless`]), not in a
 //! blocking `flock`: a thread blocked there cannot be let go, so an interrupted run would
@@ -19,15 +21,22 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{Cache, CacheEntry, CacheKey};
+#[cfg(not(target_os = "linux"))]
 use crate::file_lock::FileLock;
+#[cfg(target_os = "linux")]
+use crate::file_lock::RangeLock;
 
 /// This job's claim on a key: it pays for the answer; others wait. Released when dropped —
 /// hold it until the answer is in the cache.
 #[derive(Debug)]
 pub struct ClaimGuard {
+    #[cfg(target_os = "linux")]
+    _lock: RangeLock,
+    #[cfg(not(target_os = "linux"))]
     lock: Option<FileLock>,
 }
 
+#[cfg(not(target_os = "linux"))]
 impl Drop for ClaimGuard {
     fn drop(&mut self) {
         if let Some(lock) = self.lock.take() {
@@ -36,6 +45,18 @@ impl Drop for ClaimGuard {
             drop(lock);
         }
     }
+}
+
+/// The byte of `cache/locks/keys.lock` that claims `key`: its first 16 hex digits (keys
+/// are sha256 hex, so two keys share a byte once in 2^63).
+#[cfg(target_os = "linux")]
+fn byte_of(key: &CacheKey) -> u64 {
+    let first = |hex: &str| hex.get(..16).and_then(|d| u64::from_str_radix(d, 16).ok());
+    let n = first(&key.0)
+        .or_else(|| first(&crate::hash::sha256_hex(key.0.as_bytes())))
+        .unwrap_or_default();
+    // Within `off_t`.
+    n >> 1
 }
 
 /// What claiming a key after a cache miss came to.
@@ -48,7 +69,14 @@ pub enum Claimed {
 }
 
 impl Cache {
+    /// The file that holds the claims' locks.
+    #[cfg(target_os = "linux")]
+    fn keys_lock(&self) -> PathBuf {
+        self.locks.join("keys.lock")
+    }
+
     /// Where the lock of `key` lives.
+    #[cfg(not(target_os = "linux"))]
     fn lock_path(&self, key: &CacheKey) -> PathBuf {
         self.locks.join(format!("{}.lock", key.0))
     }
@@ -56,14 +84,24 @@ impl Cache {
     /// Claims `key` after a cache miss without waiting: `None` while another job holds it.
     /// With the claim, the cache is read again (the holder may have just finished).
     pub fn try_claim_miss(&self, key: &CacheKey, max_tokens: u32) -> io::Result<Option<Claimed>> {
-        let path = self.lock_path(key);
-        fs_err::create_dir_all(&self.locks)?;
-        loop {
-            let Some(lock) = FileLock::try_exclusive(&path)? else {
+        self.make_dir(&self.locks)?;
+        #[cfg(target_os = "linux")]
+        {
+            let Some(lock) = RangeLock::try_exclusive(&self.keys_lock(), byte_of(key))? else {
                 return Ok(None);
             };
-            if lock.is_current()? {
-                return self.recheck(key, max_tokens, lock).map(Some);
+            self.recheck(key, max_tokens, ClaimGuard { _lock: lock }).map(Some)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let path = self.lock_path(key);
+            loop {
+                let Some(lock) = FileLock::try_exclusive(&path)? else {
+                    return Ok(None);
+                };
+                if lock.is_current()? {
+                    return self.recheck(key, max_tokens, ClaimGuard { lock: Some(lock) }).map(Some);
+                }
             }
         }
     }
@@ -72,12 +110,20 @@ impl Cache {
     /// cache again: the answer the holder paid for is served, or the key is this job's.
     /// Blocks the thread: call it off the async workers.
     pub fn claim_miss(&self, key: &CacheKey, max_tokens: u32) -> io::Result<Claimed> {
-        let path = self.lock_path(key);
-        fs_err::create_dir_all(&self.locks)?;
-        loop {
-            let lock = FileLock::exclusive(&path)?;
-            if lock.is_current()? {
-                return self.recheck(key, max_tokens, lock);
+        self.make_dir(&self.locks)?;
+        #[cfg(target_os = "linux")]
+        {
+            let lock = RangeLock::exclusive(&self.keys_lock(), byte_of(key))?;
+            self.recheck(key, max_tokens, ClaimGuard { _lock: lock })
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let path = self.lock_path(key);
+            loop {
+                let lock = FileLock::exclusive(&path)?;
+                if lock.is_current()? {
+                    return self.recheck(key, max_tokens, ClaimGuard { lock: Some(lock) });
+                }
             }
         }
     }
@@ -113,8 +159,7 @@ impl Cache {
         }
     }
 
-    fn recheck(&self, key: &CacheKey, max_tokens: u32, lock: FileLock) -> io::Result<Claimed> {
-        let guard = ClaimGuard { lock: Some(lock) };
+    fn recheck(&self, key: &CacheKey, max_tokens: u32, guard: ClaimGuard) -> io::Result<Claimed> {
         Ok(match self.get(key, max_tokens)? {
             Some(entry) => Claimed::Cached(entry),
             None => Claimed::Mine(guard),
@@ -124,7 +169,11 @@ impl Cache {
     /// Whether a job holds the claim on `key` now (looked at, never taken: nothing is
     /// created).
     pub fn is_claimed(&self, key: &CacheKey) -> bool {
-        FileLock::is_held(&self.lock_path(key)) == Some(true)
+        #[cfg(target_os = "linux")]
+        let held = RangeLock::is_held(&self.keys_lock(), byte_of(key));
+        #[cfg(not(target_os = "linux"))]
+        let held = FileLock::is_held(&self.lock_path(key));
+        held == Some(true)
     }
 
     /// The directory of the claims' lock files.
@@ -188,10 +237,12 @@ mod tests {
             Claimed::Cached(e) => assert_eq!(e.text, "paid once"),
             Claimed::Mine(_) => panic!("the second claimant would pay again"),
         }
-        assert!(
-            fs_err::read_dir(cache.locks_dir()).unwrap().next().is_none(),
-            "no lock file is left behind"
-        );
+        let left: Vec<_> = fs_err::read_dir(cache.locks_dir())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|name| name != "keys.lock")
+            .collect();
+        assert!(left.is_empty(), "no lock file is left behind: {left:?}");
     }
 
     #[tokio::test]

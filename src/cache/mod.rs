@@ -66,6 +66,9 @@ pub struct Cache {
     root: PathBuf,
     /// `cache/locks/`: the claims of keys being paid for (see [`Cache::claim_miss`]).
     locks: PathBuf,
+    /// Directories this process has made (or found) already: each is made once, not once
+    /// per answer.
+    made: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<PathBuf>>>,
 }
 
 impl Cache {
@@ -73,6 +76,49 @@ impl Cache {
         Cache {
             root: rlm_dir.join("cache").join(BUCKET),
             locks: rlm_dir.join("cache").join("locks"),
+            made: std::sync::Arc::default(),
+        }
+    }
+
+    /// Makes `dir` (and its parents) unless this process did already. A directory removed
+    /// since by someone else is made again when writing into it fails.
+    fn make_dir(&self, dir: &Path) -> std::io::Result<()> {
+        let made = |m: &std::sync::Mutex<std::collections::HashSet<PathBuf>>| {
+            m.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .contains(dir)
+        };
+        if made(&self.made) {
+            return Ok(());
+        }
+        fs_err::create_dir_all(dir)?;
+        self.made
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(dir.to_path_buf());
+        Ok(())
+    }
+
+    /// `write` into the directories of `path` and `temp`, made first when this process has
+    /// not made them yet; made again and tried once more when they were removed since.
+    fn in_dirs<T>(&self, path: &Path, temp: &Path, write: impl Fn() -> std::io::Result<T>) -> std::io::Result<T> {
+        let dirs = || -> std::io::Result<()> {
+            if let Some(dir) = path.parent() {
+                self.make_dir(dir)?;
+            }
+            self.make_dir(temp)
+        };
+        dirs()?;
+        match write() {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                self.made
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .clear();
+                dirs()?;
+                write()
+            }
+            other => other,
         }
     }
 
@@ -118,12 +164,10 @@ impl Cache {
         let key = CacheKey(entry.key.clone());
         let path = self.path(&key);
         let temp = self.temp_dir();
-        if let Some(dir) = path.parent() {
-            fs_err::create_dir_all(dir)?;
-        }
-        fs_err::create_dir_all(&temp)?;
         let bytes = serde_json::to_vec(entry).map_err(std::io::Error::other)?;
-        write_atomic_in(&path, &bytes, Durability::Synced, &temp)
+        self.in_dirs(&path, &temp, || {
+            write_atomic_in(&path, &bytes, Durability::Synced, &temp)
+        })
     }
 
     /// `<key>.answer` beside the entry: the answer's text as a file of its own, so that a
@@ -174,12 +218,8 @@ impl Cache {
         let key = CacheKey(entry.key.clone());
         let path = self.path(&key);
         let temp = self.temp_dir();
-        if let Some(dir) = path.parent() {
-            fs_err::create_dir_all(dir)?;
-        }
-        fs_err::create_dir_all(&temp)?;
         let bytes = serde_json::to_vec(entry).map_err(std::io::Error::other)?;
-        write_atomic_unsynced_in(&path, &bytes, &temp)
+        self.in_dirs(&path, &temp, || write_atomic_unsynced_in(&path, &bytes, &temp))
     }
 
     /// Makes sure entries can be written, before any call is paid for: writes a probe the

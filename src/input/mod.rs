@@ -48,6 +48,10 @@ pub struct InputFile {
     /// not read, such as a list's entries in tests).
     #[serde(skip)]
     pub source: Option<std::sync::Arc<crate::source::SourceText>>,
+    /// Its content type, detected from its name and first lines as it was read (on the
+    /// reading threads, while the text is at hand).
+    #[serde(skip)]
+    pub detection: Option<crate::content::Detection>,
 }
 
 impl InputFile {

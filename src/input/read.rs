@@ -35,6 +35,10 @@ fn read_one((path, display): (PathBuf, String)) -> Read {
             let content_hash = sha256_hex(&bytes);
             let mut source = crate::source::SourceText::decode_owned(bytes);
             let lines = count_lines(source.text.as_bytes());
+            let detection = crate::content::detect(
+                &display,
+                crate::content::head_lines(&source.text, crate::content::SNIFF_LINES),
+            );
             if !hold_text(size) {
                 source = source.released();
             }
@@ -44,6 +48,7 @@ fn read_one((path, display): (PathBuf, String)) -> Read {
                 lines,
                 content_hash,
                 source: Some(source),
+                detection: Some(detection),
                 path,
                 display,
             })
@@ -54,7 +59,7 @@ fn read_one((path, display): (PathBuf, String)) -> Read {
 /// How many bytes of file text the reads of a process keep for planning: beyond this a
 /// file is hashed and counted, and its text read again when planning needs it (a corpus
 /// larger than memory is planned in memory that does not grow with it).
-const HELD_TEXT_BYTES: u64 = 48 << 20;
+const HELD_TEXT_BYTES: u64 = 8 << 20;
 
 /// Whether a file of `size` bytes keeps its text from this read (see [`HELD_TEXT_BYTES`]).
 fn hold_text(size: u64) -> bool {

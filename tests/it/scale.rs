@@ -76,3 +76,45 @@ fn a_file_edited_after_planning_fails_its_unit_and_is_never_sent_changed() {
     assert_eq!(mock.requests(), 4, "only d is asked again");
     assert!(sent_text(&mock).contains("EDITED AFTER PLANNING"));
 }
+
+/// Cache entries in place under `.aiwg/rlm/cache` (each a paid answer).
+fn cached_answers(p: &Project) -> usize {
+    files_under(&p.path().join(".aiwg/rlm/cache/results-v1"))
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "json"))
+        .count()
+}
+
+/// Answers are made durable in groups (one sync for up to the run's width of them), but each
+/// is in place in the cache before its slot is handed back: a kill -9 between two group
+/// commits loses no answer, and the resume pays only for what had no answer yet.
+#[test]
+fn a_kill_between_group_commits_pays_again_only_what_was_not_answered() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(300));
+    let p = Project::new().ts_files(10);
+    let url = mock.url();
+    let running = p.rlm(&batch_in(&url, "out", &["-j", "3"])).spawn();
+    assert!(
+        wait_until(Duration::from_secs(30), || cached_answers(&p) >= 4),
+        "the run makes progress"
+    );
+    running.signal("KILL");
+    let _ = running.wait();
+    let paid_before = mock.requests();
+    let kept = cached_answers(&p);
+    assert!((4..=10).contains(&kept), "{kept}");
+    assert!(
+        paid_before >= kept && paid_before <= kept + 3,
+        "in flight at most the width: {paid_before} {kept}"
+    );
+    mock.set_latency(Duration::ZERO);
+    let resumed = p.rlm(&["resume", "--yes"]).run();
+    resumed.assert_exit(0);
+    assert_eq!(p.report()["succeeded"], 10);
+    assert_eq!(
+        mock.requests() - paid_before,
+        10 - kept,
+        "every answer in the cache at the kill is served, not paid again"
+    );
+}

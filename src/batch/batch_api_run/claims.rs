@@ -272,7 +272,7 @@ impl BatchApiRun {
         outcome.truncated = entry.truncated;
         let outcome = match p.work[i] {
             Work::Unit(unit) => {
-                let (rendered, _) = request::render_planned(unit, &ctx.requests);
+                let rendered = request::render_unread(unit, &ctx.requests);
                 job::keep(ctx, unit.clone(), rendered, entry.text, outcome).await
             }
             Work::Summary(_) => {

@@ -29,7 +29,14 @@ pub(super) async fn keep_result(
             let meta = Work::Unit(&unit).meta();
             // (A file changed since the request was sent: its answer is kept, never asked
             // again from a request without it.)
-            let (rendered, whole) = request::render_planned(&unit, &ctx.requests);
+            // The files are read again only when the request itself is wanted: to ask
+            // again, or to log it.
+            let schema = ctx.requests.schema.is_some() && request::expect_of(&unit, &ctx.requests) == Expect::Schema;
+            let (rendered, whole) = if (schema && may_call) || ctx.trajectory.is_some() {
+                request::render_planned(&unit, &ctx.requests)
+            } else {
+                (request::render_unread(&unit, &ctx.requests), false)
+            };
             let mut outcome = answered(&ctx, meta, &reply, &rendered.request, waited);
             if rendered.expect == Expect::Schema {
                 if let Some(schema) = &ctx.requests.schema {
