@@ -74,6 +74,16 @@ impl SourceText {
     /// this, not the text (which would grow with the corpus); the text is read again when
     /// its unit is sent.
     pub fn released(&self) -> Arc<SourceText> {
+        // Nearly every file is plain UTF-8: its released text is one shared value.
+        static UTF8: std::sync::LazyLock<Arc<SourceText>> = std::sync::LazyLock::new(|| {
+            Arc::new(SourceText {
+                held: false,
+                ..SourceText::default()
+            })
+        });
+        if self.encoding == "utf-8" && !self.lossy {
+            return UTF8.clone();
+        }
         Arc::new(SourceText {
             text: String::new(),
             encoding: self.encoding,

@@ -20,9 +20,13 @@ use crate::source::SourceText;
 /// A unit's id: `u-` and 16 hex characters of the hash of its inputs' artifact ids (and,
 /// for a unit that holds part of its lines, which part), so the same inputs get the same id
 /// in every run (resume and events rely on it) and two units of one run never share one.
+///
+/// Shared, not copied (`Arc<str>`): a run keeps its units' ids in many places (the
+/// store's reporter, the progress, the report, the batches' custom ids), and a copy of a
+/// string each would grow with the corpus.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct UnitId(String);
+pub struct UnitId(Arc<str>);
 
 impl UnitId {
     /// The id of a unit over these inputs.
@@ -37,12 +41,12 @@ impl UnitId {
     pub fn for_part(inputs: &[UnitInput], part: Option<&str>) -> Self {
         let mut ids: Vec<String> = inputs.iter().map(UnitInput::artifact_id).collect();
         ids.extend(part.map(|p| format!("#{p}")));
-        UnitId(format!("u-{}", &sha256_hex(ids.join("\n").as_bytes())[..16]))
+        UnitId(format!("u-{}", &sha256_hex(ids.join("\n").as_bytes())[..16]).into())
     }
 
     /// An id given by name (aggregation calls: `summarize-1-2`).
     pub fn named(name: impl Into<String>) -> Self {
-        UnitId(name.into())
+        UnitId(name.into().into())
     }
 
     pub fn as_str(&self) -> &str {

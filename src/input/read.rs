@@ -59,7 +59,7 @@ fn read_one((path, display): (PathBuf, String)) -> Read {
 /// How many bytes of file text the reads of a process keep for planning: beyond this a
 /// file is hashed and counted, and its text read again when planning needs it (a corpus
 /// larger than memory is planned in memory that does not grow with it).
-const HELD_TEXT_BYTES: u64 = 8 << 20;
+const HELD_TEXT_BYTES: u64 = 32 << 20;
 
 /// Whether a file of `size` bytes keeps its text from this read (see [`HELD_TEXT_BYTES`]).
 fn hold_text(size: u64) -> bool {

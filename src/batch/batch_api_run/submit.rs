@@ -65,7 +65,7 @@ impl BatchApiRun {
             for message in notices {
                 exec.dispatcher.emit(Event::Warning { message });
             }
-            // The submissions' bodies (up to 32 MB each) are freed.
+            // The submissions' bodies (up to 16 MB each) are freed.
             crate::memory::release_free();
             let mut sent: HashSet<usize> = HashSet::new();
             for s in recorded {

@@ -19,7 +19,7 @@ use super::{is_valid_custom_id, BatchError, BatchLimits};
 /// The most bytes of one submission held in memory: a chunk is closed there even when the
 /// provider would take more (a single request larger than this still gets a chunk of its
 /// own, up to the provider's limit).
-pub const IN_MEMORY_BYTES: u64 = 32_000_000;
+pub const IN_MEMORY_BYTES: u64 = 16_000_000;
 
 /// Room kept in a chunk's buffer beyond its requests: OpenAI's multipart head and tail are
 /// written around the file in place, without copying it.
@@ -302,7 +302,7 @@ mod tests {
 
     #[test]
     fn a_chunk_is_closed_at_the_in_memory_size_below_the_provider_limit() {
-        // Requests of 1 MB against Anthropic's 256 MB: 31 to a chunk, not 255.
+        // Requests of 1 MB against Anthropic's 256 MB: 15 to a chunk, not 255.
         let mut chunker = Chunker::new(Envelope::JSON_REQUESTS, BatchLimits::ANTHROPIC);
         let mut chunks = Vec::new();
         for i in 0..40 {
@@ -310,7 +310,7 @@ mod tests {
         }
         chunks.extend(chunker.finish());
         let sizes: Vec<usize> = chunks.iter().map(Chunk::len).collect();
-        assert_eq!(sizes, [31, 9]);
+        assert_eq!(sizes, [15, 15, 10]);
         assert!(chunks.iter().all(|c| c.body.len() as u64 <= IN_MEMORY_BYTES));
         // The buffer was allocated once, never grown.
         assert!(chunks[0].body.capacity() >= chunks[0].body.len() + HEADROOM - 2);
