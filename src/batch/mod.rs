@@ -366,7 +366,8 @@ fn start(
         units
             .iter()
             .map(|u| (u.id.clone(), u.inputs.iter().map(|i| i.display.clone()).collect())),
-    );
+    )
+    .with_content_shares(units.iter().map(|u| (u.id.clone(), u.content_bytes, u.prompt_bytes)));
     let reporters = Reporters {
         progress: ProgressReporter::new(
             printer.clone(),
