@@ -871,7 +871,7 @@ fn a_given_width_is_where_the_pool_starts_against_a_local_server() {
     let p = Project::new().ts_files(3);
     let url = mock.url();
     let out = p
-        .rlm(&local("src/*.ts", &url, &["-j", "3", "--no-batch-small", "-o", "out"]))
+        .rlm(&local("src/*.ts", &url, &["-j", "3", "-o", "out"]))
         .env_remove("ANTHROPIC_API_KEY")
         .run();
     out.assert_exit(0);
@@ -882,13 +882,9 @@ fn a_given_width_is_where_the_pool_starts_against_a_local_server() {
     let mock = MockLlm::start();
     mock.set_latency(Duration::from_millis(300));
     let url = mock.url();
-    p.rlm(&local(
-        "src/*.ts",
-        &url,
-        &["--no-batch-small", "--no-cache", "-o", "out2"],
-    ))
-    .env_remove("ANTHROPIC_API_KEY")
-    .run()
-    .assert_exit(0);
+    p.rlm(&local("src/*.ts", &url, &["--no-cache", "-o", "out2"]))
+        .env_remove("ANTHROPIC_API_KEY")
+        .run()
+        .assert_exit(0);
     assert_eq!(mock.max_in_flight(), 1);
 }
