@@ -2,9 +2,13 @@
 //! files share a call, and the key and size of every unit.
 //!
 //! A file is cut when it is over 1500 lines or over the model's context budget (`--chunking
-//! off` never cuts; `rlm query` always reads through the analyst); small files are batched
-//! only when asked (`--batch-small`, directory mode's default). Every other file is a
-//! [`UnitBody::Plain`] unit with the generic per-file prompt.
+//! off` never cuts; `rlm query` always reads through the analyst); the other files of one
+//! type are packed into shared calls unless `--no-batch-small` says not to (issue 27: a
+//! small file's framing — system prompt, delimiters, instruction — cost more than its
+//! content). A pack is read by whoever would read its files alone ([`BatchReader`]): their
+//! type's analyst in directory mode, the generic per-file prompt in every other mode. A
+//! file left alone, and every file under `--no-batch-small`, is a unit of its own: a
+//! [`UnitBody::Plain`] unit with the generic per-file prompt, or its analyst's.
 //!
 //! Chunks are sized from the budget: the model's window, minus the answer (`--max-tokens`),
 //! minus the rest of the prompt, measured with [`crate::tokens::upper_bound`] — the same
@@ -23,15 +27,17 @@ use crate::provider::ModelInfo;
 use crate::request::{self, RequestContext};
 use crate::run_dir::result_names;
 use crate::tokens;
-use crate::unit::{Batch, BatchMember, LineSpan, Piece, UnitBody, UnitId, UnitInput, WorkUnit};
+use crate::unit::{Batch, BatchMember, BatchReader, LineSpan, Piece, UnitBody, UnitId, UnitInput, WorkUnit};
 
 /// How units are cut and grouped.
 #[derive(Debug, Clone, Copy)]
 pub struct PlanOptions {
     /// `--chunking auto` (true) or `off`.
     pub chunking: bool,
-    /// `--batch-small`: small files of one type share a call.
+    /// Small files of one type share a call (off with `--no-batch-small`).
     pub batch_small: bool,
+    /// Who reads a pack of small files (and a file left alone).
+    pub batch_reader: BatchReader,
     /// `rlm query`: every file goes to its analyst, cut when it is longer than one chunk.
     pub chunk_always: bool,
 }
@@ -40,6 +46,11 @@ pub struct PlanOptions {
 /// [`file_frame_bound`] count: the fixed words of the lines naming the file, its type and
 /// its lines, the delimiters' tags, the labels of the instruction's parts.
 const FIXED_LINES_BYTES: u64 = 512;
+
+/// The answer tokens a file of a pack is given: a pack holds at most `--max-tokens` / this
+/// many files, so that one answer has room for all of theirs (a file the answer leaves out
+/// is asked again alone, and paid twice).
+const ANSWER_TOKENS_PER_PACKED_FILE: u32 = 128;
 
 /// A chunk's content below this many tokens is too little to say much about: the plan
 /// warns that the window is mostly taken by the answer and the instructions.
@@ -255,6 +266,7 @@ pub fn plan(manifest: &Manifest, opts: &PlanOptions, ctx: &RequestContext, model
         }
     }
     let batches = group_batches(files, &detections, &batchable, content_budget, ctx);
+    let reader = opts.batch_reader;
     if let Some(at) = drafts.iter().position(|d| matches!(d, Draft::Batch(_))) {
         drafts.splice(at..=at, batches.into_iter().map(Draft::Batch));
     }
@@ -295,7 +307,7 @@ pub fn plan(manifest: &Manifest, opts: &PlanOptions, ctx: &RequestContext, model
                     };
                     (vec![UnitInput::of_file(f, span)], UnitBody::Piece(Box::new(piece)))
                 }
-                Draft::Batch(members) => batch_body(files, &detections, &members, &mut member_names),
+                Draft::Batch(members) => batch_body(files, &detections, &members, reader, &mut member_names),
             };
             unsized_unit(inputs, body, label, result_name)
         })
@@ -472,8 +484,9 @@ fn whole_piece(file: &InputFile, detection: Detection) -> Piece {
     }
 }
 
-/// Small files in batches: files of one type, up to 1500 lines together and within the
-/// content budget together; a file alone of its type is read whole by its analyst.
+/// Small files in batches: files of one type, up to 1500 lines together, within the content
+/// budget together, and as many as one answer has room for
+/// ([`ANSWER_TOKENS_PER_PACKED_FILE`]); a file alone of its type is a unit of its own.
 fn group_batches(
     files: &[InputFile],
     detections: &[Option<Detection>],
@@ -489,6 +502,9 @@ fn group_batches(
             lines: files[i].lines as usize,
         })
         .collect();
+    let max_members = usize::try_from(ctx.max_tokens / ANSWER_TOKENS_PER_PACKED_FILE)
+        .unwrap_or(usize::MAX)
+        .max(2);
     let mut out = Vec::new();
     for group in batch_small(&candidates, SizeTier::SMALL_MAX_LINES) {
         // Each file is listed, delimited, named by each `{file}` and cited: count its
@@ -500,7 +516,7 @@ fn group_batches(
             let f = &files[i];
             let name = crate::escape::name(&f.display).len() + 2;
             let t = tokens::upper_bound(f.size + (mentions * name + citation_bytes(f, ctx) + 120) as u64);
-            if !current.is_empty() && tokens_so_far + t > content_budget {
+            if !current.is_empty() && (tokens_so_far + t > content_budget || current.len() >= max_members) {
                 out.push(std::mem::take(&mut current));
                 tokens_so_far = 0;
             }
@@ -514,17 +530,21 @@ fn group_batches(
     out
 }
 
-/// The inputs and body of a batch (a batch of one is its file, read whole by its analyst).
+/// The inputs and body of a batch (a batch of one is its file, read whole by its reader).
 fn batch_body(
     files: &[InputFile],
     detections: &[Option<Detection>],
     members: &[usize],
+    reader: BatchReader,
     member_names: &mut impl Iterator<Item = String>,
 ) -> (Vec<UnitInput>, UnitBody) {
     let first = members.first().copied().unwrap_or_default();
     let detection = detections[first].unwrap_or_else(|| detection(&files[first]));
     if let [one] = members {
         let f = &files[*one];
+        if reader == BatchReader::Generic {
+            return (vec![UnitInput::of_file(f, None)], UnitBody::Plain);
+        }
         let piece = whole_piece(f, detection);
         return (vec![UnitInput::of_file(f, None)], UnitBody::Piece(Box::new(piece)));
     }
@@ -537,7 +557,14 @@ fn batch_body(
             result_file: member_names.next().unwrap_or_default(),
         })
         .collect();
-    (inputs, UnitBody::Batch(Box::new(Batch { detection, members })))
+    (
+        inputs,
+        UnitBody::Batch(Box::new(Batch {
+            detection,
+            reader,
+            members,
+        })),
+    )
 }
 
 /// A unit with its key, its size and, when it cannot be sent, why.
@@ -567,6 +594,7 @@ fn unsized_unit(inputs: Vec<UnitInput>, body: UnitBody, label: String, result_na
         cache_key: crate::cache::CacheKey(String::new()),
         estimated_input_tokens: 0,
         prompt_bytes: 0,
+        content_bytes: 0,
         prefix: Default::default(),
         blocked: None,
     }
@@ -577,6 +605,7 @@ struct Size {
     id: UnitId,
     key: crate::cache::CacheKey,
     prompt_bytes: u64,
+    content_bytes: u64,
     prefix: crate::unit::PromptPrefix,
     /// Why the unit cannot be sent, when its text could not be read again.
     unsendable: Option<String>,
@@ -597,6 +626,7 @@ impl Size {
             input_bytes: loaded.inputs.iter().map(|i| i.content().len() as u64).collect(),
             id: UnitId::for_part(&unit.inputs, unit.part().as_deref()),
             prompt_bytes: rendered.prompt_bytes(),
+            content_bytes: rendered.content_bytes,
             prefix: rendered.prefix(),
             key: rendered.key,
             unsendable,
@@ -613,6 +643,7 @@ fn settle(unit: &mut WorkUnit, size: Size, ctx: &RequestContext, budget: Budget)
     unit.prefix = size.prefix;
     unit.estimated_input_tokens = tokens::expected(bytes);
     unit.prompt_bytes = bytes;
+    unit.content_bytes = size.content_bytes;
     for (input, bytes) in unit.inputs.iter_mut().zip(size.input_bytes) {
         input.bytes = bytes;
     }
@@ -722,15 +753,25 @@ pub fn unknown_window_warnings(units: &[WorkUnit], model: &ModelInfo, max_tokens
     }
 }
 
-/// Member `index` of a batch unit, as a unit of its own: read whole by its type's analyst
-/// and written to the member's result file. A file a batch's answer left out (or answered
-/// invalidly) is retried this way, alone.
+/// Member `index` of a batch unit, as a unit of its own: read whole by the batch's reader
+/// (its type's analyst, or the generic per-file prompt) and written to the member's result
+/// file. A file a batch's answer left out (or answered invalidly) is retried this way, alone.
 pub fn member_unit(unit: &WorkUnit, index: usize, ctx: &RequestContext, budget: Budget) -> Option<WorkUnit> {
     let UnitBody::Batch(batch) = &unit.body else {
         return None;
     };
     let member = batch.members.get(index)?;
     let input = unit.inputs.get(index)?.clone();
+    if batch.reader == BatchReader::Generic {
+        return Some(finish(
+            vec![input],
+            UnitBody::Plain,
+            member.path.clone(),
+            member.result_file.clone(),
+            ctx,
+            budget,
+        ));
+    }
     let piece = Piece {
         detection: batch.detection,
         file_lines: member.lines,

@@ -139,6 +139,23 @@ impl<'a> Instruction<'a> {
         let names: Vec<Cow<'_, str>> = files.iter().map(|f| escape::name(f)).collect();
         format!("{label}: {}\n", self.per_unit.replace("{file}", &names.join(", ")))
     }
+
+    /// The last line of a generic batch: the per-unit part applied to each file, `{file}`
+    /// as written and said to be each file's path (see
+    /// [`crate::content::render_generic_batch`]).
+    pub fn closing_line_for_each(&self) -> String {
+        let label = if self.shared.is_empty() {
+            "Instruction"
+        } else {
+            "Instruction, continued"
+        };
+        let file = if self.per_unit.contains("{file}") {
+            " ({file} is its path)"
+        } else {
+            ""
+        };
+        format!("{label}, for each file{file}: {}\n", self.per_unit)
+    }
 }
 
 /// The user message of a per-file call, without the shared part of the instruction (see
@@ -207,6 +224,10 @@ mod tests {
         assert_eq!(one.shared, "");
         assert_eq!(one.shared_message(), "");
         assert_eq!(one.closing_line(&["a.py"]), "Instruction: Summarize a.py\n");
+        assert_eq!(
+            one.closing_line_for_each(),
+            "Instruction, for each file ({file} is its path): Summarize {file}\n"
+        );
         let rubric = Instruction::split("Rules:\n- no eval\n\nReview {file} against them.\nBe brief about {file}.\n");
         assert_eq!(rubric.shared, "Rules:\n- no eval");
         assert_eq!(rubric.per_unit, "Review {file} against them.\nBe brief about {file}.");

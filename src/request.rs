@@ -22,12 +22,13 @@ use serde_json::{json, Value};
 
 use crate::cache::{ArtifactRef, CacheKey};
 use crate::content::{
-    render_batch, render_chunk, Analyst, BatchFile, BatchPrompt, ChunkPrompt, Focus, Shape, Templates,
+    generic_batch_shape, render_batch, render_chunk, render_generic_batch, Analyst, BatchFile, BatchPrompt,
+    ChunkPrompt, Focus, GenericBatchPrompt, Shape, Templates,
 };
 use crate::prompt::{self, Delimiter};
 use crate::provider::CompletionRequest;
 use crate::schema::OutputSchema;
-use crate::unit::{PromptPrefix, UnitBody, UnitInput, WorkUnit};
+use crate::unit::{BatchReader, PromptPrefix, UnitBody, UnitInput, WorkUnit};
 use sha2::Digest;
 
 /// What every request of a run shares.
@@ -76,6 +77,9 @@ pub enum Expect {
 pub struct Rendered {
     pub request: CompletionRequest,
     pub expect: Expect,
+    /// Of the prompt's bytes, the files' own text (the rest is framing: system prompt,
+    /// delimiters, the instruction and the lines around it).
+    pub content_bytes: u64,
     /// Keyed by exactly what is sent, and the unit's inputs.
     pub key: CacheKey,
 }
@@ -118,8 +122,14 @@ pub fn expect_of(unit: &WorkUnit, ctx: &RequestContext) -> Expect {
 }
 
 /// The shape of `unit`'s answer: the user's prompt's (see [`Shape::of`]), except that
-/// `rlm query` asks a file read in one piece for prose.
+/// `rlm query` asks a file read in one piece for prose, and a batch read with the generic
+/// prompt asks each file for what the generic prompt would ([`generic_batch_shape`]).
 fn shape_of(unit: &WorkUnit, ctx: &RequestContext) -> Shape {
+    if let UnitBody::Batch(batch) = &unit.body {
+        if batch.reader == BatchReader::Generic {
+            return generic_batch_shape(&ctx.sub_prompt, ctx.schema.is_some());
+        }
+    }
     let shape = Shape::of(&ctx.sub_prompt, ctx.schema.is_some());
     let whole_piece = matches!(unit.body, UnitBody::Piece(_)) && unit.inputs.first().is_some_and(|i| i.span.is_none());
     match shape {
@@ -166,6 +176,11 @@ fn render_text(unit: &WorkUnit, ctx: &RequestContext) -> Rendered {
             .join("\n"),
         _ => String::new(),
     };
+    let content_bytes = match &unit.body {
+        UnitBody::Piece(piece) => piece.chunk.content.len(),
+        UnitBody::Plain => unit.inputs.iter().map(|i| i.content().len()).sum(),
+        UnitBody::Batch(_) => unit.inputs.iter().map(|i| i.source.text.len()).sum(),
+    } as u64;
     let (system, shared, user, expect, schema) = match &unit.body {
         UnitBody::Plain => plain(unit, ctx, &delimiter),
         UnitBody::Piece(piece) => {
@@ -203,32 +218,46 @@ fn render_text(unit: &WorkUnit, ctx: &RequestContext) -> Rendered {
             (system, prompt.shared, prompt.user, expect, schema)
         }
         UnitBody::Batch(batch) => {
-            let shape = Shape::of(&ctx.sub_prompt, ctx.schema.is_some());
+            let shape = shape_of(unit, ctx);
             let content: String = unit
                 .inputs
                 .iter()
                 .map(|i| delimiter.block_of_file(&i.display, &i.source.text, &i.content_hash))
                 .collect();
-            let files: Vec<BatchFile<'_>> = batch
-                .members
-                .iter()
-                .map(|m| BatchFile {
-                    path: &m.path,
-                    lines: m.lines,
-                })
-                .collect();
-            let prompt = render_batch(
-                &ctx.templates,
-                &BatchPrompt {
-                    sub_prompt: &ctx.sub_prompt,
-                    focus: ctx.focus,
-                    detection: &batch.detection,
-                    files: &files,
-                    content_block: &content,
-                    citations: &citations,
-                    shape,
-                },
-            );
+            let prompt = match batch.reader {
+                BatchReader::Generic => render_generic_batch(
+                    &ctx.templates,
+                    &GenericBatchPrompt {
+                        sub_prompt: &ctx.sub_prompt,
+                        files: batch.members.len(),
+                        content_block: &content,
+                        citations: &citations,
+                        shape,
+                    },
+                ),
+                BatchReader::Analyst => {
+                    let files: Vec<BatchFile<'_>> = batch
+                        .members
+                        .iter()
+                        .map(|m| BatchFile {
+                            path: &m.path,
+                            lines: m.lines,
+                        })
+                        .collect();
+                    render_batch(
+                        &ctx.templates,
+                        &BatchPrompt {
+                            sub_prompt: &ctx.sub_prompt,
+                            focus: ctx.focus,
+                            detection: &batch.detection,
+                            files: &files,
+                            content_block: &content,
+                            citations: &citations,
+                            shape,
+                        },
+                    )
+                }
+            };
             let analyst = Analyst::for_content(batch.detection.content_type);
             let system = match (&ctx.schema, shape) {
                 (Some(s), Shape::Schema) => format!("{}{}", prompt.system, s.member_instruction()),
@@ -253,7 +282,12 @@ fn render_text(unit: &WorkUnit, ctx: &RequestContext) -> Rendered {
         cache_prefix: ctx.prompt_cache,
     };
     let key = key(&unit.inputs, &request, ctx);
-    Rendered { request, expect, key }
+    Rendered {
+        request,
+        expect,
+        content_bytes,
+        key,
+    }
 }
 
 /// The messages of a request: system, shared, the unit's own user text, what the answer

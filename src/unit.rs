@@ -161,6 +161,10 @@ pub struct WorkUnit {
     /// Bytes of the rendered prompt (system and user).
     #[serde(skip)]
     pub prompt_bytes: u64,
+    /// Of `prompt_bytes`, the files' own text; the rest is framing — the system prompt, the
+    /// delimiters, the instruction and its wrapping (issue 27 shows the two apart).
+    #[serde(skip)]
+    pub content_bytes: u64,
     /// The prompt-cache prefix its request starts with (system and shared text), for the
     /// estimate: units with the same prefix read it from the provider's cache.
     #[serde(skip)]
@@ -194,6 +198,17 @@ pub enum UnitBody {
     Batch(Box<Batch>),
 }
 
+/// Who reads a batch of small files: the same as would read each of them alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BatchReader {
+    /// Their type's analyst (directory mode): findings, or the format the instruction asks.
+    Analyst,
+    /// The generic per-file prompt (every other input mode): each file's answer is what the
+    /// instruction asks of it, as if it had been sent alone.
+    Generic,
+}
+
 /// A piece of a file read by an analyst.
 #[derive(Debug, Clone, Serialize)]
 pub struct Piece {
@@ -213,6 +228,7 @@ pub struct Piece {
 #[derive(Debug, Clone, Serialize)]
 pub struct Batch {
     pub detection: Detection,
+    pub reader: BatchReader,
     /// One per input, in the same order.
     #[serde(rename = "batch_files")]
     pub members: Vec<BatchMember>,

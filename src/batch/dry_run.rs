@@ -12,7 +12,7 @@ use std::io::Write;
 use serde_json::{json, Map, Value};
 
 use super::estimate;
-use super::output::{calls_text, unit_breakdown};
+use super::output::{calls_text, framing_text, unit_breakdown};
 use super::planning::Plan;
 use crate::content::{self, head_lines, Analyst, SNIFF_LINES};
 use crate::escape;
@@ -20,7 +20,7 @@ use crate::input::InputFile;
 use crate::printer::Printer;
 use crate::request;
 use crate::settings::BatchSettings;
-use crate::unit::{UnitBody, WorkUnit};
+use crate::unit::{BatchReader, UnitBody, WorkUnit};
 
 /// Prints the plan.
 pub fn show(printer: &Printer, settings: &BatchSettings, plan: &Plan) {
@@ -71,10 +71,13 @@ pub fn show(printer: &Printer, settings: &BatchSettings, plan: &Plan) {
         format!(" in {} units ({})", plan.units.len(), unit_breakdown(&plan.units))
     };
     text.push_str(&format!(
-        "dry run: {files} file{}{units}, {} cached, {}, estimated {}; nothing was called\nthe real run {verdict}",
+        "dry run: {files} file{}{units}, {} cached, {}, ~{} input tokens{}, estimated {}; nothing was called\nthe real \
+         run {verdict}",
         if files == 1 { "" } else { "s" },
         plan.pre.hits.len(),
         calls_text(&plan.estimate),
+        plan.estimate.input_tokens,
+        framing_text(&plan.estimate),
         match plan.estimate.price_tier {
             crate::provider::catalog::PriceTier::Batch if !plan.model.is_free() => {
                 format!("{} at batch price", plan.model.cost_text(plan.estimate.usd))
@@ -145,6 +148,8 @@ fn write_json(
     put("estimated_calls", json!(estimate.calls));
     put("estimated_aggregate_calls", json!(estimate.aggregate_calls));
     put("estimated_input_tokens", json!(estimate.input_tokens));
+    put("estimated_content_tokens", json!(estimate.content_tokens));
+    put("estimated_framing_tokens", json!(estimate.framing_tokens));
     put("estimated_output_tokens", json!(estimate.output_tokens));
     put("estimated_cost_usd", json!(estimate.usd));
     put(
@@ -157,6 +162,8 @@ fn write_json(
             "calls": estimate.calls,
             "aggregate_calls": estimate.aggregate_calls,
             "input_tokens": estimate.input_tokens,
+            "content_tokens": estimate.content_tokens,
+            "framing_tokens": estimate.framing_tokens,
             "output_tokens": estimate.output_tokens,
             "cache_read_tokens": estimate.cache_read_tokens,
             "cache_write_tokens": estimate.cache_write_tokens,
@@ -245,7 +252,10 @@ fn unit_entry(plan: &Plan, files: &Files<'_>, unit: &WorkUnit, cached: bool) -> 
         ),
         UnitBody::Batch(b) => (
             b.detection.content_type,
-            Analyst::for_content(b.detection.content_type).as_str(),
+            match b.reader {
+                BatchReader::Analyst => Analyst::for_content(b.detection.content_type).as_str(),
+                BatchReader::Generic => "generic",
+            },
             unit.inputs
                 .iter()
                 .map(|i| i.source.text.as_str())
@@ -268,6 +278,7 @@ fn unit_entry(plan: &Plan, files: &Files<'_>, unit: &WorkUnit, cached: bool) -> 
         "cached": cached,
         "result_file": unit.result_name,
         "estimated_input_tokens": unit.estimated_input_tokens,
+        "estimated_content_tokens": estimate::content_tokens(unit),
         "blocked": unit.blocked,
         "content_type": content_type,
         "analyst": analyst,

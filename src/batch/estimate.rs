@@ -40,6 +40,12 @@ pub struct Estimate {
     /// Of `calls`, the aggregation calls (summaries, syntheses).
     pub aggregate_calls: usize,
     pub input_tokens: u64,
+    /// Of `input_tokens`, the per-unit calls' files' own text: what the run is about.
+    pub content_tokens: u64,
+    /// Of `input_tokens`, the rest of the per-unit calls' prompts: system prompts,
+    /// delimiters, the instruction and its wrapping (issue 27). Aggregation calls are
+    /// neither: `input_tokens` − content − framing.
+    pub framing_tokens: u64,
     pub output_tokens: u64,
     /// Of `input_tokens`, expected to be read from the provider's prompt cache.
     pub cache_read_tokens: u64,
@@ -49,6 +55,11 @@ pub struct Estimate {
     /// The price the per-unit calls are counted at: `batch` (half of list) under
     /// `--batch-api`.
     pub price_tier: PriceTier,
+}
+
+/// Of a unit's expected input tokens, its files' own text (never more than the whole).
+pub fn content_tokens(unit: &WorkUnit) -> u64 {
+    tokens::expected(unit.content_bytes).min(unit.estimated_input_tokens)
 }
 
 /// The expected answer of a unit with `input` prompt tokens.
@@ -68,11 +79,14 @@ pub fn estimate(
     let max_out = u64::from(settings.provider.max_tokens);
     let mut input = 0;
     let mut output = 0;
+    let mut content = 0;
     for &i in &pre.misses {
         let tokens = units[i].estimated_input_tokens;
         input += tokens;
+        content += content_tokens(&units[i]);
         output += answer_tokens(tokens, max_out);
     }
+    let framing = input - content;
     let price = |input: u64, output: u64, tier: PriceTier| {
         let usage = crate::provider::Usage {
             input_tokens: input,
@@ -119,6 +133,8 @@ pub fn estimate(
         calls,
         aggregate_calls,
         input_tokens: input,
+        content_tokens: content,
+        framing_tokens: framing,
         output_tokens: output,
         cache_read_tokens,
         cache_write_tokens,

@@ -299,7 +299,7 @@ fn start(
     let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();
     let (paid_tx, paid_rx) = tokio::sync::mpsc::unbounded_channel();
     let width = settings.exec.parallelism.width;
-    let limiter = Limiter::new(width);
+    let limiter = Limiter::starting_at(width, settings.exec.parallelism.given);
     let call = CallContext::new(
         startup::provider(settings, &plan.model, &run_dir.run_id)?,
         RetryPolicy {
@@ -366,7 +366,8 @@ fn start(
         units
             .iter()
             .map(|u| (u.id.clone(), u.inputs.iter().map(|i| i.display.clone()).collect())),
-    );
+    )
+    .with_content_shares(units.iter().map(|u| (u.id.clone(), u.content_bytes, u.prompt_bytes)));
     let reporters = Reporters {
         progress: ProgressReporter::new(
             printer.clone(),

@@ -63,7 +63,7 @@ pub fn init_block(settings: &BatchSettings, plan: &Plan) -> String {
     format!(
         "RLM Batch Initialized\nPattern: {}\nFiles matched: {}{skipped}\n{units_line}Sub-prompt: {}\nModel: {} ({} at {})\n\
          Max parallel: {}\nAggregate: {}\nCache: {}{}\n\
-         Estimated cost: {cost} ({}, ~{} input tokens{}, ~{} output tokens)\n",
+         Estimated cost: {cost} ({}, ~{} input tokens{}{}, ~{} output tokens)\n",
         escape::name(&settings.input.pattern),
         manifest.matched(),
         prompt::shorten(&settings.task.sub_prompt, PROMPT_SHOWN),
@@ -80,6 +80,7 @@ pub fn init_block(settings: &BatchSettings, plan: &Plan) -> String {
         },
         calls_text(estimate),
         estimate.input_tokens,
+        framing_text(estimate),
         if estimate.cache_read_tokens > 0 {
             format!(" of which ~{} read from the prompt cache", estimate.cache_read_tokens)
         } else {
@@ -161,6 +162,18 @@ pub fn calls_text(estimate: &Estimate) -> String {
             estimate.aggregate_calls
         )
     }
+}
+
+/// ` (~C of the files' content, ~F framing)`: how much of the per-unit calls' input is what
+/// the run is about, and how much the prompts around it (empty when nothing is called).
+pub fn framing_text(estimate: &Estimate) -> String {
+    if estimate.content_tokens + estimate.framing_tokens == 0 {
+        return String::new();
+    }
+    format!(
+        " (~{} of the files' content, ~{} framing)",
+        estimate.content_tokens, estimate.framing_tokens
+    )
 }
 
 /// `3 whole files, 14 chunks, 2 batches`.
@@ -267,9 +280,17 @@ pub fn completion(printer: &Printer, report: &RunReport, quiet: bool, answer: Op
         text.push_str(&format!("{line}\n"));
     }
     text.push_str(&format!(
-        "Duration: {}\nTokens: {} in, {} out{} ({} saved by the cache)\nTotal cost: {}\n\n",
+        "Duration: {}\nTokens: {} in{}, {} out{} ({} saved by the cache)\nTotal cost: {}\n\n",
         format_duration(report.duration_ms),
         report.tokens_in,
+        if report.content_tokens + report.framing_tokens > 0 {
+            format!(
+                " ({} of the files' content, {} framing)",
+                report.content_tokens, report.framing_tokens
+            )
+        } else {
+            String::new()
+        },
         report.tokens_out,
         // A resume's tokens are its own; its cost below is the whole run's.
         if report.earlier_answers > 0 || report.earlier_cost_usd > 0.0 {

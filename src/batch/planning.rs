@@ -119,6 +119,11 @@ pub async fn plan(settings: &mut BatchSettings, printer: &Printer) -> Result<Pla
     let options = PlanOptions {
         chunking: settings.task.chunking,
         batch_small: settings.task.batch_small,
+        batch_reader: if settings.input.is_directory_mode() {
+            crate::unit::BatchReader::Analyst
+        } else {
+            crate::unit::BatchReader::Generic
+        },
         chunk_always: settings.task.chunk_always,
     };
     let plan::UnitPlan {

@@ -81,13 +81,13 @@ pub struct BatchArgs {
     #[arg(long, value_enum, default_value_t = ChunkingArg::Auto, value_name = "WHEN")]
     pub chunking: ChunkingArg,
 
-    /// Batch small files of one content type into shared calls (at most 1500 combined
-    /// lines); each file still gets its own result file, split from the batch's answer.
-    /// On by default in directory mode.
+    /// Pack small files of one content type into shared calls (at most 1500 combined
+    /// lines, and as many files as one answer has room for); each file still gets its own
+    /// result file, split from the call's answer. The default in every input mode.
     #[arg(long, overrides_with = "no_batch_small")]
     pub batch_small: bool,
 
-    /// Send every small file in its own call, also in directory mode.
+    /// Send every small file in its own call.
     #[arg(long, overrides_with = "batch_small")]
     pub no_batch_small: bool,
 

@@ -351,6 +351,61 @@ pub fn render_batch(templates: &Templates, input: &BatchPrompt<'_>) -> Prompt {
     }
 }
 
+/// Everything the prompt of a batch read with the generic per-file prompt needs (glob mode
+/// and every input mode but a directory's).
+#[derive(Debug, Clone, Copy)]
+pub struct GenericBatchPrompt<'a> {
+    pub sub_prompt: &'a str,
+    /// How many files the batch holds.
+    pub files: usize,
+    /// All files' contents, each wrapped in the caller's delimiters (naming its path).
+    pub content_block: &'a str,
+    /// `--require-citations`: the files' citation blocks (empty without it).
+    pub citations: &'a str,
+    /// What each file's answer must be: never findings (see [`generic_batch_shape`]).
+    pub shape: Shape,
+}
+
+/// The shape of each file's answer in a generic batch: what the generic prompt would have
+/// asked of the file alone — the user's schema, their JSON, else their text (never the
+/// analysts' findings).
+pub fn generic_batch_shape(sub_prompt: &str, schema: bool) -> Shape {
+    match Shape::of(sub_prompt, schema) {
+        Shape::Findings => Shape::OwnText,
+        shape => shape,
+    }
+}
+
+/// The system and user messages of a generic batch: the generic worker's rules for several
+/// files, the one batch answer format, then the files and the instruction once, applied to
+/// each file. The tags name every file already, so the message does not list them again,
+/// and `{file}` is kept as written and said to stand for each file's path: naming every
+/// file in its place would repeat the whole list once per mention (issue 27 counts every
+/// token a small file pays besides its content).
+pub fn render_generic_batch(templates: &Templates, input: &GenericBatchPrompt<'_>) -> Prompt {
+    let mut parts: Vec<&str> = vec![templates.get(TemplateName::BatchGeneric).trim()];
+    parts.extend(batch_format(templates, input.shape));
+    let mut system = parts
+        .into_iter()
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    system.push('\n');
+    let mut user = format!("{} files:\n", input.files);
+    let instruction = Instruction::split(input.sub_prompt);
+    push_body(
+        &mut user,
+        input.citations,
+        input.content_block,
+        &instruction.closing_line_for_each(),
+    );
+    Prompt {
+        system,
+        shared: instruction.shared_message(),
+        user,
+    }
+}
+
 /// Phase 1 of synthesis: one call per content type over its analysts' results (rendered by
 /// the caller, each naming its file and lines).
 pub fn render_type_synthesis(
@@ -406,15 +461,7 @@ fn system_message(templates: &Templates, analyst: Analyst, focus: Focus, shape: 
     }
     let findings = templates.section(template, "findings-schema").unwrap_or_default();
     if batch {
-        let batch_files = TemplateName::BatchFiles;
-        parts.push(templates.section(batch_files, "main").unwrap_or_default());
-        let member = match shape {
-            Shape::Findings => "member-findings",
-            Shape::OwnJson => "member-json",
-            Shape::OwnText => "member-text",
-            Shape::Schema => "member-schema",
-        };
-        parts.extend(templates.section(batch_files, member));
+        parts.extend(batch_format(templates, shape));
         if shape == Shape::Findings {
             parts.push(findings);
         }
@@ -436,6 +483,21 @@ fn system_message(templates: &Templates, analyst: Analyst, focus: Focus, shape: 
         .join("\n\n");
     system.push('\n');
     system
+}
+
+/// The one answer format of a batch, `{"files": […]}`, and the shape of each file's entry.
+fn batch_format(templates: &Templates, shape: Shape) -> impl Iterator<Item = &str> {
+    let batch_files = TemplateName::BatchFiles;
+    let member = match shape {
+        Shape::Findings => "member-findings",
+        Shape::OwnJson => "member-json",
+        Shape::OwnText => "member-text",
+        Shape::Schema => "member-schema",
+    };
+    templates
+        .section(batch_files, "main")
+        .into_iter()
+        .chain(templates.section(batch_files, member))
 }
 
 /// Before the findings schema of a single unit.

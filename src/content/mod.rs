@@ -34,8 +34,8 @@ mod small_batch;
 mod sniff;
 
 pub use analyst::{
-    context_max_bytes, render_batch, render_chunk, render_cross_synthesis, render_type_synthesis, Analyst, BatchFile,
-    BatchPrompt, ChunkPrompt, Focus, Prompt,
+    context_max_bytes, generic_batch_shape, render_batch, render_chunk, render_cross_synthesis, render_generic_batch,
+    render_type_synthesis, Analyst, BatchFile, BatchPrompt, ChunkPrompt, Focus, GenericBatchPrompt, Prompt,
 };
 pub use answer_format::{asks_for_format, AnswerFormat, Shape};
 pub use chunk::{

@@ -22,13 +22,14 @@ pub enum TemplateName {
     FocusArchitecture,
     FocusPerformance,
     BatchFiles,
+    BatchGeneric,
     SynthesizeType,
     SynthesizeCross,
 }
 
 impl TemplateName {
     /// All templates, in a fixed order.
-    pub const ALL: [TemplateName; 11] = [
+    pub const ALL: [TemplateName; 12] = [
         TemplateName::AnalystCode,
         TemplateName::AnalystData,
         TemplateName::AnalystJson,
@@ -38,6 +39,7 @@ impl TemplateName {
         TemplateName::FocusArchitecture,
         TemplateName::FocusPerformance,
         TemplateName::BatchFiles,
+        TemplateName::BatchGeneric,
         TemplateName::SynthesizeType,
         TemplateName::SynthesizeCross,
     ];
@@ -54,6 +56,7 @@ impl TemplateName {
             TemplateName::FocusArchitecture => "focus-architecture.md",
             TemplateName::FocusPerformance => "focus-performance.md",
             TemplateName::BatchFiles => "batch-files.md",
+            TemplateName::BatchGeneric => "batch-generic.md",
             TemplateName::SynthesizeType => "synthesize-type.md",
             TemplateName::SynthesizeCross => "synthesize-cross.md",
         }
@@ -75,6 +78,7 @@ impl TemplateName {
             TemplateName::FocusArchitecture => include_str!("../../prompts/focus-architecture.md"),
             TemplateName::FocusPerformance => include_str!("../../prompts/focus-performance.md"),
             TemplateName::BatchFiles => include_str!("../../prompts/batch-files.md"),
+            TemplateName::BatchGeneric => include_str!("../../prompts/batch-generic.md"),
             TemplateName::SynthesizeType => include_str!("../../prompts/synthesize-type.md"),
             TemplateName::SynthesizeCross => include_str!("../../prompts/synthesize-cross.md"),
         }
@@ -135,13 +139,19 @@ impl Templates {
             .map(|(_, text)| text.trim())
     }
 
-    /// An upper bound on the bytes of an analyst's system message: the longest analyst
-    /// template, the longest focus fragment, and the batch and format instructions.
+    /// An upper bound on the bytes of an analyst's system message (or a generic batch's): the
+    /// longest analyst template, the longest focus fragment, and the batch and format
+    /// instructions.
     pub fn longest_analyst_system(&self) -> usize {
         use TemplateName as T;
         let longest = |names: &[TemplateName]| names.iter().map(|n| self.get(*n).len()).max().unwrap_or(0);
-        longest(&[T::AnalystCode, T::AnalystData, T::AnalystJson, T::AnalystGeneral])
-            + longest(&[T::FocusSecurity, T::FocusArchitecture, T::FocusPerformance])
+        longest(&[
+            T::AnalystCode,
+            T::AnalystData,
+            T::AnalystJson,
+            T::AnalystGeneral,
+            T::BatchGeneric,
+        ]) + longest(&[T::FocusSecurity, T::FocusArchitecture, T::FocusPerformance])
             + self.get(T::BatchFiles).len()
             + self.get(T::AnalystOwnFormat).len()
             + 256

@@ -2,7 +2,10 @@
 //! provider answers, and when none may start at all.
 //!
 //! The policy:
-//! - **Start** at the cap (`--max-parallel`), or at one call for a local server (below).
+//! - **Start** at the cap (`--max-parallel`); a local server's pool starts at one call and
+//!   searches for its width (below) only when the width is rlm's default: a width the user
+//!   gave (`-j N`) is where the pool starts against any server (issue 27: a `-j 7` run
+//!   against a fast local server spent most of its time below 7).
 //! - **A 429 while other calls of ours are in flight** means "too many at once" (a
 //!   concurrency limit): the width drops to the number of calls still in flight — what the
 //!   server is carrying — and that becomes the *sustained* width. Only the refused call
@@ -29,7 +32,8 @@
 //! - **Overload** (529, 503) halves the width, once per burst, and leaves the sustained width
 //!   alone (the width grows back to it). Only pushback on a call that started after the last
 //!   decrease counts, so the seven 529s of one burst halve the width once, not seven times.
-//! - **Local servers** (llama.cpp's server runs one request at a time) start at one call and
+//! - **Local servers** (llama.cpp's server runs one request at a time), when no width was
+//!   given, start at one call and
 //!   widen by one only while each step raises the calls completed per second by at least
 //!   half of what the step could add; the first step that does not, or a fault or pushback
 //!   during a step, goes back to the best width for good ([`WidthSearch`]).
@@ -70,6 +74,8 @@ const LONGEST_PAUSE: Duration = Duration::from_secs(60);
 #[derive(Debug)]
 pub struct Limiter {
     cap: usize,
+    /// The cap was given (`-j N`): the pool starts there and no width search lowers it.
+    given: bool,
     state: Mutex<State>,
     notify: Notify,
 }
@@ -188,11 +194,19 @@ impl State {
 }
 
 impl Limiter {
-    /// A limiter that starts (and stays at most) at `cap`.
+    /// A limiter that starts (and stays at most) at `cap`, rlm's default width: a local
+    /// server may search below it ([`Limiter::search_from_one`]).
     pub fn new(cap: usize) -> Arc<Self> {
+        Self::starting_at(cap, false)
+    }
+
+    /// A limiter at a width the user gave (`given`: `-j N`, a job phase's `concurrency`),
+    /// which starts there against any server, or at rlm's default ([`Limiter::new`]).
+    pub fn starting_at(cap: usize, given: bool) -> Arc<Self> {
         let cap = cap.max(1);
         Arc::new(Limiter {
             cap,
+            given,
             state: Mutex::new(State {
                 width: cap,
                 sustained: cap,
@@ -217,10 +231,11 @@ impl Limiter {
         self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// A local server: start at one call and widen only while throughput improves.
+    /// A local server: start at one call and widen only while throughput improves — unless
+    /// the width was given, which is where the pool stays.
     pub fn search_from_one(&self) {
         let mut s = self.state();
-        if s.search.is_none() && self.cap > 1 {
+        if s.search.is_none() && self.cap > 1 && !self.given {
             s.search = Some(WidthSearch::default());
             s.change_width(1);
         }
@@ -941,5 +956,17 @@ mod tests {
             l.acquire().await.unwrap().succeeded();
         }
         assert_eq!(l.width(), 1, "settled at the best width");
+    }
+
+    #[tokio::test]
+    async fn a_given_width_is_where_a_local_server_starts() {
+        let l = Limiter::starting_at(4, true);
+        l.search_from_one();
+        assert_eq!(l.width(), 4);
+        let mut slots = Vec::new();
+        for _ in 0..4 {
+            slots.push(l.acquire().await.unwrap());
+        }
+        assert_eq!(l.in_flight(), 4, "four at once from the start");
     }
 }

@@ -124,7 +124,9 @@ pub async fn run_batches(
     if let Some(w) = warning {
         run.printer.warn(&w);
     }
-    let limiter = Limiter::new(width);
+    // A width the job or the user named is where the pool starts, local server or not.
+    let given = run.settings.exec.parallelism.given || phase.concurrency.is_some();
+    let limiter = Limiter::starting_at(width, given);
     let (events_tx, mut events) = tokio::sync::mpsc::unbounded_channel();
     let endpoint = provider_settings.shown_base_url();
     let call = Arc::new(CallContext::new(

@@ -40,7 +40,8 @@ impl RunReport {
             "## Statistics\n\n\
              - Total files matched: {}\n- Successfully processed: {}\n- Units succeeded: {}\n- Failed: {}\n- Skipped: {}\n\
              - Not run: {}\n- Truncated results: {}\n- Cache hits: {}\n- Cache misses: {}\n\
-             - Tokens saved by the cache: {}\n- Total tokens used: {} ({} in, {} out)\n- Total cost: {}\n\
+             - Tokens saved by the cache: {}\n- Total tokens used: {} ({} in, {} out)\n- Input of the per-unit calls: {} tokens of the files' \
+             content, {} of framing\n- Total cost: {}\n\
              - Estimated cost before the run: {}\n- Max parallel: {}\n\n",
             self.files_matched,
             self.files_succeeded,
@@ -55,6 +56,8 @@ impl RunReport {
             self.tokens_in + self.tokens_out,
             self.tokens_in,
             self.tokens_out,
+            self.content_tokens,
+            self.framing_tokens,
             self.total_cost_text(),
             self.cost_text(self.estimated_cost_usd),
             self.max_parallel,

@@ -85,6 +85,10 @@ pub struct UnitRecord {
     /// Served from the cache (no call made, `tokens_*` are zero).
     pub cached: bool,
     pub tokens_in: u64,
+    /// Of `tokens_in`, the files' own text (the rest is framing), apportioned by the bytes
+    /// of the unit's prompt that were content.
+    #[serde(default)]
+    pub content_tokens: u64,
     pub tokens_out: u64,
     /// Of `tokens_in`, read from the provider's prompt cache.
     pub cached_input_tokens: u64,
@@ -125,6 +129,7 @@ impl UnitRecord {
             result_file: None,
             cached: false,
             tokens_in: 0,
+            content_tokens: 0,
             tokens_out: 0,
             cached_input_tokens: 0,
             cache_write_tokens: 0,
@@ -233,6 +238,12 @@ pub struct RunReport {
     pub cache_misses: usize,
     pub tokens_saved: u64,
     pub tokens_in: u64,
+    /// Of `tokens_in`, what the per-unit calls sent of the files' own text (issue 27):
+    /// each call's input tokens apportioned by the bytes of its prompt that were content.
+    pub content_tokens: u64,
+    /// Of `tokens_in`, the rest of the per-unit calls' input: system prompts, delimiters,
+    /// the instruction and its wrapping. The aggregation calls' input is neither.
+    pub framing_tokens: u64,
     pub tokens_out: u64,
     /// Of `tokens_in`, read from the provider's prompt cache (every call, aggregation
     /// included).

@@ -84,6 +84,12 @@ pub struct ReportBuilder {
     unit_files: HashMap<UnitId, Vec<String>>,
     /// Batches submitted to the provider's batch API, by this attempt and earlier ones.
     batches: Vec<String>,
+    /// The share of each planned unit's prompt that is its files' text (see
+    /// [`ReportBuilder::with_content_shares`]).
+    content_shares: HashMap<UnitId, f64>,
+    /// The share of all planned prompts that is content: what a unit planned after the
+    /// start (a batch's member asked alone) is counted at.
+    content_share: f64,
 }
 
 impl ReportBuilder {
@@ -106,7 +112,29 @@ impl ReportBuilder {
             cost: 0.0,
             unit_files: HashMap::new(),
             batches: Vec::new(),
+            content_shares: HashMap::new(),
+            content_share: 0.0,
         }
+    }
+
+    /// Each planned unit's prompt bytes and, of them, its files' text: a call's input
+    /// tokens are told apart as content and framing in that proportion.
+    pub fn with_content_shares(mut self, sizes: impl IntoIterator<Item = (UnitId, u64, u64)>) -> Self {
+        let (mut content, mut prompt) = (0u64, 0u64);
+        for (id, content_bytes, prompt_bytes) in sizes {
+            content += content_bytes;
+            prompt += prompt_bytes;
+            self.content_shares.insert(id, share(content_bytes, prompt_bytes));
+        }
+        self.content_share = share(content, prompt);
+        self
+    }
+
+    /// Of `tokens_in` tokens sent for `unit`, its files' text.
+    fn content_tokens(&self, unit: &UnitId, tokens_in: u64) -> u64 {
+        let share = self.content_shares.get(unit).copied().unwrap_or(self.content_share);
+        // Rounded, and never more than the whole.
+        ((tokens_in as f64 * share).round() as u64).min(tokens_in)
     }
 
     /// The files each planned unit reads, so the report counts files, not units.
@@ -212,6 +240,8 @@ impl ReportBuilder {
             cache_misses: 0,
             tokens_saved: 0,
             tokens_in: 0,
+            content_tokens: 0,
+            framing_tokens: 0,
             tokens_out: 0,
             cache_read_tokens: 0,
             cache_write_tokens: 0,
@@ -272,6 +302,8 @@ impl ReportBuilder {
             }
             report.tokens_saved += record.tokens_saved;
             report.tokens_in += record.tokens_in;
+            report.content_tokens += record.content_tokens;
+            report.framing_tokens += record.tokens_in - record.content_tokens;
             report.tokens_out += record.tokens_out;
             report.cache_read_tokens += record.cached_input_tokens;
             report.cache_write_tokens += record.cache_write_tokens;
@@ -378,7 +410,9 @@ impl Reporter for ReportBuilder {
                     self.calls.push(call);
                 } else {
                     let earlier = *cached && self.ctx.earlier_completed.contains(unit.as_str());
+                    let content_tokens = self.content_tokens(unit, usage.input_tokens);
                     let Some(r) = self.record(unit) else { return };
+                    r.content_tokens = content_tokens;
                     r.status = UnitStatus::Succeeded;
                     r.result_file = result_file.clone();
                     // Paid for by an earlier attempt of the run: no cache hit of this one.
@@ -422,7 +456,10 @@ impl Reporter for ReportBuilder {
                         cost_usd: *cost_usd,
                     };
                     self.calls.push(call_record(unit, label, call, Some(reason.clone())));
-                } else if let Some(r) = self.record(unit) {
+                } else {
+                    let content_tokens = self.content_tokens(unit, usage.input_tokens);
+                    let Some(r) = self.record(unit) else { return };
+                    r.content_tokens = content_tokens;
                     r.status = UnitStatus::Failed;
                     r.reason = Some(reason.clone());
                     r.tokens_in = usage.input_tokens;
@@ -474,6 +511,15 @@ impl Reporter for ReportBuilder {
             | Event::BatchPolled { .. } => {}
             Event::BatchSubmitted { batch_id, .. } => self.batches.push(batch_id.clone()),
         }
+    }
+}
+
+/// `part` of `whole`, as a fraction (0 of nothing).
+fn share(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
     }
 }
 

@@ -390,6 +390,7 @@ mod tests {
             cache_key: CacheKey(format!("{n:064}")),
             estimated_input_tokens: 1,
             prompt_bytes: 4,
+            content_bytes: 2,
             prefix: Default::default(),
             blocked: None,
             body: crate::unit::UnitBody::Plain,

@@ -135,7 +135,7 @@ pub struct InputSettings {
 
 impl InputSettings {
     /// Whether the inputs are a directory (`rlm batch DIR "prompt"`), whose defaults differ:
-    /// small files batched, per-type synthesis.
+    /// every file read by its type's analyst, per-type synthesis.
     pub fn is_directory_mode(&self) -> bool {
         matches!(self.source, InputSource::Directory { .. })
     }
@@ -159,7 +159,8 @@ pub struct TaskSettings {
     pub fail_on: Option<crate::findings::FailOn>,
     /// `--chunking auto` (true) or `off`.
     pub chunking: bool,
-    /// `--batch-small`.
+    /// Small files share calls (the default in every input mode; off with
+    /// `--no-batch-small`).
     pub batch_small: bool,
     /// `rlm query`: every file is read by its type's analyst, in chunks when it is longer
     /// than one.
@@ -484,7 +485,9 @@ impl BatchSettings {
                 sarif: sarif.map(|p| if p.is_absolute() { p } else { env.cwd.join(p) }),
                 fail_on: fail_on.map(Into::into),
                 chunking: chunking == ChunkingArg::Auto,
-                batch_small: !no_batch_small && (batch_small || directory_mode),
+                // On by default in every input mode (issue 27: framing cost more than tiny
+                // files); `--batch-small` stays accepted.
+                batch_small: !no_batch_small || batch_small,
                 chunk_always: false,
                 focus: focus.into(),
             },

@@ -9,6 +9,10 @@ pub const FALLBACK_PARALLEL: usize = 4;
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Parallelism {
     pub width: usize,
+    /// The width was given with `-j`/`--max-parallel`: the pool starts there, against any
+    /// server. Without it the width is rlm's default, which a local server's width search
+    /// may start below (issue 27).
+    pub given: bool,
     pub warning: Option<String>,
 }
 
@@ -24,15 +28,18 @@ pub fn resolve_parallelism(flag: Option<usize>, config: Option<usize>) -> Parall
             };
             Parallelism {
                 width: cap,
+                given: true,
                 warning: Some(format!("--max-parallel {n} clamped to {cap}: {source}")),
             }
         }
         Some(n) => Parallelism {
             width: n.max(1),
+            given: true,
             warning: None,
         },
         None => Parallelism {
             width: config.map_or(FALLBACK_PARALLEL, |_| cap),
+            given: false,
             // A configured width above the hard cap is clamped as the flag's is, and said.
             warning: config.filter(|&c| c > HARD_CAP).map(|c| {
                 format!(
@@ -51,6 +58,11 @@ mod tests {
     #[test]
     fn precedence() {
         assert_eq!(resolve_parallelism(None, None).width, 4);
+        assert!(
+            !resolve_parallelism(None, Some(3)).given,
+            "a configured cap is not a start"
+        );
+        assert!(resolve_parallelism(Some(20), None).given);
         let configured = resolve_parallelism(None, Some(10));
         assert_eq!(configured.width, 7);
         assert!(configured

@@ -482,7 +482,14 @@ fn inputs_respect_gitignore_and_default_exclusions_in_a_stable_order() {
     // A symlink loop: src/lib/loop -> src.
     std::os::unix::fs::symlink(p.path().join("src"), p.path().join("src/lib/loop")).unwrap();
     let plan = |pattern: &str, extra: &[&str]| {
-        let mut args = vec!["batch", pattern, "List {file}", "--dry-run", "--json"];
+        let mut args = vec![
+            "batch",
+            pattern,
+            "List {file}",
+            "--dry-run",
+            "--json",
+            "--no-batch-small",
+        ];
         args.extend_from_slice(extra);
         let out = p.rlm(&args).run();
         out.assert_exit(0);

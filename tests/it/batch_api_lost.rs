@@ -39,6 +39,7 @@ fn args<'a>(model: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
         "-o",
         "out",
         "--yes",
+        "--no-batch-small",
         "--batch-api",
     ];
     args.extend_from_slice(extra);

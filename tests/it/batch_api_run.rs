@@ -37,6 +37,7 @@ fn batch_api_args<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
         "-o",
         "out",
         "--yes",
+        "--no-batch-small",
         "--batch-api",
     ];
     args.extend_from_slice(extra);
@@ -678,6 +679,7 @@ fn openai_batches_through_the_binary_and_the_config_key_turns_it_on() {
             &url,
             "--model",
             "gpt-4.1-mini",
+            "--no-batch-small",
             "--batch-api",
             "off",
         ],
@@ -709,7 +711,7 @@ fn the_command_provider_has_no_batch_api() {
 
 /// `rlm batch src/*.ts "List {file}" --model haiku -o out --yes --batch-api`, its server
 /// from the environment (a `--base-url` would be replayed by `rlm resume`).
-const FROM_ENV: [&str; 9] = [
+const FROM_ENV: [&str; 10] = [
     "batch",
     "src/*.ts",
     "List {file}",
@@ -718,6 +720,7 @@ const FROM_ENV: [&str; 9] = [
     "-o",
     "out",
     "--yes",
+    "--no-batch-small",
     "--batch-api",
 ];
 
@@ -1127,6 +1130,7 @@ fn the_batch_estimate_counts_no_prompt_cache_read_whatever_the_width() {
             "haiku",
             "--dry-run",
             "--json",
+            "--no-batch-small",
         ];
         args.extend_from_slice(extra);
         let out = p.rlm(&args).run();
@@ -1192,6 +1196,7 @@ fn a_batch_refused_for_the_enqueued_token_limit_goes_again_in_smaller_batches() 
             "-o",
             "out",
             "--yes",
+            "--no-batch-small",
             "--batch-api",
         ],
     )

@@ -96,9 +96,16 @@ fn a_changed_file_is_sent_again() {
     p.rlm(&batch(&url, &[])).run().assert_exit(0);
     assert_eq!(mock.requests(), 1);
     mock.reset_counts();
-    p.rlm(&["batch", "src/*.ts", "Count the lines of {file}", "--base-url", &url])
-        .run()
-        .assert_exit(0);
+    p.rlm(&[
+        "batch",
+        "src/*.ts",
+        "Count the lines of {file}",
+        "--base-url",
+        &url,
+        "--no-batch-small",
+    ])
+    .run()
+    .assert_exit(0);
     assert_eq!(mock.requests(), N + 1);
 }
 

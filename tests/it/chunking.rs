@@ -478,7 +478,12 @@ fn utf16_is_decoded_and_latin1_is_read_with_a_warning_naming_the_file() {
     let p = Project::new()
         .bytes("docs/wide.txt", &utf16)
         .bytes("docs/latin.txt", &latin1);
-    run(&p, &url, &["batch", "docs/*.txt", "Summarize {file}"]).assert_exit(0);
+    run(
+        &p,
+        &url,
+        &["batch", "docs/*.txt", "Summarize {file}", "--no-batch-small"],
+    )
+    .assert_exit(0);
     let sent = mock.recorded();
     assert_eq!(sent.len(), 2, "neither file is skipped as binary");
     let wide = sent.iter().find(|r| r.user_text().contains("docs/wide.txt")).unwrap();

@@ -62,17 +62,13 @@ fn isolated(p: &Project, args: &[&str]) -> Run {
     p.rlm(args).env("GIT_CEILING_DIRECTORIES", &parent)
 }
 
+/// The files the requests sent, each named by its delimiters (one a request, or the files
+/// of a pack).
 fn sent_paths(mock: &MockLlm) -> Vec<String> {
     let mut paths: Vec<String> = mock
         .recorded()
         .iter()
-        .filter_map(|r| {
-            let user = r.user_text();
-            user.lines()
-                .next()
-                .and_then(|l| l.strip_prefix("File: "))
-                .map(str::to_string)
-        })
+        .flat_map(|r| delimited_paths(&r.user_text()))
         .collect();
     paths.sort();
     paths
@@ -502,22 +498,22 @@ fn the_action_script_reviews_the_same_files_from_either_axis_with_its_default_pa
             .expect("bash runs");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{axis:?}: {stderr}");
-        // The second axis is answered from the cache: the report says what was reviewed.
+        // The second axis is answered from the cache: the same files, each with its result.
         let report = p.report();
-        let reviewed: Vec<&str> = report["units"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|u| u["path"].as_str())
-            .collect();
+        assert_eq!(report["files_succeeded"], 5, "{axis:?}");
         assert_eq!(
-            reviewed,
+            sent_paths(&mock),
             ["docs/c.md", "src/a.ts", "src/c.ts", "src/d.ts", "src/new_name.ts"],
             "{axis:?}"
         );
+        for file in ["docs-c.md", "src-a.ts", "src-c.ts", "src-d.ts", "src-new_name.ts"] {
+            assert!(p.exists(&format!("out/{file}.result.md")), "{axis:?}: {file}");
+        }
         assert_eq!(report["skipped"].as_array().unwrap().len(), LEFT_OUT.len(), "{axis:?}");
     }
-    assert_eq!(mock.requests(), 5, "each file reviewed once, whichever axis");
+    // docs/c.md alone of its type, the four TypeScript files in one pack.
+    assert_eq!(sent_paths(&mock).len(), 5, "each file reviewed once, whichever axis");
+    assert_eq!(mock.requests(), 2);
     assert!(!mock.recorded().iter().any(|r| r.user_text().contains("do-not-send")));
 }
 
@@ -597,6 +593,8 @@ fn findings_become_sarif_annotations_a_step_summary_and_fail_on_decides_the_exit
             "batch",
             "src/*.ts",
             "Review {file}",
+            // The mock answers a pack with the first file's findings only.
+            "--no-batch-small",
             "--base-url",
             &url,
             "-o",
@@ -634,6 +632,8 @@ fn findings_become_sarif_annotations_a_step_summary_and_fail_on_decides_the_exit
             "batch",
             "src/*.ts",
             "Review {file}",
+            // The mock answers a pack with the first file's findings only.
+            "--no-batch-small",
             "--base-url",
             &url,
             "-o",
@@ -651,6 +651,8 @@ fn findings_become_sarif_annotations_a_step_summary_and_fail_on_decides_the_exit
             "batch",
             "src/b.ts",
             "Review {file}",
+            // The mock answers a pack with the first file's findings only.
+            "--no-batch-small",
             "--base-url",
             &url,
             "-o",
@@ -749,10 +751,11 @@ fn the_action_script_reviews_a_pull_request_end_to_end() {
         outputs.contains("exit-code=1") && outputs.contains("sarif=review.sarif"),
         "{outputs}"
     );
-    // fail-on none: the same findings, exit 0, nothing paid twice.
+    // fail-on none: the same findings, exit 0, nothing paid twice (the three files were
+    // one pack).
     let out = run("none");
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(mock.requests(), 3);
+    assert_eq!(mock.requests(), 1);
 }
 
 /// The Action and the example workflow as zizmor wants them (CI runs zizmor itself; this

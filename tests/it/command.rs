@@ -23,6 +23,7 @@ fn run(p: &Project, command: &str, extra: &[&str]) -> Output {
         command,
         "-o",
         "out",
+        "--no-batch-small",
     ];
     args.extend_from_slice(extra);
     p.rlm(&args)

@@ -33,6 +33,7 @@ fn run_in<'a>(url: &'a str, prompt: &'a str, out: &'a str, extra: &[&'a str]) ->
         "haiku",
         "-o",
         out,
+        "--no-batch-small",
     ];
     args.extend_from_slice(extra);
     args
@@ -115,7 +116,16 @@ fn resuming_a_run_that_is_still_going_refuses_naming_its_pid() {
     let url = mock.url();
     // A default (timestamped) run directory is held the same way.
     let running = p
-        .rlm(&["batch", "src/*.ts", "List {file}", "--base-url", &url, "-j", "1"])
+        .rlm(&[
+            "batch",
+            "src/*.ts",
+            "List {file}",
+            "--base-url",
+            &url,
+            "-j",
+            "1",
+            "--no-batch-small",
+        ])
         .spawn();
     assert!(wait_until(Duration::from_secs(20), || mock.requests() >= 2));
     let list: Value = serde_json::from_str(&p.rlm(&["list", "--json"]).run().stdout).unwrap();

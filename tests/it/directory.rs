@@ -7,6 +7,12 @@ use crate::support::*;
 use serde_json::Value;
 
 /// The paths of a dry run's `files`, in order.
+/// `rlm batch DIR "List {file}" --base-url URL EXTRA...` with directory mode's defaults
+/// (small files batched), not the shared helper's one call a file.
+fn batch<'a>(dir: &'a str, url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    packed(dir, url, extra)
+}
+
 fn planned(out: &Output) -> Vec<String> {
     out.json()["files"]
         .as_array()

@@ -32,6 +32,7 @@ fn batch_args<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
         "haiku",
         "-o",
         "out",
+        "--no-batch-small",
     ];
     args.extend_from_slice(extra);
     args

@@ -481,6 +481,7 @@ fn two_local_servers_serving_one_model_name_do_not_share_cache_entries() {
             url,
             "--model",
             "llama",
+            "--no-batch-small",
         ])
         .env_remove("ANTHROPIC_API_KEY")
         .run()
@@ -555,7 +556,16 @@ fn an_unreachable_server_stops_the_run_with_one_line() {
     let p = Project::new().ts_files(20);
     let url = format!("http://127.0.0.1:{port}");
     for quiet in [false, true] {
-        let mut args = vec!["batch", "src/*.ts", "List {file}", "--base-url", &url, "--model", "m"];
+        let mut args = vec![
+            "batch",
+            "src/*.ts",
+            "List {file}",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--no-batch-small",
+        ];
         if quiet {
             args.push("-q");
         }

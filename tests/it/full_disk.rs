@@ -217,6 +217,7 @@ fn a_full_cache_keeps_what_it_cannot_take_and_resume_pays_for_none_of_it_again()
         "-j",
         &width,
         "--yes",
+        "--no-batch-small",
     ];
     let first = p.rlm(&args).via(&enter).run();
     first.assert_exit(1);
@@ -315,6 +316,7 @@ fn a_plain_rerun_takes_the_answers_an_earlier_run_could_not_cache() {
         "-j",
         &width,
         "--yes",
+        "--no-batch-small",
     ];
     p.rlm(&args).via(&enter).run().assert_exit(1);
     let first_dir = p.run_dirs().pop().unwrap();

@@ -19,16 +19,11 @@ fn ts_project() -> Project {
         .file("src/other.ts", "export const other = 1;\n")
 }
 
-/// The files the mock was sent (the `File:` line of each per-file message).
+/// The files the mock was sent (named by their delimiters: one a message, or a pack's).
 fn files_sent(mock: &MockLlm) -> BTreeSet<String> {
     mock.recorded()
         .iter()
-        .flat_map(|r| {
-            r.user_text()
-                .lines()
-                .filter_map(|l| l.strip_prefix("File: ").map(str::to_string))
-                .collect::<Vec<_>>()
-        })
+        .flat_map(|r| crate::support::mock_llm::delimited_paths(&r.user_text()))
         .collect()
 }
 
@@ -85,7 +80,8 @@ fn each_direction_and_depth_sends_exactly_the_connected_files() {
         let out = p.rlm(&neighbors_batch(node, "List {file}", &url, extra)).run();
         out.assert_exit(0);
         assert_eq!(files_sent(&mock), set(expected), "case {i}: {node} {extra:?}");
-        assert_eq!(mock.requests(), expected.len(), "case {i}");
+        // The connected files are TypeScript: one pack, or one call for a file alone.
+        assert_eq!(mock.requests(), 1, "case {i}");
         // Only the first run builds the index, and says so on stderr.
         let built = out.stderr.contains("rlm: no dependency index yet: built ");
         assert_eq!(built, i == 0, "case {i}: {}", out.stderr);
@@ -271,7 +267,8 @@ fn require_citations_puts_each_files_hash_in_its_prompt_and_changes_the_cache_ke
     let url = mock.url();
     let plain = neighbors_batch("src/session.ts", "List {file}", &url, &[]);
     p.rlm(&plain).run().assert_exit(0);
-    assert_eq!(mock.requests(), 3);
+    // The three neighbours, all TypeScript, in one pack.
+    assert_eq!(mock.requests(), 1);
     assert!(mock
         .recorded()
         .iter()
@@ -282,7 +279,7 @@ fn require_citations_puts_each_files_hash_in_its_prompt_and_changes_the_cache_ke
     p.rlm(&cited).run().assert_exit(0);
     assert_eq!(
         mock.requests(),
-        3,
+        1,
         "a cited answer is not the uncited one from the cache"
     );
     let recorded = mock.recorded();
@@ -291,7 +288,7 @@ fn require_citations_puts_each_files_hash_in_its_prompt_and_changes_the_cache_ke
         let prompt = recorded
             .iter()
             .map(|r| r.user_text())
-            .find(|t| t.starts_with(&format!("File: {path}\n")))
+            .find(|t| t.contains(&format!(" path=\"{path}\">")))
             .unwrap_or_else(|| panic!("no prompt for {path}"));
         assert!(
             prompt.contains("CITATION REQUIREMENT (--require-citations is active):"),

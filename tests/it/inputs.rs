@@ -412,6 +412,7 @@ fn files_from_sends_one_file_once_however_it_is_spelled() {
             "--base-url",
             &url,
             "--json",
+            "--no-batch-small",
         ])
         .stdin(list.as_bytes())
         .run();

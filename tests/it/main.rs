@@ -36,6 +36,7 @@ mod job_fetch;
 mod mock_selftest;
 mod newcomer;
 mod one_engine;
+mod packing;
 mod prompt_cache;
 mod pushback;
 mod real_model;

@@ -29,6 +29,7 @@ fn batch_in<'a>(url: &'a str, out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
         "-o",
         out,
         "--yes",
+        "--no-batch-small",
     ];
     args.extend_from_slice(extra);
     args

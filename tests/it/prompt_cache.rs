@@ -45,6 +45,7 @@ fn run(p: &Project, url: &str, provider: &str, extra: &[&str]) -> Output {
         "-o",
         "out",
         "--json",
+        "--no-batch-small",
     ];
     args.extend_from_slice(extra);
     let run = p.rlm(&args);
@@ -177,6 +178,7 @@ fn the_summary_line_says_what_the_prompt_cache_saved() {
             "anthropic",
             "--base-url",
             &mock.url(),
+            "--no-batch-small",
         ])
         .run();
     out.assert_exit(0);

@@ -792,12 +792,13 @@ fn a_server_reached_by_a_host_name_of_this_machine_is_a_local_server() {
     let p = Project::new().ts_files(3);
     let url = format!("http://{host}:{}", mock.port());
     let out = p
-        .rlm(&local("src/*.ts", &url, &["-j", "4", "-o", "out"]))
+        .rlm(&local("src/*.ts", &url, &["-o", "out"]))
         .env_remove("ANTHROPIC_API_KEY")
         .run();
     out.assert_exit(0);
     assert_eq!(mock.streamed(), 3, "{host}: every reply streamed\n{}", out.stderr);
-    // One call at a time at first (a remote server would get all three at once at -j 4).
+    // One call at a time at first (a remote server would get all three at once at the
+    // default width of 4).
     assert_eq!(mock.max_in_flight(), 1, "{host}");
 }
 
@@ -824,7 +825,7 @@ fn a_local_server_that_serves_one_at_a_time_is_not_queued_up() {
     let p = Project::new().ts_files(24);
     let url = mock.url();
     let out = p
-        .rlm(&local("src/*.ts", &url, &["-j", "4", "-o", "out"]))
+        .rlm(&local("src/*.ts", &url, &["-o", "out"]))
         .env_remove("ANTHROPIC_API_KEY")
         .run();
     out.assert_exit(0);
@@ -853,9 +854,37 @@ fn a_local_server_that_runs_calls_side_by_side_is_widened() {
     let p = Project::new().ts_files(40);
     let url = mock.url();
     let out = p
-        .rlm(&local("src/*.ts", &url, &["-j", "4"]))
+        .rlm(&local("src/*.ts", &url, &[]))
         .env_remove("ANTHROPIC_API_KEY")
         .run();
     out.assert_exit(0);
     assert!(mock.max_in_flight() >= 3, "{} in flight", mock.max_in_flight());
+}
+
+#[test]
+fn a_given_width_is_where_the_pool_starts_against_a_local_server() {
+    // `-j 3` is not searched for (issue 27): its three calls are in flight together from
+    // the start, where the default width's search would send them one at a time (it
+    // judges a width after four answers). No step, so no width event either.
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(300));
+    let p = Project::new().ts_files(3);
+    let url = mock.url();
+    let out = p
+        .rlm(&local("src/*.ts", &url, &["-j", "3", "-o", "out"]))
+        .env_remove("ANTHROPIC_API_KEY")
+        .run();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 3);
+    assert_eq!(mock.max_in_flight(), 3, "{}", out.stderr);
+    assert_eq!(count(&events(&p, "out"), "pool:width"), 0);
+    // The same run at the default width searches: one call at a time.
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(300));
+    let url = mock.url();
+    p.rlm(&local("src/*.ts", &url, &["--no-cache", "-o", "out2"]))
+        .env_remove("ANTHROPIC_API_KEY")
+        .run()
+        .assert_exit(0);
+    assert_eq!(mock.max_in_flight(), 1);
 }

@@ -22,6 +22,7 @@ fn run_in<'a>(url: &'a str, prompt: &'a str, extra: &[&'a str]) -> Vec<&'a str> 
         "haiku",
         "-o",
         "out",
+        "--no-batch-small",
     ];
     args.extend_from_slice(extra);
     args

@@ -74,8 +74,13 @@ fn the_dry_run_shows_every_kind_of_unit_exactly_as_it_is_sent() {
     // A prompt whose first lines every unit shares: they open every user message, byte for
     // byte (the prompt-cache prefix), and the line naming the file closes it.
     let rubric = "Our review rules:\n- no eval\n- no bare except\n\nReview {file} against them.";
-    let kinds: [(&str, Vec<&str>); 10] = [
-        ("whole", vec!["batch", "src/*.py", "Summarize {file}"]),
+    let kinds: [(&str, Vec<&str>); 11] = [
+        (
+            "whole",
+            vec!["batch", "src/*.py", "Summarize {file}", "--no-batch-small"],
+        ),
+        // Glob mode's small files packed, read with the generic prompt.
+        ("pack", vec!["batch", "src/*.py", "Summarize {file}"]),
         ("chunk", vec!["batch", "big/*.py", "Review {file}"]),
         ("batch", vec!["batch", "src", "Review {file}", "--aggregate", "concat"]),
         (
@@ -92,7 +97,13 @@ fn the_dry_run_shows_every_kind_of_unit_exactly_as_it_is_sent() {
         // A whole file under --require-citations (glob mode: the generic prompt).
         (
             "whole-cited",
-            vec!["batch", "src/*.py", "Summarize {file}", "--require-citations"],
+            vec![
+                "batch",
+                "src/*.py",
+                "Summarize {file}",
+                "--require-citations",
+                "--no-batch-small",
+            ],
         ),
         (
             "schema",
@@ -120,7 +131,7 @@ fn the_dry_run_shows_every_kind_of_unit_exactly_as_it_is_sent() {
             "focused",
             vec!["batch", "big/*.py", "Review {file}", "--focus", "security"],
         ),
-        ("shared", vec!["batch", "src/*.py", rubric]),
+        ("shared", vec!["batch", "src/*.py", rubric, "--no-batch-small"]),
         (
             "shared-analysts",
             vec!["batch", "src", rubric, "--require-citations", "--aggregate", "concat"],

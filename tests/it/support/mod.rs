@@ -549,8 +549,18 @@ pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     }
 }
 
-/// `rlm batch PATTERN "List {file}" --base-url URL EXTRA...`
+/// `rlm batch PATTERN "List {file}" --base-url URL --no-batch-small EXTRA...`: one call a
+/// file, which the tests about something else than packing count on (an `EXTRA` of
+/// `--batch-small` packs again; packing, the default, is tested through [`packed`]).
 pub fn batch<'a>(pattern: &'a str, url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["batch", pattern, "List {file}", "--base-url", url, "--no-batch-small"];
+    args.extend_from_slice(extra);
+    args
+}
+
+/// `rlm batch PATTERN "List {file}" --base-url URL EXTRA...`: the defaults, small files
+/// packed into shared calls.
+pub fn packed<'a>(pattern: &'a str, url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec!["batch", pattern, "List {file}", "--base-url", url];
     args.extend_from_slice(extra);
     args
