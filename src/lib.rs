@@ -13,6 +13,7 @@ pub mod cli;
 pub mod commands;
 pub mod completions;
 pub mod content;
+pub mod duration;
 pub mod error;
 pub mod escape;
 pub mod exec;

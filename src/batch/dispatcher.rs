@@ -114,7 +114,7 @@ impl Dispatcher {
     pub fn deadline_reason(&self, in_flight: usize) -> String {
         let (limit, run) = match &self.deadline {
             Some(d) => (
-                format!(" ({})", crate::report::format_duration(d.limit.as_millis() as u64)),
+                format!(" ({})", crate::duration::format_duration(d.limit.as_millis() as u64)),
                 d.run_id.as_str(),
             ),
             None => (String::new(), "RUN"),

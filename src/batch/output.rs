@@ -3,11 +3,12 @@
 
 use super::estimate::Estimate;
 use super::planning::Plan;
+use crate::duration::format_duration;
 use crate::escape;
 use crate::printer::Printer;
 use crate::prompt;
 use crate::provider::catalog::PriceTier;
-use crate::report::{format_duration, Gate, RunReport, RunStatus};
+use crate::report::{Gate, RunReport, RunStatus};
 use crate::settings::BatchSettings;
 use crate::unit::{UnitBody, WorkUnit};
 

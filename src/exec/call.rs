@@ -216,7 +216,7 @@ impl CallContext {
             "{reason} — the provider at {} asks every call to wait {} ({said}), longer than --rate-limit-wait {}s: \
              the run stopped; rlm resume goes on once the limit has reset (or raise --rate-limit-wait)",
             self.endpoint,
-            crate::report::format_duration(hint.as_millis() as u64),
+            crate::duration::format_duration(hint.as_millis() as u64),
             self.policy.rate_limit_wait.as_secs_f64()
         )
     }

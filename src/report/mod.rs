@@ -4,8 +4,6 @@
 
 mod markdown;
 
-pub use markdown::format_duration;
-
 use serde::{Deserialize, Serialize};
 
 use crate::error::ExitStatus;

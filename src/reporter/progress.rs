@@ -13,11 +13,11 @@ use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use super::Reporter;
+use crate::duration::format_duration;
 use crate::escape;
 use crate::exec::{Event, WidthWhy};
 use crate::printer::{Printer, ProgressStyleKind};
 use crate::provider::ErrorKind;
-use crate::report::format_duration;
 use crate::unit::{UnitId, UnitKind};
 
 /// Which count a call belongs to.

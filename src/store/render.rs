@@ -430,13 +430,13 @@ fn thousands(n: u64) -> String {
     out
 }
 
-/// `35s`, `4m 10s`, `2h 5m`: whole seconds ([`crate::report::format_duration`]).
+/// `35s`, `4m 10s`, `2h 5m`: whole seconds ([`crate::duration::format_duration`]).
 fn duration(d: Duration) -> String {
     let s = d.as_secs();
     if s < 60 {
         format!("{s}s")
     } else {
-        crate::report::format_duration(s.saturating_mul(1000))
+        crate::duration::format_duration(s.saturating_mul(1000))
     }
 }
 

@@ -11,10 +11,10 @@ use super::collect::Collected;
 use super::phase::Phase;
 use super::BatchApiRun;
 use crate::batch::execution::{Execution, Pause};
+use crate::duration::format_duration;
 use crate::exec::Event;
 use crate::printer::{Printer, ProgressStyleKind};
 use crate::provider::batch_api::{BatchCounts, BatchError, BatchStatus};
-use crate::report::format_duration;
 
 /// How often the progress bar's text (time waited, next poll) is refreshed on a terminal.
 const BAR_TICK: Duration = Duration::from_secs(1);
