@@ -26,8 +26,9 @@ use std::collections::HashMap;
 use super::chunk::{
     budget_windows, bytes_of, cut_line, ChunkContext, ChunkOptions, ChunkStrategy, Content, Draft, Piece,
 };
+use super::code_grammar::{self, Grammar};
 use super::code_rules::{rules_for, CodeRules};
-use super::code_scan::{scan, Body, BodyKind, Item};
+use super::code_scan::{scan, scan_knows, Body, BodyKind, Item};
 use super::content_type::Language;
 use super::line_index::LineIndex;
 use super::line_range::{pack, segments_between, LineRange, Packed, Split};
@@ -42,18 +43,33 @@ pub(crate) fn chunk_code(index: &LineIndex<'_>, language: Option<Language>, opts
     if whole.len() <= opts.code_max_lines.max(1) && bytes_of(index, whole) <= max_bytes {
         return vec![Draft::verbatim(index, whole, ChunkContext::new(ChunkStrategy::Whole))];
     }
-    let scanned = scan(index, language);
-    let grammar = scanned.is_some();
-    let items = scanned.unwrap_or_else(|| rule_items(index, rules, whole, 0));
-    let imports = import_block(index, rules, language, opts.max_import_lines)
-        .filter(|&block| bytes_of(index, block) + MARKER_BYTES <= max_bytes / 3);
+    let tree = language
+        .and_then(Grammar::of)
+        .and_then(|grammar| grammar.parse(index.text()).map(|tree| (grammar, tree)));
+    let (items, block, no_cut) = match &tree {
+        Some((grammar, tree)) => (
+            code_grammar::items(grammar, tree, index.text(), index.len()),
+            code_grammar::import_block(grammar, tree, index.text(), opts.max_import_lines),
+            code_grammar::no_cut_lines(grammar, tree, index.len()),
+        ),
+        None => (
+            scan(index, language).unwrap_or_else(|| rule_items(index, rules, whole, 0)),
+            import_block(index, rules, language, opts.max_import_lines),
+            Vec::new(),
+        ),
+    };
+    let grammar = tree.is_some() || scan_knows(language);
+    let fits_third = |block: LineRange| bytes_of(index, block) + MARKER_BYTES <= max_bytes / 3;
+    let imports = block.filter(|&b| fits_third(b));
     let planner = Planner {
         index,
         language,
         opts,
         imports,
+        left_out: block.filter(|&b| !fits_third(b)),
         max_bytes,
         grammar,
+        no_cut,
         items: RefCell::new(items.iter().map(|i| (i.lines, i.clone())).collect()),
         classes: RefCell::new(Vec::new()),
     };
@@ -65,12 +81,18 @@ struct Planner<'a, 't> {
     language: Option<Language>,
     opts: &'a ChunkOptions,
     imports: Option<LineRange>,
+    /// An import block too big to prepend (more than a third of the budget): the chunks
+    /// after it say so.
+    left_out: Option<LineRange>,
     max_bytes: usize,
     /// The items come from a scanner that knows the language's grammar: an item is a
     /// whole function or statement, kept whole over the line target while it fits the
     /// budget. Items found by the line rules may be anything: over the line target, they
     /// are cut into windows.
     grammar: bool,
+    /// `no_cut[n]`: line `n` continues a string or comment of the line above, so a window
+    /// does not end just before it (empty without a grammar).
+    no_cut: Vec<bool>,
     /// Every item met so far by its lines: the top-level ones, and the members of the
     /// classes that were split.
     items: RefCell<HashMap<LineRange, Item>>,
@@ -202,12 +224,24 @@ impl Planner<'_, '_> {
     /// context, and lines bigger than the budget cut alone.
     fn windows(&self, item: LineRange, headers: &[LineRange], available: usize, out: &mut Vec<Draft>) {
         let note = format!("lines {item} are one item longer than a chunk; it is cut into overlapping windows");
-        for piece in budget_windows(self.index, item, self.opts.fallback, 0, |_| false, available) {
+        let inside_literal = |n: usize| self.no_cut.get(n).copied().unwrap_or(false);
+        let max_extend = self.opts.fallback.lines;
+        for piece in budget_windows(
+            self.index,
+            item,
+            self.opts.fallback,
+            max_extend,
+            inside_literal,
+            available,
+        ) {
             match piece {
                 Piece::Window { lines, overlap_before } => {
                     let mut draft = self.draft(lines, headers, ChunkStrategy::Windows);
                     draft.context.overlap_before = overlap_before;
-                    draft.context.note = Some(note.clone());
+                    draft.context.note = Some(match draft.context.note.take() {
+                        Some(other) => format!("{note}; {other}"),
+                        None => note.clone(),
+                    });
                     out.push(draft);
                 }
                 Piece::LongLine(n) => out.extend(cut_line(self.index, n, self.max_bytes)),
@@ -282,6 +316,11 @@ impl Planner<'_, '_> {
             content.marker(&self.marker(shown_to + 1, lines.start - 1, lines.start));
         }
         content.lines(self.index, lines);
+        if let Some(block) = self.left_out.filter(|b| b.end < lines.start) {
+            context.note = Some(format!(
+                "the file's import block (lines {block}) is not prepended: it would take more than a third of the chunk"
+            ));
+        }
         content.into_draft(lines, context)
     }
 

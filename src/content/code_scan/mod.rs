@@ -123,6 +123,16 @@ pub(crate) fn scan(index: &LineIndex<'_>, language: Option<Language>) -> Option<
     }
 }
 
+/// Whether [`scan`] knows `language`'s grammar well enough that its items are whole
+/// functions and statements.
+pub(crate) fn scan_knows(language: Option<Language>) -> bool {
+    match language {
+        Some(Language::Python) => true,
+        Some(language) => Syntax::of(language).is_some(),
+        None => false,
+    }
+}
+
 /// An item's first line, and how many attached comment lines come before its code.
 #[derive(Debug, Clone, Copy)]
 struct Start {
