@@ -198,9 +198,9 @@ impl Planner<'_, '_> {
         Some(vec![comment, code])
     }
 
-    /// The headers of the split classes that line `start` is in (below their header),
-    /// outermost first, as many as fit a third of the budget with the imports.
-    fn headers_at(&self, start: usize) -> Vec<LineRange> {
+    /// The headers of the split classes and functions that line `start` is in (below
+    /// their header), outermost first.
+    fn enclosing(&self, start: usize) -> Vec<LineRange> {
         let mut headers: Vec<LineRange> = self
             .classes
             .borrow()
@@ -209,10 +209,26 @@ impl Planner<'_, '_> {
             .map(|&(_, header)| header)
             .collect();
         headers.sort_by_key(|h| h.start);
-        while !headers.is_empty() && self.prefix_bytes(&headers) > self.max_bytes / 3 {
-            headers.pop();
+        headers.dedup();
+        headers
+    }
+
+    /// The headers prepended to a chunk starting at line `start`: the enclosing ones, the
+    /// outermost left out while they take more than a third of the budget (the innermost
+    /// — the signature of the function a chunk is cut from — says most).
+    fn headers_at(&self, start: usize) -> Vec<LineRange> {
+        let mut headers = self.enclosing(start);
+        while !headers.is_empty() && self.header_bytes(&headers) > self.max_bytes / 3 {
+            headers.remove(0);
         }
         headers
+    }
+
+    /// The import block when it fits a third of the budget beside `headers`: the headers
+    /// come first, as they say where the chunk is.
+    fn imports_with(&self, headers: &[LineRange]) -> Option<LineRange> {
+        self.imports
+            .filter(|&b| bytes_of(self.index, b) + MARKER_BYTES + self.header_bytes(headers) <= self.max_bytes / 3)
     }
 
     /// The bytes left for a chunk's own lines under `headers`.
@@ -252,12 +268,18 @@ impl Planner<'_, '_> {
     /// The most bytes the prepended context can take: imports, headers, and a marker after
     /// each.
     fn prefix_bytes(&self, headers: &[LineRange]) -> usize {
-        let imports = self.imports.map_or(0, |b| bytes_of(self.index, b) + MARKER_BYTES);
-        imports + self.header_bytes(headers)
+        let imports = self
+            .imports_with(headers)
+            .map_or(0, |b| bytes_of(self.index, b) + MARKER_BYTES);
+        // One marker's room more, as slack for the marker before the chunk's own lines.
+        imports + self.header_bytes(headers) + if headers.is_empty() { MARKER_BYTES } else { 0 }
     }
 
     /// The most bytes the class headers can take, with their markers.
     fn header_bytes(&self, headers: &[LineRange]) -> usize {
+        if headers.is_empty() {
+            return 0;
+        }
         let headers: usize = headers
             .iter()
             .map(|&h| bytes_of(self.index, h) + 1 + MARKER_BYTES)
@@ -267,7 +289,7 @@ impl Planner<'_, '_> {
 
     /// A chunk of lines `lines`, after the imports and the headers that are above it.
     fn draft(&self, lines: LineRange, headers: &[LineRange], strategy: ChunkStrategy) -> Draft {
-        self.draft_with(lines, headers, strategy, self.imports)
+        self.draft_with(lines, headers, strategy, self.imports_with(headers))
     }
 
     /// A chunk of one item that fits only without the import block: after its headers,
@@ -316,10 +338,32 @@ impl Planner<'_, '_> {
             content.marker(&self.marker(shown_to + 1, lines.start - 1, lines.start));
         }
         content.lines(self.index, lines);
+        let mut notes = Vec::new();
+        let dropped: Vec<String> = self
+            .enclosing(lines.start)
+            .into_iter()
+            .filter(|h| !headers.contains(h))
+            .map(|h| h.to_string())
+            .collect();
+        if !dropped.is_empty() {
+            notes.push(format!(
+                "the headers at lines {} are not prepended: with the others they would take more than a third of the chunk",
+                dropped.join(", ")
+            ));
+        }
         if let Some(block) = self.left_out.filter(|b| b.end < lines.start) {
-            context.note = Some(format!(
+            notes.push(format!(
                 "the file's import block (lines {block}) is not prepended: it would take more than a third of the chunk"
             ));
+        } else if let Some(block) = self.imports.filter(|b| b.end < lines.start && imports.is_none()) {
+            if self.imports_with(headers).is_none() {
+                notes.push(format!(
+                    "the file's import block (lines {block}) is not prepended: the headers of the blocks this chunk is in take the room"
+                ));
+            }
+        }
+        if !notes.is_empty() {
+            context.note = Some(notes.join("; "));
         }
         content.into_draft(lines, context)
     }

@@ -165,7 +165,13 @@ impl<'t> Finder<'_, 't> {
         let header_end = if opens_with_delimiter || body == container {
             body_first
         } else {
-            body_first.saturating_sub(1)
+            // The line of the `:` (Python) or of the name (Ruby) before the body: comments
+            // between it and the first statement are the first member's.
+            let mut before = body.prev_sibling();
+            while let Some(node) = before.filter(|n| self.grammar.is_comment(*n)) {
+                before = node.prev_sibling();
+            }
+            before.map_or(body_first.saturating_sub(1), last_line)
         };
         let header_start = self.code_start(main, container).max(lines.start);
         let header_end = header_end.max(header_start);

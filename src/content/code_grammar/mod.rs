@@ -214,23 +214,8 @@ const JAVA: Grammar = Grammar {
     preamble: &[],
 };
 
-const C: Grammar = Grammar {
-    languages: &[c],
-    functions: &["function_definition"],
-    classes: &[
-        "struct_specifier",
-        "union_specifier",
-        "enum_specifier",
-        "linkage_specification",
-    ],
-    attached: &["comment"],
-    comments: &["comment"],
-    transparent: PREPROC,
-    compounds: &[],
-    imports: &["preproc_include"],
-    preamble: &["preproc_def", "preproc_call"],
-};
-
+/// C++, and C: a `.h` file may be either, so C is parsed as C++ when the C grammar finds
+/// errors. The kinds are C++'s, a superset of C's.
 const CPP: Grammar = Grammar {
     languages: &[cpp],
     functions: &["function_definition", "lambda_expression"],
@@ -242,8 +227,17 @@ const CPP: Grammar = Grammar {
         "namespace_definition",
         "linkage_specification",
     ],
+    attached: &["comment"],
+    comments: &["comment"],
+    transparent: PREPROC,
+    compounds: &[],
     imports: &["preproc_include", "using_declaration", "namespace_alias_definition"],
-    ..C
+    preamble: &["preproc_def", "preproc_function_def", "preproc_call"],
+};
+
+const C: Grammar = Grammar {
+    languages: &[c, cpp],
+    ..CPP
 };
 
 const CSHARP: Grammar = Grammar {
