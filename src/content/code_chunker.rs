@@ -24,7 +24,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use super::chunk::{
-    budget_windows, bytes_of, cut_line, ChunkContext, ChunkOptions, ChunkStrategy, Content, Draft, Piece,
+    bytes_of, cut_line, windows_around, ChunkContext, ChunkOptions, ChunkStrategy, Content, Draft, Piece,
 };
 use super::code_grammar::{self, Grammar};
 use super::code_rules::{rules_for, CodeRules};
@@ -33,8 +33,13 @@ use super::content_type::Language;
 use super::line_index::LineIndex;
 use super::line_range::{pack, segments_between, LineRange, Packed, Split};
 
-/// Bytes set aside for one marker line (`// … lines 12–340 are not in this chunk; …`).
-const MARKER_BYTES: usize = 128;
+/// The most bytes one marker line (`// … lines 12–340 are not in this chunk; …`) of a file
+/// of `lines` lines takes, in `language`'s comment syntax.
+fn marker_bytes(language: Option<Language>, lines: usize) -> usize {
+    let comment = language.map_or("//", Language::line_comment);
+    let n = lines.max(1);
+    format!("{comment} … lines {n}–{n} are not in this chunk; it continues at line {n} *)\n").len()
+}
 
 pub(crate) fn chunk_code(index: &LineIndex<'_>, language: Option<Language>, opts: &ChunkOptions) -> Vec<Draft> {
     let rules = rules_for(language);
@@ -59,7 +64,8 @@ pub(crate) fn chunk_code(index: &LineIndex<'_>, language: Option<Language>, opts
         ),
     };
     let grammar = tree.is_some() || scan_knows(language);
-    let fits_third = |block: LineRange| bytes_of(index, block) + MARKER_BYTES <= max_bytes / 3;
+    let marker = marker_bytes(language, index.len());
+    let fits_third = |block: LineRange| bytes_of(index, block) + marker <= max_bytes / 3;
     let imports = block.filter(|&b| fits_third(b));
     let planner = Planner {
         index,
@@ -68,6 +74,7 @@ pub(crate) fn chunk_code(index: &LineIndex<'_>, language: Option<Language>, opts
         imports,
         left_out: block.filter(|&b| !fits_third(b)),
         max_bytes,
+        marker_bytes: marker,
         grammar,
         no_cut,
         items: RefCell::new(items.iter().map(|i| (i.lines, i.clone())).collect()),
@@ -85,6 +92,8 @@ struct Planner<'a, 't> {
     /// after it say so.
     left_out: Option<LineRange>,
     max_bytes: usize,
+    /// The most bytes one marker line takes.
+    marker_bytes: usize,
     /// The items come from a scanner that knows the language's grammar: an item is a
     /// whole function or statement, kept whole over the line target while it fits the
     /// budget. Items found by the line rules may be anything: over the line target, they
@@ -228,7 +237,7 @@ impl Planner<'_, '_> {
     /// come first, as they say where the chunk is.
     fn imports_with(&self, headers: &[LineRange]) -> Option<LineRange> {
         self.imports
-            .filter(|&b| bytes_of(self.index, b) + MARKER_BYTES + self.header_bytes(headers) <= self.max_bytes / 3)
+            .filter(|&b| bytes_of(self.index, b) + self.marker_bytes + self.header_bytes(headers) <= self.max_bytes / 3)
     }
 
     /// The bytes left for a chunk's own lines under `headers`.
@@ -241,15 +250,7 @@ impl Planner<'_, '_> {
     fn windows(&self, item: LineRange, headers: &[LineRange], available: usize, out: &mut Vec<Draft>) {
         let note = format!("lines {item} are one item longer than a chunk; it is cut into overlapping windows");
         let inside_literal = |n: usize| self.no_cut.get(n).copied().unwrap_or(false);
-        let max_extend = self.opts.fallback.lines;
-        for piece in budget_windows(
-            self.index,
-            item,
-            self.opts.fallback,
-            max_extend,
-            inside_literal,
-            available,
-        ) {
+        for piece in windows_around(self.index, item, self.opts.fallback, inside_literal, available) {
             match piece {
                 Piece::Window { lines, overlap_before } => {
                     let mut draft = self.draft(lines, headers, ChunkStrategy::Windows);
@@ -270,9 +271,9 @@ impl Planner<'_, '_> {
     fn prefix_bytes(&self, headers: &[LineRange]) -> usize {
         let imports = self
             .imports_with(headers)
-            .map_or(0, |b| bytes_of(self.index, b) + MARKER_BYTES);
+            .map_or(0, |b| bytes_of(self.index, b) + self.marker_bytes);
         // One marker's room more, as slack for the marker before the chunk's own lines.
-        imports + self.header_bytes(headers) + if headers.is_empty() { MARKER_BYTES } else { 0 }
+        imports + self.header_bytes(headers) + if headers.is_empty() { self.marker_bytes } else { 0 }
     }
 
     /// The most bytes the class headers can take, with their markers.
@@ -282,9 +283,9 @@ impl Planner<'_, '_> {
         }
         let headers: usize = headers
             .iter()
-            .map(|&h| bytes_of(self.index, h) + 1 + MARKER_BYTES)
+            .map(|&h| bytes_of(self.index, h) + 1 + self.marker_bytes)
             .sum();
-        headers + MARKER_BYTES
+        headers + self.marker_bytes
     }
 
     /// A chunk of lines `lines`, after the imports and the headers that are above it.
