@@ -1,24 +1,31 @@
-//! Source code chunking: the file's items ([`super::code_scan`]: functions, classes,
-//! top-level statements) are packed whole into chunks of up to `code_max_lines` lines and
-//! the token budget. An item too big for a chunk is cut where the grammar allows:
+//! Source code chunking: the file's items (functions, classes, top-level statements; from
+//! the language's tree-sitter grammar, [`super::code_grammar`], or for Kotlin, Scala, Swift
+//! and Zig the lexical scanner of [`super::code_scan`]) are packed whole into chunks of up
+//! to `code_max_lines` lines and the token budget. An item too big for a chunk is cut where
+//! the grammar allows:
 //!
-//! - a class (impl, struct, interface, namespace, object literal…) between its members,
-//!   which join the packing; each chunk that starts inside the class carries its header
-//!   after the import block, as prepended context;
-//! - a function is never cut while it fits the budget, even over the line target;
-//! - only an item bigger than the budget is cut inside, into overlapping windows, with a
-//!   note saying so — and a single line bigger than the budget into pieces of its own.
+//! - a class (impl, struct, interface, namespace, object literal, `describe` callback…)
+//!   between its members, which join the packing; each chunk that starts inside it carries
+//!   the headers of every block it is in (outermost first) after the import block;
+//! - a function is never cut while it fits the budget, even over the line target, counting
+//!   its decorators and its doc comment (which goes to the chunk before only when the
+//!   function needs the room); one that does not fit is cut between its top-level
+//!   statements, its signature repeated as a header;
+//! - only a statement bigger than the budget is cut inside, into overlapping windows that
+//!   do not end inside a string or comment, with a note saying so — and a single line
+//!   bigger than the budget into pieces of its own.
 //!
-//! The import block (found after a BOM, a shebang, an encoding line, comments, a module
-//! docstring, `__all__`/`__version__`, `'use strict'`, `//!` docs and attributes, a
-//! package clause or an include guard) is prepended to every chunk that does not hold it,
-//! followed by a comment line naming the lines left out. Prepended lines and markers count
-//! against the budget; when they would take more than a third of it they are left out.
+//! The import block (after a shebang, comments, a module docstring, `'use strict'`,
+//! attributes, a package clause or an include guard; in C/C++ the includes under `#if`
+//! too) is prepended to every chunk that does not hold it, followed by a comment line
+//! naming the lines left out. Prepended lines and markers count against the budget: the
+//! headers take at most a third of it, the import block what is left of that third; what
+//! does not fit is named in the chunk's note, never left out silently.
 //!
-//! Languages without a scanner (Ruby, Lua, Elixir, Haskell, OCaml, shell, unknown) use the
-//! seed's keyword-and-indentation rules of [`super::code_rules`] to find items and the
-//! members of an item; as those items may be anything, one over the line target is cut
-//! into windows (the seed's fallback when no boundary is found).
+//! Languages with neither (Lua, Elixir, Haskell, OCaml, shell, unknown) use the seed's
+//! keyword-and-indentation rules of [`super::code_rules`] to find items and the members of
+//! an item; as those items may be anything, one over the line target is cut into windows
+//! (the seed's fallback when no boundary is found).
 
 use std::cell::RefCell;
 use std::collections::HashMap;

@@ -533,15 +533,23 @@ fn rust_go_java_and_cpp_classes_are_cut_between_members() {
 // ---------------------------------------------------------------------------------------
 // The import block, after whatever may stand before it.
 
+/// The import block of `text`: by the grammar where the language has one, else by the
+/// line rules.
 fn imports_of(language: Language, text: &str) -> Option<(usize, usize)> {
     let index = LineIndex::new(text);
-    super::import_block(
-        &index,
-        crate::content::code_rules::rules_for(Some(language)),
-        Some(language),
-        60,
-    )
-    .map(|r| (r.start, r.end))
+    let block = match crate::content::code_grammar::Grammar::of(language) {
+        Some(grammar) => {
+            let tree = grammar.parse(text).expect("a tree");
+            crate::content::code_grammar::import_block(grammar, &tree, text, 60)
+        }
+        None => super::import_block(
+            &index,
+            crate::content::code_rules::rules_for(Some(language)),
+            Some(language),
+            60,
+        ),
+    };
+    block.map(|r| (r.start, r.end))
 }
 
 #[test]
@@ -568,6 +576,9 @@ fn the_import_block_is_found_after_what_may_precede_it() {
     // C: an include guard and `#pragma once`.
     let c = "/* util.h */\n#pragma once\n#ifndef UTIL_H\n#define UTIL_H\n\n#include <stddef.h>\n#include \"a.h\"\n\nint f(void);\n";
     assert_eq!(imports_of(Language::C, c), Some((6, 7)));
+    // Kotlin, by the line rules.
+    let kotlin = "/* License. */\npackage a.b\n\nimport c.D\nimport e.F\n\nclass A\n";
+    assert_eq!(imports_of(Language::Kotlin, kotlin), Some((2, 5)));
 }
 
 #[test]

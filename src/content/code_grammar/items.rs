@@ -240,32 +240,33 @@ impl<'t> Finder<'_, 't> {
             "annotation",
             "marker_annotation",
         ];
-        let node = if main.kind() == "decorated_definition" {
-            main.child_by_field_name("definition").unwrap_or(main)
-        } else if main == container {
-            main
-        } else {
-            return first_line(main);
-        };
-        let mut cursor = node.walk();
-        for child in node.children(&mut cursor) {
-            if decorations.contains(&child.kind()) || self.grammar.is_comment(child) {
-                continue;
-            }
-            if child.kind() == "modifiers" {
-                // Java: `@Override public void run()`, the annotations inside the modifiers.
-                let mut inner = child.walk();
-                let first_modifier = child
-                    .children(&mut inner)
-                    .find(|m| !decorations.contains(&m.kind()) && !self.grammar.is_comment(*m));
-                if let Some(modifier) = first_modifier {
-                    return first_line(modifier);
+        let on_path = |n: Node<'t>| n.start_byte() <= container.start_byte() && container.end_byte() <= n.end_byte();
+        let mut node = main;
+        'down: loop {
+            let mut cursor = node.walk();
+            for child in node.children(&mut cursor) {
+                if decorations.contains(&child.kind()) || self.grammar.is_comment(child) {
+                    continue;
                 }
-                continue;
+                if child.kind() == "modifiers" {
+                    // Java: `@Override public void run()`, the annotations in the modifiers.
+                    let mut inner = child.walk();
+                    let first_modifier = child
+                        .children(&mut inner)
+                        .find(|m| !decorations.contains(&m.kind()) && !self.grammar.is_comment(*m));
+                    if let Some(modifier) = first_modifier {
+                        return first_line(modifier);
+                    }
+                    continue;
+                }
+                if child.child_count() > 0 && (on_path(child) || child.kind() == "decorated_definition") {
+                    node = child;
+                    continue 'down;
+                }
+                return first_line(child);
             }
-            return first_line(child);
+            return first_line(node);
         }
-        first_line(node)
     }
 
     /// The function or class that `node` is, or that most of it is (following its largest

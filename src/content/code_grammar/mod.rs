@@ -174,16 +174,16 @@ const RUST: Grammar = Grammar {
     transparent: &[],
     compounds: &[],
     imports: &["use_declaration", "extern_crate_declaration", "mod_declaration"],
-    preamble: &["inner_attribute_item"],
+    preamble: &["inner_attribute_item", "attribute_item"],
 };
 
 const GO: Grammar = Grammar {
     languages: &[go],
     functions: &["function_declaration", "method_declaration", "func_literal"],
-    classes: &[],
+    classes: &["struct_type", "interface_type"],
     attached: &["comment"],
     comments: &["comment"],
-    transparent: &["statement_list"],
+    transparent: &["statement_list", "field_declaration_list"],
     compounds: &[],
     imports: &["package_clause", "import_declaration"],
     preamble: &[],
@@ -227,7 +227,8 @@ const CPP: Grammar = Grammar {
         "namespace_definition",
         "linkage_specification",
     ],
-    attached: &["comment"],
+    // `public:` goes with the member below it.
+    attached: &["comment", "access_specifier"],
     comments: &["comment"],
     transparent: PREPROC,
     compounds: &[],
@@ -429,3 +430,7 @@ pub(crate) fn node_text<'t>(node: Node<'_>, text: &'t str) -> &'t str {
 #[cfg(test)]
 #[path = "code_grammar_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "items_tests.rs"]
+mod items_tests;
