@@ -218,6 +218,41 @@ fn file_entry(file: &InputFile) -> Value {
     value
 }
 
+/// What a chunk carries, as fields tools read (the prompt words the same): its own lines,
+/// the lines prepended for context (a code file's import block and the headers of the
+/// classes and functions it is cut inside, outermost first; a table's header row), the
+/// lines it shares with the chunk before, and its note (an item too big, windowed; an
+/// import block left out).
+fn chunk_entry(chunk: &content::Chunk, content_type: content::ContentType) -> Value {
+    let span = |r: crate::content::LineRange| json!({"start_line": r.start, "end_line": r.end});
+    let mut context: Vec<Value> = Vec::new();
+    if let Some(prepended) = chunk.context.prepended {
+        let role = match content_type {
+            content::ContentType::SourceCode => "import_block",
+            _ => "header_row",
+        };
+        let mut entry = span(prepended);
+        entry["role"] = json!(role);
+        context.push(entry);
+    }
+    for &header in &chunk.context.header {
+        let mut entry = span(header);
+        entry["role"] = json!("enclosing_header");
+        context.push(entry);
+    }
+    json!({
+        "index": chunk.index,
+        "total": chunk.total,
+        "start_line": chunk.start_line,
+        "end_line": chunk.end_line,
+        "strategy": chunk.context.strategy,
+        "context_lines": context,
+        "overlap_before": chunk.context.overlap_before.map(span),
+        "note": chunk.context.note,
+        "partial_line": chunk.partial_line,
+    })
+}
+
 /// One unit: the plan's fields, what the model reads, and the request exactly as sent.
 fn unit_entry(plan: &Plan, files: &Files<'_>, unit: &WorkUnit, cached: bool) -> Value {
     // The plan holds no text: it is read again, as it would be to send the unit.
@@ -297,6 +332,9 @@ fn unit_entry(plan: &Plan, files: &Files<'_>, unit: &WorkUnit, cached: bool) -> 
     });
     if let UnitBody::Batch(b) = &unit.body {
         entry["batch_files"] = json!(b.members);
+    }
+    if let UnitBody::Piece(p) = &unit.body {
+        entry["chunk"] = chunk_entry(&p.chunk, p.detection.content_type);
     }
     if let UnitBody::Plain = &unit.body {
         entry["analyst_for_type"] = json!(Analyst::for_content(content_type).as_str());

@@ -457,6 +457,33 @@ pub(crate) fn budget_windows(
     extend: impl Fn(usize) -> bool,
     max_bytes: usize,
 ) -> Vec<Piece> {
+    windows_with(index, range, size, (max_extend, &extend, false), max_bytes)
+}
+
+/// Windows as [`budget_windows`] gives them, none of which ends just before or starts on a
+/// line where `inside(line)` (a line that goes on a string or comment of the line above):
+/// a window that would is made shorter, to end before the literal, unless the literal
+/// alone is longer than a window.
+pub(crate) fn windows_around(
+    index: &LineIndex<'_>,
+    range: LineRange,
+    size: WindowSize,
+    inside: impl Fn(usize) -> bool,
+    max_bytes: usize,
+) -> Vec<Piece> {
+    windows_with(index, range, size, (size.lines, &inside, true), max_bytes)
+}
+
+/// The windows: `extend` is how far a window may grow past its size over lines it must
+/// not end before, the predicate, and whether a window that still would is pulled back.
+fn windows_with(
+    index: &LineIndex<'_>,
+    range: LineRange,
+    size: WindowSize,
+    extend: (usize, &dyn Fn(usize) -> bool, bool),
+    max_bytes: usize,
+) -> Vec<Piece> {
+    let (max_extend, extend, pull_back) = extend;
     let size_lines = size.lines.max(1);
     let line_bytes = |n: usize| bytes_of(index, LineRange::new(n, n));
     let mut out = Vec::with_capacity(range.len() / size_lines + 1);
@@ -481,6 +508,12 @@ pub(crate) fn budget_windows(
             extended += 1;
             bytes += line_bytes(end);
         }
+        if pull_back && end < range.end && extend(end + 1) {
+            // Still inside a literal: end before it, if the window keeps a line.
+            if let Some(before) = (start..end).rev().find(|&e| !extend(e + 1)) {
+                end = before;
+            }
+        }
         let overlap_before = prev_end.filter(|&p| p >= start).map(|p| LineRange::new(start, p));
         out.push(Piece::Window {
             lines: LineRange::new(start, end),
@@ -497,6 +530,9 @@ pub(crate) fn budget_windows(
         }
         // The next window must reach past this one.
         while overlap > 0 && bytes_of(index, LineRange::new(end + 1 - overlap, end + 1)) > max_bytes {
+            overlap -= 1;
+        }
+        while pull_back && overlap > 0 && extend(end + 1 - overlap) {
             overlap -= 1;
         }
         prev_end = Some(end);

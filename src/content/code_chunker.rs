@@ -1,39 +1,52 @@
-//! Source code chunking: the file's items ([`super::code_scan`]: functions, classes,
-//! top-level statements) are packed whole into chunks of up to `code_max_lines` lines and
-//! the token budget. An item too big for a chunk is cut where the grammar allows:
+//! Source code chunking: the file's items (functions, classes, top-level statements; from
+//! the language's tree-sitter grammar, [`super::code_grammar`], or for Kotlin, Scala, Swift
+//! and Zig the lexical scanner of [`super::code_scan`]) are packed whole into chunks of up
+//! to `code_max_lines` lines and the token budget. An item too big for a chunk is cut where
+//! the grammar allows:
 //!
-//! - a class (impl, struct, interface, namespace, object literal…) between its members,
-//!   which join the packing; each chunk that starts inside the class carries its header
-//!   after the import block, as prepended context;
-//! - a function is never cut while it fits the budget, even over the line target;
-//! - only an item bigger than the budget is cut inside, into overlapping windows, with a
-//!   note saying so — and a single line bigger than the budget into pieces of its own.
+//! - a class (impl, struct, interface, namespace, object literal, `describe` callback…)
+//!   between its members, which join the packing; each chunk that starts inside it carries
+//!   the headers of every block it is in (outermost first) after the import block;
+//! - a function is never cut while it fits the budget, even over the line target, counting
+//!   its decorators and its doc comment (which goes to the chunk before only when the
+//!   function needs the room); one that does not fit is cut between its top-level
+//!   statements, its signature repeated as a header;
+//! - only a statement bigger than the budget is cut inside, into overlapping windows that
+//!   do not end inside a string or comment, with a note saying so — and a single line
+//!   bigger than the budget into pieces of its own.
 //!
-//! The import block (found after a BOM, a shebang, an encoding line, comments, a module
-//! docstring, `__all__`/`__version__`, `'use strict'`, `//!` docs and attributes, a
-//! package clause or an include guard) is prepended to every chunk that does not hold it,
-//! followed by a comment line naming the lines left out. Prepended lines and markers count
-//! against the budget; when they would take more than a third of it they are left out.
+//! The import block (after a shebang, comments, a module docstring, `'use strict'`,
+//! attributes, a package clause or an include guard; in C/C++ the includes under `#if`
+//! too) is prepended to every chunk that does not hold it, followed by a comment line
+//! naming the lines left out. Prepended lines and markers count against the budget: the
+//! headers take at most a third of it, the import block what is left of that third; what
+//! does not fit is named in the chunk's note, never left out silently.
 //!
-//! Languages without a scanner (Ruby, Lua, Elixir, Haskell, OCaml, shell, unknown) use the
-//! seed's keyword-and-indentation rules of [`super::code_rules`] to find items and the
-//! members of an item; as those items may be anything, one over the line target is cut
-//! into windows (the seed's fallback when no boundary is found).
+//! Languages with neither (Lua, Elixir, Haskell, OCaml, shell, unknown) use the seed's
+//! keyword-and-indentation rules of [`super::code_rules`] to find items and the members of
+//! an item; as those items may be anything, one over the line target is cut into windows
+//! (the seed's fallback when no boundary is found).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 
 use super::chunk::{
-    budget_windows, bytes_of, cut_line, ChunkContext, ChunkOptions, ChunkStrategy, Content, Draft, Piece,
+    bytes_of, cut_line, windows_around, ChunkContext, ChunkOptions, ChunkStrategy, Content, Draft, Piece,
 };
+use super::code_grammar::{self, Grammar};
 use super::code_rules::{rules_for, CodeRules};
-use super::code_scan::{scan, Body, BodyKind, Item};
+use super::code_scan::{scan, scan_knows, Body, BodyKind, Item};
 use super::content_type::Language;
 use super::line_index::LineIndex;
 use super::line_range::{pack, segments_between, LineRange, Packed, Split};
 
-/// Bytes set aside for one marker line (`// … lines 12–340 are not in this chunk; …`).
-const MARKER_BYTES: usize = 128;
+/// The most bytes one marker line (`// … lines 12–340 are not in this chunk; …`) of a file
+/// of `lines` lines takes, in `language`'s comment syntax.
+fn marker_bytes(language: Option<Language>, lines: usize) -> usize {
+    let comment = language.map_or("//", Language::line_comment);
+    let n = lines.max(1);
+    format!("{comment} … lines {n}–{n} are not in this chunk; it continues at line {n} *)\n").len()
+}
 
 pub(crate) fn chunk_code(index: &LineIndex<'_>, language: Option<Language>, opts: &ChunkOptions) -> Vec<Draft> {
     let rules = rules_for(language);
@@ -42,18 +55,35 @@ pub(crate) fn chunk_code(index: &LineIndex<'_>, language: Option<Language>, opts
     if whole.len() <= opts.code_max_lines.max(1) && bytes_of(index, whole) <= max_bytes {
         return vec![Draft::verbatim(index, whole, ChunkContext::new(ChunkStrategy::Whole))];
     }
-    let scanned = scan(index, language);
-    let grammar = scanned.is_some();
-    let items = scanned.unwrap_or_else(|| rule_items(index, rules, whole, 0));
-    let imports = import_block(index, rules, language, opts.max_import_lines)
-        .filter(|&block| bytes_of(index, block) + MARKER_BYTES <= max_bytes / 3);
+    let tree = language
+        .and_then(Grammar::of)
+        .and_then(|grammar| grammar.parse(index.text()).map(|tree| (grammar, tree)));
+    let (items, block, no_cut) = match &tree {
+        Some((grammar, tree)) => (
+            code_grammar::items(grammar, tree, index.text(), index.len()),
+            code_grammar::import_block(grammar, tree, index.text(), opts.max_import_lines),
+            code_grammar::no_cut_lines(grammar, tree, index.len()),
+        ),
+        None => (
+            scan(index, language).unwrap_or_else(|| rule_items(index, rules, whole, 0)),
+            import_block(index, rules, language, opts.max_import_lines),
+            Vec::new(),
+        ),
+    };
+    let grammar = tree.is_some() || scan_knows(language);
+    let marker = marker_bytes(language, index.len());
+    let fits_third = |block: LineRange| bytes_of(index, block) + marker <= max_bytes / 3;
+    let imports = block.filter(|&b| fits_third(b));
     let planner = Planner {
         index,
         language,
         opts,
         imports,
+        left_out: block.filter(|&b| !fits_third(b)),
         max_bytes,
+        marker_bytes: marker,
         grammar,
+        no_cut,
         items: RefCell::new(items.iter().map(|i| (i.lines, i.clone())).collect()),
         classes: RefCell::new(Vec::new()),
     };
@@ -65,12 +95,20 @@ struct Planner<'a, 't> {
     language: Option<Language>,
     opts: &'a ChunkOptions,
     imports: Option<LineRange>,
+    /// An import block too big to prepend (more than a third of the budget): the chunks
+    /// after it say so.
+    left_out: Option<LineRange>,
     max_bytes: usize,
+    /// The most bytes one marker line takes.
+    marker_bytes: usize,
     /// The items come from a scanner that knows the language's grammar: an item is a
     /// whole function or statement, kept whole over the line target while it fits the
     /// budget. Items found by the line rules may be anything: over the line target, they
     /// are cut into windows.
     grammar: bool,
+    /// `no_cut[n]`: line `n` continues a string or comment of the line above, so a window
+    /// does not end just before it (empty without a grammar).
+    no_cut: Vec<bool>,
     /// Every item met so far by its lines: the top-level ones, and the members of the
     /// classes that were split.
     items: RefCell<HashMap<LineRange, Item>>,
@@ -176,9 +214,9 @@ impl Planner<'_, '_> {
         Some(vec![comment, code])
     }
 
-    /// The headers of the split classes that line `start` is in (below their header),
-    /// outermost first, as many as fit a third of the budget with the imports.
-    fn headers_at(&self, start: usize) -> Vec<LineRange> {
+    /// The headers of the split classes and functions that line `start` is in (below
+    /// their header), outermost first.
+    fn enclosing(&self, start: usize) -> Vec<LineRange> {
         let mut headers: Vec<LineRange> = self
             .classes
             .borrow()
@@ -187,10 +225,26 @@ impl Planner<'_, '_> {
             .map(|&(_, header)| header)
             .collect();
         headers.sort_by_key(|h| h.start);
-        while !headers.is_empty() && self.prefix_bytes(&headers) > self.max_bytes / 3 {
-            headers.pop();
+        headers.dedup();
+        headers
+    }
+
+    /// The headers prepended to a chunk starting at line `start`: the enclosing ones, the
+    /// outermost left out while they take more than a third of the budget (the innermost
+    /// — the signature of the function a chunk is cut from — says most).
+    fn headers_at(&self, start: usize) -> Vec<LineRange> {
+        let mut headers = self.enclosing(start);
+        while !headers.is_empty() && self.header_bytes(&headers) > self.max_bytes / 3 {
+            headers.remove(0);
         }
         headers
+    }
+
+    /// The import block when it fits a third of the budget beside `headers`: the headers
+    /// come first, as they say where the chunk is.
+    fn imports_with(&self, headers: &[LineRange]) -> Option<LineRange> {
+        self.imports
+            .filter(|&b| bytes_of(self.index, b) + self.marker_bytes + self.header_bytes(headers) <= self.max_bytes / 3)
     }
 
     /// The bytes left for a chunk's own lines under `headers`.
@@ -202,12 +256,16 @@ impl Planner<'_, '_> {
     /// context, and lines bigger than the budget cut alone.
     fn windows(&self, item: LineRange, headers: &[LineRange], available: usize, out: &mut Vec<Draft>) {
         let note = format!("lines {item} are one item longer than a chunk; it is cut into overlapping windows");
-        for piece in budget_windows(self.index, item, self.opts.fallback, 0, |_| false, available) {
+        let inside_literal = |n: usize| self.no_cut.get(n).copied().unwrap_or(false);
+        for piece in windows_around(self.index, item, self.opts.fallback, inside_literal, available) {
             match piece {
                 Piece::Window { lines, overlap_before } => {
                     let mut draft = self.draft(lines, headers, ChunkStrategy::Windows);
                     draft.context.overlap_before = overlap_before;
-                    draft.context.note = Some(note.clone());
+                    draft.context.note = Some(match draft.context.note.take() {
+                        Some(other) => format!("{note}; {other}"),
+                        None => note.clone(),
+                    });
                     out.push(draft);
                 }
                 Piece::LongLine(n) => out.extend(cut_line(self.index, n, self.max_bytes)),
@@ -218,22 +276,28 @@ impl Planner<'_, '_> {
     /// The most bytes the prepended context can take: imports, headers, and a marker after
     /// each.
     fn prefix_bytes(&self, headers: &[LineRange]) -> usize {
-        let imports = self.imports.map_or(0, |b| bytes_of(self.index, b) + MARKER_BYTES);
-        imports + self.header_bytes(headers)
+        let imports = self
+            .imports_with(headers)
+            .map_or(0, |b| bytes_of(self.index, b) + self.marker_bytes);
+        // One marker's room more, as slack for the marker before the chunk's own lines.
+        imports + self.header_bytes(headers) + if headers.is_empty() { self.marker_bytes } else { 0 }
     }
 
     /// The most bytes the class headers can take, with their markers.
     fn header_bytes(&self, headers: &[LineRange]) -> usize {
+        if headers.is_empty() {
+            return 0;
+        }
         let headers: usize = headers
             .iter()
-            .map(|&h| bytes_of(self.index, h) + 1 + MARKER_BYTES)
+            .map(|&h| bytes_of(self.index, h) + 1 + self.marker_bytes)
             .sum();
-        headers + MARKER_BYTES
+        headers + self.marker_bytes
     }
 
     /// A chunk of lines `lines`, after the imports and the headers that are above it.
     fn draft(&self, lines: LineRange, headers: &[LineRange], strategy: ChunkStrategy) -> Draft {
-        self.draft_with(lines, headers, strategy, self.imports)
+        self.draft_with(lines, headers, strategy, self.imports_with(headers))
     }
 
     /// A chunk of one item that fits only without the import block: after its headers,
@@ -282,6 +346,33 @@ impl Planner<'_, '_> {
             content.marker(&self.marker(shown_to + 1, lines.start - 1, lines.start));
         }
         content.lines(self.index, lines);
+        let mut notes = Vec::new();
+        let dropped: Vec<String> = self
+            .enclosing(lines.start)
+            .into_iter()
+            .filter(|h| !headers.contains(h))
+            .map(|h| h.to_string())
+            .collect();
+        if !dropped.is_empty() {
+            notes.push(format!(
+                "the headers at lines {} are not prepended: with the others they would take more than a third of the chunk",
+                dropped.join(", ")
+            ));
+        }
+        if let Some(block) = self.left_out.filter(|b| b.end < lines.start) {
+            notes.push(format!(
+                "the file's import block (lines {block}) is not prepended: it would take more than a third of the chunk"
+            ));
+        } else if let Some(block) = self.imports.filter(|b| b.end < lines.start && imports.is_none()) {
+            if self.imports_with(headers).is_none() {
+                notes.push(format!(
+                    "the file's import block (lines {block}) is not prepended: the headers of the blocks this chunk is in take the room"
+                ));
+            }
+        }
+        if !notes.is_empty() {
+            context.note = Some(notes.join("; "));
+        }
         content.into_draft(lines, context)
     }
 

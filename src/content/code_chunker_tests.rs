@@ -268,8 +268,9 @@ fn unknown_language_uses_the_seeds_keywords() {
 
 /// Chunks of `text` under `opts`, checked: every line covered, content as the layout says,
 /// within the budget, and no chunk boundary inside a function: every line strictly inside
-/// one carries the word BODY, and no chunk (other than windows of one function bigger
-/// than the budget) starts on such a line.
+/// one carries the word BODY, and no chunk starts on such a line, but windows of one
+/// statement bigger than the budget and the chunks of a function bigger than the budget,
+/// which carry its signature (a header without BODY).
 fn grammar_chunks(language: Language, text: &str, opts: &ChunkOptions) -> Vec<Chunk> {
     let chunks = chunk(&Detection::given(ContentType::SourceCode, Some(language)), text, opts);
     let index = LineIndex::new(text);
@@ -277,7 +278,12 @@ fn grammar_chunks(language: Language, text: &str, opts: &ChunkOptions) -> Vec<Ch
     crate::content::chunk::tests::assert_within_budget(&chunks, opts);
     for c in &chunks {
         assert!(content_matches(c, text), "chunk {} does not hold its lines", c.index);
-        if c.context.strategy != ChunkStrategy::Windows {
+        let signature = c
+            .context
+            .header
+            .last()
+            .is_some_and(|h| (h.start..=h.end).all(|n| !index.line(n).contains("BODY")));
+        if c.context.strategy != ChunkStrategy::Windows && !signature {
             assert!(
                 !index.line(c.start_line).contains("BODY"),
                 "chunk {} starts inside a function, at line {}: {}",
@@ -352,7 +358,7 @@ fn a_js_class_of_six_long_methods_is_cut_between_methods_with_its_header() {
 }
 
 #[test]
-fn a_function_bigger_than_the_budget_is_the_only_thing_cut_inside() {
+fn a_function_bigger_than_the_budget_is_cut_between_its_statements_with_its_signature() {
     let mut text = String::from(
         "import { a } from './a';\n\nfunction small() {\n  return 1; // BODY\n} // BODY\n\nfunction huge() {\n",
     );
@@ -363,6 +369,40 @@ fn a_function_bigger_than_the_budget_is_the_only_thing_cut_inside() {
         ..ChunkOptions::default()
     };
     let chunks = grammar_chunks(Language::JavaScript, &text, &opts);
+    let inside: Vec<&Chunk> = chunks
+        .iter()
+        .filter(|c| c.start_line > 7 && c.start_line < 409)
+        .collect();
+    assert!(!inside.is_empty());
+    for c in &inside {
+        assert_eq!(c.context.strategy, ChunkStrategy::Boundaries);
+        assert_eq!(c.context.header, vec![LineRange::new(7, 7)], "chunk {}", c.index);
+        assert_eq!(c.context.prepended, Some(LineRange::new(1, 1)));
+        assert!(c.content.contains("function huge() {\n// … lines 8–"));
+    }
+    // Within the default budget the same function is kept whole, over the line target.
+    let chunks = grammar_chunks(Language::JavaScript, &text, &ChunkOptions::default());
+    assert!(
+        chunks.iter().any(|c| c.lines() == LineRange::new(7, 409)),
+        "{:?}",
+        chunks.iter().map(Chunk::lines).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn only_a_statement_bigger_than_the_budget_is_cut_into_windows() {
+    let mut text = String::from("import { a } from './a';\n\nfunction huge() {\n  const x = 1;\n  if (x) {\n");
+    text.push_str(&js_body(400));
+    text.push_str("  } // BODY\n  return x;\n} // BODY\n");
+    let opts = ChunkOptions {
+        max_chunk_tokens: 6_000,
+        ..ChunkOptions::default()
+    };
+    let chunks = chunk(
+        &Detection::given(ContentType::SourceCode, Some(Language::JavaScript)),
+        &text,
+        &opts,
+    );
     let windows: Vec<&Chunk> = chunks
         .iter()
         .filter(|c| c.context.strategy == ChunkStrategy::Windows)
@@ -371,18 +411,12 @@ fn a_function_bigger_than_the_budget_is_the_only_thing_cut_inside() {
     for w in &windows {
         assert_eq!(
             w.context.note.as_deref(),
-            Some("lines 7–409 are one item longer than a chunk; it is cut into overlapping windows")
+            Some("lines 5–406 are one item longer than a chunk; it is cut into overlapping windows")
         );
-        assert!(w.lines().start >= 7 && w.lines().end <= 409);
+        assert_eq!(w.context.header, vec![LineRange::new(3, 3)]);
+        assert!(w.lines().start >= 5 && w.lines().end <= 406);
     }
     assert!(windows[1].context.overlap_before.is_some());
-    // Within the default budget the same function is kept whole, over the line target.
-    let chunks = grammar_chunks(Language::JavaScript, &text, &ChunkOptions::default());
-    assert!(
-        chunks.iter().any(|c| c.lines() == LineRange::new(7, 409)),
-        "{:?}",
-        chunks.iter().map(Chunk::lines).collect::<Vec<_>>()
-    );
 }
 
 fn py_body(indent: &str, n: usize) -> String {
@@ -446,13 +480,14 @@ fn rust_go_java_and_cpp_classes_are_cut_between_members() {
             "impl<'a> Cache {",
         ),
         (
-            Language::Go,
+            Language::CSharp,
             format!(
-                "// Package cache caches.\npackage cache\n\nimport \"fmt\"\n\ntype Cache interface {{\n{}{}}}\n",
-                member("Get(key string) string; x := func()", "//", 160),
-                member("Put(key string); y := func()", "//", 160)
+                "// Cache.\nusing System;\n\nnamespace Store.Cache\n{{\n    public sealed class Cache : IDisposable\n    {{\n{}{}{}    }}\n}}\n",
+                member("public string Get(string key)", "//", 120),
+                member("public void Put(string key)", "//", 120),
+                member("public void Dispose()", "//", 120)
             ),
-            "type Cache interface {",
+            "    {",
         ),
         (
             Language::Java,
@@ -498,15 +533,23 @@ fn rust_go_java_and_cpp_classes_are_cut_between_members() {
 // ---------------------------------------------------------------------------------------
 // The import block, after whatever may stand before it.
 
+/// The import block of `text`: by the grammar where the language has one, else by the
+/// line rules.
 fn imports_of(language: Language, text: &str) -> Option<(usize, usize)> {
     let index = LineIndex::new(text);
-    super::import_block(
-        &index,
-        crate::content::code_rules::rules_for(Some(language)),
-        Some(language),
-        60,
-    )
-    .map(|r| (r.start, r.end))
+    let block = match crate::content::code_grammar::Grammar::of(language) {
+        Some(grammar) => {
+            let tree = grammar.parse(text).expect("a tree");
+            crate::content::code_grammar::import_block(grammar, &tree, text, 60)
+        }
+        None => super::import_block(
+            &index,
+            crate::content::code_rules::rules_for(Some(language)),
+            Some(language),
+            60,
+        ),
+    };
+    block.map(|r| (r.start, r.end))
 }
 
 #[test]
@@ -533,6 +576,9 @@ fn the_import_block_is_found_after_what_may_precede_it() {
     // C: an include guard and `#pragma once`.
     let c = "/* util.h */\n#pragma once\n#ifndef UTIL_H\n#define UTIL_H\n\n#include <stddef.h>\n#include \"a.h\"\n\nint f(void);\n";
     assert_eq!(imports_of(Language::C, c), Some((6, 7)));
+    // Kotlin, by the line rules.
+    let kotlin = "/* License. */\npackage a.b\n\nimport c.D\nimport e.F\n\nclass A\n";
+    assert_eq!(imports_of(Language::Kotlin, kotlin), Some((2, 5)));
 }
 
 #[test]

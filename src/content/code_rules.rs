@@ -1,9 +1,10 @@
-//! Per-language line rules for the code chunker, as data: which line prefixes open an item
-//! (a boundary candidate), which lines belong to the item below them (decorators,
-//! attributes, doc comments), which lines form the import block, and which are comments.
+//! Per-language line rules for the code chunker, as data, for the languages without a
+//! grammar ([`super::code_grammar`]): which line prefixes open an item (a boundary
+//! candidate), which lines belong to the item below them (decorators, attributes, doc
+//! comments), which lines form the import block, and which are comments.
 //!
-//! No parser: the seed's "blank-line + indentation heuristic" with keyword prefixes is
-//! right for the vast majority of files and costs one pass over the lines.
+//! The seed's "blank-line + indentation heuristic" with keyword prefixes; Kotlin, Scala,
+//! Swift and Zig use only the import rules (their items come from [`super::code_scan`]).
 
 use super::content_type::Language;
 
@@ -53,73 +54,7 @@ const GENERIC: CodeRules = CodeRules {
     bare_definitions: false,
 };
 
-const PYTHON: CodeRules = CodeRules {
-    items: &["def ", "async def ", "class ", "if __name__"],
-    attach: &["@", "#"],
-    imports: &["import ", "from "],
-    comments: HASH_COMMENTS,
-    ..GENERIC
-};
-
-const JS: CodeRules = CodeRules {
-    items: &[
-        "function ",
-        "function*",
-        "async function",
-        "class ",
-        "abstract class ",
-        "export ",
-        "const ",
-        "let ",
-        "var ",
-        "interface ",
-        "type ",
-        "enum ",
-        "declare ",
-        "namespace ",
-        "module.exports",
-        "exports.",
-    ],
-    attach: &["@", "//", "/*", "*"],
-    imports: &["import ", "import{", "const ", "let ", "var "],
-    comments: SLASH_COMMENTS,
-    ..GENERIC
-};
-
-const RUST: CodeRules = CodeRules {
-    items: &[
-        "fn ",
-        "pub ",
-        "pub(",
-        "impl ",
-        "impl<",
-        "struct ",
-        "enum ",
-        "trait ",
-        "mod ",
-        "const ",
-        "static ",
-        "type ",
-        "async fn ",
-        "unsafe ",
-        "extern ",
-        "macro_rules!",
-    ],
-    attach: &["#[", "///", "//", "/*", "*"],
-    imports: &["use ", "pub use ", "extern crate ", "mod ", "pub mod "],
-    comments: &["//", "/*", "*", "#!["],
-    ..GENERIC
-};
-
-const GO: CodeRules = CodeRules {
-    items: &["func ", "type ", "var ", "const "],
-    attach: &["//"],
-    imports: &["package ", "import "],
-    comments: SLASH_COMMENTS,
-    ..GENERIC
-};
-
-/// Java, Kotlin, C#, Scala, Swift: modifiers and declaration keywords.
+/// Kotlin, Scala, Swift: modifiers and declaration keywords.
 const JVM_LIKE: CodeRules = CodeRules {
     items: &[
         "public ",
@@ -163,57 +98,6 @@ const JVM_LIKE: CodeRules = CodeRules {
     imports: &["package ", "import ", "using "],
     comments: SLASH_COMMENTS,
     signatures: true,
-    ..GENERIC
-};
-
-const C_LIKE: CodeRules = CodeRules {
-    items: &[
-        "struct ",
-        "typedef ",
-        "enum ",
-        "union ",
-        "class ",
-        "namespace ",
-        "template",
-        "static ",
-        "extern ",
-        "inline ",
-        "#define ",
-    ],
-    attach: &["//", "/*", "*", "template"],
-    imports: &["#include", "#import", "#pragma", "using ", "import "],
-    // Include guards and conditionals around the includes are passed over like comments,
-    // so the import block does not end at `#ifndef UTIL_H`.
-    comments: &["//", "/*", "*", "#if", "#endif", "#else", "#elif", "#define "],
-    signatures: true,
-    ..GENERIC
-};
-
-const RUBY: CodeRules = CodeRules {
-    items: &["def ", "class ", "module ", "private", "protected", "public"],
-    attach: &["#"],
-    imports: &["require ", "require_relative ", "load "],
-    comments: HASH_COMMENTS,
-    ..GENERIC
-};
-
-const PHP: CodeRules = CodeRules {
-    items: &[
-        "function ",
-        "class ",
-        "interface ",
-        "trait ",
-        "enum ",
-        "abstract ",
-        "final ",
-        "public ",
-        "private ",
-        "protected ",
-        "static ",
-    ],
-    attach: &["#[", "//", "/*", "*", "#"],
-    imports: &["<?php", "namespace ", "use ", "require", "include"],
-    comments: &["//", "/*", "*", "#"],
     ..GENERIC
 };
 
@@ -290,14 +174,21 @@ const SHELL: CodeRules = CodeRules {
 pub(crate) fn rules_for(language: Option<Language>) -> &'static CodeRules {
     match language {
         None => &GENERIC,
-        Some(Language::Python) => &PYTHON,
-        Some(Language::JavaScript | Language::TypeScript) => &JS,
-        Some(Language::Rust) => &RUST,
-        Some(Language::Go) => &GO,
-        Some(Language::Java | Language::Kotlin | Language::CSharp | Language::Scala | Language::Swift) => &JVM_LIKE,
-        Some(Language::C | Language::Cpp) => &C_LIKE,
-        Some(Language::Ruby) => &RUBY,
-        Some(Language::Php) => &PHP,
+        // The languages with a grammar never reach the line rules.
+        Some(
+            Language::Python
+            | Language::JavaScript
+            | Language::TypeScript
+            | Language::Rust
+            | Language::Go
+            | Language::Java
+            | Language::CSharp
+            | Language::C
+            | Language::Cpp
+            | Language::Ruby
+            | Language::Php,
+        ) => &GENERIC,
+        Some(Language::Kotlin | Language::Scala | Language::Swift) => &JVM_LIKE,
         Some(Language::Lua) => &LUA,
         Some(Language::Zig) => &ZIG,
         Some(Language::Elixir) => &ELIXIR,
@@ -396,18 +287,14 @@ mod tests {
 
     #[test]
     fn imports_need_their_mechanism() {
-        let js = rules_for(Some(Language::JavaScript));
-        assert!(js.imports("const fs = require('fs');"));
-        assert!(!js.imports("const MAX = 10;"));
-        assert!(js.imports("import { a } from './a';"));
-        let rust = rules_for(Some(Language::Rust));
-        assert!(rust.imports("mod cache;"));
-        assert!(!rust.imports("mod tests {"));
-        assert!(rules_for(Some(Language::C)).imports("#include <stdio.h>"));
-        assert!(!rules_for(Some(Language::C)).is_comment("#include <stdio.h>"));
-        // `#define` is passed over in the header but still opens an item.
-        let c = rules_for(Some(Language::C));
-        assert!(c.is_comment("#ifndef UTIL_H") && c.is_comment("#define UTIL_H") && c.opens_item("#define MAX 3"));
+        let lua = rules_for(Some(Language::Lua));
+        assert!(lua.imports("local json = require(\"json\")"));
+        assert!(!lua.imports("local max = 10"));
+        let zig = rules_for(Some(Language::Zig));
+        assert!(zig.imports("const std = @import(\"std\");"));
+        assert!(!zig.imports("const max = 10;"));
+        let kotlin = rules_for(Some(Language::Kotlin));
+        assert!(kotlin.imports("import a.b.C") && kotlin.imports("package a.b"));
     }
 
     #[test]

@@ -17,6 +17,7 @@ mod analyst;
 mod answer_format;
 mod chunk;
 mod code_chunker;
+pub(crate) mod code_grammar;
 mod code_rules;
 mod code_scan;
 mod content_type;

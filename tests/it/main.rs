@@ -16,6 +16,7 @@ mod cache;
 mod chunking;
 mod ci;
 mod ci_review_script;
+mod code_grammar;
 mod command;
 mod concurrency;
 mod content;

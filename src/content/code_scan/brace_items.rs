@@ -78,15 +78,15 @@ impl BraceItems<'_, '_> {
                 continue;
             }
             let t = self.index.line(n).trim_start();
-            let candidate = li.clean && li.level == level && (li.directive || !continues_above(t));
+            let candidate = li.clean && li.level == level && !continues_above(t);
             let after_end = match prev_code {
                 None => true,
-                Some(p) => li.directive || self.lines[p].directive || self.ends_statement(p, level),
+                Some(p) => self.ends_statement(p, level),
             };
             if candidate && after_end {
                 // A decorator or attribute statement belongs to the item below it.
                 let decorated = starts.last().is_some_and(|&s| self.decorates(s, n));
-                if !decorated || li.directive {
+                if !decorated {
                     starts.push(n);
                 }
             }
@@ -217,8 +217,7 @@ impl BraceItems<'_, '_> {
             (Some(c), Some(f)) => c < f,
             (Some(_), None) => true,
             (None, _) => false,
-        } || arrow_class)
-            && !(self.syntax.paren_means_function && code.contains('('));
+        } || arrow_class);
         if !(class_like || (object_literal && function_at.is_none())) {
             return None;
         }

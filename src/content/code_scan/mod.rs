@@ -1,22 +1,14 @@
-//! Where code may be cut: a lexical scanner per language family that finds the items of a
-//! file (functions, classes, statements at depth 0) and the members of the items that may
-//! be cut between them, without a parser.
+//! Where code may be cut in the brace languages that have no grammar here (Kotlin, Scala,
+//! Swift, Zig; those with one are cut by [`super::code_grammar`]): a lexical scanner that
+//! finds the items of a file (functions, classes, statements at depth 0) and the members of
+//! the items that may be cut between them.
 //!
-//! - Brace languages (JavaScript/TypeScript, Rust, Go, Java, Kotlin, C#, Scala, Swift,
-//!   C/C++, PHP, Zig): the scanner tracks `{}` depth and `()`/`[]` nesting through
-//!   strings, character literals (told from Rust lifetimes and C++ digit separators),
-//!   template literals with `${…}`, comments (nested where the language nests them), raw
-//!   strings (Rust `r#"…"#`, C++ `R"d(…)d"`, Go and JavaScript backticks, `"""` text
-//!   blocks, C# `@"…"`), JavaScript regex literals and C preprocessor lines. An item
-//!   starts on a line at the wanted depth, outside any parenthesis, after a line that
-//!   ended a statement (`;`, `}`, `,` between members, or — in languages without
-//!   semicolons — a value), unless the line continues the one above (`.`, `else`, `catch`,
-//!   `where`, `{`, an operator…). JSX elements are read as such where an expression may
-//!   start (text in them is not code: `Can't` opens no string, `</p>` is no regex), and
-//!   only the first branch of a preprocessor conditional moves the nesting (`#ifdef W /
-//!   int f(int a, int b) { / #else / int f(int a) { / #endif` opens one block).
-//! - Python: logical lines (through brackets, `\` continuations and triple-quoted
-//!   strings) at one indentation; `else`/`elif`/`except`/`finally` continue the statement.
+//! The scanner tracks `{}` depth and `()`/`[]` nesting through strings, character literals
+//! (told from Scala symbols and digit separators), `"""` text blocks, comments (nested
+//! where the language nests them) and Zig's `\\` string lines. An item starts on a line at
+//! the wanted depth, outside any parenthesis, after a line that ended a statement (`;`,
+//! `}`, `,` between members, or — in languages without semicolons — a value), unless the
+//! line continues the one above (`.`, `else`, `catch`, `where`, `{`, an operator…).
 //!
 //! Decorators, attributes and the comment lines directly above an item belong to it. An
 //! item that may be cut between its members has a [`Body`]: its header lines and its
@@ -27,27 +19,14 @@
 //! own header — which the chunker opens only when the item does not fit. A leaf function
 //! has none: it is never cut inside while it fits.
 //!
-//! Why not tree-sitter (issue 16): the grammars for these languages, measured in a scratch
-//! crate on this 2-core machine, add about 40 s to a clean `cargo build --release`
-//! (63 s of CPU; 21 s for a debug build) and 9.7 MB to the stripped binary (0.34 MB →
-//! 10.0 MB). For choosing cut points between items a scanner that understands literals,
-//! comments, JSX and conditional compilation is enough, costs one pass over the bytes,
-//! and adds nothing to the build. Checked against tree-sitter's grammars on 172 real and
-//! tricky files (npm's JavaScript, the Python standard library, Java, Rust, C), it cuts
-//! inside a function that would fit only on minified one-line files, whose lines are cut
-//! anyway; what it cannot see is code a parser would reject, or a macro that opens a
-//! block.
-//!
-//! The brace family is in [`brace_syntax`] (each language's literals and comments),
-//! [`brace_lexer`] (with [`brace_literals`] and [`jsx`]) and [`brace_items`]; Python in
-//! [`python`]. This file holds what they share: the [`Item`]s they return and [`scan`].
+//! The scanner is in [`brace_syntax`] (each language's literals and comments),
+//! [`brace_lexer`] (with [`brace_literals`]) and [`brace_items`]. This file holds what it
+//! shares with the grammar's item finder: the [`Item`]s they return, and [`scan`].
 
 mod brace_items;
 mod brace_lexer;
 mod brace_literals;
 mod brace_syntax;
-mod jsx;
-mod python;
 
 use super::content_type::Language;
 use super::line_index::LineIndex;
@@ -56,7 +35,6 @@ use super::line_range::LineRange;
 use brace_items::BraceItems;
 use brace_lexer::lex_braces;
 use brace_syntax::Syntax;
-use python::{python_lines, PythonItems};
 
 /// How deep classes are cut into (a class in a namespace in a module…).
 const MAX_NESTING: usize = 4;
@@ -104,23 +82,21 @@ pub(crate) fn scan(index: &LineIndex<'_>, language: Option<Language>) -> Option<
         return Some(Vec::new());
     }
     let whole = LineRange::new(1, index.len());
-    match language? {
-        Language::Python => {
-            let lines = python_lines(index);
-            Some(PythonItems { index, lines: &lines }.items(whole, 0, 0))
-        }
-        language => {
-            let syntax = Syntax::of(language)?;
-            let (lines, blocks) = lex_braces(index.text(), index.len(), &syntax);
-            let scanner = BraceItems {
-                index,
-                syntax: &syntax,
-                lines: &lines,
-                blocks: &blocks,
-            };
-            Some(scanner.items(whole, 0, 0))
-        }
-    }
+    let syntax = Syntax::of(language?)?;
+    let (lines, blocks) = lex_braces(index.text(), index.len(), &syntax);
+    let scanner = BraceItems {
+        index,
+        syntax: &syntax,
+        lines: &lines,
+        blocks: &blocks,
+    };
+    Some(scanner.items(whole, 0, 0))
+}
+
+/// Whether [`scan`] knows `language`'s grammar well enough that its items are whole
+/// functions and statements.
+pub(crate) fn scan_knows(language: Option<Language>) -> bool {
+    language.and_then(Syntax::of).is_some()
 }
 
 /// An item's first line, and how many attached comment lines come before its code.

@@ -1,80 +1,29 @@
 //! Go imports: `import "p"`, `import alias "p"`, and `import ( … )` groups with `_` and `.`
-//! aliases. Comments, interpreted and raw (backquoted) strings and runes are skipped.
+//! aliases: the `path` of every `import_spec`.
 
-use super::scanner::{is_ident_start, Scanner, Token};
-use super::RawImport;
+use tree_sitter::Tree;
+
+use super::{captures, unquoted, RawImport};
 use crate::index::language::EdgeKind;
 
-pub(super) fn imports(text: &str) -> Vec<RawImport> {
-    let tokens = tokenize(text);
-    let mut found = Vec::new();
-    for (i, t) in tokens.iter().enumerate() {
-        if !t.is_word("import") || (i > 0 && tokens[i - 1].is_punct('.')) {
-            continue;
-        }
-        let mut j = i + 1;
-        let grouped = tokens.get(j).is_some_and(|t| t.is_punct('('));
-        if grouped {
-            j += 1;
-        }
-        while let Some(t) = tokens.get(j) {
-            match t {
-                Token::Str(path) => {
-                    found.push(RawImport::new(path.as_str(), EdgeKind::Import));
-                    if !grouped {
-                        break;
-                    }
-                }
-                Token::Punct(')') => break,
-                // An alias (`name`, `_`, `.`) or a separator inside a group.
-                Token::Word(_) | Token::Punct('.' | ';') => {}
-                _ => break,
-            }
-            j += 1;
-        }
-    }
-    found
-}
+const PATTERNS: &[&str] = &["(import_spec path: (_) @path)"];
 
-fn tokenize(src: &str) -> Vec<Token> {
-    let mut s = Scanner::new(src);
-    let mut out = Vec::new();
-    while let Some(c) = s.peek() {
-        match c {
-            c if c.is_whitespace() => {
-                s.bump();
-            }
-            '/' if s.peek_at(1) == Some('/') => s.skip_line(),
-            '/' if s.peek_at(1) == Some('*') => {
-                s.skip(2);
-                s.skip_block_comment(false);
-            }
-            '"' => {
-                s.bump();
-                out.push(Token::Str(s.quoted('"', false)));
-            }
-            '`' => {
-                s.bump();
-                out.push(Token::Str(s.until("`")));
-            }
-            '\'' => {
-                s.bump();
-                s.quoted('\'', false);
-                out.push(Token::Word("<rune>".into()));
-            }
-            c if is_ident_start(c) || c.is_ascii_digit() => out.push(Token::Word(s.word())),
-            _ => {
-                s.bump();
-                out.push(Token::Punct(c));
-            }
-        }
-    }
-    out
+pub(super) fn imports(tree: &Tree, text: &str) -> Vec<RawImport> {
+    captures(tree, text, PATTERNS)
+        .into_iter()
+        .map(|(_, node)| RawImport::new(unquoted(node, text), EdgeKind::Import))
+        .filter(|i| !i.specifier.is_empty())
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::language::Language;
+
+    fn imports_of(src: &str) -> Vec<RawImport> {
+        super::super::extract_imports(Language::Go, src)
+    }
 
     #[test]
     fn single_grouped_and_aliased_imports() {
@@ -93,7 +42,7 @@ import (
 
 var s = `import "example.com/m/raw"`
 "#;
-        let specs: Vec<String> = imports(src).into_iter().map(|i| i.specifier).collect();
+        let specs: Vec<String> = imports_of(src).into_iter().map(|i| i.specifier).collect();
         assert_eq!(
             specs,
             vec![

@@ -1,186 +1,68 @@
-//! Python imports: `import a.b [as c], d` and `from [.]*a.b import x, (y, z), *`.
-//!
-//! The tokenizer skips `#` comments and every string form (prefixed, triple-quoted, so
-//! docstrings too) and tracks brackets so a parenthesised import list stays one statement.
-//! An import counts at the start of a logical line or right after a `:` (`try: import x`).
+//! Python imports: `import a.b [as c], d` and `from [.]*a.b import x, (y, z), *`, wherever
+//! they stand (`try: import x`, `if TYPE_CHECKING:`), never in a string or a docstring.
 
-use super::scanner::{is_ident_start, Scanner, Token};
-use super::RawImport;
+use tree_sitter::{Node, Tree};
+
+use super::{captures, text_of, RawImport};
 use crate::index::language::EdgeKind;
 
-/// String prefixes (lowercased) that may precede a quote.
-const PREFIXES: &[&str] = &["r", "u", "b", "f", "br", "rb", "fr", "rf", "t", "tr", "rt"];
+const PATTERNS: &[&str] = &[
+    "(import_statement) @import",
+    "(import_from_statement) @from",
+    "(future_import_statement) @from",
+];
 
-pub(super) fn imports(text: &str) -> Vec<RawImport> {
-    let tokens = tokenize(text);
+pub(super) fn imports(tree: &Tree, text: &str) -> Vec<RawImport> {
     let mut found = Vec::new();
-    for statement in tokens.split(|t| *t == Token::Newline) {
-        for (i, t) in statement.iter().enumerate() {
-            if i > 0 && !statement[i - 1].is_punct(':') {
-                continue;
-            }
-            if t.is_word("import") {
-                plain_import(&statement[i + 1..], &mut found);
-            } else if t.is_word("from") {
-                from_import(&statement[i + 1..], &mut found);
-            }
+    for (name, node) in captures(tree, text, PATTERNS) {
+        let names = imported_names(node, text);
+        if name == "import" {
+            found.extend(names.into_iter().map(|n| RawImport::new(n, EdgeKind::Import)));
+            continue;
         }
+        let module = match node.child_by_field_name("module_name") {
+            Some(module) => compact(text_of(module, text)),
+            None => "__future__".to_string(),
+        };
+        let mut import = RawImport::new(module, EdgeKind::Import);
+        import.names = names;
+        found.push(import);
     }
     found
 }
 
-fn tokenize(src: &str) -> Vec<Token> {
-    let mut s = Scanner::new(src);
-    let mut out = Vec::new();
-    let mut depth = 0usize;
-    let newline = |out: &mut Vec<Token>| {
-        if !matches!(out.last(), None | Some(Token::Newline)) {
-            out.push(Token::Newline);
-        }
-    };
-    while let Some(c) = s.peek() {
-        match c {
-            '#' => s.skip_line(),
-            '\\' if matches!(s.peek_at(1), Some('\n' | '\r')) => {
-                s.skip(2);
-            }
-            '\n' => {
-                s.bump();
-                if depth == 0 {
-                    newline(&mut out);
-                }
-            }
-            ';' if depth == 0 => {
-                s.bump();
-                newline(&mut out);
-            }
-            c if c.is_whitespace() => {
-                s.bump();
-            }
-            '\'' | '"' => {
-                s.bump();
-                out.push(Token::Str(string(&mut s, c)));
-            }
-            c if is_ident_start(c) || c.is_ascii_digit() => {
-                let word = s.word();
-                match s.peek() {
-                    Some(q @ ('\'' | '"')) if PREFIXES.contains(&word.to_lowercase().as_str()) => {
-                        s.bump();
-                        out.push(Token::Str(string(&mut s, q)));
-                    }
-                    _ => out.push(Token::Word(word)),
-                }
-            }
-            _ => {
-                s.bump();
-                match c {
-                    '(' | '[' | '{' => depth += 1,
-                    ')' | ']' | '}' => depth = depth.saturating_sub(1),
-                    _ => {}
-                }
-                out.push(Token::Punct(c));
-            }
-        }
-    }
-    out
+/// The names an import statement lists (`a.b` of `import a.b as c`; `x`, `y` of
+/// `from m import x, y as z`); none for `*`.
+fn imported_names(node: Node<'_>, text: &str) -> Vec<String> {
+    let mut cursor = node.walk();
+    node.children_by_field_name("name", &mut cursor)
+        .map(|n| match n.kind() {
+            "aliased_import" => n.child_by_field_name("name").unwrap_or(n),
+            _ => n,
+        })
+        .map(|n| compact(text_of(n, text)))
+        .filter(|n| !n.is_empty())
+        .collect()
 }
 
-/// A string whose first quote has been consumed: triple-quoted (multi-line) or not.
-fn string(s: &mut Scanner, quote: char) -> String {
-    if s.peek() == Some(quote) && s.peek_at(1) == Some(quote) {
-        s.skip(2);
-        let mut text = String::new();
-        while let Some(c) = s.bump() {
-            if c == '\\' {
-                s.bump();
-            } else if c == quote && s.peek() == Some(quote) && s.peek_at(1) == Some(quote) {
-                s.skip(2);
-                break;
-            } else {
-                text.push(c);
-            }
-        }
-        text
-    } else {
-        s.quoted(quote, false)
-    }
-}
-
-/// A dotted name `a.b.c` at the start of `tokens`, and how many tokens it used.
-fn dotted(tokens: &[Token]) -> (String, usize) {
-    let mut name = String::new();
-    let mut j = 0;
-    // `import` is a keyword, never a module name: `from . import x`.
-    while let Some(w) = tokens.get(j).and_then(Token::word).filter(|w| *w != "import") {
-        name.push_str(w);
-        j += 1;
-        if tokens.get(j).is_some_and(|t| t.is_punct('.')) && tokens.get(j + 1).and_then(Token::word).is_some() {
-            name.push('.');
-            j += 1;
-        } else {
-            break;
-        }
-    }
-    (name, j)
-}
-
-/// `import a.b as c, d` (tokens after `import`).
-fn plain_import(tokens: &[Token], found: &mut Vec<RawImport>) {
-    let mut j = 0;
-    loop {
-        let (name, used) = dotted(&tokens[j..]);
-        if used == 0 {
-            return;
-        }
-        found.push(RawImport::new(name, EdgeKind::Import));
-        j += used;
-        if tokens.get(j).is_some_and(|t| t.is_word("as")) {
-            j += 2;
-        }
-        if !tokens.get(j).is_some_and(|t| t.is_punct(',')) {
-            return;
-        }
-        j += 1;
-    }
-}
-
-/// `from ..a.b import x as y, z` (tokens after `from`); `(`…`)` and `*` allowed.
-fn from_import(tokens: &[Token], found: &mut Vec<RawImport>) {
-    let mut j = 0;
-    let mut module = String::new();
-    while tokens.get(j).is_some_and(|t| t.is_punct('.')) {
-        module.push('.');
-        j += 1;
-    }
-    let (name, used) = dotted(&tokens[j..]);
-    module.push_str(&name);
-    j += used;
-    if module.is_empty() || !tokens.get(j).is_some_and(|t| t.is_word("import")) {
-        return;
-    }
-    j += 1;
-    let mut names = Vec::new();
-    while let Some(t) = tokens.get(j) {
-        match t {
-            Token::Word(w) if w == "as" => j += 2,
-            Token::Word(w) => {
-                names.push(w.clone());
-                j += 1;
-            }
-            Token::Punct('(' | ')' | ',' | '*') => j += 1,
-            _ => break,
-        }
-    }
-    found.push(RawImport {
-        specifier: module,
-        kind: EdgeKind::Import,
-        names,
-    });
+/// A dotted name without the spaces, line breaks and comments a statement may hold.
+fn compact(name: &str) -> String {
+    name.lines()
+        .map(|l| l.split('#').next().unwrap_or(""))
+        .collect::<String>()
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != '\\')
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::language::Language;
+
+    fn imports(src: &str) -> Vec<RawImport> {
+        super::super::extract_imports(Language::Python, src)
+    }
 
     fn specs(text: &str) -> Vec<(String, Vec<String>)> {
         imports(text).into_iter().map(|i| (i.specifier, i.names)).collect()

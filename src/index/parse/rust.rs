@@ -1,237 +1,186 @@
 //! Rust module edges: `mod x;` (with `#[path = "…"]`) and `use` declarations of project
 //! paths (`crate::`, `self::`, `super::`, and 2018-style paths that start with a child
-//! module).
+//! module), read from the tree.
 //!
-//! Inline modules (`mod tests { use super::*; }`) are tracked so `mod` files nest under
-//! them and `self`/`super` are taken relative to the right module. Qualified paths in
-//! expressions (`crate::a::f()` without a `use`) are not edges.
+//! Inline modules (`mod tests { use super::*; }`) are the `mod` items around a node, so
+//! `mod` files nest under them and `self`/`super` are taken relative to the right module.
+//! Qualified paths in expressions (`crate::a::f()` without a `use`) are not edges.
 
-use super::scanner::{is_ident_start, Scanner, Token};
-use super::RawImport;
+use tree_sitter::{Node, Tree};
+
+use super::{captures, text_of, unquoted, RawImport};
+use crate::content::code_grammar::Grammar;
+use crate::content::Language as ContentLanguage;
 use crate::index::language::EdgeKind;
 
-pub(super) fn imports(text: &str) -> Vec<RawImport> {
-    extract(&tokenize(text))
-}
+const PATTERNS: &[&str] = &[
+    "(mod_item) @mod",
+    "(use_declaration) @use",
+    "(macro_invocation (token_tree) @macro)",
+];
 
-fn tokenize(src: &str) -> Vec<Token> {
-    let mut s = Scanner::new(src);
-    let mut out = Vec::new();
-    while let Some(c) = s.peek() {
-        match c {
-            c if c.is_whitespace() => {
-                s.bump();
-            }
-            '/' if s.peek_at(1) == Some('/') => s.skip_line(),
-            '/' if s.peek_at(1) == Some('*') => {
-                s.skip(2);
-                s.skip_block_comment(true);
-            }
-            '"' => {
-                s.bump();
-                out.push(Token::Str(s.quoted('"', true)));
-            }
-            '\'' => {
-                // 'a' and '\n' are chars; 'a (no closing quote after one char) a lifetime.
-                if s.peek_at(1) == Some('\\') || s.peek_at(2) == Some('\'') {
-                    s.bump();
-                    s.quoted('\'', false);
-                    out.push(Token::Word("<char>".into()));
-                } else {
-                    s.bump();
-                    out.push(Token::Punct('\''));
-                }
-            }
-            c if is_ident_start(c) || c.is_ascii_digit() => {
-                let word = s.word();
-                match (word.as_str(), s.peek(), s.peek_at(1)) {
-                    ("r" | "br" | "cr", Some('#'), Some('"' | '#')) | ("r" | "br" | "cr", Some('"'), _) => {
-                        out.push(Token::Str(raw_string(&mut s)));
-                    }
-                    ("r", Some('#'), Some(n)) if is_ident_start(n) => {
-                        s.bump();
-                        out.push(Token::Word(s.word()));
-                    }
-                    ("b" | "c", Some('"'), _) => {
-                        s.bump();
-                        out.push(Token::Str(s.quoted('"', true)));
-                    }
-                    ("b", Some('\''), _) => {
-                        s.bump();
-                        s.quoted('\'', false);
-                        out.push(Token::Word("<char>".into()));
-                    }
-                    _ => out.push(Token::Word(word)),
-                }
-            }
-            _ => {
-                s.bump();
-                out.push(Token::Punct(c));
-            }
-        }
-    }
-    out
-}
-
-/// `#*"…"#*` after the `r`: the hashes before the quote close it after the quote.
-fn raw_string(s: &mut Scanner) -> String {
-    let mut hashes = 0;
-    while s.peek() == Some('#') {
-        s.bump();
-        hashes += 1;
-    }
-    s.bump(); // the opening quote
-    let close = format!("\"{}", "#".repeat(hashes));
-    s.until(&close)
-}
-
-fn extract(tokens: &[Token]) -> Vec<RawImport> {
+pub(super) fn imports(tree: &Tree, text: &str) -> Vec<RawImport> {
     let mut found = Vec::new();
-    let mut depth = 0usize;
-    // Inline modules open around the current token: (name, brace depth outside it).
-    let mut inline: Vec<(String, usize)> = Vec::new();
-    let mut path_attr: Option<String> = None;
-    let mut i = 0;
-    while i < tokens.len() {
-        match &tokens[i] {
-            Token::Punct('#') => {
-                if let Some(value) = path_attribute(&tokens[i + 1..]) {
-                    path_attr = Some(value);
-                    i += 6;
+    imports_in(tree, text, &[], 0, &mut found);
+    found
+}
+
+/// How deep macro bodies are read inside macro bodies (`cfg_rt! { cfg_net! { … } }`).
+const MAX_MACRO_DEPTH: usize = 4;
+
+/// The imports of `tree`, inside the inline modules `outer`; the items in the bodies of
+/// macro calls (`cfg_unix! { mod unix; pub use unix::Pipe; }`, which the grammar keeps as
+/// tokens) are parsed as Rust in turn.
+fn imports_in(tree: &Tree, text: &str, outer: &[String], depth: usize, found: &mut Vec<RawImport>) {
+    let scope_of = |node: Node<'_>| -> Vec<String> {
+        outer
+            .iter()
+            .cloned()
+            .chain(inline_modules(node, text).into_iter().map(str::to_string))
+            .collect()
+    };
+    for (name, node) in captures(tree, text, PATTERNS) {
+        let scope = scope_of(node);
+        match name.as_str() {
+            "mod" => {
+                if node.child_by_field_name("body").is_some() {
                     continue;
                 }
+                let Some(module) = node.child_by_field_name("name").map(|n| text_of(n, text)) else {
+                    continue;
+                };
+                let spec = match path_attribute(node, text) {
+                    Some(path) if scope.is_empty() => format!("{module}#path={path}"),
+                    _ => scope
+                        .iter()
+                        .map(String::as_str)
+                        .chain([module])
+                        .collect::<Vec<_>>()
+                        .join("/"),
+                };
+                found.push(RawImport::new(spec, EdgeKind::Mod));
             }
-            Token::Punct('{') => {
-                depth += 1;
-                path_attr = None;
-            }
-            Token::Punct('}') => {
-                depth = depth.saturating_sub(1);
-                if inline.last().is_some_and(|(_, d)| *d == depth) {
-                    inline.pop();
-                }
-                path_attr = None;
-            }
-            Token::Punct(';') => path_attr = None,
-            Token::Word(w) if w == "mod" => {
-                if let Some(name) = tokens.get(i + 1).and_then(Token::word) {
-                    match tokens.get(i + 2) {
-                        Some(Token::Punct(';')) => {
-                            let spec = match path_attr.take() {
-                                Some(p) if inline.is_empty() => format!("{name}#path={p}"),
-                                _ => inline_path(&inline, name, "/"),
-                            };
-                            found.push(RawImport::new(spec, EdgeKind::Mod));
-                            i += 3;
-                            continue;
-                        }
-                        Some(Token::Punct('{')) => {
-                            inline.push((name.to_string(), depth));
-                            depth += 1;
-                            path_attr = None;
-                            i += 3;
-                            continue;
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            Token::Word(w) if w == "use" => {
-                let kind = if is_pub(tokens, i) {
-                    EdgeKind::Reexport
-                } else {
-                    EdgeKind::Use
+            "use" => {
+                let mut cursor = node.walk();
+                let public = node.children(&mut cursor).any(|c| c.kind() == "visibility_modifier");
+                let kind = if public { EdgeKind::Reexport } else { EdgeKind::Use };
+                let Some(argument) = node.child_by_field_name("argument") else {
+                    continue;
                 };
                 let mut paths = Vec::new();
-                use_tree(tokens, i + 1, Vec::new(), &mut paths);
-                let scope: Vec<&str> = inline.iter().map(|(n, _)| n.as_str()).collect();
+                expand(argument, text, &[], &mut paths);
+                let scope: Vec<&str> = scope.iter().map(String::as_str).collect();
                 for path in paths {
                     if let Some(spec) = use_specifier(&scope, path) {
                         found.push(RawImport::new(spec, kind));
                     }
                 }
             }
+            "macro" if depth < MAX_MACRO_DEPTH => {
+                let body = text_of(node, text);
+                if !(body.contains("mod ") || body.contains("use ")) {
+                    continue;
+                }
+                // The tokens between the delimiters, read as items.
+                let inner = body.get(1..body.len().saturating_sub(1)).unwrap_or("");
+                let Some(tree) = Grammar::of(ContentLanguage::Rust).and_then(|g| g.parse(inner)) else {
+                    continue;
+                };
+                imports_in(&tree, inner, &scope, depth + 1, found);
+            }
             _ => {}
         }
-        i += 1;
     }
-    found
 }
 
-fn inline_path(inline: &[(String, usize)], name: &str, sep: &str) -> String {
-    let mut parts: Vec<&str> = inline.iter().map(|(n, _)| n.as_str()).collect();
-    parts.push(name);
-    parts.join(sep)
-}
-
-/// `[path = "x"]` after a `#`.
-fn path_attribute(tokens: &[Token]) -> Option<String> {
-    match tokens.get(..5)? {
-        [open, name, eq, Token::Str(value), close]
-            if open.is_punct('[') && name.is_word("path") && eq.is_punct('=') && close.is_punct(']') =>
-        {
-            Some(value.clone())
+/// The names of the inline modules around `node`, outermost first.
+fn inline_modules<'s>(node: Node<'_>, text: &'s str) -> Vec<&'s str> {
+    let mut names = Vec::new();
+    let mut at = node.parent();
+    while let Some(parent) = at {
+        if parent.kind() == "mod_item" {
+            if let Some(name) = parent.child_by_field_name("name") {
+                names.push(text_of(name, text));
+            }
         }
-        _ => None,
+        at = parent.parent();
     }
+    names.reverse();
+    names
 }
 
-/// Whether the `use` at `i` is `pub use` or `pub(…) use`.
-fn is_pub(tokens: &[Token], i: usize) -> bool {
-    let Some(prev) = i.checked_sub(1).and_then(|p| tokens.get(p)) else {
-        return false;
-    };
-    if prev.is_word("pub") {
-        return true;
-    }
-    if prev.is_punct(')') {
-        let open = tokens[..i - 1].iter().rposition(|t| t.is_punct('('));
-        return open.is_some_and(|o| o > 0 && tokens[o - 1].is_word("pub"));
-    }
-    false
-}
-
-/// Expands a use tree starting at `j` into full paths; returns the index after it.
-fn use_tree(tokens: &[Token], mut j: usize, mut path: Vec<String>, out: &mut Vec<Vec<String>>) -> usize {
-    loop {
-        match tokens.get(j) {
-            Some(Token::Punct(':')) if tokens.get(j + 1).is_some_and(|t| t.is_punct(':')) => j += 2,
-            Some(Token::Word(w)) => {
-                path.push(w.clone());
-                j += 1;
-                let separator = tokens.get(j).is_some_and(|t| t.is_punct(':'))
-                    && tokens.get(j + 1).is_some_and(|t| t.is_punct(':'));
-                if !separator {
-                    if tokens.get(j).is_some_and(|t| t.is_word("as")) {
-                        j += 2;
-                    }
-                    out.push(path);
-                    return j;
-                }
+/// The `"x"` of a `#[path = "x"]` among the attributes directly above a `mod`.
+fn path_attribute(node: Node<'_>, text: &str) -> Option<String> {
+    let mut above = node.prev_named_sibling();
+    while let Some(attribute) = above.filter(|n| n.kind() == "attribute_item") {
+        let mut cursor = attribute.walk();
+        for inner in attribute.named_children(&mut cursor) {
+            let named_path = inner
+                .named_child(0)
+                .is_some_and(|n| n.kind() == "identifier" && text_of(n, text) == "path");
+            if let Some(value) = inner.child_by_field_name("value").filter(|_| named_path) {
+                return Some(unquoted(value, text));
             }
-            Some(Token::Punct('*')) => {
-                out.push(path);
-                return j + 1;
-            }
-            Some(Token::Punct('{')) => {
-                j += 1;
-                loop {
-                    match tokens.get(j) {
-                        Some(Token::Punct('}')) => return j + 1,
-                        Some(Token::Punct(',')) => j += 1,
-                        Some(_) => {
-                            let next = use_tree(tokens, j, path.clone(), out);
-                            if next == j {
-                                return j; // malformed: stop rather than loop
-                            }
-                            j = next;
-                        }
-                        None => return j,
-                    }
-                }
-            }
-            _ => return j,
         }
+        above = attribute.prev_named_sibling();
+    }
+    None
+}
+
+/// The paths a use tree names, each after `prefix`: `a::{b, c::{self, d}}` gives `a::b`,
+/// `a::c::self`, `a::c::d`.
+fn expand(node: Node<'_>, text: &str, prefix: &[String], out: &mut Vec<Vec<String>>) {
+    let with = |segments: Vec<String>| prefix.iter().cloned().chain(segments).collect::<Vec<_>>();
+    match node.kind() {
+        "use_as_clause" => {
+            if let Some(path) = node.child_by_field_name("path") {
+                expand(path, text, prefix, out);
+            }
+        }
+        "use_wildcard" => {
+            let path = node.named_child(0).map(|p| segments(p, text)).unwrap_or_default();
+            out.push(with(path));
+        }
+        "scoped_use_list" => {
+            let path = node
+                .child_by_field_name("path")
+                .map(|p| segments(p, text))
+                .unwrap_or_default();
+            let inner = with(path);
+            if let Some(list) = node.child_by_field_name("list") {
+                expand(list, text, &inner, out);
+            }
+        }
+        "use_list" => {
+            let mut cursor = node.walk();
+            for item in node.named_children(&mut cursor) {
+                expand(item, text, prefix, out);
+            }
+        }
+        _ => {
+            let path = segments(node, text);
+            if !path.is_empty() {
+                out.push(with(path));
+            }
+        }
+    }
+}
+
+/// The segments of a path (`crate::a::b` → `crate`, `a`, `b`).
+fn segments(node: Node<'_>, text: &str) -> Vec<String> {
+    match node.kind() {
+        "scoped_identifier" => {
+            let mut path = node
+                .child_by_field_name("path")
+                .map(|p| segments(p, text))
+                .unwrap_or_default();
+            if let Some(name) = node.child_by_field_name("name") {
+                path.push(text_of(name, text).to_string());
+            }
+            path
+        }
+        "identifier" | "crate" | "self" | "super" | "metavariable" => vec![text_of(node, text).to_string()],
+        _ => Vec::new(),
     }
 }
 
@@ -278,6 +227,11 @@ fn use_specifier(scope: &[&str], mut path: Vec<String>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::language::Language;
+
+    fn imports(src: &str) -> Vec<RawImport> {
+        super::super::extract_imports(Language::Rust, src)
+    }
 
     fn specs(text: &str) -> Vec<(String, EdgeKind)> {
         imports(text).into_iter().map(|i| (i.specifier, i.kind)).collect()
@@ -321,7 +275,6 @@ mod tests {
                 s("?self::serde::Serialize", EdgeKind::Use),
                 s("?self::cli", EdgeKind::Use),
                 s("super::sibling", EdgeKind::Reexport),
-                s("self::cli::Args", EdgeKind::Use),
                 s("tests/nested", EdgeKind::Mod),
             ]
         );
