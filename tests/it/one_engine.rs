@@ -16,8 +16,9 @@ fn ts_project(n: usize) -> Project {
     Project::new().ts_files(n)
 }
 
-/// `rlm batch src/*.ts PROMPT --base-url URL --model haiku -o OUT --yes EXTRA…`
-fn batch_in<'a>(url: &'a str, out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+/// `rlm batch src/*.ts PROMPT --base-url URL --model haiku -o OUT --yes --no-batch-small
+/// EXTRA…`: one unit a file.
+pub(crate) fn batch_in<'a>(url: &'a str, out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![
         "batch",
         "src/*.ts",

@@ -6,27 +6,9 @@
 
 use std::time::Duration;
 
+use crate::one_engine::batch_in;
 use crate::support::mock_llm::*;
 use crate::support::*;
-
-/// `rlm batch src/*.ts PROMPT --base-url URL --model haiku -o OUT --yes EXTRA…`
-fn batch_in<'a>(url: &'a str, out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec![
-        "batch",
-        "src/*.ts",
-        "List {file}",
-        "--base-url",
-        url,
-        "--model",
-        "haiku",
-        "-o",
-        out,
-        "--yes",
-        "--no-batch-small",
-    ];
-    args.extend_from_slice(extra);
-    args
-}
 
 /// The user messages the mock was sent, joined.
 fn sent_text(mock: &MockLlm) -> String {
