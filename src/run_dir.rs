@@ -283,6 +283,15 @@ impl RunDir {
         Ok(path)
     }
 
+    /// Writes a record of the run that nothing reads back (a unit's prompt, kept to inspect
+    /// or replay), scrubbed of secrets, in place: one file made, no temporary file and
+    /// rename. A kill mid-write may leave it partial; a resume writes it again.
+    pub fn write_record(&self, name: &str, content: &str) -> std::io::Result<PathBuf> {
+        let path = self.dir.join(name);
+        fs_err::write(&path, self.redactor.scrub(content).as_bytes())?;
+        Ok(path)
+    }
+
     /// Writes `value` as pretty JSON (and a newline) to a file of the run directory,
     /// atomically and scrubbed of secrets like [`RunDir::write`], streamed rather than built
     /// in memory: the plan and the report of a 100,000-unit run are hundreds of megabytes.

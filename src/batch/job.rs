@@ -667,7 +667,7 @@ pub(super) fn keep_prompt(ctx: &JobContext, unit: &WorkUnit, request: &Completio
         request.system,
         request.user_text()
     );
-    let _ = ctx.run_dir.write(&format!("prompts/{}.md", unit.id), &text);
+    let _ = ctx.run_dir.write_record(&format!("prompts/{}.md", unit.id), &text);
 }
 
 fn cache_entry(ctx: &JobContext, key: CacheKey, unit: &WorkUnit, text: &str, outcome: &JobOutcome) -> CacheEntry {
