@@ -411,3 +411,22 @@ proptest! {
         }
     }
 }
+
+/// Text that is no code of its language (found by the property above) once held
+/// tree-sitter's error recovery for minutes: the parse is given up at its deadline, and
+/// the file is cut by the lines' rules, every line kept.
+#[test]
+fn a_parse_that_takes_too_long_is_given_up_and_the_file_still_cut() {
+    let text = include_str!("code_grammar/slow_parse.ts.txt");
+    let opts = ChunkOptions {
+        max_chunk_tokens: 2408,
+        code_max_lines: 12,
+        max_import_lines: 10,
+        fallback: WindowSize { lines: 24, overlap: 27 },
+        ..ChunkOptions::default()
+    };
+    let chunks = chunk(&crate::content::detect("a.ts", ""), text, &opts);
+    assert!(!chunks.is_empty());
+    assert!(in_order(&chunks));
+    assert_eq!(chunks.last().map(|c| c.end_line), Some(LineIndex::new(text).len()));
+}

@@ -352,12 +352,29 @@ impl Grammar {
     /// The syntax tree of `text`: by the first of the grammar's languages that parses it
     /// without an error, else by the one with the smallest error (tree-sitter recovers
     /// from errors, so a tree is always had unless the parser refuses the language).
+    ///
+    /// A parse is given up after [`parse_deadline`]: tree-sitter's error recovery can take
+    /// minutes on text that is no code of its language (seen on 4 KB of random symbols
+    /// named `.ts`), and such a file is then cut by the lines' rules instead.
     pub(crate) fn parse(&self, text: &str) -> Option<Tree> {
         let mut best: Option<(usize, Tree)> = None;
+        let bytes = text.as_bytes();
         for language in self.languages {
             let mut parser = Parser::new();
             parser.set_language(&language()).ok()?;
-            let Some(tree) = parser.parse(text, None) else { continue };
+            let deadline = std::time::Instant::now() + parse_deadline(bytes.len());
+            let mut past_deadline = |_: &tree_sitter::ParseState| {
+                if std::time::Instant::now() > deadline {
+                    std::ops::ControlFlow::Break(())
+                } else {
+                    std::ops::ControlFlow::Continue(())
+                }
+            };
+            let options = tree_sitter::ParseOptions::new().progress_callback(&mut past_deadline);
+            let read = &mut |i: usize, _| bytes.get(i..).unwrap_or_default();
+            let Some(tree) = parser.parse_with_options(read, None, Some(options)) else {
+                continue;
+            };
             if !tree.root_node().has_error() {
                 return Some(tree);
             }
@@ -425,6 +442,13 @@ pub(crate) fn last_line(node: Node<'_>) -> usize {
 /// The text of `node` in `text`.
 pub(crate) fn node_text<'t>(node: Node<'_>, text: &'t str) -> &'t str {
     text.get(node.byte_range()).unwrap_or("")
+}
+
+/// How long a parse of `len` bytes may take before it is given up: a second, and a second
+/// more a megabyte — twenty times what real code of that size takes here, so a real file is
+/// always parsed, and cut the same way on every run.
+fn parse_deadline(len: usize) -> std::time::Duration {
+    std::time::Duration::from_millis(1_000 + (len / 1_000) as u64)
 }
 
 #[cfg(test)]
