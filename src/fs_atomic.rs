@@ -171,10 +171,12 @@ impl GroupSync {
         let tx = sender.get_or_insert_with(|| {
             let (tx, rx) = std::sync::mpsc::channel::<Waiting>();
             let group = self.group;
-            std::thread::Builder::new()
+            // A thread that cannot start drops `rx`: every send then fails, and each file
+            // is synced alone below.
+            let _ = std::thread::Builder::new()
                 .name("rlm-group-sync".into())
-                .spawn(move || sync_groups(&rx, group))
-                .map_or_else(|_| std::sync::mpsc::channel().0, |_| tx)
+                .spawn(move || sync_groups(&rx, group));
+            tx
         });
         if let Err(unsent) = tx.send((file, tell)) {
             // No sync thread: this file is synced here, alone.

@@ -83,20 +83,16 @@ impl Cache {
     /// Makes `dir` (and its parents) unless this process did already. A directory removed
     /// since by someone else is made again when writing into it fails.
     fn make_dir(&self, dir: &Path) -> std::io::Result<()> {
-        let made = |m: &std::sync::Mutex<std::collections::HashSet<PathBuf>>| {
-            m.lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .contains(dir)
-        };
-        if made(&self.made) {
+        if self.made_dirs().contains(dir) {
             return Ok(());
         }
         fs_err::create_dir_all(dir)?;
-        self.made
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(dir.to_path_buf());
+        self.made_dirs().insert(dir.to_path_buf());
         Ok(())
+    }
+
+    fn made_dirs(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<PathBuf>> {
+        self.made.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// `write` into the directories of `path` and `temp`, made first when this process has
@@ -111,10 +107,7 @@ impl Cache {
         dirs()?;
         match write() {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                self.made
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .clear();
+                self.made_dirs().clear();
                 dirs()?;
                 write()
             }
