@@ -25,6 +25,7 @@ mod execution;
 mod findings_stage;
 mod graph_inputs;
 mod job;
+mod keep;
 pub mod key_claim;
 mod output;
 mod pending;
