@@ -70,6 +70,15 @@ fn batch(dir: &Path, url: &str, aggregate: &str) -> Value {
         "aggregate.md missing for {aggregate}"
     );
     assert!(out_dir.join("report.json").is_file());
+    let aggregate_md = std::fs::read_to_string(out_dir.join("aggregate.md")).unwrap();
+    if aggregate == "concat" {
+        for file in ["src/math.ts", "src/greet.py", "src/colors.ts"] {
+            assert!(
+                aggregate_md.contains(&format!("## File: {file}")),
+                "{file} has its own section, packed or not:\n{aggregate_md}"
+            );
+        }
+    }
     for unit in report["units"].as_array().unwrap() {
         let file = out_dir.join(unit["result_file"].as_str().unwrap());
         assert!(
@@ -136,14 +145,27 @@ fn batch_against_a_real_model_server() {
     let url = server_url();
     let dir = project();
 
-    for (aggregate, fresh) in [("concat", 3), ("merge", 0), ("summarize", 0)] {
+    // Small files are packed into batch units by default, so the units (what is called and
+    // cached) may be fewer than the files; every file still gets its own result.
+    let mut units_planned = None;
+    let mut answers = None;
+    for (aggregate, first) in [("concat", true), ("merge", false), ("summarize", false)] {
         let report = batch(&dir, &url, aggregate);
         assert_eq!(report["status"], "SUCCESS");
         assert_eq!(report["files_matched"], 3);
-        assert_eq!(report["succeeded"], 3);
+        assert_eq!(report["files_succeeded"], 3);
+        let units = report["units_planned"].as_u64().unwrap();
+        assert!((1..=3).contains(&units), "{units} units for 3 files");
+        assert_eq!(*units_planned.get_or_insert(units), units, "the same plan every run");
+        assert_eq!(report["succeeded"], units);
+        // A packed answer the toy model garbles sends its files again, one by one (sampling
+        // decides whether it does; a cached garbled answer asks the cached ones again).
+        let calls = units + report["asked_alone"].as_u64().unwrap();
+        assert_eq!(*answers.get_or_insert(calls), calls, "the same answers every run");
         // Per-file answers do not depend on the aggregation: only the first run calls.
+        let fresh = if first { calls } else { 0 };
         assert_eq!(report["cache_misses"], fresh, "{aggregate}");
-        assert_eq!(report["cache_hits"], 3 - fresh, "{aggregate}");
+        assert_eq!(report["cache_hits"], calls - fresh, "{aggregate}");
         assert_eq!(report["provider"], "openai");
         assert_eq!(report["model"], "smollm2", "the one model scripts/local-model serves");
         assert!(
@@ -172,7 +194,7 @@ fn batch_against_a_real_model_server() {
     // The same command again: everything, the summary included, comes from the cache.
     let rerun = batch(&dir, &url, "summarize");
     assert_eq!(rerun["status"], "SUCCESS");
-    assert_eq!(rerun["cache_hits"], 3);
+    assert_eq!(rerun["cache_hits"], answers.unwrap());
     assert_eq!(rerun["cache_misses"], 0);
     assert_eq!(rerun["tokens_in"], 0);
     assert_eq!(rerun["tokens_out"], 0);
