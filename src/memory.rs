@@ -17,3 +17,19 @@ pub fn release_free() {
         libc::malloc_trim(0);
     }
 }
+
+/// The process's resident size and its peak so far, in MiB (Linux; zeros elsewhere): said
+/// in the debug log after each stage (`RLM_LOG=rlm=debug`), to see which one holds memory.
+pub fn resident_mib() -> (u64, u64) {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return (0, 0);
+    };
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            .map_or(0, |kib| kib / 1024)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}

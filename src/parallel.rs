@@ -70,9 +70,38 @@ pub fn map_pure_from<T: Sync, R: Send>(items: &[T], min_items: usize, f: impl Fn
         .collect()
 }
 
+/// `f` on every item in place, on up to [`cpu_threads`] threads, from `min_items` items on:
+/// no vector of results besides the items (sizing a million planned units this way holds
+/// nothing more than the units). A panic on a thread surfaces on the calling thread.
+pub fn for_each_mut<T: Send>(items: &mut [T], min_items: usize, f: impl Fn(&mut T) + Sync) {
+    let threads = cpu_threads();
+    if items.len() < min_items.max(2) || threads <= 1 {
+        items.iter_mut().for_each(f);
+        return;
+    }
+    let chunk = items.len().div_ceil(threads).max(1);
+    let f = &f;
+    // A scope whose thread panicked panics itself once every thread is joined.
+    std::thread::scope(|scope| {
+        for part in items.chunks_mut(chunk) {
+            scope.spawn(move || part.iter_mut().for_each(f));
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn for_each_mut_reaches_every_item_once_in_place() {
+        let mut items: Vec<u64> = (0..1000).collect();
+        for_each_mut(&mut items, 64, |i| *i = *i * 3 + 1);
+        assert!(items.iter().enumerate().all(|(n, &i)| i == n as u64 * 3 + 1));
+        let mut few = vec![1u64, 2];
+        for_each_mut(&mut few, 64, |i| *i += 1);
+        assert_eq!(few, [2, 3]);
+    }
 
     #[test]
     fn keeps_order_and_survives_a_panicking_thread() {

@@ -312,12 +312,14 @@ pub fn plan(manifest: &Manifest, opts: &PlanOptions, ctx: &RequestContext, model
             unsized_unit(inputs, body, label, result_name)
         })
         .collect();
-    let sizes = crate::parallel::map_pure(&units, |unit| Size::of(unit, ctx));
-    for (unit, size) in units.iter_mut().zip(sizes) {
+    drop((detections, treatments));
+    // Sized in place, on all cores: a million units hold nothing more while they are.
+    crate::parallel::for_each_mut(&mut units, 64, |unit| {
+        let size = Size::of(unit, ctx);
         settle(unit, size, ctx, budget);
         // The plan holds no text: each unit's is read again when it is sent.
         unit.release_text();
-    }
+    });
     unique_ids(&mut units);
     UnitPlan { units, warnings }
 }

@@ -87,6 +87,7 @@ pub async fn run(mut settings: BatchSettings, printer: Printer) -> Result<ExitSt
     }
     if settings.output.dry_run {
         dry_run::show(&printer, &settings, &plan);
+        tracing::debug!(resident_mib = ?crate::memory::resident_mib(), "dry run shown");
         // The process ends here: freeing every file's text and every unit one by one (a
         // visible part of planning tens of thousands of files) would gain nothing.
         std::mem::forget(plan);

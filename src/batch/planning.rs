@@ -131,6 +131,7 @@ pub async fn plan(settings: &mut BatchSettings, printer: &Printer) -> Result<Pla
         warnings: plan_warnings,
     } = plan::plan(&manifest, &options, &requests, &model);
     warnings.extend(plan_warnings);
+    tracing::debug!(units = units.len(), resident_mib = ?crate::memory::resident_mib(), "units planned");
     let plan_id = PlanId::of(&units);
     let plan_units = units.len();
     if let Some(shard) = settings.input.shard {

@@ -67,6 +67,7 @@ pub fn run(
         hits = pre.hits.len(),
         misses = pre.misses.len(),
         blocked = pre.blocked.len(),
+        resident_mib = ?crate::memory::resident_mib(),
         "cache pre-pass"
     );
     Ok(pre)

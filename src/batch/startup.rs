@@ -99,6 +99,7 @@ pub fn resolve_inputs(settings: &BatchSettings, printer: &Printer) -> Result<Man
         files = manifest.files.len(),
         skipped = manifest.skipped.len(),
         unreadable = manifest.unreadable.len(),
+        resident_mib = ?crate::memory::resident_mib(),
         "inputs resolved"
     );
     if manifest.matched() == 0 {
