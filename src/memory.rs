@@ -21,7 +21,7 @@ pub fn release_free() {
 /// The process's resident size and its peak so far, in MiB (Linux; zeros elsewhere): said
 /// in the debug log after each stage (`RLM_LOG=rlm=debug`), to see which one holds memory.
 pub fn resident_mib() -> (u64, u64) {
-    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+    let Ok(status) = fs_err::read_to_string("/proc/self/status") else {
         return (0, 0);
     };
     let field = |name: &str| {
