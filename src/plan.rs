@@ -277,7 +277,7 @@ pub fn plan(manifest: &Manifest, opts: &PlanOptions, ctx: &RequestContext, model
     for d in &drafts {
         if let Draft::Batch(members) = d {
             if members.len() > 1 {
-                wanted.extend(members.iter().map(|&i| files[i].display.as_str()));
+                wanted.extend(members.iter().map(|&i| files[i].display.as_ref()));
             }
         }
     }
@@ -371,11 +371,11 @@ fn least_frame_bytes(ctx: &RequestContext) -> u64 {
         .into_iter()
         .map(|name| {
             let file = InputFile {
-                path: name.into(),
-                display: name.to_string(),
+                path: std::path::Path::new(name).into(),
+                display: name.into(),
                 size: 1,
                 lines: 1,
-                content_hash: String::new(),
+                content_hash: "".into(),
                 source: None,
                 detection: None,
             };
@@ -554,7 +554,7 @@ fn batch_body(
     let members = members
         .iter()
         .map(|&i| BatchMember {
-            path: files[i].display.clone(),
+            path: files[i].display.to_string(),
             lines: files[i].lines as usize,
             result_file: member_names.next().unwrap_or_default(),
         })
@@ -709,19 +709,19 @@ enum Draft {
 impl Draft {
     fn label(&self, manifest: &Manifest) -> String {
         match self {
-            Draft::Whole(i) => manifest.files[*i].display.clone(),
+            Draft::Whole(i) => manifest.files[*i].display.to_string(),
             Draft::Chunk { file, chunk } => {
                 let f = &manifest.files[*file];
                 if let Some(p) = chunk.partial_line {
                     format!("{}:{} (part {} of {})", f.display, p.line, p.part, p.parts)
                 } else if chunk.total == 1 && chunk.start_line <= 1 && chunk.end_line as u64 >= f.lines {
-                    f.display.clone()
+                    f.display.to_string()
                 } else {
                     format!("{}:{}-{}", f.display, chunk.start_line, chunk.end_line)
                 }
             }
             Draft::Batch(files) => match files.as_slice() {
-                [one] => manifest.files[*one].display.clone(),
+                [one] => manifest.files[*one].display.to_string(),
                 [first, rest @ ..] => format!("{} +{} more", manifest.files[*first].display, rest.len()),
                 [] => "batch".to_string(),
             },

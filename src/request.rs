@@ -185,7 +185,7 @@ fn render_text(unit: &WorkUnit, ctx: &RequestContext) -> Rendered {
         UnitBody::Plain => plain(unit, ctx, &delimiter),
         UnitBody::Piece(piece) => {
             let input = unit.inputs.first();
-            let path = input.map_or("", |i| i.display.as_str());
+            let path = input.map_or("", |i| i.display.as_ref());
             let shape = shape_of(unit, ctx);
             let block = match input {
                 Some(i) => delimiter.block_of_file(path, &piece.chunk.content, &i.content_hash),
@@ -375,7 +375,7 @@ fn key(inputs: &[UnitInput], request: &CompletionRequest, ctx: &RequestContext) 
         .iter()
         .map(|i| ArtifactRef {
             artifact_id: i.artifact_id(),
-            content_hash: i.content_hash.clone(),
+            content_hash: i.content_hash.to_string(),
         })
         .collect();
     CacheKey::new(

@@ -7,7 +7,6 @@
 //! of small files. What it sends is rendered from this by [`crate::request::render`], the
 //! one place a unit becomes a request.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -88,12 +87,12 @@ impl LineSpan {
 pub struct UnitInput {
     /// Where it was read from.
     #[serde(skip)]
-    pub path: PathBuf,
+    pub path: Arc<std::path::Path>,
     /// The path as the user sees it (see [`crate::input::InputFile::display`]).
     #[serde(rename = "path")]
-    pub display: String,
+    pub display: Arc<str>,
     /// sha256 of the whole file as read.
-    pub content_hash: String,
+    pub content_hash: Arc<str>,
     /// The lines this unit covers; `None` is the whole file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub span: Option<LineSpan>,
@@ -124,7 +123,7 @@ impl UnitInput {
     pub fn artifact_id(&self) -> String {
         match self.span {
             Some(s) => format!("{}#L{}-L{}", self.display, s.start, s.end),
-            None => self.display.clone(),
+            None => self.display.to_string(),
         }
     }
 
@@ -302,7 +301,7 @@ impl WorkUnit {
             _ => self
                 .inputs
                 .first()
-                .map(|i| vec![(i.display.as_str(), self.result_name.as_str())])
+                .map(|i| vec![(i.display.as_ref(), self.result_name.as_str())])
                 .unwrap_or_default(),
         }
     }
@@ -336,7 +335,7 @@ mod tests {
 
     fn input(path: &str, span: Option<LineSpan>) -> UnitInput {
         UnitInput {
-            path: PathBuf::from(path),
+            path: std::path::Path::new(path).into(),
             display: path.into(),
             content_hash: "h".into(),
             span,

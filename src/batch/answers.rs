@@ -141,7 +141,7 @@ pub fn read(unit: &WorkUnit, text: &str, expect: Expect, schema: Option<&OutputS
         }
         UnitBody::Plain | UnitBody::Piece(_) => {
             let input = unit.inputs.first();
-            let path = input.map_or(unit.label.as_str(), |i| i.display.as_str());
+            let path = input.map_or(unit.label.as_str(), |i| i.display.as_ref());
             let (chunk, content_type) = match &unit.body {
                 UnitBody::Piece(p) => (Some(&p.chunk), Some(p.detection.content_type)),
                 _ => (None, None),

@@ -92,7 +92,7 @@ pub fn show(printer: &Printer, settings: &BatchSettings, plan: &Plan) {
 type Files<'a> = HashMap<&'a str, &'a InputFile>;
 
 fn files_of(plan: &Plan) -> Files<'_> {
-    plan.manifest.files.iter().map(|f| (f.display.as_str(), f)).collect()
+    plan.manifest.files.iter().map(|f| (f.display.as_ref(), f)).collect()
 }
 
 /// What a unit reads of its files, in bytes: a whole file's size, a chunk's lines (of the
@@ -102,7 +102,7 @@ fn size_of(files: &Files<'_>, unit: &WorkUnit) -> u64 {
         .iter()
         .map(|i| match i.span {
             Some(_) => i.bytes,
-            None => files.get(i.display.as_str()).map_or(0, |f| f.size),
+            None => files.get(i.display.as_ref()).map_or(0, |f| f.size),
         })
         .sum()
 }
@@ -268,7 +268,7 @@ fn unit_entry(plan: &Plan, files: &Files<'_>, unit: &WorkUnit, cached: bool) -> 
         .inputs
         .iter()
         .map(|i| {
-            let lines = files.get(i.display.as_str()).map_or(0, |f| f.lines);
+            let lines = files.get(i.display.as_ref()).map_or(0, |f| f.lines);
             let (start, end) = i.span.map_or((1, lines.max(1)), |s| (s.start, s.end));
             json!({"path": i.display, "start_line": start, "end_line": end, "content_hash": i.content_hash})
         })
@@ -308,7 +308,7 @@ fn unit_entry(plan: &Plan, files: &Files<'_>, unit: &WorkUnit, cached: bool) -> 
             UnitBody::Batch(_) => "batch",
         },
         "bytes": size_of(files, unit),
-        "content_hash": unit.inputs.first().map(|i| i.content_hash.as_str()),
+        "content_hash": unit.inputs.first().map(|i| i.content_hash.as_ref()),
         "cache_key": unit.cache_key.as_str(),
         "cached": cached,
         "result_file": unit.result_name,

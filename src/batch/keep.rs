@@ -243,7 +243,7 @@ fn cache_entry(ctx: &JobContext, key: CacheKey, unit: &WorkUnit, text: &str, out
             .iter()
             .map(|i| ArtifactRef {
                 artifact_id: i.artifact_id(),
-                content_hash: i.content_hash.clone(),
+                content_hash: i.content_hash.to_string(),
             })
             .collect(),
         ..cache_entry_text(ctx, key, text, outcome)

@@ -367,7 +367,7 @@ fn start(
     .with_unit_files(
         units
             .iter()
-            .map(|u| (u.id.clone(), u.inputs.iter().map(|i| i.display.clone()).collect())),
+            .map(|u| (u.id.clone(), u.inputs.iter().map(|i| i.display.to_string()).collect())),
     )
     .with_content_shares(units.iter().map(|u| (u.id.clone(), u.content_bytes, u.prompt_bytes)));
     let reporters = Reporters {

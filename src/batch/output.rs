@@ -104,7 +104,7 @@ pub fn query_block(settings: &BatchSettings, plan: &Plan) -> String {
     let file = manifest
         .files
         .first()
-        .map_or_else(|| settings.input.pattern.clone(), |f| f.display.clone());
+        .map_or_else(|| settings.input.pattern.clone(), |f| f.display.to_string());
     let read_in = match units.len() {
         1 => String::new(),
         n => format!(" (read in {n} parts)"),

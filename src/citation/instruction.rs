@@ -101,9 +101,9 @@ mod tests {
     #[test]
     fn an_input_block_has_the_hash16_and_a_span_s_lines() {
         let mut input = crate::unit::UnitInput {
-            path: "src/a.py".into(),
+            path: std::path::Path::new("src/a.py").into(),
             display: "src/a.py".into(),
-            content_hash: "0123456789abcdef".repeat(4),
+            content_hash: "0123456789abcdef".repeat(4).into(),
             span: None,
             source: Default::default(),
             bytes: 0,

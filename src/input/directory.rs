@@ -123,7 +123,7 @@ pub fn cap_largest(manifest: &mut Manifest, max_files: usize) {
         index += 1;
         if !keep {
             dropped.push(SkippedFile {
-                path: f.display.clone(),
+                path: f.display.to_string(),
                 reason: OVER_MAX_FILES.to_string(),
             });
         }
@@ -187,7 +187,7 @@ mod tests {
     }
 
     fn displays(m: &Manifest) -> Vec<&str> {
-        m.files.iter().map(|f| f.display.as_str()).collect()
+        m.files.iter().map(|f| f.display.as_ref()).collect()
     }
 
     #[test]

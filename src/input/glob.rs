@@ -275,7 +275,7 @@ mod tests {
     }
 
     fn displays(m: &Manifest) -> Vec<&str> {
-        m.files.iter().map(|f| f.display.as_str()).collect()
+        m.files.iter().map(|f| f.display.as_ref()).collect()
     }
 
     const OPTS: WalkOptions = WalkOptions {

@@ -152,7 +152,7 @@ pub fn resolve_list(
     candidates.sort_by(|a, b| a.1.cmp(&b.1));
     let mut manifest = read_candidates(candidates);
     manifest.warn_outside(outside);
-    named_anyway.retain(|(display, _)| manifest.files.iter().any(|f| f.display == *display));
+    named_anyway.retain(|(display, _)| manifest.files.iter().any(|f| *f.display == **display));
     if let Some(warning) = named_anyway_warning(&named_anyway) {
         manifest.warnings.push(warning);
     }

@@ -31,19 +31,19 @@ use serde::Serialize;
 pub struct InputFile {
     /// Where to read it.
     #[serde(skip)]
-    pub path: PathBuf,
+    pub path: std::sync::Arc<std::path::Path>,
     /// How the user sees it: relative to the working directory (or absolute when outside
     /// it); this is `{file}` in prompts and the `artifactId` in cache keys. Made by
     /// [`display_path`], so two different paths never share it (bytes that are not UTF-8
     /// are `\xHH`). May hold any character a file name can: escape it where it is printed
     /// ([`crate::escape`]).
     #[serde(rename = "path")]
-    pub display: String,
+    pub display: std::sync::Arc<str>,
     #[serde(rename = "bytes")]
     pub size: u64,
     pub lines: u64,
     /// sha256 of the content, lowercase hex.
-    pub content_hash: String,
+    pub content_hash: std::sync::Arc<str>,
     /// The decoded text, from the one read that hashed it (`None` only for files that are
     /// not read, such as a list's entries in tests).
     #[serde(skip)]

@@ -83,11 +83,11 @@ mod tests {
         let found = resolve_neighbors(dir.path(), &query("./src/db.ts", Direction::Out, 2)).unwrap();
         assert!(found.notice.is_some(), "the index is built first");
         assert_eq!(found.node, "src/db.ts");
-        let paths: Vec<_> = found.manifest.files.iter().map(|f| f.display.as_str()).collect();
+        let paths: Vec<_> = found.manifest.files.iter().map(|f| f.display.as_ref()).collect();
         assert_eq!(paths, vec!["src/session.ts", "test/session.test.ts"]);
         let again = resolve_neighbors(dir.path(), &query("src/session.ts", Direction::In, 1)).unwrap();
         assert_eq!(again.notice, None);
-        assert_eq!(again.manifest.files[0].display, "src/db.ts");
+        assert_eq!(&*again.manifest.files[0].display, "src/db.ts");
     }
 
     #[test]

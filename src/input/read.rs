@@ -46,11 +46,11 @@ fn read_one((path, display): (PathBuf, String)) -> Read {
                 size,
                 // Of the text, not the bytes: UTF-16's newlines are two bytes.
                 lines,
-                content_hash,
+                content_hash: content_hash.into(),
                 source: Some(source),
                 detection: Some(detection),
-                path,
-                display,
+                path: path.into(),
+                display: display.into(),
             })
         }
     }
@@ -289,9 +289,9 @@ mod tests {
         candidates.push((dir.path().join("gone"), "gone".into()));
         let m = ahead.finish(candidates);
         assert_eq!(m.files.len(), 297);
-        assert_eq!(m.files[0].display, "f001");
+        assert_eq!(&*m.files[0].display, "f001");
         assert!(m.files.windows(2).all(|w| w[0].display < w[1].display));
-        assert_eq!(m.files[0].content_hash, crate::hash::sha256_hex(b"1\n"));
+        assert_eq!(*m.files[0].content_hash, crate::hash::sha256_hex(b"1\n"));
         assert_eq!(
             m.skipped.iter().map(|s| s.path.as_str()).collect::<Vec<_>>(),
             ["f000", "f100", "f200"]
