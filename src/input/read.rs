@@ -61,11 +61,16 @@ fn read_one((path, display): (PathBuf, String)) -> Read {
 /// larger than memory is planned in memory that does not grow with it).
 const HELD_TEXT_BYTES: u64 = 32 << 20;
 
+/// What holding a text costs besides its bytes: the shared record around it and the
+/// allocator's headers. A million one-line files hold more of that than of text.
+const HELD_TEXT_OVERHEAD: u64 = std::mem::size_of::<crate::source::SourceText>() as u64 + 32;
+
 /// Whether a file of `size` bytes keeps its text from this read (see [`HELD_TEXT_BYTES`]).
 fn hold_text(size: u64) -> bool {
     use std::sync::atomic::{AtomicU64, Ordering};
     static HELD: AtomicU64 = AtomicU64::new(0);
-    HELD.fetch_add(size, Ordering::Relaxed) + size <= HELD_TEXT_BYTES
+    let cost = size + HELD_TEXT_OVERHEAD;
+    HELD.fetch_add(cost, Ordering::Relaxed) + cost <= HELD_TEXT_BYTES
 }
 
 /// The bytes of a regular file. The walk checked the type, but the name may have become a
