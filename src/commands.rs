@@ -558,7 +558,9 @@ fn print_data(bytes: &[u8]) -> ExitStatus {
 
 /// `rlm index …`: data on stdout; a notice (index built first) or the error on stderr.
 fn run_index(command: cli::IndexCommand) -> ExitStatus {
-    match index::command::run(command, &mut std::io::stdout().lock()) {
+    let ran = index::command::IndexAction::try_from(command)
+        .and_then(|action| index::command::run(&action, &mut std::io::stdout().lock()));
+    match ran {
         Ok(outcome) => {
             if let Some(notice) = outcome.notice {
                 Printer::plain().important(&format!("rlm: {notice}"));
@@ -579,7 +581,7 @@ fn run_index(command: cli::IndexCommand) -> ExitStatus {
 
 /// `rlm verify-citations …`: the report on stdout; 1 when a citation fails, 2 on bad input.
 fn run_verify_citations(args: cli::VerifyCitationsArgs) -> ExitStatus {
-    match citation::command::run(args, &mut std::io::stdout().lock()) {
+    match citation::command::run(&args.into(), &mut std::io::stdout().lock()) {
         Ok(status) => status,
         Err(citation::CitationError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitStatus::Success,
         Err(e) => {

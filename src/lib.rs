@@ -7,6 +7,7 @@
 pub mod aggregate;
 pub mod answer;
 pub mod batch;
+pub mod batch_state;
 pub mod cache;
 pub mod citation;
 pub mod cli;

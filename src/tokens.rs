@@ -5,6 +5,7 @@
 //! token) so that a unit planned to fit is never rejected by the provider. Every chunker
 //! and the block check use this same function: a planned chunk is never blocked.
 //! Estimates of cost use [`expected`] (four bytes a token), which is closer on average.
+//! What a provider counted for a call is its [`Usage`].
 
 /// Bytes per token assumed when deciding what fits.
 pub const BYTES_PER_TOKEN_BOUND: u64 = 3;
@@ -25,6 +26,35 @@ pub fn bytes_within(tokens: u64) -> u64 {
 /// The tokens `bytes` bytes of text are expected to be, for cost estimates.
 pub fn expected(bytes: u64) -> u64 {
     bytes.div_ceil(BYTES_PER_TOKEN_EXPECTED)
+}
+
+/// Token usage of one call. `input_tokens` counts every prompt token, cached or not.
+/// `cached_input_tokens` (read from the prompt cache) and `cache_write_tokens` (written to
+/// it, Anthropic only) are the parts of it that are billed at other prices.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Prompt tokens read from the provider's prompt cache (Anthropic
+    /// `cache_read_input_tokens`, OpenAI `prompt_tokens_details.cached_tokens`).
+    #[serde(default)]
+    pub cached_input_tokens: u64,
+    /// Prompt tokens written to the prompt cache (Anthropic `cache_creation_input_tokens`).
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+}
+
+impl Usage {
+    pub fn add(&mut self, other: Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cached_input_tokens += other.cached_input_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+    }
+
+    pub fn total(&self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
 }
 
 #[cfg(test)]

@@ -188,7 +188,7 @@ mod tests {
 
     use super::*;
     use crate::cache::ArtifactRef;
-    use crate::provider::Usage;
+    use crate::tokens::Usage;
 
     fn key() -> CacheKey {
         let artifact = ArtifactRef {

@@ -22,7 +22,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::fs_atomic::{sweep_temp_files, write_atomic_in, write_atomic_unsynced_in, Durability, Unsynced};
-use crate::provider::Usage;
+use crate::tokens::Usage;
 
 /// The bucket name; bump it when [`CacheEntry`] changes incompatibly.
 const BUCKET: &str = "results-v1";

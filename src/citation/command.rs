@@ -12,7 +12,6 @@ use serde::Serialize;
 use super::document;
 use super::error::CitationError;
 use super::verify::{check_all, Check, Status, Summary};
-use crate::cli::VerifyCitationsArgs;
 use crate::error::ExitStatus;
 
 /// Plain options of `rlm verify-citations`.
@@ -22,17 +21,6 @@ pub struct VerifyOptions {
     pub root: PathBuf,
     pub strict: bool,
     pub json: bool,
-}
-
-impl VerifyOptions {
-    pub fn from_args(args: VerifyCitationsArgs) -> Self {
-        VerifyOptions {
-            file: args.file,
-            root: args.root.unwrap_or_else(|| PathBuf::from(".")),
-            strict: args.strict,
-            json: args.json,
-        }
-    }
 }
 
 /// The result of a verification.
@@ -58,8 +46,8 @@ impl Verification {
 }
 
 /// Parses, verifies and reports; the exit status says whether every citation passed.
-pub fn run(args: VerifyCitationsArgs, out: &mut dyn Write) -> Result<ExitStatus, CitationError> {
-    Ok(verify_file(&VerifyOptions::from_args(args), out)?.exit_status())
+pub fn run(opts: &VerifyOptions, out: &mut dyn Write) -> Result<ExitStatus, CitationError> {
+    Ok(verify_file(opts, out)?.exit_status())
 }
 
 /// Verifies the citations of `opts.file` and writes the report to `out`.

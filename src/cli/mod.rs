@@ -2,6 +2,7 @@
 //! turns them into one immutable [`crate::settings::BatchSettings`].
 
 mod batch_args;
+mod into_options;
 mod job_args;
 mod numeric;
 mod recorded_name;

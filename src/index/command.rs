@@ -13,7 +13,6 @@ use super::dependency_graph::DependencyGraph;
 use super::error::IndexError;
 use super::external_graph::load_graph_file;
 use super::neighbors::{expand, Direction, Neighbor};
-use crate::cli::{DirectionArg, IndexBuildArgs, IndexCommand, IndexNeighborsArgs};
 
 /// The name of our own graph for `--graph`.
 pub const PROJECT_GRAPH: &str = "project";
@@ -25,15 +24,23 @@ pub struct CommandOutcome {
     pub notice: Option<String>,
 }
 
+/// One `rlm index` subcommand, as plain options (made from the command line in
+/// [`crate::cli`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IndexAction {
+    Build(BuildOptions),
+    Neighbors(NeighborsOptions),
+}
+
 /// Runs one `rlm index` subcommand, writing its output to `out`.
-pub fn run(command: IndexCommand, out: &mut dyn Write) -> Result<CommandOutcome, IndexError> {
-    match command {
-        IndexCommand::Build(args) => {
-            build(&BuildOptions::from_args(args), out)?;
+pub fn run(action: &IndexAction, out: &mut dyn Write) -> Result<CommandOutcome, IndexError> {
+    match action {
+        IndexAction::Build(opts) => {
+            build(opts, out)?;
             Ok(CommandOutcome::default())
         }
-        IndexCommand::Neighbors(args) => {
-            let outcome = neighbors(&NeighborsOptions::from_args(args)?, out)?;
+        IndexAction::Neighbors(opts) => {
+            let outcome = neighbors(opts, out)?;
             Ok(CommandOutcome { notice: outcome.notice })
         }
     }
@@ -44,15 +51,6 @@ pub fn run(command: IndexCommand, out: &mut dyn Write) -> Result<CommandOutcome,
 pub struct BuildOptions {
     pub root: PathBuf,
     pub json: bool,
-}
-
-impl BuildOptions {
-    pub fn from_args(args: IndexBuildArgs) -> Self {
-        BuildOptions {
-            root: args.root.unwrap_or_else(|| PathBuf::from(".")),
-            json: args.json,
-        }
-    }
 }
 
 /// The `--json` document of `rlm index build`: the report and files per language.
@@ -114,30 +112,6 @@ pub struct NeighborsOptions {
     pub graph: GraphChoice,
     pub edge_type: Option<String>,
     pub json: bool,
-}
-
-impl NeighborsOptions {
-    /// Plain options from the arguments; `--graph` other than `project` is an error.
-    pub fn from_args(args: IndexNeighborsArgs) -> Result<Self, IndexError> {
-        let graph = match args.graph_file {
-            Some(file) => GraphChoice::File(file),
-            None if args.graph == PROJECT_GRAPH => GraphChoice::Project,
-            None => return Err(IndexError::UnknownGraph(args.graph)),
-        };
-        Ok(NeighborsOptions {
-            root: args.root.unwrap_or_else(|| PathBuf::from(".")),
-            node: args.node,
-            direction: match args.direction {
-                DirectionArg::In => Direction::In,
-                DirectionArg::Out => Direction::Out,
-                DirectionArg::Both => Direction::Both,
-            },
-            depth: args.depth,
-            graph,
-            edge_type: args.edge_type,
-            json: args.json,
-        })
-    }
 }
 
 /// What `rlm index neighbors` found.
@@ -299,24 +273,5 @@ mod tests {
         assert_eq!(json["reused"], 3);
         assert_eq!(json["written"], false);
         assert_eq!(json["languages"]["typescript"], 3);
-    }
-
-    #[test]
-    fn unknown_graph_name_is_an_error() {
-        let args = IndexNeighborsArgs {
-            node: "a.ts".into(),
-            direction: DirectionArg::In,
-            depth: 1,
-            graph: "ssot".into(),
-            graph_file: None,
-            edge_type: None,
-            root: None,
-            json: false,
-        };
-        let err = NeighborsOptions::from_args(args).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "unknown graph `ssot`: use `project` (this project's index) or --graph-file FILE"
-        );
     }
 }

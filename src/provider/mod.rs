@@ -98,34 +98,7 @@ impl CompletionRequest {
     }
 }
 
-/// Token usage of one call. `input_tokens` counts every prompt token, cached or not.
-/// `cached_input_tokens` (read from the prompt cache) and `cache_write_tokens` (written to
-/// it, Anthropic only) are the parts of it that are billed at other prices.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Usage {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    /// Prompt tokens read from the provider's prompt cache (Anthropic
-    /// `cache_read_input_tokens`, OpenAI `prompt_tokens_details.cached_tokens`).
-    #[serde(default)]
-    pub cached_input_tokens: u64,
-    /// Prompt tokens written to the prompt cache (Anthropic `cache_creation_input_tokens`).
-    #[serde(default)]
-    pub cache_write_tokens: u64,
-}
-
-impl Usage {
-    pub fn add(&mut self, other: Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cached_input_tokens += other.cached_input_tokens;
-        self.cache_write_tokens += other.cache_write_tokens;
-    }
-
-    pub fn total(&self) -> u64 {
-        self.input_tokens + self.output_tokens
-    }
-}
+pub use crate::tokens::Usage;
 
 /// A model's answer.
 #[derive(Debug, Clone)]

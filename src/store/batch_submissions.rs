@@ -25,7 +25,7 @@ use super::records::RunId;
 use super::task_store::TaskStore;
 use super::timestamp::Timestamp;
 use super::write_batch::WriteBatch;
-use crate::provider::batch_api::{BatchCounts, BatchState, BatchStatus};
+use crate::batch_state::{BatchCounts, BatchState, BatchStatus};
 
 /// Schema version 3: the batch tables.
 pub(super) const MIGRATION: &str = "

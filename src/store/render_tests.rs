@@ -223,7 +223,7 @@ fn small_formats() {
 
 #[test]
 fn status_shows_the_batches_as_last_polled() {
-    use crate::provider::batch_api::{BatchCounts, BatchStatus};
+    use crate::batch_state::{BatchCounts, BatchStatus};
     use crate::store::BatchSubmission;
     let now = Timestamp::from_millis(START_MS + 120_000);
     let batch = |id: &str, status, counts: BatchCounts, polled: Option<i64>, collected: bool| BatchSubmission {

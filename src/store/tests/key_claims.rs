@@ -3,7 +3,7 @@
 //! run's rlm lives.
 
 use super::*;
-use crate::provider::batch_api::{BatchCounts, BatchState, BatchStatus};
+use crate::batch_state::{BatchCounts, BatchState, BatchStatus};
 
 fn state(batch_id: &str) -> BatchState {
     BatchState {
