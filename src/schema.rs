@@ -6,7 +6,6 @@
 //! validated here, because a local server may ignore the request. The answer that is kept is
 //! the canonical pretty-printed JSON, so `--aggregate merge` works on typed data.
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -55,14 +54,11 @@ pub enum Rejection {
 }
 
 impl Rejection {
-    /// The errors as a bulleted list, for the model's second attempt.
-    pub fn bullets(&self) -> String {
+    /// The errors, one line each, as a re-ask quotes them.
+    pub fn into_errors(self) -> Vec<String> {
         match self {
-            Rejection::NotJson(e) => format!("- the answer is not a JSON value ({e})\n"),
-            Rejection::Invalid(errors) => errors.iter().fold(String::new(), |mut s, e| {
-                let _ = writeln!(s, "- {e}");
-                s
-            }),
+            Rejection::NotJson(e) => vec![format!("the answer is not JSON ({e})")],
+            Rejection::Invalid(errors) => errors,
         }
     }
 
@@ -70,16 +66,18 @@ impl Rejection {
     pub fn first(&self) -> String {
         match self {
             Rejection::NotJson(e) => format!("the answer is not JSON ({e})"),
-            Rejection::Invalid(errors) => {
-                let more = errors.len().saturating_sub(1);
-                let first = errors.first().cloned().unwrap_or_default();
-                if more == 0 {
-                    first
-                } else {
-                    format!("{first} (and {more} more)")
-                }
-            }
+            Rejection::Invalid(errors) => first_error(errors),
         }
+    }
+}
+
+/// The first of an answer's errors, and how many more there are: a rejection as one line
+/// of a report.
+pub fn first_error(errors: &[String]) -> String {
+    let first = errors.first().cloned().unwrap_or_default();
+    match errors.len().saturating_sub(1) {
+        0 => first,
+        more => format!("{first} (and {more} more)"),
     }
 }
 
@@ -167,28 +165,6 @@ impl OutputSchema {
         let pretty = serde_json::to_string_pretty(&*self.value).unwrap_or_default();
         format!("\n\nThe JSON Schema every file's `answer` must conform to:\n{pretty}\n")
     }
-
-    /// The user message of the second attempt: the first answer and what was wrong with it.
-    pub fn retry_message(&self, user: &str, answer: &str, rejection: &Rejection) -> String {
-        let answer = clip(answer);
-        format!(
-            "{user}\n\nYour previous answer was:\n{answer}\n\nIt was rejected because it does \
-             not conform to the JSON Schema:\n{}\nAnswer again with only a JSON value that \
-             conforms to the schema.\n",
-            rejection.bullets()
-        )
-    }
-}
-
-/// An earlier answer as quoted back to the model: at most 4000 bytes.
-fn clip(answer: &str) -> String {
-    let mut answer = answer.trim().to_string();
-    if answer.len() > 4000 {
-        let cut = (0..=4000).rev().find(|i| answer.is_char_boundary(*i)).unwrap_or(0);
-        answer.truncate(cut);
-        answer.push_str(" …");
-    }
-    answer
 }
 
 /// The canonical text kept for a conforming answer.
@@ -235,8 +211,7 @@ mod tests {
         }
         let not_json = s.check("no json here").unwrap_err();
         assert!(matches!(not_json, Rejection::NotJson(_)));
-        let retry = s.retry_message("U", "bad", &not_json);
-        assert!(retry.starts_with("U\n") && retry.contains("bad") && retry.contains("- the answer is not"));
+        assert!(not_json.into_errors()[0].starts_with("the answer is not JSON ("));
     }
 
     #[test]

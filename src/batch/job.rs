@@ -21,7 +21,7 @@ use super::keep::{cache_entry_text, persist};
 pub(super) use super::keep::{keep, keep_paid, lookup};
 use super::key_claim::{KeyClaim, KeyClaims};
 use crate::cache::{ArtifactRef, Cache, CacheEntry, CacheKey, ClaimGuard};
-use crate::exec::{self, call_with_retries, CallContext, CallFailure, JobMeta, Place};
+use crate::exec::{self, call_with_retries, CallContext, CallFailure, CallResult, JobMeta, Place, Start};
 use crate::hash::sha256_hex;
 use crate::prompt;
 use crate::provider::{CompletionRequest, ErrorKind, Usage};
@@ -250,12 +250,26 @@ async fn run_unit(ctx: Arc<JobContext>, unit: WorkUnit, mut outcome: JobOutcome,
         unit.label
     );
     keep_prompt(&ctx, &unit, &rendered.request);
-    let mut outcome = call(&ctx, &rendered.request, (&unit.id, &unit.label), outcome, place).await;
-    if rendered.expect == Expect::Schema {
-        if let Some(schema) = &ctx.requests.schema {
-            outcome = conform(&ctx, schema, &rendered.request, &unit, outcome).await;
+    let schema = ctx
+        .requests
+        .schema
+        .as_ref()
+        .filter(|_| rendered.expect == Expect::Schema);
+    let mut outcome = match schema {
+        Some(schema) => {
+            conform(
+                &ctx,
+                schema,
+                &rendered.request,
+                &unit,
+                outcome,
+                Start::Call(place),
+                true,
+            )
+            .await
         }
-    }
+        None => call(&ctx, &rendered.request, (&unit.id, &unit.label), outcome, place).await,
+    };
     let Some(text) = outcome.text.take().filter(|_| outcome.failure.is_none()) else {
         return outcome;
     };
@@ -381,37 +395,13 @@ pub(super) async fn call(
     place: Place,
 ) -> JobOutcome {
     let result = call_with_retries(&ctx.call, request, unit, label, place).await;
+    record_call(ctx, request, (unit, label), &result);
     outcome.attempts = result.attempts;
     outcome.slot = result.slot;
     if outcome.dispatched.is_none() {
         outcome.dispatched = result.dispatched;
     }
-    let own_ms = |since: Option<Instant>| since.map_or(0, |t| t.elapsed().as_millis() as u64);
-    outcome.duration_ms = own_ms(outcome.dispatched);
-    if let Some(trajectory) = &ctx.trajectory {
-        let (response, error, usage) = match &result.outcome {
-            Ok(c) => (Some(c.text.as_str()), None, c.usage),
-            Err(CallFailure::Unit { reason, .. }) => (None, Some(reason.clone()), Usage::default()),
-            Err(CallFailure::Fatal(reason) | CallFailure::Stop { reason, .. }) => {
-                (None, Some(reason.clone()), Usage::default())
-            }
-            Err(CallFailure::Halted) => (None, Some("the run stopped first".to_string()), Usage::default()),
-        };
-        let warning = trajectory.record(&super::trajectory::CallRecord {
-            unit: unit.as_str(),
-            label,
-            model: ctx.call.provider.model(),
-            request,
-            response,
-            error: error.as_deref(),
-            usage,
-            duration_ms: own_ms(result.dispatched),
-            attempts: result.attempts,
-        });
-        if let Some(message) = warning {
-            let _ = ctx.call.events.send(exec::Event::Warning { message });
-        }
-    }
+    outcome.duration_ms = outcome.dispatched.map_or(0, |t| t.elapsed().as_millis() as u64);
     match result.outcome {
         Ok(completion) => {
             outcome.usage = completion.usage;
@@ -424,17 +414,57 @@ pub(super) async fn call(
             }
             outcome.text = Some(completion.text);
         }
-        Err(CallFailure::Unit { kind, reason }) => {
-            outcome.failure = Some(JobFailure::Unit {
-                kind: Some(kind),
-                reason,
-            });
-        }
-        Err(CallFailure::Fatal(reason)) => outcome.failure = Some(JobFailure::Fatal(reason)),
-        Err(CallFailure::Stop { reason, abandon }) => outcome.failure = Some(JobFailure::Stop { reason, abandon }),
-        Err(CallFailure::Halted) => outcome.failure = Some(JobFailure::Halted),
+        Err(failure) => outcome.failure = Some(unit_failure(failure)),
     }
     outcome
+}
+
+/// A call that ended without an answer, as a job's failure.
+pub(super) fn unit_failure(failure: CallFailure) -> JobFailure {
+    match failure {
+        CallFailure::Unit { kind, reason } => JobFailure::Unit {
+            kind: Some(kind),
+            reason,
+        },
+        CallFailure::Fatal(reason) => JobFailure::Fatal(reason),
+        CallFailure::Stop { reason, abandon } => JobFailure::Stop { reason, abandon },
+        CallFailure::Halted => JobFailure::Halted,
+    }
+}
+
+/// Logs one call (its retries in one record) to `--save-trajectory`, when asked; a log
+/// that cannot be written is said once as a warning.
+pub(super) fn record_call(
+    ctx: &JobContext,
+    request: &CompletionRequest,
+    (unit, label): (&UnitId, &str),
+    result: &CallResult,
+) {
+    let Some(trajectory) = &ctx.trajectory else {
+        return;
+    };
+    let (response, error, usage) = match &result.outcome {
+        Ok(c) => (Some(c.text.as_str()), None, c.usage),
+        Err(CallFailure::Unit { reason, .. }) => (None, Some(reason.clone()), Usage::default()),
+        Err(CallFailure::Fatal(reason) | CallFailure::Stop { reason, .. }) => {
+            (None, Some(reason.clone()), Usage::default())
+        }
+        Err(CallFailure::Halted) => (None, Some("the run stopped first".to_string()), Usage::default()),
+    };
+    let warning = trajectory.record(&super::trajectory::CallRecord {
+        unit: unit.as_str(),
+        label,
+        model: ctx.call.provider.model(),
+        request,
+        response,
+        error: error.as_deref(),
+        usage,
+        duration_ms: result.dispatched.map_or(0, |t| t.elapsed().as_millis() as u64),
+        attempts: result.attempts,
+    });
+    if let Some(message) = warning {
+        let _ = ctx.call.events.send(exec::Event::Warning { message });
+    }
 }
 
 /// `prompts/<unit id>.md` in the run directory: what this unit sends, to inspect or replay.

@@ -1,6 +1,7 @@
 //! Execution: the bounded pool, the adaptive limiter (width, rate-limit pauses), the retry
 //! policy, and the events they emit.
 
+mod ask;
 mod call;
 mod event;
 mod interrupt;
@@ -9,6 +10,7 @@ mod pool;
 mod retry;
 mod width_search;
 
+pub use ask::{ask, reask_message, AskEnd, AskPolicy, Asked, ReaskWording, ReplyCheck, Start};
 pub use call::{call_with_retries, CallContext, CallFailure, CallResult, GRACE};
 pub use event::{Event, WidthWhy};
 pub use interrupt::Interrupt;

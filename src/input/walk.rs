@@ -133,10 +133,9 @@ impl Walk<'_> {
                 Ok(entry) => entry,
                 Err(e) => {
                     // An unreadable directory, a dangling link, a loop: listed, never dropped.
-                    let (path, reason) = walk_error(&e);
-                    if reason.contains("File system loop") {
+                    let WalkError::Unreadable { path, reason } = walk_error(&e) else {
                         continue; // a directory loop only repeats what the walk already visits
-                    }
+                    };
                     let Some(path) = path else {
                         found.skipped.push(SkippedFile {
                             path: "(walk)".into(),
@@ -320,14 +319,35 @@ fn broken_link_reason(link: &Path, e: &std::io::Error) -> String {
     }
 }
 
-/// The path and message of a walk error.
-fn walk_error(e: &ignore::Error) -> (Option<PathBuf>, String) {
+/// What an error of the walk is to it.
+#[derive(Debug, PartialEq)]
+enum WalkError {
+    /// A directory loop (through a link): it only repeats what the walk already visits.
+    Loop,
+    /// Something that could not be looked at (at `path`, when the walk says where), and why.
+    Unreadable { path: Option<PathBuf>, reason: String },
+}
+
+/// What a walk error is: a loop, or what could not be read and why.
+fn walk_error(e: &ignore::Error) -> WalkError {
     match e {
-        ignore::Error::WithPath { path, err } => (Some(path.clone()), walk_error(err).1),
+        ignore::Error::WithPath { path, err } => match walk_error(err) {
+            WalkError::Unreadable { reason, .. } => WalkError::Unreadable {
+                path: Some(path.clone()),
+                reason,
+            },
+            WalkError::Loop => WalkError::Loop,
+        },
         ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => walk_error(err),
-        ignore::Error::Loop { child, .. } => (Some(child.clone()), "File system loop".into()),
-        ignore::Error::Io(io) => (None, format!("cannot read: {io}")),
-        other => (None, other.to_string()),
+        ignore::Error::Loop { .. } => WalkError::Loop,
+        ignore::Error::Io(io) => WalkError::Unreadable {
+            path: None,
+            reason: format!("cannot read: {io}"),
+        },
+        other => WalkError::Unreadable {
+            path: None,
+            reason: other.to_string(),
+        },
     }
 }
 
@@ -363,6 +383,33 @@ fn is_same_dir(dir: &Path, excluded: Option<&Path>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_loop_is_told_by_its_kind_and_an_unreadable_entry_keeps_its_path_and_reason() {
+        let looped = ignore::Error::WithDepth {
+            depth: 2,
+            err: Box::new(ignore::Error::Loop {
+                ancestor: "a".into(),
+                child: "a/b/link".into(),
+            }),
+        };
+        assert_eq!(walk_error(&looped), WalkError::Loop);
+        // An error whose text only mentions a loop is no loop.
+        let denied = ignore::Error::WithPath {
+            path: "d/File system loop".into(),
+            err: Box::new(ignore::Error::Io(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                "File system loop? no: denied",
+            ))),
+        };
+        match walk_error(&denied) {
+            WalkError::Unreadable { path, reason } => {
+                assert_eq!(path.as_deref(), Some(Path::new("d/File system loop")));
+                assert!(reason.starts_with("cannot read: "), "{reason}");
+            }
+            WalkError::Loop => panic!("taken for a loop by its text"),
+        }
+    }
 
     #[test]
     fn below_cuts_the_root_off_as_strip_prefix_would() {

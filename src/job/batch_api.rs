@@ -19,16 +19,15 @@ use serde::{Deserialize, Serialize};
 
 use super::batches::{BatchDone, BatchJob};
 use super::job_dir::{read_json_if_whole, write_json};
-use super::worker::{cached_answer, parse, store, PriorAnswer, WorkerContext, WorkerEnd, WorkerOutcome};
+use super::worker::{cached_answer, store, PhaseReply, PriorAnswer, WorkerContext, WorkerEnd, WorkerOutcome};
 use crate::error::RlmError;
-use crate::exec::Interrupt;
+use crate::exec::{Interrupt, ReplyCheck};
 use crate::printer::Printer;
 use crate::provider::batch_api::{
     batch_api, custom_id_for, new_token, none_since, now_ms, reconcile, submit_all_within, unit_part, BatchApi,
     BatchItem, BatchTimeouts, Intent, ItemOutcome, Reconciled, Recorder, SubmissionTag, Submitted,
 };
 use crate::provider::catalog::PriceTier;
-use crate::provider::CompletionRequest;
 use crate::settings::{BatchApiSettings, ProviderSettings};
 
 /// The provider batches of one phase (and generation), as written before waiting, and the
@@ -276,7 +275,7 @@ pub async fn collect(
                 rest.push(job);
                 continue;
             }
-            let request = request_of(workers, &job);
+            let request = job.request.completion_request(workers.max_tokens);
             if let Some(left) = budget_left.as_mut() {
                 // A batch is paid for whole: only what fits at its worst is sent.
                 let worst = workers.model.worst_batch_cost(
@@ -351,7 +350,7 @@ pub async fn collect(
             let Some(job) = by_id.get_mut(unit_part(&item.custom_id)) else {
                 continue;
             };
-            let request = request_of(workers, job);
+            let request = job.request.completion_request(workers.max_tokens);
             // Paid at the batch price, whatever the answer is worth.
             let usage = reply.usage();
             let cost_usd = workers.model.cost_at(usage, PriceTier::Batch);
@@ -360,10 +359,9 @@ pub async fn collect(
                     String::new(),
                     vec![format!("the batch result could not be read: {reason}")],
                 )),
-                Ok(c) => match parse(&c.text, job.request.schema.is_some()) {
-                    Err(e) => Err((c.text, vec![format!("the answer is not JSON ({e})")])),
-                    Ok(value) => job.check.check(&value).map_err(|errors| (c.text, errors)),
-                },
+                Ok(c) => PhaseReply::new(job.check.as_ref(), &job.request)
+                    .check(&c.text)
+                    .map_err(|errors| (c.text, errors)),
             };
             let accepted = match verdict {
                 Ok(accepted) => accepted,
@@ -417,18 +415,6 @@ pub async fn collect(
         stopped,
         over_budget,
     })
-}
-
-/// The request a batch's worker sends first (see `worker::run_worker`).
-fn request_of(workers: &WorkerContext, job: &BatchJob) -> CompletionRequest {
-    CompletionRequest {
-        system: job.request.system.clone(),
-        user: job.request.user.clone(),
-        max_tokens: workers.max_tokens,
-        schema: job.request.schema.clone(),
-        cache_prefix: true,
-        ..CompletionRequest::default()
-    }
 }
 
 fn client(p: &ProviderSettings, model: &str) -> Result<Box<dyn BatchApi>, RlmError> {

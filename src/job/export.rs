@@ -236,7 +236,7 @@ async fn post(
             Err(e) => {
                 failed += 1;
                 printer.error(&format!("{repo}#{number}: {e}"));
-                if e.to_string().contains("not logged in") || e.to_string().contains("not installed") {
+                if e.every_call_fails {
                     break;
                 }
             }

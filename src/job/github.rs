@@ -83,8 +83,30 @@ pub async fn check_access(repo: &str, cwd: &Path) -> Result<(), RlmError> {
         .map_err(|e| explain(&e, repo, &format!("gh repo view {repo}")))
 }
 
+/// A failed gh call: what it says (one line, see [`explain`]), and whether every other call
+/// would fail the same way.
+#[derive(Debug, thiserror::Error)]
+#[error("{error}")]
+pub struct GhError {
+    /// gh is missing, or not logged in: no call about any repository can succeed.
+    pub every_call_fails: bool,
+    pub error: RlmError,
+}
+
+impl GhError {
+    /// The failure of a gh call about `repo` (`what`: the command, as shown).
+    fn of(e: &ProcessError, repo: &str, what: &str) -> Self {
+        let every_call_fails = matches!(e, ProcessError::NotFound { .. } | ProcessError::NotExecutable { .. })
+            || SetupProblem::of(e) == Some(SetupProblem::NotLoggedIn);
+        GhError {
+            every_call_fails,
+            error: explain(e, repo, what),
+        }
+    }
+}
+
 /// `gh pr comment N -R REPO --body-file -` with the body on stdin.
-pub async fn pr_comment(repo: &str, number: &str, body: &str, cwd: &Path) -> Result<(), RlmError> {
+pub async fn pr_comment(repo: &str, number: &str, body: &str, cwd: &Path) -> Result<(), GhError> {
     let argv: Vec<String> = ["gh", "pr", "comment", number, "-R", repo, "--body-file", "-"]
         .iter()
         .map(ToString::to_string)
@@ -97,7 +119,7 @@ pub async fn pr_comment(repo: &str, number: &str, body: &str, cwd: &Path) -> Res
     process::run(&spec, body, std::future::pending())
         .await
         .map(drop)
-        .map_err(|e| explain(&e, repo, &format!("gh pr comment {number}")))
+        .map_err(|e| GhError::of(&e, repo, &format!("gh pr comment {number}")))
 }
 
 /// A failure of gh that every call about the repository meets the same way: the setup,
@@ -205,6 +227,34 @@ mod tests {
             "{line}"
         );
         assert!(line.contains("update gh") && !line.contains('\n'), "{line}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_missing_or_logged_out_gh_fails_every_call_and_a_refused_comment_only_its_own() {
+        use std::os::unix::process::ExitStatusExt;
+        let exit = |code: i32, tail: &str| ProcessError::Exit {
+            program: "gh".into(),
+            status: std::process::ExitStatus::from_raw(code << 8),
+            stderr_tail: tail.into(),
+        };
+        let missing = ProcessError::NotFound { program: "gh".into() };
+        for (e, every) in [
+            (missing, true),
+            (
+                exit(4, "To get started with GitHub CLI, please run:  gh auth login"),
+                true,
+            ),
+            (
+                exit(1, "GraphQL: Could not resolve to a Repository with the name 'o/r'"),
+                false,
+            ),
+            (exit(1, "GraphQL: the pull request is locked"), false),
+        ] {
+            let failure = GhError::of(&e, "o/r", "gh pr comment 7");
+            assert_eq!(failure.every_call_fails, every, "{e}");
+            assert_eq!(failure.to_string(), explain(&e, "o/r", "gh pr comment 7").to_string());
+        }
     }
 
     #[test]

@@ -1,8 +1,9 @@
-//! One worker call: the cache first; then the model, under the run's limiter with its
-//! retries for faults and rate limits (`exec::call_with_retries`); then the answer checked
-//! — against the schema and against the batch (the phase's [`AnswerCheck`]) — and asked for
-//! again with the errors appended, up to the phase's `retries`. An accepted answer is
-//! written to the cache (fsynced) before the worker returns, so it is never paid twice.
+//! One worker call: the cache first; then the model, through rlm's one re-ask loop
+//! ([`crate::exec::ask`]): the call under the run's limiter with its retries for faults and rate
+//! limits, the answer checked — against the schema and against the batch (the phase's
+//! [`AnswerCheck`]) — and asked for again with the errors appended, up to the phase's
+//! `retries`. An accepted answer is written to the cache (fsynced) before the worker
+//! returns, so it is never paid twice.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -12,18 +13,58 @@ use serde_json::Value;
 use crate::answer::json::find_json as extract_json;
 use crate::batch::key_claim::{KeyClaim, KeyClaims};
 use crate::cache::{ArtifactRef, Cache, CacheEntry, CacheKey};
-use crate::exec::{call_with_retries, CallContext, CallFailure, Event, Place};
+use crate::exec::{ask, AskEnd, AskPolicy, CallContext, CallFailure, Place, ReaskWording, ReplyCheck, Start};
 use crate::provider::{CompletionRequest, ModelInfo, Usage};
-use crate::schema::Rejection;
+use crate::schema::first_error;
 use crate::unit::UnitId;
 
-/// How many error lines are quoted back to the model.
-const MAX_QUOTED_ERRORS: usize = 20;
+/// How a phase's answer is asked for again: up to the phase's `retries` (set per phase),
+/// each re-ask said aloud, the errors quoted but not the answer (a batch's answer is long,
+/// and the errors name what to fix). An answer cut off at the output limit is not asked
+/// again: the same request would be cut off again.
+const PHASE_POLICY: AskPolicy = AskPolicy {
+    retries: 0,
+    stop_at_cut_off: true,
+    announce_reasks: true,
+    wording: ReaskWording {
+        because: "",
+        quote_answer: false,
+        closing: "Answer again, with the whole JSON object: one valid object for every item, each with its id \
+                  unchanged.",
+    },
+};
 
 /// Whether an answer is what the phase asked for.
 pub trait AnswerCheck: Send + Sync {
     /// The accepted answer (normalized: items in input order), or every error found.
     fn check(&self, answer: &Value) -> Result<Value, Vec<String>>;
+}
+
+/// A phase's check of an answer's text: read as JSON (a free-text answer as a JSON
+/// string), then the phase's [`AnswerCheck`].
+pub(super) struct PhaseReply<'a> {
+    check: &'a dyn AnswerCheck,
+    structured: bool,
+}
+
+impl<'a> PhaseReply<'a> {
+    pub(super) fn new(check: &'a dyn AnswerCheck, request: &WorkerRequest) -> Self {
+        PhaseReply {
+            check,
+            structured: request.schema.is_some(),
+        }
+    }
+}
+
+impl ReplyCheck for PhaseReply<'_> {
+    type Accepted = Value;
+
+    fn check(&self, text: &str) -> Result<Value, Vec<String>> {
+        match parse(text, self.structured) {
+            Ok(value) => self.check.check(&value),
+            Err(e) => Err(vec![format!("the answer is not JSON ({e})")]),
+        }
+    }
 }
 
 /// What every worker of a phase shares.
@@ -55,6 +96,23 @@ pub struct WorkerRequest {
     /// An answer to this request already paid for (through the batch API) and rejected:
     /// the worker counts it and starts from its re-ask.
     pub prior: Option<PriorAnswer>,
+}
+
+impl WorkerRequest {
+    /// What is sent first for this request (in real time, or in a provider batch).
+    pub(super) fn completion_request(&self, max_tokens: u32) -> CompletionRequest {
+        CompletionRequest {
+            system: self.system.clone(),
+            user: self.user.clone(),
+            max_tokens,
+            schema: self.schema.clone(),
+            // The system prompt (the job's context document, the phase's instructions) is
+            // the same for every call of a phase: the provider caches it once it is long
+            // enough.
+            cache_prefix: true,
+            ..CompletionRequest::default()
+        }
+    }
 }
 
 /// A paid answer the check rejected (see [`WorkerRequest::prior`]).
@@ -140,10 +198,7 @@ pub async fn run_worker(
     // job and a batch run — asking for the same answer at once pay for it once.
     let (_claim, place) = match ctx.claims.claim(&request.key, place, &ctx.call.limiter).await {
         KeyClaim::Served(entry) => {
-            let served = parse(&entry.text, request.schema.is_some())
-                .ok()
-                .and_then(|value| check.check(&value).ok());
-            if let Some(value) = served {
+            if let Ok(value) = PhaseReply::new(check.as_ref(), &request).check(&entry.text) {
                 outcome.end = WorkerEnd::Accepted(value);
                 outcome.cached = true;
                 outcome.duration_ms = started.elapsed().as_millis() as u64;
@@ -159,100 +214,67 @@ pub async fn run_worker(
             return outcome;
         }
     };
-    let mut user = request.user.clone();
-    let mut place = Some(place);
-    let mut attempt = 0;
-    if let Some(prior) = &request.prior {
-        // Counted above; the next call is its re-ask, with its errors.
-        if ctx.retries == 0 {
-            outcome.end = WorkerEnd::Rejected {
-                last_text: Some(prior.text.clone()),
-                last_value: parse(&prior.text, request.schema.is_some()).ok(),
-                reason: format!(
-                    "no valid answer after 1 attempt: {}",
-                    Rejection::Invalid(prior.errors.clone()).first()
-                ),
-            };
-            return outcome;
-        }
-        attempt = 1;
-        outcome.reasked += 1;
-        user = reask_message(&request.user, &prior.errors);
-    }
-    // The worker's time runs from its first call's dispatch, not from its wait for a slot.
-    let mut dispatched: Option<Instant> = None;
-    outcome.end = loop {
-        let sent = CompletionRequest {
-            system: request.system.clone(),
-            user: user.clone(),
-            max_tokens: ctx.max_tokens,
-            schema: request.schema.clone(),
-            // The system prompt (the job's context document, the phase's instructions) is the
-            // same for every call of a phase: the provider caches it once it is long enough.
-            cache_prefix: true,
-            ..CompletionRequest::default()
-        };
-        let place = place.take().unwrap_or_else(|| ctx.call.limiter.place());
-        let result = call_with_retries(&ctx.call, &sent, &request.unit, &request.label, place).await;
-        outcome.calls += result.attempts;
-        dispatched = dispatched.or(result.dispatched);
-        let completion = match result.outcome {
-            Ok(c) => c,
-            Err(CallFailure::Unit { reason, .. }) => break WorkerEnd::Failed { reason },
-            Err(CallFailure::Fatal(reason) | CallFailure::Stop { reason, .. }) => break WorkerEnd::Fatal(reason),
-            Err(CallFailure::Halted) => break WorkerEnd::Halted,
-        };
-        outcome.usage.add(completion.usage);
-        outcome.cost_usd += ctx.model.cost(completion.usage);
-        let parsed = parse(&completion.text, request.schema.is_some());
-        if completion.truncated {
-            // The same request would be cut off again: no point asking twice.
-            break WorkerEnd::Rejected {
-                last_text: Some(completion.text),
-                last_value: parsed.ok(),
-                reason: format!(
-                    "the answer was cut off at the output limit ({} tokens): lower the phase's batch_size or raise \
-                     max_tokens",
-                    ctx.max_tokens
-                ),
-            };
-        }
-        let errors = match parsed {
-            Ok(value) => match check.check(&value) {
-                Ok(accepted) => {
-                    outcome.write_error = store(&ctx, &request, &accepted, completion.usage).await;
-                    break WorkerEnd::Accepted(accepted);
-                }
-                Err(errors) => errors,
-            },
-            Err(e) => vec![format!("the answer is not JSON ({e})")],
-        };
-        if attempt >= ctx.retries {
-            let rejection = Rejection::Invalid(errors);
-            break WorkerEnd::Rejected {
-                last_text: Some(completion.text.clone()),
-                last_value: parse(&completion.text, request.schema.is_some()).ok(),
-                reason: format!(
-                    "no valid answer after {} attempt{}: {}",
-                    attempt + 1,
-                    if attempt == 0 { "" } else { "s" },
-                    rejection.first()
-                ),
-            };
-        }
-        attempt += 1;
-        outcome.reasked += 1;
-        let _ = ctx.call.events.send(Event::Warning {
-            message: format!(
-                "{}: answer rejected ({} error{}), asking again",
-                request.label,
-                errors.len(),
-                if errors.len() == 1 { "" } else { "s" }
-            ),
-        });
-        user = reask_message(&request.user, &errors);
+    let start = match &request.prior {
+        // Counted above; the first call is its re-ask, with its errors.
+        Some(prior) => Start::Rejected {
+            text: prior.text.clone(),
+            errors: prior.errors.clone(),
+            place,
+        },
+        None => Start::Call(place),
     };
-    outcome.duration_ms = dispatched.map_or(0, |t| t.elapsed().as_millis() as u64);
+    let sent = request.completion_request(ctx.max_tokens);
+    let policy = AskPolicy {
+        retries: ctx.retries,
+        ..PHASE_POLICY
+    };
+    let reply = PhaseReply::new(check.as_ref(), &request);
+    let asked = ask(
+        &ctx.call,
+        &sent,
+        (&request.unit, &request.label),
+        start,
+        &reply,
+        &policy,
+    )
+    .await;
+    // The accepted answer's slot is held until the answer is cached.
+    let _slot = asked.slot;
+    outcome.calls += asked.calls;
+    outcome.usage.add(asked.usage);
+    outcome.cost_usd += ctx.model.cost(asked.usage);
+    outcome.reasked += asked.reasked;
+    let structured = request.schema.is_some();
+    outcome.end = match asked.end {
+        AskEnd::Accepted(accepted) => {
+            outcome.write_error = store(&ctx, &request, &accepted, asked.last_usage).await;
+            WorkerEnd::Accepted(accepted)
+        }
+        AskEnd::Rejected { text, errors } => WorkerEnd::Rejected {
+            last_value: parse(&text, structured).ok(),
+            last_text: Some(text),
+            reason: format!(
+                "no valid answer after {} attempt{}: {}",
+                asked.answers,
+                if asked.answers == 1 { "" } else { "s" },
+                first_error(&errors)
+            ),
+        },
+        AskEnd::CutOff { text } => WorkerEnd::Rejected {
+            last_value: parse(&text, structured).ok(),
+            last_text: Some(text),
+            reason: format!(
+                "the answer was cut off at the output limit ({} tokens): lower the phase's batch_size or raise \
+                 max_tokens",
+                ctx.max_tokens
+            ),
+        },
+        AskEnd::Failed(CallFailure::Unit { reason, .. }) => WorkerEnd::Failed { reason },
+        AskEnd::Failed(CallFailure::Fatal(reason) | CallFailure::Stop { reason, .. }) => WorkerEnd::Fatal(reason),
+        AskEnd::Failed(CallFailure::Halted) => WorkerEnd::Halted,
+    };
+    // The worker's time runs from its first call's dispatch, not from its wait for a slot.
+    outcome.duration_ms = asked.dispatched.map_or(0, |t| t.elapsed().as_millis() as u64);
     outcome
 }
 
@@ -265,21 +287,6 @@ pub(super) fn parse(text: &str, structured: bool) -> Result<Value, String> {
     } else {
         Ok(Value::String(text.trim().to_string()))
     }
-}
-
-/// The message of a second attempt: the original one, then what was wrong. The previous
-/// answer is not quoted back: a batch's answer is long, and the errors name what to fix.
-pub fn reask_message(user: &str, errors: &[String]) -> String {
-    let shown: Vec<String> = errors.iter().take(MAX_QUOTED_ERRORS).cloned().collect();
-    let more = errors.len().saturating_sub(MAX_QUOTED_ERRORS);
-    let mut bullets = Rejection::Invalid(shown).bullets();
-    if more > 0 {
-        bullets.push_str(&format!("- and {more} more\n"));
-    }
-    format!(
-        "{user}\nYour previous answer was rejected:\n{bullets}Answer again, with the whole JSON object: one valid \
-         object for every item, each with its id unchanged.\n"
-    )
 }
 
 /// A cached answer that still passes the check.
@@ -298,8 +305,7 @@ pub(super) async fn cached_answer(
         }
         Err(_) => return None,
     };
-    let value = parse(&entry.text, request.schema.is_some()).ok()?;
-    check.check(&value).ok()
+    PhaseReply::new(check, request).check(&entry.text).ok()
 }
 
 /// Caches an accepted answer; `Some(error)` when it could not be written.

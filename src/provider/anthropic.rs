@@ -196,7 +196,15 @@ pub fn error_detail(body: &str) -> ErrorDetail {
         .and_then(|e| e.pointer("/details/error_code"))
         .and_then(Value::as_str)
         == Some("enforced_spend_limit_reached");
-    ErrorDetail::from_message(message, quota)
+    // Anthropic has no code of its own for it: a 400 `invalid_request_error` whose message
+    // is "prompt is too long: N tokens > M maximum", as its documentation shows.
+    let context_exceeded = error.and_then(|e| e.get("type")).and_then(Value::as_str) == Some("invalid_request_error")
+        && message.as_deref().is_some_and(|m| m.starts_with("prompt is too long"));
+    ErrorDetail {
+        message,
+        quota_exhausted: quota,
+        context_exceeded,
+    }
 }
 
 #[cfg(test)]

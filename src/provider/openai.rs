@@ -197,7 +197,14 @@ pub fn error_detail(body: &str) -> ErrorDetail {
             .and_then(Value::as_str)
             .is_some_and(|v| v == "insufficient_quota" || v.contains("balance"))
     };
-    ErrorDetail::from_message(message, is_quota("type") || is_quota("code"))
+    let field = |name: &str| error.and_then(|e| e.get(name)).and_then(Value::as_str);
+    ErrorDetail {
+        message,
+        quota_exhausted: is_quota("type") || is_quota("code"),
+        // OpenAI's code; llama.cpp's server says it with its error type.
+        context_exceeded: field("code") == Some("context_length_exceeded")
+            || field("type") == Some("exceed_context_size_error"),
+    }
 }
 
 #[cfg(test)]

@@ -176,26 +176,14 @@ pub fn parse_go_duration(s: &str) -> Option<Duration> {
         .then(|| Duration::from_nanos(total.round().min(LONGEST_HINT.as_nanos() as f64) as u64))
 }
 
-/// What the error bodies of both formats tell us.
+/// What the error bodies of both formats tell us, each read from the provider's own fields
+/// (see `anthropic::error_detail`, `openai::error_detail`).
 #[derive(Debug, Default)]
 pub struct ErrorDetail {
     pub message: Option<String>,
     pub quota_exhausted: bool,
+    /// The input does not fit the model's context window: this unit fails, not the run.
     pub context_exceeded: bool,
-}
-
-impl ErrorDetail {
-    pub fn from_message(message: Option<String>, quota_exhausted: bool) -> Self {
-        let context_exceeded = message.as_deref().is_some_and(|m| {
-            let m = m.to_ascii_lowercase();
-            m.contains("context") || m.contains("too long") || m.contains("maximum") && m.contains("token")
-        });
-        ErrorDetail {
-            message,
-            quota_exhausted,
-            context_exceeded,
-        }
-    }
 }
 
 /// At most 200 characters of a body, on one line.
@@ -341,8 +329,31 @@ mod tests {
         assert_eq!(kind_of(a, 429, spend), ErrorKind::Fatal);
         let quota = r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}"#;
         assert_eq!(kind_of(ProviderKind::Openai, 429, quota), ErrorKind::Fatal);
-        let ctx = r#"{"error":{"message":"This model's maximum context length is 4096 tokens","type":"invalid_request_error"}}"#;
-        assert_eq!(kind_of(ProviderKind::Openai, 400, ctx), ErrorKind::Unit);
         assert_eq!(kind_of(a, 400, "{}"), ErrorKind::Fatal);
+    }
+
+    #[test]
+    fn an_input_too_long_is_read_from_the_error_code_not_from_the_message() {
+        let o = ProviderKind::Openai;
+        let coded = r#"{"error":{"message":"This model's maximum context length is 4096 tokens","type":"invalid_request_error","code":"context_length_exceeded"}}"#;
+        assert_eq!(kind_of(o, 400, coded), ErrorKind::Unit);
+        let llama_cpp = r#"{"error":{"code":400,"message":"the request exceeds the available context size","type":"exceed_context_size_error","n_prompt_tokens":9000,"n_ctx":8192}}"#;
+        assert_eq!(kind_of(o, 400, llama_cpp), ErrorKind::Unit);
+        // Words in a message decide nothing: this 400 is about something else.
+        let worded = r#"{"error":{"message":"'max_tokens' exceeds the maximum for this model's context","type":"invalid_request_error","code":"invalid_value"}}"#;
+        assert_eq!(kind_of(o, 400, worded), ErrorKind::Fatal);
+        let a = ProviderKind::Anthropic;
+        let too_long = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 250000 tokens > 200000 maximum"}}"#;
+        let reason = classify_status(a, 400, too_long, None, None, "m");
+        assert_eq!(reason.kind, ErrorKind::Unit);
+        assert!(
+            reason
+                .reason
+                .starts_with("input too long for m (400): prompt is too long"),
+            "{}",
+            reason.reason
+        );
+        let other = r#"{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: exceeds the model's maximum context tokens"}}"#;
+        assert_eq!(kind_of(a, 400, other), ErrorKind::Fatal);
     }
 }

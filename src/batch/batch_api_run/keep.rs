@@ -7,8 +7,9 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use super::phase::{Owned, Work};
+use crate::batch::conform::conform;
 use crate::batch::job::{self, JobContext, JobOutcome};
-use crate::exec::{Event, JobMeta};
+use crate::exec::{Event, JobMeta, Start};
 use crate::provider::batch_api::Reply;
 use crate::request::{self, Expect};
 
@@ -38,25 +39,28 @@ pub(super) async fn keep_result(
                 (request::render_unread(&unit, &ctx.requests), false)
             };
             let mut outcome = answered(&ctx, meta, &reply, &rendered.request, waited);
-            if rendered.expect == Expect::Schema {
-                if let Some(schema) = &ctx.requests.schema {
-                    if may_call && whole {
-                        outcome = crate::batch::conform::conform(&ctx, schema, &rendered.request, &unit, outcome).await;
-                        outcome.duration_ms = waited;
-                    } else if let Some(text) = outcome.text.take() {
-                        match schema.check(&text) {
-                            Ok(value) => outcome.text = Some(crate::schema::canonical_text(&value)),
-                            Err(rejection) => {
-                                outcome = outcome.failed(format!(
-                                    "the answer does not conform to --schema {}: {}; not asked again (rlm cancel \
-                                     calls no model; rlm resume --failed asks again)",
-                                    schema.path.display(),
-                                    rejection.first()
-                                ));
-                            }
-                        }
-                    }
-                }
+            let schema = ctx
+                .requests
+                .schema
+                .as_ref()
+                .filter(|_| rendered.expect == Expect::Schema);
+            if let Some((schema, text)) = schema.zip(outcome.text.clone()) {
+                let start = Start::Answered {
+                    text,
+                    truncated: outcome.truncated,
+                };
+                outcome.text = None;
+                outcome = conform(
+                    &ctx,
+                    schema,
+                    &rendered.request,
+                    &unit,
+                    outcome,
+                    start,
+                    may_call && whole,
+                )
+                .await;
+                outcome.duration_ms = waited;
             }
             match outcome.text.take().filter(|_| outcome.failure.is_none()) {
                 Some(text) => job::keep_paid(ctx, unit, rendered, text, outcome, None).await,
