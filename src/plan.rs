@@ -208,6 +208,7 @@ pub fn plan(manifest: &Manifest, opts: &PlanOptions, ctx: &RequestContext, model
     let work: Vec<(&InputFile, Treatment)> = files.iter().zip(treatments.iter().copied()).collect();
     let detections: Vec<Option<Detection>> =
         crate::parallel::map_pure(&work, |(f, t)| (*t != Treatment::Whole).then(|| detection(f)));
+    drop(work);
     let chunked: Vec<usize> = (0..files.len())
         .filter(|&i| treatments[i] == Treatment::Chunked && detections[i].is_some())
         .collect();
@@ -434,13 +435,21 @@ fn small_budget_warning(
 /// should not happen: [`WorkUnit::part`] tells apart units over the same lines) gets `-2`,
 /// `-3`… after it, in plan order, so answers are never filed under another unit's id.
 fn unique_ids(units: &mut [WorkUnit]) {
-    let mut seen: std::collections::HashMap<UnitId, usize> = std::collections::HashMap::with_capacity(units.len());
-    for unit in units.iter_mut() {
-        let count = seen.entry(unit.id.clone()).or_insert(0);
-        *count += 1;
-        if *count > 1 {
-            unit.id = UnitId::named(format!("{}-{}", unit.id, count));
+    // The units in the order of their ids (then of the plan), not a map of every id: a
+    // million units' map was the largest thing planning held at its end.
+    let mut order: Vec<usize> = (0..units.len()).collect();
+    order.sort_unstable_by(|&a, &b| units[a].id.cmp(&units[b].id).then(a.cmp(&b)));
+    let mut start = 0;
+    while start < order.len() {
+        let mut end = start + 1;
+        while end < order.len() && units[order[end]].id == units[order[start]].id {
+            end += 1;
         }
+        // The second unit with an id in plan order is `id-2`, the third `id-3`…
+        for (n, &i) in order[start..end].iter().enumerate().skip(1) {
+            units[i].id = UnitId::named(format!("{}-{}", units[i].id, n + 1));
+        }
+        start = end;
     }
 }
 
@@ -676,6 +685,16 @@ fn unique_labels(mut labels: Vec<String>, drafts: &[Draft]) -> Vec<String> {
         }
         counts
     };
+    // Nearly always every label is distinct: told by their hashes (distinct hashes, distinct
+    // labels), without a map of a million copies of them.
+    let mut hashes = std::collections::HashSet::with_capacity(labels.len());
+    if labels
+        .iter()
+        .all(|l| hashes.insert(crate::hash::fast_hash(l.as_bytes())))
+    {
+        return labels;
+    }
+    drop(hashes);
     let counts = count(&labels);
     if counts.len() == labels.len() {
         return labels;
@@ -789,4 +808,24 @@ pub fn member_unit(unit: &WorkUnit, index: usize, ctx: &RequestContext, budget: 
         ctx,
         budget,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_taken_twice_get_their_place_among_the_units_with_that_id() {
+        let mut units: Vec<WorkUnit> = ["b", "a", "b", "c", "b", "a"]
+            .into_iter()
+            .map(|id| {
+                let mut u = unsized_unit(Vec::new(), UnitBody::Plain, id.into(), format!("{id}.result.md"));
+                u.id = UnitId::named(id.to_string());
+                u
+            })
+            .collect();
+        unique_ids(&mut units);
+        let ids: Vec<&str> = units.iter().map(|u| u.id.as_str()).collect();
+        assert_eq!(ids, ["b", "a", "b-2", "c", "b-3", "a-2"]);
+    }
 }

@@ -515,23 +515,27 @@ pub fn sanitize(path: &str) -> String {
 /// One unique `{sanitized}.result.md` name per path, in the given order: a collision gets
 /// the first 8 hex characters of the path's hash appended.
 pub fn result_names(paths: &[&str]) -> Vec<String> {
+    // The names taken, by the hash of their lowercase form: equal names have equal hashes, so
+    // no name is taken twice (two names that only share a hash get a salt they did not
+    // need), and a million names cost a set of numbers, not a million copies.
     let mut seen = HashSet::with_capacity(paths.len());
-    // Sanitized on all cores (tens of thousands of names in a large plan); made unique here.
-    let stems = crate::parallel::map_pure(paths, |path| sanitize(path));
-    paths
-        .iter()
-        .zip(stems)
-        .map(|(path, stem)| {
+    let mut names = Vec::with_capacity(paths.len());
+    // Sanitized on all cores (a large plan has a million names), a block at a time so the
+    // stems of a block are all that is held besides the names; made unique here, in order.
+    for block in paths.chunks(1 << 16) {
+        let stems = crate::parallel::map_pure(block, |path| sanitize(path));
+        names.extend(block.iter().zip(stems).map(|(path, stem)| {
             let mut name = format!("{stem}.result.md");
             let mut salt = 0u32;
-            while !seen.insert(name.to_ascii_lowercase()) {
+            while !seen.insert(crate::hash::fast_hash_lowercase(name.as_bytes())) {
                 let hash = sha256_hex(format!("{path}#{salt}").as_bytes());
                 name = format!("{stem}-{}.result.md", &hash[..8]);
                 salt += 1;
             }
             name
-        })
-        .collect()
+        }));
+    }
+    names
 }
 
 #[cfg(test)]

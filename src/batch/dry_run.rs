@@ -6,7 +6,7 @@
 //! exactly as it would be sent (from [`crate::request::render`], the executor's renderer),
 //! with the start of its user message that every unit shares (the prompt-cache prefix).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::io::Write;
 
 use serde_json::{json, Map, Value};
@@ -51,6 +51,7 @@ pub fn show(printer: &Printer, settings: &BatchSettings, plan: &Plan) {
     }
     let hit: HashSet<usize> = plan.pre.hits.iter().map(|(i, _)| *i).collect();
     let files = files_of(plan);
+    // Printed a block of lines at a time: a million units' listing is never one string.
     let mut text = String::new();
     for (i, u) in plan.units.iter().enumerate() {
         let state = match (&u.blocked, hit.contains(&i)) {
@@ -63,6 +64,10 @@ pub fn show(printer: &Printer, settings: &BatchSettings, plan: &Plan) {
             size_of(&files, u),
             escape::name(&u.label)
         ));
+        if text.len() >= 1 << 16 {
+            printer.data(text.trim_end_matches('\n'));
+            text.clear();
+        }
     }
     let files = plan.manifest.files.len();
     let units = if plan.units.len() == files && plan.units.iter().all(|u| u.inputs.len() == 1) {
@@ -88,11 +93,24 @@ pub fn show(printer: &Printer, settings: &BatchSettings, plan: &Plan) {
     printer.data(&text);
 }
 
-/// The manifest's files by path.
-type Files<'a> = HashMap<&'a str, &'a InputFile>;
+/// The manifest's files in the order of their paths, looked up by binary search: a list of
+/// references (the manifest's own order is kept when it is sorted already, as a walk's is),
+/// not a map of a million entries beside the plan.
+struct Files<'a>(Vec<&'a InputFile>);
+
+impl<'a> Files<'a> {
+    fn get(&self, path: &str) -> Option<&'a InputFile> {
+        let at = self.0.binary_search_by(|f| f.display.as_ref().cmp(path)).ok()?;
+        Some(self.0[at])
+    }
+}
 
 fn files_of(plan: &Plan) -> Files<'_> {
-    plan.manifest.files.iter().map(|f| (f.display.as_ref(), f)).collect()
+    let mut files: Vec<&InputFile> = plan.manifest.files.iter().collect();
+    if !files.is_sorted_by(|a, b| a.display <= b.display) {
+        files.sort_unstable_by(|a, b| a.display.cmp(&b.display));
+    }
+    Files(files)
 }
 
 /// What a unit reads of its files, in bytes: a whole file's size, a chunk's lines (of the

@@ -59,6 +59,8 @@ pub enum Planned {
 /// bundled local model's answer budget when `--max-tokens` was not given.
 pub async fn plan(settings: &mut BatchSettings, printer: &Printer) -> Result<Planned, RlmError> {
     let manifest = startup::resolve_inputs(settings, printer)?;
+    // The reading threads' lists are freed: their pages go back before units are made.
+    crate::memory::release_free();
     if manifest.files.is_empty() {
         return Ok(Planned::Nothing(manifest));
     }
@@ -131,6 +133,8 @@ pub async fn plan(settings: &mut BatchSettings, printer: &Printer) -> Result<Pla
         warnings: plan_warnings,
     } = plan::plan(&manifest, &options, &requests, &model);
     warnings.extend(plan_warnings);
+    // Reading and planning freed much on their threads' heaps: given back before the run.
+    crate::memory::release_free();
     tracing::debug!(units = units.len(), resident_mib = ?crate::memory::resident_mib(), "units planned");
     let plan_id = PlanId::of(&units);
     let plan_units = units.len();
@@ -182,6 +186,8 @@ pub async fn plan(settings: &mut BatchSettings, printer: &Printer) -> Result<Pla
         settings.provider.max_tokens,
         &answered,
     )?;
+    // The lookups' lists, on a few threads' heaps, are freed: their pages go back.
+    crate::memory::release_free();
     if settings.exec.cache_mode == CacheMode::ReadOnly && !pre.misses.is_empty() {
         return Err(RlmError::Cache(prepass::cache_only_message(&units, &pre.misses)));
     }
