@@ -47,7 +47,7 @@ pub fn run_cli() -> ExitCode {
             }) => cancel_at_provider(&settings, run.as_str(), &batches, &holder),
             Err(e) => report_error(&error_printer(), &e),
         },
-        Command::Job(command) => job::run_command(command, cli.color, &env),
+        Command::Job(command) => job::run_command(command.into(), cli.color.into(), &env),
         Command::Merge(args) => run_merge(args, cli.color, &env),
         Command::Skill(action) => run_skill(action, &env),
         Command::Index(command) => run_index(command),
