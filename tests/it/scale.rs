@@ -89,7 +89,11 @@ fn a_kill_between_group_commits_pays_again_only_what_was_not_answered() {
     // Paid and not kept: only what was in flight, never more than the width at once (a
     // count of requests against kept answers would also count a retry under load).
     assert!(paid_before >= kept, "{paid_before} paid, {kept} kept");
-    assert!(mock.max_in_flight() <= 3, "in flight at most the width: {}", mock.max_in_flight());
+    assert!(
+        mock.max_in_flight() <= 3,
+        "in flight at most the width: {}",
+        mock.max_in_flight()
+    );
     mock.set_latency(Duration::ZERO);
     let resumed = p.rlm(&["resume", "--yes"]).run();
     resumed.assert_exit(0);
