@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::cli::{self as cli, Cli, Command};
-use crate::error::{ExitStatus, RlmError};
+use crate::error::{error_document, ExitStatus, RlmError};
 use crate::printer::Printer;
 use crate::settings::{BatchSettings, Environment};
 use crate::{
@@ -47,7 +47,7 @@ pub fn run_cli() -> ExitCode {
             }) => cancel_at_provider(&settings, run.as_str(), &batches, &holder),
             Err(e) => report_error(&error_printer(), &e),
         },
-        Command::Job(command) => job::run_command(command, cli.color, &env),
+        Command::Job(command) => job::run_command(command.into(), cli.color.into(), &env),
         Command::Merge(args) => run_merge(args, cli.color, &env),
         Command::Skill(action) => run_skill(action, &env),
         Command::Index(command) => run_index(command),
@@ -477,16 +477,6 @@ fn report_failure(printer: &Printer, kind: &str, message: &str, status: ExitStat
         printer.json(&error_document(kind, message, status));
     }
     status
-}
-
-/// What `--json` prints for a command that never ran: `ERROR` is the status of a run that
-/// never started (issue 17), so an agent reading stdout always gets a document.
-pub(crate) fn error_document(kind: &str, message: &str, status: ExitStatus) -> serde_json::Value {
-    serde_json::json!({
-        "status": "ERROR",
-        "error": {"kind": kind, "message": message},
-        "exit_code": status.code(),
-    })
 }
 
 /// Whether the command line asks for one JSON document on stdout: `--json` anywhere before

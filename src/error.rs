@@ -29,6 +29,16 @@ impl ExitStatus {
     }
 }
 
+/// What `--json` prints for a command that never ran: `ERROR` is the status of a run that
+/// never started (issue 17), so an agent reading stdout always gets a document.
+pub fn error_document(kind: &str, message: &str, status: ExitStatus) -> serde_json::Value {
+    serde_json::json!({
+        "status": "ERROR",
+        "error": {"kind": kind, "message": message},
+        "exit_code": status.code(),
+    })
+}
+
 /// An error that ends a command before any model call was made (exit 2), or a refusal by
 /// the provider that ends it at the start (exit 3).
 #[derive(Debug, thiserror::Error)]

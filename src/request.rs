@@ -14,6 +14,11 @@
 //! (`cache_prefix`) unless `--no-prompt-cache` says not to; the unit's file name, lines and
 //! content follow, and the rest of the instruction comes last. The marker is not part of
 //! the cache key: turning it off never asks again for an answer already paid for.
+//!
+//! Summary and synthesis calls (`--aggregate summarize|synthesize`) are rendered here too,
+//! by [`render_summary`]: what they read ([`SummaryPrompt`]) becomes their request and the
+//! cache key of their answer, a key that has not changed since the first summaries were
+//! cached (`rlm-summarize/v1`).
 
 use std::sync::Arc;
 
@@ -22,9 +27,11 @@ use serde_json::{json, Value};
 
 use crate::cache::{ArtifactRef, CacheKey};
 use crate::content::{
-    generic_batch_shape, render_batch, render_chunk, render_generic_batch, Analyst, BatchFile, BatchPrompt,
-    ChunkPrompt, Focus, GenericBatchPrompt, Shape, Templates,
+    generic_batch_shape, render_batch, render_chunk, render_cross_synthesis, render_generic_batch,
+    render_type_synthesis, Analyst, BatchFile, BatchPrompt, ChunkPrompt, ContentType, Focus, GenericBatchPrompt, Shape,
+    Templates,
 };
+use crate::hash::sha256_hex;
 use crate::prompt::{self, Delimiter};
 use crate::provider::CompletionRequest;
 use crate::schema::OutputSchema;
@@ -321,6 +328,93 @@ fn plain(unit: &WorkUnit, ctx: &RequestContext, delimiter: &Delimiter) -> Parts 
     }
 }
 
+/// What a summary or synthesis call reads, and so which prompt asks it.
+#[derive(Debug, Clone)]
+pub enum SummaryPrompt {
+    /// A level of `--aggregate summarize`: these sections, under the summarize prompt.
+    Summarize(String),
+    /// `--aggregate synthesize`, phase 1: the per-file results of one content type.
+    TypeSynthesis { content_type: ContentType, results: String },
+    /// `--aggregate synthesize`, phase 2: the report across the per-type summaries (or,
+    /// when every result has one type, across the per-file results themselves).
+    CrossSynthesis(String),
+}
+
+/// A summary or synthesis call's request, exactly as it is sent, and the cache key of its
+/// answer.
+#[derive(Debug, Clone)]
+pub struct RenderedSummary {
+    pub key: CacheKey,
+    /// What the key names as its input: the hash of the user message.
+    pub artifacts: Vec<ArtifactRef>,
+    pub request: CompletionRequest,
+}
+
+/// Renders a summary or synthesis call. Its key is taken over the user message (as the
+/// `summarize-input` artifact) and the system message's hash (in the `rlm-summarize/v1`
+/// query), under the summarize mode: byte for byte the key it always had, so summaries
+/// cached by earlier versions are still found.
+pub fn render_summary(summary: &SummaryPrompt, ctx: &RequestContext) -> RenderedSummary {
+    let (system, user) = match summary {
+        SummaryPrompt::Summarize(sections) => (None, prompt::render_summarize(sections)),
+        SummaryPrompt::TypeSynthesis { content_type, results } => {
+            let p = render_type_synthesis(
+                &ctx.templates,
+                &synthesis_query(&ctx.sub_prompt),
+                *content_type,
+                results,
+            );
+            (Some(p.system), p.user)
+        }
+        SummaryPrompt::CrossSynthesis(summaries) => {
+            let p = render_cross_synthesis(&ctx.templates, &synthesis_query(&ctx.sub_prompt), summaries);
+            (Some(p.system), p.user)
+        }
+    };
+    let artifacts = vec![ArtifactRef {
+        artifact_id: "summarize-input".to_string(),
+        content_hash: sha256_hex(user.as_bytes()),
+    }];
+    let system = summary_system(system.as_deref(), ctx.require_citations);
+    let query = format!("rlm-summarize/v1:{}", &sha256_hex(system.as_bytes())[..16]);
+    let key = CacheKey::new(
+        &artifacts,
+        &query,
+        "",
+        &ctx.model,
+        Some("summarize"),
+        ctx.endpoint.as_deref(),
+    );
+    let request = CompletionRequest {
+        system,
+        user,
+        max_tokens: ctx.max_tokens,
+        ..CompletionRequest::default()
+    };
+    RenderedSummary {
+        key,
+        artifacts,
+        request,
+    }
+}
+
+/// The system prompt of a summary or synthesis call (the summarizer's unless the synthesis
+/// prompt brings its own); with `--require-citations`, the seed's rule never to drop a
+/// citation (issue 10). Without it, exactly the base prompt (so old summaries stay cached).
+fn summary_system(system: Option<&str>, require_citations: bool) -> String {
+    let base = system.unwrap_or(prompt::SUMMARIZE_SYSTEM);
+    if require_citations {
+        format!("{}\n\n{}", base.trim_end(), crate::citation::SUMMARIZER_RULE)
+    } else {
+        base.to_string()
+    }
+}
+
+/// The instruction as the synthesizer reads it: it was applied to each file.
+fn synthesis_query(sub_prompt: &str) -> String {
+    sub_prompt.replace("{file}", "each file")
+}
+
 /// Lines `start..=end` (1-based) of `text`, with their line endings.
 pub fn slice_lines(text: &str, start: u64, end: u64) -> &str {
     let mut offsets = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1));
@@ -406,7 +500,6 @@ pub fn request_query(request: &CompletionRequest) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hash::sha256_hex;
 
     #[test]
     fn the_request_query_hashes_the_parts_joined_by_nuls() {
@@ -429,6 +522,39 @@ mod tests {
                 &sha256_hex(joined(&schema.to_string()).as_bytes())[..16]
             )
         );
+    }
+
+    #[test]
+    fn a_summary_keeps_the_key_it_always_had() {
+        let ctx = RequestContext {
+            sub_prompt: "Review {file}".into(),
+            templates: Templates::default(),
+            focus: Focus::default(),
+            schema: None,
+            require_citations: false,
+            max_tokens: 100,
+            model: "m".into(),
+            endpoint: None,
+            prompt_cache: true,
+            query: false,
+        };
+        let rendered = render_summary(&SummaryPrompt::Summarize("R".into()), &ctx);
+        let user = prompt::render_summarize("R");
+        let artifacts = vec![ArtifactRef {
+            artifact_id: "summarize-input".to_string(),
+            content_hash: sha256_hex(user.as_bytes()),
+        }];
+        let query = format!(
+            "rlm-summarize/v1:{}",
+            &sha256_hex(prompt::SUMMARIZE_SYSTEM.as_bytes())[..16]
+        );
+        assert_eq!(
+            rendered.key,
+            CacheKey::new(&artifacts, &query, "", "m", Some("summarize"), None)
+        );
+        assert_eq!(rendered.request.system, prompt::SUMMARIZE_SYSTEM);
+        assert_eq!(rendered.request.user, user);
+        assert!(!rendered.request.cache_prefix);
     }
 
     #[test]

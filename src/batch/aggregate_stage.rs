@@ -9,7 +9,7 @@ use super::job::{Job, SummaryJob};
 use crate::aggregate::{
     self, Aggregate, AggregateStrategy, Processed, ResultItem, SummaryPlanner, SummaryStep, MAX_LEVELS,
 };
-use crate::prompt;
+use crate::request::SummaryPrompt;
 use crate::unit::UnitId;
 
 /// What the stage needs to know.
@@ -22,8 +22,6 @@ pub struct AggregateInput<'a> {
     pub results: &'a [ResultItem],
     /// The content type of each result (synthesis groups by it).
     pub types: &'a [crate::content::ContentType],
-    pub sub_prompt: &'a str,
-    pub templates: &'a crate::content::Templates,
     pub failed: &'a [(String, String)],
     pub context_window: u64,
     pub max_tokens: u32,
@@ -150,8 +148,7 @@ async fn summarize(input: &AggregateInput<'_>, exec: &mut Execution) -> Result<S
                 } else {
                     format!("summarize (final, level {level})")
                 },
-                system: None,
-                user: prompt::render_summarize(text),
+                prompt: SummaryPrompt::Summarize(text.clone()),
             }],
             SummaryStep::Groups(groups) => groups
                 .iter()
@@ -159,8 +156,7 @@ async fn summarize(input: &AggregateInput<'_>, exec: &mut Execution) -> Result<S
                 .map(|(i, group)| SummaryJob {
                     id: UnitId::named(format!("summarize-{}-{}", level + 1, i + 1)),
                     label: format!("summarize (level {}, group {}/{})", level + 1, i + 1, groups.len()),
-                    system: None,
-                    user: prompt::render_summarize(group),
+                    prompt: SummaryPrompt::Summarize(group.clone()),
                 })
                 .collect(),
         };

@@ -20,12 +20,10 @@ use super::conform::conform;
 use super::keep::{cache_entry_text, persist};
 pub(super) use super::keep::{keep, keep_paid, lookup};
 use super::key_claim::{KeyClaim, KeyClaims};
-use crate::cache::{ArtifactRef, Cache, CacheEntry, CacheKey, ClaimGuard};
+use crate::cache::{Cache, CacheEntry, ClaimGuard};
 use crate::exec::{self, call_with_retries, CallContext, CallFailure, CallResult, JobMeta, Place, Start};
-use crate::hash::sha256_hex;
-use crate::prompt;
 use crate::provider::{CompletionRequest, ErrorKind, Usage};
-use crate::request::{self, Expect, RequestContext};
+use crate::request::{self, Expect, RenderedSummary, RequestContext, SummaryPrompt};
 use crate::run_dir::RunDir;
 use crate::unit::{UnitId, UnitKind, WorkUnit};
 
@@ -85,15 +83,13 @@ pub enum Job {
     Summary(SummaryJob),
 }
 
-/// One summarization call.
+/// One summary or synthesis call.
 #[derive(Debug, Clone)]
 pub struct SummaryJob {
     pub id: UnitId,
     pub label: String,
-    /// The system message; `None` is the summarize prompt's.
-    pub system: Option<String>,
-    /// The whole user message.
-    pub user: String,
+    /// What it reads; [`request::render_summary`] makes it the request.
+    pub prompt: SummaryPrompt,
 }
 
 impl exec::Job for Job {
@@ -276,46 +272,10 @@ async fn run_unit(ctx: Arc<JobContext>, unit: WorkUnit, mut outcome: JobOutcome,
     keep_paid(ctx, unit, rendered, text, outcome, claim).await
 }
 
-/// A summary job's request and the cache key of its answer.
-pub(super) struct SummaryCall {
-    pub key: CacheKey,
-    pub artifacts: Vec<ArtifactRef>,
-    pub request: CompletionRequest,
-}
-
-/// Renders a summary job (the one place it becomes its request).
-pub(super) fn summary_call(ctx: &JobContext, job: &SummaryJob) -> SummaryCall {
-    let artifacts = vec![ArtifactRef {
-        artifact_id: "summarize-input".to_string(),
-        content_hash: sha256_hex(job.user.as_bytes()),
-    }];
-    let system = summary_system(job.system.as_deref(), ctx.requests.require_citations);
-    let query = format!("rlm-summarize/v1:{}", &sha256_hex(system.as_bytes())[..16]);
-    let key = CacheKey::new(
-        &artifacts,
-        &query,
-        "",
-        &ctx.requests.model,
-        Some("summarize"),
-        ctx.requests.endpoint.as_deref(),
-    );
-    let request = CompletionRequest {
-        system,
-        user: job.user.clone(),
-        max_tokens: ctx.requests.max_tokens,
-        ..CompletionRequest::default()
-    };
-    SummaryCall {
-        key,
-        artifacts,
-        request,
-    }
-}
-
 /// Keeps a summary just paid for: cached, its text on the outcome.
 pub(super) async fn keep_summary(
     ctx: &Arc<JobContext>,
-    call: SummaryCall,
+    call: RenderedSummary,
     label: &str,
     text: String,
     mut outcome: JobOutcome,
@@ -333,7 +293,7 @@ pub(super) async fn keep_summary(
 }
 
 async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutcome, place: Place) -> JobOutcome {
-    let summary = summary_call(&ctx, &job);
+    let summary = request::render_summary(&job.prompt, &ctx.requests);
     let key = summary.key.clone();
     if ctx.read_cache {
         match lookup(&ctx, &key).await {
@@ -371,18 +331,6 @@ async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutc
         return outcome;
     };
     keep_summary(&ctx, summary, &job.label, text, outcome, claim).await
-}
-
-/// The system prompt of a summary or synthesis call (the summarizer's unless the job brings
-/// its own); with `--require-citations`, the seed's rule never to drop a citation (issue 10).
-/// Without it, exactly the base prompt (so old summaries stay cached).
-fn summary_system(system: Option<&str>, require_citations: bool) -> String {
-    let base = system.unwrap_or(prompt::SUMMARIZE_SYSTEM);
-    if require_citations {
-        format!("{}\n\n{}", base.trim_end(), crate::citation::SUMMARIZER_RULE)
-    } else {
-        base.to_string()
-    }
 }
 
 /// The model call, its retries, and an empty answer counted as a failure. Its time is

@@ -593,8 +593,6 @@ async fn aggregate(
             processed: outcomes.processed(),
             results: &results,
             types: &types,
-            sub_prompt: &settings.task.sub_prompt,
-            templates: &plan.requests.templates,
             failed: &outcomes.failures,
             context_window: plan.model.context_window,
             max_tokens: settings.provider.max_tokens,

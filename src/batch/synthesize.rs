@@ -8,8 +8,9 @@ use super::aggregate_failure::{phase_text, AggregateFailure};
 use super::aggregate_stage::AggregateInput;
 use super::execution::Execution;
 use super::job::{Job, SummaryJob};
-use crate::content::{render_cross_synthesis, render_type_synthesis, ContentType};
+use crate::content::ContentType;
 use crate::escape;
+use crate::request::SummaryPrompt;
 use crate::unit::UnitId;
 
 /// The final report's text, or why it could not be written.
@@ -31,18 +32,17 @@ pub async fn synthesize(input: &AggregateInput<'_>, exec: &mut Execution) -> Res
         for (content_type, results) in &groups {
             summaries.push_str(&format!("## {content_type}\n\n{}\n\n", results.trim()));
         }
-        return cross_type(input, exec, &summaries).await;
+        return cross_type(exec, &summaries).await;
     }
     let jobs: Vec<SummaryJob> = groups
         .iter()
-        .map(|(content_type, results)| {
-            let prompt = render_type_synthesis(input.templates, &query(input.sub_prompt), *content_type, results);
-            SummaryJob {
-                id: UnitId::named(format!("synthesize-{content_type}")),
-                label: format!("synthesize {content_type}"),
-                system: Some(prompt.system),
-                user: prompt.user,
-            }
+        .map(|(content_type, results)| SummaryJob {
+            id: UnitId::named(format!("synthesize-{content_type}")),
+            label: format!("synthesize {content_type}"),
+            prompt: SummaryPrompt::TypeSynthesis {
+                content_type: *content_type,
+                results: results.clone(),
+            },
         })
         .collect();
     let ids: Vec<(ContentType, UnitId)> = groups.keys().copied().zip(jobs.iter().map(|j| j.id.clone())).collect();
@@ -53,28 +53,17 @@ pub async fn synthesize(input: &AggregateInput<'_>, exec: &mut Execution) -> Res
         summaries.push_str(&format!("## {content_type}\n\n{}\n\n", text.trim()));
     }
 
-    cross_type(input, exec, &summaries).await
+    cross_type(exec, &summaries).await
 }
 
 /// Phase 2: the cross-type report.
-async fn cross_type(
-    input: &AggregateInput<'_>,
-    exec: &mut Execution,
-    summaries: &str,
-) -> Result<String, AggregateFailure> {
-    let prompt = render_cross_synthesis(input.templates, &query(input.sub_prompt), summaries);
+async fn cross_type(exec: &mut Execution, summaries: &str) -> Result<String, AggregateFailure> {
     let id = UnitId::named("synthesize");
     let job = SummaryJob {
         id: id.clone(),
         label: "synthesize (cross-type report)".to_string(),
-        system: Some(prompt.system),
-        user: prompt.user,
+        prompt: SummaryPrompt::CrossSynthesis(summaries.to_string()),
     };
     exec.run_phase(vec![Job::Summary(job)]).await;
     phase_text(exec, &id)
-}
-
-/// The instruction as the synthesizer reads it: it was applied to each file.
-fn query(sub_prompt: &str) -> String {
-    sub_prompt.replace("{file}", "each file")
 }

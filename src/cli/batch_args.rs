@@ -428,3 +428,13 @@ impl From<ColorArg> for crate::printer::ColorChoice {
         }
     }
 }
+
+impl From<ProviderArg> for crate::provider::ProviderKind {
+    fn from(arg: ProviderArg) -> Self {
+        match arg {
+            ProviderArg::Anthropic => Self::Anthropic,
+            ProviderArg::Openai => Self::Openai,
+            ProviderArg::Command => Self::Command,
+        }
+    }
+}

@@ -1,12 +1,18 @@
-//! The plain options of commands that need no settings, made from their arguments here:
-//! the index and the citation checker know no command line.
+//! The plain options of commands, made from their arguments here: the index, the citation
+//! checker and jobs know no command line.
 
 use std::path::PathBuf;
 
-use super::{DirectionArg, IndexBuildArgs, IndexCommand, IndexNeighborsArgs, VerifyCitationsArgs};
+use super::{
+    DirectionArg, ExportFormatArg, IndexBuildArgs, IndexCommand, IndexNeighborsArgs, JobCallArgs, JobCommand,
+    JobExportArgs, JobRunFlags, PrReviewArgs, Toggle, VerifyCitationsArgs,
+};
 use crate::citation::command::VerifyOptions;
 use crate::index::command::{BuildOptions, GraphChoice, IndexAction, NeighborsOptions, PROJECT_GRAPH};
 use crate::index::{Direction, IndexError};
+use crate::job::{
+    CallFlags, ExportFormat, ExportOptions, JobAction, PrReviewOptions, RerunJob, ResumeJob, RunFlags, RunJob,
+};
 
 impl TryFrom<IndexCommand> for IndexAction {
     type Error = IndexError;
@@ -61,6 +67,124 @@ impl From<VerifyCitationsArgs> for VerifyOptions {
             root: args.root.unwrap_or_else(|| PathBuf::from(".")),
             strict: args.strict,
             json: args.json,
+        }
+    }
+}
+
+impl From<JobCommand> for JobAction {
+    fn from(command: JobCommand) -> Self {
+        match command {
+            JobCommand::Run(args) => JobAction::Run(RunJob {
+                file: args.file,
+                call: args.call.into(),
+                flags: args.flags.into(),
+            }),
+            JobCommand::PrReview(args) => JobAction::PrReview(args.into()),
+            JobCommand::List(args) => JobAction::List { json: args.json },
+            JobCommand::Status(args) => JobAction::Status {
+                job: args.job,
+                json: args.json,
+            },
+            JobCommand::Resume(args) => JobAction::Resume(ResumeJob {
+                job: args.job,
+                call: args.call.into(),
+                flags: args.flags.into(),
+            }),
+            JobCommand::Rerun(args) => JobAction::Rerun(RerunJob {
+                job: args.job,
+                phase: args.phase,
+                prompt: args.prompt,
+                call: args.call.into(),
+                flags: args.flags.into(),
+            }),
+            JobCommand::Export(args) => JobAction::Export(args.into()),
+        }
+    }
+}
+
+impl From<JobCallArgs> for CallFlags {
+    fn from(args: JobCallArgs) -> Self {
+        let JobCallArgs {
+            model,
+            provider,
+            command,
+            base_url,
+            max_parallel,
+            max_cost,
+            timeout,
+            rate_limit_wait,
+            max_tokens,
+            context_window,
+            temperature,
+            batch_api,
+        } = args;
+        CallFlags {
+            model,
+            provider: provider.map(Into::into),
+            command,
+            base_url,
+            max_parallel,
+            max_cost,
+            timeout,
+            rate_limit_wait,
+            max_tokens,
+            context_window,
+            temperature,
+            batch_api: batch_api.map(|toggle| toggle == Toggle::On),
+        }
+    }
+}
+
+impl From<JobRunFlags> for RunFlags {
+    fn from(flags: JobRunFlags) -> Self {
+        let JobRunFlags {
+            yes,
+            force,
+            dry_run,
+            no_cache,
+            json,
+            quiet,
+            deadline,
+            pause_after,
+        } = flags;
+        RunFlags {
+            yes,
+            force,
+            dry_run,
+            no_cache,
+            json,
+            quiet,
+            deadline,
+            pause_after,
+        }
+    }
+}
+
+impl From<PrReviewArgs> for PrReviewOptions {
+    fn from(args: PrReviewArgs) -> Self {
+        PrReviewOptions {
+            repo: args.repo,
+            vision: args.vision,
+            limit: args.limit,
+            input: args.input,
+            call: args.call.into(),
+            flags: args.flags.into(),
+        }
+    }
+}
+
+impl From<JobExportArgs> for ExportOptions {
+    fn from(args: JobExportArgs) -> Self {
+        ExportOptions {
+            job: args.job,
+            format: match args.format {
+                ExportFormatArg::Json => ExportFormat::Json,
+                ExportFormatArg::Markdown => ExportFormat::Markdown,
+                ExportFormatArg::GithubComments => ExportFormat::GithubComments,
+            },
+            output: args.output,
+            post: args.post,
+            yes: args.yes,
         }
     }
 }

@@ -1,5 +1,5 @@
-//! `rlm job`'s subcommands and flags (clap types only; `job::settings` turns them into a
-//! job's settings).
+//! `rlm job`'s subcommands and flags (clap types only; `into_options` turns them into the
+//! job module's plain `JobAction`).
 
 use std::path::PathBuf;
 
@@ -36,21 +36,6 @@ pub enum JobCommand {
     /// Print (or write) a job's results as JSON, Markdown, or one GitHub comment per
     /// reviewed pull request (`--post` posts them with gh).
     Export(JobExportArgs),
-}
-
-impl JobCommand {
-    /// Whether the command was asked for one JSON document on stdout.
-    pub fn wants_json(&self) -> bool {
-        match self {
-            JobCommand::Run(a) => a.flags.json,
-            JobCommand::PrReview(a) => a.flags.json,
-            JobCommand::Resume(a) => a.flags.json,
-            JobCommand::Rerun(a) => a.flags.json,
-            JobCommand::List(a) => a.json,
-            JobCommand::Status(a) => a.json,
-            JobCommand::Export(_) => false,
-        }
-    }
 }
 
 const JOB_EXIT_CODES: &str = "Exit codes: 0 every phase succeeded (or the job paused as asked), 1 some items \

@@ -16,27 +16,50 @@ use super::job_dir::{read_json_if_whole, write_bytes, JobDir};
 use super::report::{self, cell, ReportData};
 use super::review::memberships;
 use super::state::{JobRecord, Source};
-use crate::cli::{ExportFormatArg, JobExportArgs};
 use crate::error::{ExitStatus, RlmError};
 use crate::hash::sha256_hex;
 use crate::printer::Printer;
 use crate::settings::Environment;
 
+/// What `rlm job export` is asked for.
+#[derive(Debug)]
+pub struct ExportOptions {
+    /// The job id (or its unique beginning).
+    pub job: String,
+    pub format: ExportFormat,
+    /// `-o FILE`: where the export goes instead of stdout.
+    pub output: Option<std::path::PathBuf>,
+    /// Post each GitHub comment on its pull request (after asking, unless `yes`).
+    pub post: bool,
+    pub yes: bool,
+}
+
+/// What an export writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// The report's data and every item's results, one JSON document.
+    Json,
+    /// The report (`report.md`).
+    Markdown,
+    /// One comment per reviewed pull request, as JSON lines.
+    GithubComments,
+}
+
 /// Runs an export; posting needs the async runtime the caller provides.
-pub async fn export(args: JobExportArgs, env: &Environment, printer: &Printer) -> Result<ExitStatus, RlmError> {
+pub async fn export(args: ExportOptions, env: &Environment, printer: &Printer) -> Result<ExitStatus, RlmError> {
     let dir = JobDir::open(&env.cwd, Some(&args.job))?;
     let record = dir.read_record()?;
-    if args.post && args.format != ExportFormatArg::GithubComments {
+    if args.post && args.format != ExportFormat::GithubComments {
         return Err(RlmError::Usage(
             "--post posts GitHub comments: use it with --format github-comments".into(),
         ));
     }
     let text = match args.format {
-        ExportFormatArg::Markdown => match fs_err::read_to_string(dir.report_md()) {
+        ExportFormat::Markdown => match fs_err::read_to_string(dir.report_md()) {
             Ok(md) => md,
             Err(_) => report::build(&dir, &record, None)?.markdown,
         },
-        ExportFormatArg::Json => {
+        ExportFormat::Json => {
             let report = match read_json_if_whole::<Value>(&dir.report_json()) {
                 Some(r) => r,
                 None => report::build(&dir, &record, None)?.json,
@@ -50,7 +73,7 @@ pub async fn export(args: JobExportArgs, env: &Environment, printer: &Printer) -
             s.push('\n');
             s
         }
-        ExportFormatArg::GithubComments => {
+        ExportFormat::GithubComments => {
             let (repo, comments) = comments(&dir, &record)?;
             let mut jsonl = String::new();
             for c in &comments {
@@ -74,7 +97,7 @@ pub async fn export(args: JobExportArgs, env: &Environment, printer: &Printer) -
 }
 
 /// To `-o FILE`, or stdout (a closed pipe is not an error).
-fn output(args: &JobExportArgs, text: &str) -> Result<(), RlmError> {
+fn output(args: &ExportOptions, text: &str) -> Result<(), RlmError> {
     match &args.output {
         Some(path) => write_bytes(path, text.as_bytes()),
         None => {

@@ -8,6 +8,7 @@
 //! disk (`job_dir`) and run phase by phase (`runner`). `resume` and `rerun` take a job up
 //! again from its `job.json`; `list`, `status` and `export` read it.
 
+mod action;
 mod batch_api;
 mod batch_check;
 mod batches;
@@ -36,7 +37,10 @@ mod state;
 mod store_link;
 mod worker;
 
+pub use action::{JobAction, PrReviewOptions, RerunJob, ResumeJob, RunJob};
 pub use definition::{JobDefinition, PhaseDefinition, PhaseKind};
+pub use export::{ExportFormat, ExportOptions};
+pub use settings::{CallFlags, RunFlags};
 
 use std::path::{Path, PathBuf};
 
@@ -45,10 +49,9 @@ use serde_json::{json, Value};
 use crate::batch::estimate::confirm_cost;
 use crate::batch::startup::model_for;
 use crate::cache::Cache;
-use crate::cli::{ColorArg, JobCallArgs, JobCommand, JobRunFlags};
 use crate::error::{ExitStatus, RlmError};
 use crate::exec::Interrupt;
-use crate::printer::Printer;
+use crate::printer::{ColorChoice, Printer};
 use crate::prompt::Delimiter;
 use crate::provider::ModelInfo;
 use crate::schema::OutputSchema;
@@ -64,11 +67,11 @@ use store_link::StoreLink;
 
 /// Runs one `rlm job` subcommand; an error that ends it is printed here, as one line (and,
 /// with `--json`, as one error document on stdout naming the job once it exists).
-pub fn run_command(command: JobCommand, color: ColorArg, env: &Environment) -> ExitStatus {
+pub fn run_command(command: JobAction, color: ColorChoice, env: &Environment) -> ExitStatus {
     let json = command.wants_json();
     let outcome = match command {
-        JobCommand::List(args) => list(args.json, env).map_err(JobFailure::from),
-        JobCommand::Status(args) => status(args.job.as_deref(), args.json, env).map_err(JobFailure::from),
+        JobAction::List { json } => list(json, env).map_err(JobFailure::from),
+        JobAction::Status { job, json } => status(job.as_deref(), json, env).map_err(JobFailure::from),
         other => match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
             Ok(runtime) => {
                 let outcome = runtime.block_on(run_async(other, color, env));
@@ -117,7 +120,7 @@ impl JobFailure {
         );
         printer.error(&message);
         if json {
-            let mut doc = crate::commands::error_document(self.error.kind(), &message, status);
+            let mut doc = crate::error::error_document(self.error.kind(), &message, status);
             if let Some((id, dir)) = &self.job {
                 doc["job_id"] = json!(id);
                 doc["dir"] = json!(dir.display().to_string());
@@ -128,15 +131,15 @@ impl JobFailure {
     }
 }
 
-async fn run_async(command: JobCommand, color: ColorArg, env: &Environment) -> Result<ExitStatus, JobFailure> {
+async fn run_async(command: JobAction, color: ColorChoice, env: &Environment) -> Result<ExitStatus, JobFailure> {
     match command {
-        JobCommand::Run(args) => {
-            let settings = resolve(RememberedSettings::default(), &args.call, args.flags, color, env)?;
-            let prepared = prepare_file(&args.file, env).await?;
+        JobAction::Run(RunJob { file, call, flags }) => {
+            let settings = resolve(RememberedSettings::default(), &call, flags, color, env)?;
+            let prepared = prepare_file(&file, env).await?;
             // Boxed: a job's run is a large future.
             Box::pin(start(prepared, settings)).await
         }
-        JobCommand::PrReview(args) => {
+        JobAction::PrReview(args) => {
             let settings = resolve(
                 RememberedSettings::default(),
                 &args.call,
@@ -147,8 +150,8 @@ async fn run_async(command: JobCommand, color: ColorArg, env: &Environment) -> R
             let prepared = prepare_pr_review(&args, env).await?;
             Box::pin(start(prepared, settings)).await
         }
-        JobCommand::Resume(args) => {
-            let dir = match &args.job {
+        JobAction::Resume(ResumeJob { job, call, flags }) => {
+            let dir = match &job {
                 Some(q) => JobDir::open(&env.cwd, Some(q))?,
                 None => latest_unfinished(&env.cwd)?,
             };
@@ -162,27 +165,33 @@ async fn run_async(command: JobCommand, color: ColorArg, env: &Environment) -> R
                     record.job_id
                 ))));
             }
-            let settings = resolve(record.settings.clone(), &args.call, args.flags, color, env).map_err(&in_job)?;
+            let settings = resolve(record.settings.clone(), &call, flags, color, env).map_err(&in_job)?;
             go_on(&dir, record, settings, None).await.map_err(in_job)
         }
-        JobCommand::Rerun(args) => {
-            let dir = JobDir::open(&env.cwd, Some(&args.job))?;
+        JobAction::Rerun(RerunJob {
+            job,
+            phase,
+            prompt,
+            call,
+            flags,
+        }) => {
+            let dir = JobDir::open(&env.cwd, Some(&job))?;
             let in_job = JobFailure::in_job(&dir);
             let record = dir.read_record().map_err(&in_job)?;
-            let index = record.definition.phase_index(&args.phase).map_err(&in_job)?;
-            let prompt = match &args.prompt {
+            let index = record.definition.phase_index(&phase).map_err(&in_job)?;
+            let prompt = match &prompt {
                 Some(p) => Some(
                     fs_err::read_to_string(env.cwd.join(p))
                         .map_err(|e| in_job(RlmError::Input(format!("--prompt: {e}"))))?,
                 ),
                 None => None,
             };
-            let settings = resolve(record.settings.clone(), &args.call, args.flags, color, env).map_err(&in_job)?;
+            let settings = resolve(record.settings.clone(), &call, flags, color, env).map_err(&in_job)?;
             go_on(&dir, record, settings, Some(Rerun { index, prompt }))
                 .await
                 .map_err(in_job)
         }
-        JobCommand::Export(args) => {
+        JobAction::Export(args) => {
             let printer = Printer::new(
                 crate::printer::PrinterMode {
                     quiet: false,
@@ -194,16 +203,16 @@ async fn run_async(command: JobCommand, color: ColorArg, env: &Environment) -> R
             );
             Ok(export::export(args, env, &printer).await?)
         }
-        JobCommand::List(_) | JobCommand::Status(_) => Ok(ExitStatus::Success),
+        JobAction::List { .. } | JobAction::Status { .. } => Ok(ExitStatus::Success),
     }
 }
 
 /// The job's settings: remembered flags, the ones given now laid over them.
 fn resolve(
     mut remembered: RememberedSettings,
-    given: &JobCallArgs,
-    flags: JobRunFlags,
-    color: ColorArg,
+    given: &CallFlags,
+    flags: RunFlags,
+    color: ColorChoice,
     env: &Environment,
 ) -> Result<JobSettings, RlmError> {
     remembered.overlay(given);
@@ -315,7 +324,7 @@ async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmErr
 
 /// `rlm job pr-review`: the preset, the vision document, and the pull requests from gh (or
 /// `--input`).
-async fn prepare_pr_review(args: &crate::cli::PrReviewArgs, env: &Environment) -> Result<Prepared, RlmError> {
+async fn prepare_pr_review(args: &PrReviewOptions, env: &Environment) -> Result<Prepared, RlmError> {
     github::check_repo(&args.repo)?;
     let vision =
         fs_err::read_to_string(env.cwd.join(&args.vision)).map_err(|e| RlmError::Input(format!("--vision: {e}")))?;

@@ -10,9 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use super::definition::PhaseDefinition;
 use crate::cache::CacheMode;
-use crate::cli::{ColorArg, JobCallArgs, JobRunFlags, ProviderArg, Toggle};
 use crate::error::RlmError;
-use crate::printer::PrinterMode;
+use crate::printer::{ColorChoice, PrinterMode};
 use crate::provider::bundled_model::BundledModel;
 use crate::provider::catalog::{self, PriceTable};
 use crate::provider::ProviderKind;
@@ -30,6 +29,42 @@ pub const DEFAULT_TIMEOUT: f64 = 120.0;
 pub const DEFAULT_RATE_LIMIT_WAIT: f64 = 600.0;
 /// Fault retries per call (server errors, timeouts); invalid answers have their own budget.
 const CALL_RETRIES: u32 = 3;
+
+/// The call flags given on this command line (`--model`, `--provider`, `-j`, …): each one
+/// given replaces the one the job remembers.
+#[derive(Debug, Clone, Default)]
+pub struct CallFlags {
+    pub model: Option<String>,
+    pub provider: Option<ProviderKind>,
+    pub command: Option<String>,
+    pub base_url: Option<String>,
+    pub max_parallel: Option<usize>,
+    pub max_cost: Option<f64>,
+    /// Seconds per call.
+    pub timeout: Option<f64>,
+    /// Seconds a call may wait out rate limits.
+    pub rate_limit_wait: Option<f64>,
+    pub max_tokens: Option<u32>,
+    pub context_window: Option<u64>,
+    pub temperature: Option<f32>,
+    /// `--batch-api` (on) or `--batch-api off`.
+    pub batch_api: Option<bool>,
+}
+
+/// The flags that hold for this invocation only.
+#[derive(Debug, Clone, Default)]
+pub struct RunFlags {
+    pub yes: bool,
+    pub force: bool,
+    pub dry_run: bool,
+    pub no_cache: bool,
+    pub json: bool,
+    pub quiet: bool,
+    /// `--deadline`, in seconds.
+    pub deadline: Option<f64>,
+    /// `--pause-after`: the phase's number or name.
+    pub pause_after: Option<String>,
+}
 
 /// The call flags a job remembers (`job.json` → `settings`): never a key, never a URL's
 /// credentials.
@@ -57,8 +92,8 @@ pub struct RememberedSettings {
 
 impl RememberedSettings {
     /// The flags given now replace the remembered ones.
-    pub fn overlay(&mut self, given: &JobCallArgs) {
-        let JobCallArgs {
+    pub fn overlay(&mut self, given: &CallFlags) {
+        let CallFlags {
             model,
             provider,
             command,
@@ -73,7 +108,7 @@ impl RememberedSettings {
             batch_api,
         } = given;
         if let Some(p) = provider {
-            self.provider = Some(provider_name(*p).to_string());
+            self.provider = Some(p.name().to_string());
         }
         if command.is_some() {
             self.command = command.clone();
@@ -92,8 +127,8 @@ impl RememberedSettings {
         self.max_tokens = max_tokens.or(self.max_tokens);
         self.context_window = context_window.or(self.context_window);
         self.temperature = temperature.or(self.temperature);
-        if let Some(toggle) = batch_api {
-            self.batch_api = *toggle == Toggle::On;
+        if let Some(on) = batch_api {
+            self.batch_api = *on;
         }
     }
 
@@ -109,26 +144,18 @@ impl RememberedSettings {
         kept
     }
 
-    fn provider_arg(&self) -> Result<Option<ProviderArg>, RlmError> {
+    fn provider_kind(&self) -> Result<Option<ProviderKind>, RlmError> {
         Ok(match self.provider.as_deref() {
             None => None,
-            Some("anthropic") => Some(ProviderArg::Anthropic),
-            Some("openai") => Some(ProviderArg::Openai),
-            Some("command") => Some(ProviderArg::Command),
+            Some("anthropic") => Some(ProviderKind::Anthropic),
+            Some("openai") => Some(ProviderKind::Openai),
+            Some("command") => Some(ProviderKind::Command),
             Some(other) => {
                 return Err(RlmError::Store(format!(
                     "job.json names provider '{other}': pass --provider anthropic, openai or command"
                 )))
             }
         })
-    }
-}
-
-fn provider_name(p: ProviderArg) -> &'static str {
-    match p {
-        ProviderArg::Anthropic => "anthropic",
-        ProviderArg::Openai => "openai",
-        ProviderArg::Command => "command",
     }
 }
 
@@ -157,8 +184,8 @@ impl JobSettings {
     /// invocation's flags.
     pub fn resolve(
         remembered: RememberedSettings,
-        flags: JobRunFlags,
-        color: ColorArg,
+        flags: RunFlags,
+        color: ColorChoice,
         env: &Environment,
     ) -> Result<Self, RlmError> {
         if remembered.base_url_withheld && remembered.base_url.is_none() {
@@ -168,7 +195,7 @@ impl JobSettings {
                     .into(),
             ));
         }
-        let JobRunFlags {
+        let RunFlags {
             yes,
             force,
             dry_run,
@@ -181,7 +208,7 @@ impl JobSettings {
         let config = ProjectConfig::load(&env.cwd)?;
         let provider = provider_settings(
             ProviderFlags {
-                provider: remembered.provider_arg()?,
+                provider: remembered.provider_kind()?,
                 command: remembered.command.clone(),
                 base_url: remembered.base_url.clone(),
                 model: remembered.model.clone(),
@@ -249,7 +276,7 @@ impl JobSettings {
                 dry_run,
                 json,
                 quiet,
-                color: color.into(),
+                color,
                 no_color: env.var("NO_COLOR").is_some(),
                 stderr_is_terminal: env.stderr_is_terminal,
                 stdin_is_terminal: env.stdin_is_terminal,
@@ -292,9 +319,9 @@ impl JobSettings {
         let mut p = match phase.provider.as_deref() {
             Some(name) if name != self.provider.kind.name() => {
                 let kind = if name == "openai" {
-                    ProviderArg::Openai
+                    ProviderKind::Openai
                 } else {
-                    ProviderArg::Anthropic
+                    ProviderKind::Anthropic
                 };
                 provider_settings(
                     ProviderFlags {

@@ -426,7 +426,7 @@ impl BatchSettings {
         });
         let mut provider = provider_settings(
             ProviderFlags {
-                provider,
+                provider: provider.map(Into::into),
                 command,
                 base_url,
                 model,
@@ -591,15 +591,14 @@ fn read_prompt_file(file: &Path, cwd: &Path) -> Result<String, RlmError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::ProviderArg;
 
     #[test]
     fn endpoint_identity_only_for_other_servers() {
         let env = Environment::with_vars(&[("OPENAI_API_KEY", "k")], PathBuf::from("/"));
-        let official = resolve_provider(Some(ProviderArg::Openai), None, None, None, None, &env).unwrap();
+        let official = resolve_provider(Some(ProviderKind::Openai), None, None, None, None, &env).unwrap();
         assert_eq!(official.endpoint_identity(), None);
         let local = resolve_provider(
-            Some(ProviderArg::Openai),
+            Some(ProviderKind::Openai),
             Some("http://u:p@127.0.0.1:8080/".into()),
             Some("m".into()),
             None,

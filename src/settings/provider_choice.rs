@@ -4,7 +4,6 @@
 use std::time::Duration;
 
 use super::{Environment, ProviderSettings};
-use crate::cli::ProviderArg;
 use crate::error::RlmError;
 use crate::plan::WHAT_TO_DO_KNOWN;
 use crate::provider::catalog;
@@ -14,7 +13,7 @@ use crate::secret::{redact_url, ApiKey};
 /// The flags that choose who answers, shared by `rlm batch` and `rlm job`.
 #[derive(Debug, Clone, Default)]
 pub struct ProviderFlags {
-    pub provider: Option<ProviderArg>,
+    pub provider: Option<ProviderKind>,
     pub command: Option<String>,
     pub base_url: Option<String>,
     pub model: Option<String>,
@@ -55,7 +54,7 @@ pub fn provider_settings(flags: ProviderFlags, env: &Environment) -> Result<Prov
         )));
     }
     let provider = match (provider, command) {
-        (Some(ProviderArg::Command) | None, Some(command)) => {
+        (Some(ProviderKind::Command) | None, Some(command)) => {
             if base_url.is_some() {
                 return Err(RlmError::Usage(
                     "--base-url is for HTTP providers; --command runs a program instead: drop one".into(),
@@ -63,7 +62,7 @@ pub fn provider_settings(flags: ProviderFlags, env: &Environment) -> Result<Prov
             }
             command_provider(&command, &agent_env, context_window, depth, env)?
         }
-        (Some(ProviderArg::Command), None) => {
+        (Some(ProviderKind::Command), None) => {
             return Err(RlmError::Usage(
                 "--provider command needs the program: add --command 'claude -p' (or any CLI that reads the \
                  prompt on stdin)"
@@ -107,7 +106,7 @@ pub fn provider_settings(flags: ProviderFlags, env: &Environment) -> Result<Prov
 
 /// Provider, endpoint, key and model from flags and environment.
 pub(super) fn resolve_provider(
-    flag: Option<ProviderArg>,
+    flag: Option<ProviderKind>,
     base_url: Option<String>,
     model: Option<String>,
     context_window: Option<u64>,
@@ -116,10 +115,8 @@ pub(super) fn resolve_provider(
 ) -> Result<ProviderSettings, RlmError> {
     let mut blocker = None;
     let kind = match flag {
-        Some(ProviderArg::Anthropic) => ProviderKind::Anthropic,
-        Some(ProviderArg::Openai) => ProviderKind::Openai,
-        // Handled before (it needs --command); unreachable here.
-        Some(ProviderArg::Command) => ProviderKind::Command,
+        // A command provider was handled before (it needs --command); never here.
+        Some(kind) => kind,
         None => detect_provider(env, base_url.is_some()).unwrap_or_else(|| {
             blocker = Some(NO_PROVIDER.to_string());
             ProviderKind::Anthropic

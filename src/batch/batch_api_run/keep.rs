@@ -69,7 +69,7 @@ pub(super) async fn keep_result(
         }
         Owned::Summary(summary) => {
             let meta = Work::Summary(&summary).meta();
-            let call = job::summary_call(&ctx, &summary);
+            let call = request::render_summary(&summary.prompt, &ctx.requests);
             let mut outcome = answered(&ctx, meta, &reply, &call.request, waited);
             match outcome.text.take().filter(|_| outcome.failure.is_none()) {
                 Some(text) => job::keep_summary(&ctx, call, &summary.label, text, outcome, None).await,

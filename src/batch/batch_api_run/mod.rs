@@ -64,6 +64,7 @@ use crate::plan::Budget;
 use crate::printer::Printer;
 use crate::provider::batch_api::{BatchApi, PollSchedule};
 use crate::provider::ModelInfo;
+use crate::request;
 use crate::settings::{BatchApiMode, BatchFallback, BatchSettings};
 use crate::store::{BatchIntent, RunId, TaskStore};
 use crate::unit::WorkUnit;
@@ -298,7 +299,7 @@ impl BatchApiRun {
                 label: meta.label.clone(),
                 kind: meta.kind,
             });
-            let key = job::summary_call(&ctx, s).key;
+            let key = request::render_summary(&s.prompt, &ctx.requests).key;
             let cached = if ctx.read_cache {
                 job::lookup(&ctx, &key).await
             } else {
@@ -344,7 +345,7 @@ impl BatchApiRun {
             work.iter()
                 .map(|w| match w {
                     Work::Unit(unit) => unit.cache_key.0.clone(),
-                    Work::Summary(s) => job::summary_call(&ctx, s).key.0,
+                    Work::Summary(s) => request::render_summary(&s.prompt, &ctx.requests).key.0,
                 })
                 .collect()
         };

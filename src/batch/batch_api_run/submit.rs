@@ -335,7 +335,7 @@ fn prompt_bytes_of(ctx: &JobContext, work: Work<'_>) -> u64 {
     match work {
         Work::Unit(unit) => unit.prompt_bytes,
         Work::Summary(s) => {
-            let r = job::summary_call(ctx, s).request;
+            let r = request::render_summary(&s.prompt, &ctx.requests).request;
             (r.system.len() + r.shared.len() + r.user.len()) as u64
         }
     }
@@ -352,7 +352,7 @@ fn item(ctx: &JobContext, work: Work<'_>, unit_part: &str) -> Result<BatchItem, 
             job::keep_prompt(ctx, &unit, &rendered.request);
             rendered.request
         }
-        Work::Summary(s) => job::summary_call(ctx, s).request,
+        Work::Summary(s) => request::render_summary(&s.prompt, &ctx.requests).request,
     };
     Ok(BatchItem {
         custom_id: unit_part.to_string(),
