@@ -242,8 +242,45 @@ impl TaskStore {
         })
     }
 
-    /// A unit's history, oldest first.
+    /// A unit's history, oldest first. Its first entry, the unit added in its first state,
+    /// is not a row of its own (a run of 100,000 units wrote 100,000 of them): it is read
+    /// from the unit — added at `queued_at`, in the state its first move left, or in the
+    /// state it is still in. Stores written before keep such a row, and it is read as is.
     pub fn history(&self, run: &RunId, unit: &str) -> Result<Vec<TransitionRecord>, StoreError> {
+        let mut history = self.recorded_moves(run, unit)?;
+        if history.first().is_some_and(|t| t.from.is_none()) {
+            return Ok(history);
+        }
+        let added = self
+            .conn
+            .prepare_cached("SELECT state, queued_at FROM units WHERE run_id = ?1 AND unit_id = ?2")
+            .map_err(|e| self.sqlite_error(e))?
+            .query_row(params![run.as_str(), unit], |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+            })
+            .optional()
+            .map_err(|e| self.sqlite_error(e))?;
+        if let Some((state, queued_at)) = added {
+            let first = match history.first().and_then(|t| t.from) {
+                Some(state) => state,
+                None => self.unit_state(state)?,
+            };
+            history.insert(
+                0,
+                TransitionRecord {
+                    from: None,
+                    to: first,
+                    at: self.timestamp("units.queued_at", queued_at)?,
+                    attempt: 0,
+                    detail: None,
+                },
+            );
+        }
+        Ok(history)
+    }
+
+    /// The moves recorded for a unit, oldest first.
+    fn recorded_moves(&self, run: &RunId, unit: &str) -> Result<Vec<TransitionRecord>, StoreError> {
         let mut stmt = self
             .conn
             .prepare_cached(

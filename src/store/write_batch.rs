@@ -172,13 +172,6 @@ impl<'a> WriteBatch<'a> {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             )
             .map_err(sqlite)?;
-        let mut insert_history = self
-            .tx
-            .prepare_cached(
-                "INSERT INTO transitions (run_id, unit_id, from_state, to_state, at, attempt)
-                 VALUES (?1, ?2, NULL, ?3, ?4, 0)",
-            )
-            .map_err(sqlite)?;
         for (i, unit) in units.iter().enumerate() {
             let done = served.contains(&i);
             let queued = if done {
@@ -209,9 +202,6 @@ impl<'a> WriteBatch<'a> {
                 }
                 Err(e) => return Err(sqlite(e)),
             }
-            insert_history
-                .execute(params![run.as_str(), unit.id, queued, now])
-                .map_err(sqlite)?;
         }
         Ok(())
     }

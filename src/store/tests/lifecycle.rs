@@ -225,3 +225,23 @@ fn units_are_unique_within_a_run_and_need_the_run() {
     let err = store.add_units(&RunId::from("batch-nope"), &units(1)).unwrap_err();
     assert!(matches!(err, StoreError::UnknownRun(_)), "{err:?}");
 }
+
+#[test]
+fn a_unit_added_served_begins_its_history_completed_and_one_added_queued_queued() {
+    let (dir, mut store) = open();
+    let run = store.create_run(&new_run(dir.path())).unwrap();
+    store.add_units_served(&run, &units(2), &[1]).unwrap();
+    let firsts: Vec<(Option<UnitState>, UnitState, u32)> = ["u00000", "u00001"]
+        .iter()
+        .map(|u| {
+            let history = store.history(&run, u).unwrap();
+            assert_eq!(history.len(), 1, "{u}: only its addition");
+            (history[0].from, history[0].to, history[0].attempt)
+        })
+        .collect();
+    assert_eq!(firsts, [(None, UnitState::Queued, 0), (None, UnitState::Completed, 0)]);
+    assert!(
+        store.history(&run, "u99999").unwrap().is_empty(),
+        "no such unit, no history"
+    );
+}
