@@ -423,7 +423,7 @@ fn cancel_at_provider(settings: &BatchSettings, run: &str, batches: &[String], h
 /// `rlm merge RUN_DIR… -o OUT`: the runs checked, then merged as one run.
 fn run_merge(args: cli::MergeArgs, color: cli::ColorArg, env: &Environment) -> ExitStatus {
     let json = args.json;
-    let plan = match merge::prepare(args, color, env) {
+    let plan = match merge_plan(args, color, env) {
         Ok(plan) => plan,
         Err(e) => {
             let printer = Printer::new(
@@ -449,6 +449,30 @@ fn run_merge(args: cli::MergeArgs, color: cli::ColorArg, env: &Environment) -> E
     let outcome = runtime.block_on(merge::run(plan, printer.clone()));
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     outcome.unwrap_or_else(|e| report_error(&printer, &e))
+}
+
+/// Reads and checks the runs, and builds the merged run's settings from the first run's
+/// recorded arguments and merge's own. Every refusal is a usage error (exit 2) before
+/// anything is written.
+fn merge_plan(args: cli::MergeArgs, color: cli::ColorArg, env: &Environment) -> Result<merge::MergePlan, RlmError> {
+    let (runs, mut recorded): (Vec<merge::FinishedRun>, Vec<cli::BatchArgs>) = args
+        .runs
+        .iter()
+        .map(|dir| {
+            let run = merge::read_run(dir, env)?;
+            // Every run's arguments must be readable, though the merge is built from the first's.
+            let args = cli::BatchArgs::recorded_by(&run)?;
+            Ok((run, args))
+        })
+        .collect::<Result<Vec<_>, RlmError>>()?
+        .into_iter()
+        .unzip();
+    let output_dir = merge::check(&runs, &args.output_dir, env)?;
+    // clap requires one run at least.
+    let recorded = recorded.swap_remove(0);
+    let (batch, prompt) = args.merged_batch_args(&runs[0], recorded, output_dir)?;
+    let settings = BatchSettings::resolve(*batch, color, env)?;
+    merge::prepare(settings, runs, prompt)
 }
 
 /// A command that prints and succeeds, or fails with one error.

@@ -4,6 +4,7 @@
 mod batch_args;
 mod into_options;
 mod job_args;
+mod merge_args;
 mod numeric;
 mod recorded_name;
 

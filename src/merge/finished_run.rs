@@ -1,13 +1,12 @@
-//! One run directory as `rlm merge` reads it: the arguments it was built from and the
-//! identity of its plan (`settings.json`), and what became of each of its units
-//! (`report.json`). Nothing is taken from the task store: the runs of a CI matrix were
-//! made on other machines, and only their directories travel.
+//! One run directory as `rlm merge` reads it: the arguments it was built from (as recorded;
+//! the command line reads them) and the identity of its plan (`settings.json`), and what
+//! became of each of its units (`report.json`). Nothing is taken from the task store: the
+//! runs of a CI matrix were made on other machines, and only their directories travel.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::cli::BatchArgs;
 use crate::error::RlmError;
 use crate::provider::catalog::PriceTier;
 use crate::report::UnitRecord;
@@ -22,8 +21,10 @@ pub struct FinishedRun {
     pub run_id: String,
     pub plan_id: String,
     pub shard: Option<Shard>,
-    /// The arguments its settings were built from.
-    pub args: BatchArgs,
+    /// The arguments its settings were built from, as it recorded them: only the command
+    /// line knows their shape, and reads them (a run whose arguments it cannot read is
+    /// refused with [`FinishedRun::unreadable`]).
+    pub args: Value,
     /// The prompt it sent (as resolved: read from `--prompt-file` when it was given).
     pub sub_prompt: String,
     /// `anthropic`, `openai` or `command`, and the model it called.
@@ -67,16 +68,8 @@ impl FinishedRun {
             "report.json",
             "the run has not finished (rlm resume finishes it), or this is not an rlm run directory",
         )?;
-        let older = || {
-            RlmError::Usage(format!(
-                "{shown} was written by an older rlm that did not record {}: run it again with this rlm to merge it",
-                "its arguments and plan"
-            ))
-        };
-        let args: BatchArgs = settings
-            .get(crate::batch::RECORDED_ARGS)
-            .and_then(|a| serde_json::from_value(a.clone()).ok())
-            .ok_or_else(older)?;
+        let older = || written_by_older_rlm(&shown);
+        let args = settings.get(crate::batch::RECORDED_ARGS).cloned().ok_or_else(older)?;
         let plan_id = text(&report, "plan_id").ok_or_else(older)?;
         let units: Vec<UnitRecord> = report
             .get("units")
@@ -117,6 +110,12 @@ impl FinishedRun {
         })
     }
 
+    /// The refusal of a run whose recorded arguments this rlm cannot read: the same as for
+    /// a run that recorded none.
+    pub fn unreadable(&self) -> RlmError {
+        written_by_older_rlm(&self.shown)
+    }
+
     /// `runs/a (shard 1/2)`.
     pub fn describe(&self) -> String {
         match self.shard {
@@ -124,6 +123,13 @@ impl FinishedRun {
             None => self.shown.clone(),
         }
     }
+}
+
+fn written_by_older_rlm(shown: &str) -> RlmError {
+    RlmError::Usage(format!(
+        "{shown} was written by an older rlm that did not record {}: run it again with this rlm to merge it",
+        "its arguments and plan"
+    ))
 }
 
 fn text(value: &Value, key: &str) -> Option<String> {

@@ -3,8 +3,9 @@
 //! one set of findings, as if one run had done every unit.
 //!
 //! The merged run is a run of the whole plan whose units were answered elsewhere. Its
-//! settings are the first run's, built again from the arguments it recorded (the
-//! aggregation, `--fail-on` and `--sarif` may be given anew); the plan is made again here,
+//! settings are the first run's, built again by the command line from the arguments it
+//! recorded (the aggregation, `--fail-on` and `--sarif` may be given anew) and handed to
+//! [`prepare`]; the plan is made again here,
 //! from the same inputs, and must be the runs' plan (the same [`crate::shard::PlanId`]):
 //! runs of different plans, and runs that share a unit, are refused before anything is
 //! written. Each unit's answer is then read from the run that answered it, and the
@@ -16,12 +17,10 @@ mod finished_run;
 pub use finished_run::FinishedRun;
 
 use std::collections::HashMap;
-use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::batch::{Merged, Planned, Recorded, RecordedUnit};
 use crate::cache::CacheMode;
-use crate::cli::{BatchArgs, ColorArg, MergeArgs, ProviderArg};
 use crate::error::{ExitStatus, RlmError};
 use crate::printer::Printer;
 use crate::provider::catalog::PriceTier;
@@ -35,17 +34,19 @@ pub struct MergePlan {
     _prompt: Option<tempfile::NamedTempFile>,
 }
 
-/// Reads and checks the runs, and builds the merged run's settings. Every refusal is a
-/// usage error (exit 2) before anything is written.
-pub fn prepare(args: MergeArgs, color: ColorArg, env: &Environment) -> Result<MergePlan, RlmError> {
-    let runs: Vec<FinishedRun> = args
-        .runs
-        .iter()
-        .map(|dir| FinishedRun::read(&absolute(dir, &env.cwd)))
-        .collect::<Result<_, _>>()?;
-    one_plan(&runs)?;
-    let output_dir = absolute(&args.output_dir, &env.cwd);
-    for run in &runs {
+/// Reads the run in `dir` (relative to the working directory); a directory that is not a
+/// finished run is a usage error.
+pub fn read_run(dir: &Path, env: &Environment) -> Result<FinishedRun, RlmError> {
+    FinishedRun::read(&absolute(dir, &env.cwd))
+}
+
+/// Checks that `runs` make one merge written to `output_dir`: one plan, a directory of its
+/// own to write to, disjoint units. Every refusal is a usage error (exit 2) before anything
+/// is written. Returns where the merged run goes, as an absolute path.
+pub fn check(runs: &[FinishedRun], output_dir: &Path, env: &Environment) -> Result<PathBuf, RlmError> {
+    one_plan(runs)?;
+    let output_dir = absolute(output_dir, &env.cwd);
+    for run in runs {
         if same_dir(&run.dir, &output_dir) {
             return Err(RlmError::Usage(format!(
                 "-o {} is one of the runs to merge: write the merged run to a directory of its own",
@@ -53,12 +54,21 @@ pub fn prepare(args: MergeArgs, color: ColorArg, env: &Environment) -> Result<Me
             )));
         }
     }
-    disjoint(&runs)?;
-    let first = &runs[0];
-    let (batch, prompt) = merged_args(first, args, output_dir)?;
-    let mut settings = BatchSettings::resolve(*batch, color, env)?;
+    disjoint(runs)?;
+    Ok(output_dir)
+}
+
+/// The merge of `runs` (read and checked) with `settings`, built from the first run's
+/// recorded arguments; `prompt` is the file that stands in for its `--prompt-file`, if it
+/// had one, and is kept while the merge runs. The merge sends the prompt the runs sent,
+/// and needs a usable key only when its aggregation calls the model.
+pub fn prepare(
+    mut settings: BatchSettings,
+    runs: Vec<FinishedRun>,
+    prompt: Option<tempfile::NamedTempFile>,
+) -> Result<MergePlan, RlmError> {
     // The prompt the runs sent, whatever the prompt file says now.
-    settings.task.sub_prompt = first.sub_prompt.clone();
+    settings.task.sub_prompt = runs[0].sub_prompt.clone();
     let calls_model = matches!(
         settings.task.aggregate,
         crate::aggregate::AggregateStrategy::Summarize | crate::aggregate::AggregateStrategy::Synthesize
@@ -196,66 +206,7 @@ fn disjoint(runs: &[FinishedRun]) -> Result<(), RlmError> {
     }
 }
 
-/// The merged run's arguments: the first run's, for the whole plan (no shard), writing to
-/// `output_dir`, with the provider and model it resolved (so no server is asked again) and
-/// merge's own output, aggregation, gate and budget. A prompt read from a file is the
-/// prompt the run recorded, in a temporary file.
-fn merged_args(
-    first: &FinishedRun,
-    args: MergeArgs,
-    output_dir: std::path::PathBuf,
-) -> Result<(Box<BatchArgs>, Option<tempfile::NamedTempFile>), RlmError> {
-    let mut batch = Box::new(first.args.clone());
-    if batch.files_from.as_deref() == Some(Path::new("-")) {
-        return Err(RlmError::Usage(format!(
-            "{} read its file list from standard input (--files-from -): rlm merge plans the job again, so run \
-             the shards with the list in a file (--files-from FILE)",
-            first.shown
-        )));
-    }
-    let prompt = match &batch.prompt_file {
-        Some(_) => {
-            let mut file = tempfile::NamedTempFile::new()
-                .map_err(|e| RlmError::System(format!("cannot write the runs' prompt to a temporary file: {e}")))?;
-            file.write_all(first.sub_prompt.as_bytes())
-                .map_err(|e| RlmError::System(format!("cannot write the runs' prompt to a temporary file: {e}")))?;
-            batch.prompt_file = Some(file.path().to_path_buf());
-            Some(file)
-        }
-        None => None,
-    };
-    batch.shard = None;
-    // The merge's own calls (aggregation at most) are few: realtime.
-    batch.batch_api = Some(crate::cli::BatchApiArg::Off);
-    batch.output_dir = Some(output_dir);
-    batch.dry_run = false;
-    batch.save_trajectory = None;
-    batch.json = args.json;
-    batch.quiet = args.quiet;
-    batch.yes = true;
-    batch.max_cost = args.max_cost;
-    batch.provider = match first.provider.as_str() {
-        "anthropic" => Some(ProviderArg::Anthropic),
-        "openai" => Some(ProviderArg::Openai),
-        "command" => Some(ProviderArg::Command),
-        _ => batch.provider,
-    };
-    if !first.model.is_empty() && batch.provider != Some(ProviderArg::Command) {
-        batch.model = Some(first.model.clone());
-    }
-    if args.aggregate.is_some() {
-        batch.aggregate = args.aggregate;
-    }
-    if args.fail_on.is_some() {
-        batch.fail_on = args.fail_on;
-    }
-    if args.sarif.is_some() {
-        batch.sarif = args.sarif;
-    }
-    Ok((batch, prompt))
-}
-
-fn absolute(path: &Path, cwd: &Path) -> std::path::PathBuf {
+fn absolute(path: &Path, cwd: &Path) -> PathBuf {
     if path.is_absolute() {
         path.to_path_buf()
     } else {

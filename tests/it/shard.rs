@@ -435,6 +435,38 @@ fn merge_refuses_runs_of_different_plans_and_runs_that_share_units() {
     assert!(out.stderr.contains("is one of the runs to merge"), "{}", out.stderr);
     assert!(p.exists("s2/report.json"), "the run is left alone");
 
+    // Arguments this rlm cannot read, or none: refused as a run of an older rlm, before the
+    // runs are compared.
+    let garbled = p.path().join("garbled");
+    for f in files_under(&p.path().join("s2")) {
+        let to = garbled.join(f.strip_prefix(p.path().join("s2")).unwrap());
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&f, &to).unwrap();
+    }
+    let settings_path = garbled.join("settings.json");
+    let mut settings: Value = serde_json::from_str(&std::fs::read_to_string(&settings_path).unwrap()).unwrap();
+    settings["args"] = serde_json::json!("not the arguments of a run");
+    std::fs::write(&settings_path, settings.to_string()).unwrap();
+    for runs in [["s1", "garbled"], ["other", "garbled"]] {
+        let out = p.rlm(&["merge", runs[0], runs[1], "-o", "merged"]).run();
+        out.assert_exit(2);
+        assert!(
+            out.stderr
+                .contains("garbled was written by an older rlm that did not record its arguments"),
+            "{}",
+            out.stderr
+        );
+    }
+    settings.as_object_mut().unwrap().remove("args");
+    std::fs::write(&settings_path, settings.to_string()).unwrap();
+    let out = p.rlm(&["merge", "s1", "garbled", "-o", "merged"]).run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("garbled was written by an older rlm"),
+        "{}",
+        out.stderr
+    );
+
     // Inputs changed since the shards ran: not their plan any more.
     p.write("src/m0.py", "def g0():\n    return 'changed'\n");
     let out = p.rlm(&["merge", "s1", "s2", "-o", "merged"]).run();
