@@ -457,8 +457,19 @@ pub fn cancel(args: CancelArgs, color: ColorArg, env: &Environment) -> Result<Ca
 /// `rlm: resuming run batch-… (started 2026-11-22 10:15 UTC, 40 of 100 units left; $1.52
 /// spent so far)`: left are the units not completed, less the failed ones it leaves alone.
 /// When the run was first started, as its run directory's files write it
-/// (`2026-11-28-065537`): a resume's `aggregate.md` is the run's, not the resume's.
+/// (`2026-11-28-065537`): a resume's `aggregate.md` is the run's, not the resume's. Read
+/// from the run id (`batch-2026-11-28-065537`, `-2`… when taken), which was made from that
+/// very time; the store's own creation time, a moment later, may be in the next second.
 fn run_timestamp(run: &RunSummary) -> String {
+    let from_id = run
+        .id
+        .as_str()
+        .strip_prefix("batch-")
+        .and_then(|rest| rest.get(..17))
+        .filter(|t| jiff::fmt::strtime::parse("%Y-%m-%d-%H%M%S", t).is_ok());
+    if let Some(timestamp) = from_id {
+        return timestamp.to_string();
+    }
     jiff::Timestamp::from_millisecond(run.created_at.as_millis())
         .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
         .strftime("%Y-%m-%d-%H%M%S")
