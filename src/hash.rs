@@ -31,21 +31,6 @@ pub fn fast_hash(bytes: &[u8]) -> u64 {
     hasher.finish()
 }
 
-/// [`fast_hash`] of `bytes` with ASCII letters lowercased, without a lowercase copy: names
-/// that differ only in case (on a case-insensitive file system, the same file) hash alike.
-pub fn fast_hash_lowercase(bytes: &[u8]) -> u64 {
-    use std::hash::Hasher;
-    let mut hasher = std::hash::DefaultHasher::new();
-    for chunk in bytes.chunks(64) {
-        let mut lower = [0u8; 64];
-        for (l, b) in lower.iter_mut().zip(chunk) {
-            *l = b.to_ascii_lowercase();
-        }
-        hasher.write(&lower[..chunk.len()]);
-    }
-    hasher.finish()
-}
-
 /// sha256 of everything written into it: a value serialized straight into the hash (with
 /// `serde_json::to_writer`), without building its text first.
 #[derive(Default)]

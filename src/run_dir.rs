@@ -527,7 +527,7 @@ pub fn result_names(paths: &[&str]) -> Vec<String> {
         names.extend(block.iter().zip(stems).map(|(path, stem)| {
             let mut name = format!("{stem}.result.md");
             let mut salt = 0u32;
-            while !seen.insert(crate::hash::fast_hash_lowercase(name.as_bytes())) {
+            while !seen.insert(crate::hash::fast_hash(name.to_ascii_lowercase().as_bytes())) {
                 let hash = sha256_hex(format!("{path}#{salt}").as_bytes());
                 name = format!("{stem}-{}.result.md", &hash[..8]);
                 salt += 1;
