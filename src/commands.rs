@@ -19,6 +19,7 @@ use crate::{
 /// Parses the command line, runs it, prints any error as one line, and returns the
 /// documented exit code.
 pub fn run_cli() -> ExitCode {
+    crate::memory::limit_arenas();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return ExitCode::from(usage_error(e)),

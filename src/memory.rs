@@ -27,6 +27,26 @@ pub fn release_free() {
     }
 }
 
+/// How many malloc arenas the process keeps. glibc gives each thread that allocates while
+/// another holds an arena a new one (up to eight per core), and each keeps its freed pages:
+/// a run's tokio workers and blocking threads then hold tens of megabytes of free memory
+/// between them (a 50,000-unit batch-API run: 213 MB resident for 126 MB allocated). Two
+/// arenas keep that waste small and the threads of a 2-core machine from contending.
+const ARENAS: i32 = 2;
+
+/// Caps the allocator's arenas at [`ARENAS`] (glibc; nothing elsewhere). Call first thing,
+/// before any thread starts; `MALLOC_ARENA_MAX` in the environment still wins.
+pub fn limit_arenas() {
+    if std::env::var_os("MALLOC_ARENA_MAX").is_some() {
+        return;
+    }
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets an allocator parameter; called before other threads exist.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, ARENAS);
+    }
+}
+
 /// The process's resident size and its peak so far, in MiB (Linux; zeros elsewhere): said
 /// in the debug log after each stage (`RLM_LOG=rlm=debug`), to see which one holds memory.
 pub fn resident_mib() -> (u64, u64) {

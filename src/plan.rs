@@ -16,6 +16,7 @@
 //! rendered once ([`crate::request::render`]) for its cache key and size.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::content::{
     self, batch_small, chunk, context_max_bytes, detect, head_lines, needs_chunking, BatchCandidate, Chunk,
@@ -274,7 +275,7 @@ pub fn plan(manifest: &Manifest, opts: &PlanOptions, ctx: &RequestContext, model
 
     // Names: every unit's label and every batch member's path, unique together.
     let labels = unique_labels(drafts.iter().map(|d| d.label(manifest)).collect(), &drafts);
-    let mut wanted: Vec<&str> = labels.iter().map(String::as_str).collect();
+    let mut wanted: Vec<&str> = labels.iter().map(AsRef::as_ref).collect();
     for d in &drafts {
         if let Draft::Batch(members) = d {
             if members.len() > 1 {
@@ -358,7 +359,7 @@ fn frame_bytes(file: &InputFile, detection: Detection, ctx: &RequestContext) -> 
     let unit = unsized_unit(
         vec![input],
         UnitBody::Piece(Box::new(piece)),
-        String::new(),
+        Arc::default(),
         String::new(),
     );
     request::render(&unit, ctx).prompt_bytes() + context_max_bytes(detection.content_type) as u64
@@ -582,7 +583,7 @@ fn batch_body(
 fn finish(
     inputs: Vec<UnitInput>,
     body: UnitBody,
-    label: String,
+    label: Arc<str>,
     result_name: String,
     ctx: &RequestContext,
     budget: Budget,
@@ -594,7 +595,7 @@ fn finish(
 }
 
 /// A unit whose key and size are not known yet (see [`settle`]).
-fn unsized_unit(inputs: Vec<UnitInput>, body: UnitBody, label: String, result_name: String) -> WorkUnit {
+fn unsized_unit(inputs: Vec<UnitInput>, body: UnitBody, label: Arc<str>, result_name: String) -> WorkUnit {
     WorkUnit {
         // Set with the key (hashing is done on all cores).
         id: UnitId::named(String::new()),
@@ -677,9 +678,9 @@ fn settle(unit: &mut WorkUnit, size: Size, ctx: &RequestContext, budget: Budget)
 /// units by them): chunks over the same lines (JSON elements of a one-line document) are
 /// told apart by their place in the document, and any label still taken twice gets ` #2`,
 /// ` #3`… in plan order.
-fn unique_labels(mut labels: Vec<String>, drafts: &[Draft]) -> Vec<String> {
-    let count = |labels: &[String]| {
-        let mut counts: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+fn unique_labels(labels: Vec<Arc<str>>, drafts: &[Draft]) -> Vec<Arc<str>> {
+    let count = |labels: &[Arc<str>]| {
+        let mut counts: std::collections::HashMap<Arc<str>, usize> = std::collections::HashMap::new();
         for l in labels {
             *counts.entry(l.clone()).or_default() += 1;
         }
@@ -699,6 +700,7 @@ fn unique_labels(mut labels: Vec<String>, drafts: &[Draft]) -> Vec<String> {
     if counts.len() == labels.len() {
         return labels;
     }
+    let mut labels: Vec<String> = labels.iter().map(ToString::to_string).collect();
     for (label, draft) in labels.iter_mut().zip(drafts) {
         if let (Some(2..), Draft::Chunk { chunk, .. }) = (counts.get(label.as_str()), draft) {
             if let Some(path) = &chunk.context.json_path {
@@ -715,7 +717,7 @@ fn unique_labels(mut labels: Vec<String>, drafts: &[Draft]) -> Vec<String> {
             label.push_str(&format!(" #{n}"));
         }
     }
-    labels
+    labels.into_iter().map(Arc::from).collect()
 }
 
 /// A unit before its name is known.
@@ -726,23 +728,24 @@ enum Draft {
 }
 
 impl Draft {
-    fn label(&self, manifest: &Manifest) -> String {
+    /// A whole file's label is its shown path, shared with it.
+    fn label(&self, manifest: &Manifest) -> Arc<str> {
         match self {
-            Draft::Whole(i) => manifest.files[*i].display.to_string(),
+            Draft::Whole(i) => manifest.files[*i].display.clone(),
             Draft::Chunk { file, chunk } => {
                 let f = &manifest.files[*file];
                 if let Some(p) = chunk.partial_line {
-                    format!("{}:{} (part {} of {})", f.display, p.line, p.part, p.parts)
+                    format!("{}:{} (part {} of {})", f.display, p.line, p.part, p.parts).into()
                 } else if chunk.total == 1 && chunk.start_line <= 1 && chunk.end_line as u64 >= f.lines {
-                    f.display.to_string()
+                    f.display.clone()
                 } else {
-                    format!("{}:{}-{}", f.display, chunk.start_line, chunk.end_line)
+                    format!("{}:{}-{}", f.display, chunk.start_line, chunk.end_line).into()
                 }
             }
             Draft::Batch(files) => match files.as_slice() {
-                [one] => manifest.files[*one].display.to_string(),
-                [first, rest @ ..] => format!("{} +{} more", manifest.files[*first].display, rest.len()),
-                [] => "batch".to_string(),
+                [one] => manifest.files[*one].display.clone(),
+                [first, rest @ ..] => format!("{} +{} more", manifest.files[*first].display, rest.len()).into(),
+                [] => "batch".into(),
             },
         }
     }
@@ -787,7 +790,7 @@ pub fn member_unit(unit: &WorkUnit, index: usize, ctx: &RequestContext, budget: 
         return Some(finish(
             vec![input],
             UnitBody::Plain,
-            member.path.clone(),
+            member.path.as_str().into(),
             member.result_file.clone(),
             ctx,
             budget,
@@ -803,7 +806,7 @@ pub fn member_unit(unit: &WorkUnit, index: usize, ctx: &RequestContext, budget: 
     Some(finish(
         vec![input],
         UnitBody::Piece(Box::new(piece)),
-        member.path.clone(),
+        member.path.as_str().into(),
         member.result_file.clone(),
         ctx,
         budget,

@@ -53,6 +53,13 @@ impl UnitId {
     }
 }
 
+/// Looked up by its text in maps keyed by ids (hashed and compared as that text).
+impl std::borrow::Borrow<str> for UnitId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
 impl std::fmt::Display for UnitId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
@@ -146,7 +153,7 @@ impl UnitInput {
 pub struct WorkUnit {
     pub id: UnitId,
     /// How progress lines and the report name it (the path for a whole file).
-    pub label: String,
+    pub label: Arc<str>,
     pub inputs: Vec<UnitInput>,
     /// `{sanitized}.result.md`, unique within the run.
     pub result_name: String,

@@ -157,6 +157,19 @@ impl Answer {
         }
     }
 
+    /// What the aggregate shows of the answer ([`Answer::shown_text`] and, when `keep` says
+    /// so, [`Answer::value`]), taken out of it: the answer keeps its findings, not a second
+    /// copy of every text of a run.
+    pub fn take_shown(&mut self, keep: impl Fn(&Value) -> bool) -> (String, Option<Value>) {
+        let json = self.value().filter(|v| keep(v));
+        let text = match &self.json {
+            Some(j) if is_findings_shaped(j) => self.shown_text(),
+            _ => std::mem::take(&mut self.text),
+        };
+        self.json = None;
+        (text, json)
+    }
+
     /// Keeps the findings for which `keep` says so (and their items' places).
     fn retain_findings(&mut self, mut keep: impl FnMut(usize, &Finding) -> bool) {
         let mut index = 0;

@@ -144,9 +144,9 @@ async fn summarize(input: &AggregateInput<'_>, exec: &mut Execution) -> Result<S
                     format!("summarize-final-{level}")
                 }),
                 label: if level == 0 {
-                    "summarize".to_string()
+                    "summarize".into()
                 } else {
-                    format!("summarize (final, level {level})")
+                    format!("summarize (final, level {level})").into()
                 },
                 prompt: SummaryPrompt::Summarize(text.clone()),
             }],
@@ -155,7 +155,7 @@ async fn summarize(input: &AggregateInput<'_>, exec: &mut Execution) -> Result<S
                 .enumerate()
                 .map(|(i, group)| SummaryJob {
                     id: UnitId::named(format!("summarize-{}-{}", level + 1, i + 1)),
-                    label: format!("summarize (level {}, group {}/{})", level + 1, i + 1, groups.len()),
+                    label: format!("summarize (level {}, group {}/{})", level + 1, i + 1, groups.len()).into(),
                     prompt: SummaryPrompt::Summarize(group.clone()),
                 })
                 .collect(),

@@ -7,6 +7,8 @@
 //! it is retried alone (see [`crate::plan::member_unit`]), never reported as a success it
 //! is not. Text of the batch's answer that names none of its files is said as a warning.
 
+use std::sync::Arc;
+
 use crate::answer::split_batch_answer;
 use crate::answer::{self, Answer, Scope};
 use crate::cache::{Cache, CacheKey};
@@ -22,12 +24,12 @@ pub struct FileAnswer {
     /// The unit that answered (a batch's member retried alone: that member's unit).
     pub unit: UnitId,
     /// The file (a chunk's file; a batch member).
-    pub path: String,
+    pub path: Arc<str>,
     /// How the aggregate names it: the unit's label for a chunk (`a.py:301-600`), the path
-    /// otherwise.
-    pub label: String,
-    /// Relative to the run directory.
-    pub result_file: String,
+    /// otherwise (the same string then, shared).
+    pub label: Arc<str>,
+    /// A batch's member: its index in the batch, whose member names its result file.
+    pub member: Option<usize>,
     pub content_type: Option<ContentType>,
     pub answer: Answer,
 }
@@ -39,8 +41,14 @@ pub struct UnitAnswers {
     /// Members of a batch to retry alone, with why (their index in the batch).
     pub retry: Vec<(usize, String)>,
     /// A batch's answer text that names none of its files (kept in the batch's result
-    /// file, and said).
-    pub unattributed: Vec<String>,
+    /// file, and said); boxed, as nearly every answer has none and a run holds them all.
+    pub unattributed: Option<Box<Unattributed>>,
+}
+
+/// Text of a batch's answer that names none of its files.
+#[derive(Debug, Clone)]
+pub struct Unattributed {
+    pub parts: Vec<String>,
     /// The batch's result file, where that text is.
     pub result_file: String,
 }
@@ -60,11 +68,11 @@ impl UnitAnswers {
                 ))
             })
             .collect();
-        if !self.unattributed.is_empty() {
+        if let Some(u) = &self.unattributed {
             warnings.push(format!(
                 "part of a batch's answer names none of its files; it is kept in {}: \"{}\"",
-                crate::escape::name(&self.result_file),
-                excerpt(&self.unattributed.join("\n\n"), EXCERPT_CHARS)
+                crate::escape::name(&u.result_file),
+                excerpt(&u.parts.join("\n\n"), EXCERPT_CHARS)
             ));
         }
         warnings
@@ -97,8 +105,12 @@ pub fn read(unit: &WorkUnit, text: &str, expect: Expect, schema: Option<&OutputS
                 _ => Shape::OwnText,
             };
             let mut out = UnitAnswers {
-                unattributed: split.unattributed,
-                result_file: unit.result_name.clone(),
+                unattributed: (!split.unattributed.is_empty()).then(|| {
+                    Box::new(Unattributed {
+                        parts: split.unattributed,
+                        result_file: unit.result_name.clone(),
+                    })
+                }),
                 ..UnitAnswers::default()
             };
             let entries = split.per_file.into_iter().zip(split.values);
@@ -128,11 +140,12 @@ pub fn read(unit: &WorkUnit, text: &str, expect: Expect, schema: Option<&OutputS
                     span: None,
                     expects_findings: shape == Shape::Findings,
                 };
+                let path: Arc<str> = Arc::from(member.path.as_str());
                 out.files.push(FileAnswer {
                     unit: unit.id.clone(),
-                    path: member.path.clone(),
-                    label: member.path.clone(),
-                    result_file: member.result_file.clone(),
+                    label: path.clone(),
+                    path,
+                    member: Some(i),
                     content_type: Some(batch.detection.content_type),
                     answer: answer::read(part, &scope),
                 });
@@ -141,27 +154,27 @@ pub fn read(unit: &WorkUnit, text: &str, expect: Expect, schema: Option<&OutputS
         }
         UnitBody::Plain | UnitBody::Piece(_) => {
             let input = unit.inputs.first();
-            let path = input.map_or(unit.label.as_str(), |i| i.display.as_ref());
+            let path: Arc<str> = input.map_or_else(|| unit.label.clone(), |i| i.display.clone());
             let (chunk, content_type) = match &unit.body {
                 UnitBody::Piece(p) => (Some(&p.chunk), Some(p.detection.content_type)),
                 _ => (None, None),
             };
             let scope = Scope {
-                path,
+                path: &path,
                 chunk,
                 span: input.and_then(|i| i.span).map(|s| (s.start, s.end)),
                 expects_findings: expect == Expect::Findings,
             };
+            let answer = answer::read(text.to_string(), &scope);
             UnitAnswers {
                 files: vec![FileAnswer {
                     unit: unit.id.clone(),
-                    path: path.to_string(),
                     label: unit.label.clone(),
-                    result_file: unit.result_name.clone(),
+                    path,
+                    member: None,
                     content_type,
-                    answer: answer::read(text.to_string(), &scope),
+                    answer,
                 }],
-                result_file: unit.result_name.clone(),
                 ..UnitAnswers::default()
             }
         }
@@ -199,9 +212,11 @@ pub fn write(
             run_dir.write_result(&unit.result_name, text)?;
         }
     }
-    if matches!(unit.body, UnitBody::Batch(_)) {
+    if let UnitBody::Batch(batch) = &unit.body {
         for file in &answers.files {
-            run_dir.write_result(&file.result_file, &file.answer.text)?;
+            if let Some(member) = file.member.and_then(|i| batch.members.get(i)) {
+                run_dir.write_result(&member.result_file, &file.answer.text)?;
+            }
         }
     }
     Ok(())

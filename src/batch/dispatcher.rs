@@ -151,7 +151,7 @@ impl Dispatcher {
             ..
         } = &event
         {
-            self.failed.push((label.clone(), reason.clone()));
+            self.failed.push((label.to_string(), reason.clone()));
         }
         self.reporters.emit(&event);
     }

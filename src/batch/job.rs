@@ -87,7 +87,7 @@ pub enum Job {
 #[derive(Debug, Clone)]
 pub struct SummaryJob {
     pub id: UnitId,
-    pub label: String,
+    pub label: std::sync::Arc<str>,
     /// What it reads; [`request::render_summary`] makes it the request.
     pub prompt: SummaryPrompt,
 }

@@ -110,8 +110,9 @@ pub async fn run(mut settings: BatchSettings, printer: Printer) -> Result<ExitSt
         times,
         Started { merged: None, warnings },
     )?;
-    let outcomes = execute(&settings, &plan, &mut exec).await;
-    let aggregated = aggregate(&settings, &plan, &run_dir, &outcomes, &mut exec).await;
+    plan.manifest.let_go_of_files();
+    let mut outcomes = execute(&settings, &plan, &mut exec).await;
+    let aggregated = aggregate(&settings, &plan, &run_dir, &mut outcomes, &mut exec).await;
     let answer = aggregated.answer.clone();
     let report = finish(&settings, &run_dir, &mut exec, &outcomes, aggregated, times, &printer);
     output::completion(&printer, &report, settings.output.quiet, answer.as_deref());
@@ -192,8 +193,8 @@ pub(crate) async fn run_merged(
     });
     let budget = Budget::of(&plan.model, settings.provider.max_tokens);
     served::serve(&mut exec.dispatcher, &run_dir, plan, &merged.recorded, budget);
-    let outcomes = Outcomes::of(plan, &mut exec);
-    let aggregated = aggregate(settings, plan, &run_dir, &outcomes, &mut exec).await;
+    let mut outcomes = Outcomes::of(plan, &mut exec);
+    let aggregated = aggregate(settings, plan, &run_dir, &mut outcomes, &mut exec).await;
     let answer = aggregated.answer.clone();
     let report = finish(settings, &run_dir, &mut exec, &outcomes, aggregated, times, printer);
     output::completion(printer, &report, settings.output.quiet, answer.as_deref());
@@ -367,9 +368,9 @@ fn start(
     .with_unit_files(
         units
             .iter()
-            .map(|u| (u.id.clone(), u.inputs.iter().map(|i| i.display.to_string()).collect())),
+            .map(|u| u.inputs.iter().map(|i| i.display.clone()).collect()),
     )
-    .with_content_shares(units.iter().map(|u| (u.id.clone(), u.content_bytes, u.prompt_bytes)));
+    .with_content_shares(units.iter().map(|u| (u.content_bytes, u.prompt_bytes)));
     let reporters = Reporters {
         progress: ProgressReporter::new(
             printer.clone(),
@@ -528,7 +529,7 @@ impl Outcomes {
 
     /// How many files and units the answers come from.
     fn processed(&self) -> Processed {
-        let files: HashSet<&str> = self.answers.iter().map(|a| a.path.as_str()).collect();
+        let files: HashSet<&str> = self.answers.iter().map(|a| a.path.as_ref()).collect();
         let units: HashSet<&crate::unit::UnitId> = self.answers.iter().map(|a| &a.unit).collect();
         Processed {
             files: files.len(),
@@ -552,10 +553,11 @@ async fn aggregate(
     settings: &BatchSettings,
     plan: &Plan,
     run_dir: &RunDir,
-    outcomes: &Outcomes,
+    outcomes: &mut Outcomes,
     exec: &mut Execution,
 ) -> Aggregated {
-    let files = &outcomes.answers;
+    let processed = outcomes.processed();
+    let files = &mut outcomes.answers;
     if files.is_empty() {
         return Aggregated {
             paths: write::AggregatePaths::default(),
@@ -565,12 +567,21 @@ async fn aggregate(
     }
     // Any JSON is an answer under --schema; otherwise only an object or an array is data.
     let typed = settings.task.schema.is_some();
+    // `rlm query` over one file prints its answer as it came.
+    let single = match files.as_slice() {
+        [one] if settings.output.answer_on_stdout => Some(one.answer.text.clone()),
+        _ => None,
+    };
+    // Taken out of the answers (which keep their findings): a run's texts are held once.
     let results: Vec<ResultItem> = files
-        .iter()
-        .map(|f| ResultItem {
-            path: f.label.clone(),
-            text: f.answer.shown_text(),
-            json: f.answer.value().filter(|v| typed || v.is_object() || v.is_array()),
+        .iter_mut()
+        .map(|f| {
+            let (text, json) = f.answer.take_shown(|v| typed || v.is_object() || v.is_array());
+            ResultItem {
+                path: f.label.to_string(),
+                text,
+                json,
+            }
         })
         .collect();
     let types: Vec<crate::content::ContentType> = files
@@ -590,7 +601,7 @@ async fn aggregate(
             strategy,
             pattern: &settings.input.pattern,
             timestamp: &run_dir.timestamp,
-            processed: outcomes.processed(),
+            processed,
             results: &results,
             types: &types,
             failed: &outcomes.failures,
@@ -601,10 +612,10 @@ async fn aggregate(
         exec,
     )
     .await;
-    let answer = settings.output.answer_on_stdout.then(|| match files.as_slice() {
-        [one] => one.answer.text.clone(),
-        _ => built.aggregate.markdown.clone(),
-    });
+    let answer = settings
+        .output
+        .answer_on_stdout
+        .then(|| single.unwrap_or_else(|| built.aggregate.markdown.clone()));
     let mut aggregate = built.aggregate;
     if let Some(caution) = model_caution(settings, plan) {
         aggregate.markdown = format!("> **Note:** {caution}\n\n{}", aggregate.markdown);

@@ -38,7 +38,7 @@ pub async fn synthesize(input: &AggregateInput<'_>, exec: &mut Execution) -> Res
         .iter()
         .map(|(content_type, results)| SummaryJob {
             id: UnitId::named(format!("synthesize-{content_type}")),
-            label: format!("synthesize {content_type}"),
+            label: format!("synthesize {content_type}").into(),
             prompt: SummaryPrompt::TypeSynthesis {
                 content_type: *content_type,
                 results: results.clone(),
@@ -61,7 +61,7 @@ async fn cross_type(exec: &mut Execution, summaries: &str) -> Result<String, Agg
     let id = UnitId::named("synthesize");
     let job = SummaryJob {
         id: id.clone(),
-        label: "synthesize (cross-type report)".to_string(),
+        label: "synthesize (cross-type report)".into(),
         prompt: SummaryPrompt::CrossSynthesis(summaries.to_string()),
     };
     exec.run_phase(vec![Job::Summary(job)]).await;

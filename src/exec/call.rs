@@ -412,7 +412,7 @@ pub async fn call_with_retries(
         };
         ctx.emit(Event::Retried {
             unit: unit.clone(),
-            label: label.to_string(),
+            label: label.into(),
             attempt: attempts,
             error: kind,
             reason,

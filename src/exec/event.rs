@@ -26,7 +26,7 @@ pub enum Event {
     #[serde(rename = "task:queued")]
     Queued {
         unit: UnitId,
-        label: String,
+        label: std::sync::Arc<str>,
         kind: UnitKind,
     },
     /// An attempt of a unit got its slot and was sent.
@@ -36,7 +36,7 @@ pub enum Event {
     #[serde(rename = "task:retried")]
     Retried {
         unit: UnitId,
-        label: String,
+        label: std::sync::Arc<str>,
         attempt: u32,
         error: ErrorKind,
         reason: String,
@@ -52,7 +52,7 @@ pub enum Event {
     #[serde(rename = "task:completed")]
     Completed {
         unit: UnitId,
-        label: String,
+        label: std::sync::Arc<str>,
         kind: UnitKind,
         attempts: u32,
         duration_ms: u64,
@@ -72,7 +72,7 @@ pub enum Event {
     #[serde(rename = "task:failed")]
     Failed {
         unit: UnitId,
-        label: String,
+        label: std::sync::Arc<str>,
         kind: UnitKind,
         attempts: u32,
         duration_ms: u64,
@@ -85,12 +85,12 @@ pub enum Event {
     /// (a full disk): it is kept in the run directory's `pending-cache/` until `rlm resume`
     /// caches it.
     #[serde(rename = "task:uncached")]
-    Uncached { unit: UnitId, label: String },
+    Uncached { unit: UnitId, label: std::sync::Arc<str> },
     /// A unit was stopped before it finished (interrupt, or the run stopped).
     #[serde(rename = "task:cancelled")]
     Cancelled {
         unit: UnitId,
-        label: String,
+        label: std::sync::Arc<str>,
         kind: UnitKind,
         reason: String,
     },

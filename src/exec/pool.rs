@@ -22,7 +22,7 @@ use crate::unit::{UnitId, UnitKind};
 #[derive(Debug, Clone)]
 pub struct JobMeta {
     pub unit: UnitId,
-    pub label: String,
+    pub label: std::sync::Arc<str>,
     pub kind: UnitKind,
 }
 
@@ -248,7 +248,7 @@ mod tests {
         fn meta(&self) -> JobMeta {
             JobMeta {
                 unit: UnitId::named(format!("u{}", self.0)),
-                label: self.0.to_string(),
+                label: self.0.to_string().into(),
                 kind: UnitKind::Map,
             }
         }
@@ -271,7 +271,7 @@ mod tests {
         }
         fn event(&mut self, _: Event) {}
         fn lost(&mut self, meta: JobMeta, why: Lost) {
-            self.lost.push((meta.label, why));
+            self.lost.push((meta.label.to_string(), why));
         }
         fn interrupting(&mut self, _: usize, _: Duration) {}
     }

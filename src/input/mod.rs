@@ -86,6 +86,10 @@ pub struct Manifest {
     /// skipped for lying outside).
     #[serde(skip)]
     pub warnings: Vec<String>,
+    /// Files let go of once the run's units were made ([`Manifest::let_go_of_files`]):
+    /// matched still.
+    #[serde(skip)]
+    pub let_go: usize,
 }
 
 /// Outside paths named in the warning (the report lists them all).
@@ -94,7 +98,15 @@ const OUTSIDE_SHOWN: usize = 5;
 impl Manifest {
     /// Matched files, processed or not.
     pub fn matched(&self) -> usize {
-        self.files.len() + self.skipped.len() + self.unreadable.len()
+        self.files.len() + self.let_go + self.skipped.len() + self.unreadable.len()
+    }
+
+    /// Lets go of the files' list once a run's units are made and it has been described:
+    /// the units hold what they need of each file (its path and hash are shared), and a
+    /// list of 100,000 files would be held to the end for nothing.
+    pub fn let_go_of_files(&mut self) {
+        self.let_go += self.files.len();
+        self.files = Vec::new();
     }
 
     /// Says which of the skipped paths were skipped for lying outside the working or the

@@ -336,7 +336,7 @@ impl exec::Job for BatchJob {
     fn meta(&self) -> JobMeta {
         JobMeta {
             unit: self.request.unit.clone(),
-            label: self.request.label.clone(),
+            label: self.request.label.as_str().into(),
             kind: UnitKind::Map,
         }
     }

@@ -188,7 +188,7 @@ fn disjoint(runs: &[FinishedRun]) -> Result<(), RlmError> {
         for record in &run.units {
             if let Some(before) = owner.insert(&record.id, run) {
                 shared += 1;
-                overlap.get_or_insert((before, run, record.path.as_str()));
+                overlap.get_or_insert((before, run, &*record.path));
             }
         }
     }

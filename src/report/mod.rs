@@ -75,8 +75,8 @@ pub enum UnitStatus {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct UnitRecord {
     pub id: UnitId,
-    /// The unit's label: its file's path for a whole file.
-    pub path: String,
+    /// The unit's label: its file's path for a whole file (shared with the plan's).
+    pub path: std::sync::Arc<str>,
     pub status: UnitStatus,
     /// Relative to the output directory.
     pub result_file: Option<String>,
@@ -119,10 +119,10 @@ pub struct UnitRecord {
 }
 
 impl UnitRecord {
-    pub fn new(id: UnitId, path: &str) -> Self {
+    pub fn new(id: UnitId, path: std::sync::Arc<str>) -> Self {
         UnitRecord {
             id,
-            path: path.to_string(),
+            path,
             status: UnitStatus::NotRun,
             result_file: None,
             cached: false,

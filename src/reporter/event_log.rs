@@ -25,6 +25,9 @@ use crate::unit::{UnitId, UnitKind};
 /// changes meaning.
 pub const EVENTS_SCHEMA_VERSION: u32 = 1;
 
+/// A unit queued and not ended: its order of queueing, its label and its kind.
+type OpenUnit = (u64, std::sync::Arc<str>, UnitKind);
+
 /// The event log of one run.
 pub struct EventLog {
     path: PathBuf,
@@ -37,7 +40,7 @@ pub struct EventLog {
     error: Option<String>,
     /// Units queued that have not ended yet, with their label and kind, and the order they
     /// were queued in (the closing `task:cancelled` lines keep it).
-    open: HashMap<UnitId, (u64, String, UnitKind)>,
+    open: HashMap<UnitId, OpenUnit>,
     queued: u64,
     /// Why the run stopped dispatching (`run:stopping`), for the units it never got to.
     stopping: Option<String>,
@@ -141,7 +144,7 @@ impl EventLog {
                 None => "not run: the run stopped first (rlm resume goes on)".to_string(),
             },
         };
-        let mut open: Vec<(UnitId, (u64, String, UnitKind))> = self.open.drain().collect();
+        let mut open: Vec<(UnitId, OpenUnit)> = self.open.drain().collect();
         open.sort_by_key(|(_, (order, _, _))| *order);
         for (unit, (_, label, kind)) in open {
             self.report(&Event::Cancelled {
@@ -299,7 +302,7 @@ mod tests {
         for name in ["u-3", "u-1", "u-2"] {
             log.report(&Event::Queued {
                 unit: UnitId::named(name),
-                label: format!("{name}.ts"),
+                label: format!("{name}.ts").into(),
                 kind: UnitKind::Map,
             });
         }

@@ -6,6 +6,7 @@
 //! hide another.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::Reporter;
 use crate::exec::Event;
@@ -81,12 +82,14 @@ pub struct ReportBuilder {
     /// The files each unit reads, when known (else each unit counts as one file).
     /// A unit queued after the start (a batch's member retried alone) reads one file: the
     /// one its label names.
-    unit_files: HashMap<UnitId, Vec<String>>,
+    /// Aligned with `records`; an empty list is a unit whose files are not known.
+    unit_files: Vec<Box<[Arc<str>]>>,
     /// Batches submitted to the provider's batch API, by this attempt and earlier ones.
     batches: Vec<String>,
     /// The share of each planned unit's prompt that is its files' text (see
     /// [`ReportBuilder::with_content_shares`]).
-    content_shares: HashMap<UnitId, f64>,
+    /// Aligned with `records`, as far as the planned units go.
+    content_shares: Vec<f32>,
     /// The share of all planned prompts that is content: what a unit planned after the
     /// start (a batch's member asked alone) is counted at.
     content_share: f64,
@@ -94,10 +97,10 @@ pub struct ReportBuilder {
 
 impl ReportBuilder {
     /// A builder for the planned units (id and label, in plan order).
-    pub fn new(ctx: ReportContext, units: impl IntoIterator<Item = (UnitId, String)>) -> Self {
+    pub fn new<L: Into<Arc<str>>>(ctx: ReportContext, units: impl IntoIterator<Item = (UnitId, L)>) -> Self {
         let records: Vec<UnitRecord> = units
             .into_iter()
-            .map(|(id, label)| UnitRecord::new(id, &label))
+            .map(|(id, label)| UnitRecord::new(id, label.into()))
             .collect();
         let index = records.iter().enumerate().map(|(i, r)| (r.id.clone(), i)).collect();
         ReportBuilder {
@@ -110,36 +113,46 @@ impl ReportBuilder {
             stop_reason: None,
             errors: Vec::new(),
             cost: 0.0,
-            unit_files: HashMap::new(),
+            unit_files: Vec::new(),
             batches: Vec::new(),
-            content_shares: HashMap::new(),
+            content_shares: Vec::new(),
             content_share: 0.0,
         }
     }
 
     /// Each planned unit's prompt bytes and, of them, its files' text: a call's input
     /// tokens are told apart as content and framing in that proportion.
-    pub fn with_content_shares(mut self, sizes: impl IntoIterator<Item = (UnitId, u64, u64)>) -> Self {
+    /// Given in the order of the units passed to [`ReportBuilder::new`].
+    pub fn with_content_shares(mut self, sizes: impl IntoIterator<Item = (u64, u64)>) -> Self {
         let (mut content, mut prompt) = (0u64, 0u64);
-        for (id, content_bytes, prompt_bytes) in sizes {
-            content += content_bytes;
-            prompt += prompt_bytes;
-            self.content_shares.insert(id, share(content_bytes, prompt_bytes));
-        }
+        self.content_shares = sizes
+            .into_iter()
+            .map(|(content_bytes, prompt_bytes)| {
+                content += content_bytes;
+                prompt += prompt_bytes;
+                share(content_bytes, prompt_bytes) as f32
+            })
+            .collect();
         self.content_share = share(content, prompt);
         self
     }
 
     /// Of `tokens_in` tokens sent for `unit`, its files' text.
     fn content_tokens(&self, unit: &UnitId, tokens_in: u64) -> u64 {
-        let share = self.content_shares.get(unit).copied().unwrap_or(self.content_share);
+        let share = self
+            .index
+            .get(unit)
+            .and_then(|&i| self.content_shares.get(i))
+            .map_or(self.content_share, |&s| f64::from(s));
         // Rounded, and never more than the whole.
         ((tokens_in as f64 * share).round() as u64).min(tokens_in)
     }
 
     /// The files each planned unit reads, so the report counts files, not units.
-    pub fn with_unit_files(mut self, files: impl IntoIterator<Item = (UnitId, Vec<String>)>) -> Self {
-        self.unit_files.extend(files);
+    /// Given in the order of the units passed to [`ReportBuilder::new`].
+    pub fn with_unit_files(mut self, files: impl IntoIterator<Item = Box<[Arc<str>]>>) -> Self {
+        self.unit_files = files.into_iter().collect();
+        self.unit_files.resize(self.records.len(), Box::default());
         self
     }
 
@@ -279,19 +292,19 @@ impl ReportBuilder {
                 UnitStatus::Succeeded if record.asked_alone => {}
                 UnitStatus::Succeeded => report.succeeded += 1,
                 UnitStatus::Failed => report.failed.push(FailedFile {
-                    path: record.path.clone(),
+                    path: record.path.to_string(),
                     reason: record.reason.clone().unwrap_or_default(),
                 }),
                 UnitStatus::NotRun => {
                     record.reason.get_or_insert_with(|| stopped_why.clone());
-                    report.not_run.push(record.path.clone());
+                    report.not_run.push(record.path.to_string());
                 }
             }
             if record.truncated && record.status == UnitStatus::Succeeded {
-                report.truncated.push(record.path.clone());
+                report.truncated.push(record.path.to_string());
             }
             if record.not_cached {
-                report.not_cached.push(record.path.clone());
+                report.not_cached.push(record.path.to_string());
             }
             if record.answered_earlier {
                 report.earlier_answers += 1;
@@ -360,15 +373,15 @@ fn say_what_was_kept(report: &mut RunReport, fatal: bool) {
 }
 
 /// The files all of whose units succeeded; a unit with no known files counts as one.
-fn files_succeeded(records: &[UnitRecord], unit_files: &HashMap<UnitId, Vec<String>>) -> usize {
+fn files_succeeded(records: &[UnitRecord], unit_files: &[Box<[Arc<str>]>]) -> usize {
     let mut ok: HashMap<&str, bool> = HashMap::new();
     let mut unknown = 0;
-    for record in records {
+    for (i, record) in records.iter().enumerate() {
         let succeeded = record.status == UnitStatus::Succeeded;
-        match unit_files.get(&record.id) {
+        match unit_files.get(i).filter(|files| !files.is_empty()) {
             Some(files) => {
                 for file in files {
-                    *ok.entry(file.as_str()).or_insert(true) &= succeeded;
+                    *ok.entry(file.as_ref()).or_insert(true) &= succeeded;
                 }
             }
             None => unknown += usize::from(succeeded),
@@ -498,10 +511,11 @@ impl Reporter for ReportBuilder {
                 // A unit planned after the start (a batch's file retried alone): it reads
                 // the one file its label names.
                 self.index.insert(unit.clone(), self.records.len());
-                let mut record = UnitRecord::new(unit.clone(), label);
+                let mut record = UnitRecord::new(unit.clone(), label.clone());
                 record.asked_alone = true;
                 self.records.push(record);
-                self.unit_files.insert(unit.clone(), vec![label.clone()]);
+                self.unit_files.resize(self.records.len() - 1, Box::default());
+                self.unit_files.push(Box::new([label.clone()]));
             }
             Event::RunStarted { .. }
             | Event::Queued { .. }

@@ -106,17 +106,19 @@ fn an_unreadable_file_makes_the_run_partial_and_the_fatal_error_wins() {
     );
 }
 
+/// A unit's files, as [`ReportBuilder::with_unit_files`] takes them.
+fn files(names: &[&str]) -> Box<[std::sync::Arc<str>]> {
+    names.iter().map(|n| std::sync::Arc::from(*n)).collect()
+}
+
 #[test]
 fn files_are_counted_once_and_a_file_succeeds_only_when_all_its_units_do() {
     let units = ["chunk1", "chunk2", "batch", "whole"].map(|u| (UnitId::named(u), u.to_string()));
     let mut b = ReportBuilder::new(ctx(), units).with_unit_files([
-        (UnitId::named("chunk1"), vec!["big.py".to_string()]),
-        (UnitId::named("chunk2"), vec!["big.py".to_string()]),
-        (
-            UnitId::named("batch"),
-            vec!["a.py".to_string(), "b.py".to_string(), "d.py".to_string()],
-        ),
-        (UnitId::named("whole"), vec!["c.py".to_string()]),
+        files(&["big.py"]),
+        files(&["big.py"]),
+        files(&["a.py", "b.py", "d.py"]),
+        files(&["c.py"]),
     ]);
     for unit in ["chunk1", "batch", "whole"] {
         b.report(&Event::Completed {
@@ -146,8 +148,7 @@ fn files_are_counted_once_and_a_file_succeeds_only_when_all_its_units_do() {
 #[test]
 fn a_member_queued_after_the_start_and_not_run_keeps_its_file_from_counting() {
     let units = [(UnitId::named("batch"), "batch".to_string())];
-    let mut b = ReportBuilder::new(ctx(), units)
-        .with_unit_files([(UnitId::named("batch"), vec!["a.md".to_string(), "c.md".to_string()])]);
+    let mut b = ReportBuilder::new(ctx(), units).with_unit_files([files(&["a.md", "c.md"])]);
     b.report(&Event::Completed {
         unit: UnitId::named("batch"),
         label: "batch".into(),

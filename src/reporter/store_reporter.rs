@@ -95,7 +95,7 @@ impl StoreReporter {
                     .iter()
                     .map(|u| NewUnit {
                         id: u.id.to_string(),
-                        label: u.label.clone(),
+                        label: u.label.to_string(),
                         kind: StoreKind::Map,
                         priority: 5 - i64::from(depth),
                         cache_key: Some(u.cache_key.as_str().to_string()),
@@ -384,7 +384,7 @@ mod tests {
     fn unit(n: usize) -> WorkUnit {
         WorkUnit {
             id: UnitId::named(format!("u{n}")),
-            label: format!("src/f{n}.ts"),
+            label: format!("src/f{n}.ts").into(),
             inputs: Vec::new(),
             result_name: format!("src-f{n}.ts.result.md"),
             cache_key: CacheKey(format!("{n:064}")),

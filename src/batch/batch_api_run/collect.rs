@@ -40,14 +40,14 @@ impl BatchApiRun {
         let mut expected: HashSet<usize> = b
             .custom_ids
             .iter()
-            .filter_map(|c| p.by_custom.get(c.as_str()).copied())
+            .filter_map(|c| p.sent_index(c))
             .filter(|&i| !p.done[i])
             .collect();
         // Each request's custom id in this batch (its outcome is recorded under it).
         let sent_as: HashMap<usize, String> = b
             .custom_ids
             .iter()
-            .filter_map(|c| p.by_custom.get(c.as_str()).map(|&i| (i, c.clone())))
+            .filter_map(|c| p.sent_index(c).map(|i| (i, c.clone())))
             .collect();
         let mut seen: HashSet<usize> = HashSet::new();
         let mut outcomes: Vec<(String, &'static str, Option<String>)> = Vec::new();
@@ -107,7 +107,7 @@ impl BatchApiRun {
                         break 'read;
                     }
                 };
-                let Some(&i) = p.by_custom.get(result.custom_id.as_str()) else {
+                let Some(i) = p.sent_index(&result.custom_id) else {
                     continue;
                 };
                 if !expected.contains(&i) || !seen.insert(i) {

@@ -67,7 +67,7 @@ use crate::provider::ModelInfo;
 use crate::request;
 use crate::settings::{BatchApiMode, BatchFallback, BatchSettings};
 use crate::store::{BatchIntent, RunId, TaskStore};
-use crate::unit::WorkUnit;
+use crate::unit::{UnitId, WorkUnit};
 
 pub use cancel::{cancel_at_provider, CancelSummary};
 use delivery::{client, elsewhere_message};
@@ -114,7 +114,7 @@ pub struct BatchApiRun {
     /// Every batch earlier attempts submitted, collected or not (for the report).
     recorded: Vec<String>,
     /// Requests sent per unit over the whole run (every attempt), for the retry budget.
-    sent: HashMap<String, u32>,
+    sent: HashMap<UnitId, u32>,
     /// The first failure to write the store (said once).
     store_failure: Option<String>,
     /// Submissions of earlier attempts whose batch was never recorded (the reply to their
@@ -155,7 +155,7 @@ impl BatchApiRun {
             ))
         })?;
         let mut earlier = Vec::new();
-        let mut sent: HashMap<String, u32> = HashMap::new();
+        let mut sent: HashMap<UnitId, u32> = HashMap::new();
         let submissions = store
             .batch_submissions(&run)
             .map_err(|e| RlmError::Store(e.to_string()))?;
@@ -165,7 +165,7 @@ impl BatchApiRun {
                 .batch_requests(&run, &batch.batch_id)
                 .map_err(|e| RlmError::Store(e.to_string()))?;
             for r in &requests {
-                *sent.entry(r.unit_id.clone()).or_default() += 1;
+                *sent.entry(UnitId::named(r.unit_id.as_str())).or_default() += 1;
             }
             if batch.collected_at.is_none() {
                 if batch.server != api.server() && !settings.exec.batch_api.forget {

@@ -1,7 +1,7 @@
 //! A phase's requests — each a unit or an aggregation call ([`Work`]) — and where each one is:
 //! announced, in a batch at the provider, done; the batches waited for.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::wait::Waiting;
 use crate::batch::execution::Execution;
@@ -63,6 +63,17 @@ pub(super) enum Owned {
     Summary(SummaryJob),
 }
 
+/// The custom ids the phase's requests were sent under, as (stamp, request) pairs: a stamp
+/// is held once, not in a copy of every custom id. A custom id whose unit part names
+/// another request (an earlier attempt's, recorded by unit id) is held as it is.
+#[derive(Default)]
+struct SentIds {
+    /// The stamps seen, with their `-` (an unstamped id's is empty).
+    stamps: Vec<String>,
+    sent: HashSet<(u32, u32)>,
+    other: HashMap<String, usize>,
+}
+
 /// A phase's requests and where each one is.
 pub(super) struct Phase<'a> {
     pub(super) name: &'static str,
@@ -70,11 +81,13 @@ pub(super) struct Phase<'a> {
     /// The unit's part of each request's custom id ([`custom_id_for`]); each submission
     /// stamps it with its own token.
     pub(super) unit_parts: Vec<String>,
-    by_unit_part: HashMap<String, usize>,
-    by_unit: HashMap<String, usize>,
+    /// The requests in the order of their unit parts, and of their unit ids: a lookup is a
+    /// binary search, not a map holding a copy of each string (a 100,000-unit phase).
+    by_unit_part: Vec<u32>,
+    by_unit: Vec<u32>,
     /// The custom ids of the run's batches that hold the phase's requests, as they were
     /// sent: a result is told by these.
-    pub(super) by_custom: HashMap<String, usize>,
+    sent: SentIds,
     /// Announced to the reporters (`task:queued`).
     pub(super) queued: Vec<bool>,
     /// In a batch at the provider.
@@ -99,16 +112,18 @@ pub(super) struct Phase<'a> {
 impl<'a> Phase<'a> {
     pub(super) fn new(name: &'static str, work: Vec<Work<'a>>, keys: Vec<String>) -> Self {
         let unit_parts: Vec<String> = work.iter().map(|w| custom_id_for(w.id().as_str())).collect();
-        let by_unit_part = unit_parts.iter().enumerate().map(|(i, c)| (c.clone(), i)).collect();
-        let by_unit = work.iter().enumerate().map(|(i, w)| (w.id().to_string(), i)).collect();
         let n = work.len();
+        let mut by_unit_part: Vec<u32> = (0..n as u32).collect();
+        by_unit_part.sort_unstable_by(|&a, &b| unit_parts[a as usize].cmp(&unit_parts[b as usize]));
+        let mut by_unit: Vec<u32> = (0..n as u32).collect();
+        by_unit.sort_unstable_by(|&a, &b| work[a as usize].id().as_str().cmp(work[b as usize].id().as_str()));
         Phase {
             name,
             work,
             unit_parts,
             by_unit_part,
             by_unit,
-            by_custom: HashMap::new(),
+            sent: SentIds::default(),
             queued: vec![false; n],
             in_flight: vec![false; n],
             done: vec![false; n],
@@ -123,17 +138,52 @@ impl<'a> Phase<'a> {
 
     /// The request a custom id this attempt stamped names (its unit's part).
     pub(super) fn stamped_index(&self, custom_id: &str) -> Option<usize> {
-        self.by_unit_part.get(unit_part(custom_id)).copied()
+        let part = unit_part(custom_id);
+        let at = self
+            .by_unit_part
+            .binary_search_by(|&i| self.unit_parts[i as usize].as_str().cmp(part))
+            .ok()?;
+        Some(self.by_unit_part[at] as usize)
     }
 
     /// The request of unit `unit_id`.
     pub(super) fn unit_index(&self, unit_id: &str) -> Option<usize> {
-        self.by_unit.get(unit_id).copied()
+        let at = self
+            .by_unit
+            .binary_search_by(|&i| self.work[i as usize].id().as_str().cmp(unit_id))
+            .ok()?;
+        Some(self.by_unit[at] as usize)
     }
 
     /// Request `i` is in a batch under `custom_id`: its result is told by it.
     pub(super) fn track(&mut self, custom_id: &str, i: usize) {
-        self.by_custom.insert(custom_id.to_string(), i);
+        match self.stamped_index(custom_id) {
+            Some(named) if named == i => {
+                let stamp = custom_id.strip_suffix(unit_part(custom_id)).unwrap_or_default();
+                let s = match self.sent.stamps.iter().position(|t| t == stamp) {
+                    Some(s) => s,
+                    None => {
+                        self.sent.stamps.push(stamp.to_string());
+                        self.sent.stamps.len() - 1
+                    }
+                };
+                self.sent.sent.insert((s as u32, i as u32));
+            }
+            _ => {
+                self.sent.other.insert(custom_id.to_string(), i);
+            }
+        }
+    }
+
+    /// The request sent under `custom_id` in one of the phase's batches.
+    pub(super) fn sent_index(&self, custom_id: &str) -> Option<usize> {
+        if let Some(&i) = self.sent.other.get(custom_id) {
+            return Some(i);
+        }
+        let i = self.stamped_index(custom_id)?;
+        let stamp = custom_id.strip_suffix(unit_part(custom_id)).unwrap_or_default();
+        let s = self.sent.stamps.iter().position(|t| t == stamp)?;
+        self.sent.sent.contains(&(s as u32, i as u32)).then_some(i)
     }
 
     pub(super) fn announce(&mut self, exec: &mut Execution, i: usize) {

@@ -84,7 +84,7 @@ impl BatchApiRun {
             match self.settle(exec, &lost).await {
                 Settled::Found(state) => {
                     for (_, unit) in &requests {
-                        *self.sent.entry(unit.clone()).or_default() += 1;
+                        *self.sent.entry(crate::unit::UnitId::named(unit.as_str())).or_default() += 1;
                     }
                     self.recorded.push(state.batch_id.clone());
                     self.earlier.push(Earlier {

@@ -206,7 +206,7 @@ impl BatchApiRun {
         let mut indexes = Vec::with_capacity(custom_ids.len());
         for c in &custom_ids {
             if let Some(i) = p.stamped_index(c) {
-                *self.sent.entry(p.work[i].id().to_string()).or_default() += 1;
+                *self.sent.entry(p.work[i].id().clone()).or_default() += 1;
                 p.in_flight[i] = true;
                 p.track(c, i);
                 indexes.push(i);

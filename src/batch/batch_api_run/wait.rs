@@ -148,7 +148,7 @@ impl BatchApiRun {
                         let b = p.batches.remove(i);
                         self.give_up(exec, &b.batch_id, &b.custom_ids, &e.to_string());
                         for c in &b.custom_ids {
-                            if let Some(&k) = p.by_custom.get(c.as_str()) {
+                            if let Some(k) = p.sent_index(c) {
                                 self.cancelled(
                                     exec,
                                     p,
@@ -222,7 +222,7 @@ impl BatchApiRun {
                 b.batch_id
             );
             for c in &b.custom_ids {
-                if let Some(&i) = p.by_custom.get(c.as_str()) {
+                if let Some(i) = p.sent_index(c) {
                     self.cancelled(exec, p, i, &reason);
                 }
             }
