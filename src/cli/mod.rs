@@ -6,7 +6,6 @@ mod into_options;
 mod job_args;
 mod merge_args;
 mod numeric;
-mod recorded_name;
 
 pub use batch_args::{
     AggregateArg, BatchApiArg, BatchArgs, BatchFallbackArg, ChunkingArg, ColorArg, FailOnArg, FocusArg, ProviderArg,
@@ -346,7 +345,7 @@ pub struct IndexNeighborsArgs {
     pub json: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DirectionArg {
     /// Upstream: what the node depends on.
     In,
