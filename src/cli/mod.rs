@@ -1,5 +1,6 @@
-//! Command-line definitions (clap types only). The core never sees these: `settings/`
-//! turns them into one immutable [`crate::settings::BatchSettings`].
+//! Command-line definitions (clap types only). The core never sees these: they become plain
+//! options here (`into_options`: a batch run's [`crate::settings::BatchOptions`], which
+//! `settings/` resolves into one immutable [`crate::settings::BatchSettings`]).
 
 mod batch_args;
 mod into_options;
