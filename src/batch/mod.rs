@@ -53,6 +53,7 @@ use crate::reporter::{StoreReporter, StoreTarget};
 use crate::run_dir::RunDir;
 use crate::settings::{BatchSettings, RunRecord};
 use crate::store::{NewRun, RunId, RunStatus as StoreRunStatus, TaskStore};
+use crate::unit_failure::{FailureKind, UnitFailure};
 
 use answers::FileAnswer;
 pub use batch_api_run::refuse_batches_elsewhere;
@@ -494,8 +495,8 @@ pub(crate) struct Outcomes {
     /// Every file's answer, in plan order (a batch's members in their order, then members
     /// retried alone), each finding once across them (see [`crate::answer::dedupe`]).
     pub answers: Vec<FileAnswer>,
-    /// The files that could not be read and the units that failed (label, why).
-    pub failures: Vec<(String, String)>,
+    /// The files that could not be read and the units that failed.
+    pub failures: Vec<UnitFailure>,
     /// Why dispatching stopped early, if it did.
     pub stop: Option<StopReason>,
 }
@@ -516,7 +517,11 @@ impl Outcomes {
             .manifest
             .unreadable
             .iter()
-            .map(|s| (s.path.clone(), s.reason.clone()))
+            .map(|s| UnitFailure {
+                unit: s.path.clone(),
+                kind: FailureKind::Unreadable,
+                reason: s.reason.clone(),
+            })
             .chain(exec.dispatcher.failures())
             .collect();
         Outcomes {
