@@ -459,8 +459,7 @@ fn merge_plan(args: cli::MergeArgs, color: cli::ColorArg, env: &Environment) -> 
         .collect::<Result<Vec<_>, RlmError>>()?;
     let output_dir = merge::check(&runs, &args.output_dir, env)?;
     // clap requires one run at least.
-    let recorded = runs[0].record.settings.clone();
-    let (options, prompt) = args.merged_options(&runs[0], recorded, output_dir)?;
+    let (options, prompt) = args.merged_options(&runs[0], output_dir)?;
     let settings = BatchSettings::resolve(options, RunKind::Merge, color.into(), env)?;
     merge::prepare(settings, runs, prompt)
 }

@@ -362,6 +362,17 @@ pub enum AggregateArg {
     Synthesize,
 }
 
+impl From<AggregateArg> for crate::aggregate::AggregateStrategy {
+    fn from(arg: AggregateArg) -> Self {
+        match arg {
+            AggregateArg::Concat => Self::Concat,
+            AggregateArg::Merge => Self::Merge,
+            AggregateArg::Summarize => Self::Summarize,
+            AggregateArg::Synthesize => Self::Synthesize,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FailOnArg {
     Error,

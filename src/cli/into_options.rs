@@ -4,14 +4,13 @@
 use std::path::PathBuf;
 
 use super::{
-    AggregateArg, BatchArgs, ChunkingArg, DirectionArg, ExportFormatArg, IndexBuildArgs, IndexCommand,
-    IndexNeighborsArgs, JobCallArgs, JobCommand, JobExportArgs, JobRunFlags, PrReviewArgs, Toggle, VerifyCitationsArgs,
+    BatchArgs, ChunkingArg, ExportFormatArg, IndexBuildArgs, IndexCommand, IndexNeighborsArgs, JobCallArgs, JobCommand,
+    JobExportArgs, JobRunFlags, PrReviewArgs, Toggle, VerifyCitationsArgs,
 };
-use crate::aggregate::AggregateStrategy;
 use crate::cache::CacheMode;
 use crate::citation::command::VerifyOptions;
 use crate::index::command::{BuildOptions, GraphChoice, IndexAction, NeighborsOptions, PROJECT_GRAPH};
-use crate::index::{Direction, IndexError};
+use crate::index::IndexError;
 use crate::job::{
     CallFlags, ExportFormat, ExportOptions, JobAction, PrReviewOptions, RerunJob, ResumeJob, RunFlags, RunJob,
 };
@@ -141,27 +140,6 @@ impl From<BatchArgs> for BatchOptions {
             require_citations,
             batch_api: batch_api.map(Into::into),
             batch_api_fallback: batch_api_fallback.into(),
-        }
-    }
-}
-
-impl From<AggregateArg> for AggregateStrategy {
-    fn from(arg: AggregateArg) -> Self {
-        match arg {
-            AggregateArg::Concat => Self::Concat,
-            AggregateArg::Merge => Self::Merge,
-            AggregateArg::Summarize => Self::Summarize,
-            AggregateArg::Synthesize => Self::Synthesize,
-        }
-    }
-}
-
-impl From<DirectionArg> for Direction {
-    fn from(arg: DirectionArg) -> Self {
-        match arg {
-            DirectionArg::In => Self::In,
-            DirectionArg::Out => Self::Out,
-            DirectionArg::Both => Self::Both,
         }
     }
 }
@@ -340,6 +318,7 @@ impl From<JobExportArgs> for ExportOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::DirectionArg;
 
     #[test]
     fn unknown_graph_name_is_an_error() {

@@ -14,7 +14,7 @@ use crate::provider::ProviderKind;
 use crate::settings::{BatchApiMode, BatchOptions};
 
 impl MergeArgs {
-    /// The merged run's options: `recorded`, the first run's, for the whole plan (no
+    /// The merged run's options: the first run's, as it recorded them, for the whole plan (no
     /// shard), writing to `output_dir`, with the provider and model it resolved (so no
     /// server is asked again) and merge's own output, aggregation, gate and budget. A prompt
     /// read from a file is the prompt the run recorded, in a temporary file, returned with
@@ -22,10 +22,9 @@ impl MergeArgs {
     pub fn merged_options(
         self,
         first: &FinishedRun,
-        recorded: BatchOptions,
         output_dir: PathBuf,
     ) -> Result<(BatchOptions, Option<NamedTempFile>), RlmError> {
-        let mut options = recorded;
+        let mut options = first.record.settings.clone();
         if options.files_from.as_deref() == Some(Path::new("-")) {
             return Err(RlmError::Usage(format!(
                 "{} read its file list from standard input (--files-from -): rlm merge plans the job again, so run \

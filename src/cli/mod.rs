@@ -356,6 +356,16 @@ pub enum DirectionArg {
     Both,
 }
 
+impl From<DirectionArg> for crate::index::Direction {
+    fn from(arg: DirectionArg) -> Self {
+        match arg {
+            DirectionArg::In => Self::In,
+            DirectionArg::Out => Self::Out,
+            DirectionArg::Both => Self::Both,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 #[command(
     after_help = "A stale citation (the file changed since it was cited) fails: it is no longer \
