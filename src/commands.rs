@@ -11,7 +11,7 @@ use clap::Parser;
 use crate::cli::{self as cli, Cli, Command};
 use crate::error::{error_document, ExitStatus, RlmError};
 use crate::printer::Printer;
-use crate::settings::{BatchSettings, Environment};
+use crate::settings::{BatchSettings, Environment, RunKind};
 use crate::{
     batch, citation, completions, escape, index, input, job, man_page, merge, printer, process, runs, secret, skill,
 };
@@ -329,7 +329,7 @@ fn run_batch(args: cli::BatchArgs, color: cli::ColorArg, env: &Environment) -> E
     if let Some(e) = expanded_pattern_hint(&args, env) {
         return report_error(&error_printer(), &e);
     }
-    match BatchSettings::resolve(args, color, env) {
+    match BatchSettings::resolve(args.into(), RunKind::Batch, color.into(), env) {
         Ok(settings) => run_settings(settings),
         Err(e) => report_error(&error_printer(), &e),
     }
@@ -363,12 +363,8 @@ fn run_query(args: cli::QueryArgs, color: cli::ColorArg, env: &Environment) -> E
     if batch.aggregate.is_none() {
         batch.aggregate = Some(cli::AggregateArg::Synthesize);
     }
-    match BatchSettings::resolve(batch, color, env) {
-        Ok(mut settings) => {
-            settings.task.chunk_always = true;
-            settings.output.answer_on_stdout = true;
-            run_settings(settings)
-        }
+    match BatchSettings::resolve(batch.into(), RunKind::Query, color.into(), env) {
+        Ok(settings) => run_settings(settings),
         Err(e) => report_error(&plain, &e),
     }
 }
@@ -453,26 +449,19 @@ fn run_merge(args: cli::MergeArgs, color: cli::ColorArg, env: &Environment) -> E
 }
 
 /// Reads and checks the runs, and builds the merged run's settings from the first run's
-/// recorded arguments and merge's own. Every refusal is a usage error (exit 2) before
+/// recorded options and merge's own. Every refusal is a usage error (exit 2) before
 /// anything is written.
 fn merge_plan(args: cli::MergeArgs, color: cli::ColorArg, env: &Environment) -> Result<merge::MergePlan, RlmError> {
-    let (runs, mut recorded): (Vec<merge::FinishedRun>, Vec<cli::BatchArgs>) = args
+    // Every run's record must be readable, though the merge is built from the first's.
+    let runs = args
         .runs
         .iter()
-        .map(|dir| {
-            let run = merge::read_run(dir, env)?;
-            // Every run's arguments must be readable, though the merge is built from the first's.
-            let args = cli::BatchArgs::recorded_by(&run)?;
-            Ok((run, args))
-        })
-        .collect::<Result<Vec<_>, RlmError>>()?
-        .into_iter()
-        .unzip();
+        .map(|dir| merge::read_run(dir, env))
+        .collect::<Result<Vec<_>, RlmError>>()?;
     let output_dir = merge::check(&runs, &args.output_dir, env)?;
     // clap requires one run at least.
-    let recorded = recorded.swap_remove(0);
-    let (batch, prompt) = args.merged_batch_args(&runs[0], recorded, output_dir)?;
-    let settings = BatchSettings::resolve(*batch, color, env)?;
+    let (options, prompt) = args.merged_options(&runs[0], output_dir)?;
+    let settings = BatchSettings::resolve(options, RunKind::Merge, color.into(), env)?;
     merge::prepare(settings, runs, prompt)
 }
 

@@ -49,5 +49,6 @@ pub mod source;
 pub mod store;
 pub mod tokens;
 pub mod unit;
+pub mod unit_failure;
 
 pub use commands::run_cli;

@@ -13,7 +13,7 @@ use crate::error::RlmError;
 use crate::printer::{Printer, PrinterMode};
 use crate::run_dir::RunLock;
 use crate::secret::Redactor;
-use crate::settings::{BatchSettings, Environment, ResumeTarget};
+use crate::settings::{BatchOptions, BatchSettings, Environment, ResumeTarget, RunKind, RunRecord};
 use crate::store::{
     list_json, list_text, status_json, status_text, tree_json, tree_text, Limits, RunId, RunStatus, RunSummary,
     StoreError, TaskStore, Timestamp, UnitState, STORE_FILE,
@@ -147,7 +147,7 @@ pub fn list(args: ListArgs, env: &Environment, printer: &Printer) -> Result<(), 
 }
 
 /// `rlm resume [RUN] [--failed] [--max-cost USD] [--deadline DURATION] [--base-url URL]`:
-/// the settings of the run's own command (from its recorded arguments), with the budget,
+/// the settings of the run's own command (from its recorded options), with the budget,
 /// deadline, base URL and output flags given now, set to go on in the run's directory under
 /// its id as the run's next attempt.
 ///
@@ -174,8 +174,8 @@ pub fn resume(mut args: ResumeArgs, color: ColorArg, env: &Environment) -> Resul
             dir: run.output_dir.clone(),
         }));
     }
-    let mut batch = batch_args_of(&run)?;
-    restore_base_url(&run, &mut batch, args.base_url.take(), "resume")?;
+    let mut options = recorded_options(&run)?;
+    restore_base_url(&run, &mut options, args.base_url.take(), "resume")?;
     let owner = run.owner.as_ref().filter(|_| run.is_owned()).map(|o| o.pid);
     let lock = RunLock::acquire_for_resume(&run.output_dir, run.id.as_str(), owner)?;
     // Under the lock, so the run that took the directory over (if one did) cannot be
@@ -221,15 +221,15 @@ pub fn resume(mut args: ResumeArgs, color: ColorArg, env: &Environment) -> Resul
         printer.banner(&line);
     }
     if limits.max_cost_usd.is_some() {
-        batch.max_cost = limits.max_cost_usd;
+        options.max_cost = limits.max_cost_usd;
     }
     if let Some(ms) = limits.deadline_ms {
-        batch.deadline = Some(ms as f64 / 1000.0);
+        options.deadline = Some(ms as f64 / 1000.0);
     }
-    batch.yes |= args.yes;
-    batch.quiet |= args.quiet;
-    batch.json |= args.json;
-    let mut settings = replay(&run, *batch, color, env)?;
+    options.yes |= args.yes;
+    options.quiet |= args.quiet;
+    options.json |= args.json;
+    let mut settings = replay(&run, options, color, env)?;
     crate::batch::refuse_batches_elsewhere(&settings, &run.id)?;
     settings.resume = Some(ResumeTarget {
         run_id: RunId::as_str(&run.id).to_string(),
@@ -273,15 +273,15 @@ fn latest_unfinished(store: &TaskStore, env: &Environment) -> Result<RunSummary,
 /// `***` as the password, so the resume is refused before anything is sent.
 fn restore_base_url(
     run: &RunSummary,
-    batch: &mut crate::cli::BatchArgs,
+    options: &mut BatchOptions,
     given: Option<String>,
     command: &str,
 ) -> Result<(), RlmError> {
     if let Some(url) = given {
-        batch.base_url = Some(url);
+        options.base_url = Some(url);
         return Ok(());
     }
-    if batch.base_url.as_deref().is_some_and(credentials_withheld) {
+    if options.base_url.as_deref().is_some_and(credentials_withheld) {
         return Err(RlmError::Usage(format!(
             "run {} was started with a --base-url that holds credentials, which rlm does not record: pass \
              --base-url again (rlm {command} {} --base-url URL)",
@@ -296,8 +296,9 @@ fn credentials_withheld(url: &str) -> bool {
     url.split_once("://").is_some_and(|(_, rest)| rest.starts_with("***@"))
 }
 
-/// The `rlm batch` arguments a run was started with.
-fn batch_args_of(run: &RunSummary) -> Result<Box<crate::cli::BatchArgs>, RlmError> {
+/// The options an `rlm batch` run was started with: its record, else (a run of an rlm
+/// older still) its command line.
+fn recorded_options(run: &RunSummary) -> Result<BatchOptions, RlmError> {
     let not_batch = || {
         RlmError::Store(format!(
             "run {} was not started by rlm batch ({}): run its command again instead (finished answers are cached)",
@@ -314,25 +315,23 @@ fn batch_args_of(run: &RunSummary) -> Result<Box<crate::cli::BatchArgs>, RlmErro
     if run.command.get(1).map(String::as_str) != Some("batch") {
         return Err(not_batch());
     }
-    // The settings are built from the arguments the run recorded, never from a command line.
-    match run.settings.get(crate::batch::RECORDED_ARGS) {
-        Some(recorded) => serde_json::from_value::<crate::cli::BatchArgs>(recorded.clone())
-            .map(Box::new)
-            .map_err(|e| {
-                RlmError::Store(format!(
-                    "run {} recorded arguments this rlm cannot read ({e}): run its command again instead \
-                     (finished answers are cached)",
-                    run.id
-                ))
-            }),
+    // The settings are built from the options the run recorded, never from a command line.
+    match RunRecord::read(&run.settings) {
+        Ok(Some(record)) if record.kind == RunKind::Batch => Ok(record.settings),
+        Ok(Some(_)) => Err(not_batch()),
+        Err(e) => Err(RlmError::Store(format!(
+            "run {} recorded arguments this rlm cannot read ({e}): run its command again instead (finished \
+             answers are cached)",
+            run.id
+        ))),
         // A run recorded by an older rlm, which kept only its command line: the one case
         // where clap parses anything outside `commands.rs`, for compatibility with those
         // stores only (its URL credentials were withheld there too).
-        None => match Cli::try_parse_from(&run.command) {
+        Ok(None) => match Cli::try_parse_from(&run.command) {
             Ok(Cli {
                 command: Command::Batch(batch),
                 ..
-            }) => Ok(batch),
+            }) => Ok((*batch).into()),
             _ => Err(not_batch()),
         },
     }
@@ -341,14 +340,14 @@ fn batch_args_of(run: &RunSummary) -> Result<Box<crate::cli::BatchArgs>, RlmErro
 /// The settings of `run`'s own command (as given again), in its own directory.
 fn replay(
     run: &RunSummary,
-    batch: crate::cli::BatchArgs,
+    options: BatchOptions,
     color: ColorArg,
     env: &Environment,
 ) -> Result<BatchSettings, RlmError> {
     let mut run_env = env.clone();
     run_env.cwd = run.cwd.clone();
     run_env.argv = run.command.clone();
-    let mut settings = BatchSettings::resolve(batch, color, &run_env)?;
+    let mut settings = BatchSettings::resolve(options, RunKind::Batch, color.into(), &run_env)?;
     // The batch mode is part of the run, whatever the config says now.
     settings.exec.batch_api.keep_recorded_mode(&run.settings);
     Ok(settings)
@@ -388,14 +387,14 @@ pub fn cancel(args: CancelArgs, color: ColorArg, env: &Environment) -> Result<Ca
             run.id, run.id
         )));
     }
-    let mut batch = batch_args_of(&run)?;
-    restore_base_url(&run, &mut batch, args.base_url, "cancel")?;
-    batch.yes = true;
-    batch.quiet |= args.quiet;
-    batch.json |= args.json;
+    let mut options = recorded_options(&run)?;
+    restore_base_url(&run, &mut options, args.base_url, "cancel")?;
+    options.yes = true;
+    options.quiet |= args.quiet;
+    options.json |= args.json;
     let lock = RunLock::try_for_resume(&run.output_dir)?;
     drop(store);
-    let mut settings = replay(&run, *batch, color, env)?;
+    let mut settings = replay(&run, options, color, env)?;
     if !settings.exec.batch_api.mode.is_on() {
         // The batches were submitted under --batch-api (or the config's), whatever it says now.
         settings.exec.batch_api.mode = crate::settings::BatchApiMode::On;

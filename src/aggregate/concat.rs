@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use super::{results_as_json, Aggregate, Processed, ResultItem};
 use crate::escape;
+use crate::unit_failure::UnitFailure;
 
 /// The seed's concat format; failed files are listed at the end, never dropped silently.
 /// "Files processed" counts files; the units they were read in are said beside it when
@@ -13,7 +14,7 @@ pub fn concat(
     timestamp: &str,
     processed: Processed,
     results: &[ResultItem],
-    failed: &[(String, String)],
+    failed: &[UnitFailure],
 ) -> Aggregate {
     let Processed { files, units } = processed;
     let units = if units == files {
@@ -35,8 +36,8 @@ pub fn concat(
     }
     if !failed.is_empty() {
         md.push_str("## Failed files\n\n");
-        for (path, reason) in failed {
-            let _ = writeln!(md, "- {}: {reason}", escape::name(path));
+        for f in failed {
+            let _ = writeln!(md, "- {}: {}", escape::name(&f.unit), f.reason);
         }
         md.push('\n');
     }
@@ -66,7 +67,12 @@ mod tests {
             },
         ];
         let processed = Processed { files: 2, units: 2 };
-        let agg = concat("*.ts", "T", processed, &results, &[("c.ts".into(), "boom".into())]);
+        let failed = [UnitFailure {
+            unit: "c.ts".into(),
+            kind: crate::unit_failure::FailureKind::Local,
+            reason: "boom".into(),
+        }];
+        let agg = concat("*.ts", "T", processed, &results, &failed);
         assert_eq!(
             agg.markdown,
             "# Batch Processing Results\n\nPattern: *.ts\nFiles processed: 2\nTimestamp: T\n\n---\n\n\

@@ -22,7 +22,7 @@ pub struct AggregateInput<'a> {
     pub results: &'a [ResultItem],
     /// The content type of each result (synthesis groups by it).
     pub types: &'a [crate::content::ContentType],
-    pub failed: &'a [(String, String)],
+    pub failed: &'a [crate::unit_failure::UnitFailure],
     pub context_window: u64,
     pub max_tokens: u32,
     /// `--require-citations` (issue 10): citations are kept through aggregation.

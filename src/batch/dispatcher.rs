@@ -17,6 +17,7 @@ use crate::provider::catalog::PriceTier;
 use crate::provider::ModelInfo;
 use crate::reporter::Reporters;
 use crate::unit::{UnitId, UnitKind};
+use crate::unit_failure::{FailureKind, UnitFailure};
 
 /// Why a run stopped dispatching before it ran out of work.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,8 +58,8 @@ pub struct Dispatcher {
     pub stop: Option<StopReason>,
     /// Whether the provider's refusal of the run has been said (once, as the run's error).
     fatal_said: bool,
-    /// The units that failed, with why (label, reason), in the order they failed.
-    failed: Vec<(String, String)>,
+    /// The units that failed, in the order they failed.
+    failed: Vec<UnitFailure>,
     /// Halted when dispatching stops, before the finished job's slot is released.
     limiter: Option<std::sync::Arc<crate::exec::Limiter>>,
     /// Units whose cost was counted when they said they were paid for (not again when they
@@ -148,16 +149,21 @@ impl Dispatcher {
             label,
             reason,
             kind: UnitKind::Map,
+            error,
             ..
         } = &event
         {
-            self.failed.push((label.to_string(), reason.clone()));
+            self.failed.push(UnitFailure {
+                unit: label.to_string(),
+                kind: FailureKind::of_call(*error),
+                reason: reason.clone(),
+            });
         }
         self.reporters.emit(&event);
     }
 
     /// The units that failed so far, with why.
-    pub fn failures(&self) -> Vec<(String, String)> {
+    pub fn failures(&self) -> Vec<UnitFailure> {
         self.failed.clone()
     }
 

@@ -51,8 +51,9 @@ use crate::report::{RunEndReason, RunReport};
 use crate::reporter::{EventLog, ProgressReporter, ReportBuilder, ReportContext, Reporters};
 use crate::reporter::{StoreReporter, StoreTarget};
 use crate::run_dir::RunDir;
-use crate::settings::BatchSettings;
+use crate::settings::{BatchSettings, RunRecord};
 use crate::store::{NewRun, RunId, RunStatus as StoreRunStatus, TaskStore};
+use crate::unit_failure::{FailureKind, UnitFailure};
 
 use answers::FileAnswer;
 pub use batch_api_run::refuse_batches_elsewhere;
@@ -495,8 +496,8 @@ pub(crate) struct Outcomes {
     /// Every file's answer, in plan order (a batch's members in their order, then members
     /// retried alone), each finding once across them (see [`crate::answer::dedupe`]).
     pub answers: Vec<FileAnswer>,
-    /// The files that could not be read and the units that failed (label, why).
-    pub failures: Vec<(String, String)>,
+    /// The files that could not be read and the units that failed.
+    pub failures: Vec<UnitFailure>,
     /// Why dispatching stopped early, if it did.
     pub stop: Option<StopReason>,
 }
@@ -517,7 +518,11 @@ impl Outcomes {
             .manifest
             .unreadable
             .iter()
-            .map(|s| (s.path.clone(), s.reason.clone()))
+            .map(|s| UnitFailure {
+                unit: s.path.clone(),
+                kind: FailureKind::Unreadable,
+                reason: s.reason.clone(),
+            })
             .chain(exec.dispatcher.failures())
             .collect();
         Outcomes {
@@ -759,18 +764,13 @@ fn new_run(settings: &BatchSettings, run_dir: &RunDir, started_at: jiff::Timesta
     }
 }
 
-/// Where a run's settings record holds the arguments they were built from.
-pub const RECORDED_ARGS: &str = "args";
-
 /// The settings as a run records them (in the task store and `settings.json`), with the
-/// arguments they were built from, for `rlm resume` and `rlm merge` to build them again
-/// (without URL credentials; keys are never part of either).
+/// record of the options they were built from, for `rlm resume` and `rlm merge` to build
+/// them again (without URL credentials; keys are never part of either).
 pub(crate) fn recorded_settings(settings: &BatchSettings) -> serde_json::Value {
-    let mut args = settings.args.clone();
-    args.base_url = args.base_url.map(|u| crate::secret::redact_url(&u).into_owned());
     let mut recorded = serde_json::to_value(settings).unwrap_or_default();
     if let Some(map) = recorded.as_object_mut() {
-        map.insert(RECORDED_ARGS.into(), serde_json::to_value(&args).unwrap_or_default());
+        map.insert(RunRecord::KEY.into(), settings.record.to_recorded());
     }
     recorded
 }

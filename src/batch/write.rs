@@ -21,9 +21,9 @@ use crate::run_dir::RunDir;
 use crate::settings::BatchSettings;
 use crate::unit::{UnitKind, WorkUnit};
 
-/// `settings.json` (the resolved settings and the arguments they came from, no secret; the
-/// plan's identity) and `plan.json` (manifest and units) in the run directory, so a run can
-/// be inspected, resumed and merged without its command. Returns what could not be written
+/// `settings.json` (the resolved settings and the record of the options they came from, no
+/// secret; the plan's identity) and `plan.json` (manifest and units) in the run directory,
+/// so a run can be inspected, resumed and merged without its command. Returns what could not be written
 /// (warnings: the run goes on).
 pub fn plan_files(run_dir: &RunDir, settings: &BatchSettings, plan: &Plan) -> Vec<String> {
     let mut warnings = Vec::new();

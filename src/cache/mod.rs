@@ -28,7 +28,7 @@ use crate::tokens::Usage;
 const BUCKET: &str = "results-v1";
 
 /// How the result cache is used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CacheMode {
     /// Read hits, write misses (the default).

@@ -12,9 +12,9 @@ use super::numeric::{
 };
 use super::DirectionArg;
 
-/// `rlm batch`'s arguments. Serializable: a run records them, and `rlm resume` builds the
-/// run's settings from that record again, without parsing a command line.
-#[derive(Debug, Clone, Args, serde::Serialize, serde::Deserialize)]
+/// `rlm batch`'s arguments. A run records them as [`crate::settings::BatchOptions`] (made
+/// in `into_options`), never as they are here.
+#[derive(Debug, Clone, Args)]
 #[command(
     after_help = "Exit codes: 0 success, 1 some files failed (answers already paid for are cached), \
 2 usage or input error (nothing was sent), 3 nothing succeeded or the provider refused the request, \
@@ -27,7 +27,6 @@ pub struct BatchArgs {
     /// input flag (such as --files-from) the only argument is the prompt.
     // A file or directory name need not be UTF-8 (issue 17).
     #[arg(value_name = "PATTERN")]
-    #[serde(with = "super::recorded_name", default)]
     pub pattern: Option<OsString>,
 
     /// The prompt applied to each file; `{file}` becomes the file's path. Or use --prompt-file.
@@ -36,14 +35,12 @@ pub struct BatchArgs {
 
     /// Read the prompt from FILE (`-` for stdin) instead of the command line.
     #[arg(long, value_name = "FILE")]
-    #[serde(with = "super::recorded_name", default)]
     pub prompt_file: Option<PathBuf>,
 
     /// Process the files listed in LIST (one path per line; `-` reads stdin) instead of a
     /// pattern; a pattern given too keeps only the listed files it would select in a walk
     /// (its default exclusions and hidden-file rule apply).
     #[arg(long, value_name = "LIST", conflicts_with = "changed_since")]
-    #[serde(with = "super::recorded_name", default)]
     pub files_from: Option<PathBuf>,
 
     /// The --files-from list is NUL-separated (as `git diff -z` and `find -print0` write).
@@ -60,7 +57,6 @@ pub struct BatchArgs {
     /// Also write the findings as SARIF 2.1.0 to PATH (always written as results.sarif in
     /// the run directory when there are findings).
     #[arg(long, value_name = "PATH")]
-    #[serde(with = "super::recorded_name", default)]
     pub sarif: Option<PathBuf>,
 
     /// Exit 1 when a finding at or above this level exists (without it, findings never
@@ -72,7 +68,6 @@ pub struct BatchArgs {
     /// is asked to constrain its output, each answer is validated, and one that does not
     /// conform is asked for again once with the errors, then counted as failed.
     #[arg(long, value_name = "FILE")]
-    #[serde(with = "super::recorded_name", default)]
     pub schema: Option<PathBuf>,
 
     /// Cut files over 1500 lines, or over the model's context budget, into chunks along
@@ -130,7 +125,6 @@ pub struct BatchArgs {
 
     /// Where per-file results, the aggregate and the report go. [default: .aiwg/rlm/batch-{timestamp}/]
     #[arg(long, short = 'o', value_name = "DIR")]
-    #[serde(with = "super::recorded_name", default)]
     pub output_dir: Option<PathBuf>,
 
     /// How to combine the per-file results. [default: concat; synthesize in directory mode]
@@ -217,7 +211,6 @@ pub struct BatchArgs {
     /// Append one JSON line per model call to PATH: prompt, response, model, tokens,
     /// duration, attempts, success.
     #[arg(long, value_name = "PATH")]
-    #[serde(with = "super::recorded_name", default)]
     pub save_trajectory: Option<PathBuf>,
 
     /// Seconds one call may spend waiting out rate limits (429) before it fails, up to 86400.
@@ -307,7 +300,6 @@ pub struct BatchArgs {
     /// With --neighbors-of: query a dependency graph file instead:
     /// `{"<path>": {"upstream": [{"path", "type"}], "downstream": [...]}}`.
     #[arg(long, value_name = "FILE")]
-    #[serde(with = "super::recorded_name", default)]
     pub graph_file: Option<PathBuf>,
 
     /// Ask for a citation `[path@hash16, L42-58]` on every finding (each file's content
@@ -317,7 +309,7 @@ pub struct BatchArgs {
     pub require_citations: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ProviderArg {
     Anthropic,
     Openai,
@@ -325,7 +317,7 @@ pub enum ProviderArg {
     Command,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BatchApiArg {
     On,
     Auto,
@@ -344,7 +336,7 @@ impl From<BatchApiArg> for crate::settings::BatchApiMode {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BatchFallbackArg {
     /// A follow-up batch.
     Batch,
@@ -361,7 +353,7 @@ impl From<BatchFallbackArg> for crate::settings::BatchFallback {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum AggregateArg {
     Concat,
     Merge,
@@ -370,7 +362,18 @@ pub enum AggregateArg {
     Synthesize,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+impl From<AggregateArg> for crate::aggregate::AggregateStrategy {
+    fn from(arg: AggregateArg) -> Self {
+        match arg {
+            AggregateArg::Concat => Self::Concat,
+            AggregateArg::Merge => Self::Merge,
+            AggregateArg::Summarize => Self::Summarize,
+            AggregateArg::Synthesize => Self::Synthesize,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FailOnArg {
     Error,
     Warning,
@@ -387,13 +390,13 @@ impl From<FailOnArg> for crate::findings::FailOn {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ChunkingArg {
     Auto,
     Off,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FocusArg {
     General,
     Security,
@@ -412,7 +415,7 @@ impl From<FocusArg> for crate::content::Focus {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ColorArg {
     Auto,
     Always,

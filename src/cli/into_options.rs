@@ -1,18 +1,148 @@
-//! The plain options of commands, made from their arguments here: the index, the citation
-//! checker and jobs know no command line.
+//! The plain options of commands, made from their arguments here: batch runs (whose
+//! options a run records), the index, the citation checker and jobs know no command line.
 
 use std::path::PathBuf;
 
 use super::{
-    DirectionArg, ExportFormatArg, IndexBuildArgs, IndexCommand, IndexNeighborsArgs, JobCallArgs, JobCommand,
+    BatchArgs, ChunkingArg, ExportFormatArg, IndexBuildArgs, IndexCommand, IndexNeighborsArgs, JobCallArgs, JobCommand,
     JobExportArgs, JobRunFlags, PrReviewArgs, Toggle, VerifyCitationsArgs,
 };
+use crate::cache::CacheMode;
 use crate::citation::command::VerifyOptions;
 use crate::index::command::{BuildOptions, GraphChoice, IndexAction, NeighborsOptions, PROJECT_GRAPH};
-use crate::index::{Direction, IndexError};
+use crate::index::IndexError;
 use crate::job::{
     CallFlags, ExportFormat, ExportOptions, JobAction, PrReviewOptions, RerunJob, ResumeJob, RunFlags, RunJob,
 };
+use crate::settings::BatchOptions;
+
+impl From<BatchArgs> for BatchOptions {
+    fn from(args: BatchArgs) -> Self {
+        // Destructure exhaustively so a new flag is a compile error until it is carried over.
+        let BatchArgs {
+            pattern,
+            sub_prompt,
+            prompt_file,
+            files_from,
+            null,
+            changed_since,
+            sarif,
+            fail_on,
+            schema,
+            chunking,
+            batch_small,
+            no_batch_small,
+            focus,
+            model,
+            provider,
+            command,
+            agent_env,
+            max_depth,
+            base_url,
+            output_dir,
+            aggregate,
+            max_parallel,
+            no_prompt_cache,
+            no_cache,
+            cache_only,
+            force,
+            yes,
+            dry_run,
+            json,
+            quiet,
+            timeout,
+            connect_timeout,
+            deadline,
+            save_trajectory,
+            retries,
+            rate_limit_wait,
+            max_tokens,
+            max_cost,
+            context_window,
+            temperature,
+            no_ignore,
+            hidden,
+            follow_links,
+            include,
+            exclude,
+            no_recursive,
+            shard,
+            max_files,
+            neighbors_of,
+            direction,
+            depth,
+            graph,
+            graph_file,
+            require_citations,
+            batch_api,
+            batch_api_fallback,
+        } = args;
+        BatchOptions {
+            pattern,
+            sub_prompt,
+            prompt_file,
+            files_from,
+            null,
+            changed_since,
+            sarif,
+            fail_on: fail_on.map(Into::into),
+            schema,
+            chunking: chunking == ChunkingArg::Auto,
+            // On by default in every input mode (issue 27: framing cost more than tiny
+            // files); `--batch-small` stays accepted.
+            batch_small: !no_batch_small || batch_small,
+            focus: focus.into(),
+            model,
+            provider: provider.map(Into::into),
+            command,
+            agent_env,
+            max_depth,
+            base_url,
+            output_dir,
+            aggregate: aggregate.map(Into::into),
+            max_parallel,
+            prompt_cache: !no_prompt_cache,
+            cache_mode: if cache_only {
+                CacheMode::ReadOnly
+            } else if no_cache {
+                CacheMode::WriteOnly
+            } else {
+                CacheMode::ReadWrite
+            },
+            force,
+            yes,
+            dry_run,
+            json,
+            quiet,
+            timeout,
+            connect_timeout,
+            retries,
+            deadline,
+            save_trajectory,
+            rate_limit_wait,
+            max_tokens,
+            max_cost,
+            context_window,
+            temperature,
+            respect_ignore: !no_ignore,
+            hidden,
+            follow_links,
+            include,
+            exclude,
+            no_recursive,
+            shard,
+            max_files,
+            neighbors_of,
+            direction: direction.map(Into::into),
+            depth,
+            graph,
+            graph_file,
+            require_citations,
+            batch_api: batch_api.map(Into::into),
+            batch_api_fallback: batch_api_fallback.into(),
+        }
+    }
+}
 
 impl TryFrom<IndexCommand> for IndexAction {
     type Error = IndexError;
@@ -47,11 +177,7 @@ impl TryFrom<IndexNeighborsArgs> for NeighborsOptions {
         Ok(NeighborsOptions {
             root: args.root.unwrap_or_else(|| PathBuf::from(".")),
             node: args.node,
-            direction: match args.direction {
-                DirectionArg::In => Direction::In,
-                DirectionArg::Out => Direction::Out,
-                DirectionArg::Both => Direction::Both,
-            },
+            direction: args.direction.into(),
             depth: args.depth,
             graph,
             edge_type: args.edge_type,
@@ -192,6 +318,7 @@ impl From<JobExportArgs> for ExportOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::DirectionArg;
 
     #[test]
     fn unknown_graph_name_is_an_error() {

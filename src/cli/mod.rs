@@ -1,12 +1,12 @@
-//! Command-line definitions (clap types only). The core never sees these: `settings/`
-//! turns them into one immutable [`crate::settings::BatchSettings`].
+//! Command-line definitions (clap types only). The core never sees these: they become plain
+//! options here (`into_options`: a batch run's [`crate::settings::BatchOptions`], which
+//! `settings/` resolves into one immutable [`crate::settings::BatchSettings`]).
 
 mod batch_args;
 mod into_options;
 mod job_args;
 mod merge_args;
 mod numeric;
-mod recorded_name;
 
 pub use batch_args::{
     AggregateArg, BatchApiArg, BatchArgs, BatchFallbackArg, ChunkingArg, ColorArg, FailOnArg, FocusArg, ProviderArg,
@@ -346,7 +346,7 @@ pub struct IndexNeighborsArgs {
     pub json: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DirectionArg {
     /// Upstream: what the node depends on.
     In,
@@ -354,6 +354,16 @@ pub enum DirectionArg {
     Out,
     /// Both directions.
     Both,
+}
+
+impl From<DirectionArg> for crate::index::Direction {
+    fn from(arg: DirectionArg) -> Self {
+        match arg {
+            DirectionArg::In => Self::In,
+            DirectionArg::Out => Self::Out,
+            DirectionArg::Both => Self::Both,
+        }
+    }
 }
 
 #[derive(Debug, Args)]

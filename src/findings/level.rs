@@ -61,7 +61,8 @@ pub struct UnknownLevel(pub String);
 
 /// `--fail-on error|warning|note`: the run fails when a finding at or above this level
 /// exists. Without the flag, findings never change the exit code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum FailOn {
     Error,
     Warning,

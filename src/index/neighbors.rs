@@ -21,7 +21,7 @@ use super::error::IndexError;
 pub const MAX_DEPTH: u32 = 10;
 
 /// Which edges a neighbour query follows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
     /// Upstream: what the node depends on.

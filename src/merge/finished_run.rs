@@ -1,5 +1,5 @@
-//! One run directory as `rlm merge` reads it: the arguments it was built from (as recorded;
-//! the command line reads them) and the identity of its plan (`settings.json`), and what
+//! One run directory as `rlm merge` reads it: the options it was built from (its
+//! [`RunRecord`]) and the identity of its plan (`settings.json`), and what
 //! became of each of its units (`report.json`). Nothing is taken from the task store: the
 //! runs of a CI matrix were made on other machines, and only their directories travel.
 
@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::error::RlmError;
 use crate::provider::catalog::PriceTier;
 use crate::report::UnitRecord;
+use crate::settings::RunRecord;
 use crate::shard::Shard;
 
 /// A finished run to merge.
@@ -21,10 +22,9 @@ pub struct FinishedRun {
     pub run_id: String,
     pub plan_id: String,
     pub shard: Option<Shard>,
-    /// The arguments its settings were built from, as it recorded them: only the command
-    /// line knows their shape, and reads them (a run whose arguments it cannot read is
-    /// refused with [`FinishedRun::unreadable`]).
-    pub args: Value,
+    /// The options its settings were built from, as it recorded them (a run whose record
+    /// this rlm cannot read is refused as one that recorded none).
+    pub record: RunRecord,
     /// The prompt it sent (as resolved: read from `--prompt-file` when it was given).
     pub sub_prompt: String,
     /// `anthropic`, `openai` or `command`, and the model it called.
@@ -69,7 +69,12 @@ impl FinishedRun {
             "the run has not finished (rlm resume finishes it), or this is not an rlm run directory",
         )?;
         let older = || written_by_older_rlm(&shown);
-        let args = settings.get(crate::batch::RECORDED_ARGS).cloned().ok_or_else(older)?;
+        // A run that recorded no options is refused now; one whose record this rlm cannot
+        // read, with the same words, once the rest of it is read.
+        let record = RunRecord::read(&settings);
+        if matches!(record, Ok(None)) {
+            return Err(older());
+        }
         let plan_id = text(&report, "plan_id").ok_or_else(older)?;
         let units: Vec<UnitRecord> = report
             .get("units")
@@ -79,12 +84,13 @@ impl FinishedRun {
             .get("shard")
             .and_then(|s| serde_json::from_value::<crate::report::ShardRecord>(s.clone()).ok())
             .map(|s| s.shard);
+        let record = record.ok().flatten().ok_or_else(older)?;
         Ok(FinishedRun {
             dir: dir.to_path_buf(),
             run_id: text(&report, "run_id").unwrap_or_default(),
             plan_id,
             shard,
-            args,
+            record,
             sub_prompt: settings
                 .pointer("/task/sub_prompt")
                 .and_then(Value::as_str)
@@ -108,12 +114,6 @@ impl FinishedRun {
             units,
             shown,
         })
-    }
-
-    /// The refusal of a run whose recorded arguments this rlm cannot read: the same as for
-    /// a run that recorded none.
-    pub fn unreadable(&self) -> RlmError {
-        written_by_older_rlm(&self.shown)
     }
 
     /// `runs/a (shard 1/2)`.

@@ -3,12 +3,11 @@
 //! one set of findings, as if one run had done every unit.
 //!
 //! The merged run is a run of the whole plan whose units were answered elsewhere. Its
-//! settings are the first run's, built again by the command line from the arguments it
-//! recorded (the aggregation, `--fail-on` and `--sarif` may be given anew) and handed to
-//! [`prepare`]; the plan is made again here,
-//! from the same inputs, and must be the runs' plan (the same [`crate::shard::PlanId`]):
-//! runs of different plans, and runs that share a unit, are refused before anything is
-//! written. Each unit's answer is then read from the run that answered it, and the
+//! settings are the first run's, built again from the options it recorded (its
+//! [`crate::settings::RunRecord`]; the aggregation, `--fail-on` and `--sarif` may be given
+//! anew) and handed to [`prepare`]; the plan is made again here, from the same inputs, and
+//! must be the runs' plan (the same [`crate::shard::PlanId`]): runs of different plans, and
+//! runs that share a unit, are refused before anything is written. Each unit's answer is then read from the run that answered it, and the
 //! aggregate, findings and report are made by the batch pipeline itself
 //! ([`crate::batch::run_merged`]): summarize and synthesize make their aggregation calls.
 
@@ -59,7 +58,7 @@ pub fn check(runs: &[FinishedRun], output_dir: &Path, env: &Environment) -> Resu
 }
 
 /// The merge of `runs` (read and checked) with `settings`, built from the first run's
-/// recorded arguments; `prompt` is the file that stands in for its `--prompt-file`, if it
+/// recorded options; `prompt` is the file that stands in for its `--prompt-file`, if it
 /// had one, and is kept while the merge runs. The merge sends the prompt the runs sent,
 /// and needs a usable key only when its aggregation calls the model.
 pub fn prepare(

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::Environment;
 use crate::error::RlmError;
@@ -13,7 +13,7 @@ use crate::provider::batch_api::{BatchLimits, PollSchedule};
 use crate::provider::ProviderKind;
 
 /// Whether units go through the provider's batch API.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BatchApiMode {
     /// Realtime calls.
@@ -65,7 +65,7 @@ impl BatchApiMode {
 }
 
 /// Where the items a batch returns `errored` or `expired` are tried again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BatchFallback {
     /// In a follow-up batch (at the batch price).

@@ -5,8 +5,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::input_source::{glob_text, sort_positionals, source_for_pattern, DirectoryFlags, InputSource, Positionals};
-use crate::cli::DirectionArg;
 use crate::error::RlmError;
+use crate::index::Direction;
 
 /// The flags and positionals that choose the inputs, as given.
 pub struct InputFlags {
@@ -21,7 +21,7 @@ pub struct InputFlags {
     pub changed_since: Option<String>,
     pub directory: DirectoryFlags,
     pub neighbors_of: Option<String>,
-    pub direction: Option<DirectionArg>,
+    pub direction: Option<Direction>,
     pub depth: Option<u32>,
     pub graph: Option<String>,
     pub graph_file: Option<PathBuf>,
@@ -131,13 +131,13 @@ pub fn resolve_input(flags: InputFlags, cwd: &Path) -> Result<ResolvedInput, Rlm
 /// The `--neighbors-of` input axis from its flags (issue 10).
 fn neighbors_source(
     node: String,
-    direction: Option<DirectionArg>,
+    direction: Option<Direction>,
     depth: Option<u32>,
     graph: Option<String>,
     graph_file: Option<PathBuf>,
     cwd: &Path,
 ) -> Result<InputSource, RlmError> {
-    use crate::index::{command::PROJECT_GRAPH, Direction, IndexError};
+    use crate::index::{command::PROJECT_GRAPH, IndexError};
     if node.trim().is_empty() {
         return Err(RlmError::Usage(
             "--neighbors-of is empty: pass a project file such as src/auth/session.ts".into(),
@@ -154,11 +154,7 @@ fn neighbors_source(
     let graph_file = graph_file.map(|f| if f.is_absolute() { f } else { cwd.join(f) });
     Ok(InputSource::Neighbors {
         node,
-        direction: match direction.unwrap_or(DirectionArg::Both) {
-            DirectionArg::In => Direction::In,
-            DirectionArg::Out => Direction::Out,
-            DirectionArg::Both => Direction::Both,
-        },
+        direction: direction.unwrap_or(Direction::Both),
         depth: depth.unwrap_or(1),
         graph,
         graph_file,

@@ -1,5 +1,6 @@
-//! Flags + environment + `.aiwg/aiwg.config` → one immutable [`BatchSettings`], in typed
-//! parts (input, task, provider, budget, execution, output).
+//! A run's options ([`BatchOptions`], made from the flags by the command line or read
+//! back from a run's [`RunRecord`]) + environment + `.aiwg/aiwg.config` → one immutable
+//! [`BatchSettings`], in typed parts (input, task, provider, budget, execution, output).
 //!
 //! Everything the run needs is decided here, before any work starts and without touching
 //! the network, so a bad flag or a missing key fails in one clear line and the core never
@@ -7,14 +8,18 @@
 //! in the run's async start-up.
 
 mod batch_api;
+mod batch_options;
 mod config;
 mod environment;
 mod input_flags;
 mod input_source;
 mod parallelism;
 mod provider_choice;
+mod recorded_name;
+mod run_record;
 
 pub use batch_api::{BatchApiMode, BatchApiSettings, BatchFallback};
+pub use batch_options::BatchOptions;
 pub use config::ProjectConfig;
 pub use environment::Environment;
 use input_flags::{resolve_input, InputFlags, ResolvedInput};
@@ -23,6 +28,7 @@ pub use parallelism::{resolve_parallelism, Parallelism, FALLBACK_PARALLEL, HARD_
 #[cfg(test)]
 use provider_choice::resolve_provider;
 pub use provider_choice::{provider_settings, ProviderFlags};
+pub use run_record::{RecordError, RunKind, RunRecord, RECORD_VERSION};
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -31,7 +37,6 @@ use serde::Serialize;
 
 use crate::aggregate::AggregateStrategy;
 use crate::cache::CacheMode;
-use crate::cli::{AggregateArg, BatchArgs, ChunkingArg, ColorArg};
 use crate::error::RlmError;
 use crate::printer::{ColorChoice, PrinterMode};
 use crate::provider::bundled_model::BundledModel;
@@ -51,10 +56,11 @@ pub struct BatchSettings {
     /// `rlm resume`: the run taken up again.
     #[serde(skip)]
     pub resume: Option<ResumeTarget>,
-    /// The arguments these settings were built from: a run records them (URL credentials
-    /// hidden), and `rlm resume` builds the run's settings from the record.
+    /// The options these settings were built from, with the run's kind: a run records them
+    /// (URL credentials hidden), and `rlm resume` and `rlm merge` build the run's settings
+    /// from the record.
     #[serde(skip)]
-    pub args: Box<BatchArgs>,
+    pub record: RunRecord,
     /// `RLM_PARENT_RUN`: the run whose command agent started this one.
     pub parent_run: Option<String>,
     pub input: InputSettings,
@@ -304,11 +310,18 @@ fn serialize_url<S: serde::Serializer>(url: &str, s: S) -> Result<S::Ok, S::Erro
 }
 
 impl BatchSettings {
-    /// Combines flags, environment and the project config; every conflict is one clear error.
-    pub fn resolve(args: BatchArgs, color: ColorArg, env: &Environment) -> Result<Self, RlmError> {
-        let recorded = Box::new(args.clone());
-        // Destructure exhaustively so a new flag is a compile error until it is handled here.
-        let BatchArgs {
+    /// Combines a run's options, environment and the project config; every conflict is one
+    /// clear error. A query's files are all read by their analysts, in chunks, and its
+    /// answer goes to stdout.
+    pub fn resolve(
+        options: BatchOptions,
+        kind: RunKind,
+        color: ColorChoice,
+        env: &Environment,
+    ) -> Result<Self, RlmError> {
+        let record = RunRecord::new(kind, options.clone());
+        // Destructure exhaustively so a new option is a compile error until it is handled here.
+        let BatchOptions {
             pattern,
             sub_prompt,
             prompt_file,
@@ -320,7 +333,6 @@ impl BatchSettings {
             schema,
             chunking,
             batch_small,
-            no_batch_small,
             focus,
             model,
             provider,
@@ -331,9 +343,8 @@ impl BatchSettings {
             output_dir,
             aggregate,
             max_parallel,
-            no_prompt_cache,
-            no_cache,
-            cache_only,
+            prompt_cache,
+            cache_mode,
             force,
             yes,
             dry_run,
@@ -349,7 +360,7 @@ impl BatchSettings {
             max_cost,
             context_window,
             temperature,
-            no_ignore,
+            respect_ignore,
             hidden,
             follow_links,
             include,
@@ -365,7 +376,7 @@ impl BatchSettings {
             require_citations,
             batch_api,
             batch_api_fallback,
-        } = args;
+        } = options;
 
         if prompt_file.as_deref() == Some(Path::new("-")) && files_from.as_deref() == Some(Path::new("-")) {
             return Err(RlmError::Usage(
@@ -426,7 +437,7 @@ impl BatchSettings {
         });
         let mut provider = provider_settings(
             ProviderFlags {
-                provider: provider.map(Into::into),
+                provider,
                 command,
                 base_url,
                 model,
@@ -442,13 +453,8 @@ impl BatchSettings {
         )?;
         provider.max_tokens_given = max_tokens_given;
         let backoff_base = backoff_base(env)?;
-        let batch_api = BatchApiSettings::resolve(
-            batch_api.map(Into::into),
-            config.rlm.batch_api,
-            batch_api_fallback.into(),
-            provider.kind,
-            env,
-        )?;
+        let batch_api =
+            BatchApiSettings::resolve(batch_api, config.rlm.batch_api, batch_api_fallback, provider.kind, env)?;
         if batch_api.mode.is_on() && provider.kind == ProviderKind::Command {
             return Err(RlmError::Usage(
                 "--batch-api: the command provider has no batch API; run without --batch-api (or set \
@@ -458,11 +464,11 @@ impl BatchSettings {
         }
 
         Ok(BatchSettings {
-            args: recorded,
+            record,
             input: InputSettings {
                 pattern: source.label(),
                 source,
-                respect_ignore: !no_ignore,
+                respect_ignore,
                 hidden,
                 follow_links,
                 max_files,
@@ -471,25 +477,18 @@ impl BatchSettings {
             task: TaskSettings {
                 sub_prompt,
                 require_citations,
-                aggregate: match aggregate.unwrap_or(if directory_mode {
-                    AggregateArg::Synthesize
+                aggregate: aggregate.unwrap_or(if directory_mode {
+                    AggregateStrategy::Synthesize
                 } else {
-                    AggregateArg::Concat
-                }) {
-                    AggregateArg::Concat => AggregateStrategy::Concat,
-                    AggregateArg::Merge => AggregateStrategy::Merge,
-                    AggregateArg::Summarize => AggregateStrategy::Summarize,
-                    AggregateArg::Synthesize => AggregateStrategy::Synthesize,
-                },
+                    AggregateStrategy::Concat
+                }),
                 schema,
                 sarif: sarif.map(|p| if p.is_absolute() { p } else { env.cwd.join(p) }),
-                fail_on: fail_on.map(Into::into),
-                chunking: chunking == ChunkingArg::Auto,
-                // On by default in every input mode (issue 27: framing cost more than tiny
-                // files); `--batch-small` stays accepted.
-                batch_small: !no_batch_small || batch_small,
-                chunk_always: false,
-                focus: focus.into(),
+                fail_on,
+                chunking,
+                batch_small,
+                chunk_always: kind == RunKind::Query,
+                focus,
             },
             provider,
             budget: BudgetSettings {
@@ -504,27 +503,21 @@ impl BatchSettings {
                 backoff_base,
                 rate_limit_wait: Duration::from_secs_f64(rate_limit_wait),
                 deadline: deadline.map(Duration::from_secs_f64),
-                prompt_cache: !no_prompt_cache && config.rlm.prompt_cache != Some(false),
+                prompt_cache: prompt_cache && config.rlm.prompt_cache != Some(false),
                 trajectory: save_trajectory.map(|p| if p.is_absolute() { p } else { env.cwd.join(p) }),
                 batch_api,
-                cache_mode: if cache_only {
-                    CacheMode::ReadOnly
-                } else if no_cache {
-                    CacheMode::WriteOnly
-                } else {
-                    CacheMode::ReadWrite
-                },
+                cache_mode,
             },
             output: OutputSettings {
                 output_dir: output_dir.map(|d| if d.is_absolute() { d } else { env.cwd.join(d) }),
                 dry_run,
                 json,
                 quiet,
-                color: color.into(),
+                color,
                 no_color: env.var("NO_COLOR").is_some(),
                 stderr_is_terminal: env.stderr_is_terminal,
                 stdin_is_terminal: env.stdin_is_terminal,
-                answer_on_stdout: false,
+                answer_on_stdout: kind == RunKind::Query,
                 github_actions: env.var("GITHUB_ACTIONS") == Some("true"),
                 step_summary: env.var("GITHUB_STEP_SUMMARY").map(PathBuf::from),
             },

@@ -445,3 +445,80 @@ fn after_ctrl_c_the_summary_and_status_name_the_resume_and_the_resume_counts_agr
     let status = p.rlm(&["status", &run]).run();
     assert!(!status.stdout.contains("next "), "{}", status.stdout);
 }
+
+/// The arguments an rlm before the versioned run record kept (the clap struct itself,
+/// under `args`) for `run_in(url, prompt, ["-j", "1", "--no-cache"])`, field for field.
+fn legacy_args(url: &str, prompt: &str) -> Value {
+    let text = r#"{
+        "pattern": "src/*.ts", "sub_prompt": "PROMPT", "prompt_file": null, "files_from": null,
+        "null": false, "changed_since": null, "sarif": null, "fail_on": null, "schema": null,
+        "chunking": "Auto", "batch_small": false, "no_batch_small": true, "focus": "General",
+        "model": "haiku", "provider": null, "command": null, "agent_env": [], "max_depth": 3,
+        "base_url": "URL", "output_dir": "out", "aggregate": null, "max_parallel": 1,
+        "no_prompt_cache": false, "no_cache": true, "cache_only": false, "batch_api": null,
+        "batch_api_fallback": "Batch", "force": false, "yes": false, "dry_run": false,
+        "json": false, "quiet": false, "timeout": 120.0, "connect_timeout": 10.0, "retries": 3,
+        "deadline": null, "save_trajectory": null, "rate_limit_wait": 600.0,
+        "max_tokens": null, "max_cost": null, "context_window": null, "temperature": null,
+        "no_ignore": false, "hidden": false, "follow_links": false, "include": [],
+        "exclude": [], "no_recursive": false, "shard": null, "max_files": null,
+        "neighbors_of": null, "direction": null, "depth": null, "graph": null,
+        "graph_file": null, "require_citations": false
+    }"#;
+    serde_json::from_str(&text.replace("PROMPT", prompt).replace("URL", url)).unwrap()
+}
+
+/// A run recorded by an rlm older than the versioned record (its arguments as the clap
+/// struct, under `args`) resumes as it would have then: its own flags (`--no-cache`, `-j
+/// 1`) replayed, only the units left sent; the resume records the current record.
+#[test]
+fn a_run_recorded_by_an_older_rlm_still_resumes() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(200));
+    let p = Project::new().ts_files(8);
+    let url = mock.url();
+    let a = p.rlm(&run_in(&url, "List {file}", &["-j", "1", "--no-cache"])).spawn();
+    assert!(wait_until(Duration::from_secs(20), || results_in_out(&p) >= 3));
+    a.signal("TERM");
+    a.wait().assert_exit(130);
+    let report = p.report();
+    let run = report["run_id"].as_str().unwrap().to_string();
+    let done = report["succeeded"].as_u64().unwrap();
+    let left = report["not_run"].as_array().unwrap().len() as u64;
+
+    let store = rusqlite::Connection::open(p.path().join(".aiwg/rlm/store.sqlite3")).unwrap();
+    let recorded: String = store
+        .query_row("SELECT settings_json FROM runs WHERE id = ?1", [&run], |r| r.get(0))
+        .unwrap();
+    let mut settings: Value = serde_json::from_str(&recorded).unwrap();
+    assert_eq!(settings["record"]["version"], 1, "{settings:#}");
+    assert_eq!(settings["record"]["kind"], "batch", "{settings:#}");
+    assert_eq!(
+        settings["record"]["settings"]["cache_mode"], "write_only",
+        "{settings:#}"
+    );
+    settings.as_object_mut().unwrap().remove("record");
+    settings["args"] = legacy_args(&url, "List {file}");
+    store
+        .execute(
+            "UPDATE runs SET settings_json = ?1 WHERE id = ?2",
+            [&settings.to_string(), &run],
+        )
+        .unwrap();
+    drop(store);
+    let sent = mock.requests() as u64;
+
+    mock.set_latency(Duration::ZERO);
+    let resumed = p.rlm(&["resume", "--yes"]).run();
+    resumed.assert_exit(0);
+    let report = p.report();
+    assert_eq!(report["status"], "SUCCESS", "{}", resumed.stderr);
+    assert_eq!(report["succeeded"], 8);
+    assert_eq!(mock.requests() as u64 - sent, left, "only the units left were sent");
+    assert_eq!(report["earlier_answers"], done, "{report:#}");
+    let written = read_json(&p.path().join("out/settings.json"));
+    assert_eq!(written["record"]["version"], 1, "{written:#}");
+    assert_eq!(written["record"]["settings"]["max_parallel"], 1, "{written:#}");
+    assert_eq!(written["record"]["settings"]["cache_mode"], "write_only", "{written:#}");
+    assert!(written.get("args").is_none(), "{written:#}");
+}

@@ -284,7 +284,12 @@ fn a_shard_records_its_part_of_the_plan() {
     let settings = read_json(&p.path().join("s2/settings.json"));
     assert_eq!(settings["plan_id"], plan_id);
     assert_eq!(settings["input"]["shard"], serde_json::json!({"index": 2, "count": 3}));
-    assert_eq!(settings["args"]["shard"], serde_json::json!({"index": 2, "count": 3}));
+    assert_eq!(settings["record"]["version"], 1);
+    assert_eq!(settings["record"]["kind"], "batch");
+    assert_eq!(
+        settings["record"]["settings"]["shard"],
+        serde_json::json!({"index": 2, "count": 3})
+    );
     // The dry run says which units the shard takes, and the plan it belongs to.
     let dry = p
         .rlm(&[
@@ -435,7 +440,7 @@ fn merge_refuses_runs_of_different_plans_and_runs_that_share_units() {
     assert!(out.stderr.contains("is one of the runs to merge"), "{}", out.stderr);
     assert!(p.exists("s2/report.json"), "the run is left alone");
 
-    // Arguments this rlm cannot read, or none: refused as a run of an older rlm, before the
+    // A record this rlm cannot read, or none: refused as a run of an older rlm, before the
     // runs are compared.
     let garbled = p.path().join("garbled");
     for f in files_under(&p.path().join("s2")) {
@@ -445,7 +450,7 @@ fn merge_refuses_runs_of_different_plans_and_runs_that_share_units() {
     }
     let settings_path = garbled.join("settings.json");
     let mut settings: Value = serde_json::from_str(&std::fs::read_to_string(&settings_path).unwrap()).unwrap();
-    settings["args"] = serde_json::json!("not the arguments of a run");
+    settings["record"] = serde_json::json!("not the record of a run");
     std::fs::write(&settings_path, settings.to_string()).unwrap();
     for runs in [["s1", "garbled"], ["other", "garbled"]] {
         let out = p.rlm(&["merge", runs[0], runs[1], "-o", "merged"]).run();
@@ -457,7 +462,7 @@ fn merge_refuses_runs_of_different_plans_and_runs_that_share_units() {
             out.stderr
         );
     }
-    settings.as_object_mut().unwrap().remove("args");
+    settings.as_object_mut().unwrap().remove("record");
     std::fs::write(&settings_path, settings.to_string()).unwrap();
     let out = p.rlm(&["merge", "s1", "garbled", "-o", "merged"]).run();
     out.assert_exit(2);
@@ -525,4 +530,73 @@ fn a_merge_reports_the_tier_its_shards_were_billed_at() {
     let m = merge(["b1", "r2"], "mixed");
     assert_eq!(m["price_tier"], "mixed");
     assert!((cost(&m) - cost(&b1) - cost(&r2)).abs() < 1e-9);
+}
+
+/// The arguments an rlm before the versioned run record kept in `settings.json` (the clap
+/// struct itself, under `args`) for `batch(p, url, ["-o", sN, "--shard", "N/2",
+/// "--no-cache"])`, field for field.
+fn legacy_args(url: &str, shard: u32) -> Value {
+    let text = r#"{
+        "pattern": "src", "sub_prompt": "PROMPT", "prompt_file": null, "files_from": null,
+        "null": false, "changed_since": null, "sarif": null, "fail_on": null, "schema": null,
+        "chunking": "Auto", "batch_small": false, "no_batch_small": false, "focus": "General",
+        "model": null, "provider": null, "command": null, "agent_env": [], "max_depth": 3,
+        "base_url": "URL", "output_dir": "sSHARD", "aggregate": null,
+        "max_parallel": null, "no_prompt_cache": false, "no_cache": true, "cache_only": false,
+        "batch_api": null, "batch_api_fallback": "Batch", "force": false, "yes": false,
+        "dry_run": false, "json": true, "quiet": false, "timeout": 120.0,
+        "connect_timeout": 10.0, "retries": 3, "deadline": null, "save_trajectory": null,
+        "rate_limit_wait": 600.0, "max_tokens": null, "max_cost": null,
+        "context_window": null, "temperature": null, "no_ignore": false, "hidden": false,
+        "follow_links": false, "include": [], "exclude": [], "no_recursive": false,
+        "shard": {"index": SHARD, "count": 2}, "max_files": 50, "neighbors_of": null,
+        "direction": null, "depth": null, "graph": null, "graph_file": null,
+        "require_citations": false
+    }"#;
+    serde_json::from_str(
+        &text
+            .replace("PROMPT", PROMPT)
+            .replace("URL", url)
+            .replace("SHARD", &shard.to_string()),
+    )
+    .unwrap()
+}
+
+/// Shards recorded by an rlm older than the versioned run record (`args` in
+/// `settings.json`) merge as shards recorded now do: the same result files, synthesis and
+/// aggregate.
+#[test]
+fn shards_recorded_by_an_older_rlm_still_merge() {
+    let p = project();
+    let mock = mock();
+    for k in ["1/2", "2/2"] {
+        let dir = format!("s{}", &k[..1]);
+        let out = batch(&p, &mock.url(), &["-o", &dir, "--shard", k, "--no-cache"]);
+        assert!(out.status == 0 || out.status == 1, "{k}: {}", out.stderr);
+    }
+    let before = mock.requests();
+    p.rlm(&["merge", "s1", "s2", "-o", "merged"]).run().assert_exit(1);
+    let synthesis_calls = mock.requests() - before;
+    for shard in [1, 2] {
+        let path = p.path().join(format!("s{shard}/settings.json"));
+        let mut settings = read_json(&path);
+        assert_eq!(settings["record"]["settings"]["shard"]["index"], shard);
+        settings.as_object_mut().unwrap().remove("record");
+        settings["args"] = legacy_args(&mock.url(), shard);
+        std::fs::write(&path, settings.to_string()).unwrap();
+    }
+    let calls = mock.requests();
+    let old = p.rlm(&["merge", "s1", "s2", "-o", "merged-old"]).run();
+    old.assert_exit(1);
+    assert_eq!(
+        mock.requests() - calls,
+        synthesis_calls,
+        "the same synthesis, no unit asked again"
+    );
+    assert_eq!(
+        result_files(&p.path().join("merged-old")),
+        result_files(&p.path().join("merged"))
+    );
+    assert_eq!(aggregate_md(&p, "merged-old"), aggregate_md(&p, "merged"));
+    assert_eq!(unit_ids(&report(&p, "merged-old")), unit_ids(&report(&p, "merged")));
 }

@@ -1,8 +1,8 @@
-//! How a command-line argument that need not be UTF-8 (a file or directory name: the
-//! pattern, `-o`, `--files-from`, …) is kept in a run's recorded arguments, so that `rlm resume` reads back the very bytes given: a
-//! string when it is UTF-8 (as every run has recorded it before), else `{"bytes": [..]}`.
-//! serde's own form for an `OsString` is a platform-tagged enum even for plain text, and a
-//! `PathBuf` that is not UTF-8 cannot be serialized at all.
+//! How a name that need not be UTF-8 (a file or directory name: the pattern, `-o`,
+//! `--files-from`, …) is kept in a run's record, so that `rlm resume` reads back the very
+//! bytes given: a string when it is UTF-8 (as every run has recorded it before), else
+//! `{"bytes": [..]}`. serde's own form for an `OsString` is a platform-tagged enum even for
+//! plain text, and a `PathBuf` that is not UTF-8 cannot be serialized at all.
 
 use std::ffi::{OsStr, OsString};
 
