@@ -58,18 +58,25 @@ pub(super) async fn keep_paid(
                 hand_back(&ctx, &unit, &mut outcome);
                 let durable = ctx.syncer.submit(unsynced);
                 let kept = read_and_write(&ctx, &unit, &rendered, &text, true);
-                let synced = durable
-                    .wait()
-                    .map_err(|e| uncached(&ctx, &entry, &unit.label, Some(&unit.result_name), &e));
+                let synced = durable.wait().map_err(|e| {
+                    ctx.call.limiter.halt();
+                    uncached(&ctx, &entry, &unit.label, Some(&unit.result_name), &e)
+                });
                 if let (Ok(()), Some(journal), true) = (&synced, &ctx.journal, journaled) {
                     journal.cached();
                 }
                 (synced, kept)
             }
-            Err(e) => (
-                Err(uncached(&ctx, &entry, &unit.label, Some(&unit.result_name), &e)),
-                read_and_write(&ctx, &unit, &rendered, &text, true),
-            ),
+            Err(e) => {
+                // No call starts after a failed cache write (see `persist`): the slots are
+                // halted at once, not when the dispatcher hears of it behind the answers
+                // that came meanwhile, each of which handed its slot back.
+                ctx.call.limiter.halt();
+                (
+                    Err(uncached(&ctx, &entry, &unit.label, Some(&unit.result_name), &e)),
+                    read_and_write(&ctx, &unit, &rendered, &text, true),
+                )
+            }
         };
         if let Err(e) = persisted {
             outcome.write_error = Some(e);
