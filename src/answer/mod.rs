@@ -40,7 +40,8 @@ pub struct Answer {
     pub warning: Option<String>,
     /// For a chunk's answer: the lines of its file the chunk held (overlapping windows
     /// report a line twice; see [`dedupe`]).
-    pub window: Option<Window>,
+    /// Boxed: most answers are of whole files, and a run holds every answer.
+    pub window: Option<Box<Window>>,
     /// For each finding, the index of the item it was read from in `json`'s findings
     /// (`None`: another JSON value of the answer held it).
     items: Vec<Option<usize>>,
@@ -103,10 +104,12 @@ pub fn read(text: String, scope: &Scope<'_>) -> Answer {
         findings: found,
         warning,
         text,
-        window: scope.span.map(|(start_line, end_line)| Window {
-            path: scope.path.to_string(),
-            start_line,
-            end_line,
+        window: scope.span.map(|(start_line, end_line)| {
+            Box::new(Window {
+                path: scope.path.to_string(),
+                start_line,
+                end_line,
+            })
         }),
         items,
     };

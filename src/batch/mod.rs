@@ -113,6 +113,10 @@ pub async fn run(mut settings: BatchSettings, printer: Printer) -> Result<ExitSt
     )?;
     plan.manifest.let_go_of_files();
     let mut outcomes = execute(&settings, &plan, &mut exec).await;
+    // What the dispatch held (a provider batch's bodies and maps) is free by now; the
+    // aggregate is built next, from every answer.
+    crate::memory::release_free();
+    tracing::debug!(resident_mib = ?crate::memory::resident_mib(), "dispatch ended");
     let aggregated = aggregate(&settings, &plan, &run_dir, &mut outcomes, &mut exec).await;
     let answer = aggregated.answer.clone();
     let report = finish(&settings, &run_dir, &mut exec, &outcomes, aggregated, times, &printer);
@@ -627,7 +631,7 @@ async fn aggregate(
     }
     let (paths, mut errors) = write::aggregate(run_dir, &settings.cwd, &aggregate);
     errors.splice(0..0, built.errors);
-    tracing::debug!("aggregate written");
+    tracing::debug!(resident_mib = ?crate::memory::resident_mib(), "aggregate written");
     Aggregated { paths, answer, errors }
 }
 
@@ -673,6 +677,7 @@ fn finish(
         errors,
     };
     let report = write::report(exec, run_dir, settings, end, printer);
+    tracing::debug!(resident_mib = ?crate::memory::resident_mib(), "report written");
     findings_stage::publish(settings, &collected, &report.to_markdown(), printer);
     if let Some(store) = &mut exec.dispatcher.reporters.store {
         if let Some(e) = store.finish(store_status(&report)) {
