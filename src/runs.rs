@@ -9,7 +9,7 @@ use std::sync::Arc;
 use clap::Parser;
 
 use crate::cli::{CancelArgs, Cli, ColorArg, Command, ListArgs, ResumeArgs, StatusArgs};
-use crate::error::RlmError;
+use crate::error::{RlmError, StoreFailure};
 use crate::printer::{Printer, PrinterMode};
 use crate::run_dir::RunLock;
 use crate::secret::Redactor;
@@ -28,7 +28,7 @@ fn open(cwd: &Path) -> Result<TaskStore, RlmError> {
             rlm_dir.display()
         )));
     }
-    TaskStore::open(&rlm_dir).map_err(|e| RlmError::Store(e.to_string()))
+    Ok(TaskStore::open(&rlm_dir)?)
 }
 
 /// A run store error as the command's error: another process at work on the run is
@@ -36,7 +36,7 @@ fn open(cwd: &Path) -> Result<TaskStore, RlmError> {
 fn store_error(e: StoreError) -> RlmError {
     match e {
         e @ StoreError::RunInUse { .. } => RlmError::InUse(e.to_string()),
-        e => RlmError::Store(e.to_string()),
+        e => e.into(),
     }
 }
 
@@ -319,11 +319,11 @@ fn recorded_options(run: &RunSummary) -> Result<BatchOptions, RlmError> {
     match RunRecord::read(&run.settings) {
         Ok(Some(record)) if record.kind == RunKind::Batch => Ok(record.settings),
         Ok(Some(_)) => Err(not_batch()),
-        Err(e) => Err(RlmError::Store(format!(
-            "run {} recorded arguments this rlm cannot read ({e}): run its command again instead (finished \
-             answers are cached)",
-            run.id
-        ))),
+        Err(source) => Err(StoreFailure::UnreadableRecord {
+            run: run.id.clone(),
+            source,
+        }
+        .into()),
         // A run recorded by an older rlm, which kept only its command line: the one case
         // where clap parses anything outside `commands.rs`, for compatibility with those
         // stores only (its URL credentials were withheld there too).

@@ -43,7 +43,7 @@ use std::time::Instant;
 
 use crate::aggregate::{AggregateStrategy, Processed, ResultItem};
 use crate::cache::CacheMode;
-use crate::error::{ExitStatus, RlmError};
+use crate::error::{ExitStatus, RlmError, StoreFailure};
 use crate::exec::{CallContext, Event, Limiter, RetryPolicy};
 use crate::plan::Budget;
 use crate::printer::Printer;
@@ -216,11 +216,10 @@ fn open_run_dir(settings: &BatchSettings, plan: &Plan, printer: &Printer) -> Res
     // warns so), so no id of it can clash there.
     let store = TaskStore::open(&settings.rlm_dir()).ok();
     let taken = |id: &str| match &store {
-        Some(store) => store.reserve_run_id(id).map(|free| !free).map_err(|e| {
-            RlmError::Store(format!(
-                "cannot reserve a run id in the task store ({e}); nothing was sent"
-            ))
-        }),
+        Some(store) => store
+            .reserve_run_id(id)
+            .map(|free| !free)
+            .map_err(|e| StoreFailure::ReserveRunId(e).into()),
         None => Ok(false),
     };
     let run_dir = match &settings.resume {
@@ -265,10 +264,9 @@ fn batches_left_at_the_provider(store: Option<&TaskStore>, earlier: &str) -> Res
     let run = RunId::from(earlier);
     let waiting = store
         .batch_submissions(&run)
-        .map_err(|e| {
-            RlmError::Store(format!(
-                "cannot read the batches of run {earlier} in the task store: {e}"
-            ))
+        .map_err(|source| StoreFailure::EarlierBatches {
+            run: run.clone(),
+            source,
         })?
         .into_iter()
         .filter(|b| b.collected_at.is_none())

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use crate::cache::{Cache, CacheEntry, CacheMode};
-use crate::error::RlmError;
+use crate::error::{CacheFailure, RlmError};
 use crate::fs_atomic::{write_atomic, Durability};
 use crate::run_dir::RunLock;
 use crate::settings::BatchSettings;
@@ -266,9 +266,7 @@ pub fn ready(settings: &BatchSettings, cache: &Cache, dir: &Path) -> Result<(), 
         }
         cached_dirs.push(kept_in);
     }
-    cache
-        .prepare()
-        .map_err(|e| RlmError::Cache(format!("{e}: the cache must be writable before anything is paid for")))?;
+    cache.prepare().map_err(CacheFailure::UnwritableBeforePaying)?;
     // The store's marks follow the answers into the cache.
     if rlm_dir.join(crate::store::STORE_FILE).exists() {
         let cleared = crate::store::TaskStore::open(&rlm_dir)

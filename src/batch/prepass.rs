@@ -3,7 +3,7 @@
 //! before anything is paid for twice.
 
 use crate::cache::{Cache, CacheEntry, CacheMode};
-use crate::error::RlmError;
+use crate::error::{CacheFailure, RlmError};
 use crate::unit::WorkUnit;
 
 /// The units sorted by what happens to them (indexes into the plan).
@@ -44,11 +44,7 @@ pub fn run(
         }
         let entry = match lookup {
             Some(Ok(entry)) => entry,
-            Some(Err(e)) => {
-                return Err(RlmError::Cache(format!(
-                    "{e}: fix its permissions, or pass --no-cache (nothing was called)"
-                )))
-            }
+            Some(Err(e)) => return Err(CacheFailure::Unreadable(e).into()),
             None => {
                 return Err(RlmError::Cache(
                     "internal error: a cache reader thread failed (nothing was called)".into(),

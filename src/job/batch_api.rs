@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use super::batches::{BatchDone, BatchJob};
 use super::job_dir::{read_json_if_whole, write_json};
 use super::worker::{cached_answer, store, PhaseReply, PriorAnswer, WorkerContext, WorkerEnd, WorkerOutcome};
-use crate::error::RlmError;
+use crate::error::{ProviderFailure, RlmError};
 use crate::exec::{Interrupt, ReplyCheck};
 use crate::printer::Printer;
 use crate::provider::batch_api::{
@@ -305,7 +305,7 @@ pub async fn collect(
         };
         let report = Box::pin(submit_all_within(api.as_ref(), to_send, None, &mut recorder))
             .await
-            .map_err(|e| RlmError::Provider(format!("--batch-api: {e}")))?;
+            .map_err(ProviderFailure::BatchApi)?;
         for (custom_id, e) in report.rejected {
             phase.printer.warn(&format!(
                 "{custom_id}: not sent through the batch API ({e}): sent in real time"
@@ -337,13 +337,15 @@ pub async fn collect(
                 over_budget: None,
             });
         };
-        let mut results = api
-            .results(&state)
-            .await
-            .map_err(|e| RlmError::Provider(format!("--batch-api: cannot read the results of {}: {e}", batch.id)))?;
+        let mut results = api.results(&state).await.map_err(|source| ProviderFailure::Results {
+            batch: batch.id.clone(),
+            source,
+        })?;
         while let Some(item) = results.next().await {
-            let item =
-                item.map_err(|e| RlmError::Provider(format!("--batch-api: the results of {}: {e}", batch.id)))?;
+            let item = item.map_err(|source| ProviderFailure::ResultItem {
+                batch: batch.id.clone(),
+                source,
+            })?;
             let ItemOutcome::Succeeded(reply) = &item.outcome else {
                 continue; // Errored, expired or canceled: the realtime workers ask again.
             };
@@ -450,7 +452,13 @@ async fn wait(
                 }
             }
             Err(e) if e.is_retryable() => printer.progress(&format!("  polling {batch_id}: {e}; polling again")),
-            Err(e) => return Err(RlmError::Provider(format!("--batch-api: cannot poll {batch_id}: {e}"))),
+            Err(source) => {
+                return Err(ProviderFailure::Poll {
+                    batch: batch_id.to_string(),
+                    source,
+                }
+                .into())
+            }
         }
         let delay = settings.poll.delay(polls);
         polls += 1;

@@ -24,7 +24,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::state::{JobRecord, RECORD_VERSION};
-use crate::error::RlmError;
+use crate::error::{RlmError, StoreFailure};
 use crate::fs_atomic::{write_atomic, Durability};
 use crate::store::Timestamp;
 
@@ -261,7 +261,13 @@ pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), RlmError> {
 /// Reads a JSON file into `T`, naming the file in any error.
 pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, RlmError> {
     let text = fs_err::read_to_string(path)?;
-    serde_json::from_str(&text).map_err(|e| RlmError::Store(format!("{} is not what rlm wrote: {e}", path.display())))
+    serde_json::from_str(&text).map_err(|source| {
+        StoreFailure::NotWrittenByRlm {
+            path: path.to_owned(),
+            source,
+        }
+        .into()
+    })
 }
 
 /// Reads a JSON file when it exists and is whole; `None` otherwise (a batch never

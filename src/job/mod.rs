@@ -49,7 +49,7 @@ use serde_json::{json, Value};
 use crate::batch::estimate::confirm_cost;
 use crate::batch::startup::model_for;
 use crate::cache::Cache;
-use crate::error::{ExitStatus, RlmError};
+use crate::error::{CacheFailure, ExitStatus, RlmError};
 use crate::exec::Interrupt;
 use crate::printer::{ColorChoice, Printer};
 use crate::prompt::Delimiter;
@@ -588,7 +588,9 @@ async fn start(prepared: Prepared, settings: JobSettings) -> Result<ExitStatus, 
         return Ok(ExitStatus::Success);
     };
     let cache = Cache::new(&settings.rlm_dir());
-    cache.prepare().map_err(|e| RlmError::Cache(e.to_string()))?;
+    cache
+        .prepare()
+        .map_err(|e| RlmError::from(CacheFailure::Unprepared(e)))?;
     let dir = JobDir::create(&settings.cwd)?;
     let created = Created {
         definition,
@@ -755,7 +757,7 @@ async fn go_on(
         return Ok(ExitStatus::Success);
     }
     let cache = Cache::new(&settings.rlm_dir());
-    cache.prepare().map_err(|e| RlmError::Cache(e.to_string()))?;
+    cache.prepare().map_err(CacheFailure::Unprepared)?;
     // Claim the job before touching its files: another rlm may be working on it.
     let store = StoreLink::open(&settings, &dir, false, &printer)?;
     if let Some(r) = &rerun {

@@ -42,7 +42,9 @@ impl DiscoveryError {
 impl From<DiscoveryError> for crate::error::RlmError {
     fn from(e: DiscoveryError) -> Self {
         match e {
-            DiscoveryError::Refused(m) | DiscoveryError::Unreachable(m) => crate::error::RlmError::Provider(m),
+            e @ (DiscoveryError::Refused(_) | DiscoveryError::Unreachable(_)) => {
+                crate::error::ProviderFailure::Discovery(e).into()
+            }
             DiscoveryError::NotOne(m) => crate::error::RlmError::Config(m),
         }
     }

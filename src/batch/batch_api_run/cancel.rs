@@ -6,7 +6,7 @@
 
 use super::BatchApiRun;
 use crate::batch::execution::Execution;
-use crate::error::RlmError;
+use crate::error::{ProviderFailure, RlmError};
 use crate::exec::Event;
 use crate::printer::Printer;
 use crate::provider::batch_api::BatchError;
@@ -34,7 +34,7 @@ pub async fn cancel_at_provider(
     }
     let model = settings.provider.model.as_deref().unwrap_or("unknown");
     let api = client(settings, model).map_err(|e| RlmError::Config(e.to_string()))?;
-    let mut store = TaskStore::open(&settings.rlm_dir()).map_err(|e| RlmError::Store(e.to_string()))?;
+    let mut store = TaskStore::open(&settings.rlm_dir())?;
     let mut asked = 0;
     for batch_id in batches {
         match api.cancel(batch_id).await {
@@ -48,7 +48,13 @@ pub async fn cancel_at_provider(
                 // Most likely over already: its results are collected as they are.
                 printer.warn(&format!("batch {batch_id}: {e}"));
             }
-            Err(e) => return Err(RlmError::Provider(format!("cancelling batch {batch_id}: {e}"))),
+            Err(source) => {
+                return Err(ProviderFailure::Cancel {
+                    batch: batch_id.clone(),
+                    source,
+                }
+                .into())
+            }
         }
     }
     printer.banner(&format!(

@@ -3,7 +3,7 @@
 //! anything is sent, of a resume whose settings point at another server than the one its
 //! batches were recorded at ([`refuse_batches_elsewhere`]).
 
-use crate::error::RlmError;
+use crate::error::{ProviderFailure, RlmError};
 use crate::provider::batch_api::{self, batch_api, BatchApi, BatchError, BatchTimeouts};
 use crate::provider::catalog::PriceTier;
 use crate::provider::ModelInfo;
@@ -74,7 +74,7 @@ pub async fn delivery(settings: &BatchSettings, model: &ModelInfo) -> Result<(De
             )),
         )),
         Err(e) if e.is_unsupported() => Err(RlmError::Config(e.to_string())),
-        Err(e) => Err(RlmError::Provider(format!("--batch-api: {e}"))),
+        Err(e) => Err(ProviderFailure::BatchApi(e).into()),
     }
 }
 
@@ -86,13 +86,11 @@ pub fn refuse_batches_elsewhere(settings: &BatchSettings, run: &RunId) -> Result
     if settings.exec.batch_api.forget {
         return Ok(());
     }
-    let store = TaskStore::open(&settings.rlm_dir()).map_err(|e| RlmError::Store(e.to_string()))?;
-    let batches = store
-        .batch_submissions(run)
-        .map_err(|e| RlmError::Store(e.to_string()))?;
+    let store = TaskStore::open(&settings.rlm_dir())?;
+    let batches = store.batch_submissions(run)?;
     let current = batch_api::server_name(&settings.provider.base_url);
     let provider = settings.provider.kind.name();
-    let intents = store.batch_intents(run).map_err(|e| RlmError::Store(e.to_string()))?;
+    let intents = store.batch_intents(run)?;
     let elsewhere: Vec<(&str, &str)> = batches
         .iter()
         .filter(|b| b.collected_at.is_none() && (b.server != current || b.provider != provider))

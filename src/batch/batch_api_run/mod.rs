@@ -58,7 +58,7 @@ use std::time::Duration;
 
 use super::execution::Execution;
 use super::job::{self, Job, JobOutcome, SummaryJob};
-use crate::error::RlmError;
+use crate::error::{RlmError, StoreFailure};
 use crate::exec::{Event, PoolHandler};
 use crate::plan::Budget;
 use crate::printer::Printer;
@@ -148,22 +148,13 @@ impl BatchApiRun {
             return Err(RlmError::System("internal error: no batch API was planned".into()));
         };
         let api = client(settings, &model.id).map_err(|e| RlmError::Config(e.to_string()))?;
-        let store = TaskStore::open(&settings.rlm_dir()).map_err(|e| {
-            RlmError::Store(format!(
-                "--batch-api records each batch in the run store before waiting for it, and the store cannot be \
-                 opened ({e}); nothing was sent"
-            ))
-        })?;
+        let store = TaskStore::open(&settings.rlm_dir()).map_err(StoreFailure::BatchApiUnrecorded)?;
         let mut earlier = Vec::new();
         let mut sent: HashMap<UnitId, u32> = HashMap::new();
-        let submissions = store
-            .batch_submissions(&run)
-            .map_err(|e| RlmError::Store(e.to_string()))?;
+        let submissions = store.batch_submissions(&run)?;
         let recorded = submissions.iter().map(|b| b.batch_id.clone()).collect();
         for batch in submissions {
-            let requests = store
-                .batch_requests(&run, &batch.batch_id)
-                .map_err(|e| RlmError::Store(e.to_string()))?;
+            let requests = store.batch_requests(&run, &batch.batch_id)?;
             for r in &requests {
                 *sent.entry(UnitId::named(r.unit_id.as_str())).or_default() += 1;
             }
@@ -186,7 +177,7 @@ impl BatchApiRun {
                 });
             }
         }
-        let intents = store.batch_intents(&run).map_err(|e| RlmError::Store(e.to_string()))?;
+        let intents = store.batch_intents(&run)?;
         if let Some(elsewhere) = intents
             .iter()
             .find(|i| i.server != api.server() && !settings.exec.batch_api.forget)

@@ -6,6 +6,14 @@
 
 use std::path::PathBuf;
 
+mod cache_failure;
+mod provider_failure;
+mod store_failure;
+
+pub use cache_failure::CacheFailure;
+pub use provider_failure::ProviderFailure;
+pub use store_failure::StoreFailure;
+
 /// The documented exit codes of `rlm`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum ExitStatus {
@@ -57,13 +65,20 @@ pub enum RlmError {
     /// Every unit is too large for the model's context: nothing can be sent.
     #[error("{0}")]
     TooLarge(String),
-    /// The answer cache cannot be read or written, or `--cache-only` misses.
+    /// `--cache-only` misses, or the answer cache cannot take the answers a run kept.
     #[error("{0}")]
     Cache(String),
-    /// The run store cannot be opened or does not know the run; a job directory does not
-    /// know the job, or holds a file rlm did not write.
+    /// The answer cache cannot be read or made ready for writing.
+    #[error(transparent)]
+    CacheFailed(#[from] CacheFailure),
+    /// The run store does not know the run or cannot do what was asked of it; a job
+    /// directory does not know the job.
     #[error("{0}")]
     Store(String),
+    /// The run store failed, or a file rlm keeps for a run or a job is not what it wrote.
+    /// (Boxed: the store's errors are large, and every `Result` of a command carries this.)
+    #[error(transparent)]
+    StoreFailed(Box<StoreFailure>),
     /// Another rlm process works on the run or its directory.
     #[error("{0}")]
     InUse(String),
@@ -88,8 +103,9 @@ pub enum RlmError {
         source: std::io::Error,
     },
     /// The provider refused us before any work could be done.
-    #[error("{0}")]
-    Provider(String),
+    /// (Boxed: a batch API error is large, and every `Result` of a command carries this.)
+    #[error(transparent)]
+    Provider(Box<ProviderFailure>),
     /// The system cannot give rlm what it needs to start: threads for its runtime, the
     /// working directory, a home directory.
     #[error("{0}")]
@@ -97,6 +113,31 @@ pub enum RlmError {
     /// An I/O error from `fs_err`, whose message already names the path.
     #[error("{0}")]
     File(#[from] std::io::Error),
+    /// Another error, its message led by what was being done ("phase review: …").
+    #[error("{context}: {source}")]
+    InContext {
+        context: String,
+        #[source]
+        source: Box<RlmError>,
+    },
+}
+
+impl From<StoreFailure> for RlmError {
+    fn from(e: StoreFailure) -> Self {
+        RlmError::StoreFailed(Box::new(e))
+    }
+}
+
+impl From<crate::store::StoreError> for RlmError {
+    fn from(e: crate::store::StoreError) -> Self {
+        StoreFailure::from(e).into()
+    }
+}
+
+impl From<ProviderFailure> for RlmError {
+    fn from(e: ProviderFailure) -> Self {
+        RlmError::Provider(Box::new(e))
+    }
 }
 
 impl RlmError {
@@ -110,26 +151,9 @@ impl RlmError {
 
     /// The same error, its message led by `context` ("phase review: …"), its kind kept.
     pub fn in_context(self, context: &str) -> Self {
-        let led = |message: String| format!("{context}: {message}");
-        match self {
-            RlmError::Usage(m) => RlmError::Usage(led(m)),
-            RlmError::Config(m) => RlmError::Config(led(m)),
-            RlmError::Input(m) => RlmError::Input(led(m)),
-            RlmError::TooLarge(m) => RlmError::TooLarge(led(m)),
-            RlmError::Cache(m) => RlmError::Cache(led(m)),
-            RlmError::Store(m) => RlmError::Store(led(m)),
-            RlmError::InUse(m) => RlmError::InUse(led(m)),
-            RlmError::Output(m) => RlmError::Output(led(m)),
-            RlmError::OverBudget(m) => RlmError::OverBudget(led(m)),
-            RlmError::Declined(m) => RlmError::Declined(led(m)),
-            RlmError::NoMatch(m) => RlmError::NoMatch(led(m)),
-            RlmError::Provider(m) => RlmError::Provider(led(m)),
-            RlmError::System(m) => RlmError::System(led(m)),
-            RlmError::Io { path, source } => RlmError::File(std::io::Error::new(
-                source.kind(),
-                led(format!("{}: {source}", path.display())),
-            )),
-            RlmError::File(e) => RlmError::File(std::io::Error::new(e.kind(), led(e.to_string()))),
+        RlmError::InContext {
+            context: context.to_owned(),
+            source: Box::new(self),
         }
     }
 
@@ -137,6 +161,7 @@ impl RlmError {
     pub fn exit_status(&self) -> ExitStatus {
         match self {
             RlmError::Provider(_) => ExitStatus::Failed,
+            RlmError::InContext { source, .. } => source.exit_status(),
             _ => ExitStatus::Usage,
         }
     }
@@ -148,8 +173,8 @@ impl RlmError {
             RlmError::Config(_) => "config",
             RlmError::Input(_) => "input",
             RlmError::TooLarge(_) => "too_large",
-            RlmError::Cache(_) => "cache",
-            RlmError::Store(_) => "store",
+            RlmError::Cache(_) | RlmError::CacheFailed(_) => "cache",
+            RlmError::Store(_) | RlmError::StoreFailed(_) => "store",
             RlmError::InUse(_) => "in_use",
             RlmError::Output(_) => "output",
             RlmError::OverBudget(_) => "over_budget",
@@ -158,6 +183,41 @@ impl RlmError {
             RlmError::Io { .. } | RlmError::File(_) => "io",
             RlmError::Provider(_) => "provider",
             RlmError::System(_) => "system",
+            RlmError::InContext { source, .. } => source.kind(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::discovery::DiscoveryError;
+    use crate::store::StoreError;
+
+    #[test]
+    fn a_typed_source_reads_as_the_sentence_its_site_used_to_format() {
+        let e = RlmError::from(StoreFailure::ReserveRunId(StoreError::UnknownRun("r1".into())));
+        assert_eq!(
+            e.to_string(),
+            "cannot reserve a run id in the task store (no run `r1` in the task store; `rlm list` shows the runs); \
+             nothing was sent"
+        );
+        assert_eq!((e.kind(), e.exit_status()), ("store", ExitStatus::Usage));
+        let e = RlmError::from(CacheFailure::UnwritableBeforePaying(std::io::Error::other("disk full")));
+        assert_eq!(
+            e.to_string(),
+            "disk full: the cache must be writable before anything is paid for"
+        );
+        assert_eq!((e.kind(), e.exit_status()), ("cache", ExitStatus::Usage));
+    }
+
+    #[test]
+    fn context_leads_the_message_and_keeps_the_kind_and_exit_code() {
+        let e = RlmError::from(DiscoveryError::Refused("the server refused the key".into())).in_context("phase review");
+        assert_eq!(e.to_string(), "phase review: the server refused the key");
+        assert_eq!((e.kind(), e.exit_status()), ("provider", ExitStatus::Failed));
+        let e = RlmError::io("/x", std::io::Error::other("denied")).in_context("phase a");
+        assert_eq!(e.to_string(), "phase a: /x: denied");
+        assert_eq!(e.kind(), "io");
     }
 }
