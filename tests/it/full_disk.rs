@@ -230,10 +230,13 @@ fn a_full_cache_keeps_what_it_cannot_take_and_resume_pays_for_none_of_it_again()
         "{paid} paid, {cached} cached, {kept} kept"
     );
     assert_eq!(paid, cached + kept, "every answer paid for is cached or kept");
-    // Once a write failed, no call started: kept are the one that failed and those in flight
-    // (a call may start between an answer's journal line and its failed cache write).
+    // Once a write failed, no call started: kept are the one that failed, those in flight,
+    // and the calls that started between an answer's journal line and its failed cache write
+    // (each answer journaled hands its slot back before the disk is tried: on a loaded
+    // machine the write waits for the blocking pool while the other in-flight answers come
+    // in, each letting one call start). A run that went on dispatching would keep dozens.
     assert!(
-        kept <= WIDTH + 1,
+        kept <= 2 * WIDTH + 1,
         "{kept} answers kept: calls started after the cache failed\n{}",
         first.stderr
     );
