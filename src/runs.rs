@@ -114,7 +114,7 @@ fn next_step(run: &RunSummary) -> Option<String> {
         RunStatus::DeadlineExceeded => " --deadline DURATION",
         _ => return None,
     };
-    let resume = if run.command.get(1).map(String::as_str) == Some("job") {
+    let resume = if run.subcommand() == Some("job") {
         "rlm job resume"
     } else {
         "rlm resume"
@@ -306,13 +306,13 @@ fn recorded_options(run: &RunSummary) -> Result<BatchOptions, RlmError> {
             run.command.join(" ")
         ))
     };
-    if run.command.get(1).map(String::as_str) == Some("job") {
+    if run.subcommand() == Some("job") {
         return Err(RlmError::Store(format!(
             "run {} is a job ({}): rlm job resume {} goes on with it",
             run.id, run.status, run.id
         )));
     }
-    if run.command.get(1).map(String::as_str) != Some("batch") {
+    if run.subcommand() != Some("batch") {
         return Err(not_batch());
     }
     // The settings are built from the options the run recorded, never from a command line.

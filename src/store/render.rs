@@ -80,7 +80,7 @@ pub fn status_text(
     let owner = match &run.owner {
         Some(o) if o.liveness == Liveness::Gone => {
             // A job goes on with its own resume (as `rlm resume` says when given one).
-            let resume = if run.command.get(1).map(String::as_str) == Some("job") {
+            let resume = if run.subcommand() == Some("job") {
                 "rlm job resume"
             } else {
                 "rlm resume"

@@ -110,6 +110,23 @@ pub struct RunSummary {
 }
 
 impl RunSummary {
+    /// The rlm command the run was started with (`batch`, `job`…): the first word after
+    /// the program that is neither a global flag nor its value (`rlm --color never batch`
+    /// is a batch run).
+    pub fn subcommand(&self) -> Option<&str> {
+        let mut words = self.command.iter().skip(1).map(String::as_str);
+        while let Some(word) = words.next() {
+            match word {
+                "--color" => {
+                    words.next();
+                }
+                w if w.starts_with('-') => {}
+                w => return Some(w),
+            }
+        }
+        None
+    }
+
     /// The status as people should read it: a `RUNNING` run whose owner is gone is
     /// `CRASHED` (resumable), one whose owner stopped beating is `STALLED`.
     pub fn display_status(&self) -> &'static str {
@@ -199,6 +216,20 @@ pub struct TransitionRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_subcommand_is_the_first_word_that_is_no_global_flag() {
+        let mut run = summary(RunStatus::Interrupted, None);
+        for (command, expected) in [
+            (&["rlm", "batch", "src/*.ts"][..], Some("batch")),
+            (&["rlm", "--color", "never", "-v", "batch", "x"][..], Some("batch")),
+            (&["rlm", "--color=always", "job", "run"][..], Some("job")),
+            (&["rlm", "-vv"][..], None),
+        ] {
+            run.command = command.iter().map(ToString::to_string).collect();
+            assert_eq!(run.subcommand(), expected, "{command:?}");
+        }
+    }
 
     fn summary(status: RunStatus, liveness: Option<Liveness>) -> RunSummary {
         RunSummary {

@@ -522,3 +522,32 @@ fn a_run_recorded_by_an_older_rlm_still_resumes() {
     assert_eq!(written["record"]["settings"]["cache_mode"], "write_only", "{written:#}");
     assert!(written.get("args").is_none(), "{written:#}");
 }
+
+/// A run started with a global flag before its command (`rlm --color never batch …`) is a
+/// batch run: stopped half-way, `rlm resume` takes it up and pays only for what is left.
+#[test]
+fn a_run_started_with_a_global_flag_first_resumes() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(200));
+    let p = Project::new().ts_files(8);
+    let url = mock.url();
+    let mut args = vec!["--color", "never", "-v"];
+    args.extend(run_in(&url, "List {file}", &["-j", "1"]));
+    let a = p.rlm(&args).spawn();
+    assert!(wait_until(Duration::from_secs(20), || results_in_out(&p) >= 3));
+    a.signal("TERM");
+    a.wait().assert_exit(130);
+    let paid = mock.requests();
+    assert!(paid < 8, "the run was stopped half-way ({paid} paid)");
+
+    mock.set_latency(Duration::ZERO);
+    let resumed = p.rlm(&["resume", "--yes"]).run();
+    resumed.assert_exit(0);
+    assert_eq!(p.report()["status"], "SUCCESS", "{}", resumed.stderr);
+    assert_eq!(results_in_out(&p), 8);
+    assert!(
+        mock.requests() <= 8 + 1,
+        "{} paid in all: the resume paid again for what the run had kept",
+        mock.requests()
+    );
+}
