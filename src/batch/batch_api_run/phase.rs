@@ -68,8 +68,8 @@ pub(super) enum Owned {
 /// another request (an earlier attempt's, recorded by unit id) is held as it is.
 #[derive(Default)]
 struct SentIds {
-    /// The stamps seen, with their `-` (an unstamped id's is empty).
-    stamps: Vec<String>,
+    /// The stamps seen, with their `-` (an unstamped id's is empty), numbered.
+    stamps: HashMap<String, u32>,
     sent: HashSet<(u32, u32)>,
     other: HashMap<String, usize>,
 }
@@ -160,14 +160,15 @@ impl<'a> Phase<'a> {
         match self.stamped_index(custom_id) {
             Some(named) if named == i => {
                 let stamp = custom_id.strip_suffix(unit_part(custom_id)).unwrap_or_default();
-                let s = match self.sent.stamps.iter().position(|t| t == stamp) {
-                    Some(s) => s,
+                let s = match self.sent.stamps.get(stamp) {
+                    Some(&s) => s,
                     None => {
-                        self.sent.stamps.push(stamp.to_string());
-                        self.sent.stamps.len() - 1
+                        let s = self.sent.stamps.len() as u32;
+                        self.sent.stamps.insert(stamp.to_string(), s);
+                        s
                     }
                 };
-                self.sent.sent.insert((s as u32, i as u32));
+                self.sent.sent.insert((s, i as u32));
             }
             _ => {
                 self.sent.other.insert(custom_id.to_string(), i);
@@ -182,8 +183,8 @@ impl<'a> Phase<'a> {
         }
         let i = self.stamped_index(custom_id)?;
         let stamp = custom_id.strip_suffix(unit_part(custom_id)).unwrap_or_default();
-        let s = self.sent.stamps.iter().position(|t| t == stamp)?;
-        self.sent.sent.contains(&(s as u32, i as u32)).then_some(i)
+        let s = *self.sent.stamps.get(stamp)?;
+        self.sent.sent.contains(&(s, i as u32)).then_some(i)
     }
 
     pub(super) fn announce(&mut self, exec: &mut Execution, i: usize) {
