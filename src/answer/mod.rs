@@ -30,9 +30,10 @@ use crate::findings::Finding;
 pub struct Answer {
     /// The text kept as the file's result (under `--schema`, the canonical JSON).
     pub text: String,
-    /// The answer's JSON value, when it holds one (the first that holds findings, else
-    /// the first object or array; a scalar only when it is the whole answer), as written.
-    pub json: Option<Value>,
+    /// Which of the text's JSON values is the answer's ([`Answer::json`]): an index, not
+    /// the parsed tree, which is several times the text's size and a run holds every
+    /// answer until its aggregate is written.
+    main: Option<u32>,
     /// Its findings, at lines of the original file.
     pub findings: Vec<Finding>,
     /// Said in the report and on stderr: the answer was kept, but something in it could
@@ -100,7 +101,7 @@ pub fn read(text: String, scope: &Scope<'_>) -> Answer {
             .to_string()
     });
     let mut answer = Answer {
-        json: main.and_then(|m| values.into_iter().nth(m)),
+        main: main.map(|m| m as u32),
         findings: found,
         warning,
         text,
@@ -123,7 +124,19 @@ impl Answer {
     /// when they could not be placed), items of findings kept elsewhere (duplicates) left
     /// out, everything else as written.
     pub fn value(&self) -> Option<Value> {
-        let mut value = self.json.clone()?;
+        self.json().map(|json| self.rewritten(json))
+    }
+
+    /// The answer's JSON value, when it holds one (the first that holds findings, else
+    /// the first object or array; a scalar only when it is the whole answer), as written:
+    /// read from the text again.
+    pub fn json(&self) -> Option<Value> {
+        let main = self.main? as usize;
+        json::json_values(&self.text).into_iter().nth(main)
+    }
+
+    /// `value` (the answer's JSON) with its finding items rewritten (see [`Answer::value`]).
+    fn rewritten(&self, mut value: Value) -> Value {
         if let Some(slot) = findings::findings_items_mut(&mut value) {
             let written = std::mem::take(slot);
             // Item index → the finding read from it.
@@ -142,7 +155,7 @@ impl Answer {
                 }
             }
         }
-        Some(value)
+        value
     }
 
     /// The text the aggregate shows: an answer that holds findings, as its [`value`]
@@ -151,11 +164,10 @@ impl Answer {
     ///
     /// [`value`]: Answer::value
     pub fn shown_text(&self) -> String {
-        match &self.json {
-            Some(json) if is_findings_shaped(json) => self
-                .value()
-                .and_then(|v| serde_json::to_string_pretty(&v).ok())
-                .unwrap_or_else(|| self.text.clone()),
+        match self.json() {
+            Some(json) if is_findings_shaped(&json) => {
+                serde_json::to_string_pretty(&self.rewritten(json)).unwrap_or_else(|_| self.text.clone())
+            }
             _ => self.text.clone(),
         }
     }
@@ -164,13 +176,17 @@ impl Answer {
     /// so, [`Answer::value`]), taken out of it: the answer keeps its findings, not a second
     /// copy of every text of a run.
     pub fn take_shown(&mut self, keep: impl Fn(&Value) -> bool) -> (String, Option<Value>) {
-        let json = self.value().filter(|v| keep(v));
-        let text = match &self.json {
-            Some(j) if is_findings_shaped(j) => self.shown_text(),
-            _ => std::mem::take(&mut self.text),
+        let json = self.json();
+        let findings_shaped = json.as_ref().is_some_and(is_findings_shaped);
+        let value = json.map(|json| self.rewritten(json));
+        let pretty = if findings_shaped {
+            value.as_ref().and_then(|v| serde_json::to_string_pretty(v).ok())
+        } else {
+            None
         };
-        self.json = None;
-        (text, json)
+        let text = pretty.unwrap_or_else(|| std::mem::take(&mut self.text));
+        self.main = None;
+        (text, value.filter(|v| keep(v)))
     }
 
     /// Keeps the findings for which `keep` says so (and their items' places).
@@ -224,7 +240,7 @@ mod tests {
         assert_eq!(a.warning, None);
         assert_eq!(a.findings[0].level, Level::Note);
         assert_eq!(a.findings[0].region, Region::new(3, None));
-        assert!(a.json.is_some());
+        assert!(a.json().is_some());
     }
 
     #[test]
@@ -252,8 +268,11 @@ mod tests {
         );
         assert!(a.shown_text().starts_with("{\n"), "{}", a.shown_text());
         // A scalar is JSON only when it is the whole answer.
-        assert_eq!(read("\"yes\"".into(), &scope("a")).json, Some(serde_json::json!("yes")));
-        assert_eq!(read("I counted 42.".into(), &scope("a")).json, None);
+        assert_eq!(
+            read("\"yes\"".into(), &scope("a")).json(),
+            Some(serde_json::json!("yes"))
+        );
+        assert_eq!(read("I counted 42.".into(), &scope("a")).json(), None);
     }
 
     #[test]
@@ -272,7 +291,7 @@ mod tests {
         for text in [r#"{"results": ["a", "b"]}"#, r#"{"results": [{"name": "x"}]}"#] {
             let a = read(text.into(), &scope("a.py"));
             assert!(a.findings.is_empty());
-            assert_eq!(a.value(), a.json, "{text}: left as written");
+            assert_eq!(a.value(), a.json(), "{text}: left as written");
         }
     }
 }
