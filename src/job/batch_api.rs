@@ -1,8 +1,19 @@
 //! `rlm job --batch-api`: a map phase's worker calls through the provider's batch API, at
-//! half the price. Each batch of items is one request of a provider batch; the provider
-//! batch's id and custom ids are written to `batches/{phase}/provider-batches.json`
-//! *before* rlm waits for it, so a crash, Ctrl-C or `--deadline` leaves it running at the
-//! provider and `rlm job resume` polls it again — never submitting those requests twice.
+//! half the price. Each batch of items is one request of a provider batch.
+//!
+//! The job's provider batches live in the run store, as a batch run's do (the job is a run
+//! of kind `job` there): each request's cache key is claimed before it is submitted, the
+//! intent is written before the create request goes out ([`RunRecorder`]), the batch with
+//! its custom ids once it exists, each poll as it is made (`rlm status` shows it), and the
+//! batch is marked collected — its claims let go — once every result is kept. So
+//! - a crash, Ctrl-C or `--deadline` leaves the batch running at the provider, and `rlm
+//!   job resume` polls it again, never submitting those requests twice;
+//! - another rlm that needs one of its answers meanwhile (a second job of the same file, a
+//!   batch run, realtime or batch) waits for it instead of paying again, and when this
+//!   job's rlm is gone, a job that needs its answers collects its batch itself;
+//! - a request whose key another run's batch holds is left to the realtime workers, whose
+//!   claim ([`crate::batch::key_claim`]) waits for that answer, or fails the batch saying
+//!   which run to resume.
 //!
 //! An answer that comes back is checked like a realtime worker's (the schema and the
 //! batch: every id once); an accepted answer is cached, then written as the batch's output
@@ -10,208 +21,49 @@
 //! and answers the check rejects, are left to the realtime workers, which ask again with
 //! the errors appended, under the phase's `retries`.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use super::batches::{BatchDone, BatchJob};
-use super::job_dir::{read_json_if_whole, write_json};
+use super::job_dir::read_json_if_whole;
 use super::worker::{cached_answer, store, PhaseReply, PriorAnswer, WorkerContext, WorkerEnd, WorkerOutcome};
-use crate::error::{ProviderFailure, RlmError};
+use crate::batch::RunRecorder;
+use crate::error::{ProviderFailure, RlmError, StoreFailure};
 use crate::exec::{Interrupt, ReplyCheck};
 use crate::printer::Printer;
 use crate::provider::batch_api::{
-    batch_api, custom_id_for, new_token, none_since, now_ms, reconcile, submit_all_within, unit_part, BatchApi,
-    BatchItem, BatchTimeouts, Intent, ItemOutcome, Reconciled, Recorder, SubmissionTag, Submitted,
+    batch_api, custom_id_for, none_since, reconcile, submit_all_within, unit_part, BatchApi, BatchItem, BatchState,
+    BatchTimeouts, Intent, ItemOutcome, Reconciled, SubmissionTag,
 };
 use crate::provider::catalog::PriceTier;
 use crate::settings::{BatchApiSettings, ProviderSettings};
+use crate::store::{KeyClaim, NewBatchSubmission, RunId, TaskStore};
 
-/// The provider batches of one phase (and generation), as written before waiting, and the
-/// submissions whose create request was sent but whose batch was never recorded.
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct Record {
-    batches: Vec<RecordedBatch>,
-    /// Written before each create request is sent (issue 24): a `kill -9` while it is in
-    /// flight leaves it here, and the resume looks for its batch at the provider instead
-    /// of paying for its requests again.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    intents: Vec<RecordedIntent>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct RecordedIntent {
-    token: String,
-    /// Its requests' custom ids, as sent (each carries the token).
-    custom_ids: Vec<String>,
-    /// When it was written, before the create request (Unix ms).
-    recorded_at_ms: i64,
-}
-
-/// The job's side of a phase's submissions: each intent written to the record before its
-/// create request is sent, each batch once it exists (settling its intent).
-struct JobRecorder<'r> {
-    record: &'r mut Record,
-    path: PathBuf,
-    run: String,
-    next: u64,
-    printer: &'r Printer,
-}
-
-impl JobRecorder<'_> {
-    fn write(&self) -> Result<(), String> {
-        write_json(&self.path, &*self.record).map_err(|e| e.to_string())
-    }
-}
-
-impl Recorder for JobRecorder<'_> {
-    fn tag(&mut self) -> SubmissionTag {
-        self.next += 1;
-        SubmissionTag {
-            run: self.run.clone(),
-            token: new_token(self.next),
-        }
-    }
-
-    fn intend(&mut self, tag: &SubmissionTag, custom_ids: &[String]) -> Result<(), String> {
-        self.record.intents.push(RecordedIntent {
-            token: tag.token.clone(),
-            custom_ids: custom_ids.to_vec(),
-            recorded_at_ms: now_ms(),
-        });
-        self.write()
-    }
-
-    fn record(&mut self, submitted: &Submitted, tag: &SubmissionTag) -> Result<(), String> {
-        self.record.batches.push(RecordedBatch {
-            id: submitted.batch_id.clone(),
-            custom_ids: submitted.custom_ids.clone(),
-        });
-        self.record.intents.retain(|i| i.token != tag.token);
-        self.write()
-    }
-
-    fn void(&mut self, tag: &SubmissionTag) {
-        self.record.intents.retain(|i| i.token != tag.token);
-        if let Err(e) = self.write() {
-            // Left in the record, the intent is looked for at the next resume: harmless.
-            tracing::debug!("cannot drop a batch intent from the job's record: {e}");
-        }
-    }
-
-    fn known(&mut self) -> HashSet<String> {
-        self.record.batches.iter().map(|b| b.id.clone()).collect()
-    }
-
-    fn notice(&mut self, message: String) {
-        self.printer.warn(&message);
-    }
-}
-
-/// Looks at the provider for the batch of each submission an earlier attempt sent without
-/// its reply (see [`crate::provider::batch_api::reconcile`]): found, it is recorded and
-/// collected; shown never created, its requests go again. Returns the custom ids still
-/// held (their batch cannot be told yet: not sent, not run; the next resume looks again).
-async fn settle_intents(
-    api: &dyn BatchApi,
-    record: &mut Record,
-    phase: &Phase<'_>,
-    interrupt: &mut Interrupt,
-) -> HashSet<String> {
-    /// How often the listing is read again once the candidates it named have ended.
-    const LOOKS: usize = 3;
-    let printer = phase.printer;
-    let mut held = HashSet::new();
-    for intent in std::mem::take(&mut record.intents) {
-        let tag = SubmissionTag {
-            run: String::new(),
-            token: intent.token.clone(),
-        };
-        let mut looked = Intent {
-            tag: &tag,
-            recorded_at_ms: intent.recorded_at_ms,
-            custom_ids: &intent.custom_ids,
-            excluded: record.batches.iter().map(|b| b.id.clone()).collect(),
-        };
-        let n = intent.custom_ids.len();
-        let mut reconciled = Box::pin(reconcile(api, &mut looked)).await;
-        // Batches that may be it and have not ended: once they have, their results tell.
-        for _ in 0..LOOKS {
-            let Ok(Reconciled::Running(candidates)) = &reconciled else {
-                break;
-            };
-            printer.progress(&format!(
-                "  a submission of {n} requests was never recorded: waiting for {} batch(es) at {} that may be it",
-                candidates.len(),
-                api.server()
-            ));
-            for candidate in candidates.clone() {
-                if !matches!(
-                    wait(api, &candidate, phase.settings, printer, interrupt).await,
-                    Ok(Some(_))
-                ) {
-                    break;
-                }
-            }
-            reconciled = Box::pin(reconcile(api, &mut looked)).await;
-        }
-        match reconciled {
-            Ok(Reconciled::Found { state, how }) => {
-                printer.warn(&format!(
-                    "a submission of {n} requests was never recorded; batch {} was found at {} ({how}): it is \
-                     collected, not sent again",
-                    state.batch_id,
-                    api.server()
-                ));
-                record.batches.push(RecordedBatch {
-                    id: state.batch_id,
-                    custom_ids: intent.custom_ids,
-                });
-            }
-            Ok(Reconciled::NotCreated { since_ms }) => {
-                printer.warn(&format!(
-                    "a submission of {n} requests was never recorded; {}: its requests are sent again",
-                    none_since(api.server(), since_ms)
-                ));
-            }
-            Ok(Reconciled::Running(_) | Reconciled::Unsure(_)) | Err(_) => {
-                printer.warn(&format!(
-                    "a submission of {n} requests was never recorded, and {} cannot tell yet whether it created a \
-                     batch: its requests are not sent again (that could pay twice); rlm job resume looks again",
-                    api.server()
-                ));
-                held.extend(intent.custom_ids.iter().map(|c| unit_part(c).to_string()));
-                record.intents.push(intent);
-            }
-        }
-    }
-    if let Err(e) = write_json(&phase.record, &*record) {
-        printer.warn(&format!("cannot write the job's record of its batches ({e})"));
-    }
-    held
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct RecordedBatch {
-    id: String,
-    custom_ids: Vec<String>,
-}
+/// Keys claimed in one store transaction.
+const CLAIM_CHUNK: usize = 256;
 
 /// What the phase's batch API needs besides its jobs.
 pub struct Phase<'a> {
     pub provider: &'a ProviderSettings,
     pub model: &'a str,
     pub settings: &'a BatchApiSettings,
-    /// `batches/{phase}/provider-batches[~N].json`.
-    pub record: PathBuf,
+    /// The run store's directory (`.aiwg/rlm`).
+    pub rlm_dir: PathBuf,
+    /// The phase as the store records its batches: its name, and a rerun's generation
+    /// (`classify~2`).
+    pub tag: String,
+    /// `batches/{phase}/provider-batches[~N].json`, where an older rlm recorded the
+    /// phase's batches: still collected, never written.
+    pub legacy_record: PathBuf,
     /// Send what is not sent yet (`--batch-api` on); else only collect what was sent.
     pub submit: bool,
     /// The phase's name, as messages say it.
     pub name: &'a str,
-    /// The job's id (in OpenAI batches' metadata).
+    /// The job's id: its run in the store.
     pub run: &'a str,
     /// What `--max-cost` leaves of the job's budget (`None` without one).
     pub budget_left: Option<f64>,
@@ -230,6 +82,62 @@ pub struct Collected {
     pub over_budget: Option<String>,
 }
 
+/// A batch this phase collects: its own (sent now or by an earlier attempt), or one of a
+/// run whose rlm is gone that holds some of its keys.
+struct Collecting {
+    id: String,
+    /// The run that submitted it.
+    owner: RunId,
+    /// Its requests this phase wants: custom id (as sent) → job.
+    requests: HashMap<String, usize>,
+}
+
+/// How an older rlm recorded a phase's batches (`provider-batches.json`).
+#[derive(Debug, Default, Deserialize)]
+struct LegacyRecord {
+    #[serde(default)]
+    batches: Vec<LegacyBatch>,
+}
+
+#[derive(Debug, Deserialize)]
+struct LegacyBatch {
+    id: String,
+    custom_ids: Vec<String>,
+}
+
+/// Whether the phase has provider batches or submissions that an earlier attempt sent and
+/// did not collect: they are collected even with `--batch-api` off (they are paid for).
+pub fn sent_before(phase: &Phase<'_>) -> bool {
+    if phase.legacy_record.is_file() {
+        return true;
+    }
+    let Ok(store) = TaskStore::open(&phase.rlm_dir) else {
+        return false;
+    };
+    let run = RunId::from(phase.run);
+    let batches = store.batch_submissions(&run).unwrap_or_default();
+    let intents = store.batch_intents(&run).unwrap_or_default();
+    batches.iter().any(|b| b.phase == phase.tag && b.collected_at.is_none())
+        || intents.iter().any(|i| i.phase == phase.tag)
+}
+
+/// The phase's side of the batch API: its store, its client, its jobs and what became of
+/// them.
+struct PhaseBatches<'p, 'a> {
+    phase: &'p Phase<'a>,
+    api: Box<dyn BatchApi>,
+    store: TaskStore,
+    run: RunId,
+    /// The first failure to write the store (said once).
+    store_failure: Option<String>,
+    jobs: Vec<Option<BatchJob>>,
+    /// Job by the unit part of its custom id.
+    by_part: HashMap<String, usize>,
+    batches: Vec<Collecting>,
+    /// Jobs in a batch this phase collects.
+    collecting: HashSet<usize>,
+}
+
 /// Sends `jobs` that miss the cache through the batch API (or finds the batches an earlier
 /// attempt sent), waits for them and collects their answers.
 pub async fn collect(
@@ -239,97 +147,59 @@ pub async fn collect(
     interrupt: &mut Interrupt,
 ) -> Result<Collected, RlmError> {
     let started = Instant::now();
-    let api = client(phase.provider, phase.model)?;
-    let mut record: Record = read_json_if_whole(&phase.record).unwrap_or_default();
-    let held = if record.intents.is_empty() {
-        HashSet::new()
-    } else {
-        settle_intents(api.as_ref(), &mut record, &phase, interrupt).await
-    };
-    let recorded: HashSet<String> = record
-        .batches
+    let api = batch_api(&phase.provider.http_config(phase.model), None, BatchTimeouts::default())
+        .map_err(|e| RlmError::Usage(format!("--batch-api: {e}")))?;
+    let store = TaskStore::open(&phase.rlm_dir).map_err(StoreFailure::BatchApiUnrecorded)?;
+    let by_part = jobs
         .iter()
-        .flat_map(|b| b.custom_ids.iter().map(|c| unit_part(c).to_string()))
+        .enumerate()
+        .map(|(i, job)| (custom_id_for(job.request.unit.as_str()), i))
         .collect();
-    // Jobs by the unit's part of their custom id (a batch's custom ids carry its
-    // submission's token before it); those with a valid cached answer go to the pool, which serves it.
-    let mut by_id: BTreeMap<String, BatchJob> = BTreeMap::new();
+    let mut p = PhaseBatches {
+        run: RunId::from(phase.run),
+        phase: &phase,
+        api,
+        store,
+        store_failure: None,
+        jobs: jobs.into_iter().map(Some).collect(),
+        by_part,
+        batches: Vec::new(),
+        collecting: HashSet::new(),
+    };
+    let held = p.settle_intents(interrupt).await;
+    p.take_earlier()?;
     let mut rest = Vec::new();
-    let mut held_jobs = Vec::new();
-    let mut budget_left = phase.budget_left;
-    let mut unsent: Vec<BatchJob> = Vec::new();
-    let mut to_send = Vec::new();
-    for job in jobs {
-        if workers.cache_reads && cached_answer(workers, &job.request, job.check.as_ref()).await.is_some() {
-            rest.push(job);
+    let mut held_jobs = 0;
+    let mut candidates = Vec::new();
+    for i in 0..p.jobs.len() {
+        if p.collecting.contains(&i) {
             continue;
         }
+        let Some(job) = p.jobs[i].as_ref() else { continue };
+        let cached = workers.cache_reads && cached_answer(workers, &job.request, job.check.as_ref()).await.is_some();
         let custom_id = custom_id_for(job.request.unit.as_str());
         if held.contains(&custom_id) {
             // In a submission whose batch cannot be told yet: neither sent nor run.
-            held_jobs.push(job);
-            continue;
-        }
-        if !recorded.contains(&custom_id) {
-            if !phase.submit {
-                rest.push(job);
-                continue;
-            }
-            let request = job.request.completion_request(workers.max_tokens);
-            if let Some(left) = budget_left.as_mut() {
-                // A batch is paid for whole: only what fits at its worst is sent.
-                let worst = workers.model.worst_batch_cost(
-                    (request.system.len() + request.shared.len() + request.user.len()) as u64,
-                    request.max_tokens,
-                );
-                if !unsent.is_empty() || worst > *left {
-                    unsent.push(job);
-                    continue;
-                }
-                *left -= worst;
-            }
-            to_send.push(BatchItem {
-                custom_id: custom_id.clone(),
-                request,
-            });
-        }
-        by_id.insert(custom_id, job);
-    }
-    if !to_send.is_empty() {
-        let mut recorder = JobRecorder {
-            record: &mut record,
-            path: phase.record.clone(),
-            run: phase.run.to_string(),
-            next: 0,
-            printer: phase.printer,
-        };
-        let report = Box::pin(submit_all_within(api.as_ref(), to_send, None, &mut recorder))
-            .await
-            .map_err(ProviderFailure::BatchApi)?;
-        for (custom_id, e) in report.rejected {
-            phase.printer.warn(&format!(
-                "{custom_id}: not sent through the batch API ({e}): sent in real time"
-            ));
-        }
-        for s in &report.submitted {
-            phase.printer.progress(&format!(
-                "  submitted provider batch {} ({} requests); rlm job resume collects it if this rlm stops",
-                s.batch_id,
-                s.custom_ids.len()
-            ));
+            held_jobs += 1;
+            p.jobs[i] = None;
+        } else if cached || !phase.submit {
+            // The pool serves a cached answer, and makes the calls `--batch-api` off wants.
+            rest.extend(p.jobs[i].take());
+        } else {
+            candidates.push(i);
         }
     }
+    let (mine, mut elsewhere) = p.claim(workers, candidates).await;
+    rest.append(&mut elsewhere);
+    let unsent = p.submit(workers, mine).await?;
     let mut answered = Vec::new();
-    for batch in record.batches.clone() {
-        if !batch.custom_ids.iter().any(|c| by_id.contains_key(unit_part(c))) {
-            continue; // Everything it answered is done.
-        }
-        let Some(state) = wait(api.as_ref(), &batch.id, phase.settings, phase.printer, interrupt).await? else {
+    for batch in std::mem::take(&mut p.batches) {
+        let Some(state) = wait(p.api.as_ref(), &batch.id, &mut p.store, &batch.owner, &phase, interrupt).await? else {
             phase.printer.warn(&format!(
                 "the batch keeps running at the provider ({}); rlm job resume collects it",
                 batch.id
             ));
-            rest.extend(by_id.into_values());
+            rest.extend(p.jobs.iter_mut().filter_map(Option::take));
             return Ok(Collected {
                 answered,
                 rest,
@@ -337,10 +207,286 @@ pub async fn collect(
                 over_budget: None,
             });
         };
-        let mut results = api.results(&state).await.map_err(|source| ProviderFailure::Results {
-            batch: batch.id.clone(),
-            source,
-        })?;
+        p.collect_batch(workers, &batch, &state, started, &mut answered).await?;
+    }
+    if let Err(e) = p.store.release_unsent_claims(&p.run) {
+        p.store_failed(&e.to_string());
+    }
+    rest.extend(p.jobs.iter_mut().filter_map(Option::take));
+    let over_budget = (unsent > 0).then(|| {
+        format!(
+            "--max-cost: {unsent} batches of {} were not submitted, as their provider batch could cost more than \
+             what is left of the budget (each counted at its worst: its input, and max_tokens of output, at the \
+             batch price); `rlm job resume {} --max-cost USD` with a higher budget sends them",
+            phase.name, phase.run
+        )
+    });
+    // Held (their submission's batch cannot be told yet) or over the budget: the job stops
+    // here, resumable.
+    let stopped = held_jobs > 0 || over_budget.is_some();
+    Ok(Collected {
+        answered,
+        rest,
+        stopped,
+        over_budget,
+    })
+}
+
+impl PhaseBatches<'_, '_> {
+    /// A store write that failed: said once; the answers are safe in the cache either way.
+    fn store_failed(&mut self, e: &str) {
+        if self.store_failure.is_none() {
+            self.phase.printer.warn(&format!(
+                "the run store could not record the job's provider batches ({e}); rlm status may not show them"
+            ));
+            self.store_failure = Some(e.to_string());
+        }
+    }
+
+    /// The batches earlier attempts sent and did not collect (in the store, or in an older
+    /// rlm's record): each is collected for the jobs it answers.
+    fn take_earlier(&mut self) -> Result<(), RlmError> {
+        let mut earlier: Vec<(String, Vec<String>)> = Vec::new();
+        if let Some(legacy) = read_json_if_whole::<LegacyRecord>(&self.phase.legacy_record) {
+            earlier.extend(legacy.batches.into_iter().map(|b| (b.id, b.custom_ids)));
+        }
+        for batch in self.store.batch_submissions(&self.run)? {
+            if batch.phase != self.phase.tag || batch.collected_at.is_some() {
+                continue;
+            }
+            let requests = self.store.batch_requests(&self.run, &batch.batch_id)?;
+            earlier.push((batch.batch_id, requests.into_iter().map(|r| r.custom_id).collect()));
+        }
+        for (id, custom_ids) in earlier {
+            let requests: HashMap<String, usize> = custom_ids
+                .into_iter()
+                .filter_map(|c| {
+                    let i = *self.by_part.get(unit_part(&c))?;
+                    self.jobs[i].is_some().then_some((c, i))
+                })
+                .collect();
+            self.collecting.extend(requests.values().copied());
+            self.batches.push(Collecting {
+                id,
+                owner: self.run.clone(),
+                requests,
+            });
+        }
+        Ok(())
+    }
+
+    /// Claims the keys of `candidates` for this job's next submission. Returns the jobs
+    /// this phase may submit, and the jobs left to the realtime workers: a key another live
+    /// rlm holds (a realtime call in flight, or its batch) is waited for there, and so is one
+    /// whose holder's batch cannot be collected here. A key in the batch of a run whose rlm
+    /// is gone, at this server, is collected here: that batch joins the phase's.
+    async fn claim(&mut self, workers: &Arc<WorkerContext>, candidates: Vec<usize>) -> (Vec<usize>, Vec<BatchJob>) {
+        if !workers.cache_reads {
+            // `--no-cache`: this job wants its own answers.
+            return (candidates, Vec::new());
+        }
+        let mut mine = Vec::new();
+        let mut elsewhere = Vec::new();
+        let mut orphaned: HashMap<String, (RunId, Vec<usize>)> = HashMap::new();
+        let key_of = |jobs: &[Option<BatchJob>], i: usize| jobs[i].as_ref().map(|j| j.request.key.0.clone());
+        for chunk in candidates.chunks(CLAIM_CHUNK) {
+            let keys: Vec<String> = chunk.iter().filter_map(|&i| key_of(&self.jobs, i)).collect();
+            let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+            let claims = match self.store.claim_keys(&self.run, self.api.server(), &refs) {
+                Ok(claims) => claims,
+                Err(e) => {
+                    // Without the store, only the realtime runs' flocks are looked at.
+                    self.store_failed(&e.to_string());
+                    vec![KeyClaim::Mine; chunk.len()]
+                }
+            };
+            let mut let_go = Vec::new();
+            for (&i, claim) in chunk.iter().zip(claims) {
+                let Some(job) = self.jobs[i].as_ref() else { continue };
+                match claim {
+                    // Claimed in the store first, then the flock looked at, then the cache:
+                    // a realtime call that took its flock first is paying now (the worker
+                    // waits for it), one that takes it later sees the claim, and one that
+                    // let it go has its answer in the cache.
+                    KeyClaim::Mine => {
+                        let busy = workers.cache.is_claimed(&job.request.key);
+                        let cached = !busy
+                            && workers.cache_reads
+                            && cached_answer(workers, &job.request, job.check.as_ref()).await.is_some();
+                        if busy || cached {
+                            let_go.push(job.request.key.0.clone());
+                            elsewhere.extend(self.jobs[i].take());
+                        } else {
+                            mine.push(i);
+                        }
+                    }
+                    KeyClaim::Held(holder) => match holder.batch_id {
+                        Some(batch) if !holder.alive && holder.server == self.api.server() => {
+                            orphaned
+                                .entry(batch)
+                                .or_insert_with(|| (holder.run, Vec::new()))
+                                .1
+                                .push(i);
+                        }
+                        _ => elsewhere.extend(self.jobs[i].take()),
+                    },
+                }
+            }
+            if !let_go.is_empty() {
+                let refs: Vec<&str> = let_go.iter().map(String::as_str).collect();
+                if let Err(e) = self.store.release_claims(&self.run, &refs) {
+                    self.store_failed(&e.to_string());
+                }
+            }
+        }
+        for (batch, (owner, wanted)) in orphaned {
+            self.collect_for(batch, owner, wanted, &mut elsewhere);
+        }
+        (mine, elsewhere)
+    }
+
+    /// Batch `batch` of run `owner`, whose rlm is gone, holds the keys of `wanted`: it is
+    /// collected here as this job's own for them (its claims tell which custom ids they
+    /// are), so they are paid for there, never again here. A job whose claim names no custom
+    /// id goes to the realtime workers, whose claim says which run to resume.
+    fn collect_for(&mut self, batch: String, owner: RunId, wanted: Vec<usize>, elsewhere: &mut Vec<BatchJob>) {
+        let claims = self.store.batch_claims(&batch).unwrap_or_default();
+        let by_key: HashMap<String, usize> = wanted
+            .iter()
+            .filter_map(|&i| Some((self.jobs[i].as_ref()?.request.key.0.clone(), i)))
+            .collect();
+        let requests: HashMap<String, usize> = claims
+            .into_iter()
+            .filter_map(|(custom_id, key)| Some((custom_id, *by_key.get(&key)?)))
+            .collect();
+        let found: HashSet<usize> = requests.values().copied().collect();
+        for &i in &wanted {
+            if !found.contains(&i) {
+                elsewhere.extend(self.jobs[i].take());
+            }
+        }
+        if requests.is_empty() {
+            return;
+        }
+        self.phase.printer.warn(&format!(
+            "{} requests of {} are in batch {batch} of run {owner}, whose rlm is gone: this job collects it, so they \
+             are not paid again",
+            requests.len(),
+            self.phase.name
+        ));
+        self.collecting.extend(found);
+        self.batches.push(Collecting {
+            id: batch,
+            owner,
+            requests,
+        });
+    }
+
+    /// Submits the jobs `mine` (their keys claimed) in as many provider batches as the limits
+    /// need, each recorded before anything waits for it; under `--max-cost`, only what fits
+    /// the budget at its worst. Returns how many were not sent for the budget.
+    async fn submit(&mut self, workers: &Arc<WorkerContext>, mine: Vec<usize>) -> Result<usize, RlmError> {
+        let mut budget_left = self.phase.budget_left;
+        let mut to_send = Vec::new();
+        let mut unsent = 0;
+        for i in mine {
+            let Some(job) = self.jobs[i].as_ref() else { continue };
+            let request = job.request.completion_request(workers.max_tokens);
+            if let Some(left) = budget_left.as_mut() {
+                // A batch is paid for whole: only what fits at its worst is sent.
+                let worst = workers.model.worst_batch_cost(
+                    (request.system.len() + request.shared.len() + request.user.len()) as u64,
+                    request.max_tokens,
+                );
+                if unsent > 0 || worst > *left {
+                    unsent += 1;
+                    self.jobs[i] = None;
+                    continue;
+                }
+                *left -= worst;
+            }
+            to_send.push(BatchItem {
+                custom_id: custom_id_for(job.request.unit.as_str()),
+                request,
+            });
+        }
+        if to_send.is_empty() {
+            return Ok(unsent);
+        }
+        let (jobs, by_part) = (&self.jobs, &self.by_part);
+        let request = |c: &str| {
+            let job = jobs[*by_part.get(unit_part(c))?].as_ref()?;
+            Some((job.request.unit.to_string(), job.request.key.0.clone()))
+        };
+        let mut submissions = 0;
+        let mut failure = None;
+        let mut recorder = RunRecorder {
+            store: &mut self.store,
+            run: &self.run,
+            failure: &mut failure,
+            provider: self.api.kind().name(),
+            server: self.api.server().to_string(),
+            phase: &self.phase.tag,
+            request: &request,
+            submissions: &mut submissions,
+            recorded: Vec::new(),
+            notices: Vec::new(),
+        };
+        let report = Box::pin(submit_all_within(self.api.as_ref(), to_send, None, &mut recorder)).await;
+        let RunRecorder { recorded, notices, .. } = recorder;
+        for message in notices {
+            self.phase.printer.warn(&message);
+        }
+        if let Some(e) = failure {
+            self.store_failed(&e);
+        }
+        for s in recorded {
+            self.phase.printer.progress(&format!(
+                "  submitted provider batch {} ({} requests); rlm job resume collects it if this rlm stops",
+                s.batch_id,
+                s.custom_ids.len()
+            ));
+            let requests: HashMap<String, usize> = s
+                .custom_ids
+                .iter()
+                .filter_map(|c| Some((c.clone(), *self.by_part.get(unit_part(c))?)))
+                .collect();
+            self.collecting.extend(requests.values().copied());
+            self.batches.push(Collecting {
+                id: s.batch_id,
+                owner: self.run.clone(),
+                requests,
+            });
+        }
+        let report = report.map_err(ProviderFailure::BatchApi)?;
+        for (custom_id, e) in report.rejected {
+            self.phase.printer.warn(&format!(
+                "{custom_id}: not sent through the batch API ({e}): sent in real time"
+            ));
+        }
+        Ok(unsent)
+    }
+
+    /// Reads the results of `batch` (ended, as `state`): each accepted answer cached and
+    /// counted at the batch price; a rejected one kept on its job as a paid answer to ask
+    /// again with its errors. The batch is marked collected (its claims let go) once every
+    /// result is kept.
+    async fn collect_batch(
+        &mut self,
+        workers: &Arc<WorkerContext>,
+        batch: &Collecting,
+        state: &BatchState,
+        started: Instant,
+        answered: &mut Vec<BatchDone>,
+    ) -> Result<(), RlmError> {
+        let mut results = self
+            .api
+            .results(state)
+            .await
+            .map_err(|source| ProviderFailure::Results {
+                batch: batch.id.clone(),
+                source,
+            })?;
         while let Some(item) = results.next().await {
             let item = item.map_err(|source| ProviderFailure::ResultItem {
                 batch: batch.id.clone(),
@@ -349,9 +495,10 @@ pub async fn collect(
             let ItemOutcome::Succeeded(reply) = &item.outcome else {
                 continue; // Errored, expired or canceled: the realtime workers ask again.
             };
-            let Some(job) = by_id.get_mut(unit_part(&item.custom_id)) else {
+            let Some(&i) = batch.requests.get(&item.custom_id) else {
                 continue;
             };
+            let Some(job) = self.jobs[i].as_mut() else { continue };
             let request = job.request.completion_request(workers.max_tokens);
             // Paid at the batch price, whatever the answer is worth.
             let usage = reply.usage();
@@ -378,9 +525,7 @@ pub async fn collect(
                     continue;
                 }
             };
-            let Some(job) = by_id.remove(unit_part(&item.custom_id)) else {
-                continue;
-            };
+            let Some(job) = self.jobs[i].take() else { continue };
             let write_error = store(workers, &job.request, &accepted, usage).await;
             answered.push(BatchDone::new(
                 &job,
@@ -396,50 +541,160 @@ pub async fn collect(
                 },
             ));
         }
+        if let Err(e) = self.store.record_batch_collected(&batch.owner, &batch.id) {
+            self.store_failed(&e.to_string());
+        }
+        Ok(())
     }
-    rest.extend(by_id.into_values());
-    let over_budget = (!unsent.is_empty()).then(|| {
-        format!(
-            "--max-cost: {} batches of {} were not submitted, as their provider batch could cost more than what \
-             is left of the budget (each counted at its worst: its input, and max_tokens of output, at the batch \
-             price); `rlm job resume {} --max-cost USD` with a higher budget sends them",
-            unsent.len(),
-            phase.name,
-            phase.run
-        )
-    });
-    // Held (their submission's batch cannot be told yet) or over the budget: the job stops
-    // here, resumable.
-    let stopped = !held_jobs.is_empty() || over_budget.is_some();
-    Ok(Collected {
-        answered,
-        rest,
-        stopped,
-        over_budget,
-    })
+
+    /// Looks at the provider for the batch of each submission an earlier attempt sent without
+    /// its reply (see [`crate::provider::batch_api::reconcile`]): found, it is recorded and
+    /// collected; shown never created, its requests go again. Returns the custom ids still
+    /// held (their batch cannot be told yet: not sent, not run; the next resume looks again).
+    async fn settle_intents(&mut self, interrupt: &mut Interrupt) -> HashSet<String> {
+        /// How often the listing is read again once the candidates it named have ended.
+        const LOOKS: usize = 3;
+        let printer = self.phase.printer;
+        let mut held = HashSet::new();
+        let intents = match self.store.batch_intents(&self.run) {
+            Ok(intents) => intents,
+            Err(e) => {
+                self.store_failed(&e.to_string());
+                Vec::new()
+            }
+        };
+        let server = self.api.server().to_string();
+        for intent in intents.into_iter().filter(|i| i.phase == self.phase.tag) {
+            let requests = self
+                .store
+                .batch_intent_requests(&self.run, &intent.token)
+                .unwrap_or_default();
+            let custom_ids: Vec<String> = requests.iter().map(|(c, _)| c.clone()).collect();
+            let tag = SubmissionTag {
+                run: self.run.to_string(),
+                token: intent.token.clone(),
+            };
+            let mut looked = Intent {
+                tag: &tag,
+                recorded_at_ms: intent.recorded_at.as_millis(),
+                custom_ids: &custom_ids,
+                excluded: self.store.known_batch_ids().unwrap_or_default(),
+            };
+            let n = custom_ids.len();
+            let mut reconciled = Box::pin(reconcile(self.api.as_ref(), &mut looked)).await;
+            // Batches that may be it and have not ended: once they have, their results tell.
+            for _ in 0..LOOKS {
+                let Ok(Reconciled::Running(candidates)) = &reconciled else {
+                    break;
+                };
+                printer.progress(&format!(
+                    "  a submission of {n} requests was never recorded: waiting for {} batch(es) at {server} that may \
+                     be it",
+                    candidates.len(),
+                ));
+                for candidate in candidates.clone() {
+                    if !matches!(
+                        poll_until_ended(self.api.as_ref(), &candidate, self.phase, interrupt).await,
+                        Ok(Some(_))
+                    ) {
+                        break;
+                    }
+                }
+                reconciled = Box::pin(reconcile(self.api.as_ref(), &mut looked)).await;
+            }
+            match reconciled {
+                Ok(Reconciled::Found { state, how }) => {
+                    printer.warn(&format!(
+                        "a submission of {n} requests was never recorded; batch {} was found at {server} ({how}): \
+                         it is collected, not sent again",
+                        state.batch_id
+                    ));
+                    let batch = NewBatchSubmission {
+                        state: &state,
+                        provider: self.api.kind().name(),
+                        server: &server,
+                        phase: &self.phase.tag,
+                        requests: &requests,
+                        token: Some(&intent.token),
+                    };
+                    if let Err(e) = self.store.record_batch_submission(&self.run, &batch) {
+                        self.store_failed(&e.to_string());
+                    }
+                    // Collected with the phase's other earlier batches (see `take_earlier`).
+                }
+                Ok(Reconciled::NotCreated { since_ms }) => {
+                    printer.warn(&format!(
+                        "a submission of {n} requests was never recorded; {}: its requests are sent again",
+                        none_since(&server, since_ms)
+                    ));
+                    if let Err(e) = self.store.drop_batch_intent(&self.run, &intent.token) {
+                        self.store_failed(&e.to_string());
+                    }
+                }
+                Ok(Reconciled::Running(_) | Reconciled::Unsure(_)) | Err(_) => {
+                    printer.warn(&format!(
+                        "a submission of {n} requests was never recorded, and {server} cannot tell yet whether it \
+                         created a batch: its requests are not sent again (that could pay twice); rlm job resume \
+                         looks again"
+                    ));
+                    held.extend(custom_ids.iter().map(|c| unit_part(c).to_string()));
+                }
+            }
+        }
+        held
+    }
 }
 
-fn client(p: &ProviderSettings, model: &str) -> Result<Box<dyn BatchApi>, RlmError> {
-    batch_api(&p.http_config(model), None, BatchTimeouts::default())
-        .map_err(|e| RlmError::Usage(format!("--batch-api: {e}")))
-}
-
-/// Polls `batch_id` until it has ended (its state), or `None` when Ctrl-C or the deadline
-/// came first. Polls back off as the settings say; faults of a poll are retried.
+/// Polls `batch_id` until it has ended, recording each poll in the store under its run
+/// `owner` (`rlm status` shows it): its state, or `None` when Ctrl-C or the deadline came
+/// first.
 async fn wait(
     api: &dyn BatchApi,
     batch_id: &str,
-    settings: &BatchApiSettings,
-    printer: &Printer,
+    store: &mut TaskStore,
+    owner: &RunId,
+    phase: &Phase<'_>,
     interrupt: &mut Interrupt,
-) -> Result<Option<crate::provider::batch_api::BatchState>, RlmError> {
+) -> Result<Option<BatchState>, RlmError> {
+    let mut record = |state: &BatchState| {
+        if let Err(e) = store.record_batch_poll(owner, state) {
+            tracing::debug!(batch = %state.batch_id, "the run store could not record a poll: {e}");
+        }
+    };
+    poll_with(api, batch_id, phase, interrupt, &mut record).await
+}
+
+/// [`wait`] for a batch that is no batch of a run (a candidate for a lost submission).
+async fn poll_until_ended(
+    api: &dyn BatchApi,
+    batch_id: &str,
+    phase: &Phase<'_>,
+    interrupt: &mut Interrupt,
+) -> Result<Option<BatchState>, RlmError> {
+    poll_with(api, batch_id, phase, interrupt, &mut |_| {}).await
+}
+
+/// Polls `batch_id` until it has ended (its state), or `None` when Ctrl-C or the deadline
+/// came first; `seen` hears every state polled. Polls back off as the settings say; faults
+/// of a poll are retried.
+async fn poll_with(
+    api: &dyn BatchApi,
+    batch_id: &str,
+    phase: &Phase<'_>,
+    interrupt: &mut Interrupt,
+    seen: &mut dyn FnMut(&BatchState),
+) -> Result<Option<BatchState>, RlmError> {
+    let (settings, printer) = (phase.settings, phase.printer);
     let started = Instant::now();
     let mut polls = 0u32;
     let mut last_said = Instant::now();
     loop {
         match api.poll(batch_id).await {
-            Ok(state) if state.has_ended() => return Ok(Some(state)),
             Ok(state) => {
+                seen(&state);
+                if state.has_ended() {
+                    return Ok(Some(state));
+                }
                 if polls == 0 || last_said.elapsed() >= Duration::from_secs(60) {
                     printer.progress(&format!(
                         "  waiting for provider batch {batch_id}: {}/{} done, {} errored, {}s waited",

@@ -191,17 +191,32 @@ pub async fn run_batches(
     // off since, its provider batches sent before are still collected: they are paid for.
     let mut answered = Vec::new();
     let mut stopped = false;
-    let record = run.dir.batches(&phase.name).join(if generation == 0 {
-        "provider-batches.json".to_string()
+    let tag = if generation == 0 {
+        phase.name.clone()
     } else {
-        format!("provider-batches~{generation}.json")
-    });
-    let submit = run.settings.exec.batch_api.mode.is_on();
+        format!("{}~{generation}", phase.name)
+    };
+    let batch_phase = super::batch_api::Phase {
+        provider: &provider_settings,
+        model: &model.id,
+        settings: &run.settings.exec.batch_api,
+        rlm_dir: run.settings.rlm_dir(),
+        legacy_record: run.dir.batches(&phase.name).join(format!(
+            "provider-batches{}.json",
+            tag.strip_prefix(phase.name.as_str()).unwrap_or_default()
+        )),
+        tag,
+        submit: run.settings.exec.batch_api.mode.is_on(),
+        name: &phase.name,
+        run: &run.dir.id,
+        budget_left: run.settings.budget.max_cost.map(|max| max - run.record.cost_usd()),
+        printer: &run.printer,
+    };
     if phase.kind == PhaseKind::Map
-        && (submit || record.is_file())
         && run.settings.exec.cache_mode != crate::cache::CacheMode::ReadOnly
+        && (batch_phase.submit || super::batch_api::sent_before(&batch_phase))
     {
-        if !submit {
+        if !batch_phase.submit {
             run.printer.progress(&format!(
                 "  {}: collecting the provider batch sent before --batch-api was turned off (never paid twice); \
                  the other calls are made in real time",
@@ -210,17 +225,7 @@ pub async fn run_batches(
         }
         // Boxed: the batch API's wait and reconcile make a large future, run once a phase.
         let collected = Box::pin(super::batch_api::collect(
-            super::batch_api::Phase {
-                provider: &provider_settings,
-                model: &model.id,
-                settings: &run.settings.exec.batch_api,
-                record,
-                submit,
-                name: &phase.name,
-                run: &run.dir.id,
-                budget_left: run.settings.budget.max_cost.map(|max| max - run.record.cost_usd()),
-                printer: &run.printer,
-            },
+            batch_phase,
             &workers,
             jobs,
             &mut run.interrupt,

@@ -998,7 +998,13 @@ fn batch_api_sends_the_map_phase_as_one_provider_batch_at_half_the_price() {
     let data = read_json(&dir.join("data/classify.json"));
     assert_eq!(data.as_array().map(Vec::len), Some(12), "{data}");
     assert_eq!(batch_outputs(&dir, "classify").len(), 3);
-    assert!(dir.join("batches/classify/provider-batches.json").is_file());
+    // The batch is in the run store, as a batch run's are: `rlm status` shows it, collected.
+    let status = p.rlm(&["status", &job_id(&dir), "--json"]).run();
+    status.assert_exit(0);
+    let batches = &status.json()["batches"];
+    assert_eq!(batches.as_array().map(Vec::len), Some(1), "{batches}");
+    assert_eq!(batches[0]["phase"], "classify", "{batches}");
+    assert!(batches[0]["collected_at"].is_string(), "{batches}");
     // The same job realtime costs twice as much for its map phase.
     let record = read_json(&dir.join("job.json"));
     let batch_cost = record["phases"][0]["cost_usd"].as_f64().unwrap();

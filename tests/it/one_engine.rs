@@ -473,3 +473,74 @@ fn max_cost_bounds_a_jobs_batch_and_a_resume_with_more_sends_the_rest_once() {
     assert_eq!(mock.batch_sizes().iter().sum::<usize>(), 12, "nothing was sent twice");
     assert!(map_requests(&mock).is_empty());
 }
+
+/// Scenario 1 on the job path: two `rlm job run --batch-api` of one job file at once pay
+/// for each map request once: the second job finds the first one's batch holding its keys
+/// and waits for its answers.
+#[test]
+fn two_batch_jobs_of_one_job_file_at_once_pay_once() {
+    use crate::job::{fast as job_fast, job_args, job_project, jobs, map_requests};
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::AfterPolls(25));
+    let p = job_project(8, 4, &[], "");
+    let url = mock.url();
+    let a = job_fast(p.rlm(&job_args(&url, &["--batch-api", "--yes"]))).spawn();
+    assert!(
+        wait_until(Duration::from_secs(30), || mock.batch_submissions() == 1),
+        "the first job submits its batch"
+    );
+    let b = job_fast(p.rlm(&job_args(&url, &["--batch-api", "--yes", "--json"]))).spawn();
+    a.wait().assert_exit(0);
+    let second = b.wait();
+    second.assert_exit(0);
+    assert_eq!(mock.batch_sizes(), [2], "one batch of two requests: {}", second.stderr);
+    assert!(map_requests(&mock).is_empty(), "nothing paid in real time");
+    for dir in jobs(&p) {
+        let record = read_json(&dir.join("job.json"));
+        assert_eq!(record["phases"][0]["items_done"], 8, "{record}");
+    }
+}
+
+/// Scenario 3 on the job path: `rlm job run --batch-api` killed while it waits for its
+/// batch, then the same command run again (a new job, not `rlm job resume`): the new job
+/// collects the first one's batch, pays nothing more, and reports its cost once.
+#[test]
+fn a_batch_job_run_again_after_a_kill_collects_the_first_batch_and_pays_nothing_more() {
+    use crate::job::{fast as job_fast, job_args, job_project, jobs, map_requests};
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::AfterPolls(50));
+    let p = job_project(8, 4, &[], "");
+    let url = mock.url();
+    let first = job_fast(p.rlm(&job_args(&url, &["--batch-api", "--yes"]))).spawn();
+    // Killed once its batch is recorded (killed before, its submission's reply is lost: the
+    // new job leaves it to `rlm job resume` of the first, which looks for it).
+    let recorded = || {
+        jobs(&p).first().is_some_and(|dir| {
+            let status = p.rlm(&["status", &crate::job::job_id(dir), "--json"]).run();
+            status.status == 0 && status.json()["batches"].as_array().is_some_and(|b| !b.is_empty())
+        })
+    };
+    assert!(
+        wait_until(Duration::from_secs(30), recorded),
+        "the first job records its batch"
+    );
+    first.signal("KILL");
+    let _ = first.wait();
+    let again = job_fast(p.rlm(&job_args(&url, &["--batch-api", "--yes", "--json"]))).run();
+    again.assert_exit(0);
+    assert_eq!(
+        mock.batch_submissions(),
+        1,
+        "collected, not sent again: {}",
+        again.stderr
+    );
+    assert!(map_requests(&mock).is_empty(), "nothing paid in real time");
+    assert!(again.stderr.contains("whose rlm is gone"), "{}", again.stderr);
+    let dirs = jobs(&p);
+    let record = read_json(&dirs[1].join("job.json"));
+    assert_eq!(record["phases"][0]["items_done"], 8, "{record}");
+    assert!(
+        record["phases"][0]["cost_usd"].as_f64().unwrap() > 0.0,
+        "the batch's cost is reported by the job that collected it: {record}"
+    );
+}

@@ -73,6 +73,7 @@ pub use cancel::{cancel_at_provider, CancelSummary};
 use delivery::{client, elsewhere_message};
 pub use delivery::{delivery, refuse_batches_elsewhere, Delivery};
 use phase::{Phase, Work};
+pub use recorder::RunRecorder;
 use wait::Waited;
 
 /// A batch an earlier attempt of the run submitted and did not collect.

@@ -3,38 +3,39 @@
 
 use std::collections::HashSet;
 
-use super::phase::Phase;
 use crate::provider::batch_api::{new_token, Recorder, SubmissionTag, Submitted};
 use crate::store::{NewBatchIntent, NewBatchSubmission, RunId, TaskStore};
 
 /// The run store's side of a phase's submissions: each intent written before its create
 /// request is sent, each batch (with its requests' unit ids) once it exists, settling the
 /// intent in the same transaction.
-pub(super) struct RunRecorder<'s, 'w> {
-    pub(super) store: &'s mut TaskStore,
-    pub(super) run: &'s RunId,
+///
+/// Whoever submits — a batch run's phase, a job's phase — says through `request` which
+/// unit and cache key a custom id (as stamped for a submission) stands for.
+pub struct RunRecorder<'s> {
+    pub store: &'s mut TaskStore,
+    pub run: &'s RunId,
     /// The first failure to write the store.
-    pub(super) failure: &'s mut Option<String>,
-    pub(super) provider: &'static str,
-    pub(super) server: String,
-    pub(super) phase: &'s Phase<'w>,
-    pub(super) submissions: &'s mut u64,
+    pub failure: &'s mut Option<String>,
+    pub provider: &'static str,
+    pub server: String,
+    /// What the requests are (`map`, `aggregate`, a job's phase…), as the store records it.
+    pub phase: &'s str,
+    /// `(unit_id, cache_key)` of the request a stamped custom id names.
+    pub request: &'s dyn Fn(&str) -> Option<(String, String)>,
+    pub submissions: &'s mut u64,
     /// The batches recorded, in order.
-    pub(super) recorded: Vec<Submitted>,
+    pub recorded: Vec<Submitted>,
     /// What the user should hear.
-    pub(super) notices: Vec<String>,
+    pub notices: Vec<String>,
 }
 
-impl RunRecorder<'_, '_> {
+impl RunRecorder<'_> {
     /// `(custom_id, unit_id)` of the requests `custom_ids` (as stamped for a submission).
     fn requests(&self, custom_ids: &[String]) -> Vec<(String, String)> {
         custom_ids
             .iter()
-            .filter_map(|c| {
-                self.phase
-                    .stamped_index(c)
-                    .map(|i| (c.clone(), self.phase.work[i].id().to_string()))
-            })
+            .filter_map(|c| (self.request)(c).map(|(unit, _)| (c.clone(), unit)))
             .collect()
     }
 
@@ -44,7 +45,7 @@ impl RunRecorder<'_, '_> {
     }
 }
 
-impl Recorder for RunRecorder<'_, '_> {
+impl Recorder for RunRecorder<'_> {
     fn tag(&mut self) -> SubmissionTag {
         *self.submissions += 1;
         SubmissionTag {
@@ -57,17 +58,13 @@ impl Recorder for RunRecorder<'_, '_> {
         let requests = self.requests(custom_ids);
         let keys: Vec<(String, String)> = custom_ids
             .iter()
-            .filter_map(|c| {
-                self.phase
-                    .stamped_index(c)
-                    .map(|i| (c.clone(), self.phase.keys[i].clone()))
-            })
+            .filter_map(|c| (self.request)(c).map(|(_, key)| (c.clone(), key)))
             .collect();
         let intent = NewBatchIntent {
             token: &tag.token,
             provider: self.provider,
             server: &self.server,
-            phase: self.phase.name,
+            phase: self.phase,
             requests: &requests,
             keys: &keys,
         };
@@ -83,7 +80,7 @@ impl Recorder for RunRecorder<'_, '_> {
             state: &submitted.state,
             provider: self.provider,
             server: &self.server,
-            phase: self.phase.name,
+            phase: self.phase,
             requests: &requests,
             token: Some(&tag.token),
         };

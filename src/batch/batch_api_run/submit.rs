@@ -35,13 +35,18 @@ impl BatchApiRun {
         let mut left = self.claim(exec, p, left).await;
         let mut attempt = 0;
         loop {
+            let request = |c: &str| {
+                p.stamped_index(c)
+                    .map(|i| (p.work[i].id().to_string(), p.keys[i].clone()))
+            };
             let mut recorder = RunRecorder {
                 store: &mut self.store,
                 run: &self.run,
                 failure: &mut self.store_failure,
                 provider: self.api.kind().name(),
                 server: self.api.server().to_string(),
-                phase: p,
+                phase: p.name,
+                request: &request,
                 submissions: &mut self.submissions,
                 recorded: Vec::new(),
                 notices: Vec::new(),
