@@ -3,6 +3,9 @@
 //! rerun spends its time on, and it is file-system bound, so a few more threads than cores
 //! help.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+
 /// Threads for file-system-bound work.
 pub fn io_threads() -> usize {
     std::thread::available_parallelism()
@@ -27,23 +30,45 @@ fn map_from<T: Sync, R: Send>(
     if items.len() < min_items.max(2) || threads <= 1 {
         return items.iter().map(|i| Some(f(i))).collect();
     }
-    let chunk = items.len().div_ceil(threads).max(1);
+    // Handed out a block at a time, as threads come for more: items are not equally heavy
+    // (a few large files among thousands of small ones), and a fixed share per thread left
+    // one thread with all of them while the other waited.
+    let blocks: Vec<&[T]> = items.chunks(block_len(items.len(), threads)).collect();
+    let done: Vec<Mutex<Option<Vec<R>>>> = blocks.iter().map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
     let f = &f;
     std::thread::scope(|scope| {
-        let handles: Vec<_> = items
-            .chunks(chunk)
-            .map(|part| (part.len(), scope.spawn(move || part.iter().map(f).collect::<Vec<R>>())))
+        let workers: Vec<_> = (0..threads.min(blocks.len()))
+            .map(|_| {
+                scope.spawn(|| loop {
+                    let at = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(block) = blocks.get(at) else { break };
+                    let results: Vec<R> = block.iter().map(f).collect();
+                    *done[at].lock().unwrap_or_else(PoisonError::into_inner) = Some(results);
+                })
+            })
             .collect();
-        // Sized once: grown by doubling, the results of 100,000 items were twice their size.
-        let mut all = Vec::with_capacity(items.len());
-        for (len, h) in handles {
-            match h.join() {
-                Ok(results) => all.extend(results.into_iter().map(Some)),
-                Err(_) => all.extend((0..len).map(|_| None)),
-            }
+        // Joined here, so a thread that panicked costs its block, not the whole scope.
+        for worker in workers {
+            let _ = worker.join();
         }
-        all
-    })
+    });
+    // Sized once: grown by doubling, the results of 100,000 items were twice their size.
+    let mut all = Vec::with_capacity(items.len());
+    for (block, results) in blocks.iter().zip(done) {
+        match results.into_inner().unwrap_or_else(PoisonError::into_inner) {
+            Some(results) => all.extend(results.into_iter().map(Some)),
+            // Its thread panicked on it: lost as `None`.
+            None => all.extend(block.iter().map(|_| None)),
+        }
+    }
+    all
+}
+
+/// How many items a thread takes at a time: about eight blocks a thread, so the last
+/// blocks even out what the first ones did not.
+fn block_len(items: usize, threads: usize) -> usize {
+    items.div_ceil(threads * 8).max(1)
 }
 
 /// Threads for CPU-bound work (rendering and hashing thousands of units).
@@ -79,12 +104,19 @@ pub fn for_each_mut<T: Send>(items: &mut [T], min_items: usize, f: impl Fn(&mut 
         items.iter_mut().for_each(f);
         return;
     }
-    let chunk = items.len().div_ceil(threads).max(1);
-    let f = &f;
+    // Handed out a block at a time (see `map_from`).
+    let len = block_len(items.len(), threads);
+    let blocks = Mutex::new(items.chunks_mut(len));
+    let (f, blocks) = (&f, &blocks);
     // A scope whose thread panicked panics itself once every thread is joined.
     std::thread::scope(|scope| {
-        for part in items.chunks_mut(chunk) {
-            scope.spawn(move || part.iter_mut().for_each(f));
+        for _ in 0..threads {
+            scope.spawn(move || loop {
+                let Some(block) = blocks.lock().unwrap_or_else(PoisonError::into_inner).next() else {
+                    break;
+                };
+                block.iter_mut().for_each(f);
+            });
         }
     });
 }
@@ -112,11 +144,12 @@ mod tests {
             items.iter().map(|i| i * 2).collect::<Vec<_>>()
         );
         let out = map(&items, 4, |i| if *i == 10 { panic!("boom") } else { *i });
+        // Blocks of 7 (200 items, 4 threads, 8 blocks each): the one with the panic.
         assert!(
-            out[..50].iter().all(Option::is_none),
-            "the chunk with the panic is lost as None"
+            out[7..14].iter().all(Option::is_none),
+            "the block with the panic is lost as None"
         );
-        assert!(out[50..].iter().all(Option::is_some));
+        assert!(out[..7].iter().chain(&out[14..]).all(Option::is_some));
     }
 
     #[test]
