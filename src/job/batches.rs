@@ -15,7 +15,6 @@ use super::definition::PhaseKind;
 use super::ingest::id_key;
 use super::job_dir::{read_json_if_whole, write_bytes, write_json, JobDir};
 use super::progress::Progress;
-use super::request::Rendering;
 use super::runner::{JobRun, Stop};
 use super::state::JobRecord;
 use super::store_link::StoreLink;
@@ -28,6 +27,7 @@ use crate::exec::{
 };
 use crate::exec::{RetryPolicy, GRACE};
 use crate::printer::Printer;
+use crate::request::job_phase::Rendering;
 use crate::store::{Detail, UnitKind as StoreUnitKind, UnitState};
 use crate::unit::{UnitId, UnitKind};
 

@@ -18,11 +18,11 @@ use super::batches::{covered_ids, planned_inputs};
 use super::definition::{JobDefinition, PhaseKind};
 use super::ingest::id_key;
 use super::job_dir::JobDir;
-use super::request::Rendering;
 use super::settings::JobSettings;
 use super::state::PhaseState;
 use crate::cache::Cache;
 use crate::provider::ModelInfo;
+use crate::request::job_phase::Rendering;
 
 /// What the cache already holds of one phase's calls.
 #[derive(Debug, Clone, Default)]

@@ -8,10 +8,10 @@ use super::batch_check::BatchCheck;
 use super::batches::{covered_ids, merged, plan, planned_inputs, run_batches, Layout};
 use super::ingest::id_key;
 use super::job_dir::write_json;
-use super::request::Rendering;
 use super::runner::JobRun;
 use super::worker::AnswerCheck;
 use crate::error::RlmError;
+use crate::request::job_phase::Rendering;
 use crate::store::UnitKind;
 
 pub async fn run(run: &mut JobRun, index: usize) -> Result<(), RlmError> {

@@ -28,7 +28,6 @@ mod progress;
 mod records;
 mod reduce;
 mod report;
-mod request;
 mod review;
 mod runner;
 mod select;

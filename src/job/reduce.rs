@@ -16,10 +16,10 @@ use super::cluster::{precluster, ClusterConfig, PreCluster};
 use super::ingest::id_key;
 use super::job_dir::{read_json_if_whole, write_json, JobDir};
 use super::records::{processed_before, Records};
-use super::request::Rendering;
 use super::runner::JobRun;
 use super::worker::AnswerCheck;
 use crate::error::RlmError;
+use crate::request::job_phase::Rendering;
 use crate::schema::OutputSchema;
 use crate::store::UnitKind;
 

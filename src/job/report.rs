@@ -17,11 +17,11 @@ use super::job_dir::{read_json, read_json_if_whole, write_bytes, write_json, Job
 use super::pr_report;
 use super::records::{records_before, Records};
 use super::reduce::clusters_of;
-use super::request::Rendering;
 use super::runner::JobRun;
 use super::state::JobRecord;
 use super::worker::AnswerCheck;
 use crate::error::RlmError;
+use crate::request::job_phase::Rendering;
 use crate::store::{Timestamp, UnitKind};
 
 /// Fields with at most this many distinct values are counted in the report.

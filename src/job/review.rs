@@ -16,12 +16,12 @@ use super::ingest::id_key;
 use super::job_dir::write_json;
 use super::records::processed_before;
 use super::reduce::clusters_of;
-use super::request::Rendering;
 use super::runner::JobRun;
 use super::select::{ClusterPlace, Filter};
 use super::worker::AnswerCheck;
 use crate::error::RlmError;
 use crate::process::{self, CommandSpec, ProcessError};
+use crate::request::job_phase::Rendering;
 use crate::store::UnitKind;
 
 /// How long one `fetch` command may run.

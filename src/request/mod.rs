@@ -18,7 +18,10 @@
 //! Summary and synthesis calls (`--aggregate summarize|synthesize`) are rendered here too,
 //! by [`render_summary`]: what they read ([`SummaryPrompt`]) becomes their request and the
 //! cache key of their answer, a key that has not changed since the first summaries were
-//! cached (`rlm-summarize/v1`).
+//! cached (`rlm-summarize/v1`). A job phase's calls over a batch of items are rendered
+//! here as well, by [`job_phase::Rendering`].
+
+pub mod job_phase;
 
 use std::sync::Arc;
 
