@@ -544,3 +544,35 @@ fn a_batch_job_run_again_after_a_kill_collects_the_first_batch_and_pays_nothing_
         "the batch's cost is reported by the job that collected it: {record}"
     );
 }
+
+/// A job that waits for another job's provider batch (its keys held there) stops at once on
+/// Ctrl-C, paying nothing: the wait is for an answer, not for a slot.
+#[test]
+fn a_job_waiting_for_another_jobs_batch_stops_at_once_on_ctrl_c() {
+    use crate::job::{fast as job_fast, job_args, job_project, map_requests};
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::Held);
+    let p = job_project(4, 2, &[], "");
+    let url = mock.url();
+    let first = job_fast(p.rlm(&job_args(&url, &["--batch-api", "--yes"]))).spawn();
+    assert!(
+        wait_until(Duration::from_secs(30), || mock.batch_submissions() == 1),
+        "the first job submits its batch"
+    );
+    let second = job_fast(p.rlm(&job_args(&url, &["--batch-api", "--yes"]))).spawn();
+    std::thread::sleep(Duration::from_millis(800));
+    let asked = std::time::Instant::now();
+    second.signal("INT");
+    let out = second.wait();
+    assert!(
+        asked.elapsed() < Duration::from_secs(5),
+        "stopped in {:?}: {}",
+        asked.elapsed(),
+        out.stderr
+    );
+    assert_eq!(out.status, 130, "interrupted: {}", out.stderr);
+    first.signal("INT");
+    let _ = first.wait();
+    assert_eq!(mock.batch_submissions(), 1, "the second job sent nothing");
+    assert!(map_requests(&mock).is_empty(), "nothing paid in real time");
+}
