@@ -194,6 +194,13 @@ pub async fn collect(
     let unsent = p.submit(workers, mine).await?;
     let mut answered = Vec::new();
     for batch in std::mem::take(&mut p.batches) {
+        if batch.requests.is_empty() {
+            // Everything it answered is done (kept by an earlier attempt): nothing to wait for.
+            if let Err(e) = p.store.record_batch_collected(&batch.owner, &batch.id) {
+                tracing::debug!(batch = %batch.id, "cannot mark a batch collected: {e}");
+            }
+            continue;
+        }
         let Some(state) = wait(p.api.as_ref(), &batch.id, &mut p.store, &batch.owner, &phase, interrupt).await? else {
             phase.printer.warn(&format!(
                 "the batch keeps running at the provider ({}); rlm job resume collects it",
