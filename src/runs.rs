@@ -387,6 +387,13 @@ pub fn cancel(args: CancelArgs, color: ColorArg, env: &Environment) -> Result<Ca
             run.id, run.id
         )));
     }
+    if run.subcommand() == Some("job") {
+        return Err(RlmError::Usage(format!(
+            "run {} is a job: rlm cancel does not cancel a job's provider batches; `rlm job resume {}` collects them \
+             (nothing is paid twice), and the provider's console cancels them",
+            run.id, run.id
+        )));
+    }
     let mut options = recorded_options(&run)?;
     restore_base_url(&run, &mut options, args.base_url, "cancel")?;
     options.yes = true;

@@ -574,5 +574,14 @@ fn a_job_waiting_for_another_jobs_batch_stops_at_once_on_ctrl_c() {
     first.signal("INT");
     let _ = first.wait();
     assert_eq!(mock.batch_submissions(), 1, "the second job sent nothing");
+    // Its batch is still at the provider: `rlm cancel` says what collects it.
+    let first_id = crate::job::job_id(&crate::job::jobs(&p)[0]);
+    let cancel = p.rlm(&["cancel", &first_id]).run();
+    cancel.assert_exit(2);
+    assert!(
+        cancel.stderr.contains(&format!("rlm job resume {first_id}")),
+        "{}",
+        cancel.stderr
+    );
     assert!(map_requests(&mock).is_empty(), "nothing paid in real time");
 }
