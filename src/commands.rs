@@ -46,6 +46,26 @@ pub fn run_cli() -> ExitCode {
                 batches,
                 holder,
             }) => cancel_at_provider(&settings, run.as_str(), &batches, &holder),
+            Ok(runs::Cancel::Job {
+                cwd,
+                job,
+                batches,
+                base_url,
+                quiet,
+            }) => {
+                let mut env = env.clone();
+                env.cwd = cwd;
+                job::cancel(
+                    job::CancelJob {
+                        job,
+                        batches,
+                        base_url,
+                        quiet,
+                    },
+                    cli.color.into(),
+                    &env,
+                )
+            }
             Err(e) => report_error(&error_printer(), &e),
         },
         Command::Job(command) => job::run_command(command.into(), cli.color.into(), &env),

@@ -365,18 +365,28 @@ pub enum Cancel {
         batches: Vec<String>,
         holder: String,
     },
+    /// A job's batches: canceled at the provider; the job collects what had finished (at
+    /// its next poll when it runs, else at `rlm job resume`).
+    Job {
+        /// Where the job was started.
+        cwd: std::path::PathBuf,
+        job: String,
+        batches: Vec<crate::store::BatchSubmission>,
+        /// `--base-url`, when the job's held credentials.
+        base_url: Option<String>,
+        quiet: bool,
+    },
 }
 
 /// `rlm cancel [RUN]`: the run's batches still at the provider, and who collects them.
 pub fn cancel(args: CancelArgs, color: ColorArg, env: &Environment) -> Result<Cancel, RlmError> {
     let store = open(&env.cwd)?;
     let run = pick(&store, args.run.as_deref(), &env.cwd)?;
-    let waiting: Vec<String> = store
+    let waiting: Vec<crate::store::BatchSubmission> = store
         .batch_submissions(&run.id)
         .map_err(store_error)?
         .into_iter()
         .filter(|b| b.collected_at.is_none())
-        .map(|b| b.batch_id)
         .collect();
     // A submission whose reply was never recorded may have created a batch: the cancel
     // looks for it first.
@@ -388,12 +398,29 @@ pub fn cancel(args: CancelArgs, color: ColorArg, env: &Environment) -> Result<Ca
         )));
     }
     if run.subcommand() == Some("job") {
-        return Err(RlmError::Usage(format!(
-            "run {} is a job: rlm cancel does not cancel a job's provider batches; `rlm job resume {}` collects them \
-             (nothing is paid twice), and the provider's console cancels them",
-            run.id, run.id
-        )));
+        if waiting.is_empty() {
+            return Err(RlmError::Store(format!(
+                "job {} has a submission whose reply was lost, and no batch known yet: `rlm job resume {}` looks for \
+                 its batch first (nothing is paid twice); cancel then",
+                run.id, run.id
+            )));
+        }
+        if args.forget {
+            return Err(RlmError::Usage(format!(
+                "rlm cancel --forget: run {} is a job; its batches are canceled, not given up (`rlm job resume {}` \
+                 collects what they answered)",
+                run.id, run.id
+            )));
+        }
+        return Ok(Cancel::Job {
+            cwd: run.cwd.clone(),
+            job: RunId::as_str(&run.id).to_string(),
+            batches: waiting,
+            base_url: args.base_url,
+            quiet: args.quiet,
+        });
     }
+    let waiting: Vec<String> = waiting.into_iter().map(|b| b.batch_id).collect();
     let mut options = recorded_options(&run)?;
     restore_base_url(&run, &mut options, args.base_url, "cancel")?;
     options.yes = true;

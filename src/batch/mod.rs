@@ -53,7 +53,7 @@ use crate::store::{RunId, RunStatus as StoreRunStatus};
 use crate::unit_failure::{FailureKind, UnitFailure};
 
 use answers::FileAnswer;
-pub use batch_api_run::{refuse_batches_elsewhere, RunRecorder};
+pub use batch_api_run::{cancel_each, refuse_batches_elsewhere, RunRecorder};
 use dispatcher::StopReason;
 use execution::Execution;
 pub(crate) use planning::{Plan, Planned};

@@ -80,6 +80,9 @@ pub struct Collected {
     /// Requests were left unsent because their batch could cost more than `--max-cost`
     /// leaves: why (the job stops there, resumable with a higher budget).
     pub over_budget: Option<String>,
+    /// A batch was canceled while this job waited for it (`rlm cancel`, or at the
+    /// provider): why the job stops there, sending nothing in real time (resumable).
+    pub canceled: Option<String>,
 }
 
 /// A batch this phase collects: its own (sent now or by an earlier attempt), or one of a
@@ -90,6 +93,9 @@ struct Collecting {
     owner: RunId,
     /// Its requests this phase wants: custom id (as sent) → job.
     requests: HashMap<String, usize>,
+    /// Its cancel was asked for before this attempt took it up (`rlm cancel` of the job):
+    /// collected first, and what it did not run is sent again.
+    canceled_before: bool,
 }
 
 /// How an older rlm recorded a phase's batches (`provider-batches.json`).
@@ -136,6 +142,8 @@ struct PhaseBatches<'p, 'a> {
     batches: Vec<Collecting>,
     /// Jobs in a batch this phase collects.
     collecting: HashSet<usize>,
+    /// Batches canceled while this attempt waited for them: the job stops.
+    canceled_now: Vec<String>,
 }
 
 /// Sends `jobs` that miss the cache through the batch API (or finds the batches an earlier
@@ -165,9 +173,26 @@ pub async fn collect(
         by_part,
         batches: Vec::new(),
         collecting: HashSet::new(),
+        canceled_now: Vec::new(),
     };
     let held = p.settle_intents(interrupt).await;
     p.take_earlier()?;
+    let mut answered = Vec::new();
+    // Batches canceled before (`rlm cancel` of the job): what had finished is collected
+    // first, and the requests they did not run are candidates again below.
+    let (canceled, waiting): (Vec<Collecting>, Vec<Collecting>) = std::mem::take(&mut p.batches)
+        .into_iter()
+        .partition(|b| b.canceled_before);
+    p.batches = waiting;
+    for batch in canceled {
+        let Some(state) = wait(p.api.as_ref(), &batch.id, &mut p.store, &batch.owner, &phase, interrupt).await? else {
+            return Ok(p.left_running(&batch.id, answered));
+        };
+        p.collect_batch(workers, &batch, &state, started, &mut answered).await?;
+        for i in batch.requests.values() {
+            p.collecting.remove(i);
+        }
+    }
     let mut rest = Vec::new();
     let mut held_jobs = 0;
     let mut candidates = Vec::new();
@@ -192,7 +217,6 @@ pub async fn collect(
     let (mine, mut elsewhere) = p.claim(workers, candidates).await;
     rest.append(&mut elsewhere);
     let unsent = p.submit(workers, mine).await?;
-    let mut answered = Vec::new();
     for batch in std::mem::take(&mut p.batches) {
         if batch.requests.is_empty() {
             // Everything it answered is done (kept by an earlier attempt): nothing to wait for.
@@ -202,17 +226,9 @@ pub async fn collect(
             continue;
         }
         let Some(state) = wait(p.api.as_ref(), &batch.id, &mut p.store, &batch.owner, &phase, interrupt).await? else {
-            phase.printer.warn(&format!(
-                "the batch keeps running at the provider ({}); rlm job resume collects it",
-                batch.id
-            ));
-            rest.extend(p.jobs.iter_mut().filter_map(Option::take));
-            return Ok(Collected {
-                answered,
-                rest,
-                stopped: true,
-                over_budget: None,
-            });
+            let mut left = p.left_running(&batch.id, answered);
+            left.rest.append(&mut rest);
+            return Ok(left);
         };
         p.collect_batch(workers, &batch, &state, started, &mut answered).await?;
     }
@@ -228,18 +244,43 @@ pub async fn collect(
             phase.name, phase.run
         )
     });
-    // Held (their submission's batch cannot be told yet) or over the budget: the job stops
-    // here, resumable.
-    let stopped = held_jobs > 0 || over_budget.is_some();
+    let canceled = (!p.canceled_now.is_empty()).then(|| {
+        format!(
+            "provider batch {} of {} was canceled while the job waited for it (rlm cancel, or at the provider): the \
+             job stops and sends nothing in real time; `rlm job resume {}` sends what it did not answer",
+            p.canceled_now.join(", "),
+            phase.name,
+            phase.run
+        )
+    });
+    // Held (their submission's batch cannot be told yet), over the budget or canceled: the
+    // job stops here, resumable.
+    let stopped = held_jobs > 0 || over_budget.is_some() || canceled.is_some();
     Ok(Collected {
         answered,
         rest,
         stopped,
         over_budget,
+        canceled,
     })
 }
 
 impl PhaseBatches<'_, '_> {
+    /// Ctrl-C or the deadline while waiting for `batch`: it keeps running at the provider,
+    /// and the job stops with what was answered so far.
+    fn left_running(&mut self, batch: &str, answered: Vec<BatchDone>) -> Collected {
+        self.phase.printer.warn(&format!(
+            "the batch keeps running at the provider ({batch}); rlm job resume collects it"
+        ));
+        Collected {
+            answered,
+            rest: self.jobs.iter_mut().filter_map(Option::take).collect(),
+            stopped: true,
+            over_budget: None,
+            canceled: None,
+        }
+    }
+
     /// A store write that failed: said once; the answers are safe in the cache either way.
     fn store_failed(&mut self, e: &str) {
         if self.store_failure.is_none() {
@@ -253,18 +294,22 @@ impl PhaseBatches<'_, '_> {
     /// The batches earlier attempts sent and did not collect (in the store, or in an older
     /// rlm's record): each is collected for the jobs it answers.
     fn take_earlier(&mut self) -> Result<(), RlmError> {
-        let mut earlier: Vec<(String, Vec<String>)> = Vec::new();
+        let mut earlier: Vec<(String, Vec<String>, bool)> = Vec::new();
         if let Some(legacy) = read_json_if_whole::<LegacyRecord>(&self.phase.legacy_record) {
-            earlier.extend(legacy.batches.into_iter().map(|b| (b.id, b.custom_ids)));
+            earlier.extend(legacy.batches.into_iter().map(|b| (b.id, b.custom_ids, false)));
         }
         for batch in self.store.batch_submissions(&self.run)? {
             if batch.phase != self.phase.tag || batch.collected_at.is_some() {
                 continue;
             }
             let requests = self.store.batch_requests(&self.run, &batch.batch_id)?;
-            earlier.push((batch.batch_id, requests.into_iter().map(|r| r.custom_id).collect()));
+            earlier.push((
+                batch.batch_id,
+                requests.into_iter().map(|r| r.custom_id).collect(),
+                batch.cancel_requested_at.is_some(),
+            ));
         }
-        for (id, custom_ids) in earlier {
+        for (id, custom_ids, canceled_before) in earlier {
             let requests: HashMap<String, usize> = custom_ids
                 .into_iter()
                 .filter_map(|c| {
@@ -277,6 +322,7 @@ impl PhaseBatches<'_, '_> {
                 id,
                 owner: self.run.clone(),
                 requests,
+                canceled_before,
             });
         }
         Ok(())
@@ -386,6 +432,7 @@ impl PhaseBatches<'_, '_> {
             id: batch,
             owner,
             requests,
+            canceled_before: false,
         });
     }
 
@@ -463,6 +510,7 @@ impl PhaseBatches<'_, '_> {
                 id: s.batch_id,
                 owner: self.run.clone(),
                 requests,
+                canceled_before: false,
             });
         }
         let report = report.map_err(ProviderFailure::BatchApi)?;
@@ -499,8 +547,18 @@ impl PhaseBatches<'_, '_> {
                 batch: batch.id.clone(),
                 source,
             })?;
-            let ItemOutcome::Succeeded(reply) = &item.outcome else {
-                continue; // Errored, expired or canceled: the realtime workers ask again.
+            let reply = match &item.outcome {
+                ItemOutcome::Succeeded(reply) => reply,
+                ItemOutcome::Canceled if !batch.canceled_before => {
+                    // Canceled while this job waited: it stops, and pays nothing more.
+                    if !self.canceled_now.contains(&batch.id) {
+                        self.canceled_now.push(batch.id.clone());
+                    }
+                    continue;
+                }
+                // Errored or expired (or canceled before, by `rlm cancel`): asked again
+                // (the realtime workers, or a new batch).
+                _ => continue,
             };
             let Some(&i) = batch.requests.get(&item.custom_id) else {
                 continue;

@@ -238,6 +238,9 @@ pub async fn run_batches(
             run.printer.warn(&reason);
             run.stop = Some(Stop::Budget(reason));
         }
+        if let Some(reason) = collected.canceled {
+            run.stop = Some(Stop::Canceled(reason));
+        }
     }
     let JobRun {
         dir,

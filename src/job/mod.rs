@@ -13,6 +13,7 @@ mod batch_api;
 mod batch_check;
 mod batches;
 mod cache_forecast;
+mod cancel;
 mod cluster;
 mod definition;
 mod estimate;
@@ -37,6 +38,7 @@ mod store_link;
 mod worker;
 
 pub use action::{JobAction, PrReviewOptions, RerunJob, ResumeJob, RunJob};
+pub use cancel::{cancel, CancelJob};
 pub use definition::{JobDefinition, PhaseDefinition, PhaseKind};
 pub use export::{ExportFormat, ExportOptions};
 pub use settings::{CallFlags, RunFlags};

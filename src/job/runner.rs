@@ -30,6 +30,8 @@ pub enum Stop {
     Fatal(String),
     /// A paid answer could not be written (it is cached).
     WriteError(String),
+    /// A provider batch was canceled while the job waited for it: why.
+    Canceled(String),
 }
 
 /// A phase's prompt and schema as resolved into the job's prompts/.
@@ -216,7 +218,7 @@ impl JobRun {
     /// The job's status when this invocation ends.
     fn settle(&self, paused: bool) -> JobStatus {
         match &self.stop {
-            Some(Stop::Interrupted) => return JobStatus::Interrupted,
+            Some(Stop::Interrupted | Stop::Canceled(_)) => return JobStatus::Interrupted,
             Some(Stop::Deadline) => return JobStatus::DeadlineExceeded,
             Some(Stop::Budget(_)) => return JobStatus::BudgetExceeded,
             Some(Stop::Fatal(_) | Stop::WriteError(_)) => return JobStatus::Failed,
@@ -243,7 +245,7 @@ impl JobRun {
         self.stop.as_ref().map(|s| match s {
             Stop::Interrupted => "interrupted".to_string(),
             Stop::Deadline => "the --deadline passed".to_string(),
-            Stop::Budget(why) | Stop::Fatal(why) | Stop::WriteError(why) => why.clone(),
+            Stop::Budget(why) | Stop::Fatal(why) | Stop::WriteError(why) | Stop::Canceled(why) => why.clone(),
         })
     }
 

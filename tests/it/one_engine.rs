@@ -574,14 +574,84 @@ fn a_job_waiting_for_another_jobs_batch_stops_at_once_on_ctrl_c() {
     first.signal("INT");
     let _ = first.wait();
     assert_eq!(mock.batch_submissions(), 1, "the second job sent nothing");
-    // Its batch is still at the provider: `rlm cancel` says what collects it.
+    // Its batch is still at the provider, and no rlm waits for it: `rlm cancel` cancels it
+    // there, and says what collects what it had finished.
     let first_id = crate::job::job_id(&crate::job::jobs(&p)[0]);
     let cancel = p.rlm(&["cancel", &first_id]).run();
-    cancel.assert_exit(2);
+    cancel.assert_exit(0);
+    assert_eq!(mock.batch_cancels(), 1, "{}", cancel.stderr);
     assert!(
         cancel.stderr.contains(&format!("rlm job resume {first_id}")),
         "{}",
         cancel.stderr
     );
     assert!(map_requests(&mock).is_empty(), "nothing paid in real time");
+}
+
+/// `rlm cancel` of a job whose provider batch runs: the batch is canceled at the provider;
+/// the job, waiting for it, keeps what had finished and stops, paying nothing in real time
+/// for what was canceled; `rlm job resume` sends the rest again, through the batch API, and
+/// nothing is paid twice.
+#[test]
+fn rlm_cancel_of_a_running_batch_job_cancels_its_batch_and_the_job_stops_without_paying_in_real_time() {
+    use crate::job::{fast as job_fast, job_args, job_id, job_project, jobs, map_requests};
+    let mock = MockLlm::start();
+    // The first of its two requests is answered; the other runs until it is canceled.
+    mock.set_batch_progress(BatchProgress::HeldAfter(1));
+    let p = job_project(8, 4, &[], "");
+    let url = mock.url();
+    let job = job_fast(p.rlm(&job_args(&url, &["--batch-api", "--yes"]))).spawn();
+    let recorded = || {
+        jobs(&p).first().is_some_and(|dir| {
+            let status = p.rlm(&["status", &job_id(dir), "--json"]).run();
+            status.status == 0 && status.json()["batches"].as_array().is_some_and(|b| !b.is_empty())
+        })
+    };
+    assert!(
+        wait_until(Duration::from_secs(30), recorded),
+        "the job records its batch"
+    );
+    let id = job_id(&jobs(&p)[0]);
+    let cancel = p.rlm(&["cancel", &id]).run();
+    cancel.assert_exit(0);
+    assert!(
+        cancel.stderr.contains("1 of its 1 provider batch canceled"),
+        "{}",
+        cancel.stderr
+    );
+    assert_eq!(mock.batch_cancels(), 1);
+    let out = job.wait();
+    assert_eq!(out.status, 130, "stopped, resumable: {}", out.stderr);
+    assert!(
+        out.stderr.contains("was canceled while the job waited"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        map_requests(&mock).is_empty(),
+        "nothing paid in real time: {}",
+        out.stderr
+    );
+    let record = read_json(&jobs(&p)[0].join("job.json"));
+    assert_eq!(
+        record["phases"][0]["items_done"], 4,
+        "what had finished is kept: {record}"
+    );
+
+    mock.set_batch_progress(BatchProgress::AfterPolls(0));
+    let resumed = job_fast(p.rlm(&["job", "resume", &id, "--json"])).run();
+    resumed.assert_exit(0);
+    assert_eq!(
+        mock.batch_sizes(),
+        [2, 1],
+        "only the canceled request again: {}",
+        resumed.stderr
+    );
+    assert!(
+        map_requests(&mock).is_empty(),
+        "nothing paid in real time: {}",
+        resumed.stderr
+    );
+    let record = read_json(&jobs(&p)[0].join("job.json"));
+    assert_eq!(record["phases"][0]["items_done"], 8, "{record}");
 }

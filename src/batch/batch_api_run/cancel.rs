@@ -9,7 +9,7 @@ use crate::batch::execution::Execution;
 use crate::error::{ProviderFailure, RlmError};
 use crate::exec::Event;
 use crate::printer::Printer;
-use crate::provider::batch_api::BatchError;
+use crate::provider::batch_api::{BatchApi, BatchError};
 use crate::provider::ErrorKind;
 use crate::settings::BatchSettings;
 use crate::store::{RequestOutcome, RunId, TaskStore};
@@ -35,6 +35,29 @@ pub async fn cancel_at_provider(
     let model = settings.provider.model.as_deref().unwrap_or("unknown");
     let api = client(settings, model).map_err(|e| RlmError::Config(e.to_string()))?;
     let mut store = TaskStore::open(&settings.rlm_dir())?;
+    let asked = cancel_each(api.as_ref(), &mut store, run, batches, printer).await?;
+    printer.banner(&format!(
+        "rlm: asked {} to cancel {asked} of the {} {} of run {run}; {holder} waits for them and collects what had \
+         finished",
+        api.server(),
+        batches.len(),
+        if batches.len() == 1 { "batch" } else { "batches" },
+    ));
+    Ok(())
+}
+
+/// Asks `api` to cancel each of `batches` of `run`, recording each cancel asked for in the
+/// store (whoever collects the batch then knows it was canceled). A batch whose cancel the
+/// provider refuses as a request (most likely over already) is said and left to be
+/// collected as it is; a fault, or a refusal of the key, ends it. Returns how many were
+/// asked.
+pub async fn cancel_each(
+    api: &dyn BatchApi,
+    store: &mut TaskStore,
+    run: &RunId,
+    batches: &[String],
+    printer: &Printer,
+) -> Result<usize, RlmError> {
     let mut asked = 0;
     for batch_id in batches {
         match api.cancel(batch_id).await {
@@ -57,14 +80,7 @@ pub async fn cancel_at_provider(
             }
         }
     }
-    printer.banner(&format!(
-        "rlm: asked {} to cancel {asked} of the {} {} of run {run}; {holder} waits for them and collects what had \
-         finished",
-        api.server(),
-        batches.len(),
-        if batches.len() == 1 { "batch" } else { "batches" },
-    ));
-    Ok(())
+    Ok(asked)
 }
 
 /// A refusal of the key or the account (not of the request).

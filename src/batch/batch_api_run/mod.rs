@@ -69,7 +69,7 @@ use crate::settings::{BatchApiMode, BatchFallback, BatchSettings};
 use crate::store::{BatchIntent, RunId, TaskStore};
 use crate::unit::{UnitId, WorkUnit};
 
-pub use cancel::{cancel_at_provider, CancelSummary};
+pub use cancel::{cancel_at_provider, cancel_each, CancelSummary};
 use delivery::{client, elsewhere_message};
 pub use delivery::{delivery, refuse_batches_elsewhere, Delivery};
 use phase::{Phase, Work};

@@ -1,0 +1,120 @@
+//! `rlm cancel JOB`: the job's provider batches not collected yet are canceled at the
+//! provider, each cancel recorded in the run store ([`crate::batch::cancel_each`], as for a
+//! batch run). The job collects what had finished: a running job at its next poll, and it
+//! then stops without sending anything in real time; a stopped job at `rlm job resume`,
+//! which sends again what the batches did not run. Nothing is paid twice.
+
+use crate::error::{ExitStatus, RlmError};
+use crate::printer::{ColorChoice, Printer};
+use crate::provider::batch_api::{batch_api, BatchApi, BatchTimeouts};
+use crate::settings::Environment;
+use crate::store::{BatchSubmission, RunId, TaskStore};
+
+use super::job_dir::JobDir;
+use super::settings::{CallFlags, RunFlags};
+
+/// What `rlm cancel` of a job is given (see [`crate::runs::Cancel::Job`]).
+pub struct CancelJob {
+    pub job: String,
+    pub batches: Vec<BatchSubmission>,
+    /// `--base-url`, when the job's held credentials (never remembered).
+    pub base_url: Option<String>,
+    pub quiet: bool,
+}
+
+/// Cancels the job's batches; one line says what was done and what collects them.
+pub fn cancel(request: CancelJob, color: ColorChoice, env: &Environment) -> ExitStatus {
+    let printer = Printer::new(
+        crate::printer::PrinterMode {
+            quiet: request.quiet,
+            ..crate::printer::PrinterMode::default()
+        },
+        crate::secret::Redactor::default(),
+    );
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            printer.error(&format!("cannot start the async runtime: {e}"));
+            return ExitStatus::Failed;
+        }
+    };
+    match runtime.block_on(cancel_batches(&request, color, env, &printer)) {
+        Ok(status) => status,
+        Err(e) => {
+            printer.error(&e.to_string());
+            e.exit_status()
+        }
+    }
+}
+
+async fn cancel_batches(
+    request: &CancelJob,
+    color: ColorChoice,
+    env: &Environment,
+    printer: &Printer,
+) -> Result<ExitStatus, RlmError> {
+    let dir = JobDir::open(&env.cwd, Some(&request.job))?;
+    let record = dir.read_record()?;
+    let given = CallFlags {
+        base_url: request.base_url.clone(),
+        ..CallFlags::default()
+    };
+    let flags = RunFlags {
+        yes: true,
+        quiet: request.quiet,
+        ..RunFlags::default()
+    };
+    let settings = super::resolve(record.settings.clone(), &given, flags, color, env)?;
+    // One client for each provider the job's phases call, found by the server each batch
+    // was sent to.
+    let mut clients: Vec<Box<dyn BatchApi>> = Vec::new();
+    for phase in &record.definition.phases {
+        let provider = settings.phase_provider(phase)?;
+        let model = provider.model.clone().unwrap_or_default();
+        if let Ok(api) = batch_api(&provider.http_config(&model), None, BatchTimeouts::default()) {
+            if !clients.iter().any(|c| c.server() == api.server()) {
+                clients.push(api);
+            }
+        }
+    }
+    let run = RunId::from(request.job.as_str());
+    let mut store = TaskStore::open(&settings.rlm_dir())?;
+    let (mut asked, mut unreached) = (0, Vec::new());
+    for batch in &request.batches {
+        if batch.cancel_requested_at.is_some() {
+            // An earlier cancel asked already.
+            asked += 1;
+            continue;
+        }
+        let Some(api) = clients.iter().find(|c| c.server() == batch.server) else {
+            unreached.push(batch);
+            continue;
+        };
+        asked += crate::batch::cancel_each(
+            api.as_ref(),
+            &mut store,
+            &run,
+            std::slice::from_ref(&batch.batch_id),
+            printer,
+        )
+        .await?;
+    }
+    let job = &request.job;
+    let n = request.batches.len();
+    printer.banner(&format!(
+        "rlm: job {job}: {asked} of its {n} provider {} canceled; the job collects what had finished (a running job at \
+         its next poll, and it stops; else `rlm job resume {job}`, which sends the rest again: nothing is paid twice)",
+        if n == 1 { "batch" } else { "batches" },
+    ));
+    if unreached.is_empty() {
+        return Ok(ExitStatus::Success);
+    }
+    for batch in unreached {
+        printer.warn(&format!(
+            "batch {} was sent to {}, which the job's settings no longer point at: it was not canceled and may still \
+             run and bill (`rlm cancel {job} --base-url URL` names the server)",
+            batch.batch_id, batch.server
+        ));
+    }
+    Ok(ExitStatus::Partial)
+}
