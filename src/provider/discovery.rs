@@ -59,7 +59,7 @@ pub async fn discover_model(
     let url = format!("{}/models", versioned_base(base_url));
     let shown = redact_url(&url).into_owned();
     let fetch = async {
-        let http = client().map_err(|e| (false, e))?;
+        let http = client(base_url).map_err(|e| (false, e))?;
         let mut request = http.get(&url).timeout(PATIENCE);
         if let Some(key) = api_key {
             request = request.bearer_auth(key.expose());

@@ -128,7 +128,7 @@ impl HttpProvider {
         if config.kind == ProviderKind::Command {
             return Err(HttpSetupError::NotHttp);
         }
-        let http = client_with(config.connect_timeout)?;
+        let http = client_with(&config.base_url, config.connect_timeout)?;
         let versioned = versioned_base(&config.base_url);
         let endpoint = match config.kind {
             ProviderKind::Anthropic => format!("{versioned}/messages"),
@@ -515,23 +515,37 @@ pub(crate) fn authorized(
 /// certificate store (so corporate CAs work), HTTP/2 when the server offers it. The error
 /// is text for the callers that carry a setup failure as text (model discovery, the batch
 /// API's transport).
-pub fn client() -> Result<reqwest::Client, String> {
-    client_with(DEFAULT_CONNECT_TIMEOUT).map_err(|e| e.to_string())
+pub fn client(base_url: &str) -> Result<reqwest::Client, String> {
+    client_with(base_url, DEFAULT_CONNECT_TIMEOUT).map_err(|e| e.to_string())
 }
 
 /// `--connect-timeout`'s default.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// [`client`] with this connect timeout.
-pub fn client_with(connect_timeout: Duration) -> Result<reqwest::Client, HttpSetupError> {
+/// [`client`] for `base_url` with this connect timeout. A plain `http://` server (a local
+/// model, a proxy on the machine) is spoken to without TLS: the platform's certificates are
+/// not loaded for it (reading and parsing them is tens of milliseconds before the first
+/// call).
+pub fn client_with(base_url: &str, connect_timeout: Duration) -> Result<reqwest::Client, HttpSetupError> {
     // Installing twice is harmless: the first provider stays.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
+    let builder = reqwest::Client::builder()
         .connect_timeout(connect_timeout)
         .pool_max_idle_per_host(32)
-        .user_agent(concat!("rlm/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| HttpSetupError::Client(root_cause(&e)))
+        .user_agent(concat!("rlm/", env!("CARGO_PKG_VERSION")));
+    let builder = if is_plain_http(base_url) {
+        builder.tls_certs_only(std::iter::empty())
+    } else {
+        builder
+    };
+    builder.build().map_err(|e| HttpSetupError::Client(root_cause(&e)))
+}
+
+/// Whether `base_url` is spoken to without TLS (`http://…`).
+fn is_plain_http(base_url: &str) -> bool {
+    base_url
+        .get(..7)
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://"))
 }
 
 /// `{base}/v1`, whether or not the user's base URL already ends in `/v1` (Ollama's does).
@@ -556,6 +570,18 @@ pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_plain_http_server_is_spoken_to_without_tls() {
+        assert!(is_plain_http("http://127.0.0.1:8000"));
+        assert!(is_plain_http("HTTP://localhost/v1"));
+        assert!(!is_plain_http("https://api.anthropic.com"));
+        assert!(!is_plain_http("httpx://odd"));
+        assert!(!is_plain_http("http"));
+        // A client for each kind builds (the platform's certificates only for https).
+        assert!(client("http://127.0.0.1:9").is_ok());
+        assert!(client("https://api.anthropic.com").is_ok());
+    }
 
     #[test]
     fn local_servers_are_loopback_and_private_addresses() {

@@ -40,7 +40,7 @@ impl Transport {
     pub fn new(config: &HttpConfig, limits: BatchLimits, timeouts: BatchTimeouts) -> Result<Self, BatchError> {
         Ok(Transport {
             kind: config.kind,
-            http: client().map_err(BatchError::Setup)?,
+            http: client(&config.base_url).map_err(BatchError::Setup)?,
             base: versioned_base(&config.base_url),
             server: super::server_name(&config.base_url),
             api_key: config.api_key.clone(),
