@@ -191,9 +191,9 @@ pub struct Cached<'a> {
 }
 
 /// Writes the unit's result file (the whole answer) and, for a batch, each answered
-/// member's result file. With `cached`, the unit's result file is a hard link to the
-/// cache's copy of the answer when that holds exactly the same text; else it is written and
-/// becomes that copy, so the next rerun links it.
+/// member's result file. With `cached`, each is a hard link to the cache's copy of its
+/// text when that holds exactly the same text; else it is written and becomes that copy,
+/// so the next rerun links it.
 pub fn write(
     run_dir: &RunDir,
     cached: Option<Cached<'_>>,
@@ -214,8 +214,22 @@ pub fn write(
     }
     if let UnitBody::Batch(batch) = &unit.body {
         for file in &answers.files {
-            if let Some(member) = file.member.and_then(|i| batch.members.get(i)) {
-                run_dir.write_result(&member.result_file, &file.answer.text)?;
+            let Some((i, member)) = file.member.and_then(|i| Some((i, batch.members.get(i)?))) else {
+                continue;
+            };
+            let (name, text) = (&member.result_file, &file.answer.text);
+            match cached {
+                // Each file's part of a cached batch answer is kept beside it, as the
+                // whole answer is: a rerun links the file's result instead of writing it.
+                Some(Cached { cache, key, fresh }) => {
+                    if fresh || !run_dir.link_result(name, text, &cache.member_answer_file(key, i))? {
+                        let path = run_dir.write_result(name, text)?;
+                        cache.adopt_member_answer_file(key, i, &path);
+                    }
+                }
+                None => {
+                    run_dir.write_result(name, text)?;
+                }
             }
         }
     }

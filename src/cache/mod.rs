@@ -173,26 +173,47 @@ impl Cache {
         self.root.join(&key.0[..2]).join(format!("{}.answer", key.0))
     }
 
+    /// `<key>.<member>.answer`: as [`Cache::answer_file`], the part of a batch's answer
+    /// about its `member`-th file, so that each file's result file of a cached batch is a
+    /// link too (a fully cached rerun of 100,000 small files packed in batches otherwise
+    /// makes 100,000 new files).
+    pub fn member_answer_file(&self, key: &CacheKey, member: usize) -> PathBuf {
+        self.root.join(&key.0[..2]).join(format!("{}.{member}.answer", key.0))
+    }
+
     /// Makes `result` — a result file holding exactly the text of `key`'s answer — the
     /// answer file of `key`, by a hard link (a stale one is replaced atomically). Best
     /// effort: without it, the next rerun writes its result file instead of linking it.
     pub fn adopt_answer_file(&self, key: &CacheKey, result: &Path) {
-        let target = self.answer_file(key);
-        let linked = match fs_err::hard_link(result, &target) {
+        self.adopt_as(&self.answer_file(key), &key.0, result);
+    }
+
+    /// [`Cache::adopt_answer_file`] for the part of `key`'s answer about its `member`-th
+    /// file ([`Cache::member_answer_file`]).
+    pub fn adopt_member_answer_file(&self, key: &CacheKey, member: usize, result: &Path) {
+        self.adopt_as(
+            &self.member_answer_file(key, member),
+            &format!("{}.{member}", key.0),
+            result,
+        );
+    }
+
+    /// Links `result` as `target` (named `name` in the temporary directory on its way).
+    fn adopt_as(&self, target: &Path, name: &str, result: &Path) {
+        let linked = match fs_err::hard_link(result, target) {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                if same_file(result, &target) {
+                if same_file(result, target) {
                     return;
                 }
                 static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
                 let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let temp = self.temp_dir().join(format!(
-                    "{}{}-{n}-{}.answer",
+                    "{}{}-{n}-{name}.answer",
                     crate::fs_atomic::TEMP_PREFIX,
                     std::process::id(),
-                    key.0
                 ));
                 fs_err::hard_link(result, &temp).and_then(|()| {
-                    fs_err::rename(&temp, &target).inspect_err(|_| {
+                    fs_err::rename(&temp, target).inspect_err(|_| {
                         let _ = fs_err::remove_file(&temp);
                     })
                 })

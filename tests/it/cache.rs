@@ -306,3 +306,62 @@ fn cached_result_files_are_links_to_the_answer_and_never_carry_an_edit() {
     assert_eq!((c.dev(), c.ino()), (d.dev(), d.ino()));
     assert_eq!(std::fs::read_to_string(fourth.join(&name)).unwrap(), answer);
 }
+
+/// Small files packed into one call: on a cached rerun, each file's result file is a hard
+/// link to the cache's copy of its part of the answer (a rerun of many small files makes no
+/// new files), and only while that copy holds exactly that part: an edit does not leak.
+#[cfg(unix)]
+#[test]
+fn the_result_files_of_a_cached_pack_are_links_and_never_carry_an_edit() {
+    use std::os::unix::fs::MetadataExt;
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(4);
+    let url = mock.url();
+    let run = |out: &str| {
+        p.rlm(&crate::support::packed("src/*.ts", &url, &["-o", out]))
+            .run()
+            .assert_exit(0);
+    };
+    run("first");
+    assert_eq!(mock.requests(), 1, "one call for the pack");
+    run("second");
+    assert_eq!(mock.requests(), 1, "the rerun is served from the cache");
+    let name = |i: usize| format!("src-f{i:02}.ts.result.md");
+    for i in 0..4 {
+        let (a, b) = (
+            std::fs::metadata(p.path().join("first").join(name(i))).unwrap(),
+            std::fs::metadata(p.path().join("second").join(name(i))).unwrap(),
+        );
+        assert_eq!((a.dev(), a.ino()), (b.dev(), b.ino()), "{}: one file, linked", name(i));
+        assert!(
+            b.nlink() >= 3,
+            "the paying run's file, the cache's link to it, this run's"
+        );
+        assert_eq!(
+            p.read(&format!("first/{}", name(i))),
+            p.read(&format!("second/{}", name(i)))
+        );
+    }
+    // Each file's part is its own: no file holds another's answer.
+    assert_ne!(
+        p.read(&format!("second/{}", name(0))),
+        p.read(&format!("second/{}", name(1)))
+    );
+    // Edited in place (through every link): the next rerun writes the part itself.
+    let part = p.read(&format!("second/{}", name(2)));
+    std::fs::write(p.path().join("second").join(name(2)), "edited by hand").unwrap();
+    run("third");
+    assert_eq!(mock.requests(), 1);
+    assert_eq!(p.read(&format!("third/{}", name(2))), part);
+    run("fourth");
+    let (c, d) = (
+        std::fs::metadata(p.path().join("third").join(name(2))).unwrap(),
+        std::fs::metadata(p.path().join("fourth").join(name(2))).unwrap(),
+    );
+    assert_eq!(
+        (c.dev(), c.ino()),
+        (d.dev(), d.ino()),
+        "linked again, to the part's new copy"
+    );
+    assert_eq!(p.read(&format!("fourth/{}", name(2))), part);
+}
