@@ -514,14 +514,8 @@ fn a_batch_job_run_again_after_a_kill_collects_the_first_batch_and_pays_nothing_
     let first = job_fast(p.rlm(&job_args(&url, &["--batch-api", "--yes"]))).spawn();
     // Killed once its batch is recorded (killed before, its submission's reply is lost: the
     // new job leaves it to `rlm job resume` of the first, which looks for it).
-    let recorded = || {
-        jobs(&p).first().is_some_and(|dir| {
-            let status = p.rlm(&["status", &crate::job::job_id(dir), "--json"]).run();
-            status.status == 0 && status.json()["batches"].as_array().is_some_and(|b| !b.is_empty())
-        })
-    };
     assert!(
-        wait_until(Duration::from_secs(30), recorded),
+        wait_until(Duration::from_secs(30), || first_job_batch_recorded(&p)),
         "the first job records its batch"
     );
     first.signal("KILL");
@@ -601,14 +595,8 @@ fn rlm_cancel_of_a_running_batch_job_cancels_its_batch_and_the_job_stops_without
     let p = job_project(8, 4, &[], "");
     let url = mock.url();
     let job = job_fast(p.rlm(&job_args(&url, &["--batch-api", "--yes"]))).spawn();
-    let recorded = || {
-        jobs(&p).first().is_some_and(|dir| {
-            let status = p.rlm(&["status", &job_id(dir), "--json"]).run();
-            status.status == 0 && status.json()["batches"].as_array().is_some_and(|b| !b.is_empty())
-        })
-    };
     assert!(
-        wait_until(Duration::from_secs(30), recorded),
+        wait_until(Duration::from_secs(30), || first_job_batch_recorded(&p)),
         "the job records its batch"
     );
     let id = job_id(&jobs(&p)[0]);
@@ -654,4 +642,12 @@ fn rlm_cancel_of_a_running_batch_job_cancels_its_batch_and_the_job_stops_without
     );
     let record = read_json(&jobs(&p)[0].join("job.json"));
     assert_eq!(record["phases"][0]["items_done"], 8, "{record}");
+}
+
+/// Whether the project's first job has a provider batch in the run store (`rlm status`).
+fn first_job_batch_recorded(p: &Project) -> bool {
+    crate::job::jobs(p).first().is_some_and(|dir| {
+        let status = p.rlm(&["status", &crate::job::job_id(dir), "--json"]).run();
+        status.status == 0 && status.json()["batches"].as_array().is_some_and(|b| !b.is_empty())
+    })
 }
