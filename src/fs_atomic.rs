@@ -121,31 +121,17 @@ pub fn write_atomic_unsynced_in(path: &Path, bytes: &[u8], temp_dir: &Path) -> s
 }
 
 /// Files made durable in groups (group commit): each [`Unsynced`] handed over waits for the
-/// next group, which is synced at once when `group` files wait, when nothing that could
-/// join it is under way any more (see [`GroupSync::until_idle`]: the last answers of a run
-/// wait for no one), or when the first of them has waited [`GROUP_WAIT`]. On Linux a group is one `syncfs` (every file and directory
+/// next group, which is synced at once when `group` files wait, or when the first of them
+/// has waited [`GROUP_WAIT`]. On Linux a group is one `syncfs` (every file and directory
 /// of the file system the files are on, in one journal commit) rather than two fsyncs a
 /// file; elsewhere each file and its directory are synced as [`Unsynced::sync`] does.
 ///
 /// Each file is in place before it is handed over (a kill -9 loses nothing), so what a
 /// power cut can lose is what waits for a group: at most `group` files.
+#[derive(Debug)]
 pub struct GroupSync {
     sender: std::sync::Mutex<Option<std::sync::mpsc::Sender<Waiting>>>,
     group: usize,
-    /// Whether nothing that could join a group is under way (no call in flight).
-    idle: Option<Idle>,
-}
-
-/// Says whether nothing that could hand a file over is under way.
-type Idle = std::sync::Arc<dyn Fn() -> bool + Send + Sync>;
-
-impl std::fmt::Debug for GroupSync {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GroupSync")
-            .field("group", &self.group)
-            .field("until_idle", &self.idle.is_some())
-            .finish_non_exhaustive()
-    }
 }
 
 /// A file waiting for its group, and who to tell when it is durable.
@@ -153,8 +139,6 @@ type Waiting = (Unsynced, std::sync::mpsc::SyncSender<std::io::Result<()>>);
 
 /// The longest a file waits for the rest of its group.
 pub const GROUP_WAIT: Duration = Duration::from_millis(50);
-/// How often a waiting group asks whether anything could still join it.
-const IDLE_LOOK: Duration = Duration::from_millis(2);
 
 /// The wait for a file's group (see [`GroupSync::submit`]).
 #[derive(Debug)]
@@ -177,16 +161,7 @@ impl GroupSync {
         GroupSync {
             sender: std::sync::Mutex::new(None),
             group: group.max(1),
-            idle: None,
         }
-    }
-
-    /// A group is synced as soon as `idle` says nothing that could join it is under way
-    /// (the run's calls in flight: none), not after [`GROUP_WAIT`].
-    #[must_use]
-    pub fn until_idle(mut self, idle: impl Fn() -> bool + Send + Sync + 'static) -> GroupSync {
-        self.idle = Some(std::sync::Arc::new(idle));
-        self
     }
 
     /// Hands `file` over to be synced with its group; [`Durable::wait`] says when it is.
@@ -195,12 +170,12 @@ impl GroupSync {
         let mut sender = self.sender.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let tx = sender.get_or_insert_with(|| {
             let (tx, rx) = std::sync::mpsc::channel::<Waiting>();
-            let (group, idle) = (self.group, self.idle.clone());
+            let group = self.group;
             // A thread that cannot start drops `rx`: every send then fails, and each file
             // is synced alone below.
             let _ = std::thread::Builder::new()
                 .name("rlm-group-sync".into())
-                .spawn(move || sync_groups(&rx, group, idle.as_deref()));
+                .spawn(move || sync_groups(&rx, group));
             tx
         });
         if let Err(unsent) = tx.send((file, tell)) {
@@ -213,21 +188,15 @@ impl GroupSync {
 }
 
 /// The sync thread: gathers a group (see [`GroupSync`]), syncs it, tells each waiter.
-fn sync_groups(rx: &std::sync::mpsc::Receiver<Waiting>, group: usize, idle: Option<&(dyn Fn() -> bool + Send + Sync)>) {
-    use std::sync::mpsc::RecvTimeoutError;
+fn sync_groups(rx: &std::sync::mpsc::Receiver<Waiting>, group: usize) {
     while let Ok(first) = rx.recv() {
         let deadline = std::time::Instant::now() + GROUP_WAIT;
         let mut waiting = vec![first];
         while waiting.len() < group {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
-            if left.is_zero() || idle.is_some_and(|idle| idle()) {
-                break;
-            }
-            let look = if idle.is_some() { left.min(IDLE_LOOK) } else { left };
-            match rx.recv_timeout(look) {
+            match rx.recv_timeout(left) {
                 Ok(next) => waiting.push(next),
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => break,
+                Err(_) => break,
             }
         }
         sync_group(waiting);

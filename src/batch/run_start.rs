@@ -212,14 +212,7 @@ pub(super) fn start(
     };
     let jobs = Arc::new(JobContext {
         journal,
-        syncer: {
-            // The last answers of a run (no call in flight behind them) wait for no group.
-            let limiter = call.limiter.clone();
-            Arc::new(
-                crate::fs_atomic::GroupSync::new(settings.exec.parallelism.width)
-                    .until_idle(move || limiter.in_flight() == 0),
-            )
-        },
+        syncer: Arc::new(crate::fs_atomic::GroupSync::new(settings.exec.parallelism.width)),
         call: Arc::new(call),
         paid: paid_tx,
         cache: plan.cache.clone(),
