@@ -651,3 +651,43 @@ fn first_job_batch_recorded(p: &Project) -> bool {
         status.status == 0 && status.json()["batches"].as_array().is_some_and(|b| !b.is_empty())
     })
 }
+
+/// `rlm cancel` of a job whose rlm is gone (killed while it waited for its batch): the batch
+/// is canceled at the provider; `rlm job resume` collects what it had finished, sends only
+/// the rest again (through the batch API), and calls nothing in real time.
+#[test]
+fn a_killed_batch_job_canceled_then_resumed_keeps_what_finished_and_sends_only_the_rest() {
+    use crate::job::{fast as job_fast, job_args, job_id, job_project, jobs, map_requests};
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::HeldAfter(1));
+    let p = job_project(8, 4, &[], "");
+    let url = mock.url();
+    let job = job_fast(p.rlm(&job_args(&url, &["--batch-api", "--yes"]))).spawn();
+    assert!(
+        wait_until(Duration::from_secs(30), || first_job_batch_recorded(&p)),
+        "the job records its batch"
+    );
+    job.signal("KILL");
+    let _ = job.wait();
+    let id = job_id(&jobs(&p)[0]);
+    let cancel = p.rlm(&["cancel", &id]).run();
+    cancel.assert_exit(0);
+    assert_eq!(mock.batch_cancels(), 1, "{}", cancel.stderr);
+
+    mock.set_batch_progress(BatchProgress::AfterPolls(0));
+    let resumed = job_fast(p.rlm(&["job", "resume", &id, "--json"])).run();
+    resumed.assert_exit(0);
+    assert_eq!(
+        mock.batch_sizes(),
+        [2, 1],
+        "the canceled request alone is sent again: {}",
+        resumed.stderr
+    );
+    assert!(
+        map_requests(&mock).is_empty(),
+        "nothing paid in real time: {}",
+        resumed.stderr
+    );
+    let record = read_json(&jobs(&p)[0].join("job.json"));
+    assert_eq!(record["phases"][0]["items_done"], 8, "{record}");
+}
