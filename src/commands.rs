@@ -52,6 +52,7 @@ pub fn run_cli() -> ExitCode {
                 batches,
                 base_url,
                 quiet,
+                json,
             }) => {
                 let mut env = env.clone();
                 env.cwd = cwd;
@@ -61,6 +62,7 @@ pub fn run_cli() -> ExitCode {
                         batches,
                         base_url,
                         quiet,
+                        json,
                     },
                     cli.color.into(),
                     &env,

@@ -375,6 +375,7 @@ pub enum Cancel {
         /// `--base-url`, when the job's held credentials.
         base_url: Option<String>,
         quiet: bool,
+        json: bool,
     },
 }
 
@@ -418,6 +419,7 @@ pub fn cancel(args: CancelArgs, color: ColorArg, env: &Environment) -> Result<Ca
             batches: waiting,
             base_url: args.base_url,
             quiet: args.quiet,
+            json: args.json,
         });
     }
     let waiting: Vec<String> = waiting.into_iter().map(|b| b.batch_id).collect();

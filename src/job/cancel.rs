@@ -20,6 +20,8 @@ pub struct CancelJob {
     /// `--base-url`, when the job's held credentials (never remembered).
     pub base_url: Option<String>,
     pub quiet: bool,
+    /// One JSON document on stdout: the job, and each batch with what became of it.
+    pub json: bool,
 }
 
 /// Cancels the job's batches; one line says what was done and what collects them.
@@ -27,6 +29,7 @@ pub fn cancel(request: CancelJob, color: ColorChoice, env: &Environment) -> Exit
     let printer = Printer::new(
         crate::printer::PrinterMode {
             quiet: request.quiet,
+            json: request.json,
             ..crate::printer::PrinterMode::default()
         },
         crate::secret::Redactor::default(),
@@ -41,8 +44,14 @@ pub fn cancel(request: CancelJob, color: ColorChoice, env: &Environment) -> Exit
     match runtime.block_on(cancel_batches(&request, color, env, &printer)) {
         Ok(status) => status,
         Err(e) => {
-            printer.error(&e.to_string());
-            e.exit_status()
+            let (message, status) = (e.to_string(), e.exit_status());
+            printer.error(&message);
+            if request.json {
+                let mut doc = crate::error::error_document(e.kind(), &message, status);
+                doc["job_id"] = serde_json::json!(request.job);
+                printer.json(&doc);
+            }
+            status
         }
     }
 }
@@ -80,24 +89,38 @@ async fn cancel_batches(
     let run = RunId::from(request.job.as_str());
     let mut store = TaskStore::open(&settings.rlm_dir())?;
     let (mut asked, mut unreached) = (0, Vec::new());
+    // Each batch and what became of it, for `--json`.
+    let mut outcomes = Vec::new();
     for batch in &request.batches {
-        if batch.cancel_requested_at.is_some() {
+        let outcome = if batch.cancel_requested_at.is_some() {
             // An earlier cancel asked already.
             asked += 1;
-            continue;
-        }
-        let Some(api) = clients.iter().find(|c| c.server() == batch.server) else {
+            "canceled before"
+        } else if let Some(api) = clients.iter().find(|c| c.server() == batch.server) {
+            let n = crate::batch::cancel_each(
+                api.as_ref(),
+                &mut store,
+                &run,
+                std::slice::from_ref(&batch.batch_id),
+                printer,
+            )
+            .await?;
+            asked += n;
+            if n == 1 {
+                "canceled"
+            } else {
+                "already ended"
+            }
+        } else {
             unreached.push(batch);
-            continue;
+            "not reached"
         };
-        asked += crate::batch::cancel_each(
-            api.as_ref(),
-            &mut store,
-            &run,
-            std::slice::from_ref(&batch.batch_id),
-            printer,
-        )
-        .await?;
+        outcomes.push(serde_json::json!({
+            "batch_id": batch.batch_id,
+            "phase": batch.phase,
+            "server": batch.server,
+            "outcome": outcome,
+        }));
     }
     let job = &request.job;
     let n = request.batches.len();
@@ -106,8 +129,21 @@ async fn cancel_batches(
          its next poll, and it stops; else `rlm job resume {job}`, which sends the rest again: nothing is paid twice)",
         if n == 1 { "batch" } else { "batches" },
     ));
+    let status = if unreached.is_empty() {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Partial
+    };
+    if request.json {
+        printer.json(&serde_json::json!({
+            "job_id": job,
+            "canceled": asked,
+            "batches": outcomes,
+            "exit_code": status.code(),
+        }));
+    }
     if unreached.is_empty() {
-        return Ok(ExitStatus::Success);
+        return Ok(status);
     }
     for batch in unreached {
         printer.warn(&format!(
@@ -116,5 +152,5 @@ async fn cancel_batches(
             batch.batch_id, batch.server
         ));
     }
-    Ok(ExitStatus::Partial)
+    Ok(status)
 }

@@ -600,7 +600,7 @@ fn rlm_cancel_of_a_running_batch_job_cancels_its_batch_and_the_job_stops_without
         "the job records its batch"
     );
     let id = job_id(&jobs(&p)[0]);
-    let cancel = p.rlm(&["cancel", &id]).run();
+    let cancel = p.rlm(&["cancel", &id, "--json"]).run();
     cancel.assert_exit(0);
     assert!(
         cancel.stderr.contains("1 of its 1 provider batch canceled"),
@@ -608,6 +608,11 @@ fn rlm_cancel_of_a_running_batch_job_cancels_its_batch_and_the_job_stops_without
         cancel.stderr
     );
     assert_eq!(mock.batch_cancels(), 1);
+    let doc = cancel.json();
+    assert_eq!(doc["job_id"], id.as_str(), "{doc}");
+    assert_eq!(doc["canceled"], 1, "{doc}");
+    assert_eq!(doc["batches"][0]["outcome"], "canceled", "{doc}");
+    assert_eq!(doc["exit_code"], 0, "{doc}");
     let out = job.wait();
     assert_eq!(out.status, 130, "stopped, resumable: {}", out.stderr);
     assert!(
