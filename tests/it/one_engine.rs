@@ -631,22 +631,7 @@ fn rlm_cancel_of_a_running_batch_job_cancels_its_batch_and_the_job_stops_without
         "what had finished is kept: {record}"
     );
 
-    mock.set_batch_progress(BatchProgress::AfterPolls(0));
-    let resumed = job_fast(p.rlm(&["job", "resume", &id, "--json"])).run();
-    resumed.assert_exit(0);
-    assert_eq!(
-        mock.batch_sizes(),
-        [2, 1],
-        "only the canceled request again: {}",
-        resumed.stderr
-    );
-    assert!(
-        map_requests(&mock).is_empty(),
-        "nothing paid in real time: {}",
-        resumed.stderr
-    );
-    let record = read_json(&jobs(&p)[0].join("job.json"));
-    assert_eq!(record["phases"][0]["items_done"], 8, "{record}");
+    resume_sends_only_the_canceled_request(&p, &mock, &id);
 }
 
 /// Whether the project's first job has a provider batch in the run store (`rlm status`).
@@ -662,7 +647,7 @@ fn first_job_batch_recorded(p: &Project) -> bool {
 /// the rest again (through the batch API), and calls nothing in real time.
 #[test]
 fn a_killed_batch_job_canceled_then_resumed_keeps_what_finished_and_sends_only_the_rest() {
-    use crate::job::{fast as job_fast, job_args, job_id, job_project, jobs, map_requests};
+    use crate::job::{fast as job_fast, job_args, job_id, job_project, jobs};
     let mock = MockLlm::start();
     mock.set_batch_progress(BatchProgress::HeldAfter(1));
     let p = job_project(8, 4, &[], "");
@@ -679,8 +664,16 @@ fn a_killed_batch_job_canceled_then_resumed_keeps_what_finished_and_sends_only_t
     cancel.assert_exit(0);
     assert_eq!(mock.batch_cancels(), 1, "{}", cancel.stderr);
 
+    resume_sends_only_the_canceled_request(&p, &mock, &id);
+}
+
+/// `rlm job resume JOB` of a job of 8 items in two requests whose first batch answered one
+/// request and had the other canceled: the canceled request alone is sent again, through the
+/// batch API, nothing in real time, and every item is done.
+fn resume_sends_only_the_canceled_request(p: &Project, mock: &MockLlm, id: &str) {
+    use crate::job::{fast as job_fast, jobs, map_requests};
     mock.set_batch_progress(BatchProgress::AfterPolls(0));
-    let resumed = job_fast(p.rlm(&["job", "resume", &id, "--json"])).run();
+    let resumed = job_fast(p.rlm(&["job", "resume", id, "--json"])).run();
     resumed.assert_exit(0);
     assert_eq!(
         mock.batch_sizes(),
@@ -689,10 +682,10 @@ fn a_killed_batch_job_canceled_then_resumed_keeps_what_finished_and_sends_only_t
         resumed.stderr
     );
     assert!(
-        map_requests(&mock).is_empty(),
+        map_requests(mock).is_empty(),
         "nothing paid in real time: {}",
         resumed.stderr
     );
-    let record = read_json(&jobs(&p)[0].join("job.json"));
+    let record = read_json(&jobs(p)[0].join("job.json"));
     assert_eq!(record["phases"][0]["items_done"], 8, "{record}");
 }
