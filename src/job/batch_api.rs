@@ -31,17 +31,18 @@ use serde::Deserialize;
 use super::batches::{BatchDone, BatchJob};
 use super::job_dir::read_json_if_whole;
 use super::worker::{cached_answer, store, PhaseReply, PriorAnswer, WorkerContext, WorkerEnd, WorkerOutcome};
+use crate::batch::lost_submission::{Host, Lost, Settle, Settled};
+use crate::batch::Pause;
 use crate::batch::RunRecorder;
 use crate::error::{ProviderFailure, RlmError, StoreFailure};
 use crate::exec::{Interrupt, ReplyCheck};
 use crate::printer::Printer;
 use crate::provider::batch_api::{
-    batch_api, custom_id_for, none_since, reconcile, submit_all_within, unit_part, BatchApi, BatchItem, BatchState,
-    BatchTimeouts, Intent, ItemOutcome, Reconciled, SubmissionTag,
+    batch_api, custom_id_for, submit_all_within, unit_part, BatchApi, BatchItem, BatchState, BatchTimeouts, ItemOutcome,
 };
 use crate::provider::catalog::PriceTier;
 use crate::settings::{BatchApiSettings, ProviderSettings};
-use crate::store::{KeyClaim, NewBatchSubmission, RunId, TaskStore};
+use crate::store::{KeyClaim, RunId, TaskStore};
 
 /// Keys claimed in one store transaction.
 const CLAIM_CHUNK: usize = 256;
@@ -175,7 +176,17 @@ pub async fn collect(
         collecting: HashSet::new(),
         canceled_now: Vec::new(),
     };
-    let held = p.settle_intents(interrupt).await;
+    let (held, interrupted) = p.settle_intents(interrupt).await;
+    if interrupted {
+        // Ctrl-C or the deadline while a lost submission was looked for: nothing is sent.
+        return Ok(Collected {
+            answered: Vec::new(),
+            rest: p.jobs.iter_mut().filter_map(Option::take).collect(),
+            stopped: true,
+            over_budget: None,
+            canceled: None,
+        });
+    }
     p.take_earlier()?;
     let mut answered = Vec::new();
     // Batches canceled before (`rlm cancel` of the job): what had finished is collected
@@ -612,14 +623,12 @@ impl PhaseBatches<'_, '_> {
         Ok(())
     }
 
-    /// Looks at the provider for the batch of each submission an earlier attempt sent without
-    /// its reply (see [`crate::provider::batch_api::reconcile`]): found, it is recorded and
-    /// collected; shown never created, its requests go again. Returns the custom ids still
-    /// held (their batch cannot be told yet: not sent, not run; the next resume looks again).
-    async fn settle_intents(&mut self, interrupt: &mut Interrupt) -> HashSet<String> {
-        /// How often the listing is read again once the candidates it named have ended.
-        const LOOKS: usize = 3;
-        let printer = self.phase.printer;
+    /// Settles each submission an earlier attempt sent without its reply (the one way, see
+    /// [`crate::batch::lost_submission`]): found, it is recorded, then collected with the
+    /// phase's other earlier batches; shown never created, its requests go again. Returns the
+    /// custom ids still held (their batch cannot be told yet: not sent, not run; the next
+    /// resume looks again), and whether Ctrl-C or the deadline came while it waited.
+    async fn settle_intents(&mut self, interrupt: &mut Interrupt) -> (HashSet<String>, bool) {
         let mut held = HashSet::new();
         let intents = match self.store.batch_intents(&self.run) {
             Ok(intents) => intents,
@@ -628,85 +637,90 @@ impl PhaseBatches<'_, '_> {
                 Vec::new()
             }
         };
-        let server = self.api.server().to_string();
+        let mut host = JobHost {
+            printer: self.phase.printer,
+            interrupt,
+            store_failure: &mut self.store_failure,
+            stopped: false,
+        };
         for intent in intents.into_iter().filter(|i| i.phase == self.phase.tag) {
             let requests = self
                 .store
                 .batch_intent_requests(&self.run, &intent.token)
                 .unwrap_or_default();
-            let custom_ids: Vec<String> = requests.iter().map(|(c, _)| c.clone()).collect();
-            let tag = SubmissionTag {
-                run: self.run.to_string(),
-                token: intent.token.clone(),
-            };
-            let mut looked = Intent {
-                tag: &tag,
-                recorded_at_ms: intent.recorded_at.as_millis(),
-                custom_ids: &custom_ids,
-                excluded: self.store.known_batch_ids().unwrap_or_default(),
-            };
-            let n = custom_ids.len();
-            let mut reconciled = Box::pin(reconcile(self.api.as_ref(), &mut looked)).await;
-            // Batches that may be it and have not ended: once they have, their results tell.
-            for _ in 0..LOOKS {
-                let Ok(Reconciled::Running(candidates)) = &reconciled else {
-                    break;
-                };
-                printer.progress(&format!(
-                    "  a submission of {n} requests was never recorded: waiting for {} batch(es) at {server} that may \
-                     be it",
-                    candidates.len(),
-                ));
-                for candidate in candidates.clone() {
-                    if !matches!(
-                        poll_until_ended(self.api.as_ref(), &candidate, self.phase, interrupt).await,
-                        Ok(Some(_))
-                    ) {
-                        break;
-                    }
-                }
-                reconciled = Box::pin(reconcile(self.api.as_ref(), &mut looked)).await;
+            let held_ids = requests.iter().map(|(c, _)| unit_part(c).to_string());
+            if host.stopped {
+                // Not looked at after Ctrl-C: held, for the next resume.
+                held.extend(held_ids);
+                continue;
             }
-            match reconciled {
-                Ok(Reconciled::Found { state, how }) => {
-                    printer.warn(&format!(
-                        "a submission of {n} requests was never recorded; batch {} was found at {server} ({how}): \
-                         it is collected, not sent again",
-                        state.batch_id
-                    ));
-                    let batch = NewBatchSubmission {
-                        state: &state,
-                        provider: self.api.kind().name(),
-                        server: &server,
-                        phase: &self.phase.tag,
-                        requests: &requests,
-                        token: Some(&intent.token),
-                    };
-                    if let Err(e) = self.store.record_batch_submission(&self.run, &batch) {
-                        self.store_failed(&e.to_string());
-                    }
-                    // Collected with the phase's other earlier batches (see `take_earlier`).
-                }
-                Ok(Reconciled::NotCreated { since_ms }) => {
-                    printer.warn(&format!(
-                        "a submission of {n} requests was never recorded; {}: its requests are sent again",
-                        none_since(&server, since_ms)
-                    ));
-                    if let Err(e) = self.store.drop_batch_intent(&self.run, &intent.token) {
-                        self.store_failed(&e.to_string());
-                    }
-                }
-                Ok(Reconciled::Running(_) | Reconciled::Unsure(_)) | Err(_) => {
-                    printer.warn(&format!(
-                        "a submission of {n} requests was never recorded, and {server} cannot tell yet whether it \
-                         created a batch: its requests are not sent again (that could pay twice); rlm job resume \
-                         looks again"
-                    ));
-                    held.extend(custom_ids.iter().map(|c| unit_part(c).to_string()));
-                }
+            let lost = Lost {
+                token: &intent.token,
+                recorded_at_ms: intent.recorded_at.as_millis(),
+                requests: &requests,
+                phase: &self.phase.tag,
+                what: format!(
+                    "the reply to submission {} ({} requests, sent by an earlier attempt) was never recorded",
+                    intent.token, intent.request_count
+                ),
+            };
+            let settled = Settle {
+                api: self.api.as_ref(),
+                store: &mut self.store,
+                run: &self.run,
+                schedule: &self.phase.settings.poll,
+                wait: true,
+            }
+            .settle(&mut host, &lost)
+            .await;
+            if let Settled::Held { why, .. } = settled {
+                host.say(format!(
+                    "{why}; its requests are not sent again (that could pay twice): `rlm job resume {}` looks again",
+                    self.run
+                ));
+                held.extend(held_ids);
             }
         }
-        held
+        (held, host.stopped)
+    }
+}
+
+/// A job phase's side of a settle: its warnings on stderr, its waits under its Ctrl-C and
+/// deadline.
+struct JobHost<'a> {
+    printer: &'a Printer,
+    interrupt: &'a mut Interrupt,
+    store_failure: &'a mut Option<String>,
+    /// Ctrl-C or the deadline came while waiting.
+    stopped: bool,
+}
+
+impl Host for JobHost<'_> {
+    fn say(&mut self, message: String) {
+        self.printer.warn(&message);
+    }
+
+    fn store_failed(&mut self, e: &crate::store::StoreError) {
+        if self.store_failure.is_none() {
+            self.printer.warn(&format!(
+                "the run store could not record the job's provider batches ({e}); rlm status may not show them"
+            ));
+            *self.store_failure = Some(e.to_string());
+        }
+    }
+
+    async fn pause(&mut self, until: tokio::time::Instant) -> Pause {
+        if self.stopped {
+            return Pause::Interrupted;
+        }
+        tokio::select! {
+            biased;
+            () = self.interrupt.recv() => {
+                self.stopped = true;
+                if self.interrupt.deadline_passed { Pause::DeadlinePassed } else { Pause::Interrupted }
+            }
+            () = tokio::time::sleep_until(until) => Pause::Elapsed,
+        }
     }
 }
 
@@ -727,16 +741,6 @@ async fn wait(
         }
     };
     poll_with(api, batch_id, phase, interrupt, &mut record).await
-}
-
-/// [`wait`] for a batch that is no batch of a run (a candidate for a lost submission).
-async fn poll_until_ended(
-    api: &dyn BatchApi,
-    batch_id: &str,
-    phase: &Phase<'_>,
-    interrupt: &mut Interrupt,
-) -> Result<Option<BatchState>, RlmError> {
-    poll_with(api, batch_id, phase, interrupt, &mut |_| {}).await
 }
 
 /// Polls `batch_id` until it has ended (its state), or `None` when Ctrl-C or the deadline

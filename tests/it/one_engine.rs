@@ -439,6 +439,62 @@ fn a_job_killed_while_its_batch_create_request_is_in_flight_resumes_without_payi
     assert_eq!(record["phases"][0]["items_done"], 10, "{record}");
 }
 
+/// The same kill, but the batch the lost reply created has not ended when the job is resumed:
+/// the resume settles it the way `rlm batch` does (one way for every path): it says that the
+/// batch may be it and waits for it, a Ctrl-C stops that wait at once (sending nothing, the
+/// submission held for the next resume), and the next resume, once the batch has ended,
+/// collects it.
+#[test]
+fn a_job_resume_waits_for_a_lost_submissions_running_batch_and_stops_at_once_on_ctrl_c() {
+    use crate::job::{fast as job_fast, job_args, job_id, job_project, map_requests, only_job};
+    use crate::support::mock_llm::batch::SubmitFault;
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::Held);
+    mock.batch_submit_faults(vec![SubmitFault::HangAfterCreate]);
+    let p = job_project(6, 2, &[], "");
+    let running = job_fast(p.rlm(&job_args(&mock.url(), &["--batch-api", "--yes"]))).spawn();
+    assert!(
+        wait_until(Duration::from_secs(30), || mock.batch_submissions() == 1),
+        "the batch is created"
+    );
+    running.signal("KILL");
+    let _ = running.wait();
+    let id = job_id(&only_job(&p));
+
+    let resumed = job_fast(p.rlm(&["job", "resume", &id])).spawn();
+    assert!(
+        wait_until(Duration::from_secs(30), || mock.batch_polls() >= 3),
+        "the resume polls the batch that may be its submission's"
+    );
+    let asked = std::time::Instant::now();
+    resumed.signal("INT");
+    let out = resumed.wait();
+    assert!(
+        asked.elapsed() < Duration::from_secs(5),
+        "stopped in {:?}: {}",
+        asked.elapsed(),
+        out.stderr
+    );
+    assert_eq!(out.status, 130, "interrupted: {}", out.stderr);
+    assert!(
+        out.stderr.contains("may be it and has not ended: rlm waits for it")
+            && out.stderr.contains(&format!("`rlm job resume {id}` looks again")),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(mock.batch_submissions(), 1, "nothing sent again: {}", out.stderr);
+    assert!(map_requests(&mock).is_empty(), "nothing paid in real time");
+
+    mock.set_batch_progress(BatchProgress::AfterPolls(1));
+    let done = job_fast(p.rlm(&["job", "resume", &id])).run();
+    done.assert_exit(0);
+    assert!(done.stderr.contains("was found at"), "{}", done.stderr);
+    assert_eq!(mock.batch_submissions(), 1, "collected, not sent again");
+    assert!(map_requests(&mock).is_empty());
+    let record = read_json(&only_job(&p).join("job.json"));
+    assert_eq!(record["phases"][0]["items_done"], 6, "{record}");
+}
+
 /// Scenario 6 on the job path: `rlm job --batch-api --max-cost` sends only the map requests
 /// whose batch fits the budget at its worst; the job stops BUDGET_EXCEEDED and a resume with
 /// more sends the rest, once.

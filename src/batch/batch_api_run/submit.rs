@@ -281,7 +281,7 @@ impl BatchApiRun {
                     return std::collections::HashMap::new();
                 }
                 Settled::NotCreated => return std::collections::HashMap::new(),
-                Settled::Held(why) => format!("not run: {why} (`rlm resume {run}` looks for its batch again)"),
+                Settled::Held { why, .. } => format!("not run: {why} (`rlm resume {run}` looks for its batch again)"),
             }
         } else {
             // (The message already says that a resume looks again.)
