@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use crate::cache::{Cache, CacheEntry, CacheKey, ClaimGuard, Claimed};
 use crate::exec::{Limiter, Place};
-use crate::store::{KeyHolder, TaskStore};
+use crate::store::{KeyHolder, RunId, StoreError, TaskStore};
 
 /// How a run claims keys: its cache, the store's batch claims, and its own run id.
 pub struct KeyClaims {
@@ -136,6 +136,86 @@ impl KeyClaims {
         .await;
         asked.ok().flatten()
     }
+}
+
+/// Keys claimed for a submission in one store transaction (see [`claim_for_submission`]).
+pub const CLAIM_CHUNK: usize = 256;
+
+/// What a key is to a provider batch about to be submitted (see [`claim_for_submission`]).
+#[derive(Debug)]
+pub enum ForSubmission {
+    /// This run's to submit: claimed in the store for its batch.
+    Mine,
+    /// A realtime call holds its flock (in this rlm or another): it is being paid for now.
+    Running,
+    /// Answered meanwhile: the cache has it.
+    Cached(Box<CacheEntry>),
+    /// Another run's provider batch holds it.
+    Held(KeyHolder),
+}
+
+/// Claims `keys` for run `run`'s next submission at `server` — the one way a key goes into
+/// a provider batch, on every path (`rlm batch --batch-api`, `rlm job --batch-api`). Each key
+/// is claimed in the store first (the claim outlives this process, as the batch does); then
+/// the cache's `flock` of a realtime call in flight is looked at (never taken); then the cache
+/// is read again. A realtime call takes its flock first, looks at the store second, and
+/// caches its answer before letting go: in whichever order two runs meet, one of them sees
+/// the other, so no answer is paid twice. A store that cannot claim (`store_failed` hears
+/// why) leaves every key `Mine`, as before claims existed: only the flocks are looked at.
+///
+/// The caller lets go (`TaskStore::release_claims`) of the keys it does not submit.
+pub async fn claim_for_submission(
+    store: &mut TaskStore,
+    run: &RunId,
+    server: &str,
+    (cache, max_tokens): (&Cache, u32),
+    keys: &[String],
+    store_failed: &mut dyn FnMut(StoreError),
+) -> Vec<ForSubmission> {
+    let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let claims = store.claim_keys(run, server, &refs).unwrap_or_else(|e| {
+        store_failed(e);
+        vec![crate::store::KeyClaim::Mine; keys.len()]
+    });
+    let mine: Vec<(usize, CacheKey)> = claims
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| matches!(c, crate::store::KeyClaim::Mine))
+        .map(|(i, _)| (i, CacheKey(keys[i].clone())))
+        .collect();
+    // Off the async workers: a flock look and a cache read per key.
+    let cache = cache.clone();
+    let looked: Vec<(usize, Option<ForSubmission>)> = tokio::task::spawn_blocking(move || {
+        mine.into_iter()
+            .map(|(i, key)| {
+                let seen = if cache.is_claimed(&key) {
+                    Some(ForSubmission::Running)
+                } else {
+                    cache
+                        .get(&key, max_tokens)
+                        .ok()
+                        .flatten()
+                        .map(|entry| ForSubmission::Cached(Box::new(entry)))
+                };
+                (i, seen)
+            })
+            .collect()
+    })
+    .await
+    .unwrap_or_default();
+    let mut verdicts: Vec<ForSubmission> = claims
+        .into_iter()
+        .map(|c| match c {
+            crate::store::KeyClaim::Mine => ForSubmission::Mine,
+            crate::store::KeyClaim::Held(holder) => ForSubmission::Held(holder),
+        })
+        .collect();
+    for (i, seen) in looked {
+        if let Some(seen) = seen {
+            verdicts[i] = seen;
+        }
+    }
+    verdicts
 }
 
 /// A claim that could not be taken does not stop the unit: it pays as it would have

@@ -31,6 +31,7 @@ use serde::Deserialize;
 use super::batches::{BatchDone, BatchJob};
 use super::job_dir::read_json_if_whole;
 use super::worker::{cached_answer, store, PhaseReply, PriorAnswer, WorkerContext, WorkerEnd, WorkerOutcome};
+use crate::batch::key_claim::{claim_for_submission, ForSubmission, CLAIM_CHUNK};
 use crate::batch::lost_submission::{Host, Lost, Settle, Settled};
 use crate::batch::Pause;
 use crate::batch::RunRecorder;
@@ -42,10 +43,7 @@ use crate::provider::batch_api::{
 };
 use crate::provider::catalog::PriceTier;
 use crate::settings::{BatchApiSettings, ProviderSettings};
-use crate::store::{KeyClaim, RunId, TaskStore};
-
-/// Keys claimed in one store transaction.
-const CLAIM_CHUNK: usize = 256;
+use crate::store::{RunId, TaskStore};
 
 /// What the phase's batch API needs besides its jobs.
 pub struct Phase<'a> {
@@ -352,39 +350,42 @@ impl PhaseBatches<'_, '_> {
         let mut mine = Vec::new();
         let mut elsewhere = Vec::new();
         let mut orphaned: HashMap<String, (RunId, Vec<usize>)> = HashMap::new();
-        let key_of = |jobs: &[Option<BatchJob>], i: usize| jobs[i].as_ref().map(|j| j.request.key.0.clone());
         for chunk in candidates.chunks(CLAIM_CHUNK) {
-            let keys: Vec<String> = chunk.iter().filter_map(|&i| key_of(&self.jobs, i)).collect();
-            let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
-            let claims = match self.store.claim_keys(&self.run, self.api.server(), &refs) {
-                Ok(claims) => claims,
-                Err(e) => {
-                    // Without the store, only the realtime runs' flocks are looked at.
-                    self.store_failed(&e.to_string());
-                    vec![KeyClaim::Mine; chunk.len()]
-                }
-            };
+            let (present, keys): (Vec<usize>, Vec<String>) = chunk
+                .iter()
+                .filter_map(|&i| Some((i, self.jobs[i].as_ref()?.request.key.0.clone())))
+                .unzip();
+            let mut failed = None;
+            let verdicts = claim_for_submission(
+                &mut self.store,
+                &self.run,
+                self.api.server(),
+                (&workers.cache, workers.max_tokens),
+                &keys,
+                &mut |e| failed = Some(e),
+            )
+            .await;
+            if let Some(e) = failed {
+                self.store_failed(&e.to_string());
+            }
             let mut let_go = Vec::new();
-            for (&i, claim) in chunk.iter().zip(claims) {
+            for (i, verdict) in present.into_iter().zip(verdicts) {
                 let Some(job) = self.jobs[i].as_ref() else { continue };
-                match claim {
-                    // Claimed in the store first, then the flock looked at, then the cache:
-                    // a realtime call that took its flock first is paying now (the worker
-                    // waits for it), one that takes it later sees the claim, and one that
-                    // let it go has its answer in the cache.
-                    KeyClaim::Mine => {
-                        let busy = workers.cache.is_claimed(&job.request.key);
-                        let cached = !busy
-                            && workers.cache_reads
-                            && cached_answer(workers, &job.request, job.check.as_ref()).await.is_some();
-                        if busy || cached {
-                            let_go.push(job.request.key.0.clone());
-                            elsewhere.extend(self.jobs[i].take());
-                        } else {
-                            mine.push(i);
-                        }
+                // The realtime workers wait for a call in flight, and serve what was
+                // answered meanwhile; a cached answer this phase rejects is asked for again.
+                let served = match &verdict {
+                    ForSubmission::Running => true,
+                    ForSubmission::Cached(entry) => PhaseReply::new(job.check.as_ref(), &job.request)
+                        .check(&entry.text)
+                        .is_ok(),
+                    _ => false,
+                };
+                match verdict {
+                    _ if served => {
+                        let_go.push(job.request.key.0.clone());
+                        elsewhere.extend(self.jobs[i].take());
                     }
-                    KeyClaim::Held(holder) => match holder.batch_id {
+                    ForSubmission::Held(holder) => match holder.batch_id {
                         Some(batch) if !holder.alive && holder.server == self.api.server() => {
                             orphaned
                                 .entry(batch)
@@ -394,6 +395,7 @@ impl PhaseBatches<'_, '_> {
                         }
                         _ => elsewhere.extend(self.jobs[i].take()),
                     },
+                    _ => mine.push(i),
                 }
             }
             if !let_go.is_empty() {

@@ -2,12 +2,9 @@
 //! holds its cache key, so two runs at once — two `--batch-api` runs, a realtime one and a
 //! batch one, any output directories — never pay for one answer twice.
 //!
-//! Each key is claimed in the store for the batch ([`crate::store::KeyClaim`]: the claim
-//! outlives this process, as the batch does); then the cache's `flock` of a realtime call in
-//! flight is looked at (never taken), and the cache read again. A realtime call takes its
-//! flock first, looks at the store second, and caches its answer before letting go: in
-//! whichever order the two runs meet, one of them sees the other, so no answer is paid
-//! twice.
+//! Each key is claimed the one way every path claims a key for a submission
+//! ([`claim_for_submission`]: in the store, then the realtime calls' flocks looked at, then
+//! the cache read again).
 //!
 //! A key another run holds is
 //! - waited for while that run's rlm lives (a realtime call in flight, or its batch): its
@@ -26,14 +23,13 @@ use super::wait::Waiting;
 use super::BatchApiRun;
 use crate::batch::execution::{Execution, Pause};
 use crate::batch::job::{self, JobOutcome};
-use crate::cache::{CacheEntry, CacheKey};
+use crate::batch::key_claim::{claim_for_submission, ForSubmission, CLAIM_CHUNK};
+use crate::cache::CacheEntry;
 use crate::exec::{Event, PoolHandler};
 use crate::provider::batch_api::BatchCounts;
 use crate::request;
-use crate::store::{KeyClaim, KeyHolder, RunId};
+use crate::store::{KeyHolder, RunId};
 
-/// Keys claimed in one store transaction.
-const CHUNK: usize = 256;
 /// The longest wait between two looks at keys other runs hold.
 const LONGEST_LOOK: Duration = Duration::from_secs(5);
 
@@ -48,38 +44,36 @@ impl BatchApiRun {
         }
         let mut mine = Vec::with_capacity(send.len());
         let mut orphaned: BTreeMap<String, (RunId, Vec<usize>)> = BTreeMap::new();
-        for chunk in send.chunks(CHUNK) {
-            let keys: Vec<&str> = chunk.iter().map(|&i| p.keys[i].as_str()).collect();
-            let claims = match self.store.claim_keys(&self.run, self.api.server(), &keys) {
-                Ok(claims) => claims,
-                Err(e) => {
-                    // Without the store, as before claims existed (another batch run
-                    // cannot be seen): only the realtime runs' flocks are looked at.
-                    self.store_write(|_, _| Err(e));
-                    vec![KeyClaim::Mine; chunk.len()]
-                }
-            };
-            let mut claimed = Vec::with_capacity(chunk.len());
-            for (&i, claim) in chunk.iter().zip(claims) {
-                match claim {
-                    KeyClaim::Mine => claimed.push(i),
-                    KeyClaim::Held(holder) => self.held_elsewhere(exec, p, i, holder, &mut orphaned),
-                }
+        let jobs = exec.jobs.clone();
+        for chunk in send.chunks(CLAIM_CHUNK) {
+            let keys: Vec<String> = chunk.iter().map(|&i| p.keys[i].clone()).collect();
+            let mut failed = None;
+            let verdicts = claim_for_submission(
+                &mut self.store,
+                &self.run,
+                self.api.server(),
+                (&jobs.cache, jobs.requests.max_tokens),
+                &keys,
+                &mut |e| failed = Some(e),
+            )
+            .await;
+            if let Some(e) = failed {
+                self.store_write(|_, _| Err(e));
             }
-            // Claimed in the store first, then the flocks looked at, then the cache: a
-            // realtime call that took its flock before the claim was written is paying now
-            // (this run waits for its answer), one that takes it after sees the claim and
-            // waits, and one that let it go has its answer in the cache.
-            let (free, busy) = self.flocks_free(exec, p, claimed).await;
-            let mut let_go: Vec<usize> = busy.clone();
-            p.awaiting.extend(busy);
-            for (i, cached) in self.look_up(exec, p, &free).await {
-                match cached {
-                    Some(entry) => {
+            let mut let_go = Vec::new();
+            for (&i, verdict) in chunk.iter().zip(verdicts) {
+                match verdict {
+                    ForSubmission::Mine => mine.push(i),
+                    // Being paid for now: its answer is read from the cache when it lands.
+                    ForSubmission::Running => {
+                        p.awaiting.push(i);
+                        let_go.push(i);
+                    }
+                    ForSubmission::Cached(entry) => {
                         self.serve(exec, p, i, entry).await;
                         let_go.push(i);
                     }
-                    None => mine.push(i),
+                    ForSubmission::Held(holder) => self.held_elsewhere(exec, p, i, holder, &mut orphaned),
                 }
             }
             if !let_go.is_empty() {
@@ -91,38 +85,6 @@ impl BatchApiRun {
             self.collect_for(exec, p, batch_id, owner, indexes);
         }
         mine
-    }
-
-    /// The cache entry of each request of `chunk`, if one is there now (read off the async
-    /// workers).
-    async fn look_up(&self, exec: &Execution, p: &Phase<'_>, chunk: &[usize]) -> Vec<(usize, Option<Box<CacheEntry>>)> {
-        let cache = exec.jobs.cache.clone();
-        let max = exec.jobs.requests.max_tokens;
-        let keys: Vec<(usize, CacheKey)> = chunk.iter().map(|&i| (i, CacheKey(p.keys[i].clone()))).collect();
-        let fallback: Vec<(usize, Option<Box<CacheEntry>>)> = chunk.iter().map(|&i| (i, None)).collect();
-        tokio::task::spawn_blocking(move || {
-            keys.into_iter()
-                .map(|(i, key)| (i, cache.get(&key, max).ok().flatten().map(Box::new)))
-                .collect()
-        })
-        .await
-        .unwrap_or(fallback)
-    }
-
-    /// Of `claimed`, the requests whose key no realtime call holds now (its flock), and
-    /// those it does.
-    async fn flocks_free(&self, exec: &Execution, p: &Phase<'_>, claimed: Vec<usize>) -> (Vec<usize>, Vec<usize>) {
-        let cache = exec.jobs.cache.clone();
-        let keys: Vec<(usize, CacheKey)> = claimed.iter().map(|&i| (i, CacheKey(p.keys[i].clone()))).collect();
-        tokio::task::spawn_blocking(move || {
-            let (busy, free): (Vec<_>, Vec<_>) = keys.into_iter().partition(|(_, key)| cache.is_claimed(key));
-            (
-                free.into_iter().map(|(i, _)| i).collect(),
-                busy.into_iter().map(|(i, _)| i).collect(),
-            )
-        })
-        .await
-        .unwrap_or((claimed, Vec::new()))
     }
 
     /// Request `i`'s key is held by another run's batch (see the module doc).
