@@ -14,20 +14,6 @@ pub enum ProviderFailure {
     /// `--batch-api` could not submit the batches, or the server failed its probe.
     #[error("--batch-api: {0}")]
     BatchApi(#[source] BatchError),
-    /// The results of a batch could not be fetched.
-    #[error("--batch-api: cannot read the results of {batch}: {source}")]
-    Results {
-        batch: String,
-        #[source]
-        source: BatchError,
-    },
-    /// One item of a batch's results could not be read.
-    #[error("--batch-api: the results of {batch}: {source}")]
-    ResultItem {
-        batch: String,
-        #[source]
-        source: BatchError,
-    },
     /// A batch could not be polled, and polling again would not help.
     #[error("--batch-api: cannot poll {batch}: {source}")]
     Poll {

@@ -39,7 +39,8 @@ use crate::error::{ProviderFailure, RlmError, StoreFailure};
 use crate::exec::{Interrupt, ReplyCheck};
 use crate::printer::Printer;
 use crate::provider::batch_api::{
-    batch_api, custom_id_for, submit_all_within, unit_part, BatchApi, BatchItem, BatchState, BatchTimeouts, ItemOutcome,
+    batch_api, custom_id_for, submit_all_within, unit_part, BatchApi, BatchItem, BatchState, BatchTimeouts,
+    ItemOutcome, Results, ResultsEnd,
 };
 use crate::provider::catalog::PriceTier;
 use crate::settings::{BatchApiSettings, ProviderSettings};
@@ -82,6 +83,9 @@ pub struct Collected {
     /// A batch was canceled while this job waited for it (`rlm cancel`, or at the
     /// provider): why the job stops there, sending nothing in real time (resumable).
     pub canceled: Option<String>,
+    /// The results of a batch could not be read now: why (the job stops; `rlm job resume`
+    /// reads them, never paying for them again).
+    pub unread: Option<String>,
 }
 
 /// A batch this phase collects: its own (sent now or by an earlier attempt), or one of a
@@ -143,6 +147,8 @@ struct PhaseBatches<'p, 'a> {
     collecting: HashSet<usize>,
     /// Batches canceled while this attempt waited for them: the job stops.
     canceled_now: Vec<String>,
+    /// Batches whose results could not be read now: why (the job stops; a resume reads them).
+    unread: Vec<String>,
 }
 
 /// Sends `jobs` that miss the cache through the batch API (or finds the batches an earlier
@@ -173,6 +179,7 @@ pub async fn collect(
         batches: Vec::new(),
         collecting: HashSet::new(),
         canceled_now: Vec::new(),
+        unread: Vec::new(),
     };
     let (held, interrupted) = p.settle_intents(interrupt).await;
     if interrupted {
@@ -183,6 +190,7 @@ pub async fn collect(
             stopped: true,
             over_budget: None,
             canceled: None,
+            unread: None,
         });
     }
     p.take_earlier()?;
@@ -253,6 +261,7 @@ pub async fn collect(
             phase.name, phase.run
         )
     });
+    let unread = (!p.unread.is_empty()).then(|| p.unread.join("; "));
     let canceled = (!p.canceled_now.is_empty()).then(|| {
         format!(
             "provider batch {} of {} was canceled while the job waited for it (rlm cancel, or at the provider): the \
@@ -264,13 +273,14 @@ pub async fn collect(
     });
     // Held (their submission's batch cannot be told yet), over the budget or canceled: the
     // job stops here, resumable.
-    let stopped = held_jobs > 0 || over_budget.is_some() || canceled.is_some();
+    let stopped = held_jobs > 0 || over_budget.is_some() || canceled.is_some() || unread.is_some();
     Ok(Collected {
         answered,
         rest,
         stopped,
         over_budget,
         canceled,
+        unread,
     })
 }
 
@@ -287,6 +297,7 @@ impl PhaseBatches<'_, '_> {
             stopped: true,
             over_budget: None,
             canceled: None,
+            unread: None,
         }
     }
 
@@ -547,19 +558,32 @@ impl PhaseBatches<'_, '_> {
         started: Instant,
         answered: &mut Vec<BatchDone>,
     ) -> Result<(), RlmError> {
-        let mut results = self
-            .api
-            .results(state)
-            .await
-            .map_err(|source| ProviderFailure::Results {
-                batch: batch.id.clone(),
-                source,
-            })?;
-        while let Some(item) = results.next().await {
-            let item = item.map_err(|source| ProviderFailure::ResultItem {
-                batch: batch.id.clone(),
-                source,
-            })?;
+        let mut results = Results::new(state);
+        while let Some(item) = results.next(self.api.as_ref()).await {
+            let item = match item {
+                Ok(item) => item,
+                Err(ResultsEnd::Refused(reason)) => {
+                    // Nothing of it ran (not billed): its requests are asked in real time.
+                    self.phase.printer.warn(&format!(
+                        "the provider refused batch {} ({reason}): its requests are sent in real time",
+                        batch.id
+                    ));
+                    break;
+                }
+                Err(ResultsEnd::Unread(e)) => {
+                    // At the provider, paid for: a resume reads them. Its requests are not
+                    // asked again here, and the batch is not marked collected.
+                    for i in batch.requests.values() {
+                        self.jobs[*i] = None;
+                    }
+                    self.unread.push(format!(
+                        "the results of provider batch {} cannot be read now ({e}): `rlm job resume {}` reads them \
+                         later",
+                        batch.id, self.phase.run
+                    ));
+                    return Ok(());
+                }
+            };
             let reply = match &item.outcome {
                 ItemOutcome::Succeeded(reply) => reply,
                 ItemOutcome::Canceled if !batch.canceled_before => {

@@ -241,6 +241,9 @@ pub async fn run_batches(
         if let Some(reason) = collected.canceled {
             run.stop = Some(Stop::Canceled(reason));
         }
+        if let Some(reason) = collected.unread {
+            run.stop = Some(Stop::Fatal(reason));
+        }
     }
     let JobRun {
         dir,

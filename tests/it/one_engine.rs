@@ -495,6 +495,67 @@ fn a_job_resume_waits_for_a_lost_submissions_running_batch_and_stops_at_once_on_
     assert_eq!(record["phases"][0]["items_done"], 6, "{record}");
 }
 
+/// A batch's results read the one way on every path: a download that fails for a while is
+/// tried again, a line that is not JSON is skipped, and every answer is kept once, with
+/// nothing paid again in real time (the job path used to fail on either).
+#[test]
+fn batch_results_that_fail_to_download_or_hold_a_bad_line_are_read_again_on_every_path() {
+    use crate::job::{fast as job_fast, job_args, job_project, map_requests, only_job};
+    use crate::support::mock_llm::batch::ResultsFault;
+    let faults = || vec![ResultsFault::Unavailable, ResultsFault::MalformedLine];
+
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::AfterPolls(1));
+    mock.batch_results_faults(faults());
+    let p = ts_project(6);
+    let out = fast(&p, &batch_in(&mock.url(), "out", &["--batch-api", "--json"])).run();
+    out.assert_exit(0);
+    assert_eq!(out.json()["succeeded"], 6, "{}", out.stderr);
+    assert_eq!(mock.batch_result_fetches(), 2, "read again once");
+    assert_eq!(mock.requests(), 0, "nothing paid in real time");
+
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::AfterPolls(1));
+    mock.batch_results_faults(faults());
+    let p = job_project(6, 2, &[], "");
+    let out = job_fast(p.rlm(&job_args(&mock.url(), &["--batch-api", "--yes", "--json"]))).run();
+    out.assert_exit(0);
+    assert_eq!(out.json()["status"], "SUCCESS", "{}", out.stderr);
+    assert_eq!(mock.batch_result_fetches(), 2, "read again once");
+    assert_eq!(mock.batch_submissions(), 1);
+    assert!(map_requests(&mock).is_empty(), "nothing paid in real time");
+    let record = read_json(&only_job(&p).join("job.json"));
+    assert_eq!(record["phases"][0]["items_done"], 6, "{record}");
+}
+
+/// Results that cannot be read now stop a job without paying for them again in real time;
+/// they stay at the provider, and `rlm job resume` reads them.
+#[test]
+fn a_job_whose_batch_results_cannot_be_read_now_stops_and_its_resume_reads_them() {
+    use crate::job::{fast as job_fast, job_args, job_id, job_project, map_requests, only_job};
+    use crate::support::mock_llm::batch::ResultsFault;
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::AfterPolls(1));
+    mock.batch_results_faults(vec![ResultsFault::Unavailable; 3]);
+    let p = job_project(6, 2, &[], "");
+    let out = job_fast(p.rlm(&job_args(&mock.url(), &["--batch-api", "--yes"]))).run();
+    assert_ne!(out.status, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("cannot be read now") && out.stderr.contains("rlm job resume"),
+        "{}",
+        out.stderr
+    );
+    assert!(map_requests(&mock).is_empty(), "nothing paid in real time");
+    assert_eq!(mock.batch_result_fetches(), 3, "tried three times: {}", out.stderr);
+    let id = job_id(&only_job(&p));
+    let resumed = job_fast(p.rlm(&["job", "resume", &id])).run();
+    resumed.assert_exit(0);
+    assert_eq!(mock.batch_submissions(), 1, "read, not sent again: {}", resumed.stderr);
+    assert!(map_requests(&mock).is_empty());
+    let record = read_json(&only_job(&p).join("job.json"));
+    assert_eq!(record["phases"][0]["items_done"], 6, "{record}");
+}
+
 /// Scenario 6 on the job path: `rlm job --batch-api --max-cost` sends only the map requests
 /// whose batch fits the budget at its worst; the job stops BUDGET_EXCEEDED and a resume with
 /// more sends the rest, once.

@@ -15,16 +15,13 @@ use super::BatchApiRun;
 use crate::batch::execution::Execution;
 use crate::batch::job::{JobFailure, JobOutcome};
 use crate::exec::{Event, PoolHandler};
-use crate::provider::batch_api::{BatchError, BatchState, BatchStatus, ItemOutcome};
+use crate::provider::batch_api::{BatchState, BatchStatus, ItemOutcome, Results, ResultsEnd};
 use crate::store::RequestOutcome;
 
 /// Results kept at once beside the reader (each caches its answer and writes its files).
 const KEEPING: usize = 16;
 /// Outcomes recorded in the store per transaction.
 const OUTCOMES_PER_WRITE: usize = 1000;
-/// How often the results of an ended batch are asked for before the stage gives up on them
-/// for now (`rlm resume` reads them later).
-const RESULT_ATTEMPTS: u32 = 3;
 
 impl BatchApiRun {
     /// Reads an ended batch's results and keeps them (see the module doc). Requests to send
@@ -61,12 +58,11 @@ impl BatchApiRun {
             self.requeue(exec, p, &b, expected);
             return Collected::Kept;
         }
-        let mut attempt = 0;
-        'read: loop {
-            attempt += 1;
-            let mut stream = match self.api.results(&state).await {
-                Ok(stream) => stream,
-                Err(BatchError::Failed { reason, .. }) => {
+        let mut results = Results::new(&state);
+        'read: while let Some(next) = results.next(self.api.as_ref()).await {
+            let result = match next {
+                Ok(result) => result,
+                Err(ResultsEnd::Refused(reason)) => {
                     // The provider refused the whole batch (its input did not validate).
                     for &i in &expected {
                         if let Some(custom_id) = sent_as.get(&i) {
@@ -82,83 +78,61 @@ impl BatchApiRun {
                     expected.clear();
                     break 'read;
                 }
-                Err(e) if e.is_retryable() && attempt < RESULT_ATTEMPTS => continue,
-                Err(e) => {
-                    unread = Some(e.to_string());
+                Err(ResultsEnd::Unread(e)) => {
+                    unread = Some(e);
                     break 'read;
                 }
             };
-            while let Some(next) = stream.next().await {
-                let result = match next {
-                    Ok(result) => result,
-                    // A line that cannot be read (the stream goes on past it; its request,
-                    // never seen, is sent again).
-                    Err(BatchError::Malformed { reason, .. }) => {
-                        tracing::debug!(batch = %b.batch_id, "a malformed result line: {reason}");
-                        continue;
-                    }
-                    Err(e) if attempt < RESULT_ATTEMPTS => {
-                        // The transfer broke: read them again, keeping what is kept.
-                        tracing::debug!(batch = %b.batch_id, "reading the results again: {e}");
-                        continue 'read;
-                    }
-                    Err(e) => {
-                        unread = Some(e.to_string());
-                        break 'read;
-                    }
-                };
-                let Some(i) = p.sent_index(&result.custom_id) else {
-                    continue;
-                };
-                if !expected.contains(&i) || !seen.insert(i) {
-                    continue;
-                }
-                match result.outcome {
-                    ItemOutcome::Succeeded(reply) => {
-                        keeping.spawn(keep_result(
-                            exec.jobs.clone(),
-                            p.work[i].owned(),
-                            reply,
-                            (b.submitted, i),
-                            !self.cancel,
-                        ));
-                        while keeping.len() >= KEEPING {
-                            if !self.kept(exec, p, &mut keeping, &mut outcomes, &sent_as).await {
-                                stopped = true;
-                                break 'read;
-                            }
+            let Some(i) = p.sent_index(&result.custom_id) else {
+                continue;
+            };
+            if !expected.contains(&i) || !seen.insert(i) {
+                continue;
+            }
+            match result.outcome {
+                ItemOutcome::Succeeded(reply) => {
+                    keeping.spawn(keep_result(
+                        exec.jobs.clone(),
+                        p.work[i].owned(),
+                        reply,
+                        (b.submitted, i),
+                        !self.cancel,
+                    ));
+                    while keeping.len() >= KEEPING {
+                        if !self.kept(exec, p, &mut keeping, &mut outcomes, &sent_as).await {
+                            stopped = true;
+                            break 'read;
                         }
                     }
-                    ItemOutcome::Errored { reason, retryable } => {
-                        outcomes.push((result.custom_id.clone(), "errored", Some(reason.clone())));
-                        expected.remove(&i);
-                        if retryable {
-                            self.again_or_fail(exec, p, i, retry, &format!("errored at the provider: {reason}"));
-                        } else {
-                            self.fail(exec, p, i, format!("errored at the provider: {reason}"));
-                        }
-                    }
-                    ItemOutcome::Expired => {
-                        outcomes.push((result.custom_id.clone(), "expired", None));
-                        expected.remove(&i);
-                        self.again_or_fail(exec, p, i, retry, "expired at the provider (not run within 24 hours)");
-                    }
-                    ItemOutcome::Canceled => {
-                        outcomes.push((result.custom_id.clone(), "canceled", None));
-                        expected.remove(&i);
-                        self.cancelled(
-                            exec,
-                            p,
-                            i,
-                            "canceled at the provider before it ran: not run (rlm resume sends it again)",
-                        );
+                }
+                ItemOutcome::Errored { reason, retryable } => {
+                    outcomes.push((result.custom_id.clone(), "errored", Some(reason.clone())));
+                    expected.remove(&i);
+                    if retryable {
+                        self.again_or_fail(exec, p, i, retry, &format!("errored at the provider: {reason}"));
+                    } else {
+                        self.fail(exec, p, i, format!("errored at the provider: {reason}"));
                     }
                 }
-                if outcomes.len() >= OUTCOMES_PER_WRITE {
-                    self.record_outcomes(&b, &mut outcomes);
+                ItemOutcome::Expired => {
+                    outcomes.push((result.custom_id.clone(), "expired", None));
+                    expected.remove(&i);
+                    self.again_or_fail(exec, p, i, retry, "expired at the provider (not run within 24 hours)");
+                }
+                ItemOutcome::Canceled => {
+                    outcomes.push((result.custom_id.clone(), "canceled", None));
+                    expected.remove(&i);
+                    self.cancelled(
+                        exec,
+                        p,
+                        i,
+                        "canceled at the provider before it ran: not run (rlm resume sends it again)",
+                    );
                 }
             }
-            break 'read;
+            if outcomes.len() >= OUTCOMES_PER_WRITE {
+                self.record_outcomes(&b, &mut outcomes);
+            }
         }
         while !keeping.is_empty() {
             if !self.kept(exec, p, &mut keeping, &mut outcomes, &sent_as).await {

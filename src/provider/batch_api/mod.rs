@@ -36,7 +36,7 @@ pub use anthropic::AnthropicBatches;
 pub use chunker::{Chunk, Chunker, Envelope};
 pub use openai::OpenAiBatches;
 pub use reconcile::{reconcile, Intent, Reconciled, CLOCK_SKEW_MS};
-pub use results::ResultStream;
+pub use results::{ResultStream, Results, ResultsEnd, RESULT_ATTEMPTS};
 
 use std::collections::HashSet;
 use std::time::Duration;

@@ -223,3 +223,88 @@ mod tests {
         assert_eq!(ids.len(), 4);
     }
 }
+
+/// How often a batch's results are opened before a reader gives up on them for now (a
+/// later resume reads them: they are at the provider, paid for).
+pub const RESULT_ATTEMPTS: u32 = 3;
+
+/// Why a [`Results`] reader stopped before the end of the results.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResultsEnd {
+    /// The provider refused the whole batch (its input did not validate): why.
+    Refused(String),
+    /// The results cannot be read now (after [`RESULT_ATTEMPTS`]): why.
+    Unread(String),
+}
+
+/// An ended batch's results, read the one way every path reads them (`rlm batch` and `rlm
+/// job`, with or without `--batch-api` on): a malformed line is skipped (its request, never
+/// seen, is asked again by the caller); a transfer that breaks, or results that cannot be
+/// opened for a fault that may pass (after a pause), are read again from the start, up to
+/// [`RESULT_ATTEMPTS`] times, and a result seen before is not given twice.
+pub struct Results<'a> {
+    state: &'a super::BatchState,
+    stream: Option<ResultStream>,
+    attempt: u32,
+    seen: std::collections::HashSet<String>,
+}
+
+impl<'a> Results<'a> {
+    pub fn new(state: &'a super::BatchState) -> Self {
+        Results {
+            state,
+            stream: None,
+            attempt: 0,
+            seen: std::collections::HashSet::new(),
+        }
+    }
+
+    /// The next result not given before, read through `api`; `None` at the end of the
+    /// results; `Err` when the results cannot be read (then the reader is done).
+    pub async fn next(&mut self, api: &dyn super::BatchApi) -> Option<Result<ItemResult, ResultsEnd>> {
+        loop {
+            let stream = match self.stream.as_mut() {
+                Some(stream) => stream,
+                None => {
+                    self.attempt += 1;
+                    match api.results(self.state).await {
+                        Ok(stream) => self.stream.insert(stream),
+                        Err(BatchError::Failed { reason, .. }) => return Some(Err(ResultsEnd::Refused(reason))),
+                        Err(e) if e.is_retryable() && self.attempt < RESULT_ATTEMPTS => {
+                            self.pause(&e).await;
+                            continue;
+                        }
+                        Err(e) => return Some(Err(ResultsEnd::Unread(e.to_string()))),
+                    }
+                }
+            };
+            match stream.next().await? {
+                Ok(result) => {
+                    if self.seen.insert(result.custom_id.clone()) {
+                        return Some(Ok(result));
+                    }
+                }
+                Err(BatchError::Malformed { reason, .. }) => {
+                    tracing::debug!(batch = %self.state.batch_id, "a malformed result line: {reason}");
+                }
+                Err(e) if self.attempt < RESULT_ATTEMPTS => {
+                    // The download failed or broke: read them again, skipping what was given.
+                    tracing::debug!(batch = %self.state.batch_id, "reading the results again: {e}");
+                    self.stream = None;
+                    self.pause(&e).await;
+                }
+                Err(e) => return Some(Err(ResultsEnd::Unread(e.to_string()))),
+            }
+        }
+    }
+
+    /// The pause before the results are read again: the provider's `retry-after` when it
+    /// names one, else half a second more at each attempt.
+    async fn pause(&self, e: &BatchError) {
+        let pause = e
+            .retry_after()
+            .unwrap_or(std::time::Duration::from_millis(500 * u64::from(self.attempt)));
+        // Short: Ctrl-C is not heard during it.
+        tokio::time::sleep(pause.min(std::time::Duration::from_secs(5))).await;
+    }
+}

@@ -55,6 +55,15 @@ pub enum BatchProgress {
     HeldAfter(usize),
 }
 
+/// How an Anthropic results download fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResultsFault {
+    /// A 503: the download can be tried again.
+    Unavailable,
+    /// The results, with a line that is not JSON first.
+    MalformedLine,
+}
+
 /// What a request of a batch gets instead of its answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BatchFault {
@@ -129,6 +138,8 @@ struct Inner {
     /// Lines the next Anthropic results leave out (a provider's results file missing
     /// requests it counts as succeeded).
     results_dropped: usize,
+    /// How the next Anthropic results downloads fail, one each.
+    results_faults: VecDeque<ResultsFault>,
     files: HashMap<String, Vec<u8>>,
     batches: Vec<MockBatch>,
     recorded: Vec<BatchRequestRecorded>,
@@ -158,6 +169,7 @@ impl Default for Inner {
             cancel_holds: false,
             listing_failures: (0, 500),
             results_dropped: 0,
+            results_faults: VecDeque::new(),
             files: HashMap::new(),
             batches: Vec::new(),
             recorded: Vec::new(),
@@ -282,6 +294,11 @@ impl MockLlm {
     /// count as succeeded in the batch's counts).
     pub fn drop_batch_result_lines(&self, n: usize) {
         self.state.batches.lock().results_dropped = n;
+    }
+
+    /// The next Anthropic results downloads fail as `faults` say, one each.
+    pub fn batch_results_faults(&self, faults: Vec<ResultsFault>) {
+        self.state.batches.lock().results_faults = faults.into();
     }
 
     /// Whether a canceled batch stays `canceling` instead of ending at its next poll.
@@ -942,7 +959,15 @@ fn anthropic_results(state: &State, id: &str) -> Response {
         let message = format!("mock: batch {id} has not ended");
         return Response::json(400, &error_body(api, 400, &message));
     }
+    let fault = inner.results_faults.pop_front();
+    if fault == Some(ResultsFault::Unavailable) {
+        inner.result_fetches += 1;
+        return Response::json(503, &error_body(api, 503, "mock: results unavailable"));
+    }
     let mut jsonl = Vec::new();
+    if fault == Some(ResultsFault::MalformedLine) {
+        jsonl.extend_from_slice(b"{\"custom_id\": \"not json\n");
+    }
     let dropped = std::mem::take(&mut inner.results_dropped);
     let Some(batch) = inner.batches.iter().find(|b| b.id == id && b.api == api) else {
         return not_found(api, "such batch");
