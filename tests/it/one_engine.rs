@@ -539,7 +539,7 @@ fn a_job_whose_batch_results_cannot_be_read_now_stops_and_its_resume_reads_them(
     mock.batch_results_faults(vec![ResultsFault::Unavailable; 3]);
     let p = job_project(6, 2, &[], "");
     let out = job_fast(p.rlm(&job_args(&mock.url(), &["--batch-api", "--yes"]))).run();
-    assert_ne!(out.status, 0, "{}", out.stderr);
+    out.assert_exit(3);
     assert!(
         out.stderr.contains("cannot be read now") && out.stderr.contains("rlm job resume"),
         "{}",
