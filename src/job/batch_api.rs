@@ -39,8 +39,8 @@ use crate::error::{ProviderFailure, RlmError, StoreFailure};
 use crate::exec::{Interrupt, ReplyCheck};
 use crate::printer::Printer;
 use crate::provider::batch_api::{
-    batch_api, custom_id_for, submit_all_within, unit_part, BatchApi, BatchItem, BatchState, BatchTimeouts,
-    ItemOutcome, Results, ResultsEnd,
+    batch_api, custom_id_for, submit_all_within, unit_part, BatchApi, BatchError, BatchItem, BatchState, BatchTimeouts,
+    ItemOutcome, LostSubmission, Results, ResultsEnd, SubmitReport, Submitted,
 };
 use crate::provider::catalog::PriceTier;
 use crate::settings::{BatchApiSettings, ProviderSettings};
@@ -149,6 +149,11 @@ struct PhaseBatches<'p, 'a> {
     canceled_now: Vec<String>,
     /// Batches whose results could not be read now: why (the job stops; a resume reads them).
     unread: Vec<String>,
+    /// Requests of a submission of this attempt whose batch cannot be told yet: held (not
+    /// sent, not run; the job stops).
+    held_now: usize,
+    /// Ctrl-C or the deadline came while a submission was settled or retried.
+    stopped: bool,
 }
 
 /// Sends `jobs` that miss the cache through the batch API (or finds the batches an earlier
@@ -180,6 +185,8 @@ pub async fn collect(
         collecting: HashSet::new(),
         canceled_now: Vec::new(),
         unread: Vec::new(),
+        held_now: 0,
+        stopped: false,
     };
     let (held, interrupted) = p.settle_intents(interrupt).await;
     if interrupted {
@@ -233,7 +240,25 @@ pub async fn collect(
     }
     let (mine, mut elsewhere) = p.claim(workers, candidates).await;
     rest.append(&mut elsewhere);
-    let unsent = p.submit(workers, mine).await?;
+    let unsent = p.submit(workers, mine, interrupt).await?;
+    if p.stopped {
+        // Ctrl-C or the deadline while a submission was settled or sent again: what was
+        // submitted keeps running at the provider.
+        if !p.batches.is_empty() {
+            phase
+                .printer
+                .warn("the provider batches submitted keep running; rlm job resume collects them");
+        }
+        rest.extend(p.jobs.iter_mut().filter_map(Option::take));
+        return Ok(Collected {
+            answered,
+            rest,
+            stopped: true,
+            over_budget: None,
+            canceled: None,
+            unread: None,
+        });
+    }
     for batch in std::mem::take(&mut p.batches) {
         if batch.requests.is_empty() {
             // Everything it answered is done (kept by an earlier attempt): nothing to wait for.
@@ -273,7 +298,7 @@ pub async fn collect(
     });
     // Held (their submission's batch cannot be told yet), over the budget or canceled: the
     // job stops here, resumable.
-    let stopped = held_jobs > 0 || over_budget.is_some() || canceled.is_some() || unread.is_some();
+    let stopped = held_jobs > 0 || p.held_now > 0 || over_budget.is_some() || canceled.is_some() || unread.is_some();
     Ok(Collected {
         answered,
         rest,
@@ -463,15 +488,20 @@ impl PhaseBatches<'_, '_> {
     /// Submits the jobs `mine` (their keys claimed) in as many provider batches as the limits
     /// need, each recorded before anything waits for it; under `--max-cost`, only what fits
     /// the budget at its worst. Returns how many were not sent for the budget.
-    async fn submit(&mut self, workers: &Arc<WorkerContext>, mine: Vec<usize>) -> Result<usize, RlmError> {
+    async fn submit(
+        &mut self,
+        workers: &Arc<WorkerContext>,
+        mine: Vec<usize>,
+        interrupt: &mut Interrupt,
+    ) -> Result<usize, RlmError> {
         let mut budget_left = self.phase.budget_left;
-        let mut to_send = Vec::new();
+        let mut pending = Vec::new();
         let mut unsent = 0;
         for i in mine {
             let Some(job) = self.jobs[i].as_ref() else { continue };
-            let request = job.request.completion_request(workers.max_tokens);
             if let Some(left) = budget_left.as_mut() {
                 // A batch is paid for whole: only what fits at its worst is sent.
+                let request = job.request.completion_request(workers.max_tokens);
                 let worst = workers.model.worst_batch_cost(
                     (request.system.len() + request.shared.len() + request.user.len()) as u64,
                     request.max_tokens,
@@ -483,14 +513,78 @@ impl PhaseBatches<'_, '_> {
                 }
                 *left -= worst;
             }
-            to_send.push(BatchItem {
-                custom_id: custom_id_for(job.request.unit.as_str()),
-                request,
-            });
+            pending.push(i);
         }
-        if to_send.is_empty() {
-            return Ok(unsent);
+        // A create request that fails is handled as `rlm batch` handles it: one that created
+        // nothing is sent again within `--retries`; one whose reply was lost is settled with
+        // the provider's listing (its batch found and collected, or held).
+        let mut attempt = 0;
+        while !pending.is_empty() {
+            let items: Vec<BatchItem> = pending
+                .iter()
+                .filter_map(|&i| {
+                    let job = self.jobs[i].as_ref()?;
+                    Some(BatchItem {
+                        custom_id: custom_id_for(job.request.unit.as_str()),
+                        request: job.request.completion_request(workers.max_tokens),
+                    })
+                })
+                .collect();
+            let (report, recorded) = self.submit_items(items).await;
+            for s in recorded {
+                self.phase.printer.progress(&format!(
+                    "  submitted provider batch {} ({} requests); rlm job resume collects it if this rlm stops",
+                    s.batch_id,
+                    s.custom_ids.len()
+                ));
+                self.track(s.batch_id, &s.custom_ids);
+            }
+            match report {
+                Ok(report) => {
+                    for (custom_id, e) in report.rejected {
+                        self.phase.printer.warn(&format!(
+                            "{custom_id}: not sent through the batch API ({e}): sent in real time"
+                        ));
+                    }
+                    break;
+                }
+                Err(BatchError::Unreconciled(lost)) => {
+                    // Settled: found, held, or shown not created (then sent again, as an
+                    // attempt; past `--retries` its requests are called in real time).
+                    attempt += 1;
+                    if self.settle_lost(*lost, interrupt).await || attempt > workers.call.policy.retries {
+                        break;
+                    }
+                }
+                Err(e) if e.is_retryable() && attempt < workers.call.policy.retries => {
+                    attempt += 1;
+                    let wait = e.retry_after().unwrap_or_else(|| workers.call.policy.backoff(attempt));
+                    self.phase.printer.warn(&format!(
+                        "the provider batch of {} could not be created ({e}); trying again in {}s",
+                        self.phase.name,
+                        wait.as_secs_f64().ceil()
+                    ));
+                    let mut host = JobHost {
+                        printer: self.phase.printer,
+                        interrupt: &mut *interrupt,
+                        store_failure: &mut self.store_failure,
+                        stopped: false,
+                    };
+                    if host.pause(tokio::time::Instant::now() + wait).await != Pause::Elapsed {
+                        self.stopped = true;
+                        break;
+                    }
+                }
+                Err(e) => return Err(ProviderFailure::BatchApi(e).into()),
+            }
+            pending.retain(|&i| self.jobs[i].is_some() && !self.collecting.contains(&i));
         }
+        Ok(unsent)
+    }
+
+    /// Submits `items` through the run's recorder (intent first, then each batch):
+    /// what the submission came to, and the batches it created.
+    async fn submit_items(&mut self, items: Vec<BatchItem>) -> (Result<SubmitReport, BatchError>, Vec<Submitted>) {
         let (jobs, by_part) = (&self.jobs, &self.by_part);
         let request = |c: &str| {
             let job = jobs[*by_part.get(unit_part(c))?].as_ref()?;
@@ -510,7 +604,7 @@ impl PhaseBatches<'_, '_> {
             recorded: Vec::new(),
             notices: Vec::new(),
         };
-        let report = Box::pin(submit_all_within(self.api.as_ref(), to_send, None, &mut recorder)).await;
+        let report = Box::pin(submit_all_within(self.api.as_ref(), items, None, &mut recorder)).await;
         let RunRecorder { recorded, notices, .. } = recorder;
         for message in notices {
             self.phase.printer.warn(&message);
@@ -518,32 +612,87 @@ impl PhaseBatches<'_, '_> {
         if let Some(e) = failure {
             self.store_failed(&e);
         }
-        for s in recorded {
-            self.phase.printer.progress(&format!(
-                "  submitted provider batch {} ({} requests); rlm job resume collects it if this rlm stops",
-                s.batch_id,
-                s.custom_ids.len()
-            ));
-            let requests: HashMap<String, usize> = s
-                .custom_ids
-                .iter()
-                .filter_map(|c| Some((c.clone(), *self.by_part.get(unit_part(c))?)))
-                .collect();
-            self.collecting.extend(requests.values().copied());
-            self.batches.push(Collecting {
-                id: s.batch_id,
-                owner: self.run.clone(),
-                requests,
-                canceled_before: false,
-            });
+        (report, recorded)
+    }
+
+    /// Batch `id`, holding the requests `custom_ids` (as sent), is this phase's to collect.
+    fn track(&mut self, id: String, custom_ids: &[String]) {
+        let requests: HashMap<String, usize> = custom_ids
+            .iter()
+            .filter_map(|c| Some((c.clone(), *self.by_part.get(unit_part(c))?)))
+            .collect();
+        self.collecting.extend(requests.values().copied());
+        self.batches.push(Collecting {
+            id,
+            owner: self.run.clone(),
+            requests,
+            canceled_before: false,
+        });
+    }
+
+    /// A submission of this attempt whose reply was lost and whose batch the listing could
+    /// not tell at once, settled the one way ([`crate::batch::lost_submission`]): found, its
+    /// batch is collected with the phase's; not created, its requests go again; else they
+    /// are held (the job stops, and `rlm job resume` looks again). True when Ctrl-C or the
+    /// deadline came while it waited.
+    async fn settle_lost(&mut self, lost: LostSubmission, interrupt: &mut Interrupt) -> bool {
+        let requests: Vec<(String, String)> = lost
+            .custom_ids
+            .iter()
+            .filter_map(|c| {
+                let job = self.jobs[*self.by_part.get(unit_part(c))?].as_ref()?;
+                Some((c.clone(), job.request.unit.to_string()))
+            })
+            .collect();
+        let mut host = JobHost {
+            printer: self.phase.printer,
+            interrupt,
+            store_failure: &mut self.store_failure,
+            stopped: false,
+        };
+        let what = format!(
+            "the reply to the submission of {} requests was lost ({})",
+            lost.custom_ids.len(),
+            lost.reason
+        );
+        let settled = Settle {
+            api: self.api.as_ref(),
+            store: &mut self.store,
+            run: &self.run,
+            schedule: &self.phase.settings.poll,
+            wait: true,
         }
-        let report = report.map_err(ProviderFailure::BatchApi)?;
-        for (custom_id, e) in report.rejected {
-            self.phase.printer.warn(&format!(
-                "{custom_id}: not sent through the batch API ({e}): sent in real time"
-            ));
+        .settle(
+            &mut host,
+            &Lost {
+                token: &lost.token,
+                recorded_at_ms: lost.recorded_at_ms,
+                requests: &requests,
+                phase: &self.phase.tag,
+                what,
+            },
+        )
+        .await;
+        let stopped = host.stopped;
+        match settled {
+            Settled::Found(state) => self.track(state.batch_id, &lost.custom_ids),
+            Settled::NotCreated => {}
+            Settled::Held { why, .. } => {
+                host.say(format!(
+                    "{why}; its requests are not sent again (that could pay twice): `rlm job resume {}` looks again",
+                    self.run
+                ));
+                for c in &lost.custom_ids {
+                    if let Some(&i) = self.by_part.get(unit_part(c)) {
+                        if self.jobs[i].take().is_some() {
+                            self.held_now += 1;
+                        }
+                    }
+                }
+            }
         }
-        Ok(unsent)
+        self.stopped |= stopped;
+        stopped
     }
 
     /// Reads the results of `batch` (ended, as `state`): each accepted answer cached and

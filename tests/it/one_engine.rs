@@ -556,6 +556,37 @@ fn a_job_whose_batch_results_cannot_be_read_now_stops_and_its_resume_reads_them(
     assert_eq!(record["phases"][0]["items_done"], 6, "{record}");
 }
 
+/// A job's batch create request that fails is handled as `rlm batch` handles it: a server
+/// error that created nothing is sent again (within `--retries`), and a reply lost after the
+/// batch was created — the batch still running, so the listing cannot tell at once — is
+/// settled by waiting for that batch, which is then collected: never a second batch, never
+/// a realtime call, and the job does not fail.
+#[test]
+fn a_jobs_failed_batch_create_is_sent_again_or_its_batch_found_as_rlm_batch_does() {
+    use crate::job::{fast as job_fast, job_args, job_project, map_requests, only_job};
+    use crate::support::mock_llm::batch::SubmitFault;
+    for (fault, said) in [
+        (SubmitFault::ServerErrorBeforeCreate, "could not be created"),
+        (
+            SubmitFault::ResetAfterCreate,
+            "may be it and has not ended: rlm waits for it",
+        ),
+    ] {
+        let mock = MockLlm::start();
+        mock.set_batch_progress(BatchProgress::AfterPolls(3));
+        mock.batch_submit_faults(vec![fault]);
+        let p = job_project(6, 2, &[], "");
+        let out = job_fast(p.rlm(&job_args(&mock.url(), &["--batch-api", "--yes", "--json"]))).run();
+        out.assert_exit(0);
+        assert_eq!(out.json()["status"], "SUCCESS", "{fault:?}: {}", out.stderr);
+        assert_eq!(mock.batch_submissions(), 1, "{fault:?}: {}", out.stderr);
+        assert!(out.stderr.contains(said), "{fault:?}: {}", out.stderr);
+        assert!(map_requests(&mock).is_empty(), "{fault:?}: nothing paid in real time");
+        let record = read_json(&only_job(&p).join("job.json"));
+        assert_eq!(record["phases"][0]["items_done"], 6, "{fault:?}: {record}");
+    }
+}
+
 /// Scenario 6 on the job path: `rlm job --batch-api --max-cost` sends only the map requests
 /// whose batch fits the budget at its worst; the job stops BUDGET_EXCEEDED and a resume with
 /// more sends the rest, once.
