@@ -3,11 +3,14 @@
 //! `rlm resume` can answer from it, and a run killed with `kill -9` can be taken up again.
 //!
 //! What `rlm status` shows must be true when it is read (issue 17):
-//! - A unit's start and end are committed at once. They used to wait in a buffer flushed by
-//!   the *next* event after half a second, so a completion showed only when the next call
-//!   ended, and not at all while a slow call was in flight. Cancellations (by the thousand
-//!   when a run stops) and heartbeats are still batched: [`FLUSH_EVERY`] moves or
-//!   [`FLUSH_AFTER`], whichever comes first.
+//! - A unit's start and end are handed at once to the store's writer, a thread with its own
+//!   connection that commits what it was handed within [`GROUP_WINDOW`], many units' moves
+//!   in one transaction (issue 27: a transaction a move cost more CPU than the call). They
+//!   used to wait in a buffer flushed by the *next* event after half a second, so a
+//!   completion showed only when the next call ended, and not at all while a slow call was
+//!   in flight; the writer needs no next event. Cancellations (by the thousand when a run
+//!   stops) are handed over in groups: [`FLUSH_EVERY`] moves or [`FLUSH_AFTER`], whichever
+//!   comes first.
 //! - No more units are `running` than the run is wide. A call's slot is freed before the
 //!   dispatcher hears that its unit ended, so the next unit's start can arrive first; such
 //!   a start is held back until a unit ends (it is milliseconds).
@@ -15,10 +18,10 @@
 //!   or `running`: when the run ends, whatever did not finish is cancelled with the reason,
 //!   and `rlm resume` queues it again.
 //!
-//! - The heartbeat goes on while no event comes (one long call): a thread of its own beats
-//!   every [`HEARTBEAT_EVERY`], so the run never reads as stalled while it waits, and a
-//!   killed attempt's running time (what `--deadline` counts on resume) is known to within
-//!   a few seconds.
+//! - The heartbeat goes on while no event comes (one long call): the writer beats every
+//!   [`HEARTBEAT_EVERY`] while it has nothing to commit (and with every commit), so the run
+//!   never reads as stalled while it waits, and a killed attempt's running time (what
+//!   `--deadline` counts on resume) is known to within a few seconds.
 //!
 //! A store that cannot be written is a warning, never a lost run: the answers are in the
 //! cache and the run directory either way.
@@ -40,8 +43,12 @@ use crate::unit::{UnitId, UnitKind, WorkUnit};
 const FLUSH_EVERY: usize = 256;
 /// Longest time a transition waits in the buffer.
 const FLUSH_AFTER: Duration = Duration::from_millis(500);
-/// How often the heartbeat thread beats (well inside `HEARTBEAT_STALE_AFTER`).
+/// How often the writer beats while it has nothing to commit (well inside
+/// `HEARTBEAT_STALE_AFTER`).
 const HEARTBEAT_EVERY: Duration = Duration::from_secs(5);
+/// How long the writer gathers moves into one transaction once the first has come: what
+/// `rlm status` may lag behind the run.
+const GROUP_WINDOW: Duration = Duration::from_millis(20);
 
 /// Which run to record into.
 pub enum StoreTarget {
@@ -71,8 +78,9 @@ pub struct StoreReporter {
     running: usize,
     /// Units that started while `width` were recorded running, in order of their start.
     held_back: VecDeque<UnitId>,
-    /// Beats while the run goes on; stopped when it ends.
-    heartbeat: Option<Heartbeat>,
+    /// Commits the moves, and beats while the run goes on; stopped when it ends. `None`
+    /// when its thread could not start: the moves are then committed here.
+    writer: Option<Writer>,
     /// The first write failure (later ones are not repeated).
     failure: Option<String>,
 }
@@ -128,9 +136,9 @@ impl StoreReporter {
                 (run, states)
             }
         };
-        let heartbeat = Heartbeat::start(store.rlm_dir.clone(), run.clone());
+        let writer = Writer::start(store.rlm_dir.clone(), run.clone());
         Ok(StoreReporter {
-            heartbeat,
+            writer,
             store,
             run,
             states,
@@ -202,22 +210,33 @@ impl StoreReporter {
         }
     }
 
-    /// Writes the buffered transitions in one transaction, with a heartbeat.
+    /// Hands the buffered transitions to the writer (or, without one, commits them here in
+    /// one transaction, with a heartbeat).
     pub fn flush(&mut self) {
         self.last_flush = Instant::now();
         if self.pending.is_empty() {
-            let _ = self.store.heartbeat(&self.run);
             return;
         }
         let moves = std::mem::take(&mut self.pending);
-        let borrowed: Vec<(&str, UnitState, Detail)> =
-            moves.iter().map(|(u, s, d)| (u.as_str(), *s, d.clone())).collect();
-        let written = self
-            .store
-            .transition_many(&self.run, &borrowed)
-            .and_then(|()| self.store.heartbeat(&self.run));
-        if let Err(e) = written {
+        let moves = match &self.writer {
+            Some(writer) => match writer.send(ToWriter::Moves(moves)) {
+                Ok(()) => return,
+                Err(ToWriter::Moves(moves)) => moves,
+                Err(ToWriter::Sync(_)) => return,
+            },
+            None => moves,
+        };
+        if let Err(e) = commit(&mut self.store, &self.run, &moves) {
             self.failure.get_or_insert(e.to_string());
+        }
+    }
+
+    /// Waits until the writer has committed everything handed to it; its first failure is
+    /// kept as the reporter's.
+    pub fn sync(&mut self) {
+        self.flush();
+        if let Some(failure) = self.writer.as_ref().and_then(Writer::sync) {
+            self.failure.get_or_insert(failure);
         }
     }
 
@@ -248,8 +267,9 @@ impl StoreReporter {
                 self.move_to(&unit, UnitState::Cancelled, Detail::reason(reason));
             }
         }
-        self.heartbeat = None;
-        self.flush();
+        self.sync();
+        // Stopped (it beats no more), then the end recorded after every move.
+        self.writer = None;
         if let Err(e) = self.store.record_run_end(&self.run, status) {
             self.failure.get_or_insert(e.to_string());
         }
@@ -257,39 +277,124 @@ impl StoreReporter {
     }
 }
 
-/// A thread that refreshes a run's heartbeat on its own connection until dropped.
-struct Heartbeat {
-    stop: Option<mpsc::Sender<()>>,
+/// The moves of units, committed in one transaction with a heartbeat.
+fn commit(store: &mut TaskStore, run: &RunId, moves: &[(String, UnitState, Detail)]) -> Result<(), StoreError> {
+    let borrowed: Vec<(&str, UnitState, Detail)> = moves.iter().map(|(u, s, d)| (u.as_str(), *s, d.clone())).collect();
+    store
+        .transition_many(run, &borrowed)
+        .and_then(|()| store.heartbeat(run))
+}
+
+/// What the writer hears.
+enum ToWriter {
+    Moves(Vec<(String, UnitState, Detail)>),
+    /// Commit what was handed over, then answer with the first failure so far.
+    Sync(mpsc::Sender<Option<String>>),
+}
+
+/// The store's writer: a thread with its own connection that commits the moves it is
+/// handed in groups (one transaction for whatever came within [`GROUP_WINDOW`] of the
+/// first), and beats every [`HEARTBEAT_EVERY`] while it has nothing to commit. Dropped, it
+/// commits what it holds and ends.
+struct Writer {
+    to: Option<mpsc::Sender<ToWriter>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
-impl Heartbeat {
-    fn start(rlm_dir: PathBuf, run: RunId) -> Option<Heartbeat> {
-        let (stop, stopped) = mpsc::channel::<()>();
+impl Writer {
+    fn start(rlm_dir: PathBuf, run: RunId) -> Option<Writer> {
+        let (to, from) = mpsc::channel::<ToWriter>();
         let thread = std::thread::Builder::new()
-            .name("rlm-heartbeat".into())
-            .spawn(move || {
-                let Ok(mut store) = TaskStore::open(&rlm_dir) else {
-                    return;
-                };
-                while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(HEARTBEAT_EVERY) {
-                    if let Err(e) = store.heartbeat(&run) {
-                        tracing::debug!("heartbeat: {e}");
-                    }
-                }
-            })
+            .name("rlm-store".into())
+            .spawn(move || write_moves(&rlm_dir, &run, &from))
             .ok()?;
-        Some(Heartbeat {
-            stop: Some(stop),
+        Some(Writer {
+            to: Some(to),
             thread: Some(thread),
         })
     }
+
+    /// Hands `message` over; gives it back when the writer is gone.
+    fn send(&self, message: ToWriter) -> Result<(), ToWriter> {
+        match &self.to {
+            Some(to) => to.send(message).map_err(|mpsc::SendError(m)| m),
+            None => Err(message),
+        }
+    }
+
+    /// Waits until everything handed over is committed: the first failure, if any.
+    fn sync(&self) -> Option<String> {
+        let (ack, answer) = mpsc::channel();
+        if self.send(ToWriter::Sync(ack)).is_err() {
+            return Some("the run store's writer stopped".into());
+        }
+        answer
+            .recv()
+            .unwrap_or_else(|_| Some("the run store's writer stopped".into()))
+    }
 }
 
-impl Drop for Heartbeat {
+/// The writer's loop (see [`Writer`]).
+fn write_moves(rlm_dir: &std::path::Path, run: &RunId, from: &mpsc::Receiver<ToWriter>) {
+    let mut store = TaskStore::open(rlm_dir).map_err(|e| e.to_string());
+    let mut failure: Option<String> = store.as_ref().err().cloned();
+    let mut held: Vec<(String, UnitState, Detail)> = Vec::new();
+    let mut since = Instant::now();
+    let mut commit_held = |held: &mut Vec<(String, UnitState, Detail)>, failure: &mut Option<String>| {
+        if let Ok(store) = store.as_mut() {
+            let written = if held.is_empty() {
+                store.heartbeat(run)
+            } else {
+                commit(store, run, held)
+            };
+            if let Err(e) = written {
+                if held.is_empty() {
+                    tracing::debug!("heartbeat: {e}");
+                } else {
+                    failure.get_or_insert(e.to_string());
+                }
+            }
+        }
+        held.clear();
+    };
+    loop {
+        let wait = if held.is_empty() {
+            HEARTBEAT_EVERY
+        } else {
+            GROUP_WINDOW.saturating_sub(since.elapsed())
+        };
+        match from.recv_timeout(wait) {
+            Ok(ToWriter::Moves(moves)) => {
+                if held.is_empty() {
+                    since = Instant::now();
+                }
+                held.extend(moves);
+                if held.len() >= FLUSH_EVERY * 4 {
+                    commit_held(&mut held, &mut failure);
+                }
+            }
+            Ok(ToWriter::Sync(ack)) => {
+                if !held.is_empty() {
+                    commit_held(&mut held, &mut failure);
+                }
+                let _ = ack.send(failure.clone());
+            }
+            // The group's window closed, or nothing came for a while: a beat.
+            Err(mpsc::RecvTimeoutError::Timeout) => commit_held(&mut held, &mut failure),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                if !held.is_empty() {
+                    commit_held(&mut held, &mut failure);
+                }
+                return;
+            }
+        }
+    }
+}
+
+impl Drop for Writer {
     fn drop(&mut self) {
-        // Closing the channel wakes the thread at once.
-        drop(self.stop.take());
+        // Closing the channel wakes the thread at once; it commits what it holds.
+        drop(self.to.take());
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
@@ -362,6 +467,8 @@ impl Reporter for StoreReporter {
             } => self.ended(unit, UnitState::Cancelled, Detail::reason(reason.clone())),
             // Marked at once: `rlm status` says how many answers wait outside the cache.
             Event::Uncached { unit, .. } => {
+                // After the unit's own moves (on the writer's connection).
+                self.sync();
                 if let Err(e) = self.store.mark_uncached(&self.run, unit.as_str()) {
                     self.failure.get_or_insert(e.to_string());
                 }
@@ -455,16 +562,47 @@ mod tests {
         TaskStore::open(dir).unwrap().run(r.run_id()).unwrap().units
     }
 
+    /// The store's counts once they satisfy `wanted`, or after two seconds: the writer
+    /// commits within [`GROUP_WINDOW`] of a move, with no further event.
+    fn counts_once(
+        dir: &std::path::Path,
+        r: &StoreReporter,
+        wanted: impl Fn(&crate::store::UnitCounts) -> bool,
+    ) -> crate::store::UnitCounts {
+        let until = Instant::now() + Duration::from_secs(2);
+        loop {
+            let now = counts(dir, r);
+            if wanted(&now) || Instant::now() >= until {
+                return now;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     #[test]
-    fn a_completion_is_in_the_store_as_soon_as_it_is_heard() {
+    fn a_completion_is_in_the_store_moments_after_it_is_heard_with_no_further_event() {
         let dir = tempfile::tempdir().unwrap();
         let (mut r, units) = reporter(dir.path(), 3);
         r.report(&run_started(1));
         r.report(&started(&units[0]));
-        assert_eq!(counts(dir.path(), &r).running, 1);
+        assert_eq!(counts_once(dir.path(), &r, |c| c.running == 1).running, 1);
         r.report(&completed(&units[0]));
-        let now = counts(dir.path(), &r);
+        let now = counts_once(dir.path(), &r, |c| c.completed == 1);
         assert_eq!((now.completed, now.running), (1, 0), "{now:?}");
+    }
+
+    #[test]
+    fn many_moves_handed_over_at_once_are_all_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut r, units) = reporter(dir.path(), 200);
+        r.report(&run_started(200));
+        for u in &units {
+            r.report(&started(u));
+            r.report(&completed(u));
+        }
+        r.sync();
+        assert!(r.failure.is_none(), "{:?}", r.failure);
+        assert_eq!(counts(dir.path(), &r).completed, 200);
     }
 
     #[test]
@@ -476,13 +614,16 @@ mod tests {
         r.report(&started(&units[1]));
         // u0's slot was freed before its end was heard: u2 starts "early".
         r.report(&started(&units[2]));
+        r.sync();
         assert_eq!(counts(dir.path(), &r).running, 2);
         r.report(&completed(&units[0]));
+        r.sync();
         let now = counts(dir.path(), &r);
         assert_eq!((now.running, now.completed), (2, 1), "u2 took u0's place: {now:?}");
         // A held-back unit that ends before its turn goes straight to its end.
         r.report(&started(&units[3]));
         r.report(&completed(&units[3]));
+        r.sync();
         let now = counts(dir.path(), &r);
         assert_eq!((now.running, now.completed), (2, 2), "{now:?}");
     }
