@@ -355,20 +355,7 @@ impl PhaseBatches<'_, '_> {
             ));
         }
         for (id, custom_ids, canceled_before) in earlier {
-            let requests: HashMap<String, usize> = custom_ids
-                .into_iter()
-                .filter_map(|c| {
-                    let i = *self.by_part.get(unit_part(&c))?;
-                    self.jobs[i].is_some().then_some((c, i))
-                })
-                .collect();
-            self.collecting.extend(requests.values().copied());
-            self.batches.push(Collecting {
-                id,
-                owner: self.run.clone(),
-                requests,
-                canceled_before,
-            });
+            self.track(id, &custom_ids, canceled_before);
         }
         Ok(())
     }
@@ -537,7 +524,7 @@ impl PhaseBatches<'_, '_> {
                     s.batch_id,
                     s.custom_ids.len()
                 ));
-                self.track(s.batch_id, &s.custom_ids);
+                self.track(s.batch_id, &s.custom_ids, false);
             }
             match report {
                 Ok(report) => {
@@ -615,18 +602,22 @@ impl PhaseBatches<'_, '_> {
         (report, recorded)
     }
 
-    /// Batch `id`, holding the requests `custom_ids` (as sent), is this phase's to collect.
-    fn track(&mut self, id: String, custom_ids: &[String]) {
+    /// This job's batch `id`, holding the requests `custom_ids` (as sent), is this phase's
+    /// to collect, for the jobs it still wants.
+    fn track(&mut self, id: String, custom_ids: &[String], canceled_before: bool) {
         let requests: HashMap<String, usize> = custom_ids
             .iter()
-            .filter_map(|c| Some((c.clone(), *self.by_part.get(unit_part(c))?)))
+            .filter_map(|c| {
+                let i = *self.by_part.get(unit_part(c))?;
+                self.jobs[i].is_some().then(|| (c.clone(), i))
+            })
             .collect();
         self.collecting.extend(requests.values().copied());
         self.batches.push(Collecting {
             id,
             owner: self.run.clone(),
             requests,
-            canceled_before: false,
+            canceled_before,
         });
     }
 
@@ -655,27 +646,25 @@ impl PhaseBatches<'_, '_> {
             lost.custom_ids.len(),
             lost.reason
         );
-        let settled = Settle {
-            api: self.api.as_ref(),
-            store: &mut self.store,
-            run: &self.run,
-            schedule: &self.phase.settings.poll,
-            wait: true,
-        }
-        .settle(
+        let lost_now = Lost {
+            token: &lost.token,
+            recorded_at_ms: lost.recorded_at_ms,
+            requests: &requests,
+            phase: &self.phase.tag,
+            what,
+        };
+        let settled = settle(
+            self.api.as_ref(),
+            &mut self.store,
+            &self.run,
+            self.phase,
             &mut host,
-            &Lost {
-                token: &lost.token,
-                recorded_at_ms: lost.recorded_at_ms,
-                requests: &requests,
-                phase: &self.phase.tag,
-                what,
-            },
+            &lost_now,
         )
         .await;
         let stopped = host.stopped;
         match settled {
-            Settled::Found(state) => self.track(state.batch_id, &lost.custom_ids),
+            Settled::Found(state) => self.track(state.batch_id, &lost.custom_ids, false),
             Settled::NotCreated => {}
             Settled::Held { why, .. } => {
                 host.say(format!(
@@ -839,14 +828,14 @@ impl PhaseBatches<'_, '_> {
                     intent.token, intent.request_count
                 ),
             };
-            let settled = Settle {
-                api: self.api.as_ref(),
-                store: &mut self.store,
-                run: &self.run,
-                schedule: &self.phase.settings.poll,
-                wait: true,
-            }
-            .settle(&mut host, &lost)
+            let settled = settle(
+                self.api.as_ref(),
+                &mut self.store,
+                &self.run,
+                self.phase,
+                &mut host,
+                &lost,
+            )
             .await;
             if let Settled::Held { why, .. } = settled {
                 host.say(format!(
@@ -858,6 +847,27 @@ impl PhaseBatches<'_, '_> {
         }
         (held, host.stopped)
     }
+}
+
+/// Settles `lost` the one way ([`crate::batch::lost_submission`]), waiting for a candidate on
+/// the phase's poll schedule.
+async fn settle(
+    api: &dyn BatchApi,
+    store: &mut TaskStore,
+    run: &RunId,
+    phase: &Phase<'_>,
+    host: &mut JobHost<'_>,
+    lost: &Lost<'_>,
+) -> Settled {
+    Settle {
+        api,
+        store,
+        run,
+        schedule: &phase.settings.poll,
+        wait: true,
+    }
+    .settle(host, lost)
+    .await
 }
 
 /// A job phase's side of a settle: its warnings on stderr, its waits under its Ctrl-C and

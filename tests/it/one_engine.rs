@@ -416,19 +416,13 @@ fn a_resume_keeps_the_rejected_answers_of_the_earlier_attempt() {
 /// intent written before the request is found at the provider, and nothing is paid twice.
 #[test]
 fn a_job_killed_while_its_batch_create_request_is_in_flight_resumes_without_paying_twice() {
-    use crate::job::{fast as job_fast, job_args, job_id, job_project, map_requests, only_job, REPORT_PHASE};
+    use crate::job::{fast as job_fast, job_id, job_project, map_requests, only_job, REPORT_PHASE};
     use crate::support::mock_llm::batch::SubmitFault;
     let mock = MockLlm::start();
     mock.set_batch_progress(BatchProgress::AfterPolls(1));
     mock.batch_submit_faults(vec![SubmitFault::HangAfterCreate]);
     let p = job_project(10, 1, &[], REPORT_PHASE);
-    let running = job_fast(p.rlm(&job_args(&mock.url(), &["--batch-api", "--yes"]))).spawn();
-    assert!(
-        wait_until(Duration::from_secs(30), || mock.batch_submissions() == 1),
-        "the batch is created"
-    );
-    running.signal("KILL");
-    let _ = running.wait();
+    killed_once_its_batch_is_created(&p, &mock);
     let dir = only_job(&p);
     let out = job_fast(p.rlm(&["job", "resume", &job_id(&dir), "--json"])).run();
     out.assert_exit(0);
@@ -446,19 +440,13 @@ fn a_job_killed_while_its_batch_create_request_is_in_flight_resumes_without_payi
 /// collects it.
 #[test]
 fn a_job_resume_waits_for_a_lost_submissions_running_batch_and_stops_at_once_on_ctrl_c() {
-    use crate::job::{fast as job_fast, job_args, job_id, job_project, map_requests, only_job};
+    use crate::job::{fast as job_fast, job_id, job_project, map_requests, only_job};
     use crate::support::mock_llm::batch::SubmitFault;
     let mock = MockLlm::start();
     mock.set_batch_progress(BatchProgress::Held);
     mock.batch_submit_faults(vec![SubmitFault::HangAfterCreate]);
     let p = job_project(6, 2, &[], "");
-    let running = job_fast(p.rlm(&job_args(&mock.url(), &["--batch-api", "--yes"]))).spawn();
-    assert!(
-        wait_until(Duration::from_secs(30), || mock.batch_submissions() == 1),
-        "the batch is created"
-    );
-    running.signal("KILL");
-    let _ = running.wait();
+    killed_once_its_batch_is_created(&p, &mock);
     let id = job_id(&only_job(&p));
 
     let resumed = job_fast(p.rlm(&["job", "resume", &id])).spawn();
@@ -466,16 +454,7 @@ fn a_job_resume_waits_for_a_lost_submissions_running_batch_and_stops_at_once_on_
         wait_until(Duration::from_secs(30), || mock.batch_polls() >= 3),
         "the resume polls the batch that may be its submission's"
     );
-    let asked = std::time::Instant::now();
-    resumed.signal("INT");
-    let out = resumed.wait();
-    assert!(
-        asked.elapsed() < Duration::from_secs(5),
-        "stopped in {:?}: {}",
-        asked.elapsed(),
-        out.stderr
-    );
-    assert_eq!(out.status, 130, "interrupted: {}", out.stderr);
+    let out = stops_at_once_on_ctrl_c(resumed);
     assert!(
         out.stderr.contains("may be it and has not ended: rlm waits for it")
             && out.stderr.contains(&format!("`rlm job resume {id}` looks again")),
@@ -489,10 +468,7 @@ fn a_job_resume_waits_for_a_lost_submissions_running_batch_and_stops_at_once_on_
     let done = job_fast(p.rlm(&["job", "resume", &id])).run();
     done.assert_exit(0);
     assert!(done.stderr.contains("was found at"), "{}", done.stderr);
-    assert_eq!(mock.batch_submissions(), 1, "collected, not sent again");
-    assert!(map_requests(&mock).is_empty());
-    let record = read_json(&only_job(&p).join("job.json"));
-    assert_eq!(record["phases"][0]["items_done"], 6, "{record}");
+    all_answered_by_one_batch(&mock, &p, 6);
 }
 
 /// A batch's results read the one way on every path: a download that fails for a while is
@@ -500,7 +476,7 @@ fn a_job_resume_waits_for_a_lost_submissions_running_batch_and_stops_at_once_on_
 /// nothing paid again in real time (the job path used to fail on either).
 #[test]
 fn batch_results_that_fail_to_download_or_hold_a_bad_line_are_read_again_on_every_path() {
-    use crate::job::{fast as job_fast, job_args, job_project, map_requests, only_job};
+    use crate::job::{fast as job_fast, job_args, job_project};
     use crate::support::mock_llm::batch::ResultsFault;
     let faults = || vec![ResultsFault::Unavailable, ResultsFault::MalformedLine];
 
@@ -522,10 +498,7 @@ fn batch_results_that_fail_to_download_or_hold_a_bad_line_are_read_again_on_ever
     out.assert_exit(0);
     assert_eq!(out.json()["status"], "SUCCESS", "{}", out.stderr);
     assert_eq!(mock.batch_result_fetches(), 2, "read again once");
-    assert_eq!(mock.batch_submissions(), 1);
-    assert!(map_requests(&mock).is_empty(), "nothing paid in real time");
-    let record = read_json(&only_job(&p).join("job.json"));
-    assert_eq!(record["phases"][0]["items_done"], 6, "{record}");
+    all_answered_by_one_batch(&mock, &p, 6);
 }
 
 /// Results that cannot be read now stop a job without paying for them again in real time;
@@ -550,10 +523,7 @@ fn a_job_whose_batch_results_cannot_be_read_now_stops_and_its_resume_reads_them(
     let id = job_id(&only_job(&p));
     let resumed = job_fast(p.rlm(&["job", "resume", &id])).run();
     resumed.assert_exit(0);
-    assert_eq!(mock.batch_submissions(), 1, "read, not sent again: {}", resumed.stderr);
-    assert!(map_requests(&mock).is_empty());
-    let record = read_json(&only_job(&p).join("job.json"));
-    assert_eq!(record["phases"][0]["items_done"], 6, "{record}");
+    all_answered_by_one_batch(&mock, &p, 6);
 }
 
 /// A job's batch create request that fails is handled as `rlm batch` handles it: a server
@@ -703,16 +673,7 @@ fn a_job_waiting_for_another_jobs_batch_stops_at_once_on_ctrl_c() {
     );
     let second = job_fast(p.rlm(&job_args(&url, &["--batch-api", "--yes"]))).spawn();
     std::thread::sleep(Duration::from_millis(800));
-    let asked = std::time::Instant::now();
-    second.signal("INT");
-    let out = second.wait();
-    assert!(
-        asked.elapsed() < Duration::from_secs(5),
-        "stopped in {:?}: {}",
-        asked.elapsed(),
-        out.stderr
-    );
-    assert_eq!(out.status, 130, "interrupted: {}", out.stderr);
+    stops_at_once_on_ctrl_c(second);
     first.signal("INT");
     let _ = first.wait();
     assert_eq!(mock.batch_submissions(), 1, "the second job sent nothing");
@@ -836,4 +797,41 @@ fn resume_sends_only_the_canceled_request(p: &Project, mock: &MockLlm, id: &str)
     );
     let record = read_json(&jobs(p)[0].join("job.json"));
     assert_eq!(record["phases"][0]["items_done"], 8, "{record}");
+}
+
+/// The job in `p` answered all its `items` from one provider batch: one submission, no
+/// map call in real time.
+fn all_answered_by_one_batch(mock: &MockLlm, p: &Project, items: usize) {
+    assert_eq!(mock.batch_submissions(), 1, "one batch, never sent again");
+    assert!(crate::job::map_requests(mock).is_empty(), "nothing paid in real time");
+    let record = read_json(&crate::job::only_job(p).join("job.json"));
+    assert_eq!(record["phases"][0]["items_done"], items, "{record}");
+}
+
+/// Sends Ctrl-C to `running`: it stops within seconds, exit 130 (interrupted).
+fn stops_at_once_on_ctrl_c(running: Running) -> Output {
+    let asked = std::time::Instant::now();
+    running.signal("INT");
+    let out = running.wait();
+    assert!(
+        asked.elapsed() < Duration::from_secs(5),
+        "stopped in {:?}: {}",
+        asked.elapsed(),
+        out.stderr
+    );
+    assert_eq!(out.status, 130, "interrupted: {}", out.stderr);
+    out
+}
+
+/// Runs the job in `p` with `--batch-api` and kills it (-9) once the mock has created its
+/// batch, whose reply (the mock's fault says) never comes.
+fn killed_once_its_batch_is_created(p: &Project, mock: &MockLlm) {
+    use crate::job::{fast as job_fast, job_args};
+    let running = job_fast(p.rlm(&job_args(&mock.url(), &["--batch-api", "--yes"]))).spawn();
+    assert!(
+        wait_until(Duration::from_secs(30), || mock.batch_submissions() == 1),
+        "the batch is created"
+    );
+    running.signal("KILL");
+    let _ = running.wait();
 }
