@@ -911,7 +911,8 @@ impl Host for JobHost<'_> {
 
 /// Polls `batch_id` until it has ended, recording each poll in the store under its run
 /// `owner` (`rlm status` shows it): its state, or `None` when Ctrl-C or the deadline came
-/// first.
+/// first. Polls back off as the settings say; a poll that failed for a fault that may pass
+/// is made again (after the provider's `retry-after`, when it names one).
 async fn wait(
     api: &dyn BatchApi,
     batch_id: &str,
@@ -920,32 +921,17 @@ async fn wait(
     phase: &Phase<'_>,
     interrupt: &mut Interrupt,
 ) -> Result<Option<BatchState>, RlmError> {
-    let mut record = |state: &BatchState| {
-        if let Err(e) = store.record_batch_poll(owner, state) {
-            tracing::debug!(batch = %state.batch_id, "the run store could not record a poll: {e}");
-        }
-    };
-    poll_with(api, batch_id, phase, interrupt, &mut record).await
-}
-
-/// Polls `batch_id` until it has ended (its state), or `None` when Ctrl-C or the deadline
-/// came first; `seen` hears every state polled. Polls back off as the settings say; faults
-/// of a poll are retried.
-async fn poll_with(
-    api: &dyn BatchApi,
-    batch_id: &str,
-    phase: &Phase<'_>,
-    interrupt: &mut Interrupt,
-    seen: &mut dyn FnMut(&BatchState),
-) -> Result<Option<BatchState>, RlmError> {
     let (settings, printer) = (phase.settings, phase.printer);
     let started = Instant::now();
     let mut polls = 0u32;
     let mut last_said = Instant::now();
     loop {
+        let mut delay = settings.poll.delay(polls);
         match api.poll(batch_id).await {
             Ok(state) => {
-                seen(&state);
+                if let Err(e) = store.record_batch_poll(owner, &state) {
+                    tracing::debug!(batch = %state.batch_id, "the run store could not record a poll: {e}");
+                }
                 if state.has_ended() {
                     return Ok(Some(state));
                 }
@@ -960,7 +946,10 @@ async fn poll_with(
                     last_said = Instant::now();
                 }
             }
-            Err(e) if e.is_retryable() => printer.progress(&format!("  polling {batch_id}: {e}; polling again")),
+            Err(e) if e.is_retryable() => {
+                delay = e.retry_after().unwrap_or(delay);
+                printer.progress(&format!("  polling {batch_id}: {e}; polling again"));
+            }
             Err(source) => {
                 return Err(ProviderFailure::Poll {
                     batch: batch_id.to_string(),
@@ -969,7 +958,6 @@ async fn poll_with(
                 .into())
             }
         }
-        let delay = settings.poll.delay(polls);
         polls += 1;
         tokio::select! {
             () = tokio::time::sleep(delay) => {}
