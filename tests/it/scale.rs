@@ -108,9 +108,11 @@ fn a_kill_between_group_commits_pays_again_only_what_was_not_answered() {
     let resumed = p.rlm(&["resume", "--yes"]).run();
     resumed.assert_exit(0);
     assert_eq!(p.report()["succeeded"], 10);
-    assert_eq!(
-        mock.requests() - paid_before,
-        10 - kept,
-        "every answer in the cache at the kill is served, not paid again"
+    // At most what had no answer kept: an answer journaled at the kill but not yet in the
+    // cache (see `batch::pending`) is served from the journal, so it may pay less.
+    let paid_again = mock.requests() - paid_before;
+    assert!(
+        paid_again <= 10 - kept,
+        "every answer kept at the kill is served, not paid again: {paid_again} paid again, {kept} kept"
     );
 }
