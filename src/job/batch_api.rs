@@ -562,6 +562,14 @@ impl PhaseBatches<'_, '_> {
                         break;
                     }
                 }
+                Err(BatchError::Unsupported { server, path, status }) => {
+                    // Nothing was sent. A job takes no `--batch-api auto`: it says its own way on.
+                    return Err(RlmError::Usage(format!(
+                        "--batch-api: {server} has no batch API ({status} on {path}); nothing was sent: `rlm job \
+                         resume {} --batch-api off` makes realtime calls",
+                        self.run
+                    )));
+                }
                 Err(e) => return Err(ProviderFailure::BatchApi(e).into()),
             }
             pending.retain(|&i| self.jobs[i].is_some() && !self.collecting.contains(&i));

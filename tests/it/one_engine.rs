@@ -835,3 +835,25 @@ fn killed_once_its_batch_is_created(p: &Project, mock: &MockLlm) {
     running.signal("KILL");
     let _ = running.wait();
 }
+
+/// `rlm job --batch-api` against a server that has no batch API: the job stops before
+/// paying for anything and says what to do on the job's own command line (`--batch-api
+/// off`), not `rlm batch`'s `--batch-api auto`, which a job does not take.
+#[test]
+fn a_batch_job_against_a_server_without_a_batch_api_says_to_turn_it_off() {
+    use crate::job::{fast as job_fast, job_args, job_project, map_requests};
+    let mock = MockLlm::start();
+    mock.disable_batch_api(Some(404));
+    let p = job_project(4, 2, &[], "");
+    let out = job_fast(p.rlm(&job_args(&mock.url(), &["--batch-api", "--yes"]))).run();
+    out.assert_exit(2);
+    assert!(out.stderr.contains("has no batch API"), "{}", out.stderr);
+    assert!(out.stderr.contains("--batch-api off"), "{}", out.stderr);
+    assert!(!out.stderr.contains("--batch-api auto"), "{}", out.stderr);
+    assert!(map_requests(&mock).is_empty(), "nothing paid");
+    // What it says works: the job goes on in real time.
+    let id = crate::job::job_id(&crate::job::only_job(&p));
+    let resumed = job_fast(p.rlm(&["job", "resume", &id, "--batch-api", "off"])).run();
+    resumed.assert_exit(0);
+    assert_eq!(map_requests(&mock).len(), 2, "two batches of items, in real time");
+}
