@@ -539,7 +539,21 @@ impl PhaseBatches<'_, '_> {
                     // Settled: found, held, or shown not created (then sent again, as an
                     // attempt; past `--retries` its requests are called in real time).
                     attempt += 1;
-                    if self.settle_lost(*lost, interrupt).await || attempt > workers.call.policy.retries {
+                    if self.settle_lost(*lost, interrupt).await {
+                        break;
+                    }
+                    if attempt > workers.call.policy.retries {
+                        let left = pending
+                            .iter()
+                            .filter(|&&i| self.jobs[i].is_some() && !self.collecting.contains(&i))
+                            .count();
+                        if left > 0 {
+                            self.phase.printer.warn(&format!(
+                                "{left} requests of {} were not taken by the batch API after {attempt} submissions \
+                                 (--retries): they are sent in real time",
+                                self.phase.name
+                            ));
+                        }
                         break;
                     }
                 }
