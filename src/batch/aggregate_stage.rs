@@ -1,15 +1,19 @@
 //! The aggregate stage: concat and merge locally; summarize through the run's pool, level
 //! by level, falling back to the concatenation (and saying so) when it cannot finish. What
 //! went wrong is returned with the aggregate, for the report: nothing is written into a
-//! reporter here.
+//! reporter here. [`aggregate`] runs the stage over a run's outcomes and writes the aggregate
+//! to the run directory.
 
 use super::aggregate_failure::{phase_text, AggregateFailure};
 use super::execution::Execution;
 use super::job::{Job, SummaryJob};
+use super::{model_caution, write, Outcomes, Plan};
 use crate::aggregate::{
     self, Aggregate, AggregateStrategy, Processed, ResultItem, SummaryPlanner, SummaryStep, MAX_LEVELS,
 };
 use crate::request::SummaryPrompt;
+use crate::run_dir::RunDir;
+use crate::settings::BatchSettings;
 use crate::unit::UnitId;
 
 /// What the stage needs to know.
@@ -175,4 +179,92 @@ async fn summarize(input: &AggregateInput<'_>, exec: &mut Execution) -> Result<S
         context_window: input.context_window,
         levels: MAX_LEVELS,
     })
+}
+
+/// What the aggregate stage came to.
+pub(super) struct Aggregated {
+    pub(super) paths: write::AggregatePaths,
+    /// For `rlm query`: the answer to print.
+    pub(super) answer: Option<String>,
+    /// Errors of the run (a summary that failed, an aggregate not written).
+    pub(super) errors: Vec<String>,
+}
+
+/// The aggregate of what succeeded, written to the run directory; and for `rlm query`,
+/// the answer to print.
+pub(super) async fn aggregate(
+    settings: &BatchSettings,
+    plan: &Plan,
+    run_dir: &RunDir,
+    outcomes: &mut Outcomes,
+    exec: &mut Execution,
+) -> Aggregated {
+    let processed = outcomes.processed();
+    let files = &mut outcomes.answers;
+    if files.is_empty() {
+        return Aggregated {
+            paths: write::AggregatePaths::default(),
+            answer: None,
+            errors: Vec::new(),
+        };
+    }
+    // Any JSON is an answer under --schema; otherwise only an object or an array is data.
+    let typed = settings.task.schema.is_some();
+    // `rlm query` over one file prints its answer as it came.
+    let single = match files.as_slice() {
+        [one] if settings.output.answer_on_stdout => Some(one.answer.text.clone()),
+        _ => None,
+    };
+    // Taken out of the answers (which keep their findings): a run's texts are held once.
+    let results: Vec<ResultItem> = files
+        .iter_mut()
+        .map(|f| {
+            let (text, json) = f.answer.take_shown(|v| typed || v.is_object() || v.is_array());
+            ResultItem {
+                path: f.label.to_string(),
+                text,
+                json,
+            }
+        })
+        .collect();
+    let types: Vec<crate::content::ContentType> = files
+        .iter()
+        .map(|f| {
+            f.content_type
+                .unwrap_or_else(|| crate::content::detect(&f.path, "").content_type)
+        })
+        .collect();
+    let strategy = match (settings.output.answer_on_stdout, results.len()) {
+        // `rlm query` on a file read in one piece: its answer is the answer.
+        (true, 1) => AggregateStrategy::Concat,
+        _ => settings.task.aggregate,
+    };
+    let built = build(
+        AggregateInput {
+            strategy,
+            pattern: &settings.input.pattern,
+            timestamp: &run_dir.timestamp,
+            processed,
+            results: &results,
+            types: &types,
+            failed: &outcomes.failures,
+            context_window: plan.model.context_window,
+            max_tokens: settings.provider.max_tokens,
+            require_citations: settings.task.require_citations,
+        },
+        exec,
+    )
+    .await;
+    let answer = settings
+        .output
+        .answer_on_stdout
+        .then(|| single.unwrap_or_else(|| built.aggregate.markdown.clone()));
+    let mut aggregate = built.aggregate;
+    if let Some(caution) = model_caution(settings, plan) {
+        aggregate.markdown = format!("> **Note:** {caution}\n\n{}", aggregate.markdown);
+    }
+    let (paths, mut errors) = write::aggregate(run_dir, &settings.cwd, &aggregate);
+    errors.splice(0..0, built.errors);
+    tracing::debug!(resident_mib = ?crate::memory::resident_mib(), "aggregate written");
+    Aggregated { paths, answer, errors }
 }

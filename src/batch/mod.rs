@@ -42,7 +42,7 @@ mod write;
 use std::collections::HashSet;
 use std::time::Instant;
 
-use crate::aggregate::{AggregateStrategy, Processed, ResultItem};
+use crate::aggregate::Processed;
 use crate::error::{ExitStatus, RlmError};
 use crate::exec::Event;
 use crate::plan::Budget;
@@ -53,6 +53,7 @@ use crate::settings::BatchSettings;
 use crate::store::{RunId, RunStatus as StoreRunStatus};
 use crate::unit_failure::{FailureKind, UnitFailure};
 
+use aggregate_stage::{aggregate, Aggregated};
 use answers::FileAnswer;
 pub use batch_api_run::{cancel_each, refuse_batches_elsewhere, RunRecorder};
 use dispatcher::StopReason;
@@ -293,97 +294,9 @@ impl Outcomes {
     }
 }
 
-/// What the aggregate stage came to.
-struct Aggregated {
-    paths: write::AggregatePaths,
-    /// For `rlm query`: the answer to print.
-    answer: Option<String>,
-    /// Errors of the run (a summary that failed, an aggregate not written).
-    errors: Vec<String>,
-}
-
-/// The aggregate of what succeeded, written to the run directory; and for `rlm query`,
-/// the answer to print.
-async fn aggregate(
-    settings: &BatchSettings,
-    plan: &Plan,
-    run_dir: &RunDir,
-    outcomes: &mut Outcomes,
-    exec: &mut Execution,
-) -> Aggregated {
-    let processed = outcomes.processed();
-    let files = &mut outcomes.answers;
-    if files.is_empty() {
-        return Aggregated {
-            paths: write::AggregatePaths::default(),
-            answer: None,
-            errors: Vec::new(),
-        };
-    }
-    // Any JSON is an answer under --schema; otherwise only an object or an array is data.
-    let typed = settings.task.schema.is_some();
-    // `rlm query` over one file prints its answer as it came.
-    let single = match files.as_slice() {
-        [one] if settings.output.answer_on_stdout => Some(one.answer.text.clone()),
-        _ => None,
-    };
-    // Taken out of the answers (which keep their findings): a run's texts are held once.
-    let results: Vec<ResultItem> = files
-        .iter_mut()
-        .map(|f| {
-            let (text, json) = f.answer.take_shown(|v| typed || v.is_object() || v.is_array());
-            ResultItem {
-                path: f.label.to_string(),
-                text,
-                json,
-            }
-        })
-        .collect();
-    let types: Vec<crate::content::ContentType> = files
-        .iter()
-        .map(|f| {
-            f.content_type
-                .unwrap_or_else(|| crate::content::detect(&f.path, "").content_type)
-        })
-        .collect();
-    let strategy = match (settings.output.answer_on_stdout, results.len()) {
-        // `rlm query` on a file read in one piece: its answer is the answer.
-        (true, 1) => AggregateStrategy::Concat,
-        _ => settings.task.aggregate,
-    };
-    let built = aggregate_stage::build(
-        aggregate_stage::AggregateInput {
-            strategy,
-            pattern: &settings.input.pattern,
-            timestamp: &run_dir.timestamp,
-            processed,
-            results: &results,
-            types: &types,
-            failed: &outcomes.failures,
-            context_window: plan.model.context_window,
-            max_tokens: settings.provider.max_tokens,
-            require_citations: settings.task.require_citations,
-        },
-        exec,
-    )
-    .await;
-    let answer = settings
-        .output
-        .answer_on_stdout
-        .then(|| single.unwrap_or_else(|| built.aggregate.markdown.clone()));
-    let mut aggregate = built.aggregate;
-    if let Some(caution) = model_caution(settings, plan) {
-        aggregate.markdown = format!("> **Note:** {caution}\n\n{}", aggregate.markdown);
-    }
-    let (paths, mut errors) = write::aggregate(run_dir, &settings.cwd, &aggregate);
-    errors.splice(0..0, built.errors);
-    tracing::debug!(resident_mib = ?crate::memory::resident_mib(), "aggregate written");
-    Aggregated { paths, answer, errors }
-}
-
 /// When the answers come from the bundled local model (by the name the server gave it or
 /// `--model` named), the sentence that says they come from a toy (issue 25).
-fn model_caution(settings: &BatchSettings, plan: &Plan) -> Option<String> {
+pub(super) fn model_caution(settings: &BatchSettings, plan: &Plan) -> Option<String> {
     if settings.provider.kind == crate::provider::ProviderKind::Command {
         return None;
     }
