@@ -629,15 +629,9 @@ fn a_batch_job_run_again_after_a_kill_collects_the_first_batch_and_pays_nothing_
     mock.set_batch_progress(BatchProgress::AfterPolls(50));
     let p = job_project(8, 4, &[], "");
     let url = mock.url();
-    let first = job_fast(p.rlm(&job_args(&url, &["--batch-api", "--yes"]))).spawn();
     // Killed once its batch is recorded (killed before, its submission's reply is lost: the
     // new job leaves it to `rlm job resume` of the first, which looks for it).
-    assert!(
-        wait_until(Duration::from_secs(30), || first_job_batch_recorded(&p)),
-        "the first job records its batch"
-    );
-    first.signal("KILL");
-    let _ = first.wait();
+    killed_once_its_batch_is_recorded(&p, &url);
     let again = job_fast(p.rlm(&job_args(&url, &["--batch-api", "--yes", "--json"]))).run();
     again.assert_exit(0);
     assert_eq!(
@@ -756,18 +750,12 @@ fn first_job_batch_recorded(p: &Project) -> bool {
 /// the rest again (through the batch API), and calls nothing in real time.
 #[test]
 fn a_killed_batch_job_canceled_then_resumed_keeps_what_finished_and_sends_only_the_rest() {
-    use crate::job::{fast as job_fast, job_args, job_id, job_project, jobs};
+    use crate::job::{job_id, job_project, jobs};
     let mock = MockLlm::start();
     mock.set_batch_progress(BatchProgress::HeldAfter(1));
     let p = job_project(8, 4, &[], "");
     let url = mock.url();
-    let job = job_fast(p.rlm(&job_args(&url, &["--batch-api", "--yes"]))).spawn();
-    assert!(
-        wait_until(Duration::from_secs(30), || first_job_batch_recorded(&p)),
-        "the job records its batch"
-    );
-    job.signal("KILL");
-    let _ = job.wait();
+    killed_once_its_batch_is_recorded(&p, &url);
     let id = job_id(&jobs(&p)[0]);
     let cancel = p.rlm(&["cancel", &id]).run();
     cancel.assert_exit(0);
@@ -856,4 +844,17 @@ fn a_batch_job_against_a_server_without_a_batch_api_says_to_turn_it_off() {
     let resumed = job_fast(p.rlm(&["job", "resume", &id, "--batch-api", "off"])).run();
     resumed.assert_exit(0);
     assert_eq!(map_requests(&mock).len(), 2, "two batches of items, in real time");
+}
+
+/// Runs the job in `p` with `--batch-api` against `url` and kills it (-9) once its batch
+/// is recorded in the run store.
+fn killed_once_its_batch_is_recorded(p: &Project, url: &str) {
+    use crate::job::{fast as job_fast, job_args};
+    let running = job_fast(p.rlm(&job_args(url, &["--batch-api", "--yes"]))).spawn();
+    assert!(
+        wait_until(Duration::from_secs(30), || first_job_batch_recorded(p)),
+        "the job records its batch"
+    );
+    running.signal("KILL");
+    let _ = running.wait();
 }
