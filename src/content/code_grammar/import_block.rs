@@ -56,20 +56,28 @@ impl Grammar {
     /// The named children of `node`, transparent ones replaced by theirs (a conditional
     /// holding only imports kept whole).
     pub(super) fn flatten_into<'t>(&self, node: Node<'t>, text: &str, out: &mut Vec<Node<'t>>) {
+        // One cursor over the children: it knows each child's field name at once, where
+        // asking the node for child i's field walks its children again (a module of
+        // thousands of functions made that quadratic).
+        let transparent = self.is_transparent(node);
         let mut cursor = node.walk();
-        for (i, child) in node.children(&mut cursor).enumerate() {
-            if !child.is_named() {
-                continue;
-            }
+        if !cursor.goto_first_child() {
+            return;
+        }
+        loop {
+            let child = cursor.node();
             // The condition or name of a conditional is part of its first line.
-            if matches!(node.field_name_for_child(i as u32), Some("name" | "condition")) && self.is_transparent(node) {
-                continue;
+            let heading = transparent && matches!(cursor.field_name(), Some("name" | "condition"));
+            if child.is_named() && !heading {
+                // What the parser could not read (an ERROR node) stands for its pieces.
+                if child.is_error() || (self.is_transparent(child) && self.role(child, text) != Role::Import) {
+                    self.flatten_into(child, text, out);
+                } else {
+                    out.push(child);
+                }
             }
-            // What the parser could not read (an ERROR node) stands for its pieces.
-            if child.is_error() || (self.is_transparent(child) && self.role(child, text) != Role::Import) {
-                self.flatten_into(child, text, out);
-            } else {
-                out.push(child);
+            if !cursor.goto_next_sibling() {
+                break;
             }
         }
     }
