@@ -17,9 +17,11 @@
 //!
 //! An answer that comes back is checked like a realtime worker's (the schema and the
 //! batch: every id once); an accepted answer is cached, then written as the batch's output
-//! file, and counts at the batch price. Requests that errored, expired or were canceled,
-//! and answers the check rejects, are left to the realtime workers, which ask again with
-//! the errors appended, under the phase's `retries`.
+//! file, and counts at the batch price. Requests that errored (when another attempt may
+//! succeed) or expired are sent again in a follow-up batch within `--retries`, as `rlm
+//! batch` sends them, then fail their batch; one that errored for good fails at once.
+//! Answers the check rejects are left to the realtime workers, which ask again with the
+//! errors appended, under the phase's `retries`.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -43,7 +45,7 @@ use crate::provider::batch_api::{
     ItemOutcome, LostSubmission, Results, ResultsEnd, SubmitReport, Submitted,
 };
 use crate::provider::catalog::PriceTier;
-use crate::settings::{BatchApiSettings, ProviderSettings};
+use crate::settings::{BatchApiSettings, BatchFallback, ProviderSettings};
 use crate::store::{RunId, TaskStore};
 
 /// What the phase's batch API needs besides its jobs.
@@ -154,6 +156,14 @@ struct PhaseBatches<'p, 'a> {
     held_now: usize,
     /// Ctrl-C or the deadline came while a submission was settled or retried.
     stopped: bool,
+    /// What `--max-cost` leaves for the phase's submissions, each counted at its worst as it
+    /// is sent (`None` without a budget).
+    budget_left: Option<f64>,
+    /// Jobs whose request errored (when another attempt may succeed) or expired at the
+    /// provider, to send again in a follow-up batch.
+    again: Vec<usize>,
+    /// How often each job's request came back errored or expired in this attempt.
+    sends: HashMap<usize, u32>,
 }
 
 /// Sends `jobs` that miss the cache through the batch API (or finds the batches an earlier
@@ -187,6 +197,9 @@ pub async fn collect(
         unread: Vec::new(),
         held_now: 0,
         stopped: false,
+        budget_left: phase.budget_left,
+        again: Vec::new(),
+        sends: HashMap::new(),
     };
     let (held, interrupted) = p.settle_intents(interrupt).await;
     if interrupted {
@@ -217,6 +230,8 @@ pub async fn collect(
             p.collecting.remove(i);
         }
     }
+    // What those batches did not run is among the candidates below.
+    p.again.clear();
     let mut rest = Vec::new();
     let mut held_jobs = 0;
     let mut candidates = Vec::new();
@@ -238,41 +253,61 @@ pub async fn collect(
             candidates.push(i);
         }
     }
-    let (mine, mut elsewhere) = p.claim(workers, candidates).await;
-    rest.append(&mut elsewhere);
-    let unsent = p.submit(workers, mine, interrupt).await?;
-    if p.stopped {
-        // Ctrl-C or the deadline while a submission was settled or sent again: what was
-        // submitted keeps running at the provider.
-        if !p.batches.is_empty() {
-            phase
-                .printer
-                .warn("the provider batches submitted keep running; rlm job resume collects them");
-        }
-        rest.extend(p.jobs.iter_mut().filter_map(Option::take));
-        return Ok(Collected {
-            answered,
-            rest,
-            stopped: true,
-            over_budget: None,
-            canceled: None,
-            unread: None,
-        });
-    }
-    for batch in std::mem::take(&mut p.batches) {
-        if batch.requests.is_empty() {
-            // Everything it answered is done (kept by an earlier attempt): nothing to wait for.
-            if let Err(e) = p.store.record_batch_collected(&batch.owner, &batch.id) {
-                tracing::debug!(batch = %batch.id, "cannot mark a batch collected: {e}");
+    // Rounds: what errored (when another attempt may succeed) or expired at the provider
+    // goes again in a follow-up batch, as `rlm batch` sends it, within `--retries`.
+    let mut unsent = 0;
+    let mut round = candidates;
+    loop {
+        let (mine, mut elsewhere) = p.claim(workers, round).await;
+        rest.append(&mut elsewhere);
+        unsent += p.submit(workers, mine, interrupt).await?;
+        if p.stopped {
+            // Ctrl-C or the deadline while a submission was settled or sent again: what was
+            // submitted keeps running at the provider.
+            if !p.batches.is_empty() {
+                phase
+                    .printer
+                    .warn("the provider batches submitted keep running; rlm job resume collects them");
             }
-            continue;
+            rest.extend(p.jobs.iter_mut().filter_map(Option::take));
+            return Ok(Collected {
+                answered,
+                rest,
+                stopped: true,
+                over_budget: None,
+                canceled: None,
+                unread: None,
+            });
         }
-        let Some(state) = wait(p.api.as_ref(), &batch.id, &mut p.store, &batch.owner, &phase, interrupt).await? else {
-            let mut left = p.left_running(&batch.id, answered);
-            left.rest.append(&mut rest);
-            return Ok(left);
-        };
-        p.collect_batch(workers, &batch, &state, started, &mut answered).await?;
+        for batch in std::mem::take(&mut p.batches) {
+            if batch.requests.is_empty() {
+                // Everything it answered is done (kept by an earlier attempt): nothing to wait for.
+                if let Err(e) = p.store.record_batch_collected(&batch.owner, &batch.id) {
+                    tracing::debug!(batch = %batch.id, "cannot mark a batch collected: {e}");
+                }
+                continue;
+            }
+            let Some(state) = wait(p.api.as_ref(), &batch.id, &mut p.store, &batch.owner, &phase, interrupt).await?
+            else {
+                let mut left = p.left_running(&batch.id, answered);
+                left.rest.append(&mut rest);
+                return Ok(left);
+            };
+            p.collect_batch(workers, &batch, &state, started, &mut answered).await?;
+        }
+        round = std::mem::take(&mut p.again);
+        round.retain(|&i| p.jobs[i].is_some());
+        if round.is_empty() || !phase.submit {
+            break;
+        }
+        for i in &round {
+            p.collecting.remove(i);
+        }
+        phase.printer.progress(&format!(
+            "  {}: {} requests errored or expired at the provider: sent again in a follow-up batch",
+            phase.name,
+            round.len()
+        ));
     }
     if let Err(e) = p.store.release_unsent_claims(&p.run) {
         p.store_failed(&e.to_string());
@@ -481,7 +516,7 @@ impl PhaseBatches<'_, '_> {
         mine: Vec<usize>,
         interrupt: &mut Interrupt,
     ) -> Result<usize, RlmError> {
-        let mut budget_left = self.phase.budget_left;
+        let mut budget_left = self.budget_left;
         let mut pending = Vec::new();
         let mut unsent = 0;
         for i in mine {
@@ -502,6 +537,7 @@ impl PhaseBatches<'_, '_> {
             }
             pending.push(i);
         }
+        self.budget_left = budget_left;
         // A create request that fails is handled as `rlm batch` handles it: one that created
         // nothing is sent again within `--retries`; one whose reply was lost is settled with
         // the provider's listing (its batch found and collected, or held).
@@ -744,6 +780,9 @@ impl PhaseBatches<'_, '_> {
                     return Ok(());
                 }
             };
+            let Some(&i) = batch.requests.get(&item.custom_id) else {
+                continue;
+            };
             let reply = match &item.outcome {
                 ItemOutcome::Succeeded(reply) => reply,
                 ItemOutcome::Canceled if !batch.canceled_before => {
@@ -753,12 +792,18 @@ impl PhaseBatches<'_, '_> {
                     }
                     continue;
                 }
-                // Errored or expired (or canceled before, by `rlm cancel`): asked again
-                // (the realtime workers, or a new batch).
-                _ => continue,
-            };
-            let Some(&i) = batch.requests.get(&item.custom_id) else {
-                continue;
+                ItemOutcome::Errored { reason, retryable } => {
+                    let why = format!("errored at the provider: {reason}");
+                    self.again_or_fail(workers, i, why, *retryable, started, answered);
+                    continue;
+                }
+                ItemOutcome::Expired => {
+                    let why = "expired at the provider (not run within 24 hours)".to_string();
+                    self.again_or_fail(workers, i, why, true, started, answered);
+                    continue;
+                }
+                // Canceled before, by `rlm cancel`: a candidate again.
+                ItemOutcome::Canceled => continue,
             };
             let Some(job) = self.jobs[i].as_mut() else { continue };
             let request = job.request.completion_request(workers.max_tokens);
@@ -807,6 +852,49 @@ impl PhaseBatches<'_, '_> {
             self.store_failed(&e.to_string());
         }
         Ok(())
+    }
+
+    /// Job `i`'s request came back errored or expired, settled as `rlm batch` settles it:
+    /// sent again in a follow-up batch while its sends are within `--retries` (with the
+    /// realtime fallback, left to the realtime workers instead), else its batch fails; a
+    /// request that errored for good (an invalid request) fails at once. The provider bills
+    /// none of these.
+    fn again_or_fail(
+        &mut self,
+        workers: &WorkerContext,
+        i: usize,
+        why: String,
+        retryable: bool,
+        started: Instant,
+        answered: &mut Vec<BatchDone>,
+    ) {
+        let sent = self.sends.entry(i).or_insert(0);
+        *sent += 1;
+        let sent = *sent;
+        let reason = if !retryable {
+            why
+        } else if self.phase.settings.fallback == BatchFallback::Realtime {
+            return;
+        } else if sent <= workers.call.policy.retries {
+            self.again.push(i);
+            return;
+        } else {
+            format!("{why} (after {sent} send{})", if sent == 1 { "" } else { "s" })
+        };
+        let Some(job) = self.jobs[i].take() else { return };
+        answered.push(BatchDone::new(
+            &job,
+            WorkerOutcome {
+                end: WorkerEnd::Failed { reason },
+                cached: false,
+                usage: crate::provider::Usage::default(),
+                cost_usd: 0.0,
+                calls: 0,
+                reasked: 0,
+                duration_ms: started.elapsed().as_millis() as u64,
+                write_error: None,
+            },
+        ));
     }
 
     /// Settles each submission an earlier attempt sent without its reply (the one way, see

@@ -1047,6 +1047,56 @@ fn batch_api_job_killed_while_waiting_resumes_by_polling_the_batch_it_sent() {
 }
 
 #[test]
+fn batch_api_requests_that_errored_or_expired_go_again_in_a_follow_up_batch_as_rlm_batch_sends_them() {
+    let mock = MockLlm::start();
+    mock.set_batch_progress(batch::BatchProgress::AfterPolls(1));
+    // Batch 1 (entries 1-4) expires once, batch 2 (5-8) errors once in a way that may pass,
+    // batch 3 (9-12) is an invalid request.
+    mock.batch_fault_when("entry 2", vec![batch::BatchFault::Expired]);
+    mock.batch_fault_when("entry 6", vec![batch::BatchFault::Errored { retryable: true }]);
+    mock.batch_fault_when("entry 10", vec![batch::BatchFault::Errored { retryable: false }]);
+    let p = job_project(12, 4, &[], "");
+    let out = fast(p.rlm(&job_args(&mock.url(), &["--batch-api", "--json", "--yes"]))).run();
+    out.assert_exit(1);
+    assert_eq!(
+        mock.batch_sizes(),
+        [3, 2],
+        "the expired and the errored again, in a batch: {}",
+        out.stderr
+    );
+    assert!(map_requests(&mock).is_empty(), "nothing in real time: {}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("2 requests errored or expired at the provider: sent again in a follow-up batch"),
+        "{}",
+        out.stderr
+    );
+    let dir = only_job(&p);
+    assert_eq!(batch_outputs(&dir, "classify").len(), 2);
+    let record = read_json(&dir.join("job.json"));
+    let phase = &record["phases"][0];
+    assert_eq!(phase["failed_batches"], json!([3]), "{record}");
+    assert_eq!(phase["batches_done"], 2, "{record}");
+
+    // Always expired: sent once and again three times (a job's fault retries), then its
+    // batch fails, as `rlm batch` fails such a unit; never in real time.
+    let mock = MockLlm::start();
+    mock.set_batch_progress(batch::BatchProgress::AfterPolls(1));
+    mock.batch_fault_when("entry 2", vec![batch::BatchFault::Expired; 10]);
+    let p = job_project(8, 4, &[], "");
+    let out = fast(p.rlm(&job_args(&mock.url(), &["--batch-api", "--yes"]))).run();
+    out.assert_exit(1);
+    assert_eq!(mock.batch_sizes(), [2, 1, 1, 1], "{}", out.stderr);
+    assert!(map_requests(&mock).is_empty(), "nothing in real time: {}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("expired at the provider (not run within 24 hours) (after 4 sends)"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
 fn batch_api_answers_that_fail_the_check_are_asked_again_in_real_time() {
     let mock = MockLlm::start();
     mock.set_batch_progress(batch::BatchProgress::AfterPolls(1));
