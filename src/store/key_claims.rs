@@ -92,10 +92,13 @@ type ClaimRow = (
 );
 
 fn claim_row(conn: &rusqlite::Connection, key: &str) -> rusqlite::Result<Option<ClaimRow>> {
-    conn.query_row(
+    // Prepared once per connection: a realtime run asks it for every key it pays for.
+    conn.prepare_cached(
         "SELECT c.run_id, c.server, c.custom_id, c.batch_id, c.token,
                         r.status, r.owner_pid, r.owner_identity, r.output_dir
                  FROM key_claims c LEFT JOIN runs r ON r.id = c.run_id WHERE c.cache_key = ?1",
+    )?
+    .query_row(
         [key],
         |row| {
             Ok((
