@@ -68,7 +68,7 @@ impl KeyClaims {
         let mut looks = 0u32;
         loop {
             let place_now = place.take().unwrap_or_else(|| limiter.place());
-            let (claimed, place_now) = match self.flock(key, place_now, limiter).await {
+            let (claimed, asked, place_now) = match self.flock(key, place_now, limiter).await {
                 Ok(taken) => taken,
                 Err(claim) => return claim,
             };
@@ -77,7 +77,11 @@ impl KeyClaims {
                 Claimed::Mine(guard) => guard,
             };
             // Under the flock, a provider batch of another run may still hold the key.
-            let holder = self.batch_holder(key).await.filter(|h| h.run.as_str() != self.run);
+            let holder = match asked {
+                Some(holder) => holder,
+                None => self.batch_holder(key).await,
+            };
+            let holder = holder.filter(|h| h.run.as_str() != self.run);
             let Some(holder) = holder else {
                 return KeyClaim::Held(Some(guard), place_now);
             };
@@ -98,15 +102,32 @@ impl KeyClaims {
     }
 
     /// Takes `key`'s flock (waiting, place given up, while another job holds it) and reads
-    /// the cache again under it; `Err` with what the job comes to when it cannot.
-    async fn flock(&self, key: &CacheKey, place: Place, limiter: &Arc<Limiter>) -> Result<(Claimed, Place), KeyClaim> {
-        let (cache, max) = (self.cache.clone(), self.max_tokens);
+    /// the cache again under it; `Err` with what the job comes to when it cannot. A flock
+    /// taken at once comes with the store's answer to whether a provider batch holds the key
+    /// (`Some`), asked in the same trip off the async workers: one thread hand-off a call,
+    /// not two.
+    #[allow(clippy::type_complexity)] // the claim, the store's answer if asked, the place
+    async fn flock(
+        &self,
+        key: &CacheKey,
+        place: Place,
+        limiter: &Arc<Limiter>,
+    ) -> Result<(Claimed, Option<Option<KeyHolder>>, Place), KeyClaim> {
+        let (cache, max, store) = (self.cache.clone(), self.max_tokens, self.store.clone());
         let first = {
             let key = key.clone();
-            tokio::task::spawn_blocking(move || cache.try_claim_miss(&key, max)).await
+            tokio::task::spawn_blocking(move || {
+                let claimed = cache.try_claim_miss(&key, max)?;
+                let asked = match &claimed {
+                    Some(Claimed::Mine(_)) => Some(holder_in(store.as_deref(), &key.0)),
+                    _ => None,
+                };
+                Ok::<_, std::io::Error>(claimed.map(|c| (c, asked)))
+            })
+            .await
         };
         match first {
-            Ok(Ok(Some(claimed))) => Ok((claimed, place)),
+            Ok(Ok(Some((claimed, asked)))) => Ok((claimed, asked, place)),
             Ok(Ok(None)) => {
                 drop(place);
                 let halted = limiter.clone();
@@ -115,7 +136,7 @@ impl KeyClaims {
                     .claim_miss_unless(key, max, async move { halted.halted().await })
                     .await
                 {
-                    Ok(Some(claimed)) => Ok((claimed, limiter.place())),
+                    Ok(Some(claimed)) => Ok((claimed, None, limiter.place())),
                     Ok(None) => Err(KeyClaim::Halted),
                     Err(e) => Err(unclaimed(&e.to_string(), limiter.place())),
                 }
@@ -129,13 +150,15 @@ impl KeyClaims {
     async fn batch_holder(&self, key: &CacheKey) -> Option<KeyHolder> {
         let store = self.store.clone()?;
         let key = key.0.clone();
-        let asked = tokio::task::spawn_blocking(move || {
-            let store = store.lock().ok()?;
-            store.key_holder(&key).ok().flatten()
-        })
-        .await;
+        let asked = tokio::task::spawn_blocking(move || holder_in(Some(&store), &key)).await;
         asked.ok().flatten()
     }
+}
+
+/// The run whose provider batch holds `key` in `store`, if one does (blocking).
+fn holder_in(store: Option<&Mutex<TaskStore>>, key: &str) -> Option<KeyHolder> {
+    let store = store?.lock().ok()?;
+    store.key_holder(key).ok().flatten()
 }
 
 /// Keys claimed for a submission in one store transaction (see [`claim_for_submission`]).

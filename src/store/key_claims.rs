@@ -98,26 +98,23 @@ fn claim_row(conn: &rusqlite::Connection, key: &str) -> rusqlite::Result<Option<
                         r.status, r.owner_pid, r.owner_identity, r.output_dir
                  FROM key_claims c LEFT JOIN runs r ON r.id = c.run_id WHERE c.cache_key = ?1",
     )?
-    .query_row(
-        [key],
-        |row| {
-            Ok((
-                (
-                    row.get::<_, String>(0)?,
-                    row.get::<_, String>(1)?,
-                    row.get::<_, Option<String>>(2)?,
-                    row.get::<_, Option<String>>(3)?,
-                    row.get::<_, Option<String>>(4)?,
-                ),
-                (
-                    row.get::<_, Option<String>>(5)?,
-                    row.get::<_, Option<u32>>(6)?,
-                    row.get::<_, Option<String>>(7)?,
-                    row.get::<_, Option<String>>(8)?,
-                ),
-            ))
-        },
-    )
+    .query_row([key], |row| {
+        Ok((
+            (
+                row.get::<_, String>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, Option<String>>(2)?,
+                row.get::<_, Option<String>>(3)?,
+                row.get::<_, Option<String>>(4)?,
+            ),
+            (
+                row.get::<_, Option<String>>(5)?,
+                row.get::<_, Option<u32>>(6)?,
+                row.get::<_, Option<String>>(7)?,
+                row.get::<_, Option<String>>(8)?,
+            ),
+        ))
+    })
     .optional()
 }
 
