@@ -19,7 +19,9 @@
 //! batch: every id once); an accepted answer is cached, then written as the batch's output
 //! file, and counts at the batch price. Requests that errored (when another attempt may
 //! succeed) or expired are sent again in a follow-up batch within `--retries`, as `rlm
-//! batch` sends them, then fail their batch; one that errored for good fails at once.
+//! batch` sends them, then fail their batch; one that errored for good fails at once, as do
+//! the requests of a batch refused whole. A batch refused for the account's enqueued-token
+//! limit goes again in smaller batches once the others have ended.
 //! Answers the check rejects are left to the realtime workers, which ask again with the
 //! errors appended, under the phase's `retries`.
 
@@ -41,8 +43,8 @@ use crate::error::{ProviderFailure, RlmError, StoreFailure};
 use crate::exec::{Interrupt, ReplyCheck};
 use crate::printer::Printer;
 use crate::provider::batch_api::{
-    batch_api, custom_id_for, submit_all_within, unit_part, BatchApi, BatchError, BatchItem, BatchState, BatchTimeouts,
-    ItemOutcome, LostSubmission, Results, ResultsEnd, SubmitReport, Submitted,
+    batch_api, custom_id_for, submit_all_within, token_limit_requeue, unit_part, BatchApi, BatchError, BatchItem,
+    BatchState, BatchTimeouts, ItemOutcome, LostSubmission, Results, ResultsEnd, SubmitReport, Submitted,
 };
 use crate::provider::catalog::PriceTier;
 use crate::settings::{BatchApiSettings, BatchFallback, ProviderSettings};
@@ -164,6 +166,11 @@ struct PhaseBatches<'p, 'a> {
     again: Vec<usize>,
     /// How often each job's request came back errored or expired in this attempt.
     sends: HashMap<usize, u32>,
+    /// Jobs whose batch the provider refused for the account's enqueued-token limit: sent
+    /// again, in smaller batches, once the round's other batches have ended.
+    requeue: Vec<usize>,
+    /// The most requests a batch holds, once one was refused for the enqueued-token limit.
+    max_requests: Option<usize>,
 }
 
 /// Sends `jobs` that miss the cache through the batch API (or finds the batches an earlier
@@ -200,6 +207,8 @@ pub async fn collect(
         budget_left: phase.budget_left,
         again: Vec::new(),
         sends: HashMap::new(),
+        requeue: Vec::new(),
+        max_requests: None,
     };
     let (held, interrupted) = p.settle_intents(interrupt).await;
     if interrupted {
@@ -225,13 +234,15 @@ pub async fn collect(
         let Some(state) = wait(p.api.as_ref(), &batch.id, &mut p.store, &batch.owner, &phase, interrupt).await? else {
             return Ok(p.left_running(&batch.id, answered));
         };
-        p.collect_batch(workers, &batch, &state, started, &mut answered).await?;
+        p.collect_batch(workers, &batch, &state, (started, false), &mut answered)
+            .await?;
         for i in batch.requests.values() {
             p.collecting.remove(i);
         }
     }
     // What those batches did not run is among the candidates below.
     p.again.clear();
+    p.requeue.clear();
     let mut rest = Vec::new();
     let mut held_jobs = 0;
     let mut candidates = Vec::new();
@@ -279,7 +290,9 @@ pub async fn collect(
                 unread: None,
             });
         }
-        for batch in std::mem::take(&mut p.batches) {
+        let batches = std::mem::take(&mut p.batches);
+        let count = batches.len();
+        for (k, batch) in batches.into_iter().enumerate() {
             if batch.requests.is_empty() {
                 // Everything it answered is done (kept by an earlier attempt): nothing to wait for.
                 if let Err(e) = p.store.record_batch_collected(&batch.owner, &batch.id) {
@@ -293,9 +306,20 @@ pub async fn collect(
                 left.rest.append(&mut rest);
                 return Ok(left);
             };
-            p.collect_batch(workers, &batch, &state, started, &mut answered).await?;
+            let others = k + 1 < count;
+            p.collect_batch(workers, &batch, &state, (started, others), &mut answered)
+                .await?;
         }
         round = std::mem::take(&mut p.again);
+        round.retain(|&i| p.jobs[i].is_some());
+        if !round.is_empty() {
+            phase.printer.progress(&format!(
+                "  {}: {} requests errored or expired at the provider: sent again in a follow-up batch",
+                phase.name,
+                round.len()
+            ));
+        }
+        round.append(&mut p.requeue);
         round.retain(|&i| p.jobs[i].is_some());
         if round.is_empty() || !phase.submit {
             break;
@@ -303,11 +327,6 @@ pub async fn collect(
         for i in &round {
             p.collecting.remove(i);
         }
-        phase.printer.progress(&format!(
-            "  {}: {} requests errored or expired at the provider: sent again in a follow-up batch",
-            phase.name,
-            round.len()
-        ));
     }
     if let Err(e) = p.store.release_unsent_claims(&p.run) {
         p.store_failed(&e.to_string());
@@ -649,7 +668,13 @@ impl PhaseBatches<'_, '_> {
             recorded: Vec::new(),
             notices: Vec::new(),
         };
-        let report = Box::pin(submit_all_within(self.api.as_ref(), items, None, &mut recorder)).await;
+        let report = Box::pin(submit_all_within(
+            self.api.as_ref(),
+            items,
+            self.max_requests,
+            &mut recorder,
+        ))
+        .await;
         let RunRecorder { recorded, notices, .. } = recorder;
         for message in notices {
             self.phase.printer.warn(&message);
@@ -751,19 +776,44 @@ impl PhaseBatches<'_, '_> {
         workers: &Arc<WorkerContext>,
         batch: &Collecting,
         state: &BatchState,
-        started: Instant,
+        (started, others_pending): (Instant, bool),
         answered: &mut Vec<BatchDone>,
     ) -> Result<(), RlmError> {
+        let wanted: Vec<usize> = batch
+            .requests
+            .values()
+            .copied()
+            .filter(|&i| self.jobs[i].is_some())
+            .collect();
+        if state.over_token_limit && (wanted.len() > 1 || others_pending) {
+            // Refused for the account's enqueued-token limit, as `rlm batch` settles it:
+            // again, in smaller batches, once the other batches have ended.
+            let half = (wanted.len() / 2).max(1);
+            self.max_requests = Some(self.max_requests.map_or(half, |n| n.min(half)));
+            self.phase
+                .printer
+                .warn(&token_limit_requeue(&batch.id, self.api.server(), wanted.len(), half));
+            self.requeue.extend(wanted);
+            if let Err(e) = self.store.record_batch_collected(&batch.owner, &batch.id) {
+                self.store_failed(&e.to_string());
+            }
+            return Ok(());
+        }
         let mut results = Results::new(state);
         while let Some(item) = results.next(self.api.as_ref()).await {
             let item = match item {
                 Ok(item) => item,
                 Err(ResultsEnd::Refused(reason)) => {
-                    // Nothing of it ran (not billed): its requests are asked in real time.
-                    self.phase.printer.warn(&format!(
-                        "the provider refused batch {} ({reason}): its requests are sent in real time",
-                        batch.id
-                    ));
+                    // Nothing of it ran (not billed); its input did not validate, and would
+                    // not again: its batches fail, as `rlm batch` fails its units.
+                    for &i in &wanted {
+                        self.fail_job(
+                            i,
+                            format!("the provider refused batch {}: {reason}", batch.id),
+                            started,
+                            answered,
+                        );
+                    }
                     break;
                 }
                 Err(ResultsEnd::Unread(e)) => {
@@ -881,6 +931,11 @@ impl PhaseBatches<'_, '_> {
         } else {
             format!("{why} (after {sent} send{})", if sent == 1 { "" } else { "s" })
         };
+        self.fail_job(i, reason, started, answered);
+    }
+
+    /// Job `i`'s batch fails for `reason`, with nothing paid.
+    fn fail_job(&mut self, i: usize, reason: String, started: Instant, answered: &mut Vec<BatchDone>) {
         let Some(job) = self.jobs[i].take() else { return };
         answered.push(BatchDone::new(
             &job,

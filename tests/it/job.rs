@@ -1097,6 +1097,47 @@ fn batch_api_requests_that_errored_or_expired_go_again_in_a_follow_up_batch_as_r
 }
 
 #[test]
+fn a_jobs_batch_refused_for_the_enqueued_token_limit_goes_again_in_smaller_batches_as_rlm_batch_sends_it() {
+    let mock = MockLlm::start();
+    // The account may have five requests enqueued at once.
+    mock.set_batch_queue_limit(5);
+    let p = job_project(16, 2, &[], "");
+    let out = fast(
+        p.rlm(&job_args(
+            &mock.url(),
+            &[
+                "--batch-api",
+                "--provider",
+                "openai",
+                "--model",
+                "gpt-4.1-mini",
+                "--json",
+                "--yes",
+            ],
+        ))
+        .env_remove("ANTHROPIC_API_KEY")
+        .env("OPENAI_API_KEY", TEST_KEY),
+    )
+    .run();
+    out.assert_exit(0);
+    assert!(
+        out.stderr
+            .contains("would pass the account's limit (token_limit_exceeded)"),
+        "{}",
+        out.stderr
+    );
+    // 8 refused; then two of 4, the second refused while the first waits; then two of 2 —
+    // the same batches `rlm batch` sends.
+    assert_eq!(mock.batch_sizes(), [0, 4, 0, 2, 2], "{}", out.stderr);
+    assert!(map_requests(&mock).is_empty(), "nothing in real time: {}", out.stderr);
+    let dir = only_job(&p);
+    assert_eq!(
+        read_json(&dir.join("data/classify.json")).as_array().map(Vec::len),
+        Some(16)
+    );
+}
+
+#[test]
 fn batch_api_answers_that_fail_the_check_are_asked_again_in_real_time() {
     let mock = MockLlm::start();
     mock.set_batch_progress(batch::BatchProgress::AfterPolls(1));

@@ -208,13 +208,11 @@ impl BatchApiRun {
         let half = (expected.len() / 2).max(1);
         p.max_requests = Some(p.max_requests.map_or(half, |n| n.min(half)));
         exec.dispatcher.emit(Event::Warning {
-            message: format!(
-                "batch {} was refused: the tokens enqueued at {} would pass the account's limit \
-                 (token_limit_exceeded); its {} requests go again in batches of at most {half}, once the run's \
-                 other batches have ended",
-                b.batch_id,
+            message: crate::provider::batch_api::token_limit_requeue(
+                &b.batch_id,
                 self.api.server(),
                 expected.len(),
+                half,
             ),
         });
         for i in expected {

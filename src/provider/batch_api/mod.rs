@@ -495,6 +495,17 @@ pub fn new_token(sequence: u64) -> String {
     format!("sub-{}", &digest[..20])
 }
 
+/// What is said of batch `batch` refused at `server` for the account's enqueued-token limit,
+/// its `requests` sent again in batches of at most `half` (on every path: `rlm batch`, `rlm
+/// job`).
+pub fn token_limit_requeue(batch: &str, server: &str, requests: usize, half: usize) -> String {
+    format!(
+        "batch {batch} was refused: the tokens enqueued at {server} would pass the account's limit \
+         (token_limit_exceeded); its {requests} requests go again in batches of at most {half}, once the run's \
+         other batches have ended"
+    )
+}
+
 /// [`submit_all`] with at most `max_requests` requests a batch (when given; below the
 /// provider's limit: requests refused for the account's enqueued-token limit go again in
 /// smaller batches), each submission recorded through `recorder` before it is sent and its
