@@ -800,10 +800,13 @@ impl PhaseBatches<'_, '_> {
             return Ok(());
         }
         let mut results = Results::new(state);
+        // The jobs the results mention; `None` once the reading ended early.
+        let mut seen = Some(HashSet::new());
         while let Some(item) = results.next(self.api.as_ref()).await {
             let item = match item {
                 Ok(item) => item,
                 Err(ResultsEnd::Refused(reason)) => {
+                    seen = None;
                     // Nothing of it ran (not billed); its input did not validate, and would
                     // not again: its batches fail, as `rlm batch` fails its units.
                     for &i in &wanted {
@@ -833,6 +836,9 @@ impl PhaseBatches<'_, '_> {
             let Some(&i) = batch.requests.get(&item.custom_id) else {
                 continue;
             };
+            if let Some(seen) = seen.as_mut() {
+                seen.insert(i);
+            }
             let reply = match &item.outcome {
                 ItemOutcome::Succeeded(reply) => reply,
                 ItemOutcome::Canceled if !batch.canceled_before => {
@@ -897,6 +903,26 @@ impl PhaseBatches<'_, '_> {
                     write_error,
                 },
             ));
+        }
+        // A request the results do not mention has no answer: it goes again, said (the
+        // provider may count it as succeeded), as `rlm batch` sends it. Not so for a batch
+        // that was canceled: what it did not run is not run.
+        let canceled = batch.canceled_before || self.canceled_now.contains(&batch.id);
+        if let Some(seen) = seen.filter(|_| !canceled) {
+            let missing: Vec<usize> = wanted.into_iter().filter(|i| !seen.contains(i)).collect();
+            if !missing.is_empty() {
+                self.phase.printer.warn(&format!(
+                    "the results of batch {} have no entry for {} of its requests (the provider counts {} \
+                     succeeded): they are sent again, within the job's fault retries",
+                    batch.id,
+                    missing.len(),
+                    state.counts.succeeded
+                ));
+            }
+            for i in missing {
+                let why = "the batch's results have no entry for it".to_string();
+                self.again_or_fail(workers, i, why, true, started, answered);
+            }
         }
         if let Err(e) = self.store.record_batch_collected(&batch.owner, &batch.id) {
             self.store_failed(&e.to_string());

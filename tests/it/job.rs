@@ -1138,6 +1138,29 @@ fn a_jobs_batch_refused_for_the_enqueued_token_limit_goes_again_in_smaller_batch
 }
 
 #[test]
+fn a_jobs_batch_results_missing_a_request_send_it_again_in_a_batch_as_rlm_batch_does() {
+    let mock = MockLlm::start();
+    mock.set_batch_progress(batch::BatchProgress::AfterPolls(1));
+    mock.drop_batch_result_lines(1);
+    let p = job_project(12, 4, &[], "");
+    let out = fast(p.rlm(&job_args(&mock.url(), &["--batch-api", "--json", "--yes"]))).run();
+    out.assert_exit(0);
+    assert!(
+        out.stderr
+            .contains("have no entry for 1 of its requests (the provider counts 3 succeeded)"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(mock.batch_sizes(), [3, 1], "{}", out.stderr);
+    assert!(map_requests(&mock).is_empty(), "nothing in real time: {}", out.stderr);
+    let dir = only_job(&p);
+    assert_eq!(
+        read_json(&dir.join("data/classify.json")).as_array().map(Vec::len),
+        Some(12)
+    );
+}
+
+#[test]
 fn batch_api_answers_that_fail_the_check_are_asked_again_in_real_time() {
     let mock = MockLlm::start();
     mock.set_batch_progress(batch::BatchProgress::AfterPolls(1));
