@@ -43,8 +43,8 @@ use crate::error::{ProviderFailure, RlmError, StoreFailure};
 use crate::exec::{Interrupt, ReplyCheck};
 use crate::printer::Printer;
 use crate::provider::batch_api::{
-    batch_api, custom_id_for, submit_all_within, token_limit_requeue, unit_part, BatchApi, BatchError, BatchItem,
-    BatchState, BatchTimeouts, ItemOutcome, LostSubmission, Results, ResultsEnd, SubmitReport, Submitted,
+    batch_api, custom_id_for, send_again, submit_all_within, token_limit_requeue, unit_part, BatchApi, BatchError,
+    BatchItem, BatchState, BatchTimeouts, ItemOutcome, LostSubmission, Results, ResultsEnd, SubmitReport, Submitted,
 };
 use crate::provider::catalog::PriceTier;
 use crate::settings::{BatchApiSettings, BatchFallback, ProviderSettings};
@@ -951,11 +951,14 @@ impl PhaseBatches<'_, '_> {
             why
         } else if self.phase.settings.fallback == BatchFallback::Realtime {
             return;
-        } else if sent <= workers.call.policy.retries {
-            self.again.push(i);
-            return;
         } else {
-            format!("{why} (after {sent} send{})", if sent == 1 { "" } else { "s" })
+            match send_again(sent, workers.call.policy.retries, &why) {
+                Ok(()) => {
+                    self.again.push(i);
+                    return;
+                }
+                Err(reason) => reason,
+            }
         };
         self.fail_job(i, reason, started, answered);
     }

@@ -272,12 +272,14 @@ impl BatchApiRun {
                 i,
                 &format!("{why}; not sent again: rlm cancel stopped the run"),
             );
-        } else if sent <= self.retries {
-            p.in_flight[i] = false;
-            retry.push(i);
         } else {
-            let tries = if sent == 1 { "send" } else { "sends" };
-            self.fail(exec, p, i, format!("{why} (after {sent} {tries})"));
+            match crate::provider::batch_api::send_again(sent, self.retries, why) {
+                Ok(()) => {
+                    p.in_flight[i] = false;
+                    retry.push(i);
+                }
+                Err(reason) => self.fail(exec, p, i, reason),
+            }
         }
     }
 

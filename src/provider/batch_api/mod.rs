@@ -495,6 +495,18 @@ pub fn new_token(sequence: u64) -> String {
     format!("sub-{}", &digest[..20])
 }
 
+/// Whether a request its provider batch did not answer — errored (when another attempt may
+/// succeed), expired, or left out of the results — goes again after `sent` sends: while they
+/// are within `retries`; else why it fails, and after how many sends. One rule on every path
+/// (`rlm batch`, `rlm job`).
+pub fn send_again(sent: u32, retries: u32, why: &str) -> Result<(), String> {
+    if sent <= retries {
+        Ok(())
+    } else {
+        Err(format!("{why} (after {sent} send{})", if sent == 1 { "" } else { "s" }))
+    }
+}
+
 /// What is said of batch `batch` refused at `server` for the account's enqueued-token limit,
 /// its `requests` sent again in batches of at most `half` (on every path: `rlm batch`, `rlm
 /// job`).
