@@ -18,8 +18,8 @@
 //! An answer that comes back is checked like a realtime worker's (the schema and the
 //! batch: every id once); an accepted answer is cached, then written as the batch's output
 //! file, and counts at the batch price. Requests that errored (when another attempt may
-//! succeed) or expired are sent again in a follow-up batch within `--retries`, as `rlm
-//! batch` sends them, then fail their batch; one that errored for good fails at once, as do
+//! succeed) or expired, and those the results leave out, are sent again in a follow-up
+//! batch within the job's fault retries, as `rlm batch` sends them, then fail their batch; one that errored for good fails at once, as do
 //! the requests of a batch refused whole. A batch refused for the account's enqueued-token
 //! limit goes again in smaller batches once the others have ended.
 //! Answers the check rejects are left to the realtime workers, which ask again with the
@@ -264,8 +264,9 @@ pub async fn collect(
             candidates.push(i);
         }
     }
-    // Rounds: what errored (when another attempt may succeed) or expired at the provider
-    // goes again in a follow-up batch, as `rlm batch` sends it, within `--retries`.
+    // Rounds: what errored (when another attempt may succeed), expired or was left out of
+    // the results goes again in a follow-up batch within the fault retries, and what was
+    // refused for the enqueued-token limit in smaller ones, as `rlm batch` sends them.
     let mut unsent = 0;
     let mut round = candidates;
     loop {
@@ -930,8 +931,9 @@ impl PhaseBatches<'_, '_> {
         Ok(())
     }
 
-    /// Job `i`'s request came back errored or expired, settled as `rlm batch` settles it:
-    /// sent again in a follow-up batch while its sends are within `--retries` (with the
+    /// Job `i`'s request came back errored or expired (or not at all), settled as `rlm batch`
+    /// settles it: sent again in a follow-up batch while its sends are within the job's fault
+    /// retries (with the
     /// realtime fallback, left to the realtime workers instead), else its batch fails; a
     /// request that errored for good (an invalid request) fails at once. The provider bills
     /// none of these.
