@@ -933,10 +933,9 @@ impl PhaseBatches<'_, '_> {
 
     /// Job `i`'s request came back errored or expired (or not at all), settled as `rlm batch`
     /// settles it: sent again in a follow-up batch while its sends are within the job's fault
-    /// retries (with the
-    /// realtime fallback, left to the realtime workers instead), else its batch fails; a
-    /// request that errored for good (an invalid request) fails at once. The provider bills
-    /// none of these.
+    /// retries (with the realtime fallback, left to the realtime workers instead), else its
+    /// batch fails; a request that errored for good (an invalid request) fails at once. The
+    /// provider bills none of these.
     fn again_or_fail(
         &mut self,
         workers: &WorkerContext,
