@@ -894,14 +894,12 @@ impl PhaseBatches<'_, '_> {
             answered.push(BatchDone::new(
                 &job,
                 WorkerOutcome {
-                    end: WorkerEnd::Accepted(accepted),
-                    cached: false,
                     usage,
                     cost_usd,
                     calls: 1,
-                    reasked: 0,
                     duration_ms: started.elapsed().as_millis() as u64,
                     write_error,
+                    ..WorkerOutcome::ended(WorkerEnd::Accepted(accepted))
                 },
             ));
         }
@@ -970,14 +968,8 @@ impl PhaseBatches<'_, '_> {
         answered.push(BatchDone::new(
             &job,
             WorkerOutcome {
-                end: WorkerEnd::Failed { reason },
-                cached: false,
-                usage: crate::provider::Usage::default(),
-                cost_usd: 0.0,
-                calls: 0,
-                reasked: 0,
                 duration_ms: started.elapsed().as_millis() as u64,
-                write_error: None,
+                ..WorkerOutcome::ended(WorkerEnd::Failed { reason })
             },
         ));
     }

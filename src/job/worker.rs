@@ -161,6 +161,22 @@ pub struct WorkerOutcome {
     pub write_error: Option<String>,
 }
 
+impl WorkerOutcome {
+    /// A worker that ended `end` with nothing paid and no call made yet.
+    pub fn ended(end: WorkerEnd) -> Self {
+        WorkerOutcome {
+            end,
+            cached: false,
+            usage: Usage::default(),
+            cost_usd: 0.0,
+            calls: 0,
+            reasked: 0,
+            duration_ms: 0,
+            write_error: None,
+        }
+    }
+}
+
 /// Runs one worker to its end. `place` is its place in the limiter's queue, taken when it
 /// was dispatched.
 pub async fn run_worker(
@@ -170,16 +186,7 @@ pub async fn run_worker(
     place: Place,
 ) -> WorkerOutcome {
     let started = Instant::now();
-    let mut outcome = WorkerOutcome {
-        end: WorkerEnd::Halted,
-        cached: false,
-        usage: Usage::default(),
-        cost_usd: 0.0,
-        calls: 0,
-        reasked: 0,
-        duration_ms: 0,
-        write_error: None,
-    };
+    let mut outcome = WorkerOutcome::ended(WorkerEnd::Halted);
     if let Some(prior) = &request.prior {
         // Paid (through the batch API) and rejected: counted here, whatever comes next.
         outcome.usage.add(prior.usage);

@@ -279,10 +279,7 @@ impl StoreReporter {
 
 /// The moves of units, committed in one transaction with a heartbeat.
 fn commit(store: &mut TaskStore, run: &RunId, moves: &[(String, UnitState, Detail)]) -> Result<(), StoreError> {
-    let borrowed: Vec<(&str, UnitState, Detail)> = moves.iter().map(|(u, s, d)| (u.as_str(), *s, d.clone())).collect();
-    store
-        .transition_many(run, &borrowed)
-        .and_then(|()| store.heartbeat(run))
+    store.transition_many(run, moves).and_then(|()| store.heartbeat(run))
 }
 
 /// What the writer hears.

@@ -155,10 +155,14 @@ impl TaskStore {
     }
 
     /// Moves several units in one transaction: all of them, or (on the first error) none.
-    pub fn transition_many(&mut self, run: &RunId, moves: &[(&str, UnitState, Detail)]) -> Result<(), StoreError> {
+    pub fn transition_many<U: AsRef<str>>(
+        &mut self,
+        run: &RunId,
+        moves: &[(U, UnitState, Detail)],
+    ) -> Result<(), StoreError> {
         let mut batch = self.begin()?;
         for (unit, to, detail) in moves {
-            batch.transition(run, unit, *to, detail)?;
+            batch.transition(run, unit.as_ref(), *to, detail)?;
         }
         batch.commit()
     }
