@@ -13,6 +13,7 @@ pub mod command;
 mod document;
 mod error;
 mod instruction;
+mod markdown;
 mod parser;
 mod sources;
 mod tuple;
