@@ -395,3 +395,52 @@ fn cpp_includes_under_if_travel_with_every_later_chunk() {
     }
     assert!(carried >= 2, "{carried} chunks carry the includes");
 }
+
+/// tree-sitter-ruby's scanner aborts the process (a C `assert`) on a heredoc word of 256
+/// characters or more; such a file is cut by the lines' rules, and its neighbours by the
+/// grammar, in the same run.
+#[test]
+fn a_ruby_file_whose_heredoc_word_would_abort_the_parser_is_planned_and_cut_all_the_same() {
+    let mock = MockLlm::start();
+    let url = mock.url();
+    let word = "A".repeat(300);
+    let methods: String = (0..400).map(|i| format!("def f{i}\n  {i}\nend\n")).collect();
+    let hostile = format!("x = <<\"{word}\"\nbody\n{word}\n{methods}");
+    let project = Project::new()
+        .file("lib/hostile.rb", &hostile)
+        .file("lib/plain.rb", &methods);
+    let out = project
+        .rlm(&[
+            "batch",
+            "lib/*.rb",
+            "Review {file}",
+            "--dry-run",
+            "--json",
+            "--context-window",
+            "8000",
+            "--base-url",
+            &url,
+            "--provider",
+            "openai",
+        ])
+        .env_remove("ANTHROPIC_API_KEY")
+        .run();
+    out.assert_exit(0);
+    let units = out.json()["units"].as_array().cloned().unwrap_or_default();
+    let of = |file: &str| {
+        units
+            .iter()
+            .filter(|u| u["inputs"][0]["path"].as_str() == Some(file))
+            .count()
+    };
+    assert!(
+        of("lib/hostile.rb") >= 2,
+        "{} units of the hostile file",
+        of("lib/hostile.rb")
+    );
+    assert!(
+        of("lib/plain.rb") >= 2,
+        "{} units of the plain file",
+        of("lib/plain.rb")
+    );
+}

@@ -285,3 +285,29 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_ruby_heredoc_word_too_long_for_the_scanner_is_cut_by_the_lines_rules_and_a_shorter_one_by_the_grammar() {
+    // tree-sitter-ruby aborts the process on a heredoc word of 256 characters or more.
+    let grammar = super::Grammar::of(Language::Ruby).unwrap();
+    let methods: String = (0..60).map(|i| format!("def f{i}\n  {i}\nend\n")).collect();
+    for (word, parsed) in [
+        (format!("\"{}\"", "a".repeat(300)), false),
+        (format!("'{}", "é".repeat(256)), false),
+        (format!("~{}", "b_".repeat(128)), false),
+        (format!("\"{}\"", "a".repeat(255)), true),
+        (format!("-{}", "b".repeat(255)), true),
+    ] {
+        let text = format!(
+            "x = <<{word}\nbody\n{}\n{methods}",
+            word.trim_matches(['"', '\'', '-', '~'])
+        );
+        assert_eq!(grammar.parse(&text).is_some(), parsed, "<<{word}");
+        let chunks = chunks_of(Language::Ruby, &text, 200);
+        assert!(chunks.len() > 1);
+    }
+    assert!(super::Grammar::of(Language::Ruby)
+        .unwrap()
+        .parse("a <<<< b\n")
+        .is_some());
+}

@@ -54,6 +54,9 @@ pub(crate) struct Grammar {
     /// Nodes that may stand before or between imports without ending the block: a package
     /// clause, a module docstring, `'use strict'`, an include guard's `#define`.
     preamble: &'static [&'static str],
+    /// Text the grammar's external scanner would abort the process on (a C `assert`, which
+    /// takes rlm down with it): such a file is cut by the lines' rules instead.
+    aborts_on: Option<fn(&str) -> bool>,
 }
 
 fn python() -> tree_sitter::Language {
@@ -119,6 +122,7 @@ const PYTHON: Grammar = Grammar {
     ],
     imports: &["import_statement", "import_from_statement", "future_import_statement"],
     preamble: &["docstring", "dunder"],
+    aborts_on: None,
 };
 
 const JS_FUNCTIONS: &[&str] = &[
@@ -141,6 +145,7 @@ const JAVASCRIPT: Grammar = Grammar {
     compounds: &[],
     imports: &["import_statement", "require"],
     preamble: &["directive"],
+    aborts_on: None,
 };
 
 const TYPESCRIPT: Grammar = Grammar {
@@ -175,6 +180,7 @@ const RUST: Grammar = Grammar {
     compounds: &[],
     imports: &["use_declaration", "extern_crate_declaration", "mod_declaration"],
     preamble: &["inner_attribute_item", "attribute_item"],
+    aborts_on: None,
 };
 
 const GO: Grammar = Grammar {
@@ -187,6 +193,7 @@ const GO: Grammar = Grammar {
     compounds: &[],
     imports: &["package_clause", "import_declaration"],
     preamble: &[],
+    aborts_on: None,
 };
 
 const JAVA: Grammar = Grammar {
@@ -212,6 +219,7 @@ const JAVA: Grammar = Grammar {
     compounds: &[],
     imports: &["package_declaration", "import_declaration"],
     preamble: &[],
+    aborts_on: None,
 };
 
 /// C++, and C: a `.h` file may be either, so C is parsed as C++ when the C grammar finds
@@ -234,6 +242,7 @@ const CPP: Grammar = Grammar {
     compounds: &[],
     imports: &["preproc_include", "using_declaration", "namespace_alias_definition"],
     preamble: &["preproc_def", "preproc_function_def", "preproc_call"],
+    aborts_on: None,
 };
 
 const C: Grammar = Grammar {
@@ -279,6 +288,7 @@ const CSHARP: Grammar = Grammar {
         "extern_alias_directive",
     ],
     preamble: &["global_attribute"],
+    aborts_on: None,
 };
 
 const RUBY: Grammar = Grammar {
@@ -291,7 +301,40 @@ const RUBY: Grammar = Grammar {
     compounds: &[],
     imports: &["require"],
     preamble: &[],
+    aborts_on: Some(ruby_heredoc_word_too_long),
 };
+
+/// Whether `text` holds a heredoc word tree-sitter-ruby cannot keep: its scanner stores a
+/// word's length in one byte and asserts, when it reads its state back, that the bytes add
+/// up, so a word of 256 characters or more (`<<"…"` up to its closing quote or the end of
+/// the text, or `<<WORD`) aborts the process. Every `<<` is checked, as the scanner may
+/// take any of them for a heredoc.
+fn ruby_heredoc_word_too_long(text: &str) -> bool {
+    const MAX_WORD: usize = 255;
+    let mut from = 0;
+    while let Some(at) = text[from..].find("<<") {
+        let start = from + at + 2;
+        let after = &text[start..];
+        let after = after.strip_prefix(['-', '~']).unwrap_or(after);
+        let mut chars = after.chars();
+        let word = match chars.next() {
+            Some(quote @ ('\'' | '"' | '`')) => chars.take_while(|&c| c != quote).take(MAX_WORD + 1).count(),
+            Some(c) if c.is_alphanumeric() || c == '_' => {
+                1 + chars
+                    .take_while(|&c| c.is_alphanumeric() || c == '_')
+                    .take(MAX_WORD)
+                    .count()
+            }
+            _ => 0,
+        };
+        if word > MAX_WORD {
+            return true;
+        }
+        // One past the first `<`: in `<<<` the second and third make a `<<` as well.
+        from = start - 1;
+    }
+    false
+}
 
 const PHP: Grammar = Grammar {
     languages: &[php],
@@ -320,6 +363,7 @@ const PHP: Grammar = Grammar {
         "namespace_definition",
     ],
     preamble: &["declare_statement"],
+    aborts_on: None,
 };
 
 impl Grammar {
@@ -357,6 +401,9 @@ impl Grammar {
     /// minutes on text that is no code of its language (seen on 4 KB of random symbols
     /// named `.ts`), and such a file is then cut by the lines' rules instead.
     pub(crate) fn parse(&self, text: &str) -> Option<Tree> {
+        if self.aborts_on.is_some_and(|aborts| aborts(text)) {
+            return None;
+        }
         let mut best: Option<(usize, Tree)> = None;
         let bytes = text.as_bytes();
         for language in self.languages {
