@@ -289,10 +289,32 @@ fn judge(name: &str, text: &str, tree: &Tree, units: &[&Value]) -> (Vec<String>,
     (problems, cuts)
 }
 
+/// The units of `rlm batch PATTERN --dry-run --json` at a context window of `window`
+/// tokens, against the mock's address (a dry run calls nothing).
+fn planned_units(project: &Project, pattern: &str, window: &str) -> Vec<Value> {
+    let mock = MockLlm::start();
+    let out = project
+        .rlm(&[
+            "batch",
+            pattern,
+            "Review {file}",
+            "--dry-run",
+            "--json",
+            "--context-window",
+            window,
+            "--base-url",
+            &mock.url(),
+            "--provider",
+            "openai",
+        ])
+        .env_remove("ANTHROPIC_API_KEY")
+        .run();
+    out.assert_exit(0);
+    out.json()["units"].as_array().cloned().unwrap_or_default()
+}
+
 #[test]
 fn every_cut_in_real_files_of_twelve_languages_falls_where_the_parse_tree_allows() {
-    let mock = MockLlm::start();
-    let url = mock.url();
     let mut project = Project::new();
     let mut texts = Vec::new();
     for (name, _) in fixtures() {
@@ -302,25 +324,7 @@ fn every_cut_in_real_files_of_twelve_languages_falls_where_the_parse_tree_allows
     }
     let mut problems = Vec::new();
     for window in ["6000", "16000"] {
-        let out = project
-            .rlm(&[
-                "batch",
-                "src/*",
-                "Review {file}",
-                "--dry-run",
-                "--json",
-                "--context-window",
-                window,
-                "--base-url",
-                &url,
-                "--provider",
-                "openai",
-            ])
-            .env_remove("ANTHROPIC_API_KEY")
-            .run();
-        out.assert_exit(0);
-        let plan = out.json();
-        let units = plan["units"].as_array().cloned().unwrap_or_default();
+        let units = planned_units(&project, "src/*", window);
         for ((name, languages), text) in fixtures().into_iter().zip(&texts) {
             let path = format!("src/{name}");
             let mine: Vec<&Value> = units
@@ -353,28 +357,9 @@ fn every_cut_in_real_files_of_twelve_languages_falls_where_the_parse_tree_allows
 
 #[test]
 fn cpp_includes_under_if_travel_with_every_later_chunk() {
-    let mock = MockLlm::start();
-    let url = mock.url();
     let text = std::fs::read_to_string(format!("{FIXTURES}/fmt_std.h")).unwrap();
     let project = Project::new().file("fmt/std.h", &text);
-    let out = project
-        .rlm(&[
-            "batch",
-            "fmt/std.h",
-            "Review {file}",
-            "--dry-run",
-            "--json",
-            "--context-window",
-            "8000",
-            "--base-url",
-            &url,
-            "--provider",
-            "openai",
-        ])
-        .env_remove("ANTHROPIC_API_KEY")
-        .run();
-    out.assert_exit(0);
-    let units = out.json()["units"].as_array().cloned().unwrap_or_default();
+    let units = planned_units(&project, "fmt/std.h", "8000");
     assert!(units.len() >= 3, "{} units", units.len());
     let lines: Vec<&str> = text.lines().collect();
     let atomic = lines.iter().position(|l| l.contains("#  include <atomic>")).unwrap() + 1;
@@ -401,32 +386,13 @@ fn cpp_includes_under_if_travel_with_every_later_chunk() {
 /// grammar, in the same run.
 #[test]
 fn a_ruby_file_whose_heredoc_word_would_abort_the_parser_is_planned_and_cut_all_the_same() {
-    let mock = MockLlm::start();
-    let url = mock.url();
     let word = "A".repeat(300);
     let methods: String = (0..400).map(|i| format!("def f{i}\n  {i}\nend\n")).collect();
     let hostile = format!("x = <<\"{word}\"\nbody\n{word}\n{methods}");
     let project = Project::new()
         .file("lib/hostile.rb", &hostile)
         .file("lib/plain.rb", &methods);
-    let out = project
-        .rlm(&[
-            "batch",
-            "lib/*.rb",
-            "Review {file}",
-            "--dry-run",
-            "--json",
-            "--context-window",
-            "8000",
-            "--base-url",
-            &url,
-            "--provider",
-            "openai",
-        ])
-        .env_remove("ANTHROPIC_API_KEY")
-        .run();
-    out.assert_exit(0);
-    let units = out.json()["units"].as_array().cloned().unwrap_or_default();
+    let units = planned_units(&project, "lib/*.rb", "8000");
     let of = |file: &str| {
         units
             .iter()
