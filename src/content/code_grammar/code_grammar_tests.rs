@@ -311,3 +311,98 @@ fn a_ruby_heredoc_word_too_long_for_the_scanner_is_cut_by_the_lines_rules_and_a_
         .parse("a <<<< b\n")
         .is_some());
 }
+
+#[test]
+fn brackets_left_open_deeper_than_any_code_are_cut_by_the_lines_rules_in_every_language() {
+    // 20,000 calls opened and never closed, in C: tree-sitter's error recovery took minutes
+    // and gigabytes inside one step, where it never asks whether to go on.
+    let filler: String = (0..60).map(|i| format!("int x{i} = {i};\n")).collect();
+    let stuck = format!("x = {}\n{filler}", "%w(".repeat(20_000));
+    // Deep and closed, with an error at the bottom: the walk over the tree's errors
+    // recursed once a level and overflowed its thread's stack.
+    let deep = |open: &str, close: &str| format!("x = {}1 +{};\n{filler}", open.repeat(5_000), close.repeat(5_000));
+    let cases = [
+        (Language::C, stuck.clone()),
+        (
+            Language::Java,
+            format!("class A {{ void f() {{ {} }} }}\n{filler}", "%w(".repeat(5_000)),
+        ),
+        (Language::Python, deep("[", "]")),
+        (Language::JavaScript, deep("[", "]")),
+        (Language::TypeScript, deep("[", "]")),
+        (Language::Ruby, deep("[", "]")),
+        (Language::CSharp, deep("[", "]")),
+        (
+            Language::Go,
+            format!("package a\nfunc f() {{ {} }}\n{filler}", deep("(", ")")),
+        ),
+        (Language::Cpp, format!("int {}", deep("(", ")"))),
+        (Language::Php, format!("<?php ${}", deep("(", ")"))),
+        (Language::Rust, format!("fn f() {{ {} }}\n", deep("{a: ", "}"))),
+    ];
+    for (language, text) in cases {
+        let grammar = super::Grammar::of(language).unwrap();
+        assert!(grammar.parse(&text).is_none(), "{language:?}");
+        let chunks = chunks_of(language, &text, 2_000);
+        assert!(chunks.len() > 1, "{language:?}");
+    }
+    // Up to the bound, brackets are code.
+    let nested = format!("x = {}1{}\n", "[".repeat(200), "]".repeat(200));
+    assert!(super::Grammar::of(Language::Python).unwrap().parse(&nested).is_some());
+}
+
+#[test]
+fn a_tree_deeper_than_any_code_is_cut_by_the_lines_rules() {
+    // Python `if`s nested 600 deep, one space an indent: no bracket, and a tree over a
+    // thousand nodes deep, which the walks over it would recurse through.
+    let text: String = (0..600)
+        .map(|d| format!("{}if x{d}:\n", " ".repeat(d)))
+        .collect::<String>()
+        + &" ".repeat(600)
+        + "pass\n";
+    let grammar = super::Grammar::of(Language::Python).unwrap();
+    assert!(grammar.parse(&text).is_none());
+    let shallow: String = (0..50)
+        .map(|d| format!("{}if x{d}:\n", " ".repeat(d)))
+        .collect::<String>()
+        + &" ".repeat(50)
+        + "pass\n";
+    assert!(grammar.parse(&shallow).is_some());
+}
+
+#[test]
+fn preprocessor_conditionals_nested_deep_are_flattened_in_time_linear_in_their_depth() {
+    // Deciding whether a conditional is an import by flattening it again for each one
+    // around it doubled the work at each level: 20 levels took 14 s, these 60 would take
+    // years.
+    let filler: String = (0..40).map(|i| format!("int x{i} = {i};\n")).collect();
+    for (language, open, inner, close) in [
+        (Language::C, "#ifdef A\n", "int x;\n", "#endif\n"),
+        (Language::Cpp, "#if A\nint a;\n#else\n", "int x;\n", "#endif\n"),
+        (Language::CSharp, "#if A\n", "class A {}\n", "#endif\n"),
+    ] {
+        let text = format!("{}{inner}{}{filler}", open.repeat(60), close.repeat(60));
+        let chunks = chunks_of(language, &text, 200);
+        assert!(!chunks.is_empty(), "{language:?}");
+    }
+    // A conditional of includes is still one import, kept whole.
+    let text = "#ifdef _WIN32\n#ifdef X\n#include <windows.h>\n#endif\n#endif\nint main() { return 0; }\n";
+    let grammar = super::Grammar::of(Language::Cpp).unwrap();
+    let tree = grammar.parse(text).unwrap();
+    let top = grammar.top_nodes_with_roles(tree.root_node(), text);
+    assert_eq!(top[0].1, super::import_block::Role::Import);
+    assert_eq!(top[0].0.kind(), "preproc_ifdef");
+}
+
+#[test]
+fn work_past_its_deadline_is_not_waited_for() {
+    let start = std::time::Instant::now();
+    let slow = super::within(start + std::time::Duration::from_millis(50), || {
+        std::thread::sleep(std::time::Duration::from_secs(30));
+        1
+    });
+    assert_eq!(slow, None);
+    assert!(start.elapsed() < std::time::Duration::from_secs(20));
+    let fast = super::within(std::time::Instant::now() + std::time::Duration::from_secs(30), || 2);
+    assert_eq!(fast, Some(2));
+}

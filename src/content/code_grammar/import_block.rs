@@ -25,8 +25,8 @@ pub(crate) fn import_block(grammar: &Grammar, tree: &Tree, text: &str, max_lines
     }
     let mut first: Option<usize> = None;
     let mut last: Option<usize> = None;
-    for node in grammar.top_nodes(tree.root_node(), text) {
-        match grammar.role(node, text) {
+    for (node, role) in grammar.top_nodes_with_roles(tree.root_node(), text) {
+        match role {
             Role::Preamble => {}
             Role::Import => {
                 let (start, end) = (first_line(node), last_line(node));
@@ -48,14 +48,32 @@ impl Grammar {
     /// conditionals that are not imports (an include guard, `#ifdef __cplusplus`) replaced
     /// by what they hold.
     pub(super) fn top_nodes<'t>(&self, root: Node<'t>, text: &str) -> Vec<Node<'t>> {
+        self.top_nodes_with_roles(root, text)
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect()
+    }
+
+    /// [`Grammar::top_nodes`], each with its [`Role`].
+    pub(super) fn top_nodes_with_roles<'t>(&self, root: Node<'t>, text: &str) -> Vec<(Node<'t>, Role)> {
         let mut out = Vec::new();
-        self.flatten_into(root, text, &mut out);
+        self.flatten_with_roles(root, text, &mut out);
         out
     }
 
     /// The named children of `node`, transparent ones replaced by theirs (a conditional
     /// holding only imports kept whole).
     pub(super) fn flatten_into<'t>(&self, node: Node<'t>, text: &str, out: &mut Vec<Node<'t>>) {
+        let mut nodes = Vec::new();
+        self.flatten_with_roles(node, text, &mut nodes);
+        out.extend(nodes.into_iter().map(|(n, _)| n));
+    }
+
+    /// [`Grammar::flatten_into`], each node with its [`Role`]: a conditional is flattened
+    /// once, and kept whole when what it holds makes it an import (deciding that by
+    /// flattening it again for each conditional around it doubled the work at every level:
+    /// 20 nested `#ifdef`s took 14 s).
+    fn flatten_with_roles<'t>(&self, node: Node<'t>, text: &str, out: &mut Vec<(Node<'t>, Role)>) {
         // One cursor over the children: it knows each child's field name at once, where
         // asking the node for child i's field walks its children again (a module of
         // thousands of functions made that quadratic).
@@ -68,13 +86,26 @@ impl Grammar {
             let child = cursor.node();
             // The condition or name of a conditional is part of its first line.
             let heading = transparent && matches!(cursor.field_name(), Some("name" | "condition"));
-            if child.is_named() && !heading {
-                // What the parser could not read (an ERROR node) stands for its pieces.
-                if child.is_error() || (self.is_transparent(child) && self.role(child, text) != Role::Import) {
-                    self.flatten_into(child, text, out);
-                } else {
-                    out.push(child);
+            if !child.is_named() || heading {
+                // Neither a member nor a piece.
+            } else if child.is_error() {
+                // What the parser could not read stands for its pieces.
+                self.flatten_with_roles(child, text, out);
+            } else if self.is_transparent(child) {
+                match self.own_role(child, text) {
+                    Some(Role::Import) => out.push((child, Role::Import)),
+                    Some(_) => self.flatten_with_roles(child, text, out),
+                    None => {
+                        let start = out.len();
+                        self.flatten_with_roles(child, text, out);
+                        if conditional_role(&out[start..]) == Role::Import {
+                            out.truncate(start);
+                            out.push((child, Role::Import));
+                        }
+                    }
                 }
+            } else {
+                out.push((child, self.own_role(child, text).unwrap_or(Role::Other)));
             }
             if !cursor.goto_next_sibling() {
                 break;
@@ -82,29 +113,30 @@ impl Grammar {
         }
     }
 
-    /// What `node` is to the import block.
-    pub(super) fn role(&self, node: Node<'_>, text: &str) -> Role {
+    /// What `node` is to the import block by itself, when that is decided without looking
+    /// into it as a conditional.
+    fn own_role(&self, node: Node<'_>, text: &str) -> Option<Role> {
         let kind = node.kind();
         if self.is_comment(node) || self.preamble.contains(&kind) {
-            return Role::Preamble;
+            return Some(Role::Preamble);
         }
         // A PHP `namespace X { … }` holds code; `namespace X;` opens the imports.
         if self.imports.contains(&kind)
             && !(kind == "namespace_definition" && node.child_by_field_name("body").is_some())
         {
-            return Role::Import;
+            return Some(Role::Import);
         }
         let source = node_text(node, text);
         match kind {
             // `mod cache;` (a `mod` with a body is code).
             "mod_item" if self.imports.contains(&"mod_declaration") && node.child_by_field_name("body").is_none() => {
-                return Role::Import;
+                Some(Role::Import)
             }
             // `const fs = require('fs')`; Ruby `require "x"`; PHP `require_once 'x.php';`.
             "lexical_declaration" | "variable_declaration" | "expression_statement" | "call"
                 if self.imports.contains(&"require") && is_require(source) =>
             {
-                return Role::Import;
+                Some(Role::Import)
             }
             // A docstring, `'use strict'`, `__all__ = [...]`.
             "expression_statement" => {
@@ -112,23 +144,25 @@ impl Grammar {
                 if only.is_some_and(|c| c.kind() == "string")
                     && (self.preamble.contains(&"docstring") || self.preamble.contains(&"directive"))
                 {
-                    return Role::Preamble;
+                    return Some(Role::Preamble);
                 }
                 if self.preamble.contains(&"dunder") && is_dunder_assignment(source) {
-                    return Role::Preamble;
+                    return Some(Role::Preamble);
                 }
+                Some(Role::Other)
             }
-            // `#ifdef _WIN32 #include <windows.h> #endif`.
-            _ if self.is_transparent(node) => {
-                let mut inner = Vec::new();
-                self.flatten_into(node, text, &mut inner);
-                let roles: Vec<Role> = inner.iter().map(|&n| self.role(n, text)).collect();
-                if roles.contains(&Role::Import) && !roles.contains(&Role::Other) {
-                    return Role::Import;
-                }
-            }
-            _ => {}
+            _ => None,
         }
+    }
+}
+
+/// What a conditional is, by what it holds (flattened): an import when it holds imports
+/// and nothing but imports and what may stand among them.
+fn conditional_role(inner: &[(Node<'_>, Role)]) -> Role {
+    let roles = || inner.iter().map(|(_, r)| *r);
+    if roles().any(|r| r == Role::Import) && !roles().any(|r| r == Role::Other) {
+        Role::Import
+    } else {
         Role::Other
     }
 }

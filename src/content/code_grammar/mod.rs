@@ -23,6 +23,8 @@ mod items;
 pub(crate) use import_block::import_block;
 pub(crate) use items::{items, no_cut_lines};
 
+use std::time::{Duration, Instant};
+
 use tree_sitter::{Node, Parser, Tree};
 
 use super::content_type::Language;
@@ -397,21 +399,40 @@ impl Grammar {
     /// without an error, else by the one with the smallest error (tree-sitter recovers
     /// from errors, so a tree is always had unless the parser refuses the language).
     ///
-    /// A parse is given up after [`parse_deadline`]: tree-sitter's error recovery can take
-    /// minutes on text that is no code of its language (seen on 4 KB of random symbols
-    /// named `.ts`), and such a file is then cut by the lines' rules instead.
-    pub(crate) fn parse(&self, text: &str) -> Option<Tree> {
-        if self.aborts_on.is_some_and(|aborts| aborts(text)) {
+    /// No tree (the file is then cut by the lines' rules) for text no parse should be
+    /// trusted with: text a grammar's scanner would abort the process on
+    /// ([`Grammar::aborts_on`]), brackets opened more than [`MAX_NESTING`] deep (tree-sitter's
+    /// error recovery is quadratic in the depth of what is left open: 76 KB of C with 20,000
+    /// calls never closed took over a minute and 6 GB), a tree deeper than [`MAX_NESTING`]
+    /// (the walks over it recurse), and a parse that overran [`parse_deadline`] (tree-sitter
+    /// recovers from errors for minutes on text that is no code of its language: 4 KB of
+    /// random symbols named `.ts`).
+    pub(crate) fn parse(&'static self, text: &str) -> Option<Tree> {
+        if self.aborts_on.is_some_and(|aborts| aborts(text)) || bracket_depth(text) > MAX_NESTING {
             return None;
         }
+        let deadline = Instant::now() + parse_deadline(text.len());
+        let owned = text.to_owned();
+        let tree = within(deadline + PARSE_GRACE, move || self.parse_until(&owned, deadline)).unwrap_or_else(|| {
+            tracing::debug!(
+                bytes = text.len(),
+                "a parse overran its deadline; the file is cut by lines"
+            );
+            None
+        })?;
+        (tree_depth(&tree) <= MAX_NESTING).then_some(tree)
+    }
+
+    /// [`Grammar::parse`] on this thread, giving up between tree-sitter's steps once
+    /// `deadline` has passed.
+    fn parse_until(&self, text: &str, deadline: Instant) -> Option<Tree> {
         let mut best: Option<(usize, Tree)> = None;
         let bytes = text.as_bytes();
         for language in self.languages {
             let mut parser = Parser::new();
             parser.set_language(&language()).ok()?;
-            let deadline = std::time::Instant::now() + parse_deadline(bytes.len());
             let mut past_deadline = |_: &tree_sitter::ParseState| {
-                if std::time::Instant::now() > deadline {
+                if Instant::now() > deadline {
                     std::ops::ControlFlow::Break(())
                 } else {
                     std::ops::ControlFlow::Continue(())
@@ -460,14 +481,55 @@ impl Grammar {
 
 /// How many bytes of `node` are in ERROR or MISSING nodes.
 fn error_bytes(node: Node<'_>) -> usize {
-    if node.is_error() || node.is_missing() {
-        return node.byte_range().len().max(1);
+    // A walk with a stack of its own: a tree may be thousands of nodes deep.
+    let mut bytes = 0;
+    let mut stack = vec![node];
+    while let Some(node) = stack.pop() {
+        if node.is_error() || node.is_missing() {
+            bytes += node.byte_range().len().max(1);
+        } else if node.has_error() {
+            let mut cursor = node.walk();
+            stack.extend(node.children(&mut cursor));
+        }
     }
-    if !node.has_error() {
-        return 0;
+    bytes
+}
+
+/// How deep `tree` is, in nodes.
+fn tree_depth(tree: &Tree) -> usize {
+    let mut cursor = tree.walk();
+    let (mut depth, mut deepest) = (1, 1);
+    loop {
+        if cursor.goto_first_child() {
+            depth += 1;
+            deepest = deepest.max(depth);
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                return deepest;
+            }
+            depth -= 1;
+        }
     }
-    let mut cursor = node.walk();
-    node.children(&mut cursor).map(error_bytes).sum()
+}
+
+/// How deep brackets (`(`, `[`, `{`) are opened at most in `text`, counted as they come
+/// (in strings and comments too: a file that holds a thousand unclosed ones anywhere is no
+/// code to parse).
+fn bracket_depth(text: &str) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    for b in text.bytes() {
+        match b {
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
 }
 
 /// The 1-based first line of `node`.
@@ -494,8 +556,76 @@ pub(crate) fn node_text<'t>(node: Node<'_>, text: &'t str) -> &'t str {
 /// How long a parse of `len` bytes may take before it is given up: a second, and a second
 /// more a megabyte — twenty times what real code of that size takes here, so a real file is
 /// always parsed, and cut the same way on every run.
-fn parse_deadline(len: usize) -> std::time::Duration {
-    std::time::Duration::from_millis(1_000 + (len / 1_000) as u64)
+fn parse_deadline(len: usize) -> Duration {
+    Duration::from_millis(1_000 + (len / 1_000) as u64)
+}
+
+/// How long past its deadline a parse is waited for: the time tree-sitter takes between
+/// two of its checks on ordinary text.
+const PARSE_GRACE: Duration = Duration::from_millis(200);
+
+/// Deeper than this, in brackets left open or in the tree, a file is cut by the lines' rules:
+/// real code stays far below it (the deepest of the fixtures is under 100).
+pub(crate) const MAX_NESTING: usize = 1_000;
+
+/// What `work` returns, when it returns by `deadline`. It runs on a thread of its own; one
+/// that overruns is left to finish there at the lowest priority, and nothing waits for it
+/// (the process ends without it). For work that cannot be stopped: tree-sitter asks whether
+/// to go on only between the steps of its parse, and one step of its error recovery can
+/// take minutes.
+pub(crate) fn within<T: Send + 'static>(deadline: Instant, work: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(2);
+    let (started, done) = (tx.clone(), tx);
+    let spawned = std::thread::Builder::new()
+        .name("rlm-parse".into())
+        // The main thread's stack size: tree-sitter recurses on deep text.
+        .stack_size(8 << 20)
+        .spawn(move || {
+            let _ = started.send(Err(thread_id()));
+            let _ = done.send(Ok(work()));
+        });
+    if spawned.is_err() {
+        return None;
+    }
+    let mut worker = None;
+    loop {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(Err(id)) => worker = id,
+            Ok(Ok(value)) => return Some(value),
+            Err(_) => {
+                if let Some(id) = worker {
+                    lowest_priority(id);
+                }
+                return None;
+            }
+        }
+    }
+}
+
+/// The kernel's id of the calling thread, where threads have a priority of their own.
+fn thread_id() -> Option<i32> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: gettid has no preconditions and cannot fail.
+        Some(unsafe { libc::gettid() })
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
+/// Puts thread `id` at the lowest priority (nice 19), so a parse left running takes only
+/// the time no other work wants.
+fn lowest_priority(id: i32) {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: setpriority only reads its arguments; an id that is gone is an error
+        // it returns, which changes nothing.
+        let _ = unsafe { libc::setpriority(libc::PRIO_PROCESS, id as libc::id_t, 19) };
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = id;
 }
 
 #[cfg(test)]
