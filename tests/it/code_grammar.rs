@@ -410,3 +410,37 @@ fn a_ruby_file_whose_heredoc_word_would_abort_the_parser_is_planned_and_cut_all_
         of("lib/plain.rb")
     );
 }
+
+/// Code built to stall or crash a parser is planned like any other file, in one run beside
+/// ordinary code: calls opened 20,000 deep and never closed (tree-sitter's error recovery
+/// took minutes and gigabytes on them), brackets nested 5,000 deep around an error (the walk
+/// over the errors overflowed the stack) and `#ifdef`s nested 60 deep (each level doubled
+/// the work).
+#[test]
+fn code_built_to_stall_or_crash_the_parser_is_planned_beside_ordinary_code() {
+    let filler: String = (0..1_600).map(|i| format!("int x{i} = {i};\n")).collect();
+    let project = Project::new()
+        .file("src/stuck.c", &format!("x = {}\n{filler}", "%w(".repeat(20_000)))
+        .file(
+            "src/deep.py",
+            &format!(
+                "x = {}1 +{}\n{}",
+                "[".repeat(5_000),
+                "]".repeat(5_000),
+                filler.replace("int ", "")
+            ),
+        )
+        .file(
+            "src/ifdefs.h",
+            &format!("{}int y;\n{}{filler}", "#ifdef A\n".repeat(60), "#endif\n".repeat(60)),
+        )
+        .file("src/plain.c", &filler);
+    let units = planned_units(&project, "src/*", "8000");
+    for file in ["src/stuck.c", "src/deep.py", "src/ifdefs.h", "src/plain.c"] {
+        let n = units
+            .iter()
+            .filter(|u| u["inputs"][0]["path"].as_str() == Some(file))
+            .count();
+        assert!(n >= 2, "{file}: {n} units");
+    }
+}
