@@ -306,14 +306,20 @@ const RUBY: Grammar = Grammar {
     aborts_on: Some(ruby_heredoc_word_too_long),
 };
 
-/// Whether `text` holds a heredoc word tree-sitter-ruby cannot keep: its scanner stores a
-/// word's length in one byte and asserts, when it reads its state back, that the bytes add
-/// up, so a word of 256 characters or more (`<<"…"` up to its closing quote or the end of
-/// the text, or `<<WORD`) aborts the process. Every `<<` is checked, as the scanner may
-/// take any of them for a heredoc.
+/// Whether `text` holds heredocs tree-sitter-ruby cannot keep. Its scanner stores a word's
+/// length in one byte and asserts, when it reads its state back, that the bytes add up, so a
+/// word of 256 characters or more (`<<"…"` up to its closing quote or the end of the text,
+/// or `<<WORD`) aborts the process. And it checks the room its state needs two bytes short,
+/// so heredocs opened on one line whose words come to about a kilobyte overrun the
+/// runtime's 1,024-byte buffer (which asserts as well). Every `<<` is counted, as the
+/// scanner may take any of them for a heredoc; a line's heredocs may have 512 bytes of state
+/// at most, a quarter of what real code needs at its most.
 fn ruby_heredoc_word_too_long(text: &str) -> bool {
     const MAX_WORD: usize = 255;
+    const MAX_LINE_STATE: usize = 512;
     let mut from = 0;
+    // Where the line of the last heredoc counted ends, and the state of its heredocs.
+    let (mut line_end, mut line_state) = (0, 0);
     while let Some(at) = text[from..].find("<<") {
         let start = from + at + 2;
         let after = &text[start..];
@@ -331,6 +337,17 @@ fn ruby_heredoc_word_too_long(text: &str) -> bool {
         };
         if word > MAX_WORD {
             return true;
+        }
+        if word > 0 {
+            if start > line_end {
+                line_end = text[start..].find('\n').map_or(text.len(), |n| start + n);
+                line_state = 0;
+            }
+            // A heredoc's state: four bytes and its word.
+            line_state += 4 + word;
+            if line_state > MAX_LINE_STATE {
+                return true;
+            }
         }
         // One past the first `<`: in `<<<` the second and third make a `<<` as well.
         from = start - 1;
