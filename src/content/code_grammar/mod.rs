@@ -313,10 +313,13 @@ const RUBY: Grammar = Grammar {
 /// so heredocs opened on one line whose words come to about a kilobyte overrun the
 /// runtime's 1,024-byte buffer (which asserts as well). Every `<<` is counted, as the
 /// scanner may take any of them for a heredoc; a line's heredocs may have 512 bytes of state
-/// at most, a quarter of what real code needs at its most.
+/// at most. Open string literals take five bytes each of the same state, and each one inside
+/// another opens a bracket (`#{`, `%w(`): with heredocs, brackets may be 100 deep at most.
 fn ruby_heredoc_word_too_long(text: &str) -> bool {
     const MAX_WORD: usize = 255;
     const MAX_LINE_STATE: usize = 512;
+    const MAX_DEPTH_WITH_HEREDOCS: usize = 100;
+    let mut heredocs = false;
     let mut from = 0;
     // Where the line of the last heredoc counted ends, and the state of its heredocs.
     let (mut line_end, mut line_state) = (0, 0);
@@ -339,6 +342,7 @@ fn ruby_heredoc_word_too_long(text: &str) -> bool {
             return true;
         }
         if word > 0 {
+            heredocs = true;
             if start > line_end {
                 line_end = text[start..].find('\n').map_or(text.len(), |n| start + n);
                 line_state = 0;
@@ -352,7 +356,7 @@ fn ruby_heredoc_word_too_long(text: &str) -> bool {
         // One past the first `<`: in `<<<` the second and third make a `<<` as well.
         from = start - 1;
     }
-    false
+    heredocs && bracket_depth(text) > MAX_DEPTH_WITH_HEREDOCS
 }
 
 const PHP: Grammar = Grammar {
