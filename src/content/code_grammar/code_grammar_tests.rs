@@ -416,3 +416,41 @@ fn work_past_its_deadline_is_not_waited_for() {
     let fast = super::within(std::time::Instant::now() + std::time::Duration::from_secs(30), || 2);
     assert_eq!(fast, Some(2));
 }
+
+#[test]
+fn scanner_state_a_grammar_cannot_hold_is_cut_by_the_lines_rules() {
+    // Each aborted the process (tree-sitter's `length <= 1024` assert in parser.c).
+    let filler: String = (0..40).map(|i| format!("y{i} = {i}\n")).collect();
+    // Ruby heredocs opened inside another heredoc's body stay open across lines.
+    let a = "a".repeat(250);
+    let ruby = format!(
+        "x = <<A\n#{{<<{a} + <<{a}}}\n#{{<<{a} + <<{}}}\n{filler}",
+        "b".repeat(252)
+    );
+    assert!(super::Grammar::of(Language::Ruby).unwrap().parse(&ruby).is_none());
+    assert!(chunks_of(Language::Ruby, &ruby, 200).len() > 1);
+    // Python blocks 511 deep, then a string.
+    let python: String = (0..511)
+        .map(|i| format!("{}if a:\n", " ".repeat(i)))
+        .collect::<String>()
+        + &" ".repeat(511)
+        + "x = \"s\"\n"
+        + &filler;
+    assert!(super::Grammar::of(Language::Python).unwrap().parse(&python).is_none());
+    assert!(chunks_of(Language::Python, &python, 2_000).len() > 1);
+    // Ordinary nesting and heredocs are parsed.
+    let shallow: String =
+        (0..40).map(|i| format!("{}if a:\n", " ".repeat(i))).collect::<String>() + &" ".repeat(40) + "x = \"s\"\n";
+    assert!(super::Grammar::of(Language::Python).unwrap().parse(&shallow).is_some());
+    let heredocs: String = (0..30).map(|i| format!("q{i} = <<~SQL\n  select {i}\nSQL\n")).collect();
+    assert!(super::Grammar::of(Language::Ruby).unwrap().parse(&heredocs).is_some());
+}
+
+#[test]
+fn a_long_run_of_comments_is_grouped_in_time_linear_in_its_length() {
+    // Each comment asked again whether every node before it was a comment: 20,000 lines
+    // of `//` took 14 s; these 100,000 would take six minutes.
+    let text = "// c\n".repeat(100_000) + "int f() { return 0; }\n" + "int x = 1;\n";
+    let chunks = chunks_of(Language::C, &text, 2_000);
+    assert!(chunks.len() > 1);
+}

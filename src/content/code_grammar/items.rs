@@ -69,6 +69,10 @@ struct Group<'t> {
     first: usize,
     last: usize,
     nodes: Vec<Node<'t>>,
+    /// Only comments and decorators so far: what comes directly below joins them (kept as
+    /// the nodes come, where asking of every node again made 20,000 comment lines take
+    /// 14 s).
+    attached_only: bool,
 }
 
 impl<'t> Finder<'_, 't> {
@@ -113,9 +117,9 @@ impl<'t> Finder<'_, 't> {
             if let Some(group) = groups.last_mut() {
                 // On a line the group already holds: the same item. Directly below
                 // comments or decorators only: the item they belong to.
-                let open = group.nodes.iter().all(|n| self.grammar.is_attached(*n));
-                if first <= group.last || (open && first == group.last + 1) {
+                if first <= group.last || (group.attached_only && first == group.last + 1) {
                     group.last = group.last.max(last);
+                    group.attached_only &= self.grammar.is_attached(node);
                     group.nodes.push(node);
                     continue;
                 }
@@ -123,6 +127,7 @@ impl<'t> Finder<'_, 't> {
             groups.push(Group {
                 first,
                 last,
+                attached_only: self.grammar.is_attached(node),
                 nodes: vec![node],
             });
         }

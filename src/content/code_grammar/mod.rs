@@ -124,7 +124,7 @@ const PYTHON: Grammar = Grammar {
     ],
     imports: &["import_statement", "import_from_statement", "future_import_statement"],
     preamble: &["docstring", "dunder"],
-    aborts_on: None,
+    aborts_on: Some(python_indentation_too_deep),
 };
 
 const JS_FUNCTIONS: &[&str] = &[
@@ -310,19 +310,16 @@ const RUBY: Grammar = Grammar {
 /// length in one byte and asserts, when it reads its state back, that the bytes add up, so a
 /// word of 256 characters or more (`<<"…"` up to its closing quote or the end of the text,
 /// or `<<WORD`) aborts the process. And it checks the room its state needs two bytes short,
-/// so heredocs opened on one line whose words come to about a kilobyte overrun the
-/// runtime's 1,024-byte buffer (which asserts as well). Every `<<` is counted, as the
-/// scanner may take any of them for a heredoc; a line's heredocs may have 512 bytes of state
-/// at most. Open string literals take five bytes each of the same state, and each one inside
-/// another opens a bracket (`#{`, `%w(`): with heredocs, brackets may be 100 deep at most.
+/// so open heredocs and string literals whose state comes to 1,025 bytes overrun the
+/// runtime's buffer (which asserts as well). Heredocs stay open across lines (one opened
+/// inside another's body), and each string literal inside another opens a bracket (`#{`,
+/// `%w(`), so the state is bounded by the whole text's: every `<<` counted as a heredoc
+/// (four bytes and its word), five bytes a bracket at the deepest, at most 900 bytes.
 fn ruby_heredoc_word_too_long(text: &str) -> bool {
     const MAX_WORD: usize = 255;
-    const MAX_LINE_STATE: usize = 512;
-    const MAX_DEPTH_WITH_HEREDOCS: usize = 100;
-    let mut heredocs = false;
+    const MAX_STATE: usize = 900;
+    let mut state = 2 + 5 * (bracket_depth(text) + 1);
     let mut from = 0;
-    // Where the line of the last heredoc counted ends, and the state of its heredocs.
-    let (mut line_end, mut line_state) = (0, 0);
     while let Some(at) = text[from..].find("<<") {
         let start = from + at + 2;
         let after = &text[start..];
@@ -342,21 +339,42 @@ fn ruby_heredoc_word_too_long(text: &str) -> bool {
             return true;
         }
         if word > 0 {
-            heredocs = true;
-            if start > line_end {
-                line_end = text[start..].find('\n').map_or(text.len(), |n| start + n);
-                line_state = 0;
-            }
-            // A heredoc's state: four bytes and its word.
-            line_state += 4 + word;
-            if line_state > MAX_LINE_STATE {
+            state += 4 + word;
+            if state > MAX_STATE {
                 return true;
             }
         }
         // One past the first `<`: in `<<<` the second and third make a `<<` as well.
         from = start - 1;
     }
-    heredocs && bracket_depth(text) > MAX_DEPTH_WITH_HEREDOCS
+    false
+}
+
+/// Whether `text` nests blocks deeper than tree-sitter-python can keep: its scanner keeps
+/// two bytes a level of indentation and one an open string, checks its room one byte short,
+/// and the runtime asserts on the overrun (511 nested `if`s and a string aborted the
+/// process). Levels are counted as Python's tokenizer does, by a stack of indentation
+/// widths; open strings (an f-string in another opens a bracket) are bounded by the
+/// brackets' depth. At most 900 bytes of state, else the file is cut by the lines' rules.
+fn python_indentation_too_deep(text: &str) -> bool {
+    const MAX_STATE: usize = 900;
+    let mut deepest = 0;
+    let mut widths: Vec<usize> = Vec::new();
+    for line in text.lines() {
+        let body = line.trim_start_matches([' ', '\t', '\x0c']);
+        if body.is_empty() || body.starts_with('#') {
+            continue;
+        }
+        let width = line.len() - body.len();
+        while widths.last().is_some_and(|&w| w > width) {
+            widths.pop();
+        }
+        if widths.last().is_none_or(|&w| w < width) {
+            widths.push(width);
+            deepest = deepest.max(widths.len());
+        }
+    }
+    2 + 2 * deepest > MAX_STATE || 2 + 2 * deepest + bracket_depth(text) > MAX_STATE
 }
 
 const PHP: Grammar = Grammar {
