@@ -1129,12 +1129,7 @@ fn a_jobs_batch_refused_for_the_enqueued_token_limit_goes_again_in_smaller_batch
     // 8 refused; then two of 4, the second refused while the first waits; then two of 2 —
     // the same batches `rlm batch` sends.
     assert_eq!(mock.batch_sizes(), [0, 4, 0, 2, 2], "{}", out.stderr);
-    assert!(map_requests(&mock).is_empty(), "nothing in real time: {}", out.stderr);
-    let dir = only_job(&p);
-    assert_eq!(
-        read_json(&dir.join("data/classify.json")).as_array().map(Vec::len),
-        Some(16)
-    );
+    all_classified_through_batches(&mock, &p, &out, 16);
 }
 
 #[test]
@@ -1152,11 +1147,16 @@ fn a_jobs_batch_results_missing_a_request_send_it_again_in_a_batch_as_rlm_batch_
         out.stderr
     );
     assert_eq!(mock.batch_sizes(), [3, 1], "{}", out.stderr);
-    assert!(map_requests(&mock).is_empty(), "nothing in real time: {}", out.stderr);
-    let dir = only_job(&p);
+    all_classified_through_batches(&mock, &p, &out, 12);
+}
+
+/// Nothing of the map phase went in real time, and all `items` were classified.
+fn all_classified_through_batches(mock: &MockLlm, p: &Project, out: &Output, items: usize) {
+    assert!(map_requests(mock).is_empty(), "nothing in real time: {}", out.stderr);
+    let dir = only_job(p);
     assert_eq!(
         read_json(&dir.join("data/classify.json")).as_array().map(Vec::len),
-        Some(12)
+        Some(items)
     );
 }
 
