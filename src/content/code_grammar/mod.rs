@@ -58,7 +58,8 @@ pub(crate) struct Grammar {
     preamble: &'static [&'static str],
     /// Text the grammar's external scanner would abort the process on (a C `assert`, which
     /// takes rlm down with it): such a file is cut by the lines' rules instead.
-    aborts_on: Option<fn(&str) -> bool>,
+    /// It is given the text and how deep its brackets go ([`bracket_depth`]).
+    aborts_on: Option<fn(&str, usize) -> bool>,
 }
 
 fn python() -> tree_sitter::Language {
@@ -315,10 +316,10 @@ const RUBY: Grammar = Grammar {
 /// inside another's body), and each string literal inside another opens a bracket (`#{`,
 /// `%w(`), so the state is bounded by the whole text's: every `<<` counted as a heredoc
 /// (four bytes and its word), five bytes a bracket at the deepest, at most 900 bytes.
-fn ruby_heredoc_word_too_long(text: &str) -> bool {
+fn ruby_heredoc_word_too_long(text: &str, brackets: usize) -> bool {
     const MAX_WORD: usize = 255;
     const MAX_STATE: usize = 900;
-    let mut state = 2 + 5 * (bracket_depth(text) + 1);
+    let mut state = 2 + 5 * (brackets + 1);
     let mut from = 0;
     while let Some(at) = text[from..].find("<<") {
         let start = from + at + 2;
@@ -356,7 +357,7 @@ fn ruby_heredoc_word_too_long(text: &str) -> bool {
 /// process). Levels are counted as Python's tokenizer does, by a stack of indentation
 /// widths; open strings (an f-string in another opens a bracket) are bounded by the
 /// brackets' depth. At most 900 bytes of state, else the file is cut by the lines' rules.
-fn python_indentation_too_deep(text: &str) -> bool {
+fn python_indentation_too_deep(text: &str, brackets: usize) -> bool {
     const MAX_STATE: usize = 900;
     let mut deepest = 0;
     let mut widths: Vec<usize> = Vec::new();
@@ -374,7 +375,7 @@ fn python_indentation_too_deep(text: &str) -> bool {
             deepest = deepest.max(widths.len());
         }
     }
-    2 + 2 * deepest > MAX_STATE || 2 + 2 * deepest + bracket_depth(text) > MAX_STATE
+    2 + 2 * deepest + brackets > MAX_STATE
 }
 
 const PHP: Grammar = Grammar {
@@ -447,7 +448,8 @@ impl Grammar {
     /// recovers from errors for minutes on text that is no code of its language: 4 KB of
     /// random symbols named `.ts`).
     pub(crate) fn parse(&'static self, text: &str) -> Option<Tree> {
-        if self.aborts_on.is_some_and(|aborts| aborts(text)) || bracket_depth(text) > MAX_NESTING {
+        let brackets = bracket_depth(text);
+        if brackets > MAX_NESTING || self.aborts_on.is_some_and(|aborts| aborts(text, brackets)) {
             return None;
         }
         let deadline = Instant::now() + parse_deadline(text.len());
