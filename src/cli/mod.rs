@@ -7,6 +7,7 @@ mod into_options;
 mod job_args;
 mod merge_args;
 mod numeric;
+pub mod usage;
 
 pub use batch_args::{
     AggregateArg, BatchApiArg, BatchArgs, BatchFallbackArg, ChunkingArg, ColorArg, FailOnArg, FocusArg, ProviderArg,
