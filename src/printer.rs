@@ -237,6 +237,15 @@ impl Printer {
     }
 }
 
+/// `1 item`, `2 items`: a count and its noun, for messages.
+pub fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,6 +16,7 @@ use super::project_files::{walk, ProjectFiles};
 use super::project_index::{FileRecord, ProjectIndex, INDEX_VERSION};
 use super::resolve::{resolve_all, SourceImports};
 use crate::hash::sha256_hex;
+use crate::printer::plural;
 
 /// Files larger than this are nodes but are not parsed (minified bundles, generated code).
 const MAX_PARSE_BYTES: usize = 4 * 1024 * 1024;
@@ -182,15 +183,6 @@ pub fn is_stale(root: &Path) -> Result<bool, IndexError> {
 pub fn load_or_build(root: &Path) -> Result<(ProjectIndex, Option<String>), IndexError> {
     let (index, report) = build(root)?;
     Ok((index, report.notice()))
-}
-
-/// `1 file`, `2 files`.
-pub(crate) fn plural(n: usize, word: &str) -> String {
-    if n == 1 {
-        format!("1 {word}")
-    } else {
-        format!("{n} {word}s")
-    }
 }
 
 fn config_hashes(root: &Path, files: &ProjectFiles) -> Result<BTreeMap<String, String>, IndexError> {

@@ -8,11 +8,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::builder::{build as build_index, load_or_build, plural, BuildReport};
+use super::builder::{build as build_index, load_or_build, BuildReport};
 use super::dependency_graph::DependencyGraph;
 use super::error::IndexError;
 use super::external_graph::load_graph_file;
 use super::neighbors::{expand, Direction, Neighbor};
+use crate::printer::plural;
 
 /// The name of our own graph for `--graph`.
 pub const PROJECT_GRAPH: &str = "project";

@@ -1072,7 +1072,7 @@ fn status(query: Option<&str>, as_json: bool, env: &Environment) -> Result<ExitS
     if r.unprocessed() > 0 {
         s.push_str(&format!(
             "Unprocessed: {} (rlm job rerun {} --phase N takes only them)\n",
-            report::plural(r.unprocessed(), "item"),
+            crate::printer::plural(r.unprocessed(), "item"),
             r.job_id
         ));
     }

@@ -5,8 +5,8 @@
 
 use std::time::{Duration, Instant};
 
-use super::report::plural;
 use super::state::PhaseState;
+use crate::printer::plural;
 use crate::printer::{Printer, ProgressStyleKind};
 
 /// The progress display of one invocation.
@@ -70,10 +70,14 @@ impl Progress {
             } else {
                 format!("{:.1}s", duration.as_secs_f64())
             };
-            self.printer.progress(&format!(
-                "  {batch} completed ({items} items, {how}) [{}/{}]",
-                self.done, self.total
-            ));
+            // A report's or a reduce's call answers for no item of its own: its time alone.
+            let what = if items == 0 {
+                how
+            } else {
+                format!("{}, {how}", plural(items, "item"))
+            };
+            self.printer
+                .progress(&format!("  {batch} completed ({what}) [{}/{}]", self.done, self.total));
         }
         self.redraw(phase_cost);
     }

@@ -21,6 +21,7 @@ use super::runner::JobRun;
 use super::state::JobRecord;
 use super::worker::AnswerCheck;
 use crate::error::RlmError;
+use crate::printer::plural;
 use crate::request::job_phase::Rendering;
 use crate::store::{Timestamp, UnitKind};
 
@@ -178,15 +179,6 @@ pub fn compress(v: &Value, depth: usize) -> Value {
         }
         Value::Object(_) => json!("{…}"),
         other => other.clone(),
-    }
-}
-
-/// `1 item`, `2 items`.
-pub fn plural(n: usize, word: &str) -> String {
-    if n == 1 {
-        format!("1 {word}")
-    } else {
-        format!("{n} {word}s")
     }
 }
 

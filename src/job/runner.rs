@@ -291,7 +291,7 @@ impl JobRun {
         if r.unprocessed() > 0 {
             lines.push(format!(
                 "{} unprocessed (their batch or fetch failed): rlm job rerun {} --phase PHASE takes only them",
-                super::report::plural(r.unprocessed(), "item"),
+                crate::printer::plural(r.unprocessed(), "item"),
                 r.job_id
             ));
         }

@@ -213,6 +213,14 @@ fn a_job_file_with_map_and_report_phases_runs_to_its_report() {
         .contains(TEST_KEY));
     let events = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
     assert!(events.contains("\"event\":\"batch:completed\"") && events.contains("\"event\":\"job:ended\""));
+    // Each batch's line counts its items; the report's call answers for none of its own.
+    assert!(
+        out.stderr.contains("classify/batch-003 completed (2 items, "),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("report/batch-001 completed ("), "{}", out.stderr);
+    assert!(!out.stderr.contains("(0 items"), "{}", out.stderr);
 
     // Listed by rlm job list and, as a run of kind job, by rlm list / rlm status.
     let list = p.rlm(&["job", "list", "--json"]).run();
