@@ -418,6 +418,45 @@ fn work_past_its_deadline_is_not_waited_for() {
 }
 
 #[test]
+fn no_work_starts_while_the_most_left_past_their_deadline_still_run() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+    // A counter of its own: the parses of other tests count in the process's.
+    static LEFT: AtomicUsize = AtomicUsize::new(0);
+    let release = Arc::new(AtomicBool::new(false));
+    let stuck = || {
+        let release = release.clone();
+        move || {
+            while !release.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            0
+        }
+    };
+    let soon = || Instant::now() + Duration::from_millis(20);
+    assert_eq!(super::within_counted(soon(), stuck(), &LEFT, 2), None);
+    assert_eq!(super::within_counted(soon(), stuck(), &LEFT, 2), None);
+    assert_eq!(LEFT.load(Ordering::Acquire), 2);
+    // Two are left running: the next is not started, however long it may take.
+    let ran = Arc::new(AtomicBool::new(false));
+    let later = Instant::now() + Duration::from_secs(30);
+    let marked = ran.clone();
+    let refused = super::within_counted(later, move || marked.store(true, Ordering::Release), &LEFT, 2);
+    assert_eq!(refused, None);
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(!ran.load(Ordering::Acquire), "work started while two were left running");
+    // Once they end, work starts again.
+    release.store(true, Ordering::Release);
+    let until = Instant::now() + Duration::from_secs(20);
+    while LEFT.load(Ordering::Acquire) > 0 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(LEFT.load(Ordering::Acquire), 0);
+    assert_eq!(super::within_counted(later, || 4, &LEFT, 2), Some(4));
+}
+
+#[test]
 fn scanner_state_a_grammar_cannot_hold_is_cut_by_the_lines_rules() {
     // Each aborted the process (tree-sitter's `length <= 1024` assert in parser.c).
     let filler: String = (0..40).map(|i| format!("y{i} = {i}\n")).collect();

@@ -23,6 +23,8 @@ mod items;
 pub(crate) use import_block::import_block;
 pub(crate) use items::{items, no_cut_lines};
 
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tree_sitter::{Node, Parser, Tree};
@@ -609,21 +611,57 @@ const PARSE_GRACE: Duration = Duration::from_millis(200);
 /// real code stays far below it (the deepest of the fixtures is under 100).
 pub(crate) const MAX_NESTING: usize = 1_000;
 
+/// The most parses left running past their deadline at once (see [`within`]). Each may
+/// hold gigabytes and whatever CPU is idle until it ends; while this many are, no other
+/// parse starts, and files are cut by the lines' rules instead: a tree of hostile files
+/// cannot pile up parses the run no longer waits for.
+const MOST_LEFT_RUNNING: usize = 2;
+
+/// The parses of this process left running past their deadline.
+static LEFT_RUNNING: AtomicUsize = AtomicUsize::new(0);
+
 /// What `work` returns, when it returns by `deadline`. It runs on a thread of its own; one
 /// that overruns is left to finish there at the lowest priority, and nothing waits for it
 /// (the process ends without it). For work that cannot be stopped: tree-sitter asks whether
 /// to go on only between the steps of its parse, and one step of its error recovery can
-/// take minutes.
+/// take minutes. While [`MOST_LEFT_RUNNING`] are left running, `work` is not started.
 pub(crate) fn within<T: Send + 'static>(deadline: Instant, work: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    within_counted(deadline, work, &LEFT_RUNNING, MOST_LEFT_RUNNING)
+}
+
+/// [`within`], counting what it leaves running in `left_running`, and starting nothing
+/// while `most` are.
+fn within_counted<T: Send + 'static>(
+    deadline: Instant,
+    work: impl FnOnce() -> T + Send + 'static,
+    left_running: &'static AtomicUsize,
+    most: usize,
+) -> Option<T> {
+    if left_running.load(Ordering::Acquire) >= most {
+        tracing::debug!("{most} parses are still running past their deadline: this one is not started");
+        return None;
+    }
+    // Running, done, or left running: whichever of the thread and the waiter moves it from
+    // running first decides who counts what the other cannot see.
+    let state = Arc::new(AtomicU8::new(RUNNING));
     let (tx, rx) = std::sync::mpsc::sync_channel(2);
     let (started, done) = (tx.clone(), tx);
+    let theirs = state.clone();
     let spawned = std::thread::Builder::new()
         .name("rlm-parse".into())
         // The main thread's stack size: tree-sitter recurses on deep text.
         .stack_size(8 << 20)
         .spawn(move || {
             let _ = started.send(Err(thread_id()));
-            let _ = done.send(Ok(work()));
+            let value = work();
+            if theirs
+                .compare_exchange(RUNNING, DONE, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+            {
+                // Left running by the waiter, which counted it: it ends now.
+                left_running.fetch_sub(1, Ordering::AcqRel);
+            }
+            let _ = done.send(Ok(value));
         });
     if spawned.is_err() {
         return None;
@@ -634,7 +672,16 @@ pub(crate) fn within<T: Send + 'static>(deadline: Instant, work: impl FnOnce() -
             Ok(Err(id)) => worker = id,
             Ok(Ok(value)) => return Some(value),
             Err(_) => {
-                if let Some(id) = worker {
+                // Counted before it is marked, so the thread never takes back a count not
+                // yet made.
+                left_running.fetch_add(1, Ordering::AcqRel);
+                if state
+                    .compare_exchange(RUNNING, LEFT, Ordering::AcqRel, Ordering::Acquire)
+                    .is_err()
+                {
+                    // It ended just now: nothing is left running.
+                    left_running.fetch_sub(1, Ordering::AcqRel);
+                } else if let Some(id) = worker {
                     lowest_priority(id);
                 }
                 return None;
@@ -642,6 +689,11 @@ pub(crate) fn within<T: Send + 'static>(deadline: Instant, work: impl FnOnce() -
         }
     }
 }
+
+/// The states of a [`within`]'s work.
+const RUNNING: u8 = 0;
+const DONE: u8 = 1;
+const LEFT: u8 = 2;
 
 /// The kernel's id of the calling thread, where threads have a priority of their own.
 fn thread_id() -> Option<i32> {
