@@ -79,6 +79,7 @@ pub fn resolve_inputs(settings: &BatchSettings, printer: &Printer) -> Result<Man
                 direction: *direction,
                 depth: *depth,
                 graph_file: graph_file.as_deref(),
+                follow_links: input.follow_links,
             };
             super::graph_inputs::resolve(settings, &query, graph, printer)?
         }

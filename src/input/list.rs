@@ -287,7 +287,7 @@ impl FileIdentity {
 }
 
 /// Why a listed path that is no link is not taken: it lies outside the working directory.
-fn outside_reason(full: &Path, boundary: &Path) -> Option<String> {
+pub(super) fn outside_reason(full: &Path, boundary: &Path) -> Option<String> {
     let real = full.canonicalize().ok()?;
     (!real.starts_with(boundary)).then(|| {
         format!(

@@ -3,11 +3,17 @@
 //! `--graph-file` — within `depth` hops in one direction, deduplicated. The start node
 //! itself is not an input: the seed dispatches the prompt "over its neighbours" ("list
 //! every test that exercises this module").
+//!
+//! A graph names files; it does not point at them as the user does. A neighbour that a
+//! symbolic link leads out of the project (`keys/id_rsa` with `keys -> ~/.ssh`, a graph
+//! file's entry that is itself such a link) is held to the policy of a glob and of
+//! `--files-from`: skipped and named, never sent, unless `--follow-links`.
 
 use std::path::{Path, PathBuf};
 
+use super::list::outside_reason;
 use super::read::read_candidates;
-use super::Manifest;
+use super::{Manifest, SkippedFile};
 use crate::index::command::{load_graph, GraphChoice};
 use crate::index::{neighbors, Direction, IndexError};
 
@@ -19,6 +25,8 @@ pub struct NeighborsQuery<'a> {
     pub depth: u32,
     /// `None`: the project index.
     pub graph_file: Option<&'a Path>,
+    /// Send neighbours that a symbolic link leads out of the project (`--follow-links`).
+    pub follow_links: bool,
 }
 
 /// The files found, and a notice for stderr when the index had to be built first.
@@ -42,12 +50,21 @@ pub fn resolve_neighbors(cwd: &Path, query: &NeighborsQuery<'_>) -> Result<Neigh
     let mut paths = neighbors(&graph, &node, query.direction, query.depth)?;
     // The manifest is sorted by display path, like every resolver's.
     paths.sort();
-    let candidates: Vec<(PathBuf, String)> = paths.into_iter().map(|p| (cwd.join(&p), p)).collect();
-    Ok(NeighborInputs {
-        manifest: read_candidates(candidates),
-        notice,
-        node,
-    })
+    let boundary = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
+    let mut candidates: Vec<(PathBuf, String)> = Vec::with_capacity(paths.len());
+    let mut outside = Vec::new();
+    for path in paths {
+        let full = cwd.join(&path);
+        match outside_reason(&full, &boundary) {
+            Some(reason) if !query.follow_links => outside.push(SkippedFile { path, reason }),
+            _ => candidates.push((full, path)),
+        }
+    }
+    let mut manifest = read_candidates(candidates);
+    manifest.warn_outside(outside.iter().map(|s| s.path.clone()).collect());
+    manifest.skipped.extend(outside);
+    manifest.skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(NeighborInputs { manifest, notice, node })
 }
 
 #[cfg(test)]
@@ -74,6 +91,7 @@ mod tests {
             direction,
             depth,
             graph_file: None,
+            follow_links: false,
         }
     }
 

@@ -431,3 +431,45 @@ fn require_citations_reaches_batched_and_chunked_units() {
     }
     assert_eq!(mock.requests(), 0, "a dry run calls nothing");
 }
+
+/// A graph file is another tool's word on which files are connected, not the user's
+/// pointing at them: a neighbour it names through a symbolic link that leads out of the
+/// project (`keys -> ~/.ssh`, `src/pw.ts -> /etc/passwd`) is held to the policy of a glob
+/// and `--files-from` — skipped, named, never sent — unless `--follow-links`.
+#[cfg(unix)]
+#[test]
+fn a_neighbor_reached_through_a_link_out_of_the_project_is_never_sent() {
+    let mock = MockLlm::start();
+    let p = ts_project().file(
+        "deps.json",
+        r#"{"src/other.ts": {"upstream": ["keys/id_rsa", "src/pw.ts", "src/db.ts"]}}"#,
+    );
+    let ssh = p.path().parent().unwrap().join("home/.ssh");
+    std::fs::create_dir_all(&ssh).unwrap();
+    std::fs::write(ssh.join("id_rsa"), "-----BEGIN PRIVATE KEY-----\n").unwrap();
+    std::fs::write(ssh.join("passwd"), "root:x:0:0\n").unwrap();
+    std::os::unix::fs::symlink(&ssh, p.path().join("keys")).unwrap();
+    std::os::unix::fs::symlink(ssh.join("passwd"), p.path().join("src/pw.ts")).unwrap();
+    let url = mock.url();
+    let out = p
+        .rlm(&neighbors_batch(
+            "src/other.ts",
+            "List {file}",
+            &url,
+            &["--graph-file", "deps.json", "--direction", "in"],
+        ))
+        .run();
+    out.assert_exit(0);
+    assert_eq!(files_sent(&mock), set(&["src/db.ts"]), "{}", out.stderr);
+    assert!(
+        mock.recorded()
+            .iter()
+            .all(|r| !r.user_text().contains("PRIVATE KEY") && !r.user_text().contains("root:x")),
+        "a file outside the project was sent"
+    );
+    assert!(
+        out.stderr.contains("keys/id_rsa") && out.stderr.contains("src/pw.ts") && out.stderr.contains("--follow-links"),
+        "{}",
+        out.stderr
+    );
+}
