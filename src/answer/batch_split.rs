@@ -161,6 +161,15 @@ fn section_text(lines: &[&str]) -> String {
 /// Which of `paths` a model meant by `named`: the same path, the same without `./`, a
 /// trailing `(280 lines)` dropped, or the only path that ends with it (or it ends with).
 fn match_path(named: &str, paths: &[&str]) -> Option<usize> {
+    // A file named exactly (as it is, or as the prompt showed it) is that file, before any
+    // near miss is forgiven: `"a.txt"` may be a file of the batch beside `a.txt`.
+    let exact = named.trim();
+    if let Some(i) = paths
+        .iter()
+        .position(|p| *p == exact || crate::escape::name(p) == exact)
+    {
+        return Some(i);
+    }
     let clean = |p: &str| {
         p.trim()
             .trim_matches(['`', '"', '\''])

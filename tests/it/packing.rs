@@ -214,3 +214,41 @@ fn the_dry_run_and_the_report_tell_framing_tokens_from_content_tokens() {
         .report_md()
         .contains(&format!("{content} tokens of the files' content, {framing} of framing")));
 }
+
+/// Two files of one pack whose names differ only by the quotes a model's near misses are
+/// forgiven for (`a.txt` and `"a.txt"`) are each given their own answer: an entry that
+/// names a file exactly is that file's, never the first file its name resembles (which
+/// showed one file's answer under the other's name, and paid for the other alone again).
+#[cfg(unix)]
+#[test]
+fn pack_members_whose_names_differ_only_by_quotes_keep_their_own_answers() {
+    let mock = MockLlm::start();
+    let p = Project::new()
+        .file("a.txt", "plain\n")
+        .file("\"a.txt\"", "double quoted\n")
+        .file("b.txt", "plain too\n")
+        .file("'b.txt'", "single quoted\n");
+    let out = p.rlm(&batch("*", &mock.url(), &["-o", "out"])).run();
+    out.assert_exit(0);
+    assert_eq!(
+        mock.requests(),
+        1,
+        "one pack, no file asked again alone: {}",
+        out.stderr
+    );
+    // Each file's result holds exactly one answer (the mock's names a hash of the file's
+    // own path), never two run together.
+    let out_dir = p.path().join("out");
+    let results: Vec<String> = crate::support::file_names(&out_dir)
+        .into_iter()
+        .filter(|n| n.ends_with(".result.md") && !n.contains("-more."))
+        .collect();
+    assert_eq!(results.len(), 4, "{results:?}");
+    let mut answers = std::collections::BTreeSet::new();
+    for name in &results {
+        let text = std::fs::read_to_string(out_dir.join(name)).unwrap();
+        assert_eq!(text.matches("mock result").count(), 1, "{name}: {text}");
+        answers.insert(text.trim().to_string());
+    }
+    assert_eq!(answers.len(), 4, "four distinct answers: {answers:?}");
+}
