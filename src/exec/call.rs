@@ -420,7 +420,13 @@ pub async fn call_with_retries(
             paused_all,
         });
         let from = Instant::now();
-        tokio::time::sleep(wait).await;
+        // A call waiting out a backoff or a 429 holds no request: once the run stops (Ctrl-C,
+        // the budget, a fatal error) no slot would take its retry, so it ends now instead
+        // of at the end of its wait (a `retry-after: 40` held Ctrl-C for the whole grace).
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = ctx.limiter.halted() => return failed(CallFailure::Halted, attempts, dispatched),
+        }
         if kind == ErrorKind::RateLimited {
             budget.waited += from.elapsed();
         }

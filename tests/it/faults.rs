@@ -685,3 +685,35 @@ fn a_unit_that_times_out_for_good_is_task_timeout_in_the_event_log() {
     assert_eq!(last["status"], "PARTIAL");
     assert_eq!(last["failed"], 1);
 }
+
+/// A call waiting out a 429 (`retry-after: 40`, every call paused) holds no request: Ctrl-C
+/// ends the run at once — not after the 10 s grace given to calls in flight — and the
+/// unit is not run, so the rerun sends it.
+#[test]
+fn interrupt_while_a_call_waits_out_a_429_stops_at_once() {
+    let mock = MockLlm::start();
+    mock.push_faults(vec![Fault::RateLimited { retry_after_secs: 40 }]);
+    let p = Project::new().ts_files(1);
+    let url = mock.url();
+    let args = batch("src/*.ts", &url, &["-o", "out"]);
+    let running = p.rlm(&args).spawn();
+    assert!(wait_until(Duration::from_secs(10), || mock.requests() == 1));
+    // The 429's answer is read (the pause begins) before the signal comes.
+    assert!(wait_until(Duration::from_secs(10), || mock.wait_idle(Duration::ZERO)));
+    std::thread::sleep(Duration::from_millis(300));
+    let asked = Instant::now();
+    running.signal("INT");
+    let out = running.wait();
+    assert!(
+        asked.elapsed() < Duration::from_secs(5),
+        "stopped in {:?}: {}",
+        asked.elapsed(),
+        out.stderr
+    );
+    out.assert_exit(130);
+    let report = p.report();
+    assert_eq!(report["status"], "INTERRUPTED");
+    assert_eq!(report["not_run"], serde_json::json!(["src/f00.ts"]), "{report:#}");
+    p.rlm(&args).run().assert_exit(0);
+    assert_eq!(mock.requests(), 2, "the rerun sends it once");
+}
