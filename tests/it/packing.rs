@@ -252,3 +252,31 @@ fn pack_members_whose_names_differ_only_by_quotes_keep_their_own_answers() {
     }
     assert_eq!(answers.len(), 4, "four distinct answers: {answers:?}");
 }
+
+/// A pack member whose name holds a newline is shown to the model escaped (`we ird\nname.ts`,
+/// a backslash and an `n`), and the model names it so: that entry is the file's own answer,
+/// in a result file of its own, and nothing is asked again alone.
+#[cfg(unix)]
+#[test]
+fn a_pack_member_named_with_a_newline_gets_its_answer_as_the_prompt_showed_its_name() {
+    let mock = MockLlm::start();
+    let p = Project::new()
+        .file("src/a.py", "def a():\n    return 1\n")
+        .file("src/we ird\nname.ts", "export const w = 2;\n");
+    // Directory mode: the analysts' pack shows each member's name in its delimiter.
+    let out = p.rlm(&batch("src", &mock.url(), &["-o", "out"])).run();
+    out.assert_exit(0);
+    // One pack, and the synthesis of the findings; no file asked again alone.
+    assert_eq!(p.report()["asked_alone"], 0, "{}", out.stderr);
+    assert_eq!(mock.requests(), 2, "{}", out.stderr);
+    let out_dir = p.path().join("out");
+    let results: Vec<String> = crate::support::file_names(&out_dir)
+        .into_iter()
+        .filter(|n| n.ends_with(".result.md") && !n.contains("-more."))
+        .collect();
+    assert_eq!(results.len(), 2, "{results:?}");
+    for name in &results {
+        let text = std::fs::read_to_string(out_dir.join(name)).unwrap();
+        assert_eq!(text.matches("mock result").count(), 1, "{name}: {text}");
+    }
+}
