@@ -365,3 +365,84 @@ fn the_result_files_of_a_cached_pack_are_links_and_never_carry_an_edit() {
     );
     assert_eq!(p.read(&format!("fourth/{}", name(2))), part);
 }
+
+/// A rerun of more files than are written on one thread (64), a few of them changed: each
+/// hit's result file holds its answer, its `task:completed` line comes in plan order, the
+/// misses are called, and the store has every unit once, in plan order, the hits
+/// `completed` from the start (they are added by the store's writer while their result
+/// files are written).
+#[test]
+fn a_large_partly_cached_rerun_keeps_every_hit_in_order_in_the_log_and_the_store() {
+    const MANY: usize = 150;
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(MANY);
+    let url = mock.url();
+    p.rlm(&batch(&url, &[])).run().assert_exit(0);
+    let first_dir = p.out_dir();
+    mock.reset_counts();
+    for changed in ["src/f07.ts", "src/f100.ts"] {
+        p.write(changed, &format!("export const changed = {:?};\n", changed));
+    }
+    let out = p.rlm(&batch(&url, &[])).run();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 2, "only the changed files are sent");
+    let report = p.report();
+    assert_eq!(report["cache_hits"], MANY - 2);
+    let dir = p.out_dir();
+    let events: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("events.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let hits: Vec<&str> = events
+        .iter()
+        .filter(|e| e["event"] == "task:completed" && e["cached"] == true)
+        .map(|e| e["label"].as_str().unwrap())
+        .collect();
+    let mut in_order = hits.clone();
+    in_order.sort_unstable();
+    assert_eq!(hits.len(), MANY - 2);
+    assert_eq!(hits, in_order, "the hits' lines come in plan order");
+    for e in events
+        .iter()
+        .filter(|e| e["event"] == "task:completed" && e["cached"] == true)
+    {
+        let name = e["result_file"].as_str().unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.join(name)).unwrap(),
+            std::fs::read_to_string(first_dir.join(name)).unwrap(),
+            "{name}"
+        );
+    }
+    let run_id = report["run_id"].as_str().unwrap().to_string();
+    let store = rusqlite::Connection::open(p.path().join(".aiwg/rlm/store.sqlite3")).unwrap();
+    let units: Vec<(String, String, i64)> = store
+        .prepare("SELECT label, state, seq FROM units WHERE run_id = ?1 ORDER BY seq")
+        .unwrap()
+        .query_map([&run_id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(units.len(), MANY);
+    assert!(units.iter().all(|(_, state, _)| state == "completed"), "{units:?}");
+    let labels: Vec<&str> = units.iter().map(|(label, _, _)| label.as_str()).collect();
+    let mut sorted = labels.clone();
+    sorted.sort_unstable();
+    assert_eq!(labels, sorted, "the store keeps the plan's order");
+    assert_eq!(
+        units.iter().map(|(_, _, seq)| *seq).collect::<Vec<_>>(),
+        (1..=MANY as i64).collect::<Vec<_>>()
+    );
+    let served: i64 = store
+        .query_row(
+            "SELECT COUNT(*) FROM units WHERE run_id = ?1 AND started_at IS NULL AND finished_at = queued_at",
+            [&run_id],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        served,
+        (MANY - 2) as i64,
+        "the hits were recorded completed when the run started"
+    );
+}
