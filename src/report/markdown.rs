@@ -90,17 +90,26 @@ impl RunReport {
         if !self.not_run.is_empty() {
             const LISTED: usize = 20;
             let n = self.not_run.len();
-            let _ = write!(
-                md,
-                "\n## Not Run\n\n{} run before the run stopped (`rlm resume {}` runs {}):\n\n",
-                if n == 1 {
-                    "1 unit was not".to_string()
-                } else {
-                    format!("{n} units were not")
-                },
-                self.run_id,
-                if n == 1 { "it" } else { "them" },
-            );
+            let were_not = if n == 1 {
+                "1 unit was not".to_string()
+            } else {
+                format!("{n} units were not")
+            };
+            let _ = if self.merged_from.is_empty() {
+                write!(
+                    md,
+                    "\n## Not Run\n\n{were_not} run before the run stopped (`rlm resume {}` runs {}):\n\n",
+                    self.run_id,
+                    if n == 1 { "it" } else { "them" },
+                )
+            } else {
+                write!(
+                    md,
+                    "\n## Not Run\n\n{were_not} run: none of the merged runs holds {} (merge again with the run \
+                     that does; is a shard's run missing?):\n\n",
+                    if n == 1 { "it" } else { "them" },
+                )
+            };
             for label in self.not_run.iter().take(LISTED) {
                 let _ = writeln!(md, "- {}", escape::name(label));
             }
@@ -232,7 +241,23 @@ impl RunReport {
         let mut steps = Vec::new();
         let unfinished = self.failed.len() + self.not_run.len();
         let run = &self.run_id;
-        if !self.not_cached.is_empty() {
+        if !self.merged_from.is_empty() {
+            // A merge sends nothing and `rlm resume` refuses it: the units it lacks are the
+            // merged runs' to finish.
+            if let Some(e) = &self.error {
+                steps.push(format!("Fix the error above ({e}), then merge again."));
+            }
+            if unfinished > 0 {
+                let (units, them) = match unfinished {
+                    1 => ("1 unit is".to_string(), "it"),
+                    n => (format!("{n} units are"), "them"),
+                };
+                steps.push(format!(
+                    "{units} unfinished: finish {them} where the merged runs left {them} — `rlm resume RUN --failed` in \
+                     a run that failed {them}, or the shard whose run is missing — then merge again."
+                ));
+            }
+        } else if !self.not_cached.is_empty() {
             if let Some(e) = &self.error {
                 steps.push(format!("Fix the error above ({e})."));
             }
@@ -308,6 +333,14 @@ impl RunReport {
         if left == 0 {
             return (!self.not_cached.is_empty())
                 .then(|| format!("rlm resume {run} caches the answers kept outside the cache, without paying again"));
+        }
+        if !self.merged_from.is_empty() {
+            // `rlm resume` refuses a merge: it was not started by rlm batch.
+            return Some(format!(
+                "none of the merged runs holds the {} not run: merge again with the run that does (is a shard's \
+                 run missing?)",
+                units(left)
+            ));
         }
         Some(match self.status {
             RunStatus::BudgetExceeded => format!(

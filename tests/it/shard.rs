@@ -600,3 +600,43 @@ fn shards_recorded_by_an_older_rlm_still_merge() {
     assert_eq!(aggregate_md(&p, "merged-old"), aggregate_md(&p, "merged"));
     assert_eq!(unit_ids(&report(&p, "merged-old")), unit_ids(&report(&p, "merged")));
 }
+
+/// A merge that lacks a shard is no run `rlm resume` takes up (it refuses a merge) nor one
+/// the same command finishes (a merge sends nothing): what it says to do next names the
+/// merged runs, on the terminal and in report.md.
+#[test]
+fn a_merge_missing_a_shard_says_to_merge_again_not_to_resume_it() {
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(8);
+    for k in ["1/2", "2/2"] {
+        let dir = format!("s{}", &k[..1]);
+        let url = mock.url();
+        let args = crate::support::batch("src/*.ts", &url, &["-o", &dir, "--shard", k]);
+        p.rlm(&args).run().assert_exit(0);
+    }
+    let out = p.rlm(&["merge", "s1", "-o", "merged"]).run();
+    out.assert_exit(1);
+    let report = report(&p, "merged");
+    let not_run = report["not_run"].as_array().unwrap().len();
+    assert!(not_run > 0, "shard 2's units are not run: {report}");
+    let md = std::fs::read_to_string(p.path().join("merged/report.md")).unwrap();
+    for (what, text) in [("the terminal", out.stdout.as_str()), ("report.md", md.as_str())] {
+        assert!(
+            !text.contains("rlm resume batch-"),
+            "{what} offers a resume of the merge:\n{text}"
+        );
+        assert!(!text.contains("Run the same command again"), "{what}:\n{text}");
+        assert!(text.contains("merge again"), "{what}:\n{text}");
+    }
+    // What it no longer offers: `rlm resume` refuses a merge, and sends nothing.
+    let run = report["run_id"].as_str().unwrap();
+    let calls = mock.requests();
+    let resumed = p.rlm(&["resume", run, "--yes"]).run();
+    resumed.assert_exit(2);
+    assert!(
+        resumed.stderr.contains("was not started by rlm batch"),
+        "{}",
+        resumed.stderr
+    );
+    assert_eq!(mock.requests(), calls);
+}
