@@ -38,6 +38,50 @@ pub fn answer_items(answer: &Value) -> Option<&Vec<Value>> {
     }
 }
 
+/// Why no answer object could ever pass `schema`, when that is plain from the schema alone:
+/// every batch's answer would be paid for, rejected and asked for again until the batch
+/// failed. Each answer is an object that carries `id_field`; a schema that is `false` (or
+/// `not` everything), whose `type` leaves out objects, or that forbids the id field cannot
+/// hold one. Only what is certain is said: a schema this finds nothing wrong with may still
+/// be one no model can satisfy.
+pub fn unanswerable(schema: &Value, id_field: &str) -> Option<String> {
+    let Value::Object(schema) = schema else {
+        return (schema == &Value::Bool(false)).then(|| "it is `false`, which accepts nothing".to_string());
+    };
+    let everything = |n: &Value| n == &Value::Bool(true) || n.as_object().is_some_and(serde_json::Map::is_empty);
+    if schema.get("not").is_some_and(everything) {
+        return Some("its `not` accepts nothing".to_string());
+    }
+    let is_object = |t: &Value| t.as_str() == Some("object");
+    match schema.get("type") {
+        Some(t @ Value::String(_)) if !is_object(t) => {
+            return Some(format!(
+                "its `type` is {t}: each answer is an object that carries \"{id_field}\""
+            ))
+        }
+        Some(Value::Array(types)) if !types.iter().any(is_object) => {
+            return Some(format!(
+                "its `type` {} leaves out \"object\": each answer is an object that carries \"{id_field}\"",
+                Value::Array(types.clone())
+            ))
+        }
+        _ => {}
+    }
+    let declared = schema.get("properties").and_then(|p| p.get(id_field));
+    if declared == Some(&Value::Bool(false)) {
+        return Some(format!("it forbids \"{id_field}\", which every answer carries"));
+    }
+    let closed =
+        schema.get("additionalProperties") == Some(&Value::Bool(false)) && schema.get("patternProperties").is_none();
+    if closed && declared.is_none() {
+        return Some(format!(
+            "it allows no property but those it lists (`additionalProperties: false`) and \"{id_field}\" is not \
+             one of them: add it to `properties`"
+        ));
+    }
+    None
+}
+
 impl AnswerCheck for BatchCheck {
     fn check(&self, answer: &Value) -> Result<Value, Vec<String>> {
         let Some(items) = answer_items(answer) else {
@@ -144,5 +188,33 @@ mod tests {
         assert!(all.contains("items[3] has no \"n\""), "{all}");
         assert!(all.contains("no object for \"n\" 2, 3"), "{all}");
         assert!(check().check(&json!("text")).is_err());
+    }
+
+    #[test]
+    fn a_schema_no_answer_object_can_pass_is_named() {
+        for (schema, says) in [
+            (json!(false), "accepts nothing"),
+            (json!({"not": {}}), "accepts nothing"),
+            (json!({"type": "string"}), "`type` is \"string\""),
+            (json!({"type": ["array", "null"]}), "leaves out \"object\""),
+            (json!({"properties": {"n": false}}), "forbids \"n\""),
+            (
+                json!({"type": "object", "additionalProperties": false, "properties": {"v": {}}}),
+                "add it",
+            ),
+        ] {
+            let why = unanswerable(&schema, "n").unwrap_or_else(|| panic!("{schema} passes"));
+            assert!(why.contains(says), "{schema}: {why}");
+        }
+        for schema in [
+            json!(true),
+            json!({}),
+            json!({"type": ["object", "null"]}),
+            json!({"type": "object", "additionalProperties": false, "properties": {"n": {}}}),
+            json!({"additionalProperties": false, "patternProperties": {"^n$": {}}}),
+            json!({"not": {"type": "string"}}),
+        ] {
+            assert_eq!(unanswerable(&schema, "n"), None, "{schema}");
+        }
     }
 }

@@ -248,13 +248,21 @@ async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmErr
         let schema = match &phase.output_schema {
             Some(p) => {
                 let text = read(p, &at("output_schema"))?;
-                OutputSchema::from_text(&text, p).map_err(|e| {
+                let schema = OutputSchema::from_text(&text, p).map_err(|e| {
                     RlmError::Input(format!(
                         "phase {}: {}",
                         phase.name,
                         e.to_string().replace("--schema ", "output_schema ")
                     ))
                 })?;
+                if let Some(why) = batch_check::unanswerable(&schema.value, &definition.id) {
+                    return Err(RlmError::Input(format!(
+                        "{}: {}: no answer can pass {}: {why}",
+                        path.display(),
+                        at("output_schema"),
+                        p.display()
+                    )));
+                }
                 Some(text)
             }
             None => None,

@@ -713,3 +713,34 @@ fn a_server_that_answered_an_earlier_phase_and_then_hangs_stopped_answering() {
     assert!(out.stderr.contains("stopped answering"), "{}", out.stderr);
     assert!(!out.stderr.contains("never answered"), "{}", out.stderr);
 }
+
+/// A schema no answer object can pass (`false`, a `type` that is not an object, one that
+/// forbids the id) would have every batch paid for, rejected and asked again until it
+/// failed: it is refused before anything is written or paid, naming the phase and the key.
+#[test]
+fn a_schema_no_answer_can_pass_is_refused_before_anything_is_paid() {
+    let mock = MockLlm::start();
+    for (schema, said) in [
+        ("false", "accepts nothing"),
+        (r#"{"type":"string"}"#, "`type` is \"string\""),
+        (
+            r#"{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["fix"]}}}"#,
+            "\"id\" is not one of them",
+        ),
+    ] {
+        let p = job_project(4, 2, &[], REPORT_PHASE);
+        p.write("item.schema.json", schema);
+        let out = p.rlm(&job_args(&mock.url(), &["--yes"])).run();
+        out.assert_exit(2);
+        assert!(
+            out.stderr
+                .contains("job.toml: phase 1 (classify): `output_schema`: no answer can pass item.schema.json")
+                && out.stderr.contains(said),
+            "{schema}: {}",
+            out.stderr
+        );
+        assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+        assert!(jobs(&p).is_empty());
+    }
+    assert_eq!(mock.requests(), 0, "nothing is sent for a schema no answer can pass");
+}
