@@ -307,10 +307,20 @@ fn recorded_options(run: &RunSummary) -> Result<BatchOptions, RlmError> {
         ))
     };
     if run.subcommand() == Some("job") {
-        return Err(RlmError::Store(format!(
-            "run {} is a job ({}): rlm job resume {} goes on with it",
-            run.id, run.status, run.id
-        )));
+        // A job that ended is nothing `rlm job resume` takes up either: it refuses it too.
+        return Err(RlmError::Store(
+            if matches!(run.status, RunStatus::Success | RunStatus::Partial) {
+                format!(
+                    "run {} is a job ({}): nothing to resume (rlm job rerun {} --phase N redoes a phase)",
+                    run.id, run.status, run.id
+                )
+            } else {
+                format!(
+                    "run {} is a job ({}): rlm job resume {} goes on with it",
+                    run.id, run.status, run.id
+                )
+            },
+        ));
     }
     if run.subcommand() != Some("batch") {
         return Err(not_batch());

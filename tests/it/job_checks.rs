@@ -744,3 +744,25 @@ fn a_schema_no_answer_can_pass_is_refused_before_anything_is_paid() {
     }
     assert_eq!(mock.requests(), 0, "nothing is sent for a schema no answer can pass");
 }
+
+/// `rlm resume` of a job that ended names no command that refuses it in turn: `rlm job
+/// resume` has nothing to take up either, and a rerun is what redoes a phase.
+#[test]
+fn rlm_resume_of_a_job_that_ended_says_there_is_nothing_to_resume() {
+    let mock = MockLlm::start();
+    let p = job_project(2, 2, &[], REPORT_PHASE);
+    p.rlm(&job_args(&mock.url(), &[])).run().assert_exit(0);
+    let id = job_id(&only_job(&p));
+    let calls = mock.requests();
+    let job_resume = p.rlm(&["job", "resume", &id]).run();
+    job_resume.assert_exit(2);
+    let out = p.rlm(&["resume", &id]).run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("nothing to resume") && out.stderr.contains(&format!("rlm job rerun {id} --phase N")),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("rlm job resume"), "{}", out.stderr);
+    assert_eq!(mock.requests(), calls);
+}
