@@ -1054,6 +1054,14 @@ fn status(query: Option<&str>, as_json: bool, env: &Environment) -> Result<ExitS
         r.cost_usd(),
         dir.root.display()
     );
+    if r.earlier.calls > 0 || r.earlier.cost_usd > 0.0 {
+        // The phases below show their latest run; the job's cost holds every run.
+        s.push_str(&format!(
+            "Earlier: ${:.4} and {} in runs a rerun replaced\n",
+            r.earlier.cost_usd,
+            crate::printer::plural(r.earlier.calls as usize, "call")
+        ));
+    }
     if let Some(why) = &r.stopped {
         s.push_str(&format!("Stopped: {why}\n"));
     }

@@ -338,6 +338,9 @@ pub fn summary_json(dir: &JobDir, r: &JobRecord) -> Value {
         "tokens_in": tin,
         "tokens_out": tout,
         "cost_usd": r.cost_usd(),
+        "calls": r.calls(),
+        // What phases spent before a rerun reset them: the phases show their latest run.
+        "earlier": r.earlier,
         "phases": phases_json(r),
         "report": dir.report_md().exists().then(|| dir.report_md().display().to_string()),
     })

@@ -193,6 +193,11 @@ impl JobRecord {
         self.earlier.cost_usd + self.phases.iter().map(|p| p.cost_usd).sum::<f64>()
     }
 
+    /// Every call paid for, reruns included.
+    pub fn calls(&self) -> u64 {
+        self.earlier.calls + self.phases.iter().map(|p| p.calls).sum::<u64>()
+    }
+
     pub fn tokens(&self) -> (u64, u64) {
         self.phases
             .iter()

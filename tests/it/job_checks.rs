@@ -766,3 +766,36 @@ fn rlm_resume_of_a_job_that_ended_says_there_is_nothing_to_resume() {
     assert!(!out.stderr.contains("rlm job resume"), "{}", out.stderr);
     assert_eq!(mock.requests(), calls);
 }
+
+/// `rlm job status --json` accounts for every call the job paid for: after a rerun with a
+/// new prompt, the calls of the phase's earlier run are the job's still (`calls`, and
+/// `earlier` beside the phases, which show their latest run), so the phases and `earlier`
+/// add up to `cost_usd`, and `calls` is what the server answered.
+#[test]
+fn job_status_counts_the_calls_and_cost_of_runs_a_rerun_replaced() {
+    let mock = MockLlm::start();
+    let p = job_project(4, 2, &[], REPORT_PHASE).file("classify-v2.md", "CLASSIFY-AGAIN: the kinds, again.");
+    p.rlm(&job_args(&mock.url(), &["-q"])).run().assert_exit(0);
+    let id = job_id(&only_job(&p));
+    p.rlm(&["job", "rerun", &id, "--phase", "1", "--prompt", "classify-v2.md", "-q"])
+        .run()
+        .assert_exit(0);
+    let status = p.rlm(&["job", "status", &id, "--json"]).run();
+    status.assert_exit(0);
+    let doc = status.json();
+    assert_eq!(doc["calls"], json!(mock.requests()), "{doc}");
+    let phases: f64 = doc["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["cost_usd"].as_f64().unwrap())
+        .sum();
+    let earlier = doc["earlier"]["cost_usd"].as_f64().unwrap();
+    assert!(earlier > 0.0, "{doc}");
+    assert!(
+        (phases + earlier - doc["cost_usd"].as_f64().unwrap()).abs() < 1e-9,
+        "{doc}"
+    );
+    let text = p.rlm(&["job", "status", &id]).run();
+    assert!(text.stdout.contains("in runs a rerun replaced"), "{}", text.stdout);
+}
