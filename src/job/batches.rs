@@ -541,6 +541,21 @@ impl PoolHandler<BatchDone> for BatchHandler<'_> {
         );
     }
 
+    /// `--deadline` is no Ctrl-C: dispatching stops and the calls in flight, paid for,
+    /// finish and are kept (a Ctrl-C after it still interrupts), as in `rlm batch`.
+    fn deadline_passed(&mut self, in_flight: usize) -> bool {
+        let calls = match in_flight {
+            0 => String::new(),
+            1 => "; the call in flight finishes and is kept".to_string(),
+            n => format!("; the {n} calls in flight finish and are kept"),
+        };
+        self.printer.warn(&format!(
+            "the --deadline passed: dispatching stopped{calls}; rlm job resume goes on later"
+        ));
+        self.stop.get_or_insert(Stop::Deadline);
+        true
+    }
+
     fn interrupting(&mut self, in_flight: usize, grace: Duration) {
         self.printer.warn(&format!(
             "stopping: waiting up to {}s for {in_flight} call(s) in flight (again to stop at once); rlm job resume \

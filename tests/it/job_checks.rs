@@ -822,3 +822,33 @@ fn an_item_larger_than_the_context_window_is_named_before_anything_is_sent() {
     assert!(out.stderr.contains("huge"), "{}", out.stderr);
     assert_eq!(mock.requests(), 0);
 }
+
+/// `--deadline` stops dispatching and lets the calls in flight finish, as it does for `rlm
+/// batch`: it is no Ctrl-C. A Ctrl-C after it starts the grace period, it does not cut the
+/// calls off at once, so their answers (paid for) are kept and a resume does not pay for
+/// them again.
+#[test]
+fn a_deadline_lets_the_calls_in_flight_finish_and_a_later_ctrl_c_does_not_cut_them_off() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_secs(4));
+    let p = job_project(6, 2, &[], REPORT_PHASE);
+    let run = p.rlm(&job_args(&mock.url(), &["--deadline", "1s", "--yes"])).spawn();
+    assert!(wait_until(Duration::from_secs(20), || mock.in_flight() == 3));
+    // Past the deadline, the three map calls still in flight.
+    std::thread::sleep(Duration::from_millis(1500));
+    run.signal("INT");
+    let out = run.wait();
+    out.assert_exit(130);
+    let dir = only_job(&p);
+    assert_eq!(batch_outputs(&dir, "classify").len(), 3, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("the --deadline passed: dispatching stopped; the 3 calls in flight finish and are kept"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(map_requests(&mock).len(), 3);
+    mock.set_latency(Duration::ZERO);
+    p.rlm(&["job", "resume", &job_id(&dir), "-q"]).run().assert_exit(0);
+    assert_eq!(map_requests(&mock).len(), 3, "no map call is paid for twice");
+}
