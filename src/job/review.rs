@@ -225,6 +225,24 @@ async fn fetch_all(run: &JobRun, command: &FetchCommand<'_>, items: Vec<Value>) 
         failed: Vec::new(),
         cut: 0,
     };
+    // An id that starts with `-` where an argument starts with it is read as an option by
+    // the program (`git show {id}` with the id `--output=FILE` writes FILE): such an item
+    // is not fetched, so not reviewed.
+    let whole_arg = command.argv.iter().any(|a| a.starts_with("{id}"));
+    let (items, option_like): (Vec<Value>, Vec<Value>) = items.into_iter().partition(|item| {
+        !whole_arg
+            || !item
+                .get(command.id_field)
+                .and_then(id_key)
+                .is_some_and(|id| id.starts_with('-'))
+    });
+    for item in option_like {
+        let id = item.get(command.id_field).cloned().unwrap_or(Value::Null);
+        fetched.failed.push((
+            id,
+            "its id starts with '-', which the fetch command would read as an option: not run".to_string(),
+        ));
+    }
     for chunk in items.chunks(FETCH_WIDTH) {
         let mut tasks = tokio::task::JoinSet::new();
         for (i, item) in chunk.iter().enumerate() {

@@ -247,3 +247,28 @@ fn a_pr_review_from_input_asks_gh_once_before_anything_is_paid_and_only_when_a_r
     out.assert_exit(0);
     assert_eq!(gh_log(&p).len(), asked, "{:?}", gh_log(&p));
 }
+
+/// An item whose id starts with `-` is never handed to the fetch command where an argument
+/// starts with it: the program would read it as an option (`git show --output=FILE` writes
+/// the file). The item is unprocessed, with why; the others are fetched and reviewed.
+#[test]
+fn an_id_that_reads_as_an_option_is_not_passed_to_the_fetch_command() {
+    let mock = MockLlm::start();
+    let fetch = "#!/bin/sh\nprintf '%s\\n' \"$1\" >> fetch.log\necho \"diff of $1\"\n";
+    let p = review_project(3, "[\"./fetch.sh\", \"{id}\"]", "").file("fetch.sh", fetch);
+    chmod_x(&p, "fetch.sh");
+    let hostile = json!({"id": "--output=pwned", "text": format!("x {}", fields_hint(&json!({"kind": "fix"})))});
+    p.write("entries.jsonl", &format!("{}{hostile}\n", p.read("entries.jsonl")));
+    let out = p.rlm(&job_args(&mock.url(), &["--json"])).run();
+    out.assert_exit(1);
+    let log = p.read("fetch.log");
+    assert!(log.lines().all(|l| !l.starts_with('-')), "{log}");
+    assert_eq!(log.lines().count(), 3, "{log}");
+    assert!(
+        out.stderr
+            .contains("item --output=pwned left unprocessed: its fetch failed: its id starts with '-'"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(review_requests(&mock).concat().len(), 3);
+}
