@@ -578,6 +578,10 @@ async fn start(prepared: Prepared, settings: JobSettings) -> Result<ExitStatus, 
         check_gh_access(&settings, &definition, None).await?;
     }
     let models = models(&settings, &definition, &printer).await?;
+    match preflight::check_items_fit(&definition, &items, &models) {
+        Err(e) if settings.dry_run => printer.warn(&format!("the job cannot start as it is: {e}")),
+        fit => fit?,
+    }
     banner(&printer, &settings, &definition, items.len(), &models, None);
     let inputs = JobInputs {
         definition: &definition,

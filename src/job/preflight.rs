@@ -6,11 +6,13 @@
 
 use std::path::Path;
 
-use super::definition::{JobDefinition, PhaseDefinition};
+use super::definition::{JobDefinition, PhaseDefinition, PhaseKind};
+use super::ingest::id_key;
 use super::settings::JobSettings;
 use super::state::PhaseState;
 use crate::error::RlmError;
 use crate::process::{find_program, ProgramProblem};
+use crate::provider::ModelInfo;
 
 /// `--pause-after PHASE` names a phase of the job that will run (`states`: each phase's,
 /// for a job taken up again), else the job would never pause.
@@ -30,6 +32,40 @@ pub fn check_pause_after(
             "--pause-after {p}: phase {} is done already, so the job would not pause: name a phase still to run",
             definition.phases[index].name
         )));
+    }
+    Ok(())
+}
+
+/// Every item fits the context window of the model each map or review phase sends it to:
+/// an item is never cut, so one larger than the window alone (at the estimate's 4 bytes a
+/// token) is refused by the provider in every batch and every rerun, and takes its batch's
+/// other items down with it. A window that is not known (no flag, not in the catalog)
+/// never refuses an item: the server decides.
+pub fn check_items_fit(
+    definition: &JobDefinition,
+    items: &[serde_json::Value],
+    models: &[ModelInfo],
+) -> Result<(), RlmError> {
+    for (i, (phase, model)) in definition.phases.iter().zip(models).enumerate() {
+        if !matches!(phase.kind, PhaseKind::Map | PhaseKind::Review) || !model.context_window_known {
+            continue;
+        }
+        let window = model.context_window;
+        let too_large = items.iter().find_map(|item| {
+            let tokens = crate::tokens::expected(item.to_string().len() as u64);
+            (tokens > window).then_some((item, tokens))
+        });
+        if let Some((item, tokens)) = too_large {
+            let id = item.get(&definition.id).and_then(id_key).unwrap_or_default();
+            return Err(RlmError::TooLarge(format!(
+                "phase {} ({}): item {} is about {tokens} tokens, more than the context window of {} \
+                 ({window} tokens): no batch can carry it; leave it out of the input or trim its fields",
+                i + 1,
+                phase.name,
+                crate::escape::name(&id),
+                model.id
+            )));
+        }
     }
     Ok(())
 }

@@ -804,7 +804,6 @@ fn job_status_counts_the_calls_and_cost_of_runs_a_rerun_replaced() {
 /// answer (it refuses the call as too long, every time and every rerun, with the batch's
 /// other items): it should be named before anything is paid, or its batch cut to fit.
 #[test]
-#[ignore = "bug: a map phase's batches are cut by batch_size alone; an item larger than the context window is sent (and its batch mates fail with it)"]
 fn an_item_larger_than_the_context_window_is_named_before_anything_is_sent() {
     let mock = MockLlm::start();
     let p = job_project(3, 3, &[], "");
@@ -819,8 +818,28 @@ fn an_item_larger_than_the_context_window_is_named_before_anything_is_sent() {
         ))
         .run();
     out.assert_exit(2);
-    assert!(out.stderr.contains("huge"), "{}", out.stderr);
-    assert_eq!(mock.requests(), 0);
+    assert!(
+        out.stderr
+            .contains("phase 1 (classify): item huge is about 500006 tokens, more than the context window of")
+            && out.stderr.contains("(32000 tokens)"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    assert!(jobs(&p).is_empty());
+    // Items that fit are sent as ever.
+    p.write(
+        "entries.jsonl",
+        &p.read("entries.jsonl").lines().take(3).collect::<Vec<_>>().join("\n"),
+    );
+    let out = p
+        .rlm(&job_args(
+            &mock.url(),
+            &["--context-window", "32000", "--max-tokens", "4000", "--yes"],
+        ))
+        .run();
+    out.assert_exit(0);
+    assert_eq!(mock.requests(), 1);
 }
 
 /// `--deadline` stops dispatching and lets the calls in flight finish, as it does for `rlm
