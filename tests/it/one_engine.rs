@@ -796,21 +796,6 @@ fn all_answered_by_one_batch(mock: &MockLlm, p: &Project, items: usize) {
     assert_eq!(record["phases"][0]["items_done"], items, "{record}");
 }
 
-/// Sends Ctrl-C to `running`: it stops within seconds, exit 130 (interrupted).
-fn stops_at_once_on_ctrl_c(running: Running) -> Output {
-    let asked = std::time::Instant::now();
-    running.signal("INT");
-    let out = running.wait();
-    assert!(
-        asked.elapsed() < Duration::from_secs(5),
-        "stopped in {:?}: {}",
-        asked.elapsed(),
-        out.stderr
-    );
-    assert_eq!(out.status, 130, "interrupted: {}", out.stderr);
-    out
-}
-
 /// Runs the job in `p` with `--batch-api` and kills it (-9) once the mock has created its
 /// batch, whose reply (the mock's fault says) never comes.
 fn killed_once_its_batch_is_created(p: &Project, mock: &MockLlm) {

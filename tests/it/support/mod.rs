@@ -535,6 +535,21 @@ impl Output {
     }
 }
 
+/// Sends Ctrl-C to `running`: it stops within seconds, exit 130 (interrupted).
+pub fn stops_at_once_on_ctrl_c(running: Running) -> Output {
+    let asked = Instant::now();
+    running.signal("INT");
+    let out = running.wait();
+    assert!(
+        asked.elapsed() < Duration::from_secs(5),
+        "stopped in {:?}: {}",
+        asked.elapsed(),
+        out.stderr
+    );
+    assert_eq!(out.status, 130, "interrupted: {}", out.stderr);
+    out
+}
+
 /// Polls until `cond` holds or `timeout` passes; true if it held.
 pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + timeout;
