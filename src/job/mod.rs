@@ -1030,11 +1030,13 @@ fn status(query: Option<&str>, as_json: bool, env: &Environment) -> Result<ExitS
     let dir = JobDir::open(&env.cwd, query)?;
     let record = dir.read_record()?;
     let owner_gone = record.status == JobStatus::Running && owner_gone(env, &record.job_id);
-    // Nobody is working on a job whose owner is gone: it has no ETA.
+    // Only a job an rlm works on now has an ETA: nobody works on one whose owner is gone,
+    // or that stopped (Ctrl-C, --deadline, --max-cost, --pause-after) in a phase.
+    let working = record.status == JobStatus::Running && !owner_gone;
     let etas: Vec<Option<u64>> = record
         .phases
         .iter()
-        .map(|p| if owner_gone { None } else { eta_secs(p) })
+        .map(|p| if working { eta_secs(p) } else { None })
         .collect();
     if as_json {
         let mut doc = runner::summary_json(&dir, &record);
@@ -1077,7 +1079,11 @@ fn status(query: Option<&str>, as_json: bool, env: &Environment) -> Result<ExitS
             i + 1,
             p.name,
             kind,
-            format!("{:?}", p.status()).to_lowercase(),
+            // A phase the job stopped in is not running: `resume` takes it up.
+            match p.status() {
+                state::PhaseStatus::Running if !working => "stopped".to_string(),
+                status => format!("{status:?}").to_lowercase(),
+            },
             p.batches_done,
             p.batches_total,
             p.batches_failed,

@@ -872,6 +872,47 @@ fn a_deadline_lets_the_calls_in_flight_finish_and_a_later_ctrl_c_does_not_cut_th
     assert_eq!(map_requests(&mock).len(), 3, "no map call is paid for twice");
 }
 
+/// A job stopped half-way through a phase (Ctrl-C) has no phase running and no ETA in
+/// `rlm job status`: nobody works on it until `rlm job resume` (it said `running · ETA ~0s`).
+#[test]
+fn a_job_stopped_in_a_phase_shows_it_stopped_with_no_eta() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(400));
+    let p = job_project(20, 2, &[], REPORT_PHASE);
+    let run = p.rlm(&job_args(&mock.url(), &["-j", "1", "--yes"])).spawn();
+    assert!(wait_until(Duration::from_secs(30), || jobs(&p)
+        .first()
+        .is_some_and(|dir| batch_outputs(dir, "classify").len() >= 2)));
+    let out = stops_at_once_on_ctrl_c(run);
+    let dir = only_job(&p);
+    let done = batch_outputs(&dir, "classify").len();
+    assert!(
+        (2..10).contains(&done),
+        "stopped half-way: {done} of 10 batches: {}",
+        out.stderr
+    );
+    let status = p.rlm(&["job", "status", &job_id(&dir)]).run();
+    status.assert_exit(0);
+    assert!(status.stdout.contains("Status: INTERRUPTED"), "{}", status.stdout);
+    let classify = status
+        .stdout
+        .lines()
+        .find(|l| l.contains("classify"))
+        .unwrap_or_default();
+    assert!(classify.contains("stopped"), "{}", status.stdout);
+    assert!(!status.stdout.contains("ETA"), "{}", status.stdout);
+    let json = p.rlm(&["job", "status", &job_id(&dir), "--json"]).run();
+    assert!(
+        json.json()["eta_seconds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(Value::is_null),
+        "{}",
+        json.stdout
+    );
+}
+
 /// Ctrl-C while a job's `command` lists its items ends that command with rlm: the process
 /// supervision promises no orphans.
 #[test]
