@@ -18,7 +18,7 @@ use super::pr_report;
 use super::records::{records_before, Records};
 use super::reduce::clusters_of;
 use super::runner::JobRun;
-use super::state::JobRecord;
+use super::state::{JobRecord, PhaseStatus};
 use super::worker::AnswerCheck;
 use crate::error::RlmError;
 use crate::printer::plural;
@@ -213,7 +213,10 @@ fn generic(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> Re
     let _ = writeln!(md, "## Summary\n");
     let mut phases_json = Vec::new();
     for (p, state) in definition.phases.iter().zip(&record.phases) {
-        let line = if p.kind == PhaseKind::Report {
+        let line = if state.status() == PhaseStatus::Pending {
+            // Paused, stopped or failed before it: its batches are not even planned.
+            "not run yet".to_string()
+        } else if p.kind == PhaseKind::Report {
             // Its one call writes the narrative: it answers for no item.
             if state.batches_done > 0 {
                 "the narrative written by the model".to_string()

@@ -387,6 +387,19 @@ fn pause_after_stops_with_paused_and_resume_goes_on() {
     assert!(dir.join("data/classify.json").is_file());
     assert!(!dir.join("report.md").exists(), "the report is not paid for yet");
     assert_eq!(mock.requests(), 2);
+    // An export of the paused job says the report phase has not run, not "0 of 0 batches".
+    let export = p.rlm(&["job", "export", &job_id(&dir), "--format", "markdown"]).run();
+    export.assert_exit(0);
+    assert!(
+        export.stdout.contains("- classify (map): 2 of 2 batches"),
+        "{}",
+        export.stdout
+    );
+    assert!(
+        export.stdout.contains("- report (report): not run yet"),
+        "{}",
+        export.stdout
+    );
     // The run store says PAUSED too, and `rlm resume` points at the job's own resume.
     let list = p.rlm(&["list", "--json"]).run();
     list.assert_exit(0);
