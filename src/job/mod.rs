@@ -986,6 +986,7 @@ fn latest_unfinished(cwd: &Path) -> Result<JobDir, RlmError> {
 /// `rlm job list [--json]`: newest first.
 fn list(as_json: bool, env: &Environment) -> Result<ExitStatus, RlmError> {
     let mut rows = Vec::new();
+    let mut unreadable = 0;
     for id in job_dir::list_ids(&env.cwd)?.into_iter().rev() {
         let dir = JobDir::open(&env.cwd, Some(&id))?;
         match dir.read_record() {
@@ -996,11 +997,19 @@ fn list(as_json: bool, env: &Environment) -> Result<ExitStatus, RlmError> {
                 "phases": r.phases.len(), "unprocessed": r.unprocessed(), "cost_usd": r.cost_usd(),
                 "dir": dir.root.display().to_string(),
             })),
-            Err(e) => Printer::plain().warn(&format!("{id}: {e}")),
+            Err(e) => {
+                unreadable += 1;
+                Printer::plain().warn(&format!("{id}: {e}"));
+            }
         }
     }
     let text = if as_json {
         serde_json::to_string_pretty(&rows).unwrap_or_default()
+    } else if rows.is_empty() && unreadable > 0 {
+        match unreadable {
+            1 => "No job can be read: the one job's job.json is not readable (named above)".to_string(),
+            n => format!("No job can be read: the job.json of each of the {n} jobs is not readable (named above)"),
+        }
     } else if rows.is_empty() {
         "No jobs yet: rlm job run JOB.toml or rlm job pr-review OWNER/REPO --vision VISION.md".to_string()
     } else {

@@ -950,3 +950,19 @@ fn ctrl_c_while_the_ingest_command_runs_leaves_no_orphan() {
     assert!(gone, "the ingest command {pid} outlived rlm");
     assert_eq!(mock.requests(), 0);
 }
+
+/// `rlm job list` with only a job whose `job.json` cannot be read says no job can be read,
+/// not that there are no jobs yet (the warning names the job).
+#[test]
+fn job_list_with_only_an_unreadable_job_says_so() {
+    let mock = MockLlm::start();
+    let p = job_project(2, 2, &[], "");
+    p.rlm(&job_args(&mock.url(), &["-q"])).run().assert_exit(0);
+    let dir = only_job(&p);
+    std::fs::write(dir.join("job.json"), "{ not json").unwrap();
+    let list = p.rlm(&["job", "list"]).run();
+    list.assert_exit(0);
+    assert!(list.stdout.contains("No job can be read"), "{}", list.stdout);
+    assert!(!list.stdout.contains("No jobs yet"), "{}", list.stdout);
+    assert!(list.stderr.contains(&job_id(&dir)), "{}", list.stderr);
+}
