@@ -435,14 +435,14 @@ fn no_work_starts_while_the_most_left_past_their_deadline_still_run() {
         }
     };
     let soon = || Instant::now() + Duration::from_millis(20);
-    assert_eq!(super::within_counted(soon(), stuck(), &LEFT, 2), None);
-    assert_eq!(super::within_counted(soon(), stuck(), &LEFT, 2), None);
+    assert_eq!(super::deadline::within_counted(soon(), stuck(), &LEFT, 2), None);
+    assert_eq!(super::deadline::within_counted(soon(), stuck(), &LEFT, 2), None);
     assert_eq!(LEFT.load(Ordering::Acquire), 2);
     // Two are left running: the next is not started, however long it may take.
     let ran = Arc::new(AtomicBool::new(false));
     let later = Instant::now() + Duration::from_secs(30);
     let marked = ran.clone();
-    let refused = super::within_counted(later, move || marked.store(true, Ordering::Release), &LEFT, 2);
+    let refused = super::deadline::within_counted(later, move || marked.store(true, Ordering::Release), &LEFT, 2);
     assert_eq!(refused, None);
     std::thread::sleep(Duration::from_millis(50));
     assert!(!ran.load(Ordering::Acquire), "work started while two were left running");
@@ -453,7 +453,7 @@ fn no_work_starts_while_the_most_left_past_their_deadline_still_run() {
         std::thread::sleep(Duration::from_millis(5));
     }
     assert_eq!(LEFT.load(Ordering::Acquire), 0);
-    assert_eq!(super::within_counted(later, || 4, &LEFT, 2), Some(4));
+    assert_eq!(super::deadline::within_counted(later, || 4, &LEFT, 2), Some(4));
 }
 
 #[test]

@@ -9,6 +9,8 @@
 //! item below them (comments, decorators, attributes), which form the import block, and
 //! which stand for their children (a Go `statement_list`, a C `#ifdef` that is no import).
 //! The items themselves are found in [`items`], the import block in [`import_block`].
+//! Text no parse should be trusted with is told in [`guards`]; a parse runs under a deadline
+//! on a thread of its own ([`deadline`]).
 //!
 //! Why a parser and not the lexical scanner of [`super::code_scan`] (kept for Kotlin,
 //! Scala, Swift and Zig, which have no grammar here): checked against tree-sitter on large
@@ -17,19 +19,22 @@
 //! under `#if` and cut oversize functions inside strings and comments. A grammar knows.
 //! The price, measured on the 2-core build machine, is in the README.
 
+mod deadline;
+mod guards;
 mod import_block;
 mod items;
 
 pub(crate) use import_block::import_block;
 pub(crate) use items::{items, no_cut_lines};
 
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tree_sitter::{Node, Parser, Tree};
 
 use super::content_type::Language;
+use deadline::{parse_deadline, within, PARSE_GRACE};
+use guards::MAX_NESTING;
+use guards::{bracket_depth, python_indentation_too_deep, ruby_heredoc_word_too_long, tree_depth};
 
 /// What one grammar's node kinds mean for cutting and for imports.
 pub(crate) struct Grammar {
@@ -309,77 +314,6 @@ const RUBY: Grammar = Grammar {
     aborts_on: Some(ruby_heredoc_word_too_long),
 };
 
-/// Whether `text` holds heredocs tree-sitter-ruby cannot keep. Its scanner stores a word's
-/// length in one byte and asserts, when it reads its state back, that the bytes add up, so a
-/// word of 256 characters or more (`<<"…"` up to its closing quote or the end of the text,
-/// or `<<WORD`) aborts the process. And it checks the room its state needs two bytes short,
-/// so open heredocs and string literals whose state comes to 1,025 bytes overrun the
-/// runtime's buffer (which asserts as well). Heredocs stay open across lines (one opened
-/// inside another's body), and each string literal inside another opens a bracket (`#{`,
-/// `%w(`), so the state is bounded by the whole text's: every `<<` counted as a heredoc
-/// (four bytes and its word), five bytes a bracket at the deepest, at most 900 bytes.
-fn ruby_heredoc_word_too_long(text: &str, brackets: usize) -> bool {
-    const MAX_WORD: usize = 255;
-    const MAX_STATE: usize = 900;
-    let mut state = 2 + 5 * (brackets + 1);
-    let mut from = 0;
-    while let Some(at) = text[from..].find("<<") {
-        let start = from + at + 2;
-        let after = &text[start..];
-        let after = after.strip_prefix(['-', '~']).unwrap_or(after);
-        let mut chars = after.chars();
-        let word = match chars.next() {
-            Some(quote @ ('\'' | '"' | '`')) => chars.take_while(|&c| c != quote).take(MAX_WORD + 1).count(),
-            Some(c) if c.is_alphanumeric() || c == '_' => {
-                1 + chars
-                    .take_while(|&c| c.is_alphanumeric() || c == '_')
-                    .take(MAX_WORD)
-                    .count()
-            }
-            _ => 0,
-        };
-        if word > MAX_WORD {
-            return true;
-        }
-        if word > 0 {
-            state += 4 + word;
-            if state > MAX_STATE {
-                return true;
-            }
-        }
-        // One past the first `<`: in `<<<` the second and third make a `<<` as well.
-        from = start - 1;
-    }
-    false
-}
-
-/// Whether `text` nests blocks deeper than tree-sitter-python can keep: its scanner keeps
-/// two bytes a level of indentation and one an open string, checks its room one byte short,
-/// and the runtime asserts on the overrun (511 nested `if`s and a string aborted the
-/// process). Levels are counted as Python's tokenizer does, by a stack of indentation
-/// widths; open strings (an f-string in another opens a bracket) are bounded by the
-/// brackets' depth. At most 900 bytes of state, else the file is cut by the lines' rules.
-fn python_indentation_too_deep(text: &str, brackets: usize) -> bool {
-    const MAX_STATE: usize = 900;
-    let mut deepest = 0;
-    let mut widths: Vec<usize> = Vec::new();
-    for line in text.lines() {
-        let body = line.trim_start_matches([' ', '\t', '\x0c']);
-        if body.is_empty() || body.starts_with('#') {
-            continue;
-        }
-        let width = line.len() - body.len();
-        while widths.last().is_some_and(|&w| w > width) {
-            widths.pop();
-        }
-        if widths.last().is_none_or(|&w| w < width) {
-            widths.push(width);
-            deepest = deepest.max(widths.len());
-        }
-    }
-    2 + 2 * deepest + brackets > MAX_STATE
-}
-
 const PHP: Grammar = Grammar {
     languages: &[php],
     functions: &[
@@ -538,43 +472,6 @@ fn error_bytes(node: Node<'_>) -> usize {
     bytes
 }
 
-/// How deep `tree` is, in nodes.
-fn tree_depth(tree: &Tree) -> usize {
-    let mut cursor = tree.walk();
-    let (mut depth, mut deepest) = (1, 1);
-    loop {
-        if cursor.goto_first_child() {
-            depth += 1;
-            deepest = deepest.max(depth);
-            continue;
-        }
-        while !cursor.goto_next_sibling() {
-            if !cursor.goto_parent() {
-                return deepest;
-            }
-            depth -= 1;
-        }
-    }
-}
-
-/// How deep brackets (`(`, `[`, `{`) are opened at most in `text`, counted as they come
-/// (in strings and comments too: a file that holds a thousand unclosed ones anywhere is no
-/// code to parse).
-fn bracket_depth(text: &str) -> usize {
-    let (mut depth, mut deepest) = (0usize, 0usize);
-    for b in text.bytes() {
-        match b {
-            b'(' | b'[' | b'{' => {
-                depth += 1;
-                deepest = deepest.max(depth);
-            }
-            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    deepest
-}
-
 /// The 1-based first line of `node`.
 pub(crate) fn first_line(node: Node<'_>) -> usize {
     node.start_position().row + 1
@@ -594,131 +491,6 @@ pub(crate) fn last_line(node: Node<'_>) -> usize {
 /// The text of `node` in `text`.
 pub(crate) fn node_text<'t>(node: Node<'_>, text: &'t str) -> &'t str {
     text.get(node.byte_range()).unwrap_or("")
-}
-
-/// How long a parse of `len` bytes may take before it is given up: a second, and a second
-/// more a megabyte — twenty times what real code of that size takes here, so a real file is
-/// always parsed, and cut the same way on every run.
-fn parse_deadline(len: usize) -> Duration {
-    Duration::from_millis(1_000 + (len / 1_000) as u64)
-}
-
-/// How long past its deadline a parse is waited for: the time tree-sitter takes between
-/// two of its checks on ordinary text.
-const PARSE_GRACE: Duration = Duration::from_millis(200);
-
-/// Deeper than this, in brackets left open or in the tree, a file is cut by the lines' rules:
-/// real code stays far below it (the deepest of the fixtures is under 100).
-pub(crate) const MAX_NESTING: usize = 1_000;
-
-/// The most parses left running past their deadline at once (see [`within`]). Each may
-/// hold gigabytes and whatever CPU is idle until it ends; while this many are, no other
-/// parse starts, and files are cut by the lines' rules instead: a tree of hostile files
-/// cannot pile up parses the run no longer waits for.
-const MOST_LEFT_RUNNING: usize = 2;
-
-/// The parses of this process left running past their deadline.
-static LEFT_RUNNING: AtomicUsize = AtomicUsize::new(0);
-
-/// What `work` returns, when it returns by `deadline`. It runs on a thread of its own; one
-/// that overruns is left to finish there at the lowest priority, and nothing waits for it
-/// (the process ends without it). For work that cannot be stopped: tree-sitter asks whether
-/// to go on only between the steps of its parse, and one step of its error recovery can
-/// take minutes. While [`MOST_LEFT_RUNNING`] are left running, `work` is not started.
-pub(crate) fn within<T: Send + 'static>(deadline: Instant, work: impl FnOnce() -> T + Send + 'static) -> Option<T> {
-    within_counted(deadline, work, &LEFT_RUNNING, MOST_LEFT_RUNNING)
-}
-
-/// [`within`], counting what it leaves running in `left_running`, and starting nothing
-/// while `most` are.
-fn within_counted<T: Send + 'static>(
-    deadline: Instant,
-    work: impl FnOnce() -> T + Send + 'static,
-    left_running: &'static AtomicUsize,
-    most: usize,
-) -> Option<T> {
-    if left_running.load(Ordering::Acquire) >= most {
-        tracing::debug!("{most} parses are still running past their deadline: this one is not started");
-        return None;
-    }
-    // Running, done, or left running: whichever of the thread and the waiter moves it from
-    // running first decides who counts what the other cannot see.
-    let state = Arc::new(AtomicU8::new(RUNNING));
-    let (tx, rx) = std::sync::mpsc::sync_channel(2);
-    let (started, done) = (tx.clone(), tx);
-    let theirs = state.clone();
-    let spawned = std::thread::Builder::new()
-        .name("rlm-parse".into())
-        // The main thread's stack size: tree-sitter recurses on deep text.
-        .stack_size(8 << 20)
-        .spawn(move || {
-            let _ = started.send(Err(thread_id()));
-            let value = work();
-            if theirs
-                .compare_exchange(RUNNING, DONE, Ordering::AcqRel, Ordering::Acquire)
-                .is_err()
-            {
-                // Left running by the waiter, which counted it: it ends now.
-                left_running.fetch_sub(1, Ordering::AcqRel);
-            }
-            let _ = done.send(Ok(value));
-        });
-    if spawned.is_err() {
-        return None;
-    }
-    let mut worker = None;
-    loop {
-        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-            Ok(Err(id)) => worker = id,
-            Ok(Ok(value)) => return Some(value),
-            Err(_) => {
-                // Counted before it is marked, so the thread never takes back a count not
-                // yet made.
-                left_running.fetch_add(1, Ordering::AcqRel);
-                if state
-                    .compare_exchange(RUNNING, LEFT, Ordering::AcqRel, Ordering::Acquire)
-                    .is_err()
-                {
-                    // It ended just now: nothing is left running.
-                    left_running.fetch_sub(1, Ordering::AcqRel);
-                } else if let Some(id) = worker {
-                    lowest_priority(id);
-                }
-                return None;
-            }
-        }
-    }
-}
-
-/// The states of a [`within`]'s work.
-const RUNNING: u8 = 0;
-const DONE: u8 = 1;
-const LEFT: u8 = 2;
-
-/// The kernel's id of the calling thread, where threads have a priority of their own.
-fn thread_id() -> Option<i32> {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: gettid has no preconditions and cannot fail.
-        Some(unsafe { libc::gettid() })
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        None
-    }
-}
-
-/// Puts thread `id` at the lowest priority (nice 19), so a parse left running takes only
-/// the time no other work wants.
-fn lowest_priority(id: i32) {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: setpriority only reads its arguments; an id that is gone is an error
-        // it returns, which changes nothing.
-        let _ = unsafe { libc::setpriority(libc::PRIO_PROCESS, id as libc::id_t, 19) };
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = id;
 }
 
 #[cfg(test)]
