@@ -46,16 +46,20 @@ pub fn check_items_fit(
     items: &[serde_json::Value],
     models: &[ModelInfo],
 ) -> Result<(), RlmError> {
+    // The largest item, measured once for every phase.
+    let Some((item, tokens)) = items
+        .iter()
+        .map(|item| (item, crate::tokens::expected(item.to_string().len() as u64)))
+        .max_by_key(|(_, tokens)| *tokens)
+    else {
+        return Ok(());
+    };
     for (i, (phase, model)) in definition.phases.iter().zip(models).enumerate() {
         if !matches!(phase.kind, PhaseKind::Map | PhaseKind::Review) || !model.context_window_known {
             continue;
         }
         let window = model.context_window;
-        let too_large = items.iter().find_map(|item| {
-            let tokens = crate::tokens::expected(item.to_string().len() as u64);
-            (tokens > window).then_some((item, tokens))
-        });
-        if let Some((item, tokens)) = too_large {
+        if tokens > window {
             let id = item.get(&definition.id).and_then(id_key).unwrap_or_default();
             return Err(RlmError::TooLarge(format!(
                 "phase {} ({}): item {} is about {tokens} tokens, more than the context window of {} \
