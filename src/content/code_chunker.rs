@@ -30,15 +30,14 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use super::chunk::{
-    bytes_of, cut_line, windows_around, ChunkContext, ChunkOptions, ChunkStrategy, Content, Draft, Piece,
-};
+use super::chunk::{ChunkContext, ChunkOptions, ChunkStrategy, Content, Draft};
 use super::code_grammar::{self, Grammar};
 use super::code_rules::{rules_for, CodeRules};
 use super::code_scan::{scan, scan_knows, Body, BodyKind, Item};
 use super::content_type::Language;
 use super::line_index::LineIndex;
 use super::line_range::{pack, segments_between, LineRange, Packed, Split};
+use super::windows::{bytes_of, cut_line, windows_around, Piece};
 
 /// The most bytes one marker line (`// … lines 12–340 are not in this chunk; …`) of a file
 /// of `lines` lines takes, in `language`'s comment syntax.

@@ -725,7 +725,7 @@ fn a_function_that_fits_only_without_the_imports_is_sent_whole_without_them() {
     text.push_str("} // BODY end\n");
     let index = LineIndex::new(&text);
     let function = index.len() - 81 - 1;
-    let bytes = crate::content::chunk::bytes_of(&index, LineRange::new(function, index.len()));
+    let bytes = crate::content::windows::bytes_of(&index, LineRange::new(function, index.len()));
     // Room for the function, not for the function and the imports.
     let opts = ChunkOptions {
         max_chunk_tokens: crate::tokens::upper_bound(bytes as u64 + 300),

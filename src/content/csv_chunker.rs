@@ -4,12 +4,10 @@
 //! alone by lines (a line too long, inside the line). Records are found with an RFC 4180
 //! scanner, so a quoted field with embedded newlines is never split across chunks.
 
-use super::chunk::{
-    budget_windows, pieces_to_drafts, window_drafts, ChunkContext, ChunkOptions, ChunkStrategy, Content, Draft,
-    WindowSize,
-};
+use super::chunk::{ChunkContext, ChunkOptions, ChunkStrategy, Content, Draft, WindowSize};
 use super::line_index::LineIndex;
 use super::line_range::LineRange;
+use super::windows::{budget_windows, pieces_to_drafts, window_drafts};
 
 /// One record: its lines, where it ends in the text, and how many fields it has.
 #[derive(Debug, Clone, Copy)]

@@ -11,14 +11,12 @@
 //! A `.json` file that is really JSON Lines is chunked as JSONL; a file that is not JSON at
 //! all falls back to line windows, and the chunks say why.
 
-use super::chunk::{
-    all_lines, budget_windows, cut_line_span, pieces_to_drafts, window_drafts, ChunkContext, ChunkOptions,
-    ChunkStrategy, Content, Draft, WindowSize,
-};
+use super::chunk::{ChunkContext, ChunkOptions, ChunkStrategy, Content, Draft, WindowSize};
 use super::json_schema::{type_of_text, SchemaSummary, SAMPLE_SIZE};
 use super::jsonl_chunker::{chunk_jsonl, is_jsonl};
 use super::line_index::LineIndex;
 use super::line_range::LineRange;
+use super::windows::{all_lines, budget_windows, cut_line_span, pieces_to_drafts, window_drafts};
 
 /// Nesting levels the splitter descends into before it accepts an oversize chunk.
 const MAX_DEPTH: usize = 8;

@@ -2,11 +2,10 @@
 //! is) and within the budget, with the field list of the file's first object given to
 //! every chunk's analyst. A line longer than the budget is cut alone, inside the line.
 
-use super::chunk::{
-    all_lines, budget_windows, pieces_to_drafts, ChunkContext, ChunkOptions, ChunkStrategy, Draft, WindowSize,
-};
+use super::chunk::{ChunkContext, ChunkOptions, ChunkStrategy, Draft, WindowSize};
 use super::json_schema::SchemaSummary;
 use super::line_index::LineIndex;
+use super::windows::{all_lines, budget_windows, pieces_to_drafts};
 
 pub(crate) fn chunk_jsonl(index: &LineIndex<'_>, opts: &ChunkOptions) -> Vec<Draft> {
     let lines = index.len();

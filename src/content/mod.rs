@@ -6,6 +6,8 @@
 //! - [`detect`]: content type by extension, then by sniffing the first 50 lines.
 //! - [`chunk`]: one chunking strategy per content type; every [`Chunk`] names the 1-based
 //!   lines of the original file it holds.
+//! - [`windows`]: windows of whole lines within a budget, the rule every chunker falls back
+//!   on, and a line too long for any window cut alone.
 //! - [`batch_small`]: small files of one type in one call (its answer is split back per
 //!   file by [`crate::answer::split_batch_answer`]).
 //! - [`Analyst`] / [`render_chunk`] / [`render_batch`] / synthesis: the analyst for a
@@ -33,6 +35,7 @@ mod prompt_templates;
 mod prose_chunker;
 mod small_batch;
 mod sniff;
+mod windows;
 
 pub use analyst::{
     context_max_bytes, generic_batch_shape, render_batch, render_chunk, render_cross_synthesis, render_generic_batch,

@@ -7,11 +7,10 @@
 //! (```` ``` ```` or `~~~`) or a front-matter block is a heading: a `# comment` in a shell
 //! example is not.
 
-use super::chunk::{
-    all_lines, budget_windows, bytes_of, pieces_to_drafts, ChunkContext, ChunkOptions, ChunkStrategy, Draft, Piece,
-};
+use super::chunk::{ChunkContext, ChunkOptions, ChunkStrategy, Draft};
 use super::line_index::LineIndex;
 use super::line_range::{pack, segments_between, LineRange, Packed, Split};
+use super::windows::{all_lines, budget_windows, bytes_of, pieces_to_drafts, Piece};
 
 /// A heading: its first line and its level (1 is the highest).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
