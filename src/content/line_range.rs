@@ -1,5 +1,5 @@
 //! 1-based inclusive line ranges, and the greedy packing of consecutive segments (items,
-//! sections) into ranges that fit. Windows are in [`super::chunk::budget_windows`].
+//! sections) into ranges that fit. Windows are in [`super::windows::budget_windows`].
 
 use serde::{Deserialize, Serialize};
 
