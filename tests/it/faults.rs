@@ -708,3 +708,24 @@ fn interrupt_while_a_call_waits_out_a_429_stops_at_once() {
     p.rlm(&args).run().assert_exit(0);
     assert_eq!(mock.requests(), 2, "the rerun sends it once");
 }
+
+/// The same on a job's path: Ctrl-C while a phase's call waits out a 429 stops the job at
+/// once, and its resume sends that batch once.
+#[test]
+fn interrupt_while_a_job_call_waits_out_a_429_stops_at_once() {
+    use crate::job::{job_args, job_id, job_project, only_job};
+    let mock = MockLlm::start();
+    mock.push_faults(vec![Fault::RateLimited { retry_after_secs: 40 }]);
+    let p = job_project(2, 2, &[], "");
+    let url = mock.url();
+    let running = p.rlm(&job_args(&url, &["--yes"])).spawn();
+    assert!(wait_until(Duration::from_secs(10), || mock.requests() == 1));
+    assert!(wait_until(Duration::from_secs(10), || mock.wait_idle(Duration::ZERO)));
+    std::thread::sleep(Duration::from_millis(300));
+    stops_at_once_on_ctrl_c(running);
+    let id = job_id(&only_job(&p));
+    let out = p.rlm(&["job", "resume", &id, "--base-url", &url, "--json"]).run();
+    out.assert_exit(0);
+    assert_eq!(out.json()["status"], "SUCCESS", "{}", out.stdout);
+    assert_eq!(mock.requests(), 2, "the resume sends the batch once");
+}
