@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::cache_forecast::CacheHits;
 use super::definition::{JobDefinition, PhaseKind};
-use super::state::JobRecord;
+use super::state::PhaseState;
 use crate::provider::ModelInfo;
 use crate::tokens::expected;
 
@@ -62,7 +62,8 @@ pub struct JobEstimate {
 /// What the estimate needs to know of the job.
 pub struct EstimateInput<'a> {
     pub definition: &'a JobDefinition,
-    pub record: Option<&'a JobRecord>,
+    /// What an earlier attempt did of each phase (none for a new job).
+    pub states: &'a [PhaseState],
     pub items: usize,
     /// Mean bytes of an item's JSON.
     pub item_bytes: u64,
@@ -83,7 +84,7 @@ pub fn estimate(input: &EstimateInput<'_>) -> JobEstimate {
     let mut phases = Vec::new();
     let n = input.items as f64;
     for (i, p) in input.definition.phases.iter().enumerate() {
-        let state = input.record.and_then(|r| r.phases.get(i));
+        let state = input.states.get(i);
         let done = state.is_some_and(|s| s.status().is_done());
         let model = &input.models[i];
         let system = expected(input.system_bytes.get(i).copied().unwrap_or(0));
@@ -123,6 +124,17 @@ pub fn estimate(input: &EstimateInput<'_>) -> JobEstimate {
             items
         } else {
             items.div_ceil(size)
+        };
+        // A reduce or review an earlier attempt started has its batches and items planned:
+        // the batches done (or failed: a resume does not send them again) are not counted
+        // again, and the items left are their share.
+        let (items, batches, exact) = match state {
+            Some(s) if !done && s.batches_total > 0 && matches!(p.kind, PhaseKind::Reduce | PhaseKind::Review) => {
+                let left = s.batches_total.saturating_sub(s.batches_done + s.batches_failed);
+                let planned = if s.items_total > 0 { s.items_total } else { items };
+                ((planned * left).div_ceil(s.batches_total), left, true)
+            }
+            _ => (items, batches, exact),
         };
         // What will be paid: the batches the cache does not answer, and their items.
         let hits = input.cache.get(i).cloned().unwrap_or_default();
@@ -226,5 +238,72 @@ fn short_cost(model: &ModelInfo, usd: f64) -> String {
         "free".to_string()
     } else {
         format!("${usd:.2}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::state::PhaseStatus;
+
+    fn definition() -> JobDefinition {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("job.toml");
+        fs_err::write(
+            &path,
+            "name = \"t\"\ninput = \"e.jsonl\"\nid = \"id\"\n[[phase]]\nname = \"classify\"\nkind = \"map\"\n\
+             prompt = \"c.md\"\noutput_schema = \"s.json\"\nbatch_size = 10\n[[phase]]\nname = \"review\"\nkind = \"review\"\n\
+             prompt = \"r.md\"\noutput_schema = \"s.json\"\n\
+             select = \"kind == \\\"fix\\\"\"\nbatch_size = 1\n",
+        )
+        .unwrap();
+        JobDefinition::load(&path).unwrap()
+    }
+
+    fn estimate_of(definition: &JobDefinition, states: &[PhaseState]) -> JobEstimate {
+        let model = ModelInfo::external("m".into(), None);
+        let models = vec![model.clone(), model];
+        estimate(&EstimateInput {
+            definition,
+            states,
+            items: 1_000,
+            item_bytes: 400,
+            system_bytes: vec![1_000, 1_000],
+            models: &models,
+            max_tokens: vec![4_000, 4_000],
+            prompts: vec![true, true],
+            batch_api: false,
+            cache: Vec::new(),
+        })
+    }
+
+    #[test]
+    fn a_started_review_counts_only_the_batches_it_has_left() {
+        let d = definition();
+        let fresh = estimate_of(&d, &[]);
+        let review = &fresh.phases[1];
+        assert!(review.batches > 40, "{}", review.batches);
+        // The map is done; the review planned 40 batches, 30 done and 2 failed.
+        let states = vec![
+            PhaseState {
+                status: Some(PhaseStatus::Completed),
+                ..PhaseState::default()
+            },
+            PhaseState {
+                status: Some(PhaseStatus::Running),
+                batches_total: 40,
+                items_total: 40,
+                batches_done: 30,
+                batches_failed: 2,
+                ..PhaseState::default()
+            },
+        ];
+        let resumed = estimate_of(&d, &states);
+        assert_eq!(resumed.phases[0].calls, 0);
+        assert_eq!(resumed.phases[1].batches, 8);
+        assert_eq!(resumed.phases[1].items, 8);
+        assert!(resumed.phases[1].exact);
+        assert_eq!(resumed.phases[1].calls, 8);
+        assert!(resumed.phases[1].input_tokens < review.input_tokens / 3);
     }
 }

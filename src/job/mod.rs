@@ -496,7 +496,7 @@ fn estimate_and_confirm(
     let context_bytes = context.map_or(0, |c| c.len() as u64);
     let input = estimate::EstimateInput {
         definition,
-        record,
+        states: record.map_or(&[], |r| r.phases.as_slice()),
         items: items.len(),
         item_bytes,
         system_bytes: texts
