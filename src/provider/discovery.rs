@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use super::http::{client, root_cause, versioned_base};
+use super::http::{client, read_capped, root_cause, versioned_base, BodyError, CONTROL_BODY_CAP};
 use crate::secret::{redact_url, ApiKey};
 
 /// How long discovery waits for a listing.
@@ -64,13 +64,18 @@ pub async fn discover_model(
         if let Some(key) = api_key {
             request = request.bearer_auth(key.expose());
         }
-        let response = request.send().await.map_err(|e| (false, describe(&e)))?;
+        let mut response = request.send().await.map_err(|e| (false, describe(&e)))?;
         let status = response.status();
         if !status.is_success() {
             let refused = matches!(status.as_u16(), 401 | 403);
             return Err((refused, format!("HTTP {}", status.as_u16())));
         }
-        let bytes = response.bytes().await.map_err(|e| (false, describe(&e)))?;
+        let bytes = read_capped(&mut response, CONTROL_BODY_CAP)
+            .await
+            .map_err(|e| match e {
+                BodyError::Transport(e) => (false, describe(&e)),
+                BodyError::TooLarge(cap) => (false, format!("the listing is over {} MB", cap / (1024 * 1024))),
+            })?;
         serde_json::from_slice::<serde_json::Value>(&bytes).map_err(|e| (false, format!("not JSON: {e}")))
     };
     tokio::pin!(fetch);

@@ -40,6 +40,11 @@ pub struct HttpConfig {
 /// At most this much of an error body is read: enough for any message a server writes.
 const ERROR_BODY_CAP: usize = 64 * 1024;
 
+/// The largest body of a reply that is not an answer (a batch's state, a listing of
+/// batches or models): far above what any server sends, far below what a server sending
+/// without end would make rlm hold.
+pub(crate) const CONTROL_BODY_CAP: usize = 32 * 1024 * 1024;
+
 /// A streamed reply frames each token in a JSON chunk; its raw bytes may run to this many
 /// times the cap on its text.
 const STREAM_OVERHEAD: usize = 8;
@@ -321,15 +326,9 @@ impl HttpProvider {
 
     /// The first [`ERROR_BODY_CAP`] bytes of an error body (what is there by `deadline`).
     async fn read_error_body(&self, response: &mut reqwest::Response, deadline: Instant) -> Vec<u8> {
-        let mut bytes = Vec::new();
-        while bytes.len() < ERROR_BODY_CAP {
-            match tokio::time::timeout_at(deadline, response.chunk()).await {
-                Ok(Ok(Some(chunk))) => bytes.extend_from_slice(&chunk),
-                _ => break,
-            }
-        }
-        bytes.truncate(ERROR_BODY_CAP);
-        bytes
+        tokio::time::timeout_at(deadline, read_error_head(response))
+            .await
+            .unwrap_or_default()
     }
 
     /// Nothing at all came back within `--timeout`.
@@ -632,4 +631,43 @@ mod tests {
         assert_eq!(reply_cap(4096), 4096 * 64 + (1 << 20));
         assert!(reply_cap(u32::MAX) > reply_cap(1_000_000));
     }
+}
+
+/// Why a body was not read whole.
+#[derive(Debug)]
+pub(crate) enum BodyError {
+    /// It is over the cap (these bytes): nothing more of it was read.
+    TooLarge(usize),
+    Transport(reqwest::Error),
+}
+
+/// A whole body, refused as soon as it is seen to be over `cap` bytes (by its
+/// `content-length`, or as its bytes come): a server that sends without end never fills
+/// the memory. (The request's own timeout bounds the time.)
+pub(crate) async fn read_capped(response: &mut reqwest::Response, cap: usize) -> Result<Vec<u8>, BodyError> {
+    if response.content_length().is_some_and(|n| n > cap as u64) {
+        return Err(BodyError::TooLarge(cap));
+    }
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(BodyError::Transport)? {
+        if bytes.len() + chunk.len() > cap {
+            return Err(BodyError::TooLarge(cap));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
+}
+
+/// The first [`ERROR_BODY_CAP`] bytes of an error body: enough to say why, and all a
+/// message quotes (what comes after is never read).
+pub(crate) async fn read_error_head(response: &mut reqwest::Response) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    while bytes.len() < ERROR_BODY_CAP {
+        match response.chunk().await {
+            Ok(Some(chunk)) => bytes.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    bytes.truncate(ERROR_BODY_CAP);
+    bytes
 }

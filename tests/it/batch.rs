@@ -1099,6 +1099,25 @@ fn a_local_server_without_model_uses_the_one_model_it_serves() {
     assert_eq!(mock.requests(), 0);
 }
 
+/// A server whose model listing runs far past what any listing needs is not read to its
+/// end (a server sending without end would fill the memory): one line says so, nothing is
+/// sent.
+#[test]
+fn a_model_listing_far_too_large_is_refused_without_being_read_whole() {
+    let mock = MockLlm::start();
+    mock.pad_models_listing(64 * 1024 * 1024);
+    let p = Project::new().ts_files(1);
+    let url = mock.url();
+    let out = p
+        .rlm(&batch("src/*.ts", &url, &["--provider", "openai"]))
+        .env_remove("ANTHROPIC_API_KEY")
+        .run();
+    assert_ne!(out.status, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("the listing is over 32 MB"), "{}", out.stderr);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert_eq!(mock.requests(), 0);
+}
+
 #[test]
 fn an_unreachable_local_server_without_model_is_one_clear_line() {
     let p = Project::new().ts_files(1);

@@ -345,6 +345,27 @@ fn a_batch_advances_per_poll_and_its_results_wait_for_the_end() {
     }
 }
 
+/// A poll whose reply runs far past what a batch's state needs is not read to its end (a
+/// server sending without end would fill the memory): it is refused as malformed, which a
+/// run polls again later.
+#[test]
+fn a_poll_reply_far_too_large_is_refused_without_being_read_whole() {
+    for kind in BOTH {
+        let mock = MockLlm::start();
+        mock.pad_batch_polls(1, 40 * 1024 * 1024);
+        let api = client(&mock, kind, None);
+        runtime().block_on(async {
+            let (report, _) = submit(api.as_ref(), items(3)).await;
+            let id = &report.submitted[0].batch_id;
+            let refused = api.poll(id).await.unwrap_err();
+            assert!(matches!(refused, BatchError::Malformed { .. }), "{kind:?}: {refused}");
+            assert!(refused.is_retryable());
+            assert!(refused.to_string().contains("over 32 MB"), "{refused}");
+            assert!(api.poll(id).await.is_ok(), "{kind:?}: the next poll is read");
+        });
+    }
+}
+
 #[test]
 fn a_canceled_batch_returns_what_finished_and_cancels_the_rest() {
     for kind in BOTH {

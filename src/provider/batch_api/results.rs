@@ -118,7 +118,8 @@ impl ResultStream {
             return Ok(response);
         }
         let retry_after = retry_after(&response);
-        let body = response.bytes().await.unwrap_or_default();
+        let mut response = response;
+        let body = crate::provider::http::read_error_head(&mut response).await;
         Err(self
             .transport
             .refusal(status, &body, retry_after, during, Missing::Batch(&self.batch_id)))

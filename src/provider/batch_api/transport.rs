@@ -7,7 +7,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{BatchError, BatchLimits, BatchTimeouts};
-use crate::provider::http::{authorized, client, root_cause, versioned_base, Wire};
+use crate::provider::http::{
+    authorized, client, read_capped, read_error_head, root_cause, versioned_base, BodyError, Wire, CONTROL_BODY_CAP,
+};
 use crate::provider::status::classify_status;
 use crate::provider::{CallError, ErrorKind, HttpConfig, ProviderKind};
 use crate::secret::{ApiKey, Redactor};
@@ -74,16 +76,20 @@ impl Transport {
         timeout: Duration,
         missing: Missing<'_>,
     ) -> Result<Value, BatchError> {
-        let response = self.send(builder, during, timeout).await?;
+        let mut response = self.send(builder, during, timeout).await?;
         let status = response.status().as_u16();
         let retry_after = retry_after(&response);
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|e| self.transport_error(&e, during, timeout))?;
         if !(200..300).contains(&status) {
-            return Err(self.refusal(status, &bytes, retry_after, during, missing));
+            let head = read_error_head(&mut response).await;
+            return Err(self.refusal(status, &head, retry_after, during, missing));
         }
+        let bytes = match read_capped(&mut response, CONTROL_BODY_CAP).await {
+            Ok(bytes) => bytes,
+            Err(BodyError::Transport(e)) => return Err(self.transport_error(&e, during, timeout)),
+            Err(BodyError::TooLarge(cap)) => {
+                return Err(self.malformed(during, format!("the reply is over {} MB", cap / (1024 * 1024))))
+            }
+        };
         serde_json::from_slice(&bytes).map_err(|e| self.malformed(during, format!("not JSON: {e}")))
     }
 

@@ -100,6 +100,8 @@ pub(super) enum RouteAction {
     Reset,
     /// Never reply.
     Hang,
+    /// A 200 JSON body without `content-length`, then close.
+    Unbounded(Vec<u8>),
 }
 
 /// A request a batch was submitted with.
@@ -140,6 +142,9 @@ struct Inner {
     results_dropped: usize,
     /// How the next Anthropic results downloads fail, one each.
     results_faults: VecDeque<ResultsFault>,
+    /// The next this-many polls pad their reply with this many spaces (valid JSON), sent
+    /// without a `content-length`: a server that sends far more than a batch's state.
+    poll_padding: (usize, usize),
     files: HashMap<String, Vec<u8>>,
     batches: Vec<MockBatch>,
     recorded: Vec<BatchRequestRecorded>,
@@ -170,6 +175,7 @@ impl Default for Inner {
             listing_failures: (0, 500),
             results_dropped: 0,
             results_faults: VecDeque::new(),
+            poll_padding: (0, 0),
             files: HashMap::new(),
             batches: Vec::new(),
             recorded: Vec::new(),
@@ -301,6 +307,11 @@ impl MockLlm {
         self.state.batches.lock().results_faults = faults.into();
     }
 
+    /// The next `times` polls pad their reply with `bytes` spaces (see `Inner::poll_padding`).
+    pub fn pad_batch_polls(&self, times: usize, bytes: usize) {
+        self.state.batches.lock().poll_padding = (times, bytes);
+    }
+
     /// Whether a canceled batch stays `canceling` instead of ending at its next poll.
     pub fn set_batch_cancel_holds(&self, holds: bool) {
         self.state.batches.lock().cancel_holds = holds;
@@ -410,6 +421,27 @@ pub(super) fn route(state: &State, req: &Request) -> Option<RouteAction> {
         return Some(RouteAction::Hang);
     }
     let response = answer(state, req)?;
+    let polled = req.method == "GET"
+        && response.status == 200
+        && matches!(
+            req.path
+                .trim_start_matches('/')
+                .split('/')
+                .collect::<Vec<_>>()
+                .as_slice(),
+            ["v1", "messages", "batches", _] | ["v1", "batches", _]
+        );
+    if polled {
+        let mut inner = state.batches.lock();
+        if inner.poll_padding.0 > 0 {
+            inner.poll_padding.0 -= 1;
+            let mut body = response.body;
+            let close = body.pop().unwrap_or(b'}');
+            body.resize(body.len() + inner.poll_padding.1, b' ');
+            body.push(close);
+            return Some(RouteAction::Unbounded(body));
+        }
+    }
     Some(match fault {
         Some(_) if response.status != 200 => RouteAction::Respond(response),
         Some(SubmitFault::ResetAfterCreate) => RouteAction::Reset,

@@ -178,6 +178,9 @@ struct Inner {
     models: Option<Vec<String>>,
     /// How long `GET /v1/models` takes (a busy local server).
     models_latency: Duration,
+    /// `GET /v1/models` pads its listing with this many spaces (valid JSON), sent without a
+    /// `content-length`: a server that sends far more than a listing needs.
+    models_padding: usize,
     global: VecDeque<Fault>,
     needles: Vec<(String, VecDeque<Fault>)>,
     recorded: Vec<Recorded>,
@@ -498,6 +501,11 @@ impl MockLlm {
     /// 429s served by [`MockLlm::limit_concurrency`] and [`MockLlm::limit_rate`].
     pub fn throttled(&self) -> usize {
         self.state.lock().throttled
+    }
+
+    /// `GET /v1/models` pads its listing with `bytes` spaces (see [`Inner::models_padding`]).
+    pub fn pad_models_listing(&self, bytes: usize) {
+        self.state.lock().models_padding = bytes;
     }
 
     /// `GET /v1/models` answers this long after it was asked.
@@ -1617,16 +1625,35 @@ async fn handle_conn(mut stream: TcpStream, state: Arc<State>) {
             let resp = if req.method == "GET" && req.path == "/health" {
                 Response::json(200, &json!({"ok": true}))
             } else if req.method == "GET" && req.path == "/v1/models" {
-                let (ids, latency, key) = {
+                let (ids, latency, key, padding) = {
                     let inner = state.lock();
                     (
                         inner.models.clone().unwrap_or_else(|| vec!["mock-model".into()]),
                         inner.models_latency,
                         inner.key.clone(),
+                        inner.models_padding,
                     )
                 };
                 if !latency.is_zero() {
                     state.timers.sleep_until(Instant::now() + latency).await;
+                }
+                if padding > 0 {
+                    let data: Vec<Value> = ids.iter().map(|id| json!({"id": id, "object": "model"})).collect();
+                    let listing = json!({"object": "list", "data": data}).to_string();
+                    let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n";
+                    let _ = stream.write_all(head.as_bytes()).await;
+                    let _ = stream.write_all(&listing.as_bytes()[..listing.len() - 1]).await;
+                    let spaces = vec![b' '; 64 * 1024];
+                    let mut left = padding;
+                    while left > 0 {
+                        let n = left.min(spaces.len());
+                        if stream.write_all(&spaces[..n]).await.is_err() {
+                            return;
+                        }
+                        left -= n;
+                    }
+                    let _ = stream.write_all(b"}").await;
+                    return;
                 }
                 let bearer = req
                     .headers
@@ -1645,6 +1672,16 @@ async fn handle_conn(mut stream: TcpStream, state: Arc<State>) {
                     batch::RouteAction::Respond(resp) => resp,
                     batch::RouteAction::Reset => {
                         let _ = stream.set_zero_linger();
+                        return;
+                    }
+                    batch::RouteAction::Unbounded(body) => {
+                        let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n";
+                        let _ = stream.write_all(head.as_bytes()).await;
+                        for piece in body.chunks(64 * 1024) {
+                            if stream.write_all(piece).await.is_err() {
+                                break;
+                            }
+                        }
                         return;
                     }
                     batch::RouteAction::Hang => {
