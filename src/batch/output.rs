@@ -259,8 +259,8 @@ pub fn completion(printer: &Printer, report: &RunReport, quiet: bool, answer: Op
         report.status.name(),
         report.files_succeeded,
         report.files_matched,
-        report.cache_hits,
-        match report.earlier_answers {
+        report.files_from_cache,
+        match report.files_answered_earlier {
             0 => String::new(),
             n => format!(", {n} answered by earlier attempts"),
         }

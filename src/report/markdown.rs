@@ -206,7 +206,7 @@ impl RunReport {
     pub fn summary_line(&self) -> String {
         let calls = self.units.iter().filter(|u| !u.cached && u.attempts > 0).count()
             + self.aggregate_calls.iter().filter(|c| !c.cached).count();
-        let earlier = match self.earlier_answers {
+        let earlier = match self.files_answered_earlier {
             0 => String::new(),
             n => format!(", {n} answered by earlier attempts"),
         };
@@ -220,7 +220,7 @@ impl RunReport {
             self.files_succeeded,
             self.files_matched,
             self.model,
-            self.cache_hits,
+            self.files_from_cache,
             calls,
             if calls == 1 { "" } else { "s" },
             self.failed.len(),

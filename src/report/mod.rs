@@ -215,6 +215,14 @@ pub struct RunReport {
     /// Files whose every unit succeeded (a file cut into chunks counts once; each file of a
     /// batch counts).
     pub files_succeeded: usize,
+    /// Of `files_succeeded`, those every unit of which the cache answered (a file in a
+    /// batch served from the cache counts; `cache_hits` counts units).
+    #[serde(default)]
+    pub files_from_cache: usize,
+    /// Of `files_succeeded`, those every unit of which earlier attempts of the run answered
+    /// (`earlier_answers` counts units).
+    #[serde(default)]
+    pub files_answered_earlier: usize,
     /// Planned units that succeeded (a whole file, a chunk or a batch each count one).
     pub succeeded: usize,
     /// The units planned (`units` lists them, then the members asked alone).

@@ -233,6 +233,8 @@ impl ReportBuilder {
             max_parallel: ctx.max_parallel,
             files_matched: ctx.files_matched,
             files_succeeded: 0,
+            files_from_cache: 0,
+            files_answered_earlier: 0,
             succeeded: 0,
             units_planned: 0,
             asked_alone: 0,
@@ -333,7 +335,12 @@ impl ReportBuilder {
         if !report.not_cached.is_empty() {
             say_what_was_kept(&mut report, fatal.is_some());
         }
-        report.files_succeeded = files_succeeded(&records, &unit_files);
+        let succeeded = |r: &UnitRecord| r.status == UnitStatus::Succeeded;
+        report.files_succeeded = files_where(&records, &unit_files, succeeded);
+        report.files_from_cache = files_where(&records, &unit_files, |r| {
+            succeeded(r) && r.cached && !r.answered_earlier
+        });
+        report.files_answered_earlier = files_where(&records, &unit_files, |r| succeeded(r) && r.answered_earlier);
         report.units = records;
         let reason = match (end.reason, fatal.is_some()) {
             (crate::report::RunEndReason::Interrupted, _) => crate::report::RunEndReason::Interrupted,
@@ -372,19 +379,19 @@ fn say_what_was_kept(report: &mut RunReport, fatal: bool) {
     report.pending_cache_dir = Some(dir);
 }
 
-/// The files all of whose units succeeded; a unit with no known files counts as one.
-fn files_succeeded(records: &[UnitRecord], unit_files: &[Box<[Arc<str>]>]) -> usize {
+/// The files all of whose units are as `all` asks; a unit with no known files counts as one.
+fn files_where(records: &[UnitRecord], unit_files: &[Box<[Arc<str>]>], all: impl Fn(&UnitRecord) -> bool) -> usize {
     let mut ok: HashMap<&str, bool> = HashMap::new();
     let mut unknown = 0;
     for (i, record) in records.iter().enumerate() {
-        let succeeded = record.status == UnitStatus::Succeeded;
+        let holds = all(record);
         match unit_files.get(i).filter(|files| !files.is_empty()) {
             Some(files) => {
                 for file in files {
-                    *ok.entry(file.as_ref()).or_insert(true) &= succeeded;
+                    *ok.entry(file.as_ref()).or_insert(true) &= holds;
                 }
             }
-            None => unknown += usize::from(succeeded),
+            None => unknown += usize::from(holds),
         }
     }
     unknown + ok.values().filter(|v| **v).count()

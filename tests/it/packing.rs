@@ -65,10 +65,25 @@ fn glob_mode_packs_small_files_by_default_and_no_batch_small_sends_each_alone() 
     let aggregate = p.aggregate_md();
     assert!(aggregate.contains("src/f03.ts"), "{aggregate}");
 
-    // A rerun is served from the cache, pack and all.
+    // A rerun is served from the cache, pack and all, and says so of every file (the
+    // cache answered two units: the pack and the Markdown file).
     mock.reset_counts();
-    p.rlm(&batch("src/*", &url, &["-o", "out"])).run().assert_exit(0);
+    let again = p.rlm(&batch("src/*", &url, &["-o", "out"])).run();
+    again.assert_exit(0);
     assert_eq!(mock.requests(), 0);
+    assert!(
+        again.stdout.contains("Files processed: 6/6 (6 from cache)"),
+        "{}",
+        again.stdout
+    );
+    let report = p.report();
+    assert_eq!(report["cache_hits"], 2, "{report}");
+    assert_eq!(report["files_from_cache"], 6, "{report}");
+    assert!(
+        p.read("out/report.md").contains("(6 from the cache, 0 model calls)"),
+        "{}",
+        p.read("out/report.md")
+    );
 
     // --no-batch-small: every file its own call, as before (the Markdown file's is the
     // same request as before, served from the cache).
