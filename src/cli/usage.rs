@@ -24,7 +24,9 @@ pub enum ClapError {
 pub fn clap_error(e: &clap::Error) -> ClapError {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
-    if e.kind() == ErrorKind::UnknownArgument {
+    // Only `rlm batch` takes a pattern: another command's stray file name is clap's to name
+    // (`rlm index neighbors a.ts` wants `--node a.ts`).
+    if e.kind() == ErrorKind::UnknownArgument && named_command(&args).0 == ["rlm", "batch"] {
         // `rlm batch src/*.py "Summarize {file}"` arrives as two files and a prompt: the
         // prompt is the argument clap calls unexpected, so look at the files before it.
         if let Some(files) = expanded_files(&args) {

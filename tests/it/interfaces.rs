@@ -262,6 +262,20 @@ fn an_expanded_pattern_says_quote_the_pattern() {
         .run();
     assert_error_document(&out, "usage", "quote the pattern");
     assert_eq!(mock.requests(), 0);
+    // Another command's stray file name is not taken for a pattern: clap names it.
+    for args in [
+        &["index", "neighbors", "src/a.py"][..],
+        &["index", "neighbors", "--node", "src/a.py", "src/b.py"][..],
+        &["query", "src/a.py", "What?", "src/b.py"][..],
+    ] {
+        let out = p.rlm(args).run();
+        out.assert_exit(2);
+        assert!(
+            out.stderr.contains("unexpected argument") && !out.stderr.contains("quote the pattern"),
+            "{args:?}: {}",
+            out.stderr
+        );
+    }
     // The quoted pattern runs.
     p.rlm(&batch("src/*.py", &url, &["-q"])).run().assert_exit(0);
 }
