@@ -335,7 +335,9 @@ fn source_entry(item: &str) -> Option<(Citation, Option<String>)> {
 fn looks_like_range(text: &str) -> bool {
     let dash = |c: char| matches!(c, '-' | '\u{2013}' | '\u{2014}');
     let word = |rest: &str| {
-        (1..=16).contains(&rest.chars().count()) && rest.chars().all(|c| c.is_ascii_alphanumeric() || dash(c))
+        // (Longer than any two line numbers: `L1-99999999999999999999` is meant as a range,
+        // and reported as one that cannot be.)
+        (1..=32).contains(&rest.chars().count()) && rest.chars().all(|c| c.is_ascii_alphanumeric() || dash(c))
     };
     let numbers = |rest: &str| {
         rest.chars().any(|c| c.is_ascii_digit()) && rest.chars().all(|c| c.is_ascii_digit() || dash(c) || c == 'L')

@@ -237,7 +237,7 @@ fn citations_written_wrongly_are_found_as_malformed_for_verification_only() {
 fn a_hash_slot_of_other_characters_and_ranges_that_are_no_ranges_are_malformed() {
     let text = format!(
         "[src/a.ts@zzzzzzzzzzzzzzzz, L1] [src/a.ts@{H}, L-3] [src/a.ts@{H}, Lx] [src/a.ts@{H}, 12] \
-         [src/a.ts, 12-15] [src/a.ts@{H}, see L3]\n\
+         [src/a.ts, 12-15] [src/a.ts@{H}, see L3] [src/a.ts@{H}, L1-99999999999999999999]\n\
          not citations: [see above, 12] [chapter 3, L-1]\n"
     );
     assert!(cites(&text).is_empty(), "{:?}", cites(&text));
@@ -247,6 +247,7 @@ fn a_hash_slot_of_other_characters_and_ranges_that_are_no_ranges_are_malformed()
         .map(|l| (&text[l.span.clone()], l.problem.as_deref()))
         .collect();
     let see_l3 = format!("[src/a.ts@{H}, see L3]");
+    let huge = format!("[src/a.ts@{H}, L1-99999999999999999999]");
     let (l3, lx, twelve) = (
         format!("[src/a.ts@{H}, L-3]"),
         format!("[src/a.ts@{H}, Lx]"),
@@ -266,6 +267,10 @@ fn a_hash_slot_of_other_characters_and_ranges_that_are_no_ranges_are_malformed()
             (
                 see_l3.as_str(),
                 Some("`see L3` after the hash is not a line range (`, L42` or `, L42-58`)")
+            ),
+            (
+                huge.as_str(),
+                Some("`L1-99999999999999999999` is not a line range (L42 or L42-58)")
             ),
         ]
     );
