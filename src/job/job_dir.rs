@@ -81,12 +81,17 @@ impl JobDir {
             None => ids.last().cloned().unwrap_or_default(),
             Some(q) => {
                 let q = q.trim();
-                let matching: Vec<&String> = ids.iter().filter(|id| id.as_str() == q || id.starts_with(q)).collect();
+                // (Every id starts with nothing: an empty id names no job.)
+                let matching: Vec<&String> = ids
+                    .iter()
+                    .filter(|id| !q.is_empty() && (id.as_str() == q || id.starts_with(q)))
+                    .collect();
+                let shown = crate::escape::name(q);
                 match matching.as_slice() {
                     [one] => (*one).clone(),
                     [] => {
                         return Err(RlmError::Store(format!(
-                            "no job '{q}' in {}: rlm job list shows the jobs",
+                            "no job '{shown}' in {}: rlm job list shows the jobs",
                             jobs_root(cwd).display()
                         )))
                     }
@@ -95,7 +100,7 @@ impl JobDir {
                             (*exact).clone()
                         } else {
                             return Err(RlmError::Usage(format!(
-                                "'{q}' names {} jobs ({}): give more of the id",
+                                "'{shown}' names {} jobs ({}): give more of the id",
                                 many.len(),
                                 many.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
                             )));

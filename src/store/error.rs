@@ -23,10 +23,14 @@ pub enum StoreError {
     #[error("{path} was written by a newer rlm (schema {found}, this rlm knows up to {known}); upgrade rlm")]
     NewerSchema { path: PathBuf, found: i64, known: i64 },
     /// No run has this id (or id prefix).
-    #[error("no run `{0}` in the task store; `rlm list` shows the runs")]
+    /// (The id as given, its control characters escaped: it is one line.)
+    #[error("no run `{}` in the task store; `rlm list` shows the runs", crate::escape::name(.0))]
     UnknownRun(String),
     /// An id prefix matched several runs.
-    #[error("`{query}` matches several runs ({candidates}); give more of the id")]
+    #[error(
+        "`{}` matches several runs ({candidates}); give more of the id",
+        crate::escape::name(query)
+    )]
     AmbiguousRun { query: String, candidates: String },
     /// A run already has this id.
     #[error("run `{0}` already exists in the task store; choose another id")]

@@ -39,6 +39,10 @@ impl TaskStore {
             .query_map([query], |row| row.get(0))
             .and_then(Iterator::collect)
             .map_err(|e| self.sqlite_error(e))?;
+        if query.trim().is_empty() {
+            // Every id starts with nothing: an empty id names no run.
+            return Err(StoreError::UnknownRun(query.to_string()));
+        }
         if ids.iter().any(|id| id == query) {
             return Ok(RunId(query.to_string()));
         }

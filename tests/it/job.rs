@@ -1206,3 +1206,23 @@ fn batch_api_answers_that_fail_the_check_are_asked_again_in_real_time() {
         Some(8)
     );
 }
+
+/// A job or run id with a newline is named on one line, escaped; an empty id names no job
+/// (every id starts with nothing) and no run.
+#[test]
+fn ids_that_name_nothing_are_said_on_one_line() {
+    let mock = MockLlm::start();
+    let p = job_project(2, 2, &[], "");
+    p.rlm(&job_args(&mock.url(), &["--yes"])).run().assert_exit(0);
+    for (args, said) in [
+        (vec!["job", "status", "a\nb"], "no job 'a\\nb'"),
+        (vec!["job", "status", ""], "no job ''"),
+        (vec!["status", "a\nb"], "no run `a\\nb`"),
+        (vec!["resume", ""], "no run ``"),
+    ] {
+        let out = p.rlm(&args).run();
+        assert_ne!(out.status, 0, "{args:?}");
+        assert_eq!(out.stderr.lines().count(), 1, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains(said), "{args:?}: {}", out.stderr);
+    }
+}

@@ -137,6 +137,14 @@ fn status_list_failures_and_resume_queries() {
     store.create_run(&new_run(dir.path())).unwrap();
     assert!(matches!(store.find_run("batch-"), Err(StoreError::AmbiguousRun { .. })));
     assert!(matches!(store.find_run("swarm-"), Err(StoreError::UnknownRun(_))));
+    // An empty id names no run (every id starts with it); the message is one line.
+    assert!(matches!(store.find_run(""), Err(StoreError::UnknownRun(_))));
+    assert!(matches!(store.find_run(" "), Err(StoreError::UnknownRun(_))));
+    let e = store.find_run("batch-\nx").unwrap_err().to_string();
+    assert!(
+        e.starts_with("no run `batch-\\nx` in the task store") && !e.contains('\n'),
+        "{e}"
+    );
     let listed: Vec<RunId> = store.list_runs(10).unwrap().into_iter().map(|r| r.id).collect();
     assert_eq!(listed.len(), 2);
     assert_eq!(listed[1], run, "newest first");
