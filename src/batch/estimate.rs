@@ -18,6 +18,7 @@ use super::batch_api_run::Delivery;
 use super::prepass::Prepass;
 use crate::aggregate::AggregateStrategy;
 use crate::error::RlmError;
+use crate::exec::Interrupt;
 use crate::printer::Printer;
 use crate::provider::catalog::{self, PriceTier};
 use crate::provider::{ModelInfo, ProviderKind};
@@ -285,36 +286,80 @@ pub fn confirm(settings: &BatchSettings, estimate: &Estimate, printer: &Printer)
 
 /// [`confirm`] from the budget and output settings alone; `spent` is what the work spent
 /// before (`--max-cost` caps the whole, and a refusal says what was spent).
-pub fn confirm_cost(
+///
+/// For `rlm job`, which listens to Ctrl-C from before it lists its items: once a listener
+/// is there, Ctrl-C no longer ends the process, and a read of stdin would not hear it. So
+/// the answer is read on a thread of its own while `interrupt` is listened to, and a
+/// Ctrl-C at the question ends the command (exit 130) with nothing called.
+pub async fn confirm_cost(
     budget: &BudgetSettings,
     output: &OutputSettings,
     usd: f64,
     spent: f64,
     printer: &Printer,
+    interrupt: &mut Interrupt,
 ) -> Result<(), RlmError> {
     if !budget_verdict(budget, usd, spent)? {
         return Ok(());
     }
-    ask(output, usd, printer).map(|_| ())
+    if !(output.stdin_is_terminal && output.stderr_is_terminal) {
+        proceed_unasked(usd, printer);
+        return Ok(());
+    }
+    printer.important(&question(usd));
+    let (sender, answer) = tokio::sync::oneshot::channel();
+    // A thread, not a blocking task of the runtime: its shutdown would wait for the read.
+    std::thread::Builder::new()
+        .name("cost-question".into())
+        .spawn(move || drop(sender.send(read_answer())))
+        .map_err(|e| RlmError::System(format!("cannot start a thread to read the answer: {e}")))?;
+    tokio::select! {
+        biased;
+        () = interrupt.recv() => Err(RlmError::Interrupted(
+            "interrupted at the cost question: nothing was called".into(),
+        )),
+        answer = answer => accepted(&answer.unwrap_or_default()),
+    }
 }
 
 /// Asks on a terminal (or warns without one, and returns the warning) before spending
 /// above $1.
 fn ask(output: &OutputSettings, usd: f64, printer: &Printer) -> Result<Option<String>, RlmError> {
     if output.stdin_is_terminal && output.stderr_is_terminal {
-        printer.important(&format!("Estimated cost is {}. Proceed? (y/n)", crate::money::usd(usd)));
-        let mut answer = String::new();
-        let _ = std::io::stdin().lock().read_line(&mut answer);
-        if !matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
-            return Err(RlmError::Declined("cancelled: nothing was called".into()));
-        }
-        Ok(None)
+        printer.important(&question(usd));
+        accepted(&read_answer()).map(|()| None)
     } else {
-        let warning = format!(
-            "estimated cost {} is above $1; no terminal to ask, proceeding (--yes silences this)",
-            crate::money::usd(usd)
-        );
-        printer.warn(&warning);
-        Ok(Some(warning))
+        Ok(Some(proceed_unasked(usd, printer)))
     }
+}
+
+/// The question asked before spending above $1.
+fn question(usd: f64) -> String {
+    format!("Estimated cost is {}. Proceed? (y/n)", crate::money::usd(usd))
+}
+
+/// One line of stdin: the answer to [`question`] (empty when stdin ends or fails).
+fn read_answer() -> String {
+    let mut answer = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut answer);
+    answer
+}
+
+/// Yes goes on; anything else cancels, with nothing called.
+fn accepted(answer: &str) -> Result<(), RlmError> {
+    if matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
+        Ok(())
+    } else {
+        Err(RlmError::Declined("cancelled: nothing was called".into()))
+    }
+}
+
+/// Without a terminal to ask on, says the run goes on anyway; returns what it said.
+fn proceed_unasked(usd: f64, printer: &Printer) -> String {
+    let warning = format!(
+        "estimated cost {} is above $1; no terminal to ask, proceeding (--yes silences this)",
+        crate::money::usd(usd)
+    );
+    printer.warn(&warning);
+    warning
 }

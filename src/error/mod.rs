@@ -92,6 +92,10 @@ pub enum RlmError {
     /// The user answered no to the cost confirmation.
     #[error("{0}")]
     Declined(String),
+    /// Ctrl-C or SIGTERM before the work started (while a job's items were listed, at the
+    /// cost question): whatever rlm had started was stopped, and nothing was sent.
+    #[error("{0}")]
+    Interrupted(String),
     /// The pattern matched nothing (the message is the seed's multi-line help).
     #[error("{0}")]
     NoMatch(String),
@@ -161,6 +165,7 @@ impl RlmError {
     pub fn exit_status(&self) -> ExitStatus {
         match self {
             RlmError::Provider(_) => ExitStatus::Failed,
+            RlmError::Interrupted(_) => ExitStatus::Interrupted,
             RlmError::InContext { source, .. } => source.exit_status(),
             _ => ExitStatus::Usage,
         }
@@ -179,6 +184,7 @@ impl RlmError {
             RlmError::Output(_) => "output",
             RlmError::OverBudget(_) => "over_budget",
             RlmError::Declined(_) => "declined",
+            RlmError::Interrupted(_) => "interrupted",
             RlmError::NoMatch(_) => "no_match",
             RlmError::Io { .. } | RlmError::File(_) => "io",
             RlmError::Provider(_) => "provider",
@@ -219,5 +225,12 @@ mod tests {
         let e = RlmError::io("/x", std::io::Error::other("denied")).in_context("phase a");
         assert_eq!(e.to_string(), "phase a: /x: denied");
         assert_eq!(e.kind(), "io");
+    }
+
+    #[test]
+    fn an_interruption_before_the_work_started_exits_130() {
+        let e = RlmError::Interrupted("interrupted at the cost question: nothing was called".into()).in_context("job");
+        assert_eq!((e.kind(), e.exit_status()), ("interrupted", ExitStatus::Interrupted));
+        assert_eq!(e.exit_status().code(), 130);
     }
 }

@@ -2,6 +2,7 @@
 //! pull requests and posting comments. Run supervised, with argv (never a shell string);
 //! a missing `gh`, an unauthenticated `gh` and an unknown repository are one clear line each.
 
+use std::future::Future;
 use std::path::Path;
 use std::time::Duration;
 
@@ -34,8 +35,14 @@ pub fn check_repo(repo: &str) -> Result<(), RlmError> {
     }
 }
 
-/// `gh pr list -R REPO --state open --limit N --json …`: gh's JSON array.
-pub async fn pr_list(repo: &str, limit: Option<u32>, cwd: &Path) -> Result<String, RlmError> {
+/// `gh pr list -R REPO --state open --limit N --json …`: gh's JSON array. `cancel`
+/// (Ctrl-C) stops gh, as in [`check_access`].
+pub async fn pr_list(
+    repo: &str,
+    limit: Option<u32>,
+    cwd: &Path,
+    cancel: impl Future<Output = ()>,
+) -> Result<String, RlmError> {
     let argv: Vec<String> = [
         "gh",
         "pr",
@@ -57,7 +64,7 @@ pub async fn pr_list(repo: &str, limit: Option<u32>, cwd: &Path) -> Result<Strin
         timeout: Some(LIST_TIMEOUT),
         ..CommandSpec::new(argv)
     };
-    process::run(&spec, "", std::future::pending())
+    process::run(&spec, "", cancel)
         .await
         .map(|o| o.stdout)
         .map_err(|e| explain(&e, repo, "gh pr list"))
@@ -66,8 +73,9 @@ pub async fn pr_list(repo: &str, limit: Option<u32>, cwd: &Path) -> Result<Strin
 /// `gh repo view REPO --json name`: that gh is logged in and can see the repository, asked
 /// once before a job whose review fetches each pull request's diff with gh (its items came
 /// from a file, so nothing else has asked gh yet), so a bad setup fails before anything
-/// is paid, not after the phases before the review.
-pub async fn check_access(repo: &str, cwd: &Path) -> Result<(), RlmError> {
+/// is paid, not after the phases before the review. When `cancel` completes first (Ctrl-C),
+/// gh's process group is stopped and reaped, and the error is [`RlmError::Interrupted`].
+pub async fn check_access(repo: &str, cwd: &Path, cancel: impl Future<Output = ()>) -> Result<(), RlmError> {
     let argv: Vec<String> = ["gh", "repo", "view", repo, "--json", "name"]
         .iter()
         .map(ToString::to_string)
@@ -77,7 +85,7 @@ pub async fn check_access(repo: &str, cwd: &Path) -> Result<(), RlmError> {
         timeout: Some(CHECK_TIMEOUT),
         ..CommandSpec::new(argv)
     };
-    process::run(&spec, "", std::future::pending())
+    process::run(&spec, "", cancel)
         .await
         .map(drop)
         .map_err(|e| explain(&e, repo, &format!("gh repo view {repo}")))
@@ -168,12 +176,16 @@ impl SetupProblem {
 }
 
 /// One line that says what went wrong with gh and what to do: a missing or logged-out gh
-/// is setup (`config`); an unknown repository or a failed listing is the input.
+/// is setup (`config`); an unknown repository or a failed listing is the input; a call
+/// stopped by Ctrl-C is an interruption (exit 130).
 pub fn explain(e: &ProcessError, repo: &str, what: &str) -> RlmError {
     if let Some(problem) = SetupProblem::of(e) {
         return problem.error(repo, "then try again");
     }
     match e {
+        ProcessError::Cancelled { .. } => {
+            RlmError::Interrupted(format!("interrupted: {what} was stopped; nothing was sent to a model"))
+        }
         ProcessError::NotFound { .. } | ProcessError::NotExecutable { .. } => RlmError::Config(
             // Not "--input prs.json instead": a PR review fetches its diffs with gh too.
             "gh (the GitHub CLI) is not installed or not on PATH: install it from https://cli.github.com and run \

@@ -3,6 +3,7 @@
 //! is paid for.
 
 use std::collections::HashSet;
+use std::future::Future;
 use std::path::Path;
 use std::time::Duration;
 
@@ -61,14 +62,20 @@ pub fn read_items_file(path: &Path) -> Result<Vec<Value>, RlmError> {
     parse_items(&text, &path.display().to_string())
 }
 
-/// Runs an ingest command (argv, never a shell) and returns its stdout.
-pub async fn command_output(argv: &[String], cwd: &Path) -> Result<String, ProcessError> {
+/// Runs an ingest command (argv, never a shell) and returns its stdout. When `cancel`
+/// completes first (Ctrl-C), the command's whole process group is stopped and reaped, and
+/// the answer is [`ProcessError::Cancelled`].
+pub async fn command_output(
+    argv: &[String],
+    cwd: &Path,
+    cancel: impl Future<Output = ()>,
+) -> Result<String, ProcessError> {
     let spec = CommandSpec {
         cwd: Some(cwd.to_path_buf()),
         timeout: Some(COMMAND_TIMEOUT),
         ..CommandSpec::new(argv.to_vec())
     };
-    process::run(&spec, "", std::future::pending()).await.map(|o| o.stdout)
+    process::run(&spec, "", cancel).await.map(|o| o.stdout)
 }
 
 /// Every item has an id (a string or a number) and no two share one.

@@ -136,9 +136,10 @@ async fn run_async(command: JobAction, color: ColorChoice, env: &Environment) ->
     match command {
         JobAction::Run(RunJob { file, call, flags }) => {
             let settings = resolve(RememberedSettings::default(), &call, flags, color, env)?;
-            let prepared = prepare_file(&file, env).await?;
+            let mut interrupt = Interrupt::new();
+            let prepared = prepare_file(&file, env, &mut interrupt).await?;
             // Boxed: a job's run is a large future.
-            Box::pin(start(prepared, settings)).await
+            Box::pin(start(prepared, settings, interrupt)).await
         }
         JobAction::PrReview(args) => {
             let settings = resolve(
@@ -148,8 +149,9 @@ async fn run_async(command: JobAction, color: ColorChoice, env: &Environment) ->
                 color,
                 env,
             )?;
-            let prepared = prepare_pr_review(&args, env).await?;
-            Box::pin(start(prepared, settings)).await
+            let mut interrupt = Interrupt::new();
+            let prepared = prepare_pr_review(&args, env, &mut interrupt).await?;
+            Box::pin(start(prepared, settings, interrupt)).await
         }
         JobAction::Resume(ResumeJob { job, call, flags }) => {
             let dir = match &job {
@@ -167,7 +169,9 @@ async fn run_async(command: JobAction, color: ColorChoice, env: &Environment) ->
                 ))));
             }
             let settings = resolve(record.settings.clone(), &call, flags, color, env).map_err(&in_job)?;
-            go_on(&dir, record, settings, None).await.map_err(in_job)
+            go_on(&dir, record, settings, None, Interrupt::new())
+                .await
+                .map_err(in_job)
         }
         JobAction::Rerun(RerunJob {
             job,
@@ -188,7 +192,7 @@ async fn run_async(command: JobAction, color: ColorChoice, env: &Environment) ->
                 None => None,
             };
             let settings = resolve(record.settings.clone(), &call, flags, color, env).map_err(&in_job)?;
-            go_on(&dir, record, settings, Some(Rerun { index, prompt }))
+            go_on(&dir, record, settings, Some(Rerun { index, prompt }), Interrupt::new())
                 .await
                 .map_err(in_job)
         }
@@ -231,8 +235,9 @@ struct Prepared {
     context: Option<String>,
 }
 
-/// A job file: the definition, its prompts and schemas (compiled), its context, its items.
-async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmError> {
+/// A job file: the definition, its prompts and schemas (compiled), its context, its items
+/// (a `command` that lists them is stopped by Ctrl-C, heard through `interrupt`).
+async fn prepare_file(path: &Path, env: &Environment, interrupt: &mut Interrupt) -> Result<Prepared, RlmError> {
     let path = env.cwd.join(path);
     let definition = JobDefinition::load(&path)?;
     let base = path.parent().map_or_else(|| env.cwd.clone(), Path::to_path_buf);
@@ -285,7 +290,8 @@ async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmErr
             )
         }
         (None, Some(argv)) => {
-            let out = ingest::command_output(argv, &base).await.map_err(|e| match e {
+            let listed = ingest::command_output(argv, &base, interrupt.recv()).await;
+            let out = listed.map_err(|e| match e {
                 crate::process::ProcessError::NotFound { program } => RlmError::Config(format!(
                     "{}: the job's command {program} is not found (on PATH, or at that path): install it or change \
                      `command` in the job file",
@@ -295,6 +301,10 @@ async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmErr
                     "{}: the job's command {program} is not executable: chmod +x it or change `command` in the job \
                      file",
                     path.display()
+                )),
+                crate::process::ProcessError::Cancelled { program } => RlmError::Interrupted(format!(
+                    "interrupted: the job's command {program} was stopped before it listed the items; nothing was \
+                     sent to a model"
                 )),
                 other => RlmError::Input(format!("the job's command failed: {other}")),
             })?;
@@ -332,8 +342,12 @@ async fn prepare_file(path: &Path, env: &Environment) -> Result<Prepared, RlmErr
 }
 
 /// `rlm job pr-review`: the preset, the vision document, and the pull requests from gh (or
-/// `--input`).
-async fn prepare_pr_review(args: &PrReviewOptions, env: &Environment) -> Result<Prepared, RlmError> {
+/// `--input`); gh is stopped by Ctrl-C, heard through `interrupt`.
+async fn prepare_pr_review(
+    args: &PrReviewOptions,
+    env: &Environment,
+    interrupt: &mut Interrupt,
+) -> Result<Prepared, RlmError> {
     github::check_repo(&args.repo)?;
     let vision =
         fs_err::read_to_string(env.cwd.join(&args.vision)).map_err(|e| RlmError::Input(format!("--vision: {e}")))?;
@@ -349,7 +363,7 @@ async fn prepare_pr_review(args: &PrReviewOptions, env: &Environment) -> Result<
             file.display().to_string(),
         ),
         None => (
-            github::pr_list(&args.repo, args.limit, &env.cwd).await?,
+            github::pr_list(&args.repo, args.limit, &env.cwd, interrupt.recv()).await?,
             "gh pr list".to_string(),
         ),
     };
@@ -380,16 +394,27 @@ async fn prepare_pr_review(args: &PrReviewOptions, env: &Environment) -> Result<
     })
 }
 
-/// Each phase's model (asking a local server which it serves when none was given).
+/// Each phase's model (asking a local server which it serves when none was given, which
+/// may take minutes: Ctrl-C, heard through `interrupt`, ends the wait).
 async fn models(
     settings: &JobSettings,
     definition: &JobDefinition,
     printer: &Printer,
+    interrupt: &mut Interrupt,
 ) -> Result<Vec<ModelInfo>, RlmError> {
     let mut out = Vec::new();
     for phase in &definition.phases {
         let provider = settings.phase_provider(phase)?;
-        let model = match model_for(&provider, &settings.budget.prices, printer).await {
+        let found = tokio::select! {
+            biased;
+            () = interrupt.recv() => {
+                return Err(RlmError::Interrupted(
+                    "interrupted while asking the server which model it serves: nothing was sent to a model".into(),
+                ))
+            }
+            found = model_for(&provider, &settings.budget.prices, printer) => found,
+        };
+        let model = match found {
             Ok(m) => m,
             Err(_) if settings.dry_run => ModelInfo::resolve("unknown".into(), None, &settings.budget.prices, false),
             Err(e) => return Err(e.into()),
@@ -453,10 +478,12 @@ fn refuse_blocked(
 /// file, or the job is taken up again): one `gh repo view`, so a gh that is not logged in
 /// or cannot see the repository is refused before anything is paid, not after the phases
 /// before the review. No call to GitHub when no such phase is left to run, or for a dry run.
+/// Ctrl-C, heard through `interrupt`, stops gh.
 async fn check_gh_access(
     settings: &JobSettings,
     definition: &JobDefinition,
     record: Option<&JobRecord>,
+    interrupt: &mut Interrupt,
 ) -> Result<(), RlmError> {
     let Some(repo) = &definition.repo else {
         return Ok(());
@@ -469,17 +496,19 @@ async fn check_gh_access(
     if settings.dry_run || !fetches_with_gh {
         return Ok(());
     }
-    github::check_access(repo, &settings.cwd).await
+    github::check_access(repo, &settings.cwd, interrupt.recv()).await
 }
 
 /// The estimate (what the cache holds not counted), printed; `--dry-run` stops here
-/// (`Ok(None)`, the estimate printed as data); then the cost thresholds.
-fn estimate_and_confirm(
+/// (`Ok(None)`, the estimate printed as data); then the cost thresholds, whose question
+/// Ctrl-C (heard through `interrupt`) answers by ending the job before it starts.
+async fn estimate_and_confirm(
     settings: &JobSettings,
     job: &JobInputs<'_>,
     models: &[ModelInfo],
     before: &cache_forecast::Before<'_>,
     printer: &Printer,
+    interrupt: &mut Interrupt,
 ) -> Result<Option<estimate::JobEstimate>, RlmError> {
     let JobInputs {
         definition,
@@ -546,7 +575,8 @@ fn estimate_and_confirm(
     }
     // --max-cost caps the job's whole spend: a refusal says what was spent before.
     let spent = record.map_or(0.0, JobRecord::cost_usd);
-    confirm_cost(&settings.budget, &settings.output, e.usd, spent, printer).map_err(|e| match e {
+    let answered = confirm_cost(&settings.budget, &settings.output, e.usd, spent, printer, interrupt).await;
+    answered.map_err(|e| match e {
         // The thresholds are rlm batch's; its advice about globs, and its "run", are not a job's.
         RlmError::OverBudget(m) => RlmError::OverBudget(
             m.replace(
@@ -560,8 +590,10 @@ fn estimate_and_confirm(
     Ok(Some(e))
 }
 
-/// A new job: estimate, confirm, then create it on disk and run it.
-async fn start(prepared: Prepared, settings: JobSettings) -> Result<ExitStatus, JobFailure> {
+/// A new job: estimate, confirm, then create it on disk and run it. `interrupt` is the
+/// job's one listener for Ctrl-C, made before its items were listed: once made, Ctrl-C no
+/// longer ends rlm, so every wait from then to the job's end listens to it.
+async fn start(prepared: Prepared, settings: JobSettings, mut interrupt: Interrupt) -> Result<ExitStatus, JobFailure> {
     let printer = Printer::new(settings.printer_mode(), settings.redactor());
     let Prepared {
         definition,
@@ -575,9 +607,9 @@ async fn start(prepared: Prepared, settings: JobSettings) -> Result<ExitStatus, 
     refuse_blocked(&settings, &definition, None, &texts)?;
     // gh has just listed the pull requests: it is logged in and sees the repository.
     if !matches!(source, Source::GitHub { input: None, .. }) {
-        check_gh_access(&settings, &definition, None).await?;
+        check_gh_access(&settings, &definition, None, &mut interrupt).await?;
     }
-    let models = models(&settings, &definition, &printer).await?;
+    let models = models(&settings, &definition, &printer, &mut interrupt).await?;
     match preflight::check_items_fit(&definition, &items, &models) {
         Err(e) if settings.dry_run => printer.warn(&format!("the job cannot start as it is: {e}")),
         fit => fit?,
@@ -596,7 +628,7 @@ async fn start(prepared: Prepared, settings: JobSettings) -> Result<ExitStatus, 
         states: None,
         rerun: None,
     };
-    let confirmed = estimate_and_confirm(&settings, &inputs, &models, &new_job, &printer)?;
+    let confirmed = estimate_and_confirm(&settings, &inputs, &models, &new_job, &printer, &mut interrupt).await?;
     let Some(estimate) = confirmed else {
         return Ok(ExitStatus::Success);
     };
@@ -615,7 +647,7 @@ async fn start(prepared: Prepared, settings: JobSettings) -> Result<ExitStatus, 
         models,
         estimate,
     };
-    create(&dir, created, settings, printer, cache)
+    create(&dir, created, settings, printer, cache, interrupt)
         .await
         .map_err(JobFailure::in_job(&dir))
 }
@@ -639,6 +671,7 @@ async fn create(
     settings: JobSettings,
     printer: Printer,
     cache: Cache,
+    interrupt: Interrupt,
 ) -> Result<ExitStatus, RlmError> {
     let Created {
         definition,
@@ -705,6 +738,7 @@ async fn create(
         store,
         printer,
         cache,
+        interrupt,
     })
     .await
 }
@@ -715,12 +749,14 @@ struct Rerun {
     prompt: Option<String>,
 }
 
-/// An existing job taken up again (`resume`), or with a phase to redo (`rerun`).
+/// An existing job taken up again (`resume`), or with a phase to redo (`rerun`);
+/// `interrupt` is the job's one listener for Ctrl-C, as for [`start`].
 async fn go_on(
     dir: &JobDir,
     mut record: JobRecord,
     settings: JobSettings,
     rerun: Option<Rerun>,
+    mut interrupt: Interrupt,
 ) -> Result<ExitStatus, RlmError> {
     let dir = dir.clone();
     let printer = Printer::new(settings.printer_mode(), settings.redactor());
@@ -742,8 +778,8 @@ async fn go_on(
         .map(|p| (p.prompt.clone(), p.schema.as_ref().map(|s| s.value.to_string())))
         .collect();
     refuse_blocked(&settings, &record.definition, Some(&record), &texts)?;
-    check_gh_access(&settings, &record.definition, Some(&record)).await?;
-    let models = models(&settings, &record.definition, &printer).await?;
+    check_gh_access(&settings, &record.definition, Some(&record), &mut interrupt).await?;
+    let models = models(&settings, &record.definition, &printer, &mut interrupt).await?;
     banner(
         &printer,
         &settings,
@@ -765,7 +801,7 @@ async fn go_on(
         states: Some(&states_before),
         rerun: rerun.as_ref().map(|r| (r.index, r.prompt.is_some())),
     };
-    let confirmed = estimate_and_confirm(&settings, &inputs, &models, &before, &printer)?;
+    let confirmed = estimate_and_confirm(&settings, &inputs, &models, &before, &printer, &mut interrupt).await?;
     if confirmed.is_none() {
         return Ok(ExitStatus::Success);
     }
@@ -801,6 +837,7 @@ async fn go_on(
         store,
         printer,
         cache,
+        interrupt,
     })
     .await
 }
@@ -880,6 +917,8 @@ struct Launch {
     store: StoreLink,
     printer: Printer,
     cache: Cache,
+    /// The job's one listener for Ctrl-C (see [`start`]).
+    interrupt: Interrupt,
 }
 
 /// Builds the invocation and runs the phases.
@@ -893,12 +932,13 @@ async fn launch(launch: Launch) -> Result<ExitStatus, RlmError> {
         store,
         printer,
         cache,
+        interrupt,
     } = launch;
     let phases = load_phases(&dir, &record)?;
     let deadline = settings.exec.deadline.map(|d| std::time::Instant::now() + d);
     let run = JobRun {
         progress: Progress::new(printer.clone()),
-        interrupt: Interrupt::new().with_deadline(deadline),
+        interrupt: interrupt.with_deadline(deadline),
         delimiter: Delimiter::default(),
         stop: None,
         answered_endpoints: std::collections::HashSet::new(),

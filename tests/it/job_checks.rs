@@ -4,7 +4,9 @@
 //! ends in an error like any other end (FAILED in `job.json` and in the run store,
 //! `phase:failed` and `job:ended`, a truthful exit code), and prints one JSON document
 //! with `--json` whatever happens; `export --post` refuses ids that are not pull request
-//! numbers before posting anything.
+//! numbers before posting anything. Ctrl-C before a job starts (its items listed by a
+//! command or by gh, its model asked for, its cost asked about) ends it at once, exit 130,
+//! with nothing it started left running.
 #![cfg(unix)]
 
 use std::time::Duration;
@@ -916,7 +918,6 @@ fn a_job_stopped_in_a_phase_shows_it_stopped_with_no_eta() {
 /// Ctrl-C while a job's `command` lists its items ends that command with rlm: the process
 /// supervision promises no orphans.
 #[test]
-#[ignore = "bug: Ctrl-C during a job's ingest command kills rlm by the signal's default action; the command (its own process group) runs on, orphaned"]
 fn ctrl_c_while_the_ingest_command_runs_leaves_no_orphan() {
     let mock = MockLlm::start();
     let p = job_project(2, 2, &[], "");
@@ -934,21 +935,127 @@ fn ctrl_c_while_the_ingest_command_runs_leaves_no_orphan() {
     run.signal("INT");
     let out = run.wait();
     assert_eq!(out.status, 130, "{}", out.stderr);
+    // Exit 130 said by rlm, not its death by the signal.
+    assert!(
+        out.stderr.contains("interrupted: the job's command sh was stopped"),
+        "{}",
+        out.stderr
+    );
+    assert!(gone_soon(&pid), "the ingest command {pid} outlived rlm");
+    assert_eq!(mock.requests(), 0);
+}
+
+/// Ctrl-C while gh lists the pull requests of `rlm job pr-review`, or while gh is asked
+/// whether it sees the repository (a PR review from `--input`), ends gh with rlm, as it ends
+/// a job's `command`.
+#[test]
+fn ctrl_c_while_gh_runs_before_a_pr_review_leaves_no_orphan() {
+    let mock = MockLlm::start();
+    let p = gh_project(&pull_requests(3));
+    let url = mock.url();
+    for (hang_on, extra) in [("pr list", &[][..]), ("repo view", &["--input", "gh/prs.json"][..])] {
+        let _ = std::fs::remove_file(p.path().join("gh.log.pid"));
+        let mut args = vec![
+            "job",
+            "pr-review",
+            "acme/widgets",
+            "--vision",
+            "VISION.md",
+            "--base-url",
+            &url,
+            "--yes",
+        ];
+        args.extend_from_slice(extra);
+        let run = with_gh(&p, p.rlm(&args)).env("GH_HANG_ON", hang_on).spawn();
+        assert!(
+            wait_until(Duration::from_secs(20), || p.exists("gh.log.pid")
+                && !p.read("gh.log.pid").trim().is_empty()),
+            "gh {hang_on} never ran"
+        );
+        let pid = p.read("gh.log.pid").trim().to_string();
+        let out = stops_at_once_on_ctrl_c(run);
+        assert!(
+            out.stderr.contains(&format!("interrupted: gh {hang_on}")),
+            "{}",
+            out.stderr
+        );
+        assert!(gone_soon(&pid), "gh {hang_on} ({pid}) outlived rlm");
+    }
+    assert_eq!(mock.requests(), 0);
+    assert!(jobs(&p).is_empty(), "no job was created");
+}
+
+/// The cost question, asked at a terminal, answers Ctrl-C: the job listens to Ctrl-C from
+/// before it lists its items, and a read of stdin would not hear it. The job ends at once,
+/// exit 130, nothing created and nothing sent.
+#[test]
+fn ctrl_c_at_the_cost_question_ends_the_job_before_it_starts() {
+    let mock = MockLlm::start();
+    // Prices that put the estimate above $1 (asked about) and below $10 (--force).
+    let prices = r#"{"rlm": {"prices": {"claude-sonnet-5-5": {"input": 5000.0, "output": 5000.0}}}}"#;
+    let p = job_project(2, 2, &[], "").file(".aiwg/aiwg.config", prices);
+    let run = p.rlm(&job_args(&mock.url(), &[])).terminal().spawn();
+    assert!(
+        wait_until(Duration::from_secs(20), || run
+            .stderr_so_far()
+            .contains("Proceed? (y/n)")),
+        "{}",
+        run.stderr_so_far()
+    );
+    let out = stops_at_once_on_ctrl_c(run);
+    assert!(
+        out.stderr
+            .contains("interrupted at the cost question: nothing was called"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(mock.requests(), 0);
+    assert!(jobs(&p).is_empty(), "no job was created");
+}
+
+/// Ctrl-C while a job waits for a busy local server to say which model it serves (a wait
+/// of up to minutes) ends the wait: exit 130, before the job is created.
+#[test]
+fn ctrl_c_while_the_model_is_discovered_ends_the_job_before_it_starts() {
+    let mock = MockLlm::start();
+    mock.set_models_latency(Duration::from_secs(30));
+    let p = job_project(2, 2, &[], "");
+    let run = p
+        .rlm(&job_args(&mock.url(), &["--yes"]))
+        .env_remove("ANTHROPIC_API_KEY")
+        .spawn();
+    assert!(
+        wait_until(Duration::from_secs(20), || run.stderr_so_far().contains("/v1/models")),
+        "{}",
+        run.stderr_so_far()
+    );
+    let out = stops_at_once_on_ctrl_c(run);
+    assert!(
+        out.stderr
+            .contains("interrupted while asking the server which model it serves"),
+        "{}",
+        out.stderr
+    );
+    assert!(jobs(&p).is_empty(), "no job was created");
+}
+
+/// Whether the process `pid`, which leads its own process group, is gone within ten
+/// seconds. If not, its group is killed, so that a failing test leaves nothing running.
+fn gone_soon(pid: &str) -> bool {
     let alive = || {
         std::process::Command::new("kill")
-            .args(["-0", &pid])
+            .args(["-0", pid])
+            .stderr(std::process::Stdio::null())
             .status()
             .is_ok_and(|s| s.success())
     };
     let gone = wait_until(Duration::from_secs(10), || !alive());
     if !gone {
-        // The command leads its own process group: its sleep goes with it.
         let _ = std::process::Command::new("kill")
             .args(["-9", "--", &format!("-{pid}")])
             .status();
     }
-    assert!(gone, "the ingest command {pid} outlived rlm");
-    assert_eq!(mock.requests(), 0);
+    gone
 }
 
 /// `rlm job list` with only a job whose `job.json` cannot be read says no job can be read,

@@ -17,6 +17,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -114,6 +115,7 @@ impl Project {
             stdin: None,
             unprivileged: false,
             via: Vec::new(),
+            terminal: false,
         }
     }
 
@@ -288,6 +290,8 @@ pub struct Run {
     /// A command that runs the binary (`nsenter … --`): the binary's path and arguments
     /// follow it.
     via: Vec<String>,
+    /// stdin and stderr on a pseudo-terminal.
+    terminal: bool,
 }
 
 impl Run {
@@ -340,6 +344,14 @@ impl Run {
         self
     }
 
+    /// Gives the binary a pseudo-terminal for stdin and stderr, as a person at a terminal
+    /// has: it asks its questions there. Nothing is typed; stderr is read as ever (its lines
+    /// end in `\r\n`).
+    pub fn terminal(mut self) -> Run {
+        self.terminal = true;
+        self
+    }
+
     /// Runs the binary through `command` (its path and arguments appended): in another
     /// namespace, say.
     pub fn via(mut self, command: &[&str]) -> Run {
@@ -372,6 +384,19 @@ impl Run {
             })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        let terminal = self.terminal.then(open_terminal);
+        if let Some((_, side)) = &terminal {
+            let open = || {
+                use std::os::unix::fs::OpenOptionsExt;
+                std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .custom_flags(libc::O_NOCTTY)
+                    .open(side)
+                    .unwrap_or_else(|e| panic!("cannot open {}: {e}", side.display()))
+            };
+            cmd.stdin(open()).stderr(open());
+        }
         let started = Instant::now();
         let mut child = cmd
             .spawn()
@@ -382,12 +407,17 @@ impl Run {
                 let _ = pipe.write_all(&bytes);
             });
         }
-        let stdout = drain(child.stdout.take().expect("piped stdout"));
-        let stderr = drain(child.stderr.take().expect("piped stderr"));
+        let stdout = drain(child.stdout.take().expect("piped stdout"), Arc::default());
+        let stderr_seen = Arc::new(Mutex::new(Vec::new()));
+        let stderr = match terminal {
+            Some((controller, _)) => drain(controller, stderr_seen.clone()),
+            None => drain(child.stderr.take().expect("piped stderr"), stderr_seen.clone()),
+        };
         Running {
             child,
             stdout: Some(stdout),
             stderr: Some(stderr),
+            stderr_seen,
             started,
             deadline: started + self.timeout,
             description: format!(
@@ -407,12 +437,51 @@ impl Run {
     }
 }
 
-fn drain(mut pipe: impl Read + Send + 'static) -> JoinHandle<String> {
+/// Reads `pipe` to its end (a terminal's, once the binary is gone, fails instead), each
+/// piece as it comes into `seen`; returns all of it.
+fn drain(mut pipe: impl Read + Send + 'static, seen: Arc<Mutex<Vec<u8>>>) -> JoinHandle<String> {
     std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = pipe.read_to_end(&mut buf);
-        String::from_utf8_lossy(&buf).into_owned()
+        let mut chunk = [0u8; 8192];
+        loop {
+            match pipe.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => seen.lock().unwrap().extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        let all = seen.lock().unwrap();
+        String::from_utf8_lossy(&all).into_owned()
     })
+}
+
+/// A new pseudo-terminal: the side rlm's tests read, and the path of the side the binary
+/// gets.
+fn open_terminal() -> (std::fs::File, PathBuf) {
+    use std::os::fd::FromRawFd;
+    // SAFETY: posix_openpt takes no pointers; it returns a new descriptor or -1.
+    let fd = unsafe { libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY) };
+    assert!(
+        fd >= 0,
+        "cannot open a pseudo-terminal: {}",
+        std::io::Error::last_os_error()
+    );
+    // SAFETY: `fd` was just opened and nothing else owns it.
+    let controller = unsafe { std::fs::File::from_raw_fd(fd) };
+    let mut name = [0 as libc::c_char; 128];
+    // SAFETY: `fd` is the terminal just opened; `name` is writable for the length given,
+    // and ptsname_r ends what it writes there with a NUL.
+    let ready = unsafe {
+        libc::grantpt(fd) == 0 && libc::unlockpt(fd) == 0 && libc::ptsname_r(fd, name.as_mut_ptr(), name.len()) == 0
+    };
+    assert!(
+        ready,
+        "cannot set up a pseudo-terminal: {}",
+        std::io::Error::last_os_error()
+    );
+    // SAFETY: ptsname_r succeeded, so `name` holds a NUL-terminated path.
+    let side = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) };
+    (controller, PathBuf::from(side.to_string_lossy().into_owned()))
 }
 
 /// A started binary.
@@ -420,6 +489,8 @@ pub struct Running {
     child: Child,
     stdout: Option<JoinHandle<String>>,
     stderr: Option<JoinHandle<String>>,
+    /// What the binary wrote to stderr so far.
+    stderr_seen: Arc<Mutex<Vec<u8>>>,
     started: Instant,
     deadline: Instant,
     description: String,
@@ -428,6 +499,11 @@ pub struct Running {
 impl Running {
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// What the binary has written to stderr so far.
+    pub fn stderr_so_far(&self) -> String {
+        String::from_utf8_lossy(&self.stderr_seen.lock().unwrap()).into_owned()
     }
 
     /// Time since the start.
