@@ -2,7 +2,7 @@
 //! results for people and programs. `github-comments` writes one comment per reviewed pull
 //! request to `comments.jsonl`; only `--post` posts them (`gh pr comment N -R OWNER/REPO
 //! --body-file -`), after asking — never without a terminal unless `--yes` — and a comment
-//! already posted is not posted twice.
+//! already posted is not posted twice: Ctrl-C lets the comment being posted finish.
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
@@ -10,13 +10,14 @@ use std::io::{BufRead, Write};
 
 use serde_json::{json, Value};
 
-use super::github;
+use super::github::{self, GhError};
 use super::ingest::id_key;
 use super::job_dir::{read_json_if_whole, write_bytes, JobDir};
 use super::report::{self, cell, ReportData};
 use super::review::memberships;
 use super::state::{JobRecord, Source};
 use crate::error::{ExitStatus, RlmError};
+use crate::exec::Interrupt;
 use crate::hash::sha256_hex;
 use crate::printer::Printer;
 use crate::settings::Environment;
@@ -239,12 +240,27 @@ async fn post(
             return Err(RlmError::Declined("cancelled: nothing was posted".into()));
         }
     }
-    let mut failed = 0;
+    // Listened to from here on only: the question above reads stdin, where a listener would
+    // keep Ctrl-C from being heard.
+    let mut interrupt = Interrupt::new();
+    let mut stopping = false;
+    let (mut posted_now, mut failed) = (0, 0);
     for c in &todo {
+        if stopping {
+            break;
+        }
         let number = id_key(&c["number"]).unwrap_or_default();
         let body = c["body"].as_str().unwrap_or_default();
-        match github::pr_comment(repo, &number, body, &env.cwd).await {
+        // The first Ctrl-C lets the comment being posted finish, so that it is recorded and
+        // never posted twice, and posts no more; a second one stops gh.
+        let cancel = async {
+            interrupt.recv().await;
+            stopping = true;
+            interrupt.recv().await;
+        };
+        match github::pr_comment(repo, &number, body, &env.cwd, cancel).await {
             Ok(()) => {
+                posted_now += 1;
                 printer.progress(&format!("posted on {repo}#{number}"));
                 let line = json!({"number": c["number"], "fingerprint": fingerprint(c)});
                 let appended = fs_err::OpenOptions::new()
@@ -256,6 +272,15 @@ async fn post(
                     printer.warn(&format!("cannot record the post: {e}"));
                 }
             }
+            Err(GhError {
+                error: RlmError::Interrupted(_),
+                ..
+            }) => {
+                return Err(RlmError::Interrupted(format!(
+                    "interrupted: gh was stopped while it posted on {repo}#{number}, which may or may not have its \
+                     comment now (it is not recorded as posted); {posted_now} comment(s) posted, the rest not"
+                )));
+            }
             Err(e) => {
                 failed += 1;
                 printer.error(&format!("{repo}#{number}: {e}"));
@@ -264,6 +289,11 @@ async fn post(
                 }
             }
         }
+    }
+    if stopping {
+        return Err(RlmError::Interrupted(format!(
+            "interrupted: {posted_now} comment(s) posted, the rest not: --post again posts them"
+        )));
     }
     Ok(if failed == 0 {
         ExitStatus::Success

@@ -113,8 +113,15 @@ impl GhError {
     }
 }
 
-/// `gh pr comment N -R REPO --body-file -` with the body on stdin.
-pub async fn pr_comment(repo: &str, number: &str, body: &str, cwd: &Path) -> Result<(), GhError> {
+/// `gh pr comment N -R REPO --body-file -` with the body on stdin. When `cancel` completes
+/// first, gh is stopped (its error is [`RlmError::Interrupted`]).
+pub async fn pr_comment(
+    repo: &str,
+    number: &str,
+    body: &str,
+    cwd: &Path,
+    cancel: impl Future<Output = ()>,
+) -> Result<(), GhError> {
     let argv: Vec<String> = ["gh", "pr", "comment", number, "-R", repo, "--body-file", "-"]
         .iter()
         .map(ToString::to_string)
@@ -124,7 +131,7 @@ pub async fn pr_comment(repo: &str, number: &str, body: &str, cwd: &Path) -> Res
         timeout: Some(COMMENT_TIMEOUT),
         ..CommandSpec::new(argv)
     };
-    process::run(&spec, body, std::future::pending())
+    process::run(&spec, body, cancel)
         .await
         .map(drop)
         .map_err(|e| GhError::of(&e, repo, &format!("gh pr comment {number}")))

@@ -26,7 +26,8 @@ pub(crate) const ITEM_SCHEMA: &str = r#"{"type":"object","properties":{"id":{"ty
 /// `GH_FAIL=auth|repo` answers as a logged-out gh or for an unknown repository (only the
 /// command `GH_FAIL_ON` names, e.g. `pr diff`, when it is set); `GH_NO_DIFF="3 7"` has no
 /// diff for those pull requests, as gh says of a number that is no pull request;
-/// `GH_HANG_ON="pr list"` makes that command write its pid to `$GH_LOG.pid` and hang.
+/// `GH_HANG_ON="pr list"` makes that command write its pid to `$GH_LOG.pid` and hang
+/// (`GH_HANG_SECONDS`, 30 unless set).
 pub(crate) const GH: &str = r#"#!/bin/sh
 printf '%s\n' "$*" >> "$GH_LOG"
 repo=$(printf '%s\n' "$@" | awk 'prev == "-R" { print; exit } { prev = $0 }')
@@ -37,7 +38,7 @@ if [ -z "$GH_FAIL_ON" ] || [ "$1 $2" = "$GH_FAIL_ON" ]; then
     repo) echo "GraphQL: Could not resolve to a Repository with the name '$repo'. (repository)" >&2; exit 1 ;;
   esac
 fi
-if [ "$1 $2" = "$GH_HANG_ON" ]; then echo $$ > "$GH_LOG.pid"; sleep 30; fi
+if [ "$1 $2" = "$GH_HANG_ON" ]; then echo $$ > "$GH_LOG.pid"; sleep "${GH_HANG_SECONDS:-30}"; fi
 case "$1 $2" in
   "pr list") cat "$GH_DATA/prs.json" ;;
   "pr diff")

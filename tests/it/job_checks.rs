@@ -1039,6 +1039,88 @@ fn ctrl_c_while_the_model_is_discovered_ends_the_job_before_it_starts() {
     assert!(jobs(&p).is_empty(), "no job was created");
 }
 
+/// Ctrl-C while `export --post` posts lets the comment being posted finish, records it and
+/// posts no more (exit 130), so that `--post` again posts each comment once; a second
+/// Ctrl-C stops gh itself, leaving it neither running nor recorded.
+#[test]
+fn ctrl_c_while_comments_are_posted_stops_after_the_one_being_posted() {
+    let mock = MockLlm::start();
+    let review = "\n[[phase]]\nname = \"review\"\nkind = \"review\"\nprompt = \"review.md\"\n\
+                  output_schema = \"item.schema.json\"\nselect = \"kind == \\\"fix\\\"\"\n";
+    let hints: Vec<(usize, String)> = (1..=3).map(|i| (i, fields_hint(&json!({"kind": "fix"})))).collect();
+    let p = job_project(3, 3, &hints, review)
+        .file("review.md", "Review.")
+        .file("bin/gh", GH);
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(p.path().join("bin/gh"))
+        .status()
+        .unwrap();
+    // Pull request numbers for ids, as gh pr comment needs.
+    p.write(
+        "entries.jsonl",
+        &p.read("entries.jsonl").replace("\"id\":\"e", "\"id\":\""),
+    );
+    p.write("job.toml", &format!("repo = \"acme/widgets\"\n{}", p.read("job.toml")));
+    p.rlm(&job_args(&mock.url(), &["-q"])).run().assert_exit(0);
+    let dir = only_job(&p);
+    let id = job_id(&dir);
+    let post = |seconds: &str| {
+        let _ = std::fs::remove_file(p.path().join("gh.log.pid"));
+        let run = with_gh(
+            &p,
+            p.rlm(&["job", "export", &id, "--format", "github-comments", "--post", "--yes"]),
+        )
+        .env("GH_HANG_ON", "pr comment")
+        .env("GH_HANG_SECONDS", seconds)
+        .spawn();
+        assert!(wait_until(Duration::from_secs(20), || p.exists("gh.log.pid")
+            && !p.read("gh.log.pid").trim().is_empty()));
+        let pid = p.read("gh.log.pid").trim().to_string();
+        (run, pid)
+    };
+    let comments = || gh_log(&p).iter().filter(|l| l.starts_with("pr comment")).count();
+    let recorded = || {
+        std::fs::read_to_string(dir.join("comments-posted.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+
+    let (run, pid) = post("2");
+    run.signal("INT");
+    let out = run.wait();
+    out.assert_exit(130);
+    assert!(
+        out.stderr
+            .contains("interrupted: 1 comment(s) posted, the rest not: --post again posts them"),
+        "{}",
+        out.stderr
+    );
+    assert!(gone_soon(&pid));
+    assert_eq!((comments(), recorded()), (1, 1));
+
+    let (run, pid) = post("30");
+    run.signal("INT");
+    std::thread::sleep(Duration::from_millis(300));
+    let out = stops_at_once_on_ctrl_c(run);
+    assert!(
+        out.stderr.contains("gh was stopped while it posted on acme/widgets#2"),
+        "{}",
+        out.stderr
+    );
+    assert!(gone_soon(&pid), "gh pr comment ({pid}) outlived rlm");
+    assert_eq!((comments(), recorded()), (2, 1));
+
+    let rest = with_gh(
+        &p,
+        p.rlm(&["job", "export", &id, "--format", "github-comments", "--post", "--yes"]),
+    )
+    .run();
+    rest.assert_exit(0);
+    assert_eq!((comments(), recorded()), (4, 3), "the first is not posted again");
+}
+
 /// Whether the process `pid`, which leads its own process group, is gone within ten
 /// seconds. If not, its group is killed, so that a failing test leaves nothing running.
 fn gone_soon(pid: &str) -> bool {
