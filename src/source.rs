@@ -99,8 +99,14 @@ impl SourceText {
     }
 
     /// The text of `path` read again, when its bytes still hash to `content_hash` (else
-    /// [`CHANGED`], or why it cannot be read).
+    /// [`CHANGED`], or why it cannot be read). The chunks of one file share one read: a
+    /// text read again lately, or still held by a unit, is given again (it is the planned
+    /// text, checked when it was read), so a file cut into thousands of chunks is read
+    /// and hashed once, not once a chunk (see [`Rereads`]).
     pub fn reread(path: &std::path::Path, content_hash: &str) -> Result<Arc<SourceText>, String> {
+        if let Some(text) = Rereads::find(path, content_hash) {
+            return Ok(text);
+        }
         let bytes = match crate::input::read_regular(path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(CHANGED.to_string()),
@@ -109,7 +115,9 @@ impl SourceText {
         if crate::hash::sha256_hex(&bytes) != content_hash {
             return Err(CHANGED.to_string());
         }
-        Ok(Self::decode_owned(bytes))
+        let text = Self::decode_owned(bytes);
+        Rereads::keep(path, content_hash, &text);
+        Ok(text)
     }
 
     /// Lines `start..=end` (1-based) of the text, with their newlines: what
@@ -139,9 +147,75 @@ impl SourceText {
     }
 }
 
+/// The texts read again lately, by file and hash: the last [`Rereads::RECENT`] held (the
+/// chunks of a file are sized, written into a provider batch or sent one after another, on
+/// a few threads), the others for as long as a unit holds them. What it holds beyond the
+/// units is at most those few texts.
+#[derive(Default)]
+struct Rereads {
+    by_file: std::collections::HashMap<(std::path::PathBuf, String), std::sync::Weak<SourceText>>,
+    recent: std::collections::VecDeque<Arc<SourceText>>,
+}
+
+impl Rereads {
+    const RECENT: usize = 4;
+
+    fn shared() -> std::sync::MutexGuard<'static, Rereads> {
+        static SHARED: std::sync::LazyLock<std::sync::Mutex<Rereads>> = std::sync::LazyLock::new(Default::default);
+        SHARED.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn find(path: &std::path::Path, content_hash: &str) -> Option<Arc<SourceText>> {
+        let rereads = Self::shared();
+        if rereads.by_file.is_empty() {
+            return None;
+        }
+        let key = (path.to_path_buf(), content_hash.to_string());
+        rereads.by_file.get(&key).and_then(std::sync::Weak::upgrade)
+    }
+
+    fn keep(path: &std::path::Path, content_hash: &str, text: &Arc<SourceText>) {
+        let mut rereads = Self::shared();
+        if rereads.by_file.len() >= 64 * Self::RECENT {
+            // The texts no unit holds any more are forgotten.
+            rereads.by_file.retain(|_, text| text.strong_count() > 0);
+        }
+        let key = (path.to_path_buf(), content_hash.to_string());
+        rereads.by_file.insert(key, Arc::downgrade(text));
+        rereads.recent.push_back(text.clone());
+        if rereads.recent.len() > Self::RECENT {
+            rereads.recent.pop_front();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_read_again_is_read_once_for_all_its_chunks() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.log");
+        fs_err::write(&path, "one\ntwo\n").unwrap();
+        let hash = crate::hash::sha256_hex(b"one\ntwo\n");
+        let first = SourceText::reread(&path, &hash).unwrap();
+        // Edited since: the planned text, read once, is what its other chunks get, never
+        // the edit (and the file is not read again to find it changed).
+        fs_err::write(&path, "ONE\ntwo\n").unwrap();
+        let again = SourceText::reread(&path, &hash).unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        assert_eq!(again.text, "one\ntwo\n");
+        // Another file's reads push it out of the recent ones; once no unit holds it, the
+        // file is read again, and the edit found.
+        drop((first, again));
+        for i in 0..Rereads::RECENT {
+            let other = dir.path().join(format!("o{i}"));
+            fs_err::write(&other, format!("{i}")).unwrap();
+            SourceText::reread(&other, &crate::hash::sha256_hex(format!("{i}").as_bytes())).unwrap();
+        }
+        assert_eq!(SourceText::reread(&path, &hash).unwrap_err(), CHANGED);
+    }
 
     #[test]
     fn lines_by_index_are_lines_by_scan() {
