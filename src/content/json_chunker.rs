@@ -114,6 +114,9 @@ struct Packer<'t, 'i> {
     index: &'i LineIndex<'t>,
     opts: &'i ChunkOptions,
     containers: std::cell::RefCell<Vec<Container>>,
+    /// Each container's schema, made once: every chunk of a container carries it, and a
+    /// container of a million elements is not walked again for each of its chunks.
+    schemas: std::cell::RefCell<std::collections::HashMap<usize, SchemaSummary>>,
 }
 
 impl<'t, 'i> Packer<'t, 'i> {
@@ -123,6 +126,7 @@ impl<'t, 'i> Packer<'t, 'i> {
             index,
             opts,
             containers: std::cell::RefCell::new(Vec::new()),
+            schemas: std::cell::RefCell::new(std::collections::HashMap::new()),
         }
     }
 
@@ -312,7 +316,7 @@ impl<'t, 'i> Packer<'t, 'i> {
         }
         content.push("\n", None);
         let mut context = ChunkContext::new(ChunkStrategy::Elements);
-        context.schema = Some(self.schema(&containers[first_container]));
+        context.schema = Some(self.schema_of(&containers, first_container));
         context.json_path = Some(self.place(&containers, current));
         let lines = LineRange::new(
             self.index.line_of_offset(first.start),
@@ -346,6 +350,16 @@ impl<'t, 'i> Packer<'t, 'i> {
             });
         }
         runs.join(", then ")
+    }
+
+    /// The schema of container `c` (see [`Packer::schema`]), made once.
+    fn schema_of(&self, containers: &[Container], c: usize) -> SchemaSummary {
+        if let Some(known) = self.schemas.borrow().get(&c) {
+            return known.clone();
+        }
+        let schema = self.schema(&containers[c]);
+        self.schemas.borrow_mut().insert(c, schema.clone());
+        schema
     }
 
     /// The schema of a container: the first five elements of an array, the members of an
