@@ -562,9 +562,8 @@ fn a_phase_without_batches_is_named_in_its_own_summary_line() {
     );
 }
 
-#[test]
-fn post_refuses_ids_that_are_not_pull_request_numbers_before_posting_anything() {
-    let mock = MockLlm::start();
+/// Three entries classified `fix`, a review phase over them, and the fake gh in `bin/`.
+fn three_fixes_to_review_with_gh() -> crate::support::Project {
     let review = "\n[[phase]]\nname = \"review\"\nkind = \"review\"\nprompt = \"review.md\"\n\
                   output_schema = \"item.schema.json\"\nselect = \"kind == \\\"fix\\\"\"\n";
     let hints: Vec<(usize, String)> = (1..=3).map(|i| (i, fields_hint(&json!({"kind": "fix"})))).collect();
@@ -576,6 +575,13 @@ fn post_refuses_ids_that_are_not_pull_request_numbers_before_posting_anything() 
         .arg(p.path().join("bin/gh"))
         .status()
         .unwrap();
+    p
+}
+
+#[test]
+fn post_refuses_ids_that_are_not_pull_request_numbers_before_posting_anything() {
+    let mock = MockLlm::start();
+    let p = three_fixes_to_review_with_gh();
     p.write("job.toml", &format!("repo = \"acme/widgets\"\n{}", p.read("job.toml")));
     p.rlm(&job_args(&mock.url(), &["-q"])).run().assert_exit(0);
     let id = job_id(&only_job(&p));
@@ -1045,17 +1051,7 @@ fn ctrl_c_while_the_model_is_discovered_ends_the_job_before_it_starts() {
 #[test]
 fn ctrl_c_while_comments_are_posted_stops_after_the_one_being_posted() {
     let mock = MockLlm::start();
-    let review = "\n[[phase]]\nname = \"review\"\nkind = \"review\"\nprompt = \"review.md\"\n\
-                  output_schema = \"item.schema.json\"\nselect = \"kind == \\\"fix\\\"\"\n";
-    let hints: Vec<(usize, String)> = (1..=3).map(|i| (i, fields_hint(&json!({"kind": "fix"})))).collect();
-    let p = job_project(3, 3, &hints, review)
-        .file("review.md", "Review.")
-        .file("bin/gh", GH);
-    std::process::Command::new("chmod")
-        .arg("+x")
-        .arg(p.path().join("bin/gh"))
-        .status()
-        .unwrap();
+    let p = three_fixes_to_review_with_gh();
     // Pull request numbers for ids, as gh pr comment needs.
     p.write(
         "entries.jsonl",
