@@ -298,7 +298,10 @@ impl RunDir {
     pub fn write_json(&self, name: &str, value: &impl serde::Serialize) -> std::io::Result<PathBuf> {
         let path = self.dir.join(name);
         crate::fs_atomic::write_atomic_with(&path, Durability::Buffered, |out| {
-            let mut out = crate::secret::ScrubLines::new(&self.redactor, out);
+            let out = crate::secret::ScrubLines::new(&self.redactor, out);
+            // Buffered before it is scrubbed: the serializer writes a token at a time, and
+            // the scrubber then sees thousands of lines at once (see `ScrubLines::write`).
+            let mut out = std::io::BufWriter::with_capacity(64 * 1024, out);
             serde_json::to_writer_pretty(&mut out, value).map_err(std::io::Error::other)?;
             std::io::Write::write_all(&mut out, b"\n")?;
             std::io::Write::flush(&mut out)
