@@ -172,7 +172,13 @@ impl<'a> WriteBatch<'a> {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             )
             .map_err(sqlite)?;
-        for (i, unit) in units.iter().enumerate() {
+        // Inserted in the order of their ids, not the plan's (`seq` keeps that, and every
+        // listing orders by it): the index of the key `(run_id, unit_id)` then grows at its
+        // end, page after page, where ids in plan order (hashes) land all over it.
+        let mut order: Vec<usize> = (0..units.len()).collect();
+        order.sort_unstable_by(|&a, &b| units[a].id.cmp(&units[b].id));
+        for i in order {
+            let unit = &units[i];
             let done = served.contains(&i);
             let queued = if done {
                 UnitState::Completed.name()
