@@ -25,6 +25,7 @@ mod map;
 mod pr_report;
 mod pr_review;
 mod preflight;
+mod prepare;
 mod progress;
 mod records;
 mod reduce;
@@ -34,6 +35,7 @@ mod runner;
 mod select;
 mod settings;
 mod state;
+mod status;
 mod store_link;
 mod worker;
 
@@ -60,6 +62,7 @@ use crate::settings::Environment;
 use crate::store::Timestamp;
 
 use job_dir::{read_json, write_bytes, write_json, JobDir};
+use prepare::{prepare_file, prepare_pr_review, Prepared};
 use progress::Progress;
 use runner::{JobRun, ResolvedPhase};
 use settings::{JobSettings, RememberedSettings};
@@ -71,8 +74,8 @@ use store_link::StoreLink;
 pub fn run_command(command: JobAction, color: ColorChoice, env: &Environment) -> ExitStatus {
     let json = command.wants_json();
     let outcome = match command {
-        JobAction::List { json } => list(json, env).map_err(JobFailure::from),
-        JobAction::Status { job, json } => status(job.as_deref(), json, env).map_err(JobFailure::from),
+        JobAction::List { json } => status::list(json, env).map_err(JobFailure::from),
+        JobAction::Status { job, json } => status::status(job.as_deref(), json, env).map_err(JobFailure::from),
         other => match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
             Ok(runtime) => {
                 let outcome = runtime.block_on(run_async(other, color, env));
@@ -222,176 +225,6 @@ fn resolve(
 ) -> Result<JobSettings, RlmError> {
     remembered.overlay(given);
     JobSettings::resolve(remembered, flags, color, env)
-}
-
-/// A job before it exists on disk: everything checked, nothing written.
-struct Prepared {
-    definition: JobDefinition,
-    kind: &'static str,
-    source: Source,
-    items: Vec<Value>,
-    /// Each phase's prompt and schema text.
-    texts: Vec<(Option<String>, Option<String>)>,
-    context: Option<String>,
-}
-
-/// A job file: the definition, its prompts and schemas (compiled), its context, its items
-/// (a `command` that lists them is stopped by Ctrl-C, heard through `interrupt`).
-async fn prepare_file(path: &Path, env: &Environment, interrupt: &mut Interrupt) -> Result<Prepared, RlmError> {
-    let path = env.cwd.join(path);
-    let definition = JobDefinition::load(&path)?;
-    let base = path.parent().map_or_else(|| env.cwd.clone(), Path::to_path_buf);
-    // `at` names the phase (or the job) and the key, as a definition error does.
-    let read = |p: &Path, at: &str| -> Result<String, RlmError> {
-        fs_err::read_to_string(base.join(p))
-            .map_err(|e| RlmError::Input(format!("{}: {at}: cannot read it: {e}", path.display())))
-    };
-    let mut texts = Vec::new();
-    for (i, phase) in definition.phases.iter().enumerate() {
-        let at = |key: &str| format!("phase {} ({}): `{key}`", i + 1, phase.name);
-        let prompt = phase.prompt.as_deref().map(|p| read(p, &at("prompt"))).transpose()?;
-        let schema = match &phase.output_schema {
-            Some(p) => {
-                let text = read(p, &at("output_schema"))?;
-                let schema = OutputSchema::from_text(&text, p).map_err(|e| {
-                    RlmError::Input(format!(
-                        "phase {}: {}",
-                        phase.name,
-                        e.to_string().replace("--schema ", "output_schema ")
-                    ))
-                })?;
-                if let Some(why) = batch_check::unanswerable(&schema.value, &definition.id) {
-                    return Err(RlmError::Input(format!(
-                        "{}: {}: no answer can pass {}: {why}",
-                        path.display(),
-                        at("output_schema"),
-                        p.display()
-                    )));
-                }
-                Some(text)
-            }
-            None => None,
-        };
-        texts.push((prompt, schema));
-    }
-    let context = definition
-        .context
-        .as_deref()
-        .map(|p| read(p, "`context`"))
-        .transpose()?;
-    let (items, source) = match (&definition.input, &definition.command) {
-        (Some(input), _) => {
-            let full = base.join(input);
-            (
-                ingest::read_items_file(&full)?,
-                Source::File {
-                    path: full.display().to_string(),
-                },
-            )
-        }
-        (None, Some(argv)) => {
-            let listed = ingest::command_output(argv, &base, interrupt.recv()).await;
-            let out = listed.map_err(|e| match e {
-                crate::process::ProcessError::NotFound { program } => RlmError::Config(format!(
-                    "{}: the job's command {program} is not found (on PATH, or at that path): install it or change \
-                     `command` in the job file",
-                    path.display()
-                )),
-                crate::process::ProcessError::NotExecutable { program } => RlmError::Config(format!(
-                    "{}: the job's command {program} is not executable: chmod +x it or change `command` in the job \
-                     file",
-                    path.display()
-                )),
-                crate::process::ProcessError::Cancelled { program } => RlmError::Interrupted(format!(
-                    "interrupted: the job's command {program} was stopped before it listed the items; nothing was \
-                     sent to a model"
-                )),
-                other => RlmError::Input(format!("the job's command failed: {other}")),
-            })?;
-            let items = ingest::parse_items(&out, &format!("the output of {}", argv.join(" ")))?;
-            (items, Source::Command { argv: argv.clone() })
-        }
-        (None, None) => {
-            return Err(RlmError::Input(format!(
-                "{}: no items: give `input = \"items.jsonl\"` or `command = [\"program\", \"arg\"]`",
-                path.display()
-            )))
-        }
-    };
-    let shown = path.display().to_string();
-    // gh's pull requests become the seed's records, as `rlm job pr-review` makes them.
-    let (items, kind) = if definition.is_pr_review() {
-        (pr_review::normalize_items(&items, &shown)?, "pr-review")
-    } else {
-        (items, "run")
-    };
-    ingest::check_ids(&items, &definition.id, &shown)?;
-    if items.is_empty() {
-        return Err(RlmError::Input(format!(
-            "{shown}: the input has no items: nothing to do"
-        )));
-    }
-    Ok(Prepared {
-        definition,
-        kind,
-        source,
-        items,
-        texts,
-        context,
-    })
-}
-
-/// `rlm job pr-review`: the preset, the vision document, and the pull requests from gh (or
-/// `--input`); gh is stopped by Ctrl-C, heard through `interrupt`.
-async fn prepare_pr_review(
-    args: &PrReviewOptions,
-    env: &Environment,
-    interrupt: &mut Interrupt,
-) -> Result<Prepared, RlmError> {
-    github::check_repo(&args.repo)?;
-    let vision =
-        fs_err::read_to_string(env.cwd.join(&args.vision)).map_err(|e| RlmError::Input(format!("--vision: {e}")))?;
-    if vision.trim().is_empty() {
-        return Err(RlmError::Input(format!(
-            "--vision {} is empty: describe the project's goals and non-goals",
-            args.vision.display()
-        )));
-    }
-    let (text, shown) = match &args.input {
-        Some(file) => (
-            fs_err::read_to_string(env.cwd.join(file)).map_err(|e| RlmError::Input(format!("--input: {e}")))?,
-            file.display().to_string(),
-        ),
-        None => (
-            github::pr_list(&args.repo, args.limit, &env.cwd, interrupt.recv()).await?,
-            "gh pr list".to_string(),
-        ),
-    };
-    let mut items = pr_review::normalize_all(&text, &shown)?;
-    if let Some(limit) = args.limit {
-        items.truncate(limit as usize);
-    }
-    ingest::check_ids(&items, "number", &shown)?;
-    if items.is_empty() {
-        return Err(RlmError::Input(format!(
-            "{}: no open pull requests: nothing to review",
-            args.repo
-        )));
-    }
-    let mut definition = pr_review::definition(&args.repo);
-    definition.context = Some(args.vision.clone());
-    Ok(Prepared {
-        definition,
-        kind: "pr-review",
-        source: Source::GitHub {
-            repo: args.repo.clone(),
-            limit: args.limit,
-            input: args.input.as_ref().map(|p| p.display().to_string()),
-        },
-        items,
-        texts: pr_review::texts(),
-        context: Some(vision),
-    })
 }
 
 /// Each phase's model (asking a local server which it serves when none was given, which
@@ -1021,155 +854,4 @@ fn latest_unfinished(cwd: &Path) -> Result<JobDir, RlmError> {
     Err(RlmError::Store(
         "no unfinished job in this directory: rlm job list shows the jobs (name one to resume it)".into(),
     ))
-}
-
-/// `rlm job list [--json]`: newest first.
-fn list(as_json: bool, env: &Environment) -> Result<ExitStatus, RlmError> {
-    let mut rows = Vec::new();
-    let mut unreadable = 0;
-    for id in job_dir::list_ids(&env.cwd)?.into_iter().rev() {
-        let dir = JobDir::open(&env.cwd, Some(&id))?;
-        match dir.read_record() {
-            Ok(r) => rows.push(json!({
-                "job_id": r.job_id, "name": r.name, "kind": r.kind, "status": r.status.name(),
-                "created_at": r.created_at, "updated_at": r.updated_at, "items": r.items,
-                "phases_done": r.phases.iter().filter(|p| p.status().is_done()).count(),
-                "phases": r.phases.len(), "unprocessed": r.unprocessed(), "cost_usd": r.cost_usd(),
-                "dir": dir.root.display().to_string(),
-            })),
-            Err(e) => {
-                unreadable += 1;
-                Printer::plain().warn(&format!("{id}: {e}"));
-            }
-        }
-    }
-    let text = if as_json {
-        serde_json::to_string_pretty(&rows).unwrap_or_default()
-    } else if rows.is_empty() && unreadable > 0 {
-        match unreadable {
-            1 => "No job can be read: the one job's job.json is not readable (named above)".to_string(),
-            n => format!("No job can be read: the job.json of each of the {n} jobs is not readable (named above)"),
-        }
-    } else if rows.is_empty() {
-        "No jobs yet: rlm job run JOB.toml or rlm job pr-review OWNER/REPO --vision VISION.md".to_string()
-    } else {
-        let mut s = format!(
-            "{:<26} {:<18} {:>7} {:>7} {:>10}  NAME\n",
-            "JOB", "STATUS", "ITEMS", "PHASES", "COST"
-        );
-        for r in &rows {
-            s.push_str(&format!(
-                "{:<26} {:<18} {:>7} {:>7} {:>10}  {}\n",
-                r["job_id"].as_str().unwrap_or(""),
-                r["status"].as_str().unwrap_or(""),
-                r["items"].to_string(),
-                format!("{}/{}", r["phases_done"], r["phases"]),
-                format!("${:.4}", r["cost_usd"].as_f64().unwrap_or(0.0)),
-                r["name"].as_str().unwrap_or("")
-            ));
-        }
-        s.trim_end().to_string()
-    };
-    Printer::plain().data(&text);
-    Ok(ExitStatus::Success)
-}
-
-/// `rlm job status [JOB] [--json]`: per phase, batches done/failed/total, items, cost, ETA.
-fn status(query: Option<&str>, as_json: bool, env: &Environment) -> Result<ExitStatus, RlmError> {
-    let dir = JobDir::open(&env.cwd, query)?;
-    let record = dir.read_record()?;
-    let owner_gone = record.status == JobStatus::Running && owner_gone(env, &record.job_id);
-    // Only a job an rlm works on now has an ETA: nobody works on one whose owner is gone,
-    // or that stopped (Ctrl-C, --deadline, --max-cost, --pause-after) in a phase.
-    let working = record.status == JobStatus::Running && !owner_gone;
-    let etas: Vec<Option<u64>> = record
-        .phases
-        .iter()
-        .map(|p| if working { eta_secs(p) } else { None })
-        .collect();
-    if as_json {
-        let mut doc = runner::summary_json(&dir, &record);
-        doc["owner_gone"] = json!(owner_gone);
-        doc["eta_seconds"] = json!(etas);
-        Printer::plain().json(&doc);
-        return Ok(ExitStatus::Success);
-    }
-    let r = &record;
-    let shown = if owner_gone {
-        "RUNNING, but no rlm is working on it (it crashed or was killed): rlm job resume goes on".to_string()
-    } else {
-        r.status.name().to_string()
-    };
-    let mut s = format!(
-        "Job {} · {} · {}\nStatus: {shown}\nItems: {} · Cost: ${:.4} · Directory: {}\n",
-        r.job_id,
-        r.name,
-        r.kind,
-        r.items,
-        r.cost_usd(),
-        dir.root.display()
-    );
-    if r.earlier.calls > 0 || r.earlier.cost_usd > 0.0 {
-        // The phases below show their latest run; the job's cost holds every run.
-        s.push_str(&format!(
-            "Earlier: ${:.4} and {} in runs a rerun replaced\n",
-            r.earlier.cost_usd,
-            crate::printer::plural(r.earlier.calls as usize, "call")
-        ));
-    }
-    if let Some(why) = &r.stopped {
-        s.push_str(&format!("Stopped: {why}\n"));
-    }
-    for (i, (p, eta)) in r.phases.iter().zip(&etas).enumerate() {
-        let kind = p.kind.map_or("", PhaseKind::name);
-        let eta = eta.map_or(String::new(), |e| format!(" · ETA ~{e}s"));
-        s.push_str(&format!(
-            "  {} {:<18} {:<7} {:<9} batches {}/{} ({} failed) · items {}/{} · ${:.4}{eta}\n",
-            i + 1,
-            p.name,
-            kind,
-            // A phase the job stopped in is not running: `resume` takes it up.
-            match p.status() {
-                state::PhaseStatus::Running if !working => "stopped".to_string(),
-                status => format!("{status:?}").to_lowercase(),
-            },
-            p.batches_done,
-            p.batches_total,
-            p.batches_failed,
-            p.items_done,
-            p.items_total,
-            p.cost_usd
-        ));
-        for note in &p.notes {
-            s.push_str(&format!("      {note}\n"));
-        }
-    }
-    if r.unprocessed() > 0 {
-        s.push_str(&format!(
-            "Unprocessed: {} (rlm job rerun {} --phase N takes only them)\n",
-            crate::printer::plural(r.unprocessed(), "item"),
-            r.job_id
-        ));
-    }
-    Printer::plain().data(s.trim_end());
-    Ok(ExitStatus::Success)
-}
-
-/// A running phase's ETA: its pace so far over the batches left.
-fn eta_secs(p: &PhaseState) -> Option<u64> {
-    if p.status() != state::PhaseStatus::Running || p.batches_done == 0 {
-        return None;
-    }
-    let started = p.started_at.as_deref().and_then(Timestamp::parse)?;
-    let elapsed = Timestamp::now().since(started).as_secs();
-    let left = p.batches_total.saturating_sub(p.batches_done + p.batches_failed) as u64;
-    Some(left * elapsed / p.batches_done as u64)
-}
-
-/// Whether the store says the job's owner is gone.
-fn owner_gone(env: &Environment, id: &str) -> bool {
-    let rlm_dir = env.cwd.join(".aiwg").join("rlm");
-    crate::store::TaskStore::open(&rlm_dir)
-        .and_then(|s| s.run(&crate::store::RunId::from(id)))
-        .is_ok_and(|run| run.crashed())
 }
