@@ -1001,13 +1001,7 @@ fn ctrl_c_at_the_cost_question_ends_the_job_before_it_starts() {
     let prices = r#"{"rlm": {"prices": {"claude-sonnet-5-5": {"input": 5000.0, "output": 5000.0}}}}"#;
     let p = job_project(2, 2, &[], "").file(".aiwg/aiwg.config", prices);
     let run = p.rlm(&job_args(&mock.url(), &[])).terminal().spawn();
-    assert!(
-        wait_until(Duration::from_secs(20), || run
-            .stderr_so_far()
-            .contains("Proceed? (y/n)")),
-        "{}",
-        run.stderr_so_far()
-    );
+    run.await_stderr("Proceed? (y/n)");
     let out = stops_at_once_on_ctrl_c(run);
     assert!(
         out.stderr
@@ -1030,11 +1024,7 @@ fn ctrl_c_while_the_model_is_discovered_ends_the_job_before_it_starts() {
         .rlm(&job_args(&mock.url(), &["--yes"]))
         .env_remove("ANTHROPIC_API_KEY")
         .spawn();
-    assert!(
-        wait_until(Duration::from_secs(20), || run.stderr_so_far().contains("/v1/models")),
-        "{}",
-        run.stderr_so_far()
-    );
+    run.await_stderr("/v1/models");
     let out = stops_at_once_on_ctrl_c(run);
     assert!(
         out.stderr

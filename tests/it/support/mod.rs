@@ -506,6 +506,16 @@ impl Running {
         String::from_utf8_lossy(&self.stderr_seen.lock().unwrap()).into_owned()
     }
 
+    /// Waits until stderr says `needle` (at most 20 s; the test fails, showing stderr, if
+    /// it never does).
+    pub fn await_stderr(&self, needle: &str) {
+        assert!(
+            wait_until(Duration::from_secs(20), || self.stderr_so_far().contains(needle)),
+            "never said {needle:?}: {}",
+            self.stderr_so_far()
+        );
+    }
+
     /// Time since the start.
     pub fn elapsed(&self) -> Duration {
         self.started.elapsed()
