@@ -55,7 +55,7 @@ use crate::unit_failure::{FailureKind, UnitFailure};
 
 use aggregate_stage::{aggregate, Aggregated};
 use answers::FileAnswer;
-pub use batch_api_run::{cancel_each, refuse_batches_elsewhere, RunRecorder};
+pub use batch_api_run::{cancel_each, refuse_batches_elsewhere, BatchApiRun, Heard, Host, Request, RunRecorder, Stage};
 use dispatcher::StopReason;
 use execution::Execution;
 pub use execution::Pause;

@@ -207,7 +207,6 @@ pub async fn run_batches(
         )),
         tag,
         submit: run.settings.exec.batch_api.mode.is_on(),
-        name: &phase.name,
         run: &run.dir.id,
         budget_left: run.settings.budget.max_cost.map(|max| max - run.record.cost_usd()),
         printer: &run.printer,
@@ -234,15 +233,11 @@ pub async fn run_batches(
         jobs = collected.rest;
         answered = collected.answered;
         stopped = collected.stopped;
-        if let Some(reason) = collected.over_budget {
-            run.printer.warn(&reason);
-            run.stop = Some(Stop::Budget(reason));
+        if let Some(Stop::Budget(reason)) = &collected.stop {
+            run.printer.warn(reason);
         }
-        if let Some(reason) = collected.canceled {
-            run.stop = Some(Stop::Canceled(reason));
-        }
-        if let Some(reason) = collected.unread {
-            run.stop = Some(Stop::Fatal(reason));
+        if collected.stop.is_some() {
+            run.stop = collected.stop;
         }
     }
     let JobRun {
@@ -366,12 +361,27 @@ impl BatchDone {
     /// `job` ended with `outcome` outside the pool (answered through the batch API); its
     /// output file is still to be written.
     pub(super) fn new(job: &BatchJob, outcome: WorkerOutcome) -> Self {
+        Self::answered(job.n, job.ids.clone(), outcome)
+    }
+
+    /// Batch `n`, for the items `ids`, ended with `outcome` outside the pool.
+    pub(super) fn answered(n: usize, ids: Vec<Value>, outcome: WorkerOutcome) -> Self {
         BatchDone {
-            n: job.n,
-            ids: job.ids.clone(),
+            n,
+            ids,
             outcome,
             written: Ok(()),
         }
+    }
+
+    /// What it cost.
+    pub(super) fn cost_usd(&self) -> f64 {
+        self.outcome.cost_usd
+    }
+
+    /// Its accepted answer could not be cached.
+    pub(super) fn write_failed(&self) -> bool {
+        self.outcome.write_error.is_some()
     }
 }
 

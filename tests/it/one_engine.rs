@@ -536,7 +536,7 @@ fn a_jobs_failed_batch_create_is_sent_again_or_its_batch_found_as_rlm_batch_does
     use crate::job::{fast as job_fast, job_args, job_project, map_requests, only_job};
     use crate::support::mock_llm::batch::SubmitFault;
     for (fault, said) in [
-        (SubmitFault::ServerErrorBeforeCreate, "could not be created"),
+        (SubmitFault::ServerErrorBeforeCreate, "its requests are submitted again"),
         (
             SubmitFault::ResetAfterCreate,
             "may be it and has not ended: rlm waits for it",
@@ -619,6 +619,100 @@ fn two_batch_jobs_of_one_job_file_at_once_pay_once() {
     }
 }
 
+/// Scenario 2 on the job path: a realtime `rlm job run` and a `--batch-api` one of the same
+/// job file at once, both ways round: each map request is paid once, whichever job pays for
+/// it (the batch job's stage waits for the realtime job's calls in flight, and the realtime
+/// job's workers for the batch).
+#[test]
+fn a_realtime_job_and_a_batch_job_of_one_job_file_at_once_pay_once() {
+    use crate::job::{fast as job_fast, job_args, job_project, jobs, map_requests};
+    // The batch job first.
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::AfterTime(Duration::from_millis(1500)));
+    let p = job_project(12, 4, &[], "");
+    let url = mock.url();
+    let batch = job_fast(p.rlm(&job_args(&url, &["--batch-api", "--yes"]))).spawn();
+    assert!(
+        wait_until(Duration::from_secs(30), || mock.batch_submissions() >= 1),
+        "the batch job submits"
+    );
+    let realtime = job_fast(p.rlm(&job_args(&url, &["--yes"]))).spawn();
+    batch.wait().assert_exit(0);
+    let rt = realtime.wait();
+    rt.assert_exit(0);
+    assert_eq!(mock.batch_sizes(), [3], "{}", rt.stderr);
+    assert!(map_requests(&mock).is_empty(), "the realtime job waited: {}", rt.stderr);
+    for dir in jobs(&p) {
+        let record = read_json(&dir.join("job.json"));
+        assert_eq!(record["phases"][0]["items_done"], 12, "{record}");
+    }
+
+    // The realtime job first: its calls in flight are waited for, not submitted again.
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(600));
+    let p = job_project(12, 4, &[], "");
+    let url = mock.url();
+    let realtime = job_fast(p.rlm(&job_args(&url, &["--yes", "-j", "3"]))).spawn();
+    assert!(
+        wait_until(Duration::from_secs(30), || mock.requests() >= 3),
+        "the realtime job calls"
+    );
+    let batch = job_fast(p.rlm(&job_args(&url, &["--batch-api", "--yes"]))).spawn();
+    realtime.wait().assert_exit(0);
+    let b = batch.wait();
+    b.assert_exit(0);
+    let batched: usize = mock.batch_sizes().iter().sum();
+    assert_eq!(
+        map_requests(&mock).len() + batched,
+        3,
+        "each paid once: {} realtime, batches {:?}: {}",
+        map_requests(&mock).len(),
+        mock.batch_sizes(),
+        b.stderr
+    );
+    for dir in jobs(&p) {
+        let record = read_json(&dir.join("job.json"));
+        assert_eq!(record["phases"][0]["items_done"], 12, "{record}");
+    }
+}
+
+/// A job's batch is collected only at the server it was sent to, as a batch run's is: a
+/// resume pointed at another server is refused before anything is sent, says where the
+/// batch waits, and offers `rlm cancel` (a job's batches are never forgotten).
+#[test]
+fn a_job_resume_pointed_at_another_server_is_refused_before_anything_is_sent() {
+    use crate::job::{fast as job_fast, job_id, job_project, jobs};
+    let first = MockLlm::start();
+    first.set_batch_progress(BatchProgress::Held);
+    let other = MockLlm::start();
+    let p = job_project(8, 4, &[], "");
+    let first_url = first.url();
+    killed_once_its_batch_is_recorded(&p, &first_url, Some(&first));
+    let id = job_id(&jobs(&p)[0]);
+    let calls = first.batch_calls();
+    let out = job_fast(p.rlm(&["job", "resume", &id, "--base-url", &other.url()])).run();
+    out.assert_exit(2);
+    let said = format!(
+        "batch msgbatch_mock_1 waits at {first_url}, but the settings now point at {}",
+        other.url()
+    );
+    assert!(out.stderr.contains(&said), "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!("`rlm cancel {id}` cancels it there")),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("--forget"), "{}", out.stderr);
+    assert_eq!(other.batch_calls() + other.requests(), 0, "nothing was sent there");
+    assert_eq!(first.batch_calls(), calls, "nor to the first");
+
+    // Pointed back, the resume collects it: nothing is sent twice.
+    first.set_batch_progress(BatchProgress::AfterPolls(0));
+    let resumed = job_fast(p.rlm(&["job", "resume", &id, "--base-url", &first_url])).run();
+    resumed.assert_exit(0);
+    assert_eq!(first.batch_submissions(), 1, "{}", resumed.stderr);
+}
+
 /// Scenario 3 on the job path: `rlm job run --batch-api` killed while it waits for its
 /// batch, then the same command run again (a new job, not `rlm job resume`): the new job
 /// collects the first one's batch, pays nothing more, and reports its cost once.
@@ -631,7 +725,7 @@ fn a_batch_job_run_again_after_a_kill_collects_the_first_batch_and_pays_nothing_
     let url = mock.url();
     // Killed once its batch is recorded (killed before, its submission's reply is lost: the
     // new job leaves it to `rlm job resume` of the first, which looks for it).
-    killed_once_its_batch_is_recorded(&p, &url);
+    killed_once_its_batch_is_recorded(&p, &url, None);
     let again = job_fast(p.rlm(&job_args(&url, &["--batch-api", "--yes", "--json"]))).run();
     again.assert_exit(0);
     assert_eq!(
@@ -719,7 +813,7 @@ fn rlm_cancel_of_a_running_batch_job_cancels_its_batch_and_the_job_stops_without
     let out = job.wait();
     assert_eq!(out.status, 130, "stopped, resumable: {}", out.stderr);
     assert!(
-        out.stderr.contains("was canceled while the job waited"),
+        out.stderr.contains("canceled at the provider before it ran"),
         "{}",
         out.stderr
     );
@@ -755,7 +849,7 @@ fn a_killed_batch_job_canceled_then_resumed_keeps_what_finished_and_sends_only_t
     mock.set_batch_progress(BatchProgress::HeldAfter(1));
     let p = job_project(8, 4, &[], "");
     let url = mock.url();
-    killed_once_its_batch_is_recorded(&p, &url);
+    killed_once_its_batch_is_recorded(&p, &url, Some(&mock));
     let id = job_id(&jobs(&p)[0]);
     let cancel = p.rlm(&["cancel", &id]).run();
     cancel.assert_exit(0);
@@ -832,12 +926,13 @@ fn a_batch_job_against_a_server_without_a_batch_api_says_to_turn_it_off() {
 }
 
 /// Runs the job in `p` with `--batch-api` against `url` and kills it (-9) once its batch
-/// is recorded in the run store.
-fn killed_once_its_batch_is_recorded(p: &Project, url: &str) {
+/// is recorded in the run store (and, given the mock, once the batch was polled).
+fn killed_once_its_batch_is_recorded(p: &Project, url: &str, polled: Option<&MockLlm>) {
     use crate::job::{fast as job_fast, job_args};
     let running = job_fast(p.rlm(&job_args(url, &["--batch-api", "--yes"]))).spawn();
     assert!(
-        wait_until(Duration::from_secs(30), || first_job_batch_recorded(p)),
+        wait_until(Duration::from_secs(30), || first_job_batch_recorded(p)
+            && polled.is_none_or(|m| m.batch_polls() >= 1)),
         "the job records its batch"
     );
     running.signal("KILL");

@@ -4,8 +4,8 @@
 //! that cannot be reached is given up instead. While another rlm waits for the run's batches,
 //! they are only canceled at the provider ([`cancel_at_provider`]) and that rlm collects them.
 
+use super::host::Stage;
 use super::BatchApiRun;
-use crate::batch::execution::Execution;
 use crate::error::{ProviderFailure, RlmError};
 use crate::exec::Event;
 use crate::printer::Printer;
@@ -188,7 +188,7 @@ impl BatchApiRun {
     /// whatever its phase, before anything is collected (so none keeps running, and billed,
     /// whatever happens next). Under `--forget`, a batch recorded at another server, or one
     /// the server does not know, is given up instead.
-    pub(super) async fn cancel_all(&mut self, exec: &mut Execution) {
+    pub(super) async fn cancel_all(&mut self, exec: &mut impl Stage) {
         let server = self.api.server().to_string();
         let mut kept = Vec::with_capacity(self.earlier.len());
         for mut e in std::mem::take(&mut self.earlier) {
@@ -217,7 +217,7 @@ impl BatchApiRun {
                     // Already over, or unknown (the poll says which): its results are
                     // collected as they are.
                     Err(err) => {
-                        exec.dispatcher.emit(Event::Warning {
+                        exec.emit(Event::Warning {
                             message: format!(
                                 "batch {}: the cancel was refused ({err}); collecting what it has",
                                 e.batch_id
@@ -234,8 +234,8 @@ impl BatchApiRun {
 
     /// `rlm cancel --forget`: batch `batch_id` is given up without being collected (its
     /// requests recorded `canceled`, the batch collected): `rlm resume` sends them again.
-    pub(super) fn give_up(&mut self, exec: &mut Execution, batch_id: &str, custom_ids: &[String], why: &str) {
-        exec.dispatcher.emit(Event::Warning {
+    pub(super) fn give_up(&mut self, exec: &mut impl Stage, batch_id: &str, custom_ids: &[String], why: &str) {
+        exec.emit(Event::Warning {
             message: format!(
                 "batch {batch_id} given up (rlm cancel --forget: {why}); it was not canceled, so if it still runs at \
                  its provider it is billed there"

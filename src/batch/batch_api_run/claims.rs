@@ -18,16 +18,15 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::phase::{Phase, Work};
+use super::host::{Host, Request};
+use super::phase::Phase;
 use super::wait::Waiting;
 use super::BatchApiRun;
-use crate::batch::execution::{Execution, Pause};
-use crate::batch::job::{self, JobOutcome};
+use crate::batch::execution::Pause;
 use crate::batch::key_claim::{claim_for_submission, ForSubmission, CLAIM_CHUNK};
 use crate::cache::CacheEntry;
-use crate::exec::{Event, PoolHandler};
+use crate::exec::Event;
 use crate::provider::batch_api::BatchCounts;
-use crate::request;
 use crate::store::{KeyHolder, RunId};
 
 /// The longest wait between two looks at keys other runs hold.
@@ -37,14 +36,18 @@ impl BatchApiRun {
     /// Of `send`, the requests this run may submit now, each key claimed for it; the others
     /// are served from the cache, waited for (`p.awaiting`), collected from a dead run's
     /// batch, or left not run (see the module doc).
-    pub(super) async fn claim(&mut self, exec: &mut Execution, p: &mut Phase<'_>, send: Vec<usize>) -> Vec<usize> {
-        if !exec.jobs.read_cache || send.is_empty() {
+    pub(super) async fn claim<W: Request, H: Host<W>>(
+        &mut self,
+        exec: &mut H,
+        p: &mut Phase<W>,
+        send: Vec<usize>,
+    ) -> Vec<usize> {
+        let Some((cache, max_tokens)) = exec.claims().filter(|_| !send.is_empty()) else {
             // `--no-cache`: this run wants its own answers.
             return send;
-        }
+        };
         let mut mine = Vec::with_capacity(send.len());
         let mut orphaned: BTreeMap<String, (RunId, Vec<usize>)> = BTreeMap::new();
-        let jobs = exec.jobs.clone();
         for chunk in send.chunks(CLAIM_CHUNK) {
             let keys: Vec<String> = chunk.iter().map(|&i| p.keys[i].clone()).collect();
             let mut failed = None;
@@ -52,7 +55,7 @@ impl BatchApiRun {
                 &mut self.store,
                 &self.run,
                 self.api.server(),
-                (&jobs.cache, jobs.requests.max_tokens),
+                (&cache, max_tokens),
                 &keys,
                 &mut |e| failed = Some(e),
             )
@@ -88,10 +91,10 @@ impl BatchApiRun {
     }
 
     /// Request `i`'s key is held by another run's batch (see the module doc).
-    fn held_elsewhere(
+    fn held_elsewhere<W: Request, H: Host<W>>(
         &mut self,
-        exec: &mut Execution,
-        p: &mut Phase<'_>,
+        exec: &mut H,
+        p: &mut Phase<W>,
         i: usize,
         holder: KeyHolder,
         orphaned: &mut BTreeMap<String, (RunId, Vec<usize>)>,
@@ -112,10 +115,10 @@ impl BatchApiRun {
     /// Waits for batch `batch_id` of run `owner`, whose rlm is gone, and collects it as this
     /// run's own for the requests `indexes` (its claims tell which of its custom ids they
     /// are): their answers are paid for there, never again here.
-    fn collect_for(
+    fn collect_for<W: Request, H: Host<W>>(
         &mut self,
-        exec: &mut Execution,
-        p: &mut Phase<'_>,
+        exec: &mut H,
+        p: &mut Phase<W>,
         batch_id: String,
         owner: RunId,
         indexes: Vec<usize>,
@@ -167,7 +170,7 @@ impl BatchApiRun {
         if custom_ids.is_empty() {
             return;
         }
-        exec.dispatcher.emit(Event::Warning {
+        exec.emit(Event::Warning {
             message: format!(
                 "{} requests are in batch {batch_id} of run {owner}, whose rlm is gone: this run collects it, so they \
                  are not paid again",
@@ -189,7 +192,7 @@ impl BatchApiRun {
 
     /// Keys other runs hold, looked at again: those answered are served, those let go are
     /// this run's to submit (returned), those of a run now gone are collected here.
-    pub(super) async fn look_again(&mut self, exec: &mut Execution, p: &mut Phase<'_>) -> Vec<usize> {
+    pub(super) async fn look_again<W: Request, H: Host<W>>(&mut self, exec: &mut H, p: &mut Phase<W>) -> Vec<usize> {
         let waiting = std::mem::take(&mut p.awaiting);
         self.claim(exec, p, waiting).await
     }
@@ -197,17 +200,21 @@ impl BatchApiRun {
     /// Waits until some key other runs hold changes hands (see [`BatchApiRun::look_again`]),
     /// or until Ctrl-C or the deadline: then what still waits is not run. Returns the
     /// requests to submit; `None` when the wait was stopped.
-    pub(super) async fn wait_for_others(&mut self, exec: &mut Execution, p: &mut Phase<'_>) -> Option<Vec<usize>> {
+    pub(super) async fn wait_for_others<W: Request, H: Host<W>>(
+        &mut self,
+        exec: &mut H,
+        p: &mut Phase<W>,
+    ) -> Option<Vec<usize>> {
         let mut looks = 0;
         while !p.awaiting.is_empty() && p.batches.is_empty() {
             let delay = self.schedule.delay(looks).min(LONGEST_LOOK);
             looks += 1;
             if exec.pause(Instant::now() + delay).await != Pause::Elapsed {
                 let reason = format!(
-                    "not run: {} before another run's answer to the same request came (`rlm resume {}` reads it \
-                     from the cache)",
+                    "not run: {} before another run's answer to the same request came (`{}` reads it from the \
+                     cache)",
                     exec.why_stopped(),
-                    self.run
+                    self.resume
                 );
                 for i in std::mem::take(&mut p.awaiting) {
                     self.cancelled(exec, p, i, &reason);
@@ -223,25 +230,15 @@ impl BatchApiRun {
     }
 
     /// Request `i`, answered by another run meanwhile: served from the cache, as a hit.
-    async fn serve(&mut self, exec: &mut Execution, p: &mut Phase<'_>, i: usize, entry: Box<CacheEntry>) {
-        if std::mem::replace(&mut p.done[i], true) {
-            return;
+    async fn serve<W: Request, H: Host<W>>(
+        &mut self,
+        exec: &mut H,
+        p: &mut Phase<W>,
+        i: usize,
+        entry: Box<CacheEntry>,
+    ) {
+        if !std::mem::replace(&mut p.done[i], true) {
+            exec.serve(p.work[i], entry).await;
         }
-        let ctx = exec.jobs.clone();
-        let mut outcome = JobOutcome::new(p.work[i].meta());
-        outcome.cached = true;
-        outcome.saved = entry.usage;
-        outcome.truncated = entry.truncated;
-        let outcome = match p.work[i] {
-            Work::Unit(unit) => {
-                let rendered = request::render_unread(unit, &ctx.requests);
-                job::keep(ctx, unit.clone(), rendered, entry.text, outcome).await
-            }
-            Work::Summary(_) => {
-                outcome.text = Some(entry.text);
-                outcome
-            }
-        };
-        exec.dispatcher.finished(outcome);
     }
 }

@@ -8,13 +8,11 @@ use std::collections::{HashMap, HashSet};
 
 use tokio::task::JoinSet;
 
-use super::keep::keep_result;
+use super::host::{Host, Request};
 use super::phase::Phase;
 use super::wait::Waiting;
 use super::BatchApiRun;
-use crate::batch::execution::Execution;
-use crate::batch::job::{JobFailure, JobOutcome};
-use crate::exec::{Event, PoolHandler};
+use crate::exec::Event;
 use crate::provider::batch_api::{BatchState, BatchStatus, ItemOutcome, Results, ResultsEnd};
 use crate::store::RequestOutcome;
 
@@ -26,10 +24,10 @@ const OUTCOMES_PER_WRITE: usize = 1000;
 impl BatchApiRun {
     /// Reads an ended batch's results and keeps them (see the module doc). Requests to send
     /// again go into `retry`.
-    pub(super) async fn collect(
+    pub(super) async fn collect<W: Request, H: Host<W>>(
         &mut self,
-        exec: &mut Execution,
-        p: &mut Phase<'_>,
+        exec: &mut H,
+        p: &mut Phase<W>,
         b: Waiting,
         state: BatchState,
         retry: &mut Vec<usize>,
@@ -48,7 +46,7 @@ impl BatchApiRun {
             .collect();
         let mut seen: HashSet<usize> = HashSet::new();
         let mut outcomes: Vec<(String, &'static str, Option<String>)> = Vec::new();
-        let mut keeping: JoinSet<(usize, JobOutcome)> = JoinSet::new();
+        let mut keeping: JoinSet<(usize, H::Kept)> = JoinSet::new();
         let mut stopped = false;
         let mut unread: Option<String> = None;
         if state.status == BatchStatus::Failed
@@ -91,13 +89,8 @@ impl BatchApiRun {
             }
             match result.outcome {
                 ItemOutcome::Succeeded(reply) => {
-                    keeping.spawn(keep_result(
-                        exec.jobs.clone(),
-                        p.work[i].owned(),
-                        reply,
-                        (b.submitted, i),
-                        !self.cancel,
-                    ));
+                    let kept = exec.keep(p.work[i], reply, b.submitted, !self.cancel);
+                    keeping.spawn(async move { (i, kept.await) });
                     while keeping.len() >= KEEPING {
                         if !self.kept(exec, p, &mut keeping, &mut outcomes, &sent_as).await {
                             stopped = true;
@@ -119,6 +112,18 @@ impl BatchApiRun {
                     expected.remove(&i);
                     self.again_or_fail(exec, p, i, retry, "expired at the provider (not run within 24 hours)");
                 }
+                ItemOutcome::Canceled if b.cancel_requested && !self.cancel => {
+                    // Its cancel was asked for before this attempt (`rlm cancel` while
+                    // another rlm waited, or stopped before it collected): it never ran,
+                    // and this resume sends it again (nothing was paid for it).
+                    outcomes.push((result.custom_id.clone(), "canceled", None));
+                    expected.remove(&i);
+                    if let Some(n) = self.sent.get_mut(p.work[i].id().as_str()) {
+                        *n = n.saturating_sub(1);
+                    }
+                    p.in_flight[i] = false;
+                    retry.push(i);
+                }
                 ItemOutcome::Canceled => {
                     outcomes.push((result.custom_id.clone(), "canceled", None));
                     expected.remove(&i);
@@ -126,7 +131,10 @@ impl BatchApiRun {
                         exec,
                         p,
                         i,
-                        "canceled at the provider before it ran: not run (rlm resume sends it again)",
+                        &format!(
+                            "canceled at the provider before it ran: not run (`{}` sends it again)",
+                            self.resume
+                        ),
                     );
                 }
             }
@@ -150,15 +158,13 @@ impl BatchApiRun {
         }
         if let Some(e) = unread {
             // The results are at the provider, paid for: a later resume reads them.
-            exec.dispatcher.emit(Event::Warning {
-                message: format!(
-                    "the results of batch {} cannot be read now ({e}): `rlm resume {}` reads them later",
-                    b.batch_id, self.run
-                ),
-            });
+            exec.results_unread(format!(
+                "the results of batch {} cannot be read now ({e}): `{}` reads them later",
+                b.batch_id, self.resume
+            ));
             let reason = format!(
-                "its result in batch {} could not be read: `rlm resume {}` collects it",
-                b.batch_id, self.run
+                "its result in batch {} could not be read: `{}` collects it",
+                b.batch_id, self.resume
             );
             for i in expected {
                 self.cancelled(exec, p, i, &reason);
@@ -173,7 +179,7 @@ impl BatchApiRun {
             } else {
                 "they are sent again, within --retries"
             };
-            exec.dispatcher.emit(Event::Warning {
+            exec.emit(Event::Warning {
                 message: format!(
                     "the results of batch {} have no entry for {} of its requests (the provider counts {} succeeded): \
                      {what}",
@@ -204,10 +210,16 @@ impl BatchApiRun {
     /// batches half its size, once the phase's other batches have ended. The refused send
     /// does not count against `--retries`. (A single request refused while no other batch
     /// of the phase waits fails as the refusal says.)
-    fn requeue(&mut self, exec: &mut Execution, p: &mut Phase<'_>, b: &Waiting, expected: HashSet<usize>) {
+    fn requeue<W: Request, H: Host<W>>(
+        &mut self,
+        exec: &mut H,
+        p: &mut Phase<W>,
+        b: &Waiting,
+        expected: HashSet<usize>,
+    ) {
         let half = (expected.len() / 2).max(1);
         p.max_requests = Some(p.max_requests.map_or(half, |n| n.min(half)));
-        exec.dispatcher.emit(Event::Warning {
+        exec.emit(Event::Warning {
             message: crate::provider::batch_api::token_limit_requeue(
                 &b.batch_id,
                 self.api.server(),
@@ -227,18 +239,18 @@ impl BatchApiRun {
 
     /// Hears the next kept result; false when dispatching must stop (an answer could not be
     /// written, a refused key on a `--schema` retry).
-    async fn kept(
+    async fn kept<W: Request, H: Host<W>>(
         &mut self,
-        exec: &mut Execution,
-        p: &mut Phase<'_>,
-        keeping: &mut JoinSet<(usize, JobOutcome)>,
+        exec: &mut H,
+        p: &mut Phase<W>,
+        keeping: &mut JoinSet<(usize, H::Kept)>,
         outcomes: &mut Vec<(String, &'static str, Option<String>)>,
         sent_as: &HashMap<usize, String>,
     ) -> bool {
         let Some(joined) = exec.join_heard(keeping).await else {
             return true;
         };
-        let (i, mut outcome) = match joined {
+        let (i, outcome) = match joined {
             Ok(kept) => kept,
             Err(e) => {
                 tracing::debug!("keeping a batch result failed: {e}");
@@ -248,22 +260,26 @@ impl BatchApiRun {
             }
         };
         p.done[i] = true;
-        // Its batch sends, and the realtime calls of a `--schema` re-ask.
-        outcome.attempts += self.sent.get(p.work[i].id().as_str()).copied().unwrap_or(1);
         if let Some(custom_id) = sent_as.get(&i) {
             outcomes.push((custom_id.clone(), "succeeded", None));
         }
-        if outcome.failure.is_none() {
+        let sends = self.sent.get(p.work[i].id().as_str()).copied().unwrap_or(1);
+        let heard = exec.kept(outcome, sends);
+        if heard.kept {
             self.cancel_summary.kept += 1;
         }
-        let write_failed = outcome.write_error.is_some();
-        let fatal = matches!(outcome.failure, Some(JobFailure::Fatal(_)));
-        exec.dispatcher.finished(outcome);
-        !(write_failed || fatal)
+        heard.go_on
     }
 
     /// Sends request `i` again (when its unit has sends left) or fails it.
-    fn again_or_fail(&mut self, exec: &mut Execution, p: &mut Phase<'_>, i: usize, retry: &mut Vec<usize>, why: &str) {
+    fn again_or_fail<W: Request, H: Host<W>>(
+        &mut self,
+        exec: &mut H,
+        p: &mut Phase<W>,
+        i: usize,
+        retry: &mut Vec<usize>,
+        why: &str,
+    ) {
         let sent = self.sent.get(p.work[i].id().as_str()).copied().unwrap_or(1);
         if self.cancel {
             self.cancelled(
@@ -283,27 +299,20 @@ impl BatchApiRun {
         }
     }
 
-    pub(super) fn fail(&mut self, exec: &mut Execution, p: &mut Phase<'_>, i: usize, reason: String) {
+    pub(super) fn fail<W: Request, H: Host<W>>(&mut self, exec: &mut H, p: &mut Phase<W>, i: usize, reason: String) {
         if std::mem::replace(&mut p.done[i], true) {
             return;
         }
-        let mut outcome = JobOutcome::new(p.work[i].meta());
-        outcome.attempts = self.sent.get(p.work[i].id().as_str()).copied().unwrap_or(0);
-        exec.dispatcher.finished(outcome.failed(reason));
+        let attempts = self.sent.get(p.work[i].id().as_str()).copied().unwrap_or(0);
+        exec.fail(p.work[i], attempts, reason);
     }
 
-    pub(super) fn cancelled(&mut self, exec: &mut Execution, p: &mut Phase<'_>, i: usize, reason: &str) {
+    pub(super) fn cancelled<W: Request, H: Host<W>>(&mut self, exec: &mut H, p: &mut Phase<W>, i: usize, reason: &str) {
         if std::mem::replace(&mut p.done[i], true) {
             return;
         }
         self.cancel_summary.not_run += 1;
-        let meta = p.work[i].meta();
-        exec.dispatcher.emit(Event::Cancelled {
-            unit: meta.unit,
-            label: meta.label,
-            kind: meta.kind,
-            reason: reason.to_string(),
-        });
+        exec.cancelled(p.work[i], reason);
     }
 
     fn record_outcomes(&mut self, b: &Waiting, outcomes: &mut Vec<(String, &'static str, Option<String>)>) {

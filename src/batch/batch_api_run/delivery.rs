@@ -116,6 +116,21 @@ pub fn refuse_batches_elsewhere(settings: &BatchSettings, run: &RunId) -> Result
 
 /// Why a batch recorded at `recorded` is not reached through `current`, and what to do.
 pub(super) fn elsewhere_message(run: &RunId, batch_id: &str, recorded: &str, more: usize, current: &str) -> String {
+    format!(
+        "{}, or give it up with `rlm cancel {run} --forget` (its requests are then sent again, and paid again)",
+        elsewhere(run, batch_id, recorded, more, current)
+    )
+}
+
+/// [`elsewhere_message`] for a job, whose batches are canceled, never given up.
+pub(super) fn elsewhere_for_a_job(run: &RunId, batch_id: &str, recorded: &str, current: &str) -> String {
+    format!(
+        "{} (`rlm cancel {run}` cancels it there)",
+        elsewhere(run, batch_id, recorded, 0, current)
+    )
+}
+
+fn elsewhere(run: &RunId, batch_id: &str, recorded: &str, more: usize, current: &str) -> String {
     let more = match more {
         0 => String::new(),
         1 => " (and 1 more batch)".to_string(),
@@ -124,8 +139,7 @@ pub(super) fn elsewhere_message(run: &RunId, batch_id: &str, recorded: &str, mor
     format!(
         "run {run}: batch {batch_id}{more} waits at {recorded}, but the settings now point at {current} (--base-url, \
          ANTHROPIC_BASE_URL / OPENAI_BASE_URL or the config changed); nothing was sent. Point them back at \
-         {recorded} to collect it, or give it up with `rlm cancel {run} --forget` (its requests are then sent \
-         again, and paid again)"
+         {recorded} to collect it"
     )
 }
 

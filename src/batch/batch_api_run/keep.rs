@@ -21,11 +21,11 @@ pub(super) async fn keep_result(
     ctx: Arc<JobContext>,
     work: Owned,
     reply: Reply,
-    (submitted, index): (Instant, usize),
+    submitted: Instant,
     may_call: bool,
-) -> (usize, JobOutcome) {
+) -> JobOutcome {
     let waited = u64::try_from(submitted.elapsed().as_millis()).unwrap_or(u64::MAX);
-    let outcome = match work {
+    match work {
         Owned::Unit(unit) => {
             let meta = Work::Unit(&unit).meta();
             // (A file changed since the request was sent: its answer is kept, never asked
@@ -76,8 +76,7 @@ pub(super) async fn keep_result(
                 None => outcome,
             }
         }
-    };
-    (index, outcome)
+    }
 }
 
 /// A reply read as the realtime call's would be: its text (an empty one is a failure) and

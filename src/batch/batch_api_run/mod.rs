@@ -1,6 +1,8 @@
 //! The batch-API stage (issue 18): with `--batch-api`, the units that miss the cache — and
 //! under `--batch-api all` the aggregation calls, phase by phase — go through the
-//! provider's batch API instead of realtime calls, at half the price.
+//! provider's batch API instead of realtime calls, at half the price. It is the one stage
+//! for every path (issue 24): a job's phase runs its batches of items on it too, as the
+//! [`Host`] it works for ([`host`]: what a request is, how its answer is kept and counted).
 //!
 //! A phase ([`BatchApiRun::run_work`]) goes like this:
 //! 1. **Submit.** Each request is rendered by the one renderer ([`crate::request::render`]; the
@@ -46,6 +48,7 @@ mod cancel;
 mod claims;
 mod collect;
 mod delivery;
+mod host;
 mod keep;
 mod phase;
 mod recorder;
@@ -65,13 +68,14 @@ use crate::printer::Printer;
 use crate::provider::batch_api::{BatchApi, PollSchedule};
 use crate::provider::ModelInfo;
 use crate::request;
-use crate::settings::{BatchApiMode, BatchFallback, BatchSettings};
+use crate::settings::{BatchApiMode, BatchApiSettings, BatchFallback, BatchSettings};
 use crate::store::{BatchIntent, RunId, TaskStore};
 use crate::unit::{UnitId, WorkUnit};
 
 pub use cancel::{cancel_at_provider, cancel_each, CancelSummary};
-use delivery::{client, elsewhere_message};
+use delivery::{client, elsewhere_for_a_job, elsewhere_message};
 pub use delivery::{delivery, refuse_batches_elsewhere, Delivery};
+pub use host::{Heard, Host, Request, Stage};
 use phase::{Phase, Work};
 pub use recorder::RunRecorder;
 use wait::Waited;
@@ -131,6 +135,13 @@ pub struct BatchApiRun {
     submissions: u64,
     /// How long `rlm cancel` waits for its canceled batches to end.
     cancel_wait: Duration,
+    /// What resumes the run, as messages say it (`rlm resume RUN`, `rlm job resume JOB`).
+    resume: String,
+    /// `rlm cancel --forget` can give its batches up (not a job's).
+    forgettable: bool,
+    /// Requests not sent yet are submitted; else (a job's `--batch-api` turned off since)
+    /// only the batches sent before are collected, and the rest go realtime.
+    submit_new: bool,
     /// What `rlm cancel` found and did.
     pub cancel_summary: CancelSummary,
 }
@@ -150,6 +161,36 @@ impl BatchApiRun {
         };
         let api = client(settings, &model.id).map_err(|e| RlmError::Config(e.to_string()))?;
         let store = TaskStore::open(&settings.rlm_dir()).map_err(StoreFailure::BatchApiUnrecorded)?;
+        let resume = format!("rlm resume {run}");
+        let mut stage = Self::open(api, store, run, &settings.exec.batch_api, printer, (resume, None))?;
+        stage.aggregation = aggregation;
+        stage.retries = settings.exec.retries;
+        Ok(stage)
+    }
+
+    /// The stage of run `run` (a batch run, or a job: its id) with the batch API `api`, and
+    /// what the store knows of its batches (see [`BatchApiRun::start`]): `resume` is the
+    /// command that resumes the run, and `only` the phase whose batches this stage
+    /// collects (a job's, each on its own stage; `None`: every phase of the run).
+    pub fn open(
+        api: Box<dyn BatchApi>,
+        store: TaskStore,
+        run: RunId,
+        settings: &BatchApiSettings,
+        printer: &Printer,
+        (resume, only): (String, Option<&str>),
+    ) -> Result<Self, RlmError> {
+        let ours = |phase: &str| only.is_none_or(|only| only == phase);
+        // A job's stage (one phase of it) cannot give a batch up: a job's batches are
+        // canceled (`rlm cancel JOB`), never forgotten.
+        let forgettable = only.is_none();
+        let elsewhere = |batch: &str, server: &str| {
+            if forgettable {
+                elsewhere_message(&run, batch, server, 0, api.server())
+            } else {
+                elsewhere_for_a_job(&run, batch, server, api.server())
+            }
+        };
         let mut earlier = Vec::new();
         let mut sent: HashMap<UnitId, u32> = HashMap::new();
         let submissions = store.batch_submissions(&run)?;
@@ -159,15 +200,9 @@ impl BatchApiRun {
             for r in &requests {
                 *sent.entry(UnitId::named(r.unit_id.as_str())).or_default() += 1;
             }
-            if batch.collected_at.is_none() {
-                if batch.server != api.server() && !settings.exec.batch_api.forget {
-                    return Err(RlmError::Config(elsewhere_message(
-                        &run,
-                        &batch.batch_id,
-                        &batch.server,
-                        0,
-                        api.server(),
-                    )));
+            if batch.collected_at.is_none() && ours(&batch.phase) {
+                if batch.server != api.server() && !settings.forget {
+                    return Err(RlmError::Config(elsewhere(&batch.batch_id, &batch.server)));
                 }
                 earlier.push(Earlier {
                     batch_id: batch.batch_id,
@@ -178,30 +213,25 @@ impl BatchApiRun {
                 });
             }
         }
-        let intents = store.batch_intents(&run)?;
-        if let Some(elsewhere) = intents
-            .iter()
-            .find(|i| i.server != api.server() && !settings.exec.batch_api.forget)
-        {
-            return Err(RlmError::Config(elsewhere_message(
-                &run,
-                &format!("submission {}", elsewhere.token),
-                &elsewhere.server,
-                0,
-                api.server(),
+        let mut intents = store.batch_intents(&run)?;
+        intents.retain(|i| ours(&i.phase));
+        if let Some(other) = intents.iter().find(|i| i.server != api.server() && !settings.forget) {
+            return Err(RlmError::Config(elsewhere(
+                &format!("submission {}", other.token),
+                &other.server,
             )));
         }
         Ok(BatchApiRun {
             api,
-            aggregation,
-            fallback: settings.exec.batch_api.fallback,
-            schedule: settings.exec.batch_api.poll,
-            retries: settings.exec.retries,
-            cancel: settings.exec.batch_api.cancel,
-            forget: settings.exec.batch_api.forget,
-            wait_line: settings.exec.batch_api.wait_line,
+            aggregation: false,
+            fallback: settings.fallback,
+            schedule: settings.poll,
+            retries: 0,
+            cancel: settings.cancel,
+            forget: settings.forget,
+            wait_line: settings.wait_line,
             refused: false,
-            auto: settings.exec.batch_api.mode == BatchApiMode::Auto,
+            auto: settings.mode == BatchApiMode::Auto,
             store,
             run,
             printer: printer.clone(),
@@ -213,9 +243,47 @@ impl BatchApiRun {
             held: HashMap::new(),
             unresolved: Vec::new(),
             submissions: 0,
-            cancel_wait: settings.exec.batch_api.cancel_wait,
+            cancel_wait: settings.cancel_wait,
             cancel_summary: CancelSummary::default(),
+            resume,
+            submit_new: true,
+            forgettable,
         })
+    }
+
+    /// `--retries`: how many more times an errored or expired request is sent.
+    pub fn with_retries(mut self, retries: u32) -> Self {
+        self.retries = retries;
+        self
+    }
+
+    /// Only the batches sent before are collected; the other requests go realtime.
+    pub fn collect_only(mut self) -> Self {
+        self.submit_new = false;
+        self
+    }
+
+    /// Also collects batch `batch_id` of phase `phase`, sent by an older rlm that recorded
+    /// it outside the store: `(custom_id, unit_id)` of its requests.
+    pub fn collect_also(&mut self, batch_id: String, phase: &str, requests: Vec<(String, String)>) {
+        if self.earlier.iter().any(|e| e.batch_id == batch_id) {
+            return;
+        }
+        self.earlier.push(Earlier {
+            batch_id,
+            phase: phase.to_string(),
+            server: self.api.server().to_string(),
+            requests,
+            cancel_requested: false,
+        });
+    }
+
+    /// Runs the requests `work` of phase `phase` (as the store records it) for `host`: the
+    /// lost submissions of earlier attempts settled first, then the phase (see the module
+    /// doc).
+    pub async fn run_requests<W: Request, H: Host<W>>(&mut self, host: &mut H, work: Vec<W>, phase: &str) {
+        self.reconcile_intents(host).await;
+        self.run_work(host, work, phase).await;
     }
 
     /// Whether the aggregation calls go through the batch API too (`--batch-api all`).
@@ -328,20 +396,12 @@ impl BatchApiRun {
     }
 
     /// Runs one phase's requests through the batch API (see the module doc).
-    async fn run_phase(&mut self, exec: &mut Execution, work: Vec<Work<'_>>, phase: &'static str) {
+    async fn run_phase<W: Request, H: Host<W>>(&mut self, exec: &mut H, work: Vec<W>, phase: &str) {
         if work.is_empty() {
             return;
         }
-        let keys = {
-            let ctx = exec.jobs.clone();
-            work.iter()
-                .map(|w| match w {
-                    Work::Unit(unit) => unit.cache_key.0.clone(),
-                    Work::Summary(s) => request::render_summary(&s.prompt, &ctx.requests).key.0,
-                })
-                .collect()
-        };
-        let mut p = Phase::new(phase, work, keys);
+        let keys = work.iter().map(|&w| exec.key(w)).collect();
+        let mut p = Phase::new(phase.to_string(), work, keys);
         self.take_earlier(&mut p);
         // The requests in batches of earlier attempts are announced before any is collected,
         // as those submitted now are: the progress counts them all (`[k/N]`).
@@ -374,6 +434,10 @@ impl BatchApiRun {
         }
         loop {
             let mut realtime = Vec::new();
+            if !self.submit_new {
+                // Collected only: what is not in a batch already goes realtime.
+                realtime = std::mem::take(&mut to_send);
+            }
             if !to_send.is_empty() {
                 let send = std::mem::take(&mut to_send);
                 if exec.may_submit() {
@@ -402,7 +466,15 @@ impl BatchApiRun {
                         self.run_realtime(exec, &mut p, retry).await;
                     }
                 }
-                Waited::Done(retry) => to_send = retry,
+                Waited::Done(retry) => {
+                    self.printer.progress(&format!(
+                        "{}: {} requests errored or expired at the provider (or were canceled before they ran): sent \
+                         again in a follow-up batch",
+                        p.name,
+                        retry.len()
+                    ));
+                    to_send = retry;
+                }
             }
             // Refused for the account's enqueued-token limit: again, smaller, now that the
             // phase's other batches have ended.
@@ -419,7 +491,7 @@ impl BatchApiRun {
 
     /// Runs one phase's requests (see [`BatchApiRun::run_phase`]), then lets go of the keys
     /// it claimed and never submitted (a budget, a stop).
-    async fn run_work(&mut self, exec: &mut Execution, work: Vec<Work<'_>>, phase: &'static str) {
+    async fn run_work<W: Request, H: Host<W>>(&mut self, exec: &mut H, work: Vec<W>, phase: &str) {
         self.run_phase(exec, work, phase).await;
         self.store_write(TaskStore::release_unsent_claims);
     }

@@ -3,10 +3,10 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::host::{Host, Request};
 use super::wait::Waiting;
-use crate::batch::execution::Execution;
 use crate::batch::job::{Job, SummaryJob};
-use crate::exec::{Event, JobMeta};
+use crate::exec::JobMeta;
 use crate::provider::batch_api::{custom_id_for, unit_part};
 use crate::unit::{UnitId, UnitKind, WorkUnit};
 
@@ -75,9 +75,10 @@ struct SentIds {
 }
 
 /// A phase's requests and where each one is.
-pub(super) struct Phase<'a> {
-    pub(super) name: &'static str,
-    pub(super) work: Vec<Work<'a>>,
+pub(super) struct Phase<W> {
+    /// The phase as the store records its batches (`map`, `aggregate`, a job's phase).
+    pub(super) name: String,
+    pub(super) work: Vec<W>,
     /// The unit's part of each request's custom id ([`custom_id_for`]); each submission
     /// stamps it with its own token.
     pub(super) unit_parts: Vec<String>,
@@ -109,8 +110,8 @@ pub(super) struct Phase<'a> {
     pub(super) awaiting: Vec<usize>,
 }
 
-impl<'a> Phase<'a> {
-    pub(super) fn new(name: &'static str, work: Vec<Work<'a>>, keys: Vec<String>) -> Self {
+impl<W: Request> Phase<W> {
+    pub(super) fn new(name: String, work: Vec<W>, keys: Vec<String>) -> Self {
         let unit_parts: Vec<String> = work.iter().map(|w| custom_id_for(w.id().as_str())).collect();
         let n = work.len();
         let mut by_unit_part: Vec<u32> = (0..n as u32).collect();
@@ -187,15 +188,10 @@ impl<'a> Phase<'a> {
         self.sent.sent.contains(&(s, i as u32)).then_some(i)
     }
 
-    pub(super) fn announce(&mut self, exec: &mut Execution, i: usize) {
-        if std::mem::replace(&mut self.queued[i], true) {
-            return;
+    /// Request `i` is made known to the host, once.
+    pub(super) fn announce(&mut self, host: &mut impl Host<W>, i: usize) {
+        if !std::mem::replace(&mut self.queued[i], true) {
+            host.announce(self.work[i]);
         }
-        let meta = self.work[i].meta();
-        exec.dispatcher.emit(Event::Queued {
-            unit: meta.unit,
-            label: meta.label,
-            kind: meta.kind,
-        });
     }
 }

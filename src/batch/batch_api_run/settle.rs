@@ -6,8 +6,9 @@
 
 use tokio::time::Instant;
 
+use super::host::Stage;
 use super::{BatchApiRun, Earlier};
-use crate::batch::execution::{Execution, Pause};
+use crate::batch::execution::Pause;
 use crate::batch::lost_submission::{Host, Settle};
 pub(super) use crate::batch::lost_submission::{Lost, Settled};
 use crate::exec::Event;
@@ -17,7 +18,7 @@ impl BatchApiRun {
     /// the create request and its reply, or the reply lost), each settled before anything
     /// is sent (see the module doc). Runs once, before anything is sent; each batch found
     /// joins the store's known batches before the next intent is looked for.
-    pub(super) async fn reconcile_intents(&mut self, exec: &mut Execution) {
+    pub(super) async fn reconcile_intents(&mut self, exec: &mut impl Stage) {
         for intent in std::mem::take(&mut self.intents) {
             let requests = match self.store.batch_intent_requests(&self.run, &intent.token) {
                 Ok(requests) => requests,
@@ -31,7 +32,7 @@ impl BatchApiRun {
             };
             if intent.server != self.api.server() {
                 // Only under `--forget` (`start` refused it otherwise).
-                exec.dispatcher.emit(Event::Warning {
+                exec.emit(Event::Warning {
                     message: format!(
                         "submission {} of {} requests given up (rlm cancel --forget): it was sent to {}, and the \
                          settings point at {}; if it created a batch there, that batch is billed there",
@@ -76,7 +77,7 @@ impl BatchApiRun {
 
     /// Settles lost submission `lost` (see [`crate::batch::lost_submission`]); under
     /// `rlm cancel --forget`, what cannot be told is given up.
-    pub(super) async fn settle(&mut self, exec: &mut Execution, lost: &Lost<'_>) -> Settled {
+    pub(super) async fn settle(&mut self, exec: &mut impl Stage, lost: &Lost<'_>) -> Settled {
         let mut host = RunHost {
             exec,
             printer: &self.printer,
@@ -95,7 +96,7 @@ impl BatchApiRun {
             return settled;
         };
         if self.forget {
-            exec.dispatcher.emit(Event::Warning {
+            exec.emit(Event::Warning {
                 message: format!(
                     "{why}; given up (rlm cancel --forget): if it created a batch, that batch is billed and nothing \
                      collects it"
@@ -105,11 +106,11 @@ impl BatchApiRun {
             return Settled::NotCreated;
         }
         self.unresolved.push(candidates.clone());
-        let run = &self.run;
-        exec.dispatcher.emit(Event::Warning {
+        let (run, resume) = (&self.run, &self.resume);
+        exec.emit(Event::Warning {
             message: format!(
-                "{why}; its requests are not sent again (that could pay twice): `rlm resume {run}` looks again, \
-                 `rlm cancel {run} --forget` gives the submission up"
+                "{why}; its requests are not sent again (that could pay twice): `{resume}` looks again, `rlm cancel \
+                 {run} --forget` gives the submission up"
             ),
         });
         Settled::Held { why, candidates }
@@ -117,23 +118,23 @@ impl BatchApiRun {
 
     /// Requests of a submission whose batch cannot be told yet: not sent, not run.
     pub(super) fn hold(&mut self, requests: &[(String, String)], why: &str) {
-        let reason = format!("not run: {why} (`rlm resume {}` looks for its batch again)", self.run);
+        let reason = format!("not run: {why} (`{}` looks for its batch again)", self.resume);
         for (_, unit) in requests {
             self.held.insert(unit.clone(), reason.clone());
         }
     }
 }
 
-/// A batch run's side of a settle: its warnings are the run's events, its waits the run's.
-struct RunHost<'a> {
-    exec: &'a mut Execution,
+/// The stage's side of a settle: its warnings are the run's events, its waits the run's.
+struct RunHost<'a, S> {
+    exec: &'a mut S,
     printer: &'a crate::printer::Printer,
     store_failure: &'a mut Option<String>,
 }
 
-impl Host for RunHost<'_> {
+impl<S: Stage> Host for RunHost<'_, S> {
     fn say(&mut self, message: String) {
-        self.exec.dispatcher.emit(Event::Warning { message });
+        self.exec.emit(Event::Warning { message });
     }
 
     fn store_failed(&mut self, e: &crate::store::StoreError) {

@@ -9,28 +9,31 @@ use std::collections::HashSet;
 
 use tokio::time::Instant;
 
-use super::phase::{Phase, Work};
+use super::host::{Host, Request};
+use super::phase::Phase;
 use super::recorder::RunRecorder;
 use super::settle::{Lost, Settled};
 use super::wait::Waiting;
 use super::BatchApiRun;
-use crate::batch::execution::{Execution, Pause};
-use crate::batch::job::{self, Job, JobContext};
+use crate::batch::execution::Pause;
 use crate::exec::Event;
-use crate::provider::batch_api::{submit_all_within, BatchError, BatchItem, LostSubmission};
+use crate::provider::batch_api::{submit_all_within, BatchError, LostSubmission};
 use crate::provider::ErrorKind;
-use crate::request;
 
 impl BatchApiRun {
     /// Submits the requests `send` (indexes into the phase's work) in as many batches as the
     /// limits need, each recorded before the next. Returns the requests that must go
     /// realtime instead (too large for any batch, or a server without a batch API under
     /// `--batch-api auto`).
-    pub(super) async fn submit(&mut self, exec: &mut Execution, p: &mut Phase<'_>, send: Vec<usize>) -> Vec<usize> {
+    pub(super) async fn submit<W: Request, H: Host<W>>(
+        &mut self,
+        exec: &mut H,
+        p: &mut Phase<W>,
+        send: Vec<usize>,
+    ) -> Vec<usize> {
         for &i in &send {
             p.announce(exec, i);
         }
-        let ctx = exec.jobs.clone();
         let left = self.within_budget(exec, p, send);
         let mut left = self.claim(exec, p, left).await;
         let mut attempt = 0;
@@ -45,7 +48,7 @@ impl BatchApiRun {
                 failure: &mut self.store_failure,
                 provider: self.api.kind().name(),
                 server: self.api.server().to_string(),
-                phase: p.name,
+                phase: &p.name,
                 request: &request,
                 submissions: &mut self.submissions,
                 recorded: Vec::new(),
@@ -55,8 +58,9 @@ impl BatchApiRun {
             // again as its request is written).
             let mut unsendable: Vec<(usize, String)> = Vec::new();
             let result = {
+                let host = &*exec;
                 let items = left.iter().filter_map(|&i| {
-                    item(&ctx, p.work[i], &p.unit_parts[i])
+                    host.item(p.work[i], &p.unit_parts[i])
                         .map_err(|why| unsendable.push((i, why)))
                         .ok()
                 });
@@ -68,7 +72,7 @@ impl BatchApiRun {
                 self.fail(exec, p, i, why);
             }
             for message in notices {
-                exec.dispatcher.emit(Event::Warning { message });
+                exec.emit(Event::Warning { message });
             }
             // The submissions' bodies (up to 16 MB each) are freed.
             crate::memory::release_free();
@@ -93,7 +97,7 @@ impl BatchApiRun {
                     return realtime;
                 }
                 Err(e) if e.is_unsupported() && self.auto => {
-                    exec.dispatcher.emit(Event::Warning {
+                    exec.emit(Event::Warning {
                         message: format!("{e}: --batch-api auto makes realtime calls instead"),
                     });
                     return left;
@@ -115,9 +119,7 @@ impl BatchApiRun {
                 }
                 Err(e) if e.is_retryable() && attempt < self.retries && !left.is_empty() => {
                     attempt += 1;
-                    let wait = e
-                        .retry_after()
-                        .unwrap_or_else(|| exec.jobs.call.policy.backoff(attempt));
+                    let wait = e.retry_after().unwrap_or_else(|| exec.backoff(attempt));
                     tracing::debug!(attempt, ?wait, "submitting a batch again: {e}");
                     match exec.pause(Instant::now() + wait).await {
                         Pause::Elapsed => continue,
@@ -125,11 +127,10 @@ impl BatchApiRun {
                     }
                 }
                 Err(e) => {
-                    let fatal = e.is_unsupported()
-                        || matches!(&e, BatchError::Call { error, .. } if error.kind == ErrorKind::Fatal);
-                    if fatal {
-                        exec.dispatcher
-                            .halt(crate::batch::dispatcher::StopReason::Fatal(format!("--batch-api: {e}")));
+                    if e.is_unsupported() {
+                        exec.no_batch_api(&e);
+                    } else if matches!(&e, BatchError::Call { error, .. } if error.kind == ErrorKind::Fatal) {
+                        exec.halt(format!("--batch-api: {e}"));
                     }
                     for i in left {
                         self.fail(exec, p, i, format!("the batch could not be submitted: {e}"));
@@ -145,15 +146,16 @@ impl BatchApiRun {
     /// batch is paid for whole, so the estimate alone cannot hold the cap. The others are
     /// not sent; the run ends BUDGET_EXCEEDED, and `rlm resume --max-cost` with more sends
     /// them.
-    fn within_budget(&mut self, exec: &mut Execution, p: &mut Phase<'_>, send: Vec<usize>) -> Vec<usize> {
-        let Some(mut left) = exec.dispatcher.budget_left() else {
+    fn within_budget<W: Request, H: Host<W>>(
+        &mut self,
+        exec: &mut H,
+        p: &mut Phase<W>,
+        send: Vec<usize>,
+    ) -> Vec<usize> {
+        let Some(mut left) = exec.budget_left() else {
             return send;
         };
-        let ctx = exec.jobs.clone();
-        let worst = |p: &Phase<'_>, i: usize| {
-            exec.dispatcher
-                .worst_batch_cost(prompt_bytes_of(&ctx, p.work[i]), ctx.requests.max_tokens)
-        };
+        let worst = |p: &Phase<W>, i: usize| exec.worst_cost(p.work[i]);
         for i in 0..p.work.len() {
             if p.in_flight[i] && !p.done[i] {
                 if p.worst[i] == 0.0 {
@@ -180,32 +182,32 @@ impl BatchApiRun {
         let reason = format!(
             "--max-cost: {} requests were not submitted, as their batch could cost more than the {} left of the \
              budget (each counted at its worst: its input, and max_tokens of output, at the batch price); `rlm \
-             resume {} --max-cost USD` with a higher budget sends them",
+             {} --max-cost USD` with a higher budget sends them",
             over.len(),
             crate::money::usd(left.max(0.0) + fits.iter().map(|&i| p.worst[i]).sum::<f64>()),
-            self.run
+            self.resume
         );
         for i in over {
             self.cancelled(exec, p, i, &format!("not run: {reason}"));
         }
-        exec.dispatcher.stop_for_budget(reason);
+        exec.stop_for_budget(reason);
         fits
     }
 
     /// Batch `batch_id`, holding the requests `custom_ids` (as sent), is waited for: each
     /// request is tracked by its custom id and counted as sent. Returns the requests.
-    fn wait_for(
+    fn wait_for<W: Request, H: Host<W>>(
         &mut self,
-        exec: &mut Execution,
-        p: &mut Phase<'_>,
+        exec: &mut H,
+        p: &mut Phase<W>,
         batch_id: String,
         custom_ids: Vec<String>,
         counts: crate::provider::batch_api::BatchCounts,
         first_poll: std::time::Duration,
     ) -> Vec<usize> {
-        exec.dispatcher.emit(Event::BatchSubmitted {
+        exec.emit(Event::BatchSubmitted {
             batch_id: batch_id.clone(),
-            phase: p.name.to_string(),
+            phase: p.name.clone(),
             requests: custom_ids.len(),
         });
         let mut indexes = Vec::with_capacity(custom_ids.len());
@@ -236,10 +238,10 @@ impl BatchApiRun {
     /// run's `--deadline`) and their results tell. Found, its batch is waited for with the
     /// phase's; not created, its requests go again with the others. Returns the requests
     /// held (not sent, not run), with why.
-    async fn lost_in_flight(
+    async fn lost_in_flight<W: Request, H: Host<W>>(
         &mut self,
-        exec: &mut Execution,
-        p: &mut Phase<'_>,
+        exec: &mut H,
+        p: &mut Phase<W>,
         lost: LostSubmission,
     ) -> std::collections::HashMap<usize, String> {
         let message = lost.to_string();
@@ -256,13 +258,13 @@ impl BatchApiRun {
             .filter_map(|c| p.stamped_index(c).map(|i| (c.clone(), p.work[i].id().to_string())))
             .collect();
         let indexes: Vec<usize> = custom_ids.iter().filter_map(|c| p.stamped_index(c)).collect();
-        let run = self.run.clone();
+        let resume = self.resume.clone();
         let reason = if running {
             let lost = Lost {
                 token: &token,
                 recorded_at_ms,
                 requests: &requests,
-                phase: p.name,
+                phase: &p.name,
                 what: format!(
                     "the reply to the submission of {} requests was lost ({reason})",
                     custom_ids.len()
@@ -281,11 +283,11 @@ impl BatchApiRun {
                     return std::collections::HashMap::new();
                 }
                 Settled::NotCreated => return std::collections::HashMap::new(),
-                Settled::Held { why, .. } => format!("not run: {why} (`rlm resume {run}` looks for its batch again)"),
+                Settled::Held { why, .. } => format!("not run: {why} (`{resume}` looks for its batch again)"),
             }
         } else {
             // (The message already says that a resume looks again.)
-            exec.dispatcher.emit(Event::Warning {
+            exec.emit(Event::Warning {
                 message: message.clone(),
             });
             format!("not run: {message}")
@@ -297,7 +299,12 @@ impl BatchApiRun {
     /// `--retries` has left after its batch sends (the realtime fallback shares the budget:
     /// a unit sent once in a batch gets one realtime call and `--retries` minus one retries
     /// of it).
-    pub(super) async fn run_realtime(&mut self, exec: &mut Execution, p: &mut Phase<'_>, indexes: Vec<usize>) {
+    pub(super) async fn run_realtime<W: Request, H: Host<W>>(
+        &mut self,
+        exec: &mut H,
+        p: &mut Phase<W>,
+        indexes: Vec<usize>,
+    ) {
         let mut by_budget: std::collections::BTreeMap<u32, Vec<usize>> = std::collections::BTreeMap::new();
         for i in indexes {
             let sent = self.sent.get(p.work[i].id().as_str()).copied().unwrap_or(0);
@@ -305,62 +312,17 @@ impl BatchApiRun {
             by_budget.entry(self.retries.saturating_sub(sent)).or_default().push(i);
         }
         for (retries, indexes) in by_budget.into_iter().rev() {
-            let jobs = Self::realtime_jobs(exec, p, indexes);
-            if !jobs.is_empty() {
-                exec.run_announced_with_retries(jobs, retries).await;
+            let mut ws = Vec::with_capacity(indexes.len());
+            for i in indexes {
+                if std::mem::replace(&mut p.done[i], true) {
+                    continue;
+                }
+                p.announce(exec, i);
+                ws.push(p.work[i]);
+            }
+            if !ws.is_empty() {
+                exec.run_realtime(ws, retries).await;
             }
         }
     }
-
-    /// The realtime jobs of the requests `indexes`, announced to the reporters.
-    fn realtime_jobs(exec: &mut Execution, p: &mut Phase<'_>, indexes: Vec<usize>) -> Vec<Job> {
-        let mut jobs = Vec::with_capacity(indexes.len());
-        for i in indexes {
-            if p.done[i] {
-                continue;
-            }
-            p.done[i] = true;
-            if !p.queued[i] {
-                p.queued[i] = true;
-                let meta = p.work[i].meta();
-                exec.dispatcher.emit(Event::Queued {
-                    unit: meta.unit,
-                    label: meta.label,
-                    kind: meta.kind,
-                });
-            }
-            jobs.push(p.work[i].job());
-        }
-        jobs
-    }
-}
-
-/// The prompt bytes of `work`'s request: a unit's as planned, a summary's rendered now.
-fn prompt_bytes_of(ctx: &JobContext, work: Work<'_>) -> u64 {
-    match work {
-        Work::Unit(unit) => unit.prompt_bytes,
-        Work::Summary(s) => {
-            let r = request::render_summary(&s.prompt, &ctx.requests).request;
-            (r.system.len() + r.shared.len() + r.user.len()) as u64
-        }
-    }
-}
-
-/// One request of a batch, rendered now from its files read again (and, for a unit, its
-/// prompt kept in the run directory as a realtime call keeps it), under the unit's part of
-/// its custom id; why not, when a file changed since the run was planned.
-fn item(ctx: &JobContext, work: Work<'_>, unit_part: &str) -> Result<BatchItem, String> {
-    let request = match work {
-        Work::Unit(unit) => {
-            let unit = unit.with_text()?;
-            let rendered = request::render(&unit, &ctx.requests);
-            job::keep_prompt(ctx, &unit, &rendered.request);
-            rendered.request
-        }
-        Work::Summary(s) => request::render_summary(&s.prompt, &ctx.requests).request,
-    };
-    Ok(BatchItem {
-        custom_id: unit_part.to_string(),
-        request,
-    })
 }

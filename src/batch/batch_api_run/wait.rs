@@ -8,9 +8,10 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::collect::Collected;
+use super::host::{Host, Request, Stage};
 use super::phase::Phase;
 use super::BatchApiRun;
-use crate::batch::execution::{Execution, Pause};
+use crate::batch::execution::Pause;
 use crate::duration::format_duration;
 use crate::exec::Event;
 use crate::printer::{Printer, ProgressStyleKind};
@@ -24,7 +25,7 @@ const CANCEL_POLL_MOST: Duration = Duration::from_secs(15);
 impl BatchApiRun {
     /// The batches of an earlier attempt that hold requests of this phase: waited for
     /// (polled at once), their requests not sent again.
-    pub(super) fn take_earlier(&mut self, p: &mut Phase<'_>) {
+    pub(super) fn take_earlier<W: Request>(&mut self, p: &mut Phase<W>) {
         let now = Instant::now();
         let mut kept = Vec::new();
         for e in std::mem::take(&mut self.earlier) {
@@ -65,7 +66,7 @@ impl BatchApiRun {
     /// Waits for the phase's batches, collecting each as it ends. Returns the requests to
     /// send again (errored or expired, within the retry budget), or `Stopped` when the wait
     /// ended early (Ctrl-C, `--deadline`, a refused key, an answer that could not be kept).
-    pub(super) async fn wait(&mut self, exec: &mut Execution, p: &mut Phase<'_>) -> Waited {
+    pub(super) async fn wait<W: Request, H: Host<W>>(&mut self, exec: &mut H, p: &mut Phase<W>) -> Waited {
         let started = Instant::now();
         let mut display = WaitDisplay::new(&self.printer, started, self.wait_line);
         let mut retry = Vec::new();
@@ -109,7 +110,7 @@ impl BatchApiRun {
                     Ok(state) => {
                         let by = p.batches[i].recorded_by(&self.run).clone();
                         self.store_write(|s, _| s.record_batch_poll(&by, &state));
-                        exec.dispatcher.emit(Event::BatchPolled {
+                        exec.emit(Event::BatchPolled {
                             batch_id: state.batch_id.clone(),
                             status: state.status,
                             counts: state.counts,
@@ -167,8 +168,7 @@ impl BatchApiRun {
                         return Waited::Stopped;
                     }
                     Err(e) => {
-                        exec.dispatcher
-                            .halt(crate::batch::dispatcher::StopReason::Fatal(format!("--batch-api: {e}")));
+                        exec.halt(format!("--batch-api: {e}"));
                         self.leave(exec, p, Left::Stopped);
                         return Waited::Stopped;
                     }
@@ -181,44 +181,48 @@ impl BatchApiRun {
 
     /// A recorded batch the server does not know: the run stops, naming the batch and the
     /// server, and says how to give it up.
-    fn unknown(&mut self, exec: &mut Execution, e: &BatchError) {
+    fn unknown(&mut self, exec: &mut impl Stage, e: &BatchError) {
         self.refused = true;
-        let run = &self.run;
-        exec.dispatcher
-            .halt(crate::batch::dispatcher::StopReason::Fatal(format!(
-                "--batch-api: {e}. rlm does not send its requests again (they may be running, and paid for, under \
-             that key): use the API key it was submitted with, or give it up with `rlm cancel {run} --forget` \
-             (then `rlm resume {run}` sends them again, and pays again)"
-            )));
+        let (run, resume) = (&self.run, &self.resume);
+        let give_up = if self.forgettable {
+            format!(
+                ", or give it up with `rlm cancel {run} --forget` (then `{resume}` sends them again, and pays again)"
+            )
+        } else {
+            String::new()
+        };
+        exec.halt(format!(
+            "--batch-api: {e}. rlm does not send its requests again (they may be running, and paid for, under that \
+             key): use the API key it was submitted with{give_up}"
+        ));
     }
 
     /// The wait ended early: the batches keep running at the provider, and the run says
     /// how to collect them.
-    fn leave(&mut self, exec: &mut Execution, p: &mut Phase<'_>, why: Left) {
-        let run = self.run.clone();
-        let keeps = format!(
-            "the batch keeps running at the provider; `rlm resume {run}` collects it, `rlm cancel {run}` cancels it"
-        );
+    fn leave<W: Request, H: Host<W>>(&mut self, exec: &mut H, p: &mut Phase<W>, why: Left) {
+        let (run, resume) = (self.run.clone(), self.resume.clone());
+        let keeps =
+            format!("the batch keeps running at the provider; `{resume}` collects it, `rlm cancel {run}` cancels it");
         match why {
             Left::Interrupted => self.printer.important(&keeps),
             Left::Deadline => self
                 .printer
                 .important(&format!("rlm: the --deadline passed while waiting: {keeps}")),
             Left::Stopped if !p.batches.is_empty() => self.printer.important(&format!(
-                "rlm: the batches not collected stay at the provider: `rlm resume {run}` collects them, \
-                 `rlm cancel {run}` cancels them"
+                "rlm: the batches not collected stay at the provider: `{resume}` collects them, `rlm cancel {run}` \
+                 cancels them"
             )),
             Left::Stopped => {}
             Left::CancelWait => self.printer.important(&format!(
-                "rlm: the canceled batches have not ended within {}: `rlm cancel {run}` again, or `rlm resume \
-                 {run}`, collects what they had finished",
+                "rlm: the canceled batches have not ended within {}: `rlm cancel {run}` again, or `{resume}`, \
+                 collects what they had finished",
                 format_duration(u64::try_from(self.cancel_wait.as_millis()).unwrap_or(u64::MAX))
             )),
         }
         let batches = std::mem::take(&mut p.batches);
         for b in batches {
             let reason = format!(
-                "waiting in batch {} at the provider: `rlm resume {run}` collects it",
+                "waiting in batch {} at the provider: `{resume}` collects it",
                 b.batch_id
             );
             for c in &b.custom_ids {
@@ -302,7 +306,7 @@ impl WaitDisplay {
         }
     }
 
-    fn show(&mut self, p: &Phase<'_>, next: Instant) {
+    fn show<W: Request>(&mut self, p: &Phase<W>, next: Instant) {
         let (mut done, mut errored, mut total) = (0, 0, 0);
         for b in &p.batches {
             let in_batch = b.custom_ids.len() as u64;
