@@ -265,17 +265,13 @@ impl Execution {
         if self.interrupted {
             return Pause::Interrupted;
         }
-        tokio::select! {
-            biased;
-            () = self.interrupt.recv() => {
-                if self.interrupt.deadline_passed {
-                    Pause::DeadlinePassed
-                } else {
-                    self.interrupted = true;
-                    Pause::Interrupted
-                }
-            }
-            () = tokio::time::sleep_until(until) => Pause::Elapsed,
+        if self.interrupt.sleep_until(until).await {
+            Pause::Elapsed
+        } else if self.interrupt.deadline_passed {
+            Pause::DeadlinePassed
+        } else {
+            self.interrupted = true;
+            Pause::Interrupted
         }
     }
 

@@ -66,6 +66,16 @@ impl Interrupt {
         }
     }
 
+    /// Sleeps until `until`: true when it came first, false when a signal or the deadline
+    /// did (then [`Interrupt::deadline_passed`] says which).
+    pub async fn sleep_until(&mut self, until: tokio::time::Instant) -> bool {
+        tokio::select! {
+            biased;
+            () = self.recv() => false,
+            () = tokio::time::sleep_until(until) => true,
+        }
+    }
+
     /// Whether the deadline has passed, said now (not only when [`Interrupt::recv`] is next
     /// awaited): a timer is heard only when awaited, and what is about to pay (a batch
     /// submission) must not start past the deadline.

@@ -289,13 +289,14 @@ impl Stage for JobHost<'_> {
         if self.signal {
             return Pause::Interrupted;
         }
-        tokio::select! {
-            biased;
-            () = self.interrupt.recv() => {
-                self.signal = true;
-                if self.interrupt.deadline_passed { Pause::DeadlinePassed } else { Pause::Interrupted }
-            }
-            () = tokio::time::sleep_until(until) => Pause::Elapsed,
+        if self.interrupt.sleep_until(until).await {
+            return Pause::Elapsed;
+        }
+        self.signal = true;
+        if self.interrupt.deadline_passed {
+            Pause::DeadlinePassed
+        } else {
+            Pause::Interrupted
         }
     }
 

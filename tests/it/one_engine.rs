@@ -676,6 +676,41 @@ fn a_realtime_job_and_a_batch_job_of_one_job_file_at_once_pay_once() {
     }
 }
 
+/// `--deadline` while a job waits for its provider batch ends the wait, as it ends a batch
+/// run's: the batch keeps running at the provider, the job says how to collect it and ends
+/// DEADLINE_EXCEEDED, and its resume collects the batch without sending it again.
+#[test]
+fn a_deadline_while_a_job_waits_for_its_batch_leaves_it_running_and_the_resume_collects_it() {
+    use crate::job::{batch_outputs, fast as job_fast, job_args, job_id, job_project, map_requests, only_job};
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::Held);
+    let p = job_project(8, 4, &[], "");
+    let url = mock.url();
+    let out = job_fast(p.rlm(&job_args(&url, &["--batch-api", "--deadline", "1s", "--yes", "--json"]))).run();
+    out.assert_exit(130);
+    assert_eq!(out.json()["status"], "DEADLINE_EXCEEDED", "{}", out.stderr);
+    let id = job_id(&only_job(&p));
+    assert!(
+        out.stderr
+            .contains(&format!("the --deadline passed while waiting: the batch keeps running at the provider; `rlm job resume {id}` collects it")),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(mock.batch_submissions(), 1);
+
+    mock.set_batch_progress(BatchProgress::AfterPolls(0));
+    let resumed = job_fast(p.rlm(&["job", "resume", &id])).run();
+    resumed.assert_exit(0);
+    assert_eq!(
+        mock.batch_submissions(),
+        1,
+        "collected, not sent again: {}",
+        resumed.stderr
+    );
+    assert!(map_requests(&mock).is_empty(), "nothing paid in real time");
+    assert_eq!(batch_outputs(&only_job(&p), "classify").len(), 2);
+}
+
 /// A job's batch is collected only at the server it was sent to, as a batch run's is: a
 /// resume pointed at another server is refused before anything is sent, says where the
 /// batch waits, and offers `rlm cancel` (a job's batches are never forgotten).
