@@ -270,8 +270,10 @@ pub async fn run_batches(
     }
     if stopped {
         let deadline_passed = interrupt.deadline_passed;
+        // What counting the answers found (an answer that could not be written) says more
+        // than the stage's stop, which follows from it.
         let stop = handler.stop.take();
-        run.stop = run.stop.take().or(stop).or(Some(if deadline_passed {
+        run.stop = stop.or(run.stop.take()).or(Some(if deadline_passed {
             Stop::Deadline
         } else {
             Stop::Interrupted

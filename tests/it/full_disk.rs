@@ -341,3 +341,52 @@ fn a_plain_rerun_takes_the_answers_an_earlier_run_could_not_cache() {
     assert_eq!(kept_in(&first_dir), 0, "moved into the cache");
     assert_eq!(disk.cache_entries(), FILES);
 }
+
+/// The same full disk under `rlm job run --batch-api`: a provider batch's answers that the
+/// cache cannot take are kept in the job's batch output files, the job stops at the first
+/// one, and its resume (room again) collects the rest of the same provider batch: every
+/// request is paid once, none in real time.
+#[test]
+fn a_full_cache_under_a_batch_job_keeps_each_paid_answer_and_the_resume_pays_none_again() {
+    use crate::job::{batch_outputs, fast as job_fast, job_args, job_id, job_project, map_requests, only_job};
+    const BATCHES: usize = 60;
+    let p = job_project(BATCHES * 2, 2, &[], "");
+    let Some(disk) = small_cache_disk(&p, DISK_KIB) else {
+        return;
+    };
+    let enter = disk.enter(p.path());
+    let enter: Vec<&str> = enter.iter().map(String::as_str).collect();
+    let mock = MockLlm::start();
+    mock.set_batch_progress(crate::support::mock_llm::batch::BatchProgress::AfterPolls(0));
+    let url = mock.url();
+    let first = job_fast(p.rlm(&job_args(&url, &["--batch-api", "--yes"])))
+        .via(&enter)
+        .run();
+    assert_ne!(first.status, 0, "{}", first.stderr);
+    assert!(first.stderr.contains("cannot write the cache"), "{}", first.stderr);
+    assert_eq!(mock.batch_sizes(), [BATCHES], "{}", first.stderr);
+    let dir = only_job(&p);
+    let written = batch_outputs(&dir, "classify").len();
+    let cached = disk.cache_entries();
+    assert!(
+        (1..BATCHES).contains(&written) && cached < written + 1,
+        "{written} outputs, {cached} cached: {}",
+        first.stderr
+    );
+
+    disk.resize(16 * 1024);
+    let resumed = job_fast(p.rlm(&["job", "resume", &job_id(&dir)])).via(&enter).run();
+    resumed.assert_exit(0);
+    assert_eq!(
+        mock.batch_sizes(),
+        [BATCHES],
+        "the same provider batch collected again, nothing sent twice: {}",
+        resumed.stderr
+    );
+    assert!(
+        map_requests(&mock).is_empty(),
+        "nothing paid in real time: {}",
+        resumed.stderr
+    );
+    assert_eq!(batch_outputs(&dir, "classify").len(), BATCHES);
+}
