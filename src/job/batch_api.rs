@@ -166,20 +166,34 @@ pub async fn collect(
     // Boxed: the stage's wait and reconcile make a large future, run once a phase.
     Box::pin(stage.run_requests(&mut host, jobs.iter().collect(), &phase.tag)).await;
     let JobHost {
-        answered,
+        mut answered,
         realtime,
         mut priors,
         signal,
         stop,
         not_run,
         no_batch_api,
+        started,
         ..
     } = host;
     if let Some(message) = no_batch_api {
         return Err(RlmError::Usage(message));
     }
     let rest = if signal || stop.is_some() || not_run.is_some() {
-        // The job stops here: nothing is called in real time.
+        // The job stops here: nothing is called in real time. A rejected answer was paid
+        // for all the same: counted now, its batch left for the resume to ask again.
+        for job in &jobs {
+            if let Some(prior) = priors.remove(&job.n) {
+                let outcome = WorkerOutcome {
+                    usage: prior.usage,
+                    cost_usd: prior.cost_usd,
+                    calls: 1,
+                    duration_ms: started.elapsed().as_millis() as u64,
+                    ..WorkerOutcome::ended(WorkerEnd::Halted)
+                };
+                answered.push(BatchDone::new(job, outcome));
+            }
+        }
         Vec::new()
     } else {
         jobs.retain(|j| realtime.contains(&j.n));

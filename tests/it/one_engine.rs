@@ -157,7 +157,13 @@ fn max_cost_bounds_a_batch_run_and_a_resume_with_more_sends_the_rest_once() {
     assert!(report["cost_usd"].as_f64().unwrap() <= 0.01, "{report}");
     assert_eq!(report["succeeded"].as_u64().unwrap() as usize, sent, "{report}");
     assert_eq!(report["not_run"].as_array().unwrap().len(), 40 - sent, "{report}");
-    assert!(out.stderr.contains("--max-cost"), "{}", out.stderr);
+    let id = report["run_id"].as_str().unwrap();
+    assert!(
+        out.stderr
+            .contains(&format!("`rlm resume {id} --max-cost USD` with a higher budget")),
+        "{}",
+        out.stderr
+    );
 
     let resumed = fast(&p, &["resume", "--yes", "--max-cost", "5"]).run();
     resumed.assert_exit(0);
@@ -590,6 +596,57 @@ fn max_cost_bounds_a_jobs_batch_and_a_resume_with_more_sends_the_rest_once() {
     resumed.assert_exit(0);
     assert_eq!(mock.batch_sizes().iter().sum::<usize>(), 12, "nothing was sent twice");
     assert!(map_requests(&mock).is_empty());
+}
+
+/// A batch answer the check rejects was paid for, and counts even when the job stops
+/// before its realtime re-ask (here for `--max-cost`): the job's calls and cost hold it, and
+/// the resume asks it again.
+#[test]
+fn a_rejected_batch_answer_counts_when_the_job_stops_before_asking_it_again() {
+    use crate::job::{fast as job_fast, job_args, job_id, job_project, map_requests, only_job};
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::AfterPolls(1));
+    let hints = vec![(1, first_attempt_hint(&serde_json::json!({"kind": "bogus"})))];
+    let p = job_project(12, 1, &hints, "");
+    let out = job_fast(p.rlm(&job_args(
+        &mock.url(),
+        &["--batch-api", "--yes", "--max-cost", "0.3", "--json"],
+    )))
+    .run();
+    out.assert_exit(1);
+    assert_eq!(out.json()["status"], "BUDGET_EXCEEDED", "{}", out.stderr);
+    let sent: usize = mock.batch_sizes().iter().sum();
+    assert!((2..12).contains(&sent), "{:?}", mock.batch_sizes());
+    assert!(map_requests(&mock).is_empty(), "the re-ask waits for the resume");
+    let dir = only_job(&p);
+    assert!(
+        out.stderr.contains(&format!(
+            "`rlm job resume {} --max-cost USD` with a higher budget",
+            job_id(&dir)
+        )),
+        "{}",
+        out.stderr
+    );
+    let record = read_json(&dir.join("job.json"));
+    assert_eq!(
+        record["phases"][0]["calls"].as_u64(),
+        Some(sent as u64),
+        "every batch request sent is counted, the rejected one too: {record}"
+    );
+
+    let resumed = job_fast(p.rlm(&["job", "resume", &job_id(&dir), "--max-cost", "50", "--json"])).run();
+    resumed.assert_exit(0);
+    // The rejected request is asked again (in the resume's batch, then with its errors in
+    // real time); no other request is sent twice, and every request sent is counted.
+    assert_eq!(mock.batch_sizes().iter().sum::<usize>(), 13, "{:?}", mock.batch_sizes());
+    let record = read_json(&dir.join("job.json"));
+    assert_eq!(record["phases"][0]["items_done"], 12, "{record}");
+    assert_eq!(
+        record["phases"][0]["calls"].as_u64(),
+        Some(13 + map_requests(&mock).len() as u64),
+        "{record}\n{}",
+        resumed.stderr
+    );
 }
 
 /// Scenario 1 on the job path: two `rlm job run --batch-api` of one job file at once pay
