@@ -255,6 +255,10 @@ impl Request for &BatchJob {
     fn id(&self) -> &UnitId {
         &self.request.unit
     }
+
+    fn label(&self) -> &str {
+        &self.request.label
+    }
 }
 
 impl JobHost<'_> {

@@ -551,3 +551,39 @@ fn a_run_started_with_a_global_flag_first_resumes() {
         mock.requests()
     );
 }
+
+/// A file edited between a `kill -9` while a `--batch-api` run waits and `rlm resume`: the
+/// batch at the provider holds a request with the file's old text, and its answer must not
+/// become the answer of the new text (it was cached under the new text's key, served to
+/// every later run, and the file reported answered). The batch's claims tell which key each
+/// of its requests was sent under.
+#[test]
+fn a_file_edited_before_the_resume_is_not_answered_by_its_old_batch_request() {
+    use crate::support::mock_llm::batch::BatchProgress;
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::Held);
+    let p = Project::new().ts_files(4);
+    let url = mock.url();
+    let args = run_in(&url, "List {file}", &["--yes", "--batch-api"]);
+    let running = p.rlm(&args).env("RLM_BATCH_POLL_MS", "20").spawn();
+    assert!(wait_until(Duration::from_secs(30), || mock.batch_polls() >= 2));
+    running.signal("KILL");
+    let _ = running.wait();
+    p.write("src/f00.ts", "export const f00 = 100;\n");
+
+    mock.set_batch_progress(BatchProgress::AfterPolls(1));
+    p.rlm(&["resume", "--yes"])
+        .env("RLM_BATCH_POLL_MS", "20")
+        .run()
+        .assert_exit(0);
+    let sent_new_text = mock
+        .batch_requests()
+        .iter()
+        .map(|r| r.body.to_string())
+        .chain(mock.recorded().iter().map(|r| r.body.to_string()))
+        .any(|body| body.contains("f00 = 100"));
+    assert!(
+        sent_new_text,
+        "the edited file's new text was never sent, yet it is reported answered"
+    );
+}

@@ -25,6 +25,8 @@ use crate::unit::UnitId;
 pub trait Request: Copy {
     /// Its unit: what the store records it under, and its custom id is made of.
     fn id(&self) -> &UnitId;
+    /// What messages call it (a file, a chunk, a job's batch).
+    fn label(&self) -> &str;
 }
 
 /// What the stage needs from whoever it works for, whatever its requests are: where it
@@ -115,6 +117,13 @@ pub struct Heard {
 impl Request for Work<'_> {
     fn id(&self) -> &UnitId {
         Work::id(self)
+    }
+
+    fn label(&self) -> &str {
+        match self {
+            Work::Unit(u) => &u.label,
+            Work::Summary(s) => &s.label,
+        }
     }
 }
 

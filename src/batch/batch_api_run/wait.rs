@@ -3,6 +3,7 @@
 //! batch collected as it ends. The wait shows done / errored / total, the time waited and the
 //! next poll; Ctrl-C or `--deadline` ends it and leaves the batches running at the provider.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -39,6 +40,29 @@ impl BatchApiRun {
             } else {
                 Vec::new()
             };
+            // A request sent under another key than its unit's now (its file was edited
+            // since) answers the old text: its answer is not this unit's, which is sent
+            // again with the new text. Told by the claims the batch holds, key by key.
+            let sent_keys: HashMap<String, String> = if ours.is_empty() {
+                HashMap::new()
+            } else {
+                self.store
+                    .batch_claims(&e.batch_id)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .collect()
+            };
+            let (ours, stale): (Vec<_>, Vec<_>) = ours
+                .into_iter()
+                .partition(|(c, i)| sent_keys.get(c).is_none_or(|key| *key == p.keys[*i]));
+            for (_, i) in &stale {
+                self.printer.warn(&format!(
+                    "{}: changed since its request was sent in batch {}; that request's answer is not used, and \
+                     the new text is sent",
+                    p.work[*i].label(),
+                    e.batch_id
+                ));
+            }
             if ours.is_empty() {
                 kept.push(e);
                 continue;
@@ -47,7 +71,9 @@ impl BatchApiRun {
                 p.in_flight[*i] = true;
                 p.track(c, *i);
             }
-            let ours: Vec<String> = ours.into_iter().map(|(c, _)| c).collect();
+            // (The stale requests ride along untracked: their results are passed over, and
+            // the batch is marked collected once it is read.)
+            let ours: Vec<String> = ours.into_iter().chain(stale).map(|(c, _)| c).collect();
             tracing::debug!(batch = %e.batch_id, requests = ours.len(), "waiting for a batch of an earlier attempt");
             p.batches.push(Waiting {
                 batch_id: e.batch_id,
