@@ -16,7 +16,7 @@ use super::ingest::id_key;
 use super::job_dir::write_json;
 use super::records::processed_before;
 use super::reduce::clusters_of;
-use super::runner::JobRun;
+use super::runner::{JobRun, Stop};
 use super::select::{ClusterPlace, Filter};
 use super::worker::AnswerCheck;
 use crate::error::RlmError;
@@ -134,7 +134,16 @@ pub async fn run(run: &mut JobRun, index: usize) -> Result<(), RlmError> {
             id_field: &id_field,
             budget,
         };
-        let fetched = fetch_all(run, &command, new).await?;
+        let Some(fetched) = fetch_all(run, &command, new).await? else {
+            // Ctrl-C or the deadline while fetching: nothing of the phase was sent, and
+            // `resume` fetches again.
+            run.stop = Some(if run.interrupt.deadline_passed {
+                Stop::Deadline
+            } else {
+                Stop::Interrupted
+            });
+            return Ok(());
+        };
         new = fetched.items;
         if fetched.cut > 0 {
             run.progress.note(&format!(
@@ -216,10 +225,19 @@ struct Fetched {
 /// the budget. An item whose fetch failed is left out (it is not reviewed without what
 /// its review needs). A failure that every item would meet ends the phase at once, before
 /// its batches are paid for: a program that cannot be started, a gh that is not logged in,
-/// a repository gh cannot see.
-async fn fetch_all(run: &JobRun, command: &FetchCommand<'_>, items: Vec<Value>) -> Result<Fetched, RlmError> {
+/// a repository gh cannot see. Ctrl-C (or the deadline) stops the commands running, and
+/// reaps them: `None`.
+async fn fetch_all(
+    run: &mut JobRun,
+    command: &FetchCommand<'_>,
+    items: Vec<Value>,
+) -> Result<Option<Fetched>, RlmError> {
     let repo = run.record.definition.repo.clone().unwrap_or_default();
     let cwd = run.settings.cwd.clone();
+    let job = run.record.job_id.clone();
+    let interrupt = &mut run.interrupt;
+    // Each command stops when this turns true.
+    let (stop, stopping) = tokio::sync::watch::channel(false);
     let mut fetched = Fetched {
         items: Vec::with_capacity(items.len()),
         failed: Vec::new(),
@@ -258,16 +276,38 @@ async fn fetch_all(run: &JobRun, command: &FetchCommand<'_>, items: Vec<Value>) 
                         .collect(),
                 )
             };
-            tasks.spawn(async move { (i, process::run(&spec, "", std::future::pending()).await) });
+            let mut stopping = stopping.clone();
+            let cancel = async move {
+                if stopping.wait_for(|stop| *stop).await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            };
+            tasks.spawn(async move { (i, process::run(&spec, "", cancel).await) });
         }
         let mut results: Vec<Option<Result<process::ProcessOutput, ProcessError>>> =
             (0..chunk.len()).map(|_| None).collect();
-        while let Some(joined) = tasks.join_next().await {
-            if let Ok((i, result)) = joined {
-                if let Some(slot) = results.get_mut(i) {
-                    *slot = Some(result);
+        let mut interrupted = false;
+        loop {
+            tokio::select! {
+                biased;
+                () = interrupt.recv(), if !interrupted => {
+                    // The commands are stopped and reaped; the loop waits for them.
+                    interrupted = true;
+                    let _ = stop.send(true);
                 }
+                joined = tasks.join_next() => match joined {
+                    None => break,
+                    Some(Ok((i, result))) => {
+                        if let Some(slot) = results.get_mut(i) {
+                            *slot = Some(result);
+                        }
+                    }
+                    Some(Err(_)) => {}
+                },
             }
+        }
+        if interrupted {
+            return Ok(None);
         }
         for (item, result) in chunk.iter().zip(results) {
             let id = item.get(command.id_field).cloned().unwrap_or(Value::Null);
@@ -285,7 +325,7 @@ async fn fetch_all(run: &JobRun, command: &FetchCommand<'_>, items: Vec<Value>) 
                     fetched.items.push(item);
                 }
                 Some(Err(e)) => {
-                    if let Some(stop) = stops_the_phase(run, &e, &repo) {
+                    if let Some(stop) = stops_the_phase(&job, &e, &repo) {
                         return Err(stop);
                     }
                     fetched.failed.push((id, e.to_string()));
@@ -296,14 +336,13 @@ async fn fetch_all(run: &JobRun, command: &FetchCommand<'_>, items: Vec<Value>) 
             }
         }
     }
-    Ok(fetched)
+    Ok(Some(fetched))
 }
 
 /// The error that ends the phase when a fetch failed in a way every item would: the
 /// program is gone (it was checked before the job started), or gh cannot reach the
 /// repository. Nothing of the phase's batches was sent; `resume` fetches again.
-fn stops_the_phase(run: &JobRun, e: &ProcessError, repo: &str) -> Option<RlmError> {
-    let job = &run.record.job_id;
+fn stops_the_phase(job: &str, e: &ProcessError, repo: &str) -> Option<RlmError> {
     match e {
         ProcessError::NotFound { program } => Some(RlmError::Config(format!(
             "the phase's fetch command cannot run: {program} is not found any more: install it again and put it \

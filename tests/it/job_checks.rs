@@ -1109,7 +1109,7 @@ fn ctrl_c_while_comments_are_posted_stops_after_the_one_being_posted() {
 
 /// Whether the process `pid`, which leads its own process group, is gone within ten
 /// seconds. If not, its group is killed, so that a failing test leaves nothing running.
-fn gone_soon(pid: &str) -> bool {
+pub(crate) fn gone_soon(pid: &str) -> bool {
     let alive = || {
         std::process::Command::new("kill")
             .args(["-0", pid])

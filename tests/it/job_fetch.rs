@@ -272,3 +272,41 @@ fn an_id_that_reads_as_an_option_is_not_passed_to_the_fetch_command() {
     );
     assert_eq!(review_requests(&mock).concat().len(), 3);
 }
+
+/// Ctrl-C while a review phase's fetch commands run stops them (stopped and reaped, none
+/// outlives rlm), the job ends INTERRUPTED (exit 130) without sending the phase anything,
+/// and `rlm job resume` fetches again and goes on.
+#[test]
+fn ctrl_c_while_a_review_phase_fetches_stops_its_commands_and_the_resume_fetches_again() {
+    let mock = MockLlm::start();
+    let fetch = "#!/bin/sh\necho $$ >> fetch.pids\nif [ -f slow ]; then sleep 30; fi\necho \"$1\" >> fetch.done\n\
+                 echo \"diff of $1\"\n";
+    let p = review_project(4, "[\"./fetch.sh\", \"{id}\"]", "")
+        .file("fetch.sh", fetch)
+        .file("slow", "");
+    chmod_x(&p, "fetch.sh");
+    let run = p.rlm(&job_args(&mock.url(), &["--yes"])).spawn();
+    assert!(
+        wait_until(std::time::Duration::from_secs(30), || p.exists("fetch.pids")
+            && p.read("fetch.pids").lines().count() >= 4),
+        "the fetch commands run"
+    );
+    run.signal("INT");
+    let out = run.wait();
+    assert_eq!(out.status, 130, "{}", out.stderr);
+    for pid in p.read("fetch.pids").lines() {
+        assert!(
+            crate::job_checks::gone_soon(pid.trim()),
+            "fetch command {pid} outlived rlm"
+        );
+    }
+    assert!(!p.exists("fetch.done"), "a fetch command ran to its end after Ctrl-C");
+    assert!(review_requests(&mock).is_empty(), "nothing of the review was sent");
+    let dir = only_job(&p);
+    assert_eq!(read_json(&dir.join("job.json"))["status"], "INTERRUPTED");
+
+    std::fs::remove_file(p.path().join("slow")).unwrap();
+    let resumed = p.rlm(&["job", "resume", &job_id(&dir), "--json"]).run();
+    resumed.assert_exit(0);
+    assert_eq!(review_requests(&mock).concat().len(), 4, "{}", resumed.stderr);
+}
