@@ -124,7 +124,11 @@ pub struct PhaseDefinition {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group_by: Option<String>,
     /// Items this similar are one cluster (complete linkage: similar to every member).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "similarity_rules"
+    )]
     pub similar_by: Vec<Similarity>,
     /// How members are ranked before the model looks: fields, `-field` for descending.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -154,6 +158,25 @@ pub struct Similarity {
     pub field: String,
     /// Above this similarity (0 < t ≤ 1), two items may share a cluster.
     pub threshold: f64,
+}
+
+/// `similar_by`: a list of rules (or one), each a table with a field and a threshold; any
+/// other shape is said with an example, not as serde's type names.
+fn similarity_rules<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Similarity>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Rules {
+        Many(Vec<Similarity>),
+        One(Similarity),
+    }
+    match Rules::deserialize(d) {
+        Ok(Rules::Many(rules)) => Ok(rules),
+        Ok(Rules::One(rule)) => Ok(vec![rule]),
+        Err(_) => Err(serde::de::Error::custom(
+            "`similar_by` is a list of rules, each with a `field` and a `threshold` (0 < t <= 1), as in \
+             similar_by = [{ field = \"title\", threshold = 0.5 }]",
+        )),
+    }
 }
 
 impl PhaseDefinition {
@@ -429,6 +452,14 @@ mod tests {
             ("name = \"t\"\n[[phase]]\nname = \"a/b\"\nkind = \"report\"\n", "phase name"),
             ("name = \"t\"\n[[phase]]\nname = \"a\"\nkind = \"reduce\"\n", "group_by"),
             (
+                "name = \"t\"\n[[phase]]\nname = \"a\"\nkind = \"reduce\"\nsimilar_by = \"text\"\n",
+                "similar_by = [{ field = \"title\", threshold = 0.5 }]",
+            ),
+            (
+                "name = \"t\"\n[[phase]]\nname = \"a\"\nkind = \"reduce\"\nsimilar_by = [{ field = \"t\", treshold = 1 }]\n",
+                "each with a `field` and a `threshold`",
+            ),
+            (
                 "name = \"t\"\nkind = \"issues\"\n[[phase]]\nname = \"a\"\nkind = \"report\"\n",
                 "not a kind of job",
             ),
@@ -440,6 +471,19 @@ mod tests {
             let e = parse(text).unwrap_err();
             assert!(e.contains(needle), "{text:?}: {e}");
             assert!(!e.contains('\n'), "{e}");
+        }
+    }
+
+    #[test]
+    fn similar_by_is_a_list_of_rules_or_one_rule() {
+        let head = "name = \"t\"\n[[phase]]\nname = \"a\"\nkind = \"reduce\"\nprompt = \"p\"\noutput_schema = \"s\"\n";
+        for rules in [
+            "similar_by = [{ field = \"title\", threshold = 0.5 }]",
+            "similar_by = { field = \"title\", threshold = 0.5 }",
+        ] {
+            let d = parse(&format!("{head}{rules}\n")).unwrap();
+            assert_eq!(d.phases[0].similar_by.len(), 1, "{rules}");
+            assert_eq!(d.phases[0].similar_by[0].field, "title");
         }
     }
 
