@@ -146,6 +146,11 @@ fn holder_pid(path: &Path) -> Option<u32> {
     None
 }
 
+/// Whether `dir` is an rlm run directory (it holds the `.rlm-run` marker).
+pub fn is_run_dir(dir: &Path) -> bool {
+    dir.join(MARKER).is_file()
+}
+
 /// The run whose directory `dir` is, as its `.rlm-run` marker says (`None` when there is
 /// no marker, or it cannot be read).
 pub fn marked_run(dir: &Path) -> Option<String> {

@@ -1,6 +1,8 @@
 //! The default exclusions of `multi-file-rlm-design.md`: VCS, dependencies, build output,
-//! editor files, binaries and media, lock files and generated files. Each applies unless
-//! the user's pattern names it explicitly (`node_modules/**/*.js`, `**/*.d.ts`).
+//! editor files, binaries and media, lock files and generated files — and rlm's own run
+//! directories (an earlier `-o review`), whose reports and answers are no input. Each
+//! applies unless the user's pattern names it explicitly (`node_modules/**/*.js`,
+//! `**/*.d.ts`, `review/*.result.md`).
 
 /// Directory names never descended into unless the pattern names them.
 const DIRS: &[&str] = &[
@@ -45,6 +47,8 @@ const LOCK_FILES: &[&str] = &[
 #[derive(Debug, Clone)]
 pub struct Exclusions {
     dirs: Vec<&'static str>,
+    /// Every directory name the pattern names (a run directory so named is walked).
+    named_dirs: Vec<String>,
     suffixes: Vec<&'static str>,
     lock_files: Vec<&'static str>,
 }
@@ -67,6 +71,12 @@ impl Exclusions {
         let mentions = |text: &str| alternatives.iter().any(|a| a.contains(text));
         Exclusions {
             dirs: DIRS.iter().copied().filter(|d| !names_dir(d)).collect(),
+            named_dirs: alternatives
+                .iter()
+                .flat_map(|a| a.split('/'))
+                .filter(|c| !c.is_empty())
+                .map(str::to_string)
+                .collect(),
             suffixes: SUFFIXES.iter().copied().filter(|s| !mentions(s)).collect(),
             lock_files: LOCK_FILES.iter().copied().filter(|f| !mentions(f)).collect(),
         }
@@ -74,6 +84,12 @@ impl Exclusions {
 
     pub fn excludes_dir(&self, name: &str) -> bool {
         self.dirs.contains(&name)
+    }
+
+    /// Whether the directory `path` (named `name`) is an rlm run directory the pattern does
+    /// not name: an earlier run's `-o` directory, whose outputs a walk leaves out.
+    pub fn excludes_run_dir(&self, name: &str, path: &std::path::Path) -> bool {
+        !self.named_dirs.iter().any(|d| d == name) && crate::run_dir::is_run_dir(path)
     }
 
     pub fn excludes_file(&self, name: &str) -> bool {

@@ -1,5 +1,6 @@
 //! The directory walk shared by the glob and directory resolvers: ignore files, hidden
-//! files, default exclusions, the run's output directory, and the symbolic-link policy.
+//! files, default exclusions, the run's output directory (and earlier runs' ones), and the
+//! symbolic-link policy.
 //!
 //! Symbolic links are followed only while they stay inside the directory being walked: a
 //! link such as `keys -> ~/.ssh` is skipped and listed unless `--follow-links` is given
@@ -115,7 +116,9 @@ impl Walk<'_> {
                 return false;
             }
             if is_dir {
-                !exclusions.excludes_dir(&name) && !is_same_dir(entry.path(), excluded_dir.as_deref())
+                !exclusions.excludes_dir(&name)
+                    && !is_same_dir(entry.path(), excluded_dir.as_deref())
+                    && !exclusions.excludes_run_dir(&name, entry.path())
             } else {
                 !exclusions.excludes_file(&name)
             }

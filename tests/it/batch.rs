@@ -627,6 +627,43 @@ fn results_in_an_output_dir_are_not_inputs_of_the_next_run() {
     assert_eq!(report["cache_hits"], 2);
 }
 
+#[test]
+fn an_earlier_runs_output_dir_is_not_an_input_unless_the_pattern_names_it() {
+    let mock = MockLlm::start();
+    let p = Project::new().file("docs/a.md", "# A\n").file("docs/b.md", "# B\n");
+    let url = mock.url();
+    p.rlm(&batch("**/*.md", &url, &["-o", "review-1"])).run().assert_exit(0);
+    assert!(p.exists("review-1/docs-a.md.result.md"));
+    // A second run into another directory reads the two docs, not review-1's report,
+    // aggregate, prompts and result files (all cached: nothing is asked).
+    mock.reset_counts();
+    p.rlm(&batch("**/*.md", &url, &["-o", "review-2"])).run().assert_exit(0);
+    assert_eq!(mock.requests(), 0);
+    let report = read_json(&p.path().join("review-2/report.json"));
+    assert_eq!(report["files_matched"], 2, "{report:#}");
+    // Directory mode walks past it too.
+    p.rlm(&[
+        "batch",
+        ".",
+        "Review",
+        "--base-url",
+        &url,
+        "--no-batch-small",
+        "-o",
+        "review-3",
+    ])
+    .run()
+    .assert_exit(0);
+    let report = read_json(&p.path().join("review-3/report.json"));
+    assert_eq!(report["files_matched"], 2, "{report:#}");
+    // A pattern that names the directory reads what is in it.
+    p.rlm(&batch("review-1/*.result.md", &url, &["-o", "review-4"]))
+        .run()
+        .assert_exit(0);
+    let report = read_json(&p.path().join("review-4/report.json"));
+    assert_eq!(report["files_matched"], 2, "{report:#}");
+}
+
 // ---------------------------------------------------------------------------
 // Usage errors and exit codes
 
