@@ -2,7 +2,7 @@
 //!
 //! Usage: cargo run --release --example mock_llm -- [--port P] [--latency-ms L]
 //!   [--limit-concurrency N] [--rate-limit N/SECS [--count-refused] [--retry-after S|omit]
-//!   [--rate-headers]] [--serial] [--stream-gap-ms G]
+//!   [--rate-headers]] [--serial] [--stream-gap-ms G] [--batch-after-ms MS]
 //!
 //! Prints the base URL (e.g. `http://127.0.0.1:40123`) as the only stdout
 //! line, then serves until SIGTERM / Ctrl-C, and finally prints
@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 const USAGE: &str = "usage: mock_llm [--port P] [--latency-ms L] [--limit-concurrency N] \
-[--rate-limit N/SECS [--count-refused] [--retry-after S|omit] [--rate-headers]] [--serial] [--stream-gap-ms G]";
+[--rate-limit N/SECS [--count-refused] [--retry-after S|omit] [--rate-headers]] [--serial] [--stream-gap-ms G] [--batch-after-ms MS]";
 
 #[derive(Default)]
 struct Options {
@@ -35,6 +35,8 @@ struct Options {
     rate_headers: bool,
     serial: bool,
     stream_gap_ms: u64,
+    /// Each provider batch ends this long after it was created (default: at its first poll).
+    batch_after_ms: Option<u64>,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -88,6 +90,10 @@ fn parse_args() -> Result<Options, String> {
                 let v = value("--stream-gap-ms")?;
                 o.stream_gap_ms = v.parse().map_err(|_| bad("--stream-gap-ms", &v))?;
             }
+            "--batch-after-ms" => {
+                let v = value("--batch-after-ms")?;
+                o.batch_after_ms = Some(v.parse().map_err(|_| bad("--batch-after-ms", &v))?);
+            }
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
         }
@@ -134,6 +140,9 @@ fn main() -> ExitCode {
     };
     server.set_latency(Duration::from_millis(o.latency_ms));
     server.set_stream_gap(Duration::from_millis(o.stream_gap_ms));
+    if let Some(ms) = o.batch_after_ms {
+        server.set_batch_progress(mock_llm::batch::BatchProgress::AfterTime(Duration::from_millis(ms)));
+    }
     if let Some(n) = o.limit_concurrency {
         server.limit_concurrency(n, None);
     }
@@ -166,10 +175,12 @@ fn main() -> ExitCode {
     rt.block_on(wait_for_signal());
 
     eprintln!(
-        "requests={} max_in_flight={} throttled={}",
+        "requests={} max_in_flight={} throttled={} batch_submissions={} batch_requests={}",
         server.requests(),
         server.max_in_flight(),
-        server.throttled()
+        server.throttled(),
+        server.batch_submissions(),
+        server.batch_requests().len()
     );
     ExitCode::SUCCESS
 }
