@@ -4,7 +4,8 @@
 //!
 //! The command line makes them (`cli::into_options`), and nothing here knows it. They are
 //! kept unresolved on purpose: a resume reads the keys, the config and the prompt file of
-//! its own time, as the command given again would.
+//! its own time, as the command given again would — but a prompt read from standard input
+//! is kept as it was read ([`BatchOptions::prompt_given`]): nothing can read it again.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -108,4 +109,18 @@ pub struct BatchOptions {
     /// `None`: the config's `rlm.batch_api`, else off.
     pub batch_api: Option<BatchApiMode>,
     pub batch_api_fallback: BatchFallback,
+}
+
+impl BatchOptions {
+    /// The options as if `prompt` had been given on the command line instead of with
+    /// `--prompt-file`: the prompt after the pattern, or alone when an input flag names the
+    /// files (where clap would have put it).
+    pub fn prompt_given(&mut self, prompt: String) {
+        self.prompt_file = None;
+        if self.pattern.is_some() {
+            self.sub_prompt = Some(prompt);
+        } else {
+            self.pattern = Some(prompt.into());
+        }
+    }
 }

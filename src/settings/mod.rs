@@ -319,7 +319,7 @@ impl BatchSettings {
         color: ColorChoice,
         env: &Environment,
     ) -> Result<Self, RlmError> {
-        let record = RunRecord::new(kind, options.clone());
+        let mut record = RunRecord::new(kind, options.clone());
         // Destructure exhaustively so a new option is a compile error until it is handled here.
         let BatchOptions {
             pattern,
@@ -412,7 +412,15 @@ impl BatchSettings {
         let directory_mode = matches!(source, InputSource::Directory { .. });
         let sub_prompt = match (prompt, prompt_file) {
             (Some(p), _) => p,
-            (None, Some(file)) => read_prompt_file(&file, &env.cwd)?,
+            (None, Some(file)) => {
+                let text = read_prompt_file(&file, &env.cwd)?;
+                if file == Path::new("-") {
+                    // Standard input is gone by the time the run is resumed: the record
+                    // keeps what it said (a prompt file is read again, as given again).
+                    record.settings.prompt_given(text.clone());
+                }
+                text
+            }
             (None, None) => {
                 return Err(RlmError::Usage(
                     "no prompt: pass it as the second argument or with --prompt-file FILE".into(),

@@ -586,4 +586,34 @@ fn a_file_edited_before_the_resume_is_not_answered_by_its_old_batch_request() {
         sent_new_text,
         "the edited file's new text was never sent, yet it is reported answered"
     );
+
+/// A prompt read from standard input (`--prompt-file -`) is gone when the run is resumed:
+/// the resume goes on with the prompt the run was given (it said "the sub-prompt is empty",
+/// or took whatever was piped to it as a new prompt and paid for every unit again).
+#[test]
+fn a_run_whose_prompt_came_from_stdin_resumes_with_that_prompt() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(200));
+    let p = Project::new().ts_files(8);
+    let url = mock.url();
+    let mut args = run_in(&url, "", &["-j", "1", "--prompt-file", "-"]);
+    args.retain(|a| !a.is_empty());
+    let a = p.rlm(&args).stdin(b"Name the constant in {file}").spawn();
+    assert!(wait_until(Duration::from_secs(20), || results_in_out(&p) >= 3));
+    a.signal("TERM");
+    a.wait().assert_exit(130);
+    let done = p.report()["succeeded"].as_u64().unwrap();
+    let sent = mock.requests() as u64;
+
+    mock.set_latency(Duration::ZERO);
+    let resumed = p.rlm(&["resume", "--yes"]).run();
+    resumed.assert_exit(0);
+    let report = p.report();
+    assert_eq!(report["sub_prompt"], "Name the constant in {file}", "{report:#}");
+    assert_eq!(report["earlier_answers"], done, "{report:#}");
+    assert_eq!(mock.requests() as u64 - sent, 8 - done, "only the units left were sent");
+    // Something else piped to a later resume is not a new prompt either.
+    let again = p.rlm(&["resume", "--yes"]).stdin(b"Something else {file}").run();
+    again.assert_exit(2);
+    assert_eq!(mock.requests() as u64 - sent, 8 - done, "{}", again.stderr);
 }
