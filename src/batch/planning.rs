@@ -14,7 +14,7 @@ use crate::printer::Printer;
 use crate::provider::bundled_model::BundledModel;
 use crate::provider::ModelInfo;
 use crate::request::RequestContext;
-use crate::settings::BatchSettings;
+use crate::settings::{BatchSettings, InputSource};
 use crate::shard::PlanId;
 use crate::unit::WorkUnit;
 
@@ -62,6 +62,11 @@ pub async fn plan(settings: &mut BatchSettings, printer: &Printer) -> Result<Pla
     // The reading threads' lists are freed: their pages go back before units are made.
     crate::memory::release_free();
     if manifest.files.is_empty() {
+        // A resume has units left: inputs that select nothing now (a list piped to the
+        // run, not to the resume) are no "nothing to do".
+        if let Some(resume) = &settings.resume {
+            return Err(RlmError::Input(nothing_selected_on_resume(settings, &resume.run_id)));
+        }
         return Ok(Planned::Nothing(manifest));
     }
     let mut warnings = manifest.warnings.clone();
@@ -231,4 +236,18 @@ fn nothing_sendable(units: &[WorkUnit], pre: &Prepass) -> Option<RlmError> {
             n => format!(" (and {} more)", n - 1),
         }
     )))
+}
+
+/// Why `rlm resume RUN` stops when the run's inputs select no file now, and what to do.
+fn nothing_selected_on_resume(settings: &BatchSettings, run: &str) -> String {
+    match &settings.input.source {
+        InputSource::FilesFrom { list, .. } if list == std::path::Path::new("-") => format!(
+            "run {run} read its --files-from list from standard input, and this resume was given none: pipe the \
+             same list to `rlm resume {run}`; nothing was sent"
+        ),
+        _ => format!(
+            "run {run}: its inputs ({}) select no file now: nothing was sent; put them back to resume it",
+            crate::escape::name(&settings.input.pattern)
+        ),
+    }
 }

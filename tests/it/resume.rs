@@ -617,3 +617,49 @@ fn a_run_whose_prompt_came_from_stdin_resumes_with_that_prompt() {
     again.assert_exit(2);
     assert_eq!(mock.requests() as u64 - sent, 8 - done, "{}", again.stderr);
 }
+
+/// A file list read from standard input (`--files-from -`) is gone when the run is resumed:
+/// a resume given no list says so and what to do, exit 2; it ended at once with exit 0,
+/// saying nothing, and left the run unfinished.
+#[test]
+fn a_resume_whose_file_list_selects_nothing_now_says_so() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(200));
+    let p = Project::new().ts_files(8);
+    let url = mock.url();
+    let list: String = (0..8).map(|i| format!("src/f{i:02}.ts\n")).collect();
+    let args = [
+        "batch",
+        "--files-from",
+        "-",
+        "List {file}",
+        "--base-url",
+        &url,
+        "--model",
+        "haiku",
+        "-o",
+        "out",
+        "--no-batch-small",
+        "-j",
+        "1",
+    ];
+    let a = p.rlm(&args).stdin(list.as_bytes()).spawn();
+    assert!(wait_until(Duration::from_secs(20), || results_in_out(&p) >= 3));
+    a.signal("TERM");
+    a.wait().assert_exit(130);
+    let run = p.report()["run_id"].as_str().unwrap().to_string();
+
+    let resumed = p.rlm(&["resume", "--yes"]).run();
+    resumed.assert_exit(2);
+    let last = resumed.stderr.lines().last().unwrap_or_default();
+    assert!(last.starts_with("rlm: error: "), "{}", resumed.stderr);
+    assert!(
+        last.contains(&run) && last.contains("standard input"),
+        "{}",
+        resumed.stderr
+    );
+    // Given the list again, it goes on.
+    mock.set_latency(Duration::ZERO);
+    p.rlm(&["resume", "--yes"]).stdin(list.as_bytes()).run().assert_exit(0);
+    assert_eq!(p.report()["status"], "SUCCESS");
+}
