@@ -99,16 +99,7 @@ impl StoreReporter {
         let (run, states) = match target {
             StoreTarget::New(new_run) => {
                 let run = store.create_run(&new_run)?;
-                let new_units: Vec<NewUnit> = units
-                    .iter()
-                    .map(|u| NewUnit {
-                        id: u.id.to_string(),
-                        label: u.label.to_string(),
-                        kind: StoreKind::Map,
-                        priority: 5 - i64::from(depth),
-                        cache_key: Some(u.cache_key.as_str().to_string()),
-                    })
-                    .collect();
+                let new_units: Vec<NewUnit> = units.iter().map(|u| new_unit(u, depth)).collect();
                 store.add_units_served(&run, &new_units, served)?;
                 let mut states: HashMap<UnitId, UnitState> =
                     units.iter().map(|u| (u.id.clone(), UnitState::Queued)).collect();
@@ -124,15 +115,33 @@ impl StoreReporter {
             } => {
                 let claim = store.claim_run(&run, retry_failed, limits, true)?;
                 tracing::debug!(run = %run, ?claim, "run claimed");
-                // One query for the run's states; a unit the store does not know is queued.
+                // One query for the run's states. A unit the store does not know (a file
+                // edited since the run was planned has a new key, so a new id) is added, as a
+                // new run's units are: its moves and its spend are recorded.
                 let known: HashMap<String, UnitState> = store.unit_states(&run)?.into_iter().collect();
-                let states = units
-                    .iter()
-                    .map(|u| {
-                        let state = known.get(u.id.as_str()).copied().unwrap_or(UnitState::Queued);
-                        (u.id.clone(), state)
-                    })
-                    .collect();
+                let served: std::collections::HashSet<usize> = served.iter().copied().collect();
+                let (mut added, mut added_served) = (Vec::new(), Vec::new());
+                let mut states = HashMap::with_capacity(units.len());
+                for (i, u) in units.iter().enumerate() {
+                    let state = match known.get(u.id.as_str()) {
+                        Some(&state) => state,
+                        None => {
+                            if served.contains(&i) {
+                                added_served.push(added.len());
+                            }
+                            added.push(new_unit(u, depth));
+                            if served.contains(&i) {
+                                UnitState::Completed
+                            } else {
+                                UnitState::Queued
+                            }
+                        }
+                    };
+                    states.insert(u.id.clone(), state);
+                }
+                if !added.is_empty() {
+                    store.add_units_served(&run, &added, &added_served)?;
+                }
                 (run, states)
             }
         };
@@ -190,8 +199,18 @@ impl StoreReporter {
     /// A unit's first attempt started: recorded `running`, or held back while the store
     /// already shows `width` units running.
     fn started(&mut self, unit: &UnitId) {
-        if self.states.get(unit) != Some(&UnitState::Queued) {
-            return;
+        match self.states.get(unit) {
+            Some(UnitState::Queued) => {}
+            // An earlier attempt finished it, and it is asked again: its file was edited
+            // since (a new key). Queued again first, so its move and its spend are recorded.
+            Some(state) if state.is_finished() => {
+                self.move_to(
+                    unit,
+                    UnitState::Queued,
+                    Detail::reason("asked again: its input changed"),
+                );
+            }
+            _ => return,
         }
         if self.width.is_some_and(|width| self.running >= width) {
             self.held_back.push_back(unit.clone());
@@ -274,6 +293,17 @@ impl StoreReporter {
             self.failure.get_or_insert(e.to_string());
         }
         self.failure.clone()
+    }
+}
+
+/// How the store records a planned unit.
+fn new_unit(unit: &WorkUnit, depth: u32) -> NewUnit {
+    NewUnit {
+        id: unit.id.to_string(),
+        label: unit.label.to_string(),
+        kind: StoreKind::Map,
+        priority: 5 - i64::from(depth),
+        cache_key: Some(unit.cache_key.as_str().to_string()),
     }
 }
 

@@ -43,10 +43,12 @@ impl UnitState {
 
     /// The lifecycle as data: may a unit in `self` move to `to`?
     ///
-    /// Beyond the forward path, resume needs three ways back to the queue: `running →
+    /// Beyond the forward path, resume needs four ways back to the queue: `running →
     /// queued` (units left running by a crashed run), `failed | timed_out | cancelled →
-    /// queued` (`resume --failed`, and retries), and `queued → cancelled` (a shutdown or a
-    /// budget stop before dispatch). A completed unit never moves again: its result is paid for.
+    /// queued` (`resume --failed`, and retries), `completed → queued` (a unit whose file was
+    /// edited before the resume: its answer is for other content, so it is asked again, and
+    /// what both answers cost stays counted), and `queued → cancelled` (a shutdown or a
+    /// budget stop before dispatch).
     // A table of transitions, one (from, to) pair a line, reads better than nested patterns.
     #[allow(clippy::unnested_or_patterns, clippy::enum_glob_use)]
     pub fn can_move_to(self, to: UnitState) -> bool {
@@ -63,6 +65,7 @@ impl UnitState {
                 | (Failed, Queued)
                 | (TimedOut, Queued)
                 | (Cancelled, Queued)
+                | (Completed, Queued)
         )
     }
 
@@ -220,6 +223,7 @@ mod tests {
                 (Running, Failed),
                 (Running, TimedOut),
                 (Running, Cancelled),
+                (Completed, Queued),
                 (Failed, Queued),
                 (TimedOut, Queued),
                 (Cancelled, Queued),

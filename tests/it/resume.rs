@@ -663,3 +663,92 @@ fn a_resume_whose_file_list_selects_nothing_now_says_so() {
     p.rlm(&["resume", "--yes"]).stdin(list.as_bytes()).run().assert_exit(0);
     assert_eq!(p.report()["status"], "SUCCESS");
 }
+
+/// A file edited between an interrupt and the resume is a new unit (its key changed): the
+/// store records it, so what `rlm status` says was spent is what report.json says and what
+/// the server answered. Its moves were refused (an unknown unit) and dropped, with the spend
+/// of the units committed beside them: the status said less than the run paid.
+#[test]
+fn a_file_edited_before_the_resume_is_recorded_and_its_spend_counted() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(200));
+    let p = Project::new().ts_files(6);
+    let url = mock.url();
+    let a = p.rlm(&run_in(&url, "List {file}", &["-j", "1"])).spawn();
+    assert!(wait_until(Duration::from_secs(20), || results_in_out(&p) >= 2));
+    a.signal("TERM");
+    a.wait().assert_exit(130);
+    let first = p.report();
+    let run = first["run_id"].as_str().unwrap().to_string();
+    let done = first["succeeded"].as_u64().unwrap();
+    assert!(done < 6, "{first:#}");
+    // One answered file and one not yet answered are edited.
+    p.write("src/f00.ts", "export const f00 = 100;\n");
+    p.write("src/f05.ts", "export const f05 = 500;\n");
+
+    mock.set_latency(Duration::ZERO);
+    let resumed = p.rlm(&["resume", "--yes"]).run();
+    resumed.assert_exit(0);
+    assert!(!resumed.stderr.contains("task store"), "{}", resumed.stderr);
+    let report = p.report();
+    assert_eq!(report["status"], "SUCCESS", "{report:#}");
+    let status = status_of(&p, &run);
+    let paid = report["cost_usd"].as_f64().unwrap();
+    let recorded = status["cost_usd"].as_f64().unwrap();
+    assert!(
+        (paid - recorded).abs() < 1e-9,
+        "report {paid} vs status {recorded}: {status:#}"
+    );
+    // Every file once, and the answered one that was edited again.
+    assert_eq!(mock.requests(), 7);
+}
+
+/// A big file edited before the resume is cut into other chunks (new units the store did
+/// not know): they are recorded, and their spend counted. Their moves were refused and
+/// dropped, with those of the units committed beside them.
+#[test]
+fn chunks_of_a_file_edited_before_the_resume_are_recorded_and_their_spend_counted() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(200));
+    let lines = |from: usize, n: usize| -> String {
+        (from..from + n)
+            .map(|i| format!("def f{i}(x):\n    return x + {i}\n\n"))
+            .collect()
+    };
+    let p = Project::new().file("src/big.py", &lines(0, 1500));
+    let url = mock.url();
+    let args = [
+        "batch",
+        "src/*.py",
+        "List {file}",
+        "--base-url",
+        &url,
+        "--model",
+        "haiku",
+        "-o",
+        "out",
+        "-j",
+        "1",
+    ];
+    let a = p.rlm(&args).spawn();
+    assert!(wait_until(Duration::from_secs(20), || results_in_out(&p) >= 2));
+    a.signal("TERM");
+    a.wait().assert_exit(130);
+    let run = p.report()["run_id"].as_str().unwrap().to_string();
+    // Lines added at the top move every chunk's lines.
+    p.write("src/big.py", &format!("{}{}", lines(5000, 50), lines(0, 1500)));
+
+    mock.set_latency(Duration::ZERO);
+    let resumed = p.rlm(&["resume", "--yes"]).run();
+    resumed.assert_exit(0);
+    assert!(!resumed.stderr.contains("task store"), "{}", resumed.stderr);
+    let report = p.report();
+    assert_eq!(report["status"], "SUCCESS", "{report:#}");
+    let status = status_of(&p, &run);
+    let paid = report["cost_usd"].as_f64().unwrap();
+    let recorded = status["cost_usd"].as_f64().unwrap();
+    assert!(
+        (paid - recorded).abs() < 1e-9,
+        "report {paid} vs status {recorded}: {status:#}"
+    );
+}

@@ -101,7 +101,7 @@ fn every_illegal_transition_is_refused_and_writes_nothing() {
             assert_eq!(store.history(&run, &unit).unwrap(), history);
         }
     }
-    assert_eq!(next, 26, "6 × 6 pairs minus 10 legal moves");
+    assert_eq!(next, 25, "6 × 6 pairs minus 11 legal moves");
     let err = store
         .transition(&run, "missing", UnitState::Running, &Detail::default())
         .unwrap_err();
