@@ -4,12 +4,39 @@
 //! `--fail-on`.
 
 use super::answers::FileAnswer;
+use crate::error::RlmError;
 use crate::findings::{self, github, sarif, ArtifactBase, Finding, LevelCounts};
 use crate::fs_atomic::{write_atomic, Durability};
 use crate::printer::Printer;
 use crate::report::FindingsSummary;
 use crate::run_dir::RunDir;
 use crate::settings::BatchSettings;
+
+/// Refuses, before anything is sent, a `--sarif PATH` that cannot be written (a directory,
+/// or in a directory that is missing or cannot be written): the log is written once every
+/// call has been paid for, too late to be told.
+pub fn check_sarif_path(settings: &BatchSettings) -> Result<(), RlmError> {
+    let Some(path) = &settings.task.sarif else {
+        return Ok(());
+    };
+    let why = if path.is_dir() {
+        "is a directory".to_string()
+    } else {
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(&settings.cwd);
+        // Written as it will be: a temporary file beside it, then renamed.
+        match tempfile::Builder::new().prefix(".rlm-tmp-").tempfile_in(dir) {
+            Ok(_) => return Ok(()),
+            Err(e) => format!("cannot be written in {}: {e}", super::write::shown(dir, &settings.cwd)),
+        }
+    };
+    Err(RlmError::Output(format!(
+        "--sarif {} {why}: pass a path in a directory that exists and can be written; nothing was sent",
+        super::write::shown(path, &settings.cwd)
+    )))
+}
 
 /// The findings of a run and where paths are relative to.
 pub struct Collected {

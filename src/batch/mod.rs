@@ -96,6 +96,7 @@ pub async fn run(mut settings: BatchSettings, printer: Printer) -> Result<ExitSt
     }
     if !settings.exec.batch_api.cancel {
         // (`rlm cancel` calls nothing.)
+        findings_stage::check_sarif_path(&settings)?;
         plan.warnings
             .extend(estimate::confirm(&settings, &plan.estimate, &printer)?);
     }

@@ -177,22 +177,28 @@ fn no_changed_file_is_success_with_an_empty_sarif_and_no_key_needed() {
     assert!(doc["error"].as_str().unwrap().starts_with("--sarif: "), "{doc}");
 }
 
+/// A SARIF path that cannot be written (its directory missing or a file, or a directory
+/// itself) stops the run before anything is sent, exit 2, naming it; it was found out once
+/// every call had been paid for, and the run ended PARTIAL.
 #[test]
-fn a_sarif_path_that_cannot_be_written_fails_the_run_and_the_report_names_the_one_asked_for() {
+fn a_sarif_path_that_cannot_be_written_stops_the_run_before_a_call_and_the_report_names_the_one_asked_for() {
     let mock = MockLlm::start();
     let url = mock.url();
     let p = Project::new()
         .file("src/a.ts", &with_finding("src/a.ts", 2, "warning"))
         .file("blocker", "a file, not a directory\n");
     let base = ["batch", "src/*.ts", "Review {file}", "--base-url", &url, "-o", "out"];
-    let mut args = base.to_vec();
-    args.extend_from_slice(&["--sarif", "blocker/out.sarif"]);
-    let out = p.rlm(&args).env_remove("ANTHROPIC_API_KEY").run();
-    out.assert_exit(1);
-    assert!(out.stderr.contains("rlm: error: --sarif: "), "{}", out.stderr);
-    let report = p.report();
-    assert_eq!(report["status"], "PARTIAL", "{report:#}");
-    assert!(report["error"].as_str().unwrap().starts_with("--sarif: "), "{report:#}");
+    for sarif in ["blocker/out.sarif", "no-such-dir/out.sarif", "src"] {
+        let mut args = base.to_vec();
+        args.extend_from_slice(&["--sarif", sarif]);
+        let out = p.rlm(&args).env_remove("ANTHROPIC_API_KEY").run();
+        out.assert_exit(2);
+        let last = out.stderr.lines().last().unwrap_or_default();
+        assert!(last.starts_with("rlm: error: --sarif "), "{}", out.stderr);
+        assert!(last.contains(sarif), "{}", out.stderr);
+        assert_eq!(mock.requests(), 0, "{sarif}: nothing is sent");
+        assert!(!p.exists("out/report.json"));
+    }
 
     let mut args = base.to_vec();
     args.extend_from_slice(&["--sarif", "asked.sarif"]);
