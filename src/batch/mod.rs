@@ -100,6 +100,7 @@ pub async fn run(mut settings: BatchSettings, printer: Printer) -> Result<ExitSt
         plan.warnings
             .extend(estimate::confirm(&settings, &plan.estimate, &printer)?);
     }
+    let trajectory = run_start::open_trajectory(&settings)?;
     let (run_dir, warnings) = open_run_dir(&settings, &plan, &printer)?;
     // Planning's scratch (every request rendered once to be measured) is free by now.
     crate::memory::release_free();
@@ -110,7 +111,11 @@ pub async fn run(mut settings: BatchSettings, printer: Printer) -> Result<ExitSt
         &run_dir,
         &printer,
         times,
-        Started { merged: None, warnings },
+        Started {
+            merged: None,
+            warnings,
+            trajectory,
+        },
     )?;
     plan.manifest.let_go_of_files();
     let mut outcomes = execute(&settings, &plan, &mut exec).await;
@@ -178,10 +183,12 @@ pub(crate) async fn run_merged(
     printer: &Printer,
 ) -> Result<ExitStatus, RlmError> {
     let times = (Instant::now(), jiff::Timestamp::now());
+    let trajectory = run_start::open_trajectory(settings)?;
     let (run_dir, warnings) = open_run_dir(settings, plan, printer)?;
     let startup = Started {
         merged: Some(merged),
         warnings,
+        trajectory,
     };
     let mut exec = start(settings, plan, &run_dir, printer, times, startup)?;
     // Its report lists the batches its runs' units went through, as theirs did.

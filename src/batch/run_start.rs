@@ -108,6 +108,24 @@ pub(super) struct Started<'a> {
     pub(super) merged: Option<&'a Merged>,
     /// Said since the plan was made (the cost question, the run directory), for the report.
     pub(super) warnings: Vec<String>,
+    /// `--save-trajectory`, opened before the run directory (see [`open_trajectory`]).
+    pub(super) trajectory: Option<Arc<trajectory::Trajectory>>,
+}
+
+/// Opens `--save-trajectory PATH` before the run exists: a path that cannot be opened stops
+/// the command there, leaving no run directory and no run in the store that never started
+/// (one that `rlm list` showed crashed and `rlm resume` took up).
+pub(super) fn open_trajectory(settings: &BatchSettings) -> Result<Option<Arc<trajectory::Trajectory>>, RlmError> {
+    settings
+        .exec
+        .trajectory
+        .as_ref()
+        .map(|path| {
+            trajectory::Trajectory::open(path, settings.redactor())
+                .map(Arc::new)
+                .map_err(|e| RlmError::Output(format!("--save-trajectory: {e}")))
+        })
+        .transpose()
 }
 
 /// The execution machinery: the provider, the pool's limiter, the dispatcher and its
@@ -118,7 +136,11 @@ pub(super) fn start(
     run_dir: &RunDir,
     printer: &Printer,
     (started, started_at): (Instant, jiff::Timestamp),
-    Started { merged, mut warnings }: Started<'_>,
+    Started {
+        merged,
+        mut warnings,
+        trajectory,
+    }: Started<'_>,
 ) -> Result<Execution, RlmError> {
     let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();
     let (paid_tx, paid_rx) = tokio::sync::mpsc::unbounded_channel();
@@ -218,13 +240,7 @@ pub(super) fn start(
         cache: plan.cache.clone(),
         run_dir: run_dir.clone(),
         requests: plan.requests.clone(),
-        trajectory: match &settings.exec.trajectory {
-            Some(path) => Some(Arc::new(
-                trajectory::Trajectory::open(path, settings.redactor())
-                    .map_err(|e| RlmError::Output(format!("--save-trajectory: {e}")))?,
-            )),
-            None => None,
-        },
+        trajectory,
         pending: plan.pending.clone(),
         read_cache: settings.exec.cache_mode.reads(),
         may_call: settings.exec.cache_mode != CacheMode::ReadOnly,

@@ -359,6 +359,28 @@ fn save_trajectory_writes_one_line_per_call_without_the_key() {
     assert!(!text.contains(TEST_KEY));
 }
 
+/// A trajectory path that cannot be opened stops the command before the run exists: no
+/// run directory, no run in the store (it was left there CRASHED, and `rlm resume` took it
+/// up and failed again).
+#[test]
+fn a_trajectory_that_cannot_be_opened_leaves_no_run_behind() {
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(2).file("blocker", "a file\n");
+    let url = mock.url();
+    let out = p
+        .rlm(&batch_args(&url, &["--save-trajectory", "blocker/calls.jsonl"]))
+        .run();
+    out.assert_exit(2);
+    assert!(out.stderr.contains("--save-trajectory"), "{}", out.stderr);
+    assert_eq!(mock.requests(), 0);
+    assert!(!p.exists("out"), "no run directory");
+    let list = p.rlm(&["list", "--json"]).run();
+    list.assert_exit(0);
+    assert_eq!(list.json(), serde_json::json!([]), "{}", list.stdout);
+    p.rlm(&["resume", "--yes"]).run().assert_exit(2);
+    assert_eq!(mock.requests(), 0);
+}
+
 /// The status of the newest run, as `rlm status --json` prints it.
 fn status_json(p: &Project) -> Value {
     let out = p.rlm(&["status", "--json"]).run();
