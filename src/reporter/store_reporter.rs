@@ -142,6 +142,16 @@ impl StoreReporter {
                 if !added.is_empty() {
                     store.add_units_served(&run, &added, &added_served)?;
                 }
+                // A unit the plan no longer has (its file deleted, or cut otherwise now) is
+                // no part of the run: left queued, it kept the run unfinished for ever.
+                let gone: Vec<String> = known
+                    .iter()
+                    .filter(|(id, state)| **state != UnitState::Completed && !states.contains_key(id.as_str()))
+                    .map(|(id, _)| id.clone())
+                    .collect();
+                if !gone.is_empty() {
+                    store.drop_unanswered_units(&run, &gone)?;
+                }
                 (run, states)
             }
         };

@@ -146,6 +146,14 @@ impl TaskStore {
         batch.commit()
     }
 
+    /// Removes the units of `run` named in `units` that were never answered (see
+    /// [`WriteBatch::drop_unanswered_units`]), in one transaction.
+    pub fn drop_unanswered_units(&mut self, run: &RunId, units: &[String]) -> Result<(), StoreError> {
+        let mut batch = self.begin()?;
+        batch.drop_unanswered_units(run, units)?;
+        batch.commit()
+    }
+
     /// Moves one unit to `to`, if the lifecycle allows it; otherwise
     /// [`StoreError::IllegalTransition`] and nothing is written.
     pub fn transition(&mut self, run: &RunId, unit: &str, to: UnitState, detail: &Detail) -> Result<(), StoreError> {

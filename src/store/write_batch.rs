@@ -212,6 +212,30 @@ impl<'a> WriteBatch<'a> {
         Ok(())
     }
 
+    /// Removes the units of `run` named in `units` that were never answered (a completed
+    /// one is kept: it was paid for), with their history: units a resume's plan no longer
+    /// has, whose file was deleted or is cut otherwise now. What they spent stays in the
+    /// run's and its attempts' totals.
+    pub fn drop_unanswered_units(&mut self, run: &RunId, units: &[String]) -> Result<(), StoreError> {
+        let sqlite = |e| StoreError::sqlite(self.path, e);
+        for unit in units {
+            let dropped = self
+                .tx
+                .prepare_cached("DELETE FROM units WHERE run_id = ?1 AND unit_id = ?2 AND state != ?3")
+                .map_err(sqlite)?
+                .execute(params![run.as_str(), unit, UnitState::Completed.name()])
+                .map_err(sqlite)?;
+            if dropped > 0 {
+                self.tx
+                    .prepare_cached("DELETE FROM transitions WHERE run_id = ?1 AND unit_id = ?2")
+                    .map_err(sqlite)?
+                    .execute(params![run.as_str(), unit])
+                    .map_err(sqlite)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Moves `unit` to `to` if the lifecycle allows it ([`UnitState::can_move_to`]), adds
     /// the detail's spend to the unit and the run, and appends the move to the history.
     pub fn transition(&mut self, run: &RunId, unit: &str, to: UnitState, detail: &Detail) -> Result<(), StoreError> {

@@ -752,3 +752,32 @@ fn chunks_of_a_file_edited_before_the_resume_are_recorded_and_their_spend_counte
         "report {paid} vs status {recorded}: {status:#}"
     );
 }
+
+
+/// A file deleted between an interrupt and the resume is no input of the run any more: its
+/// unit, never answered, leaves the store. It stayed queued there, so the finished run was
+/// "unfinished" for ever: `rlm status` counted it, and every plain `rlm resume` took the run
+/// up again.
+#[test]
+fn a_file_deleted_before_the_resume_leaves_no_unit_behind() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(200));
+    let p = Project::new().ts_files(6);
+    let url = mock.url();
+    let a = p.rlm(&run_in(&url, "List {file}", &["-j", "1"])).spawn();
+    assert!(wait_until(Duration::from_secs(20), || results_in_out(&p) >= 2));
+    a.signal("TERM");
+    a.wait().assert_exit(130);
+    let run = p.report()["run_id"].as_str().unwrap().to_string();
+    std::fs::remove_file(p.path().join("src/f05.ts")).unwrap();
+
+    mock.set_latency(Duration::ZERO);
+    p.rlm(&["resume", "--yes"]).run().assert_exit(0);
+    let status = status_of(&p, &run);
+    assert_eq!(status["display_status"], "SUCCESS", "{status:#}");
+    assert_eq!(status["units"]["queued"], 0, "{status:#}");
+    assert_eq!(status["units"]["cancelled"], 0, "{status:#}");
+    let again = p.rlm(&["resume", "--yes"]).run();
+    again.assert_exit(2);
+    assert!(again.stderr.contains("no unfinished run"), "{}", again.stderr);
+}
