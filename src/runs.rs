@@ -326,7 +326,7 @@ fn recorded_options(run: &RunSummary) -> Result<BatchOptions, RlmError> {
         return Err(not_batch());
     }
     // The settings are built from the options the run recorded, never from a command line.
-    match RunRecord::read(&run.settings) {
+    let options = match RunRecord::read(&run.settings) {
         Ok(Some(record)) if record.kind == RunKind::Batch => Ok(record.settings),
         Ok(Some(_)) => Err(not_batch()),
         Err(source) => Err(StoreFailure::UnreadableRecord {
@@ -344,7 +344,29 @@ fn recorded_options(run: &RunSummary) -> Result<BatchOptions, RlmError> {
             }) => Ok((*batch).into()),
             _ => Err(not_batch()),
         },
+    }?;
+    Ok(answered_by(run, options))
+}
+
+/// `options` with the provider and the model that answered `run`, where its command left
+/// them to the environment and the config: the keys are read again (they are never
+/// recorded), but a resume in a shell with other keys (only OPENAI_API_KEY set) must not go
+/// on with another provider and model, asking every unit again and mixing two models'
+/// answers; it says which key it needs instead.
+fn answered_by(run: &RunSummary, mut options: BatchOptions) -> BatchOptions {
+    let resolved = run.settings.get("provider");
+    if options.provider.is_none() {
+        options.provider = resolved
+            .and_then(|p| p.get("kind"))
+            .and_then(|kind| serde_json::from_value(kind.clone()).ok());
     }
+    if options.model.is_none() {
+        options.model = resolved
+            .and_then(|p| p.get("model"))
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string);
+    }
+    options
 }
 
 /// The settings of `run`'s own command (as given again), in its own directory.

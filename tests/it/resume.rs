@@ -781,3 +781,38 @@ fn a_file_deleted_before_the_resume_leaves_no_unit_behind() {
     again.assert_exit(2);
     assert!(again.stderr.contains("no unfinished run"), "{}", again.stderr);
 }
+
+/// A run is resumed with the provider and model that answered it, whatever keys the
+/// resume's shell has: with only OPENAI_API_KEY set, a run Claude answered went on at the
+/// server as an OpenAI-compatible one with the one model it lists, asked every unit again
+/// (paid twice) and mixed two models' answers in one aggregate.
+#[test]
+fn a_resume_keeps_the_runs_provider_and_model_whatever_keys_are_set() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(200));
+    let p = Project::new().ts_files(6);
+    let url = mock.url();
+    let mut args = run_in(&url, "List {file}", &["-j", "1"]);
+    // The model is left to the provider's default.
+    let at = args.iter().position(|a| *a == "--model").unwrap();
+    args.drain(at..at + 2);
+    let a = p.rlm(&args).spawn();
+    assert!(wait_until(Duration::from_secs(20), || results_in_out(&p) >= 2));
+    a.signal("TERM");
+    a.wait().assert_exit(130);
+    let first = p.report();
+    let done = first["succeeded"].as_u64().unwrap();
+    let sent = mock.requests() as u64;
+
+    mock.set_latency(Duration::ZERO);
+    p.rlm(&["resume", "--yes"])
+        .env_remove("ANTHROPIC_API_KEY")
+        .env("OPENAI_API_KEY", TEST_KEY)
+        .run()
+        .assert_exit(0);
+    let report = p.report();
+    assert_eq!(report["provider"], "anthropic", "{report:#}");
+    assert_eq!(report["model"], first["model"], "{report:#}");
+    assert_eq!(report["earlier_answers"], done, "{report:#}");
+    assert_eq!(mock.requests() as u64, sent + 6 - done, "only the units left were sent");
+}
