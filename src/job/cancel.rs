@@ -73,7 +73,7 @@ async fn cancel_batches(
         quiet: request.quiet,
         ..RunFlags::default()
     };
-    let settings = super::resolve(record.settings.clone(), &given, flags, color, env)?;
+    let settings = super::resolve(record.remembered_settings(), &given, flags, color, env)?;
     // One client for each provider the job's phases call, found by the server each batch
     // was sent to.
     let mut clients: Vec<Box<dyn BatchApi>> = Vec::new();

@@ -171,7 +171,7 @@ async fn run_async(command: JobAction, color: ColorChoice, env: &Environment) ->
                     record.job_id
                 ))));
             }
-            let settings = resolve(record.settings.clone(), &call, flags, color, env).map_err(&in_job)?;
+            let settings = resolve(record.remembered_settings(), &call, flags, color, env).map_err(&in_job)?;
             go_on(&dir, record, settings, None, Interrupt::new())
                 .await
                 .map_err(in_job)
@@ -194,7 +194,7 @@ async fn run_async(command: JobAction, color: ColorChoice, env: &Environment) ->
                 ),
                 None => None,
             };
-            let settings = resolve(record.settings.clone(), &call, flags, color, env).map_err(&in_job)?;
+            let settings = resolve(record.remembered_settings(), &call, flags, color, env).map_err(&in_job)?;
             go_on(&dir, record, settings, Some(Rerun { index, prompt }), Interrupt::new())
                 .await
                 .map_err(in_job)

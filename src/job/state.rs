@@ -188,6 +188,21 @@ pub struct Spend {
 }
 
 impl JobRecord {
+    /// The flags the job remembers, with the provider that answered it where none was
+    /// given: the key is read from the environment again, but a shell with other keys set
+    /// (only OPENAI_API_KEY) must not move the job to another provider and its models.
+    pub fn remembered_settings(&self) -> RememberedSettings {
+        let mut settings = self.settings.clone();
+        if settings.provider.is_none() {
+            settings.provider = self
+                .resolved
+                .get("provider")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+        }
+        settings
+    }
+
     /// Total spend over every phase, reruns included.
     pub fn cost_usd(&self) -> f64 {
         self.earlier.cost_usd + self.phases.iter().map(|p| p.cost_usd).sum::<f64>()

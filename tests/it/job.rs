@@ -424,6 +424,36 @@ fn pause_after_stops_with_paused_and_resume_goes_on() {
     assert!(again.stderr.contains("nothing to resume"), "{}", again.stderr);
 }
 
+/// A job goes on with the provider that answered it, whatever keys the shell of its resume
+/// has: with only OPENAI_API_KEY set, a job Claude answered went on at the server as an
+/// OpenAI-compatible one with the model it lists, and the report mixed two models' work.
+#[test]
+fn a_job_resumes_with_the_provider_that_answered_it_whatever_keys_are_set() {
+    let mock = MockLlm::start();
+    let p = job_project(6, 3, &[], REPORT_PHASE);
+    p.rlm(&job_args(&mock.url(), &["--pause-after", "classify"]))
+        .run()
+        .assert_exit(0);
+    let dir = only_job(&p);
+    let before = read_json(&dir.join("job.json"));
+    assert_eq!(before["resolved"]["provider"], "anthropic", "{before:#}");
+    let out = p
+        .rlm(&["job", "resume", &job_id(&dir)])
+        .env_remove("ANTHROPIC_API_KEY")
+        .env("OPENAI_API_KEY", TEST_KEY)
+        .run();
+    out.assert_exit(0);
+    let after = read_json(&dir.join("job.json"));
+    assert_eq!(after["resolved"]["provider"], "anthropic", "{}", out.stderr);
+    assert_eq!(
+        after["resolved"]["models"], before["resolved"]["models"],
+        "{}",
+        out.stderr
+    );
+    let report_call = mock.recorded().last().unwrap().path.clone();
+    assert_eq!(report_call, "/v1/messages", "the report phase went to the Messages API");
+}
+
 #[test]
 fn rerun_of_phase_2_makes_no_map_call_and_the_same_prompt_is_served_by_the_cache() {
     let mock = MockLlm::start();
