@@ -207,8 +207,11 @@ pub fn plan(manifest: &Manifest, opts: &PlanOptions, ctx: &RequestContext, model
     // Detection, chunking and rendering are spread over the cores: planning tens of
     // thousands of files is mostly these.
     let work: Vec<(&InputFile, Treatment)> = files.iter().zip(treatments.iter().copied()).collect();
-    let detections: Vec<Option<Detection>> =
-        crate::parallel::map_pure(&work, |(f, t)| (*t != Treatment::Whole).then(|| detection(f)));
+    // (A whole file needs its type only when its analyst reads it.)
+    let analysts = opts.batch_reader == BatchReader::Analyst;
+    let detections: Vec<Option<Detection>> = crate::parallel::map_pure(&work, |(f, t)| {
+        (*t != Treatment::Whole || analysts).then(|| detection(f))
+    });
     drop(work);
     let chunked: Vec<usize> = (0..files.len())
         .filter(|&i| treatments[i] == Treatment::Chunked && detections[i].is_some())
@@ -293,7 +296,9 @@ pub fn plan(manifest: &Manifest, opts: &PlanOptions, ctx: &RequestContext, model
         .zip(labels)
         .map(|((draft, result_name), label)| {
             let (inputs, body) = match draft {
-                Draft::Whole(i) => (vec![UnitInput::of_file(&files[i], None)], UnitBody::Plain),
+                // Read as a file left alone of its type is: by its analyst in directory
+                // mode (`--no-batch-small` there too), else by the generic prompt.
+                Draft::Whole(i) => batch_body(files, &detections, &[i], reader, &mut member_names),
                 Draft::Chunk { file, chunk } => {
                     let f = &files[file];
                     let whole = chunk.total == 1 && chunk.start_line <= 1 && chunk.end_line as u64 >= f.lines;
@@ -551,12 +556,12 @@ fn batch_body(
     member_names: &mut impl Iterator<Item = String>,
 ) -> (Vec<UnitInput>, UnitBody) {
     let first = members.first().copied().unwrap_or_default();
+    if let ([one], BatchReader::Generic) = (members, reader) {
+        return (vec![UnitInput::of_file(&files[*one], None)], UnitBody::Plain);
+    }
     let detection = detections[first].unwrap_or_else(|| detection(&files[first]));
     if let [one] = members {
         let f = &files[*one];
-        if reader == BatchReader::Generic {
-            return (vec![UnitInput::of_file(f, None)], UnitBody::Plain);
-        }
         let piece = whole_piece(f, detection);
         return (vec![UnitInput::of_file(f, None)], UnitBody::Piece(Box::new(piece)));
     }

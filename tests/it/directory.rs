@@ -458,3 +458,40 @@ fn a_directory_batches_small_files_and_synthesizes_by_default() {
     out.assert_exit(0);
     assert_eq!(mock.requests(), 4);
 }
+
+/// `--no-batch-small` in directory mode sends each file alone to its type's analyst, as a
+/// file left alone of its type is sent: its findings reach the report, SARIF and
+/// `--fail-on`. Each went to the generic per-file prompt instead, which asks for no
+/// findings: `rlm batch src "Review" --no-batch-small --fail-on note` passed with none.
+#[test]
+fn no_batch_small_in_directory_mode_still_reads_each_file_through_its_analyst() {
+    let mock = MockLlm::start();
+    let p = Project::new()
+        .file("src/a.py", "def a():\n    return 1\n")
+        .file("src/b.py", "def b():\n    return 2\n");
+    let url = mock.url();
+    let args = [
+        "batch",
+        "src",
+        "Review",
+        "--base-url",
+        &url,
+        "--no-batch-small",
+        "--fail-on",
+        "note",
+        "-o",
+        "out",
+    ];
+    let out = p.rlm(&args).run();
+    out.assert_exit(1);
+    let report = p.report();
+    assert_eq!(report["units_planned"], 2, "{report:#}");
+    assert_eq!(report["findings"]["note"], 2, "{report:#}");
+    assert_eq!(report["gate"], "failed", "{report:#}");
+    let mut dry = args.to_vec();
+    dry.extend_from_slice(&["--dry-run", "--json"]);
+    let plan = p.rlm(&dry).run().json();
+    for unit in plan["units"].as_array().unwrap() {
+        assert_eq!(unit["kind"], "whole_file_analyst", "{unit:#}");
+    }
+}
