@@ -502,6 +502,32 @@ impl Reporter for StoreReporter {
                 reason,
                 ..
             } => self.ended(unit, UnitState::Cancelled, Detail::reason(reason.clone())),
+            // An aggregation call (a summary, a synthesis) is no unit of the store, but what
+            // it cost is the run's: `rlm status` and a resume count it, as the report does.
+            Event::Completed {
+                kind: UnitKind::Aggregate,
+                usage,
+                cost_usd,
+                ..
+            }
+            | Event::Failed {
+                kind: UnitKind::Aggregate,
+                usage,
+                cost_usd,
+                ..
+            } => {
+                let spend = Detail {
+                    tokens_in: usage.input_tokens,
+                    tokens_out: usage.output_tokens,
+                    cost_usd: *cost_usd,
+                    ..Detail::default()
+                };
+                // After the moves before it (on the writer's connection).
+                self.sync();
+                if let Err(e) = self.store.add_spend(&self.run, &spend) {
+                    self.failure.get_or_insert(e.to_string());
+                }
+            }
             // Marked at once: `rlm status` says how many answers wait outside the cache.
             Event::Uncached { unit, .. } => {
                 // After the unit's own moves (on the writer's connection).

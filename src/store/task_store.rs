@@ -146,6 +146,14 @@ impl TaskStore {
         batch.commit()
     }
 
+    /// Adds the spend of a call that is no unit of `run` (an aggregation call) to the run
+    /// and its current attempt (see [`WriteBatch::add_spend`]).
+    pub fn add_spend(&mut self, run: &RunId, detail: &Detail) -> Result<(), StoreError> {
+        let mut batch = self.begin()?;
+        batch.add_spend(run, detail)?;
+        batch.commit()
+    }
+
     /// Removes the units of `run` named in `units` that were never answered (see
     /// [`WriteBatch::drop_unanswered_units`]), in one transaction.
     pub fn drop_unanswered_units(&mut self, run: &RunId, units: &[String]) -> Result<(), StoreError> {

@@ -212,6 +212,37 @@ impl<'a> WriteBatch<'a> {
         Ok(())
     }
 
+    /// Adds the detail's tokens and cost to the run and its current attempt: a unit's move
+    /// does, and so does a call that is no unit (an aggregation call: a summary, a
+    /// synthesis), whose spend is the run's too.
+    pub fn add_spend(&mut self, run: &RunId, detail: &Detail) -> Result<(), StoreError> {
+        if detail.tokens_in == 0 && detail.tokens_out == 0 && detail.cost_usd == 0.0 {
+            return Ok(());
+        }
+        let sqlite = |e| StoreError::sqlite(self.path, e);
+        self.tx
+            .prepare_cached(
+                "UPDATE runs SET tokens_in = tokens_in + ?2, tokens_out = tokens_out + ?3,
+                     cost_usd = cost_usd + ?4 WHERE id = ?1",
+            )
+            .map_err(sqlite)?
+            .execute(params![
+                run.as_str(),
+                detail.tokens_in,
+                detail.tokens_out,
+                detail.cost_usd
+            ])
+            .map_err(sqlite)?;
+        self.tx
+            .prepare_cached(&format!(
+                "UPDATE attempts SET cost_usd = cost_usd + ?2 WHERE {CURRENT_ATTEMPT}"
+            ))
+            .map_err(sqlite)?
+            .execute(params![run.as_str(), detail.cost_usd])
+            .map_err(sqlite)?;
+        Ok(())
+    }
+
     /// Removes the units of `run` named in `units` that were never answered (a completed
     /// one is kept: it was paid for), with their history: units a resume's plan no longer
     /// has, whose file was deleted or is cut otherwise now. What they spent stays in the
@@ -309,28 +340,6 @@ impl<'a> WriteBatch<'a> {
                 to.is_finished().then_some(&now),
             ])
             .map_err(sqlite)?;
-        if detail.tokens_in > 0 || detail.tokens_out > 0 || detail.cost_usd != 0.0 {
-            self.tx
-                .prepare_cached(
-                    "UPDATE runs SET tokens_in = tokens_in + ?2, tokens_out = tokens_out + ?3,
-                         cost_usd = cost_usd + ?4 WHERE id = ?1",
-                )
-                .map_err(sqlite)?
-                .execute(params![
-                    run.as_str(),
-                    detail.tokens_in,
-                    detail.tokens_out,
-                    detail.cost_usd
-                ])
-                .map_err(sqlite)?;
-            self.tx
-                .prepare_cached(&format!(
-                    "UPDATE attempts SET cost_usd = cost_usd + ?2 WHERE {CURRENT_ATTEMPT}"
-                ))
-                .map_err(sqlite)?
-                .execute(params![run.as_str(), detail.cost_usd])
-                .map_err(sqlite)?;
-        }
         self.tx
             .prepare_cached(
                 "INSERT INTO transitions (run_id, unit_id, from_state, to_state, at, attempt, detail)
@@ -347,7 +356,7 @@ impl<'a> WriteBatch<'a> {
                 detail.reason
             ])
             .map_err(sqlite)?;
-        Ok(())
+        self.add_spend(run, detail)
     }
 
     /// Records how the run ended (`RUNNING` leaves it unfinished), and how this attempt did.

@@ -381,6 +381,34 @@ fn a_trajectory_that_cannot_be_opened_leaves_no_run_behind() {
     assert_eq!(mock.requests(), 0);
 }
 
+/// What the aggregation calls cost (summarize, synthesize) is the run's spend too: the task
+/// store counts it, so `rlm status` and `rlm list` say what report.json says, and a resume
+/// starts from it (`--max-cost` counts it; the resumed report keeps it). The store counted
+/// only the units' calls.
+#[test]
+fn the_store_counts_what_the_aggregation_calls_cost() {
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(3);
+    let url = mock.url();
+    p.rlm(&batch_args(&url, &["--aggregate", "summarize"]))
+        .run()
+        .assert_exit(0);
+    let report = p.report();
+    let aggregate: f64 = report["aggregate_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["cost_usd"].as_f64().unwrap())
+        .sum();
+    assert!(aggregate > 0.0, "{report:#}");
+    let status = status_json(&p);
+    let paid = report["cost_usd"].as_f64().unwrap();
+    let recorded = status["cost_usd"].as_f64().unwrap();
+    assert!((paid - recorded).abs() < 1e-9, "report {paid} vs status {recorded}");
+    assert_eq!(status["tokens_in"], report["tokens_in"], "{status:#}");
+    assert_eq!(status["tokens_out"], report["tokens_out"], "{status:#}");
+}
+
 /// The status of the newest run, as `rlm status --json` prints it.
 fn status_json(p: &Project) -> Value {
     let out = p.rlm(&["status", "--json"]).run();
