@@ -180,7 +180,10 @@ impl StoreReporter {
     /// at once.
     fn move_to(&mut self, unit: &UnitId, to: UnitState, detail: Detail) {
         let Some(&from) = self.states.get(unit) else {
-            return; // an aggregation call: not a unit of the store
+            // A call that is no unit of the store (a batch's member asked alone): what it
+            // cost is the run's all the same.
+            self.add_spend(&detail);
+            return;
         };
         if from == to || (from.is_finished() && to != UnitState::Queued) {
             return;
@@ -203,6 +206,19 @@ impl StoreReporter {
         );
         if at_once || self.pending.len() >= FLUSH_EVERY || self.last_flush.elapsed() >= FLUSH_AFTER {
             self.flush();
+        }
+    }
+
+    /// Adds the spend of a call that is no unit of the store (an aggregation call, a
+    /// batch's member asked alone) to the run, after the moves before it.
+    fn add_spend(&mut self, spend: &Detail) {
+        if spend.tokens_in == 0 && spend.tokens_out == 0 && spend.cost_usd == 0.0 {
+            return;
+        }
+        // On the writer's connection until now.
+        self.sync();
+        if let Err(e) = self.store.add_spend(&self.run, spend) {
+            self.failure.get_or_insert(e.to_string());
         }
     }
 
@@ -515,19 +531,12 @@ impl Reporter for StoreReporter {
                 usage,
                 cost_usd,
                 ..
-            } => {
-                let spend = Detail {
-                    tokens_in: usage.input_tokens,
-                    tokens_out: usage.output_tokens,
-                    cost_usd: *cost_usd,
-                    ..Detail::default()
-                };
-                // After the moves before it (on the writer's connection).
-                self.sync();
-                if let Err(e) = self.store.add_spend(&self.run, &spend) {
-                    self.failure.get_or_insert(e.to_string());
-                }
-            }
+            } => self.add_spend(&Detail {
+                tokens_in: usage.input_tokens,
+                tokens_out: usage.output_tokens,
+                cost_usd: *cost_usd,
+                ..Detail::default()
+            }),
             // Marked at once: `rlm status` says how many answers wait outside the cache.
             Event::Uncached { unit, .. } => {
                 // After the unit's own moves (on the writer's connection).

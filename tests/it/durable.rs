@@ -409,6 +409,42 @@ fn the_store_counts_what_the_aggregation_calls_cost() {
     assert_eq!(status["tokens_out"], report["tokens_out"], "{status:#}");
 }
 
+/// What the calls of a pack's files asked alone cost (the pack's answer left them out) is
+/// the run's spend too: the store counted only the pack's call.
+#[test]
+fn the_store_counts_what_the_files_asked_alone_cost() {
+    let mock = MockLlm::start();
+    let only_a = r#"{"files": [{"file": "src/a.ts", "answer": "a"}]}"#;
+    let p = Project::new()
+        .file(
+            "src/a.ts",
+            &format!("// {}\nexport const a = 1;\n", reply_marker(only_a)),
+        )
+        .file("src/b.ts", "export const b = 2;\n")
+        .file("src/c.ts", "export const c = 3;\n");
+    let url = mock.url();
+    let args = [
+        "batch",
+        "src/*.ts",
+        "List {file}",
+        "--base-url",
+        &url,
+        "--model",
+        "haiku",
+        "-o",
+        "out",
+    ];
+    p.rlm(&args).run().assert_exit(0);
+    let report = p.report();
+    assert_eq!(report["asked_alone"], 2, "{report:#}");
+    assert_eq!(mock.requests(), 3);
+    let status = status_json(&p);
+    let paid = report["cost_usd"].as_f64().unwrap();
+    let recorded = status["cost_usd"].as_f64().unwrap();
+    assert!((paid - recorded).abs() < 1e-9, "report {paid} vs status {recorded}");
+    assert_eq!(status["tokens_in"], report["tokens_in"], "{status:#}");
+}
+
 /// The status of the newest run, as `rlm status --json` prints it.
 fn status_json(p: &Project) -> Value {
     let out = p.rlm(&["status", "--json"]).run();
