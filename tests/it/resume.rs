@@ -586,6 +586,7 @@ fn a_file_edited_before_the_resume_is_not_answered_by_its_old_batch_request() {
         sent_new_text,
         "the edited file's new text was never sent, yet it is reported answered"
     );
+}
 
 /// A prompt read from standard input (`--prompt-file -`) is gone when the run is resumed:
 /// the resume goes on with the prompt the run was given (it said "the sub-prompt is empty",
@@ -752,7 +753,6 @@ fn chunks_of_a_file_edited_before_the_resume_are_recorded_and_their_spend_counte
         "report {paid} vs status {recorded}: {status:#}"
     );
 }
-
 
 /// A file deleted between an interrupt and the resume is no input of the run any more: its
 /// unit, never answered, leaves the store. It stayed queued there, so the finished run was
