@@ -109,6 +109,11 @@ pub async fn run_batches(
         state.batches_done = outcome.accepted.len();
         state.items_done = outcome.accepted.values().map(answer_len).sum();
     }
+    // Saved now: `rlm job status` shows the phase's totals while its first answers are
+    // awaited (a provider batch may take hours).
+    if let Err(e) = run.dir.write_record(&mut run.record) {
+        run.printer.warn(&format!("cannot update job.json: {e}"));
+    }
     let label = run.phase_label(index);
     let failed_before = run.record.phases[index].failed_batches.len();
     run.progress

@@ -733,6 +733,27 @@ fn a_realtime_job_and_a_batch_job_of_one_job_file_at_once_pay_once() {
     }
 }
 
+/// While a job waits for its provider batch, `rlm job status` shows the phase's batches and
+/// items (it showed 0/0 until the first answer came).
+#[test]
+fn job_status_shows_the_phase_while_its_provider_batch_waits() {
+    use crate::job::{fast as job_fast, job_args, job_id, job_project, jobs};
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::Held);
+    let p = job_project(8, 4, &[], "");
+    let running = job_fast(p.rlm(&job_args(&mock.url(), &["--batch-api", "--yes"]))).spawn();
+    assert!(
+        wait_until(Duration::from_secs(30), || mock.batch_polls() >= 1),
+        "the job waits for its batch"
+    );
+    let status = p.rlm(&["job", "status", &job_id(&jobs(&p)[0])]).run();
+    running.signal("KILL");
+    let _ = running.wait();
+    status.assert_exit(0);
+    assert!(status.stdout.contains("batches 0/2"), "{}", status.stdout);
+    assert!(status.stdout.contains("items 0/8"), "{}", status.stdout);
+}
+
 /// `--deadline` while a job waits for its provider batch ends the wait, as it ends a batch
 /// run's: the batch keeps running at the provider, the job says how to collect it and ends
 /// DEADLINE_EXCEEDED, and its resume collects the batch without sending it again.
