@@ -117,14 +117,23 @@ pub fn resolve_inputs(settings: &BatchSettings, printer: &Printer) -> Result<Man
         if all.len() > 5 {
             reasons.push(format!("and {} more", all.len() - 5));
         }
-        let what = if manifest.unreadable.is_empty() {
-            "were skipped"
+        let (subject, verb) = if all.len() == 1 {
+            ("the one file", "was")
         } else {
-            "were skipped or could not be read"
+            ("all", "were")
+        };
+        let what = if manifest.unreadable.is_empty() {
+            format!("{verb} skipped")
+        } else {
+            format!("{verb} skipped or could not be read")
+        };
+        let files = if all.len() == 1 {
+            String::new()
+        } else {
+            format!("{} files ", all.len())
         };
         return Err(RlmError::Input(format!(
-            "all {} files matching '{}' {what} ({}): nothing to send",
-            all.len(),
+            "{subject} {files}matching '{}' {what} ({}): nothing to send",
             crate::escape::name(&input.pattern),
             reasons.join("; ")
         )));

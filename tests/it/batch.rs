@@ -1019,6 +1019,17 @@ fn only_skipped_files_is_a_usage_error() {
     );
     assert!(out.stderr.contains("src/b.ts: empty file"), "{}", out.stderr);
     assert_eq!(mock.requests(), 0);
+
+    // One file: said as one.
+    let p = Project::new().file("src/b.ts", "");
+    let out = p.rlm(&batch("src/*.ts", &url, &[])).run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr
+            .starts_with("rlm: error: the one file matching 'src/*.ts' was skipped (src/b.ts: empty file)"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
