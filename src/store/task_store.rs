@@ -177,9 +177,7 @@ impl TaskStore {
         moves: &[(U, UnitState, Detail)],
     ) -> Result<(), StoreError> {
         let mut batch = self.begin()?;
-        for (unit, to, detail) in moves {
-            batch.transition(run, unit.as_ref(), *to, detail)?;
-        }
+        batch.transition_all(run, moves)?;
         batch.commit()
     }
 

@@ -270,6 +270,42 @@ impl<'a> WriteBatch<'a> {
     /// Moves `unit` to `to` if the lifecycle allows it ([`UnitState::can_move_to`]), adds
     /// the detail's spend to the unit and the run, and appends the move to the history.
     pub fn transition(&mut self, run: &RunId, unit: &str, to: UnitState, detail: &Detail) -> Result<(), StoreError> {
+        self.move_unit(run, unit, &[(to, detail)])?;
+        self.add_spend(run, detail)
+    }
+
+    /// [`WriteBatch::transition`] for every move, in order, with one update of the run's
+    /// spend for all of them; the moves of one unit are read and written once (a call that
+    /// began and ended within one group: running, then how it ended), each still in its
+    /// history.
+    pub fn transition_all<U: AsRef<str>>(
+        &mut self,
+        run: &RunId,
+        moves: &[(U, UnitState, Detail)],
+    ) -> Result<(), StoreError> {
+        let mut units: Vec<(&str, Vec<(UnitState, &Detail)>)> = Vec::new();
+        let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        let mut spent = Detail::default();
+        for (unit, to, detail) in moves {
+            let unit = unit.as_ref();
+            let i = *at.entry(unit).or_insert_with(|| {
+                units.push((unit, Vec::new()));
+                units.len() - 1
+            });
+            units[i].1.push((*to, detail));
+            spent.tokens_in += detail.tokens_in;
+            spent.tokens_out += detail.tokens_out;
+            spent.cost_usd += detail.cost_usd;
+        }
+        for (unit, steps) in &units {
+            self.move_unit(run, unit, steps)?;
+        }
+        self.add_spend(run, &spent)
+    }
+
+    /// Moves `unit` through `steps` (each allowed from the one before), in one read and one
+    /// write of its row, each step appended to its history. The run's spend is the caller's.
+    fn move_unit(&mut self, run: &RunId, unit: &str, steps: &[(UnitState, &Detail)]) -> Result<(), StoreError> {
         let sqlite = |e| StoreError::sqlite(self.path, e);
         let current = self
             .tx
@@ -284,79 +320,97 @@ impl<'a> WriteBatch<'a> {
             })
             .optional()
             .map_err(sqlite)?;
-        let Some((from, attempts, reason)) = current else {
+        let Some((from, mut attempts, mut reason)) = current else {
             return Err(StoreError::UnknownUnit {
                 run: run.to_string(),
                 unit: unit.to_string(),
             });
         };
-        let from = UnitState::from_name(&from).ok_or_else(|| StoreError::Corrupt {
+        let mut from = UnitState::from_name(&from).ok_or_else(|| StoreError::Corrupt {
             path: self.path.to_path_buf(),
             column: "units.state",
             value: from,
         })?;
-        if !from.can_move_to(to) {
-            return Err(StoreError::IllegalTransition {
-                run: run.to_string(),
-                unit: unit.to_string(),
-                from,
-                to,
-            });
-        }
-        let attempts = attempts + u32::from(to == UnitState::Running) + detail.retries;
-        let reason = match (&detail.reason, to) {
-            (Some(given), _) => Some(given.clone()),
-            (None, UnitState::Completed) => None,
-            (None, _) => reason,
-        };
         let now = Timestamp::now().to_rfc3339();
-        let duration_ms = detail
-            .duration
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let mut sum = Detail::default();
+        let (mut duration_ms, mut started) = (0_u64, false);
+        for &(to, detail) in steps {
+            if !from.can_move_to(to) {
+                return Err(StoreError::IllegalTransition {
+                    run: run.to_string(),
+                    unit: unit.to_string(),
+                    from,
+                    to,
+                });
+            }
+            attempts += u32::from(to == UnitState::Running) + detail.retries;
+            reason = match (&detail.reason, to) {
+                (Some(given), _) => Some(given.clone()),
+                (None, UnitState::Completed) => None,
+                (None, _) => reason,
+            };
+            started |= to == UnitState::Running;
+            duration_ms = duration_ms.saturating_add(
+                detail
+                    .duration
+                    .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            );
+            sum.tokens_in += detail.tokens_in;
+            sum.tokens_out += detail.tokens_out;
+            sum.cost_usd += detail.cost_usd;
+            if detail.result_file.is_some() {
+                sum.result_file.clone_from(&detail.result_file);
+            }
+            if detail.cache_key.is_some() {
+                sum.cache_key.clone_from(&detail.cache_key);
+            }
+            self.tx
+                .prepare_cached(
+                    "INSERT INTO transitions (run_id, unit_id, from_state, to_state, at, attempt, detail)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                )
+                .map_err(sqlite)?
+                .execute(params![
+                    run.as_str(),
+                    unit,
+                    from.name(),
+                    to.name(),
+                    now,
+                    attempts,
+                    detail.reason
+                ])
+                .map_err(sqlite)?;
+            from = to;
+        }
         self.tx
             .prepare_cached(
                 "UPDATE units SET state = ?3, attempts = ?4, reason = ?5,
                      tokens_in = tokens_in + ?6, tokens_out = tokens_out + ?7, cost_usd = cost_usd + ?8,
                      duration_ms = duration_ms + ?9,
                      result_file = COALESCE(?10, result_file), cache_key = COALESCE(?11, cache_key),
-                     started_at = CASE WHEN ?3 = 'running' THEN ?12 ELSE started_at END,
-                     finished_at = ?13
+                     started_at = CASE WHEN ?12 THEN ?13 ELSE started_at END,
+                     finished_at = ?14
                  WHERE run_id = ?1 AND unit_id = ?2",
             )
             .map_err(sqlite)?
             .execute(params![
                 run.as_str(),
                 unit,
-                to.name(),
+                from.name(),
                 attempts,
                 reason,
-                detail.tokens_in,
-                detail.tokens_out,
-                detail.cost_usd,
+                sum.tokens_in,
+                sum.tokens_out,
+                sum.cost_usd,
                 duration_ms,
-                detail.result_file,
-                detail.cache_key,
+                sum.result_file,
+                sum.cache_key,
+                started,
                 now,
-                to.is_finished().then_some(&now),
+                from.is_finished().then_some(&now),
             ])
             .map_err(sqlite)?;
-        self.tx
-            .prepare_cached(
-                "INSERT INTO transitions (run_id, unit_id, from_state, to_state, at, attempt, detail)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )
-            .map_err(sqlite)?
-            .execute(params![
-                run.as_str(),
-                unit,
-                from.name(),
-                to.name(),
-                now,
-                attempts,
-                detail.reason
-            ])
-            .map_err(sqlite)?;
-        self.add_spend(run, detail)
+        Ok(())
     }
 
     /// Records how the run ended (`RUNNING` leaves it unfinished), and how this attempt did.

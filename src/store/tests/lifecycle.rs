@@ -206,6 +206,83 @@ fn a_units_life_is_recorded_with_its_spend_and_history() {
     assert_eq!(summary.completed_since_start, 1);
 }
 
+/// The store's writer commits a group of moves at once, and a call that began and ended
+/// within one group has both its moves in it: the unit's row is then read and written once,
+/// and what it records is what the moves one by one record.
+#[test]
+fn moves_committed_as_one_group_record_what_the_moves_one_by_one_record() {
+    let (dir, mut store) = open();
+    let run = run_with_units(&mut store, dir.path(), 3);
+    let attempt = |cost: f64, reason: Option<&str>| Detail {
+        reason: reason.map(str::to_string),
+        tokens_in: 1000,
+        tokens_out: 200,
+        cost_usd: cost,
+        duration: Some(Duration::from_millis(1500)),
+        retries: 1,
+        result_file: None,
+        cache_key: Some("sha256:abc".into()),
+    };
+    let done = Detail {
+        result_file: Some("done.md".into()),
+        ..attempt(0.02, None)
+    };
+    let life = [
+        (UnitState::Running, Detail::default()),
+        (UnitState::Failed, attempt(0.01, Some("HTTP 500"))),
+        (UnitState::Queued, Detail::default()),
+        (UnitState::Running, Detail::default()),
+        (UnitState::Completed, done),
+    ];
+    for (to, detail) in &life {
+        store.transition(&run, "u00000", *to, detail).unwrap();
+    }
+    // The same life for u00001, interleaved with u00002's start, in one group.
+    let mut group: Vec<(&str, UnitState, Detail)> = vec![("u00002", UnitState::Running, Detail::default())];
+    group.extend(life.iter().map(|(to, detail)| ("u00001", *to, detail.clone())));
+    store.transition_many(&run, &group).unwrap();
+
+    let (one, grouped) = (store.unit(&run, "u00000").unwrap(), store.unit(&run, "u00001").unwrap());
+    assert_eq!(grouped.state, UnitState::Completed);
+    assert_eq!(
+        (
+            grouped.attempts,
+            grouped.tokens_in,
+            grouped.tokens_out,
+            grouped.duration_ms
+        ),
+        (one.attempts, one.tokens_in, one.tokens_out, one.duration_ms)
+    );
+    assert!((grouped.cost_usd - one.cost_usd).abs() < 1e-9);
+    assert_eq!(
+        (&grouped.reason, &grouped.result_file, &grouped.cache_key),
+        (&one.reason, &one.result_file, &one.cache_key)
+    );
+    assert!(grouped.started_at.is_some() && grouped.finished_at.is_some());
+    let moves = |unit: &str| -> Vec<(Option<UnitState>, UnitState, u32)> {
+        store
+            .history(&run, unit)
+            .unwrap()
+            .into_iter()
+            .map(|t| (t.from, t.to, t.attempt))
+            .collect()
+    };
+    assert_eq!(moves("u00001"), moves("u00000"));
+    assert_eq!(store.unit(&run, "u00002").unwrap().state, UnitState::Running);
+    let summary = store.run(&run).unwrap();
+    assert_eq!((summary.tokens_in, summary.tokens_out), (4000, 800));
+    assert!((summary.cost_usd - 0.06).abs() < 1e-9);
+
+    // A group with a move the lifecycle refuses writes nothing, the units' earlier moves in
+    // it included.
+    let refused = [
+        ("u00002", UnitState::Completed, Detail::default()),
+        ("u00000", UnitState::Running, Detail::default()),
+    ];
+    assert!(store.transition_many(&run, &refused).is_err());
+    assert_eq!(store.unit(&run, "u00002").unwrap().state, UnitState::Running);
+}
+
 #[test]
 fn units_are_unique_within_a_run_and_need_the_run() {
     let (dir, mut store) = open();
