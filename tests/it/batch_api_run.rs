@@ -854,6 +854,39 @@ fn cancel_waits_for_its_canceled_batch_only_as_long_as_its_own_bound() {
     assert_eq!(results(&p), 2);
 }
 
+/// A cancel that stopped before it collected (its own bound passed) leaves the canceled
+/// requests to the resume: they never ran, nothing was paid for them, and the resume sends
+/// them again, keeping what the batch had finished (the job path has the same, in
+/// `tests/it/job.rs`).
+#[test]
+fn a_resume_after_a_cancel_that_did_not_collect_sends_the_canceled_requests_again() {
+    let mock = MockLlm::start();
+    mock.set_batch_progress(BatchProgress::HeldAfter(2));
+    let p = ts_project(4);
+    let url = mock.url();
+    at(&p, &with_deadline("1s"), &url).run().assert_exit(1);
+    mock.set_batch_cancel_holds(true);
+    at(&p, &["cancel"], &url)
+        .env("RLM_BATCH_CANCEL_WAIT_MS", "300")
+        .run()
+        .assert_exit(0);
+    assert_eq!((mock.batch_cancels(), results(&p)), (1, 0));
+
+    // The provider ends the canceled batch: two answers, two canceled before they ran.
+    mock.set_batch_cancel_holds(false);
+    mock.set_batch_progress_from(2, BatchProgress::AfterPolls(0));
+    let out = at(&p, &["resume", "--yes", "--deadline", "5m"], &url).run();
+    out.assert_exit(0);
+    assert_eq!(mock.batch_submissions(), 2, "one follow-up batch: {}", out.stderr);
+    assert_eq!(mock.batch_sizes(), [4, 2], "only the canceled requests are sent again");
+    assert_eq!(mock.batch_cancels(), 1, "the resume cancels nothing");
+    assert_eq!(mock.requests(), 0, "nothing in real time");
+    assert_eq!(results(&p), 4);
+    assert_eq!(p.report()["status"], "SUCCESS");
+    let s = status(&p);
+    assert_eq!(s["units"]["completed"], 4, "{s}");
+}
+
 #[test]
 fn a_resume_pointed_at_another_server_is_refused_before_anything_is_sent() {
     let first = MockLlm::start();
