@@ -13,28 +13,47 @@ use crate::run_dir::RunDir;
 use crate::settings::BatchSettings;
 
 /// Refuses, before anything is sent, a `--sarif PATH` that cannot be written (a directory,
-/// or in a directory that is missing or cannot be written): the log is written once every
-/// call has been paid for, too late to be told.
+/// or under a file, or in a directory that cannot be written): the log is written once every
+/// call has been paid for, too late to be told. Directories missing on its way are made when
+/// it is written (as for `--save-trajectory`): `-o out --sarif out/rlm.sarif` or
+/// `--sarif reports/rlm.sarif` in a fresh CI checkout.
 pub fn check_sarif_path(settings: &BatchSettings) -> Result<(), RlmError> {
     let Some(path) = &settings.task.sarif else {
         return Ok(());
     };
+    let shown = |p: &std::path::Path| super::write::shown(p, &settings.cwd);
     let why = if path.is_dir() {
         "is a directory".to_string()
     } else {
-        let dir = path
+        let parent = path
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
             .unwrap_or(&settings.cwd);
-        // Written as it will be: a temporary file beside it, then renamed.
-        match tempfile::Builder::new().prefix(".rlm-tmp-").tempfile_in(dir) {
-            Ok(_) => return Ok(()),
-            Err(e) => format!("cannot be written in {}: {e}", super::write::shown(dir, &settings.cwd)),
+        // The nearest directory on its way that exists: where the first missing directory,
+        // or the file itself, will be made.
+        let dir = parent
+            .ancestors()
+            .map(|d| {
+                if d.as_os_str().is_empty() {
+                    settings.cwd.as_path()
+                } else {
+                    d
+                }
+            })
+            .find(|d| d.exists())
+            .unwrap_or(&settings.cwd);
+        if dir.is_dir() {
+            match tempfile::Builder::new().prefix(".rlm-tmp-").tempfile_in(dir) {
+                Ok(_) => return Ok(()),
+                Err(e) => format!("cannot be written in {} ({})", shown(dir), e.kind()),
+            }
+        } else {
+            format!("cannot be written: {} is not a directory", shown(dir))
         }
     };
     Err(RlmError::Output(format!(
-        "--sarif {} {why}: pass a path in a directory that exists and can be written; nothing was sent",
-        super::write::shown(path, &settings.cwd)
+        "--sarif {} {why}: pass a path in a directory that can be written; nothing was sent",
+        shown(path)
     )))
 }
 
@@ -101,12 +120,10 @@ pub fn write(
         }
     };
     if let Some(extra) = &settings.task.sarif {
-        match write_atomic(extra, sarif.as_bytes(), Durability::Buffered) {
+        match write_sarif(extra, &sarif) {
             // The log the user asked for is the one the report names.
             Ok(()) => shown = Some(super::write::shown(extra, &settings.cwd)),
-            Err(e) => failed(format!(
-                "--sarif: {e}: pass a path in a directory that exists and can be written"
-            )),
+            Err(e) => failed(format!("--sarif: {e}: pass a path in a directory that can be written")),
         }
     }
     let failed_on = settings
@@ -147,8 +164,16 @@ pub fn publish(settings: &BatchSettings, collected: &Collected, report_markdown:
 pub fn write_empty(settings: &BatchSettings, printer: &Printer) -> Option<String> {
     let path = settings.task.sarif.as_ref()?;
     let sarif = sarif::to_json(&[], &ArtifactBase::at_root(), &sarif::ToolInfo::rlm());
-    let e = write_atomic(path, sarif.as_bytes(), Durability::Buffered).err()?;
-    let e = format!("--sarif: {e}: pass a path in a directory that exists and can be written");
+    let e = write_sarif(path, &sarif).err()?;
+    let e = format!("--sarif: {e}: pass a path in a directory that can be written");
     printer.error(&e);
     Some(e)
+}
+
+/// Writes `--sarif PATH`, making the directories missing on its way.
+fn write_sarif(path: &std::path::Path, sarif: &str) -> std::io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs_err::create_dir_all(dir)?;
+    }
+    write_atomic(path, sarif.as_bytes(), Durability::Buffered)
 }

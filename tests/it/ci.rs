@@ -177,9 +177,11 @@ fn no_changed_file_is_success_with_an_empty_sarif_and_no_key_needed() {
     assert!(doc["error"].as_str().unwrap().starts_with("--sarif: "), "{doc}");
 }
 
-/// A SARIF path that cannot be written (its directory missing or a file, or a directory
-/// itself) stops the run before anything is sent, exit 2, naming it; it was found out once
-/// every call had been paid for, and the run ended PARTIAL.
+/// A SARIF path that cannot be written (under a file, or a directory itself) stops the run
+/// before anything is sent, exit 2, naming it; it was found out once every call had been
+/// paid for, and the run ended PARTIAL. Directories missing on its way are made, as ESLint's
+/// `-o` and rlm's `--save-trajectory` do: `-o out --sarif out/rlm.sarif` on a first run, or
+/// `--sarif reports/rlm.sarif` in a fresh CI checkout.
 #[test]
 fn a_sarif_path_that_cannot_be_written_stops_the_run_before_a_call_and_the_report_names_the_one_asked_for() {
     let mock = MockLlm::start();
@@ -188,7 +190,7 @@ fn a_sarif_path_that_cannot_be_written_stops_the_run_before_a_call_and_the_repor
         .file("src/a.ts", &with_finding("src/a.ts", 2, "warning"))
         .file("blocker", "a file, not a directory\n");
     let base = ["batch", "src/*.ts", "Review {file}", "--base-url", &url, "-o", "out"];
-    for sarif in ["blocker/out.sarif", "no-such-dir/out.sarif", "src"] {
+    for sarif in ["blocker/out.sarif", "blocker/deeper/out.sarif", "src"] {
         let mut args = base.to_vec();
         args.extend_from_slice(&["--sarif", sarif]);
         let out = p.rlm(&args).env_remove("ANTHROPIC_API_KEY").run();
@@ -200,11 +202,15 @@ fn a_sarif_path_that_cannot_be_written_stops_the_run_before_a_call_and_the_repor
         assert!(!p.exists("out/report.json"));
     }
 
-    let mut args = base.to_vec();
-    args.extend_from_slice(&["--sarif", "asked.sarif"]);
-    p.rlm(&args).env_remove("ANTHROPIC_API_KEY").run().assert_exit(0);
-    let report = p.report();
-    assert_eq!(report["findings"]["sarif"], "asked.sarif", "{report:#}");
+    for sarif in ["asked.sarif", "out/in-the-run-directory.sarif", "reports/ci/rlm.sarif"] {
+        let mut args = base.to_vec();
+        args.extend_from_slice(&["--sarif", sarif]);
+        let out = p.rlm(&args).env_remove("ANTHROPIC_API_KEY").run();
+        out.assert_exit(0);
+        let report = p.report();
+        assert_eq!(report["findings"]["sarif"], sarif, "{report:#}");
+        assert_valid_sarif(&serde_json::from_str(&p.read(sarif)).unwrap());
+    }
 }
 
 #[test]
