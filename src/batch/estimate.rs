@@ -17,7 +17,7 @@ use std::io::BufRead;
 use super::batch_api_run::Delivery;
 use super::prepass::Prepass;
 use crate::aggregate::AggregateStrategy;
-use crate::error::RlmError;
+use crate::error::{OverBudget, RlmError, Spender, Threshold};
 use crate::exec::Interrupt;
 use crate::printer::Printer;
 use crate::provider::catalog::{self, PriceTier};
@@ -238,39 +238,38 @@ fn aggregate_calls(
 pub fn verdict(settings: &BatchSettings, usd: f64) -> Result<bool, RlmError> {
     // `--max-cost` is the whole run's: a resume counts what the earlier attempts spent.
     let spent = settings.resume.as_ref().map_or(0.0, |t| t.spent_usd);
-    budget_verdict(&settings.budget, usd, spent)
+    budget_verdict(&settings.budget, usd, spent, Spender::Run)
 }
 
 /// [`verdict`] from the budget alone (`rlm job` has no [`BatchSettings`]), `spent` being what
-/// earlier attempts of the run spent.
-pub fn budget_verdict(budget: &BudgetSettings, usd: f64, spent: f64) -> Result<bool, RlmError> {
-    let over = |shown: f64, limit: f64, how: &str| {
-        let (shown, limit) = crate::money::usd_pair(shown, limit);
-        RlmError::OverBudget(format!(
-            "Estimated cost ({shown}) exceeds safety threshold ({limit}). Options: {how}; reduce scope with a \
-             more specific glob; use a cheaper model (--model haiku)"
-        ))
+/// earlier attempts of the work spent, `spender` what the refusal names.
+pub fn budget_verdict(budget: &BudgetSettings, usd: f64, spent: f64, spender: Spender) -> Result<bool, RlmError> {
+    let over = |limit: f64, threshold: Threshold| OverBudget::Threshold {
+        estimate: usd,
+        limit,
+        threshold,
+        spender,
     };
     if let Some(max) = budget.max_cost {
         // Nothing left to pay for (a run whose last calls crossed the budget, resumed): no
         // reason to refuse.
         if usd > 0.0 && usd + spent > max {
             if spent > 0.0 {
-                let (total, limit) = crate::money::usd_pair(usd + spent, max);
-                return Err(RlmError::OverBudget(format!(
-                    "the run has spent {} and the rest is estimated at {}: {total} in all exceeds --max-cost \
-                     ({limit}); resume with a higher --max-cost",
-                    crate::money::usd(spent),
-                    crate::money::usd(usd)
-                )));
+                return Err(OverBudget::WithSpent {
+                    spent,
+                    rest: usd,
+                    max_cost: max,
+                    spender,
+                }
+                .into());
             }
-            return Err(over(usd, max, "raise --max-cost"));
+            return Err(over(max, Threshold::MaxCost).into());
         }
     } else if usd > ABORT_ABOVE {
-        return Err(over(usd, ABORT_ABOVE, "pass --max-cost USD to allow it"));
+        return Err(over(ABORT_ABOVE, Threshold::Abort).into());
     }
     if usd > FORCE_ABOVE && !budget.force {
-        return Err(over(usd, FORCE_ABOVE, "proceed anyway with --force"));
+        return Err(over(FORCE_ABOVE, Threshold::Force).into());
     }
     Ok(usd > CONFIRM_ABOVE && !budget.yes && !budget.force)
 }
@@ -284,8 +283,8 @@ pub fn confirm(settings: &BatchSettings, estimate: &Estimate, printer: &Printer)
     ask(&settings.output, estimate.usd, printer)
 }
 
-/// [`confirm`] from the budget and output settings alone; `spent` is what the work spent
-/// before (`--max-cost` caps the whole, and a refusal says what was spent).
+/// [`confirm`] from the budget and output settings alone, for a job; `spent` is what the job
+/// spent before (`--max-cost` caps the whole, and a refusal says what was spent).
 ///
 /// For `rlm job`, which listens to Ctrl-C from before it lists its items: once a listener
 /// is there, Ctrl-C no longer ends the process, and a read of stdin would not hear it. So
@@ -299,7 +298,7 @@ pub async fn confirm_cost(
     printer: &Printer,
     interrupt: &mut Interrupt,
 ) -> Result<(), RlmError> {
-    if !budget_verdict(budget, usd, spent)? {
+    if !budget_verdict(budget, usd, spent, Spender::Job)? {
         return Ok(());
     }
     if !(output.stdin_is_terminal && output.stderr_is_terminal) {

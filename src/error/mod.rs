@@ -7,10 +7,12 @@
 use std::path::PathBuf;
 
 mod cache_failure;
+mod over_budget;
 mod provider_failure;
 mod store_failure;
 
 pub use cache_failure::CacheFailure;
+pub use over_budget::{OverBudget, Spender, Threshold};
 pub use provider_failure::ProviderFailure;
 pub use store_failure::StoreFailure;
 
@@ -87,8 +89,8 @@ pub enum RlmError {
     #[error("{0}")]
     Output(String),
     /// The estimate exceeds `--max-cost` or a safety threshold.
-    #[error("{0}")]
-    OverBudget(String),
+    #[error(transparent)]
+    OverBudget(#[from] OverBudget),
     /// The user answered no to the cost confirmation.
     #[error("{0}")]
     Declined(String),

@@ -408,18 +408,7 @@ async fn estimate_and_confirm(
     }
     // --max-cost caps the job's whole spend: a refusal says what was spent before.
     let spent = record.map_or(0.0, JobRecord::cost_usd);
-    let answered = confirm_cost(&settings.budget, &settings.output, e.usd, spent, printer, interrupt).await;
-    answered.map_err(|e| match e {
-        // The thresholds are rlm batch's; its advice about globs, and its "run", are not a job's.
-        RlmError::OverBudget(m) => RlmError::OverBudget(
-            m.replace(
-                "reduce scope with a more specific glob",
-                "reduce scope with fewer items (--limit, a smaller input)",
-            )
-            .replace("the run has spent", "the job has spent"),
-        ),
-        other => other,
-    })?;
+    confirm_cost(&settings.budget, &settings.output, e.usd, spent, printer, interrupt).await?;
     Ok(Some(e))
 }
 

@@ -1,0 +1,140 @@
+//! `OverBudget`: the estimate is above `--max-cost` or one of the safety thresholds. The
+//! amounts and the work that would spend them are kept, so a job's refusal is worded for a
+//! job from the start rather than by rewriting a run's sentence.
+
+use std::fmt;
+
+/// What would spend the money: the refusal names it, and says how to make it smaller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spender {
+    /// An `rlm batch` (or `rlm query`, `rlm merge`, `rlm resume`) run.
+    Run,
+    /// An `rlm job`, whose `--max-cost` caps the whole job's spend.
+    Job,
+}
+
+impl Spender {
+    /// How to make the work smaller.
+    fn smaller(self) -> &'static str {
+        match self {
+            Spender::Run => "a more specific glob",
+            Spender::Job => "fewer items (--limit, a smaller input)",
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Spender::Run => "run",
+            Spender::Job => "job",
+        }
+    }
+}
+
+/// The limit an estimate crossed, each with its way past.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Threshold {
+    /// `--max-cost`.
+    MaxCost,
+    /// The cap without `--max-cost`.
+    Abort,
+    /// The threshold above which rlm asks for `--force`.
+    Force,
+}
+
+impl Threshold {
+    fn way_past(self) -> &'static str {
+        match self {
+            Threshold::MaxCost => "raise --max-cost",
+            Threshold::Abort => "pass --max-cost USD to allow it",
+            Threshold::Force => "proceed anyway with --force",
+        }
+    }
+}
+
+/// The estimate exceeds `--max-cost` or a safety threshold: the work is refused.
+#[derive(Debug, Clone)]
+pub enum OverBudget {
+    /// The estimate alone is above `limit`.
+    Threshold {
+        estimate: f64,
+        limit: f64,
+        threshold: Threshold,
+        spender: Spender,
+    },
+    /// What the work spent before, and the rest estimated, are above `--max-cost` together.
+    WithSpent {
+        spent: f64,
+        rest: f64,
+        max_cost: f64,
+        spender: Spender,
+    },
+}
+
+impl std::error::Error for OverBudget {}
+
+impl fmt::Display for OverBudget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            OverBudget::Threshold {
+                estimate,
+                limit,
+                threshold,
+                spender,
+            } => {
+                let (shown, limit) = crate::money::usd_pair(estimate, limit);
+                write!(
+                    f,
+                    "Estimated cost ({shown}) exceeds safety threshold ({limit}). Options: {}; reduce scope with \
+                     {}; use a cheaper model (--model haiku)",
+                    threshold.way_past(),
+                    spender.smaller()
+                )
+            }
+            OverBudget::WithSpent {
+                spent,
+                rest,
+                max_cost,
+                spender,
+            } => {
+                let (total, limit) = crate::money::usd_pair(spent + rest, max_cost);
+                write!(
+                    f,
+                    "the {} has spent {} and the rest is estimated at {}: {total} in all exceeds --max-cost \
+                     ({limit}); resume with a higher --max-cost",
+                    spender.name(),
+                    crate::money::usd(spent),
+                    crate::money::usd(rest)
+                )
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_is_told_to_take_fewer_items_and_what_it_spent() {
+        let run = OverBudget::Threshold {
+            estimate: 3.0,
+            limit: 2.0,
+            threshold: Threshold::MaxCost,
+            spender: Spender::Run,
+        };
+        assert_eq!(
+            run.to_string(),
+            "Estimated cost ($3.00) exceeds safety threshold ($2.00). Options: raise --max-cost; reduce scope with a \
+             more specific glob; use a cheaper model (--model haiku)"
+        );
+        let job = OverBudget::WithSpent {
+            spent: 1.0,
+            rest: 2.0,
+            max_cost: 2.5,
+            spender: Spender::Job,
+        };
+        assert!(job
+            .to_string()
+            .starts_with("the job has spent $1.00 and the rest is estimated at $2.00: $3.00"));
+    }
+}
