@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::cli::{self as cli, Cli, Command};
-use crate::error::{error_document, ExitStatus, RlmError};
+use crate::error::{error_document, ExitStatus, LockHolder, RlmError};
 use crate::printer::Printer;
 use crate::settings::{BatchSettings, Environment, RunKind};
 use crate::{
@@ -43,7 +43,7 @@ pub fn run_cli() -> ExitCode {
                 run,
                 batches,
                 holder,
-            }) => cancel_at_provider(&settings, run.as_str(), &batches, &holder),
+            }) => cancel_at_provider(&settings, run.as_str(), &batches, holder),
             Ok(runs::Cancel::Job {
                 cwd,
                 job,
@@ -211,7 +211,7 @@ fn run_settings(settings: BatchSettings) -> ExitStatus {
 }
 
 /// `rlm cancel` of a run another rlm waits for: only the cancel, at the provider.
-fn cancel_at_provider(settings: &BatchSettings, run: &str, batches: &[String], holder: &str) -> ExitStatus {
+fn cancel_at_provider(settings: &BatchSettings, run: &str, batches: &[String], holder: LockHolder) -> ExitStatus {
     let printer = Printer::new(settings.output.printer_mode(), settings.redactor());
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(r) => r,

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::error::RlmError;
+use crate::error::{InUse, LockHolder, RlmError};
 use crate::file_lock::FileLock;
 use crate::fs_atomic::{sweep_temp_files, write_atomic, Durability};
 use crate::hash::sha256_hex;
@@ -68,11 +68,11 @@ impl RunLock {
     /// naming the pid of the rlm that holds it — when another run works in it.
     pub fn acquire(dir: &Path) -> Result<RunLock, RlmError> {
         Self::take(dir)?.map_err(|holder| {
-            RlmError::InUse(format!(
-                "the run directory {} is in use by {holder}: wait for that run to end (or stop it), \
-                 or pass another --output-dir",
-                dir.display()
-            ))
+            InUse::RunDirectory {
+                dir: dir.to_path_buf(),
+                holder,
+            }
+            .into()
         })
     }
 
@@ -81,43 +81,30 @@ impl RunLock {
     /// the run, if any: the holder is then the run itself, still going on; any other holder
     /// is another run working in the directory (run `run_id` is not running).
     pub fn acquire_for_resume(dir: &Path, run_id: &str, owner: Option<u32>) -> Result<RunLock, RlmError> {
-        Self::take_naming(dir)?.map_err(|(holder, pid)| {
-            if owner.is_some() && pid == owner {
-                RlmError::InUse(format!(
-                    "run {run_id} is still running in {holder} (it holds {}): wait for it to end, or stop it first",
-                    dir.display()
-                ))
+        Self::take(dir)?.map_err(|holder| {
+            let (run, dir) = (run_id.to_string(), dir.to_path_buf());
+            if owner.is_some() && holder.pid == owner {
+                InUse::StillRunning { run, dir, holder }.into()
             } else {
-                RlmError::InUse(format!(
-                    "run {run_id} is not running, but its output directory {} is in use by {holder}, another run: \
-                     wait for that run to end (a run that takes the directory over leaves run {run_id} unresumable)",
-                    dir.display()
-                ))
+                InUse::DirectoryTaken { run, dir, holder }.into()
             }
         })
     }
 
     /// Takes the lock of a run's directory, or says who holds it (`rlm process 1234`):
     /// `rlm cancel` leaves the collecting to an rlm that still waits for the run.
-    pub fn try_for_resume(dir: &Path) -> Result<Result<RunLock, String>, RlmError> {
+    pub fn try_for_resume(dir: &Path) -> Result<Result<RunLock, LockHolder>, RlmError> {
         Self::take(dir)
     }
 
-    /// The lock, or who holds it (`rlm process 1234`).
-    fn take(dir: &Path) -> Result<Result<RunLock, String>, RlmError> {
-        Ok(Self::take_naming(dir)?.map_err(|(holder, _)| holder))
-    }
-
-    /// The lock, or who holds it (`rlm process 1234`) and its pid when it wrote one.
-    fn take_naming(dir: &Path) -> Result<Result<RunLock, (String, Option<u32>)>, RlmError> {
+    /// The lock, or who holds it (`rlm process 1234`, with its pid when it wrote one).
+    fn take(dir: &Path) -> Result<Result<RunLock, LockHolder>, RlmError> {
         fs_err::create_dir_all(dir).map_err(|e| RlmError::Output(format!("--output-dir: {e}")))?;
         let path = dir.join(LOCK_FILE);
         let lock = FileLock::try_exclusive(&path)
             .map_err(|e| RlmError::Output(format!("cannot lock the run directory {}: {e}", dir.display())))?;
         let Some(lock) = lock else {
-            let pid = holder_pid(&path);
-            let holder = pid.map_or_else(|| "another rlm process".to_string(), |pid| format!("rlm process {pid}"));
-            return Ok(Err((holder, pid)));
+            return Ok(Err(LockHolder { pid: holder_pid(&path) }));
         };
         // Who holds it, for the message of whoever comes next.
         let mut file = lock.file();

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use clap::Parser;
 
 use crate::cli::{CancelArgs, Cli, ColorArg, Command, ListArgs, ResumeArgs, StatusArgs};
-use crate::error::{RlmError, StoreFailure};
+use crate::error::{InUse, LockHolder, RlmError, StoreFailure};
 use crate::printer::{Printer, PrinterMode};
 use crate::run_dir::RunLock;
 use crate::secret::Redactor;
@@ -35,7 +35,7 @@ fn open(cwd: &Path) -> Result<TaskStore, RlmError> {
 /// `in_use`, the rest are the store's.
 fn store_error(e: StoreError) -> RlmError {
     match e {
-        e @ StoreError::RunInUse { .. } => RlmError::InUse(e.to_string()),
+        e @ StoreError::RunInUse { .. } => InUse::Claimed(e).into(),
         e => e.into(),
     }
 }
@@ -256,12 +256,11 @@ fn latest_unfinished(store: &TaskStore, env: &Environment) -> Result<RunSummary,
         return Ok(run.clone());
     }
     match runs.first() {
-        Some(live) => Err(RlmError::InUse(format!(
-            "no stopped run to resume here: run {} is still running in rlm process {}: wait for it to end, or \
-             stop it first",
-            live.id,
-            live.owner.as_ref().map_or(0, |o| o.pid)
-        ))),
+        Some(live) => Err(InUse::NoStoppedRun {
+            run: live.id.clone(),
+            pid: live.owner.as_ref().map_or(0, |o| o.pid),
+        }
+        .into()),
         None => Err(RlmError::Store(
             "no unfinished run in this directory: rlm list shows the runs (name one to resume it)".into(),
         )),
@@ -395,7 +394,7 @@ pub enum Cancel {
         settings: Box<BatchSettings>,
         run: RunId,
         batches: Vec<String>,
-        holder: String,
+        holder: LockHolder,
     },
     /// A job's batches: canceled at the provider; the job collects what had finished (at
     /// its next poll when it runs, else at `rlm job resume`).

@@ -43,7 +43,7 @@ use std::collections::HashSet;
 use std::time::Instant;
 
 use crate::aggregate::Processed;
-use crate::error::{ExitStatus, RlmError};
+use crate::error::{ExitStatus, LockHolder, RlmError};
 use crate::exec::Event;
 use crate::plan::Budget;
 use crate::printer::Printer;
@@ -149,7 +149,7 @@ pub async fn cancel_at_provider(
     settings: &BatchSettings,
     run: &str,
     batches: &[String],
-    holder: &str,
+    holder: LockHolder,
     printer: &Printer,
 ) -> Result<ExitStatus, RlmError> {
     batch_api_run::cancel_at_provider(settings, &RunId::from(run), batches, holder, printer).await?;

@@ -11,7 +11,7 @@ use super::execution::Execution;
 use super::job::JobContext;
 use super::{key_claim, model_caution, pending, startup, trajectory, write, Merged, Plan};
 use crate::cache::CacheMode;
-use crate::error::{RlmError, StoreFailure};
+use crate::error::{InUse, RlmError, StoreFailure};
 use crate::exec::{CallContext, Limiter, RetryPolicy};
 use crate::printer::Printer;
 use crate::reporter::{EventLog, ProgressReporter, ReportBuilder, ReportContext, Reporters};
@@ -94,12 +94,11 @@ fn batches_left_at_the_provider(store: Option<&TaskStore>, earlier: &str) -> Res
     if waiting == 0 {
         return Ok(());
     }
-    Err(RlmError::InUse(format!(
-        "the output directory holds run {earlier}, which has {waiting} batch{} still at the provider: \
-         `rlm resume {earlier}` collects {them}, `rlm cancel {earlier}` cancels {them}; or pass another --output-dir",
-        if waiting == 1 { "" } else { "es" },
-        them = if waiting == 1 { "it" } else { "them" },
-    )))
+    Err(InUse::BatchesWaiting {
+        run: earlier.to_string(),
+        waiting,
+    }
+    .into())
 }
 
 /// What a run brings to its start besides its plan.

@@ -7,11 +7,13 @@
 use std::path::PathBuf;
 
 mod cache_failure;
+mod in_use;
 mod over_budget;
 mod provider_failure;
 mod store_failure;
 
 pub use cache_failure::CacheFailure;
+pub use in_use::{InUse, LockHolder};
 pub use over_budget::{OverBudget, Spender, Threshold};
 pub use provider_failure::ProviderFailure;
 pub use store_failure::StoreFailure;
@@ -82,8 +84,8 @@ pub enum RlmError {
     #[error(transparent)]
     StoreFailed(Box<StoreFailure>),
     /// Another rlm process works on the run or its directory.
-    #[error("{0}")]
-    InUse(String),
+    #[error(transparent)]
+    InUse(#[from] InUse),
     /// The run directory (or another file rlm writes) cannot be created or written, or
     /// holds files rlm will not replace.
     #[error("{0}")]

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use super::job_dir::JobDir;
 use super::settings::JobSettings;
 use super::state::JobStatus;
-use crate::error::RlmError;
+use crate::error::{InUse, RlmError};
 use crate::printer::Printer;
 use crate::store::{Detail, NewRun, NewUnit, RunId, RunStatus, StoreError, TaskStore, UnitKind, UnitState};
 
@@ -63,7 +63,7 @@ impl StoreLink {
         } else {
             match store.claim_run(&link.run, false, crate::store::Limits::default(), false) {
                 Ok(_) => Ok(()),
-                Err(e @ StoreError::RunInUse { .. }) => return Err(RlmError::InUse(e.to_string())),
+                Err(e @ StoreError::RunInUse { .. }) => return Err(InUse::Claimed(e).into()),
                 // Not recorded when it started (the store was unavailable then): record it now.
                 Err(StoreError::UnknownRun(_)) => store.create_run(&new_run).map(drop),
                 Err(e) => Err(e),

@@ -6,7 +6,7 @@
 
 use super::host::Stage;
 use super::BatchApiRun;
-use crate::error::{ProviderFailure, RlmError};
+use crate::error::{InUse, LockHolder, ProviderFailure, RlmError};
 use crate::exec::Event;
 use crate::printer::Printer;
 use crate::provider::batch_api::{BatchApi, BatchError};
@@ -23,14 +23,15 @@ pub async fn cancel_at_provider(
     settings: &BatchSettings,
     run: &RunId,
     batches: &[String],
-    holder: &str,
+    holder: LockHolder,
     printer: &Printer,
 ) -> Result<(), RlmError> {
     if settings.exec.batch_api.forget {
-        return Err(RlmError::InUse(format!(
-            "rlm cancel --forget: {holder} waits for run {run} and collects its batches; stop it first (Ctrl-C), \
-             then give them up"
-        )));
+        return Err(InUse::CollectedElsewhere {
+            run: run.clone(),
+            holder,
+        }
+        .into());
     }
     let model = settings.provider.model.as_deref().unwrap_or("unknown");
     let api = client(settings, model).map_err(|e| RlmError::Config(e.to_string()))?;
