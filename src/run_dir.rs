@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::error::{InUse, LockHolder, RlmError};
+use crate::error::{InUse, LockHolder, RlmError, StoreRefusal};
 use crate::file_lock::FileLock;
 use crate::fs_atomic::{sweep_temp_files, write_atomic, Durability};
 use crate::hash::sha256_hex;
@@ -151,11 +151,12 @@ pub fn marked_run(dir: &Path) -> Option<String> {
 /// append to its `events.jsonl` (issue 17).
 pub fn check_still_owned(dir: &Path, run_id: &str) -> Result<(), RlmError> {
     match marked_run(dir) {
-        Some(other) if other != run_id => Err(RlmError::Store(format!(
-            "run {run_id} cannot be resumed: its output directory {} now holds run {other} (its results were \
-             replaced); run its command again instead (finished answers are cached)",
-            dir.display()
-        ))),
+        Some(other) if other != run_id => Err(StoreRefusal::DirectoryTakenOver {
+            run: run_id.to_string(),
+            dir: dir.to_path_buf(),
+            other,
+        }
+        .into()),
         _ => Ok(()),
     }
 }
@@ -601,7 +602,7 @@ mod tests {
     #[test]
     fn no_id_is_handed_out_when_the_reservation_fails() {
         let rlm = tempfile::tempdir().unwrap();
-        let broken = |_: &str| Err(RlmError::Store("the store is busy".into()));
+        let broken = |_: &str| Err(RlmError::io("tasks.db", std::io::Error::other("the store is busy")));
         for output_dir in [None, Some(rlm.path().join("out"))] {
             let err = RunDir::create_unique(rlm.path(), output_dir.as_deref(), Redactor::default(), &broken, &|_| {
                 Ok(())

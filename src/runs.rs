@@ -9,7 +9,7 @@ use std::sync::Arc;
 use clap::Parser;
 
 use crate::cli::{CancelArgs, Cli, ColorArg, Command, ListArgs, ResumeArgs, StatusArgs};
-use crate::error::{InUse, LockHolder, RlmError, StoreFailure};
+use crate::error::{InUse, LockHolder, RlmError, StoreFailure, StoreRefusal};
 use crate::printer::{Printer, PrinterMode};
 use crate::run_dir::RunLock;
 use crate::secret::Redactor;
@@ -23,10 +23,7 @@ use crate::store::{
 fn open(cwd: &Path) -> Result<TaskStore, RlmError> {
     let rlm_dir = cwd.join(".aiwg").join("rlm");
     if !rlm_dir.join(STORE_FILE).exists() {
-        return Err(RlmError::Store(format!(
-            "no runs recorded in {}: start one with rlm batch",
-            rlm_dir.display()
-        )));
+        return Err(StoreRefusal::NoRuns { rlm_dir }.into());
     }
     Ok(TaskStore::open(&rlm_dir)?)
 }
@@ -52,7 +49,7 @@ fn pick(store: &TaskStore, run: Option<&str>, cwd: &Path) -> Result<RunSummary, 
             .map_err(store_error)?
             .into_iter()
             .find(|r| r.cwd == cwd)
-            .ok_or_else(|| RlmError::Store("no run was started in this directory: rlm list shows every run".into())),
+            .ok_or_else(|| StoreRefusal::NoRunHere.into()),
     }
 }
 
@@ -67,7 +64,7 @@ fn pick_root(store: &TaskStore, run: Option<&str>, cwd: &Path) -> Result<RunSumm
         .map_err(store_error)?
         .into_iter()
         .find(|r| r.cwd == cwd && r.parent.is_none())
-        .ok_or_else(|| RlmError::Store("no run was started in this directory: rlm list shows every run".into()))
+        .ok_or_else(|| StoreRefusal::NoRunHere.into())
 }
 
 /// `rlm status [RUN] [--tree] [--json]`.
@@ -261,9 +258,7 @@ fn latest_unfinished(store: &TaskStore, env: &Environment) -> Result<RunSummary,
             pid: live.owner.as_ref().map_or(0, |o| o.pid),
         }
         .into()),
-        None => Err(RlmError::Store(
-            "no unfinished run in this directory: rlm list shows the runs (name one to resume it)".into(),
-        )),
+        None => Err(StoreRefusal::NoUnfinishedRun.into()),
     }
 }
 
@@ -298,28 +293,22 @@ fn credentials_withheld(url: &str) -> bool {
 /// The options an `rlm batch` run was started with: its record, else (a run of an rlm
 /// older still) its command line.
 fn recorded_options(run: &RunSummary) -> Result<BatchOptions, RlmError> {
-    let not_batch = || {
-        RlmError::Store(format!(
-            "run {} was not started by rlm batch ({}): run its command again instead (finished answers are cached)",
-            run.id,
-            run.command.join(" ")
-        ))
+    let not_batch = || -> RlmError {
+        StoreRefusal::NotBatch {
+            run: run.id.clone(),
+            command: run.command.clone(),
+        }
+        .into()
     };
     if run.subcommand() == Some("job") {
         // A job that ended is nothing `rlm job resume` takes up either: it refuses it too.
-        return Err(RlmError::Store(
-            if matches!(run.status, RunStatus::Success | RunStatus::Partial) {
-                format!(
-                    "run {} is a job ({}): nothing to resume (rlm job rerun {} --phase N redoes a phase)",
-                    run.id, run.status, run.id
-                )
-            } else {
-                format!(
-                    "run {} is a job ({}): rlm job resume {} goes on with it",
-                    run.id, run.status, run.id
-                )
-            },
-        ));
+        let (run, status) = (run.id.clone(), run.status);
+        return Err(if matches!(status, RunStatus::Success | RunStatus::Partial) {
+            StoreRefusal::EndedJobRun { run, status }
+        } else {
+            StoreRefusal::JobRun { run, status }
+        }
+        .into());
     }
     if run.subcommand() != Some("batch") {
         return Err(not_batch());
@@ -424,18 +413,11 @@ pub fn cancel(args: CancelArgs, color: ColorArg, env: &Environment) -> Result<Ca
     // looks for it first.
     let unsettled = store.batch_intents(&run.id).map_err(store_error)?.len();
     if waiting.is_empty() && unsettled == 0 {
-        return Err(RlmError::Store(format!(
-            "run {} has no batch waiting at the provider: nothing to cancel (rlm status {} shows it)",
-            run.id, run.id
-        )));
+        return Err(StoreRefusal::NothingToCancel { run: run.id }.into());
     }
     if run.subcommand() == Some("job") {
         if waiting.is_empty() {
-            return Err(RlmError::Store(format!(
-                "job {} has a submission whose reply was lost, and no batch known yet: `rlm job resume {}` looks for \
-                 its batch first (nothing is paid twice); cancel then",
-                run.id, run.id
-            )));
+            return Err(StoreRefusal::SubmissionLost { run: run.id }.into());
         }
         if args.forget {
             return Err(RlmError::Usage(format!(

@@ -257,12 +257,12 @@ pub fn ready(settings: &BatchSettings, cache: &Cache, dir: &Path) -> Result<(), 
         let settled = settle(&kept_in, cache);
         tracing::debug!(dir = %kept_in.display(), ?settled, "kept answers settled");
         if let Some(e) = &settled.error {
-            return Err(RlmError::Cache(format!(
-                "the cache cannot take the {} ({e}): make room in {}, then run again (they stay kept, and are \
-                 never paid for twice); nothing was sent",
-                what_is_kept(&settled, &kept_in),
-                rlm_dir.join("cache").display()
-            )));
+            return Err(CacheFailure::KeptUntaken {
+                kept: what_is_kept(&settled, &kept_in),
+                reason: e.clone(),
+                cache: rlm_dir.join("cache"),
+            }
+            .into());
         }
         cached_dirs.push(kept_in);
     }

@@ -194,7 +194,7 @@ pub async fn plan(settings: &mut BatchSettings, printer: &Printer) -> Result<Pla
     // The lookups' lists, on a few threads' heaps, are freed: their pages go back.
     crate::memory::release_free();
     if settings.exec.cache_mode == CacheMode::ReadOnly && !pre.misses.is_empty() {
-        return Err(RlmError::Cache(prepass::cache_only_message(&units, &pre.misses)));
+        return Err(prepass::cache_only_misses(&units, &pre.misses).into());
     }
     if let Some(e) = nothing_sendable(&units, &pre) {
         // Every unit is too large to send: nothing would be sent, so nothing starts (exit 2);

@@ -3,7 +3,7 @@
 //! before anything is paid for twice.
 
 use crate::cache::{Cache, CacheEntry, CacheMode};
-use crate::error::{CacheFailure, RlmError};
+use crate::error::{CacheFailure, CacheMiss, RlmError};
 use crate::unit::WorkUnit;
 
 /// The units sorted by what happens to them (indexes into the plan).
@@ -45,11 +45,7 @@ pub fn run(
         let entry = match lookup {
             Some(Ok(entry)) => entry,
             Some(Err(e)) => return Err(CacheFailure::Unreadable(e).into()),
-            None => {
-                return Err(RlmError::Cache(
-                    "internal error: a cache reader thread failed (nothing was called)".into(),
-                ))
-            }
+            None => return Err(CacheFailure::ReaderLost.into()),
         };
         let entry = entry
             .map(|e| *e)
@@ -69,19 +65,16 @@ pub fn run(
     Ok(pre)
 }
 
-/// The `--cache-only` refusal, listing every miss.
-pub fn cache_only_message(units: &[WorkUnit], misses: &[usize]) -> String {
-    let mut msg = format!(
-        "--cache-only: {} of {} inputs would miss the cache (nothing was called):",
-        misses.len(),
-        units.len()
-    );
-    for &i in misses {
-        msg.push_str(&format!(
-            "\n  {} (key {})",
-            crate::escape::name(&units[i].label),
-            &units[i].cache_key.as_str()[..16]
-        ));
+/// `--cache-only`'s refusal: the inputs of `units` at `misses` are not in the cache.
+pub fn cache_only_misses(units: &[WorkUnit], misses: &[usize]) -> CacheFailure {
+    CacheFailure::CacheOnlyMisses {
+        misses: misses
+            .iter()
+            .map(|&i| CacheMiss {
+                label: units[i].label.to_string(),
+                key: units[i].cache_key.as_str()[..16].to_string(),
+            })
+            .collect(),
+        inputs: units.len(),
     }
-    msg
 }

@@ -11,7 +11,7 @@ use super::execution::Execution;
 use super::job::JobContext;
 use super::{key_claim, model_caution, pending, startup, trajectory, write, Merged, Plan};
 use crate::cache::CacheMode;
-use crate::error::{InUse, RlmError, StoreFailure};
+use crate::error::{InUse, RlmError, StoreFailure, StoreRefusal};
 use crate::exec::{CallContext, Limiter, RetryPolicy};
 use crate::printer::Printer;
 use crate::reporter::{EventLog, ProgressReporter, ReportBuilder, ReportContext, Reporters};
@@ -255,13 +255,7 @@ pub(super) fn start(
         Delivery::Realtime => None,
         // Batches are recorded in the store before anything waits for them: no store, no
         // batches (the run store reporter said why it could not open it).
-        Delivery::BatchApi { .. } if reporters.store.is_none() => {
-            return Err(RlmError::Store(
-                "--batch-api records each batch in the run store before waiting for it, and the store cannot be \
-                 written: nothing was sent"
-                    .into(),
-            ))
-        }
+        Delivery::BatchApi { .. } if reporters.store.is_none() => return Err(StoreRefusal::BatchApiWithoutStore.into()),
         delivery @ Delivery::BatchApi { .. } => Some(Box::new(BatchApiRun::start(
             settings,
             &plan.model,

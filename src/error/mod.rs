@@ -11,12 +11,14 @@ mod in_use;
 mod over_budget;
 mod provider_failure;
 mod store_failure;
+mod store_refusal;
 
-pub use cache_failure::CacheFailure;
+pub use cache_failure::{CacheFailure, CacheMiss};
 pub use in_use::{InUse, LockHolder};
 pub use over_budget::{OverBudget, Spender, Threshold};
 pub use provider_failure::ProviderFailure;
 pub use store_failure::StoreFailure;
+pub use store_refusal::StoreRefusal;
 
 /// The documented exit codes of `rlm`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -69,16 +71,14 @@ pub enum RlmError {
     /// Every unit is too large for the model's context: nothing can be sent.
     #[error("{0}")]
     TooLarge(String),
-    /// `--cache-only` misses, or the answer cache cannot take the answers a run kept.
-    #[error("{0}")]
-    Cache(String),
-    /// The answer cache cannot be read or made ready for writing.
+    /// The answer cache cannot be read or made ready for writing, cannot take the answers
+    /// a run kept, or (`--cache-only`) misses.
     #[error(transparent)]
     CacheFailed(#[from] CacheFailure),
     /// The run store does not know the run or cannot do what was asked of it; a job
     /// directory does not know the job.
-    #[error("{0}")]
-    Store(String),
+    #[error(transparent)]
+    Store(#[from] StoreRefusal),
     /// The run store failed, or a file rlm keeps for a run or a job is not what it wrote.
     /// (Boxed: the store's errors are large, and every `Result` of a command carries this.)
     #[error(transparent)]
@@ -182,7 +182,7 @@ impl RlmError {
             RlmError::Config(_) => "config",
             RlmError::Input(_) => "input",
             RlmError::TooLarge(_) => "too_large",
-            RlmError::Cache(_) | RlmError::CacheFailed(_) => "cache",
+            RlmError::CacheFailed(_) => "cache",
             RlmError::Store(_) | RlmError::StoreFailed(_) => "store",
             RlmError::InUse(_) => "in_use",
             RlmError::Output(_) => "output",

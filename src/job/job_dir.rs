@@ -24,7 +24,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::state::{JobRecord, RECORD_VERSION};
-use crate::error::{RlmError, StoreFailure};
+use crate::error::{RlmError, StoreFailure, StoreRefusal};
 use crate::fs_atomic::{write_atomic, Durability};
 use crate::store::Timestamp;
 
@@ -72,10 +72,7 @@ impl JobDir {
     pub fn open(cwd: &Path, query: Option<&str>) -> Result<Self, RlmError> {
         let ids = list_ids(cwd)?;
         if ids.is_empty() {
-            return Err(RlmError::Store(format!(
-                "no jobs in {}: start one with rlm job run JOB.toml or rlm job pr-review OWNER/REPO",
-                jobs_root(cwd).display()
-            )));
+            return Err(StoreRefusal::NoJobs { jobs: jobs_root(cwd) }.into());
         }
         let id = match query {
             None => ids.last().cloned().unwrap_or_default(),
@@ -90,10 +87,11 @@ impl JobDir {
                 match matching.as_slice() {
                     [one] => (*one).clone(),
                     [] => {
-                        return Err(RlmError::Store(format!(
-                            "no job '{shown}' in {}: rlm job list shows the jobs",
-                            jobs_root(cwd).display()
-                        )))
+                        return Err(StoreRefusal::UnknownJob {
+                            query: q.to_string(),
+                            jobs: jobs_root(cwd),
+                        }
+                        .into())
                     }
                     many => {
                         if let Some(exact) = many.iter().find(|id| id.as_str() == q) {
@@ -187,11 +185,12 @@ impl JobDir {
     pub fn read_record(&self) -> Result<JobRecord, RlmError> {
         let record: JobRecord = read_json(&self.job_json())?;
         if record.version > RECORD_VERSION {
-            return Err(RlmError::Store(format!(
-                "{} was written by a newer rlm (format {}, this one reads {RECORD_VERSION}): upgrade rlm",
-                self.job_json().display(),
-                record.version
-            )));
+            return Err(StoreRefusal::NewerJobRecord {
+                path: self.job_json(),
+                version: record.version,
+                reads: RECORD_VERSION,
+            }
+            .into());
         }
         Ok(record)
     }

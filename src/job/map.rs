@@ -10,7 +10,7 @@ use super::ingest::id_key;
 use super::job_dir::write_json;
 use super::runner::JobRun;
 use super::worker::AnswerCheck;
-use crate::error::RlmError;
+use crate::error::{RlmError, StoreRefusal};
 use crate::request::job_phase::Rendering;
 use crate::store::UnitKind;
 
@@ -18,9 +18,9 @@ pub async fn run(run: &mut JobRun, index: usize) -> Result<(), RlmError> {
     let phase = run.record.definition.phases[index].clone();
     let id_field = run.record.definition.id.clone();
     let resolved = run.phases[index].clone();
-    let schema = resolved
-        .schema
-        .ok_or_else(|| RlmError::Store(format!("phase {}: no output schema in the job's prompts/", phase.name)))?;
+    let schema = resolved.schema.ok_or_else(|| StoreRefusal::NoOutputSchema {
+        phase: phase.name.clone(),
+    })?;
     let rendering = Rendering {
         prompt: resolved.prompt.unwrap_or_default(),
         item_schema: Some((*schema.value).clone()),

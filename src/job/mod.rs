@@ -44,6 +44,7 @@ pub use cancel::{cancel, CancelJob};
 pub use definition::{JobDefinition, PhaseDefinition, PhaseKind};
 pub use export::{ExportFormat, ExportOptions};
 pub use settings::{CallFlags, RunFlags};
+pub use state::JobStatus;
 
 use std::path::{Path, PathBuf};
 
@@ -52,7 +53,7 @@ use serde_json::{json, Value};
 use crate::batch::estimate::confirm_cost;
 use crate::batch::startup::model_for;
 use crate::cache::Cache;
-use crate::error::{CacheFailure, ExitStatus, RlmError};
+use crate::error::{CacheFailure, ExitStatus, RlmError, StoreRefusal};
 use crate::exec::Interrupt;
 use crate::printer::{ColorChoice, Printer};
 use crate::prompt::Delimiter;
@@ -66,7 +67,7 @@ use prepare::{prepare_file, prepare_pr_review, Prepared};
 use progress::Progress;
 use runner::{JobRun, ResolvedPhase};
 use settings::{JobSettings, RememberedSettings};
-use state::{JobRecord, JobStatus, PhaseState, Source, RECORD_VERSION};
+use state::{JobRecord, PhaseState, Source, RECORD_VERSION};
 use store_link::StoreLink;
 
 /// Runs one `rlm job` subcommand; an error that ends it is printed here, as one line (and,
@@ -164,12 +165,13 @@ async fn run_async(command: JobAction, color: ColorChoice, env: &Environment) ->
             let in_job = JobFailure::in_job(&dir);
             let record = dir.read_record().map_err(&in_job)?;
             if !record.status.is_unfinished() {
-                return Err(in_job(RlmError::Store(format!(
-                    "job {} is {}: nothing to resume (rlm job rerun {} --phase N redoes a phase)",
-                    record.job_id,
-                    record.status.name(),
-                    record.job_id
-                ))));
+                return Err(in_job(
+                    StoreRefusal::JobEnded {
+                        job: record.job_id,
+                        status: record.status,
+                    }
+                    .into(),
+                ));
             }
             let settings = resolve(record.remembered_settings(), &call, flags, color, env).map_err(&in_job)?;
             go_on(&dir, record, settings, None, Interrupt::new())
@@ -840,7 +842,5 @@ fn latest_unfinished(cwd: &Path) -> Result<JobDir, RlmError> {
             return Ok(dir);
         }
     }
-    Err(RlmError::Store(
-        "no unfinished job in this directory: rlm job list shows the jobs (name one to resume it)".into(),
-    ))
+    Err(StoreRefusal::NoUnfinishedJob.into())
 }

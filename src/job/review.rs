@@ -19,7 +19,7 @@ use super::reduce::clusters_of;
 use super::runner::{JobRun, Stop};
 use super::select::{ClusterPlace, Filter};
 use super::worker::AnswerCheck;
-use crate::error::RlmError;
+use crate::error::{RlmError, StoreRefusal};
 use crate::process::{self, CommandSpec, ProcessError};
 use crate::request::job_phase::Rendering;
 use crate::store::UnitKind;
@@ -105,9 +105,9 @@ pub async fn run(run: &mut JobRun, index: usize) -> Result<(), RlmError> {
     let phase = run.record.definition.phases[index].clone();
     let id_field = run.record.definition.id.clone();
     let resolved = run.phases[index].clone();
-    let schema = resolved
-        .schema
-        .ok_or_else(|| RlmError::Store(format!("phase {}: no output schema in the job's prompts/", phase.name)))?;
+    let schema = resolved.schema.ok_or_else(|| StoreRefusal::NoOutputSchema {
+        phase: phase.name.clone(),
+    })?;
     let items = run.items()?;
     let chosen = selected(run, index, &items)?;
     run.record.phases[index].items_total = chosen.len();

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::definition::PhaseDefinition;
 use crate::cache::CacheMode;
-use crate::error::RlmError;
+use crate::error::{RlmError, StoreRefusal};
 use crate::printer::{ColorChoice, PrinterMode};
 use crate::provider::bundled_model::BundledModel;
 use crate::provider::catalog::{self, PriceTable};
@@ -151,9 +151,10 @@ impl RememberedSettings {
             Some("openai") => Some(ProviderKind::Openai),
             Some("command") => Some(ProviderKind::Command),
             Some(other) => {
-                return Err(RlmError::Store(format!(
-                    "job.json names provider '{other}': pass --provider anthropic, openai or command"
-                )))
+                return Err(StoreRefusal::UnknownProvider {
+                    provider: other.to_string(),
+                }
+                .into())
             }
         })
     }
