@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::cli::{self as cli, Cli, Command};
-use crate::error::{error_document, ExitStatus, LockHolder, RlmError};
+use crate::error::{error_document, ExitStatus, LockHolder, RlmError, SystemFailure};
 use crate::printer::Printer;
 use crate::settings::{BatchSettings, Environment, RunKind};
 use crate::{
@@ -198,12 +198,7 @@ fn run_settings(settings: BatchSettings) -> ExitStatus {
     process::lower_for_depth(settings.provider.depth);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
-        Err(e) => {
-            return report_error(
-                &printer,
-                &RlmError::System(format!("cannot start the async runtime: {e}")),
-            )
-        }
+        Err(e) => return report_error(&printer, &RlmError::from(SystemFailure::Runtime(e))),
     };
     let outcome = runtime.block_on(batch::run(settings, printer.clone()));
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
@@ -215,12 +210,7 @@ fn cancel_at_provider(settings: &BatchSettings, run: &str, batches: &[String], h
     let printer = Printer::new(settings.output.printer_mode(), settings.redactor());
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(r) => r,
-        Err(e) => {
-            return report_error(
-                &printer,
-                &RlmError::System(format!("cannot start the async runtime: {e}")),
-            )
-        }
+        Err(e) => return report_error(&printer, &RlmError::from(SystemFailure::Runtime(e))),
     };
     runtime
         .block_on(batch::cancel_at_provider(settings, run, batches, holder, &printer))
@@ -246,12 +236,7 @@ fn run_merge(args: cli::MergeArgs, color: cli::ColorArg, env: &Environment) -> E
     let printer = Printer::new(plan.settings.output.printer_mode(), plan.settings.redactor());
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
-        Err(e) => {
-            return report_error(
-                &printer,
-                &RlmError::System(format!("cannot start the async runtime: {e}")),
-            )
-        }
+        Err(e) => return report_error(&printer, &RlmError::from(SystemFailure::Runtime(e))),
     };
     let outcome = runtime.block_on(merge::run(plan, printer.clone()));
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
@@ -331,7 +316,7 @@ fn run_skill(action: cli::SkillAction, env: &Environment) -> ExitStatus {
             let home = env
                 .var("HOME")
                 .or_else(|| env.var("USERPROFILE"))
-                .ok_or_else(|| RlmError::System(skill::SkillError::NoHome.to_string()))?;
+                .ok_or(SystemFailure::NoHome(skill::SkillError::NoHome))?;
             Ok(skill::Scope::User(home.into()))
         } else {
             Ok(skill::Scope::Project(env.cwd.clone()))

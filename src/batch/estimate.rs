@@ -17,7 +17,7 @@ use std::io::BufRead;
 use super::batch_api_run::Delivery;
 use super::prepass::Prepass;
 use crate::aggregate::AggregateStrategy;
-use crate::error::{OverBudget, RlmError, Spender, Threshold};
+use crate::error::{Declined, Interrupted, OverBudget, RlmError, Spender, SystemFailure, Threshold};
 use crate::exec::Interrupt;
 use crate::printer::Printer;
 use crate::provider::catalog::{self, PriceTier};
@@ -311,12 +311,10 @@ pub async fn confirm_cost(
     std::thread::Builder::new()
         .name("cost-question".into())
         .spawn(move || drop(sender.send(read_answer())))
-        .map_err(|e| RlmError::System(format!("cannot start a thread to read the answer: {e}")))?;
+        .map_err(SystemFailure::AnswerThread)?;
     tokio::select! {
         biased;
-        () = interrupt.recv() => Err(RlmError::Interrupted(
-            "interrupted at the cost question: nothing was called".into(),
-        )),
+        () = interrupt.recv() => Err(Interrupted::CostQuestion.into()),
         answer = answer => accepted(&answer.unwrap_or_default()),
     }
 }
@@ -349,7 +347,7 @@ fn accepted(answer: &str) -> Result<(), RlmError> {
     if matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
         Ok(())
     } else {
-        Err(RlmError::Declined("cancelled: nothing was called".into()))
+        Err(Declined::Cost.into())
     }
 }
 

@@ -1,8 +1,7 @@
 //! The `--neighbors-of` input axis of a run (issue 10): the graph query, its notice on
 //! stderr, and the errors a user can cause, each one line naming the node or graph.
 
-use crate::error::RlmError;
-use crate::escape;
+use crate::error::{NoMatch, RlmError};
 use crate::input::{resolve_neighbors, Manifest, NeighborsQuery};
 use crate::printer::Printer;
 use crate::settings::BatchSettings;
@@ -21,15 +20,13 @@ pub fn resolve(
         printer.important(&format!("rlm: {notice}"));
     }
     if found.manifest.matched() == 0 {
-        let wider = if *direction == crate::index::Direction::Both {
-            "a larger --depth"
-        } else {
-            "--direction both or a larger --depth"
-        };
-        return Err(RlmError::NoMatch(format!(
-            "`{}` has no neighbors in the {graph} graph (direction {direction}, depth {depth}): try {wider}",
-            escape::name(&found.node)
-        )));
+        return Err(NoMatch::NoNeighbors {
+            node: found.node,
+            graph: graph.to_string(),
+            direction: *direction,
+            depth,
+        }
+        .into());
     }
     Ok(found.manifest)
 }

@@ -7,7 +7,7 @@ use super::estimate::{self, Estimate};
 use super::prepass::{self, Prepass};
 use super::startup;
 use crate::cache::{Cache, CacheMode};
-use crate::error::RlmError;
+use crate::error::{RlmError, TooLarge};
 use crate::input::Manifest;
 use crate::plan::{self, PlanOptions};
 use crate::printer::Printer;
@@ -228,14 +228,14 @@ fn nothing_sendable(units: &[WorkUnit], pre: &Prepass) -> Option<RlmError> {
         return None;
     }
     let (i, reason) = pre.blocked.first()?;
-    Some(RlmError::TooLarge(format!(
-        "nothing can be sent: {}{}: {reason}",
-        crate::escape::name(&units[*i].label),
-        match pre.blocked.len() {
-            1 => String::new(),
-            n => format!(" (and {} more)", n - 1),
+    Some(
+        TooLarge::EveryUnit {
+            first: units[*i].label.to_string(),
+            reason: reason.clone(),
+            more: pre.blocked.len() - 1,
         }
-    )))
+        .into(),
+    )
 }
 
 /// Why `rlm resume RUN` stops when the run's inputs select no file now, and what to do.

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::error::RlmError;
+use crate::error::{NoMatch, RlmError, SystemFailure};
 use crate::input::changed::changed_since;
 use crate::input::files_from::{read_files_from, ListSeparator};
 use crate::input::{
@@ -104,7 +104,10 @@ pub fn resolve_inputs(settings: &BatchSettings, printer: &Printer) -> Result<Man
         "inputs resolved"
     );
     if manifest.matched() == 0 {
-        return Err(RlmError::NoMatch(no_match_message(&input.pattern)));
+        return Err(NoMatch::Pattern {
+            pattern: input.pattern.clone(),
+        }
+        .into());
     }
     if manifest.files.is_empty() {
         // The unreadable first: they are failures, where a skip is a choice.
@@ -139,19 +142,6 @@ pub fn resolve_inputs(settings: &BatchSettings, printer: &Printer) -> Result<Man
         )));
     }
     Ok(manifest)
-}
-
-/// The seed's "No files matched" message.
-fn no_match_message(pattern: &str) -> String {
-    format!(
-        "RLM Batch: No files matched pattern\n\nPattern: {}\n\nPlease check:\n\
-         1. Pattern syntax is correct\n2. Files exist in expected location\n3. Working directory is correct\n\n\
-         Examples:\n  - src/**/*.ts (all TypeScript files)\n  - test/**/*.test.js (all test files)\n  \
-         - **/*.{{js,ts}} (all JS and TS files)\n\n\
-         Skipped unless the pattern names them: VCS, dependency and build folders, lock files, minified \
-         and generated files, binaries and media. --no-ignore includes .gitignore'd files, --hidden hidden ones.",
-        crate::escape::name(pattern)
-    )
 }
 
 /// The run's model: the one given, or the one the server serves. `Err` says why no call
@@ -204,6 +194,6 @@ pub fn provider_for(p: &ProviderSettings, model: &ModelInfo, run_id: &str) -> Re
     }
     let http = HttpProvider::new(p.http_config(&model.id))
         // Nothing was sent: the system could not give what an HTTP client needs.
-        .map_err(|e| RlmError::System(e.to_string()))?;
+        .map_err(SystemFailure::HttpClient)?;
     Ok(Arc::new(http))
 }

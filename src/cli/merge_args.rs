@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use tempfile::NamedTempFile;
 
 use super::MergeArgs;
-use crate::error::RlmError;
+use crate::error::{RlmError, SystemFailure};
 use crate::merge::FinishedRun;
 use crate::provider::ProviderKind;
 use crate::settings::{BatchApiMode, BatchOptions};
@@ -34,10 +34,9 @@ impl MergeArgs {
         }
         let prompt = match &options.prompt_file {
             Some(_) => {
-                let mut file = NamedTempFile::new()
-                    .map_err(|e| RlmError::System(format!("cannot write the runs' prompt to a temporary file: {e}")))?;
+                let mut file = NamedTempFile::new().map_err(SystemFailure::PromptFile)?;
                 file.write_all(first.sub_prompt.as_bytes())
-                    .map_err(|e| RlmError::System(format!("cannot write the runs' prompt to a temporary file: {e}")))?;
+                    .map_err(SystemFailure::PromptFile)?;
                 options.prompt_file = Some(file.path().to_path_buf());
                 Some(file)
             }

@@ -7,18 +7,28 @@
 use std::path::PathBuf;
 
 mod cache_failure;
+mod declined;
 mod in_use;
+mod interrupted;
+mod no_match;
 mod over_budget;
 mod provider_failure;
 mod store_failure;
 mod store_refusal;
+mod system_failure;
+mod too_large;
 
 pub use cache_failure::{CacheFailure, CacheMiss};
+pub use declined::Declined;
 pub use in_use::{InUse, LockHolder};
+pub use interrupted::Interrupted;
+pub use no_match::NoMatch;
 pub use over_budget::{OverBudget, Spender, Threshold};
 pub use provider_failure::ProviderFailure;
 pub use store_failure::StoreFailure;
 pub use store_refusal::StoreRefusal;
+pub use system_failure::SystemFailure;
+pub use too_large::TooLarge;
 
 /// The documented exit codes of `rlm`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -69,8 +79,8 @@ pub enum RlmError {
     #[error("{0}")]
     Input(String),
     /// Every unit is too large for the model's context: nothing can be sent.
-    #[error("{0}")]
-    TooLarge(String),
+    #[error(transparent)]
+    TooLarge(#[from] TooLarge),
     /// The answer cache cannot be read or made ready for writing, cannot take the answers
     /// a run kept, or (`--cache-only`) misses.
     #[error(transparent)]
@@ -94,15 +104,15 @@ pub enum RlmError {
     #[error(transparent)]
     OverBudget(#[from] OverBudget),
     /// The user answered no to the cost confirmation.
-    #[error("{0}")]
-    Declined(String),
+    #[error(transparent)]
+    Declined(#[from] Declined),
     /// Ctrl-C or SIGTERM before the work started (while a job's items were listed, at the
     /// cost question): whatever rlm had started was stopped, and nothing was sent.
-    #[error("{0}")]
-    Interrupted(String),
+    #[error(transparent)]
+    Interrupted(#[from] Interrupted),
     /// The pattern matched nothing (the message is the seed's multi-line help).
-    #[error("{0}")]
-    NoMatch(String),
+    #[error(transparent)]
+    NoMatch(#[from] NoMatch),
     /// A file or directory could not be read or written.
     #[error("{path}: {source}")]
     Io {
@@ -116,8 +126,8 @@ pub enum RlmError {
     Provider(Box<ProviderFailure>),
     /// The system cannot give rlm what it needs to start: threads for its runtime, the
     /// working directory, a home directory.
-    #[error("{0}")]
-    System(String),
+    #[error(transparent)]
+    System(#[from] SystemFailure),
     /// An I/O error from `fs_err`, whose message already names the path.
     #[error("{0}")]
     File(#[from] std::io::Error),
@@ -233,7 +243,7 @@ mod tests {
 
     #[test]
     fn an_interruption_before_the_work_started_exits_130() {
-        let e = RlmError::Interrupted("interrupted at the cost question: nothing was called".into()).in_context("job");
+        let e = RlmError::from(Interrupted::CostQuestion).in_context("job");
         assert_eq!((e.kind(), e.exit_status()), ("interrupted", ExitStatus::Interrupted));
         assert_eq!(e.exit_status().code(), 130);
     }

@@ -18,7 +18,7 @@ use globset::GlobBuilder;
 use super::exclusions::{is_hidden, Exclusions};
 use super::walk::Walk;
 use super::{display_path, Manifest, WalkOptions};
-use crate::error::RlmError;
+use crate::error::{NoMatch, RlmError};
 
 /// Resolves `pattern` against `cwd` into a manifest. No match is not an error here: the
 /// caller decides how to say so.
@@ -173,12 +173,12 @@ impl Search<'_> {
                 cwd.to_path_buf()
             };
             if let Some(missing) = missing_directory(&base, &components, literal_len, names_directory) {
-                return Err(RlmError::NoMatch(format!(
-                    "RLM Batch: no directory {missing}/\n\nPattern: {}\n\nThe pattern starts in {missing}/, which does \
-                     not exist in {}. Check the path, or run rlm from the directory the pattern is relative to.",
-                    crate::escape::name(&shown),
-                    crate::escape::name(&display_path(cwd)),
-                )));
+                return Err(NoMatch::MissingDirectory {
+                    missing,
+                    pattern: shown,
+                    cwd: display_path(cwd),
+                }
+                .into());
             }
             return Ok(Manifest::default());
         }

@@ -16,7 +16,7 @@ use super::job_dir::{read_json_if_whole, write_bytes, JobDir};
 use super::report::{self, cell, ReportData};
 use super::review::memberships;
 use super::state::{JobRecord, Source};
-use crate::error::{ExitStatus, RlmError};
+use crate::error::{Declined, ExitStatus, Interrupted, RlmError};
 use crate::exec::Interrupt;
 use crate::hash::sha256_hex;
 use crate::printer::Printer;
@@ -237,7 +237,7 @@ async fn post(
         let mut answer = String::new();
         let _ = std::io::stdin().lock().read_line(&mut answer);
         if !matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
-            return Err(RlmError::Declined("cancelled: nothing was posted".into()));
+            return Err(Declined::Post.into());
         }
     }
     // Listened to from here on only: the question above reads stdin, where a listener would
@@ -276,10 +276,12 @@ async fn post(
                 error: RlmError::Interrupted(_),
                 ..
             }) => {
-                return Err(RlmError::Interrupted(format!(
-                    "interrupted: gh was stopped while it posted on {repo}#{number}, which may or may not have its \
-                     comment now (it is not recorded as posted); {posted_now} comment(s) posted, the rest not"
-                )));
+                return Err(Interrupted::WhilePosting {
+                    repo: repo.to_string(),
+                    number,
+                    posted: posted_now,
+                }
+                .into());
             }
             Err(e) => {
                 failed += 1;
@@ -291,9 +293,7 @@ async fn post(
         }
     }
     if stopping {
-        return Err(RlmError::Interrupted(format!(
-            "interrupted: {posted_now} comment(s) posted, the rest not: --post again posts them"
-        )));
+        return Err(Interrupted::Posting { posted: posted_now }.into());
     }
     Ok(if failed == 0 {
         ExitStatus::Success

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::error::RlmError;
+use crate::error::{Interrupted, RlmError};
 use crate::process::{self, CommandSpec, ProcessError};
 
 /// The fields `gh pr list --json` is asked for.
@@ -190,9 +190,7 @@ pub fn explain(e: &ProcessError, repo: &str, what: &str) -> RlmError {
         return problem.error(repo, "then try again");
     }
     match e {
-        ProcessError::Cancelled { .. } => {
-            RlmError::Interrupted(format!("interrupted: {what} was stopped; nothing was sent to a model"))
-        }
+        ProcessError::Cancelled { .. } => Interrupted::Gh { what: what.to_string() }.into(),
         ProcessError::NotFound { .. } | ProcessError::NotExecutable { .. } => RlmError::Config(
             // Not "--input prs.json instead": a PR review fetches its diffs with gh too.
             "gh (the GitHub CLI) is not installed or not on PATH: install it from https://cli.github.com and run \

@@ -53,7 +53,7 @@ use serde_json::{json, Value};
 use crate::batch::estimate::confirm_cost;
 use crate::batch::startup::model_for;
 use crate::cache::Cache;
-use crate::error::{CacheFailure, ExitStatus, RlmError, StoreRefusal};
+use crate::error::{CacheFailure, ExitStatus, Interrupted, RlmError, StoreRefusal, SystemFailure};
 use crate::exec::Interrupt;
 use crate::printer::{ColorChoice, Printer};
 use crate::prompt::Delimiter;
@@ -83,7 +83,7 @@ pub fn run_command(command: JobAction, color: ColorChoice, env: &Environment) ->
                 runtime.shutdown_timeout(std::time::Duration::from_secs(1));
                 outcome
             }
-            Err(e) => Err(RlmError::System(format!("cannot start the async runtime: {e}")).into()),
+            Err(e) => Err(RlmError::from(SystemFailure::Runtime(e)).into()),
         },
     };
     outcome.unwrap_or_else(|failure| failure.report(json))
@@ -243,9 +243,7 @@ async fn models(
         let found = tokio::select! {
             biased;
             () = interrupt.recv() => {
-                return Err(RlmError::Interrupted(
-                    "interrupted while asking the server which model it serves: nothing was sent to a model".into(),
-                ))
+                return Err(Interrupted::ModelDiscovery.into())
             }
             found = model_for(&provider, &settings.budget.prices, printer) => found,
         };

@@ -10,7 +10,7 @@ use super::definition::{JobDefinition, PhaseDefinition, PhaseKind};
 use super::ingest::id_key;
 use super::settings::JobSettings;
 use super::state::PhaseState;
-use crate::error::RlmError;
+use crate::error::{RlmError, TooLarge};
 use crate::process::{find_program, ProgramProblem};
 use crate::provider::ModelInfo;
 
@@ -61,14 +61,15 @@ pub fn check_items_fit(
         let window = model.context_window;
         if tokens > window {
             let id = item.get(&definition.id).and_then(id_key).unwrap_or_default();
-            return Err(RlmError::TooLarge(format!(
-                "phase {} ({}): item {} is about {tokens} tokens, more than the context window of {} \
-                 ({window} tokens): no batch can carry it; leave it out of the input or trim its fields",
-                i + 1,
-                phase.name,
-                crate::escape::name(&id),
-                model.id
-            )));
+            return Err(TooLarge::Item {
+                number: i + 1,
+                phase: phase.name.clone(),
+                item: id,
+                tokens,
+                model: model.id.clone(),
+                window,
+            }
+            .into());
         }
     }
     Ok(())

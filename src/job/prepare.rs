@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::state::Source;
 use super::{batch_check, github, ingest, pr_review, JobDefinition, PrReviewOptions};
-use crate::error::RlmError;
+use crate::error::{Interrupted, RlmError};
 use crate::exec::Interrupt;
 use crate::schema::OutputSchema;
 use crate::settings::Environment;
@@ -95,10 +95,7 @@ pub(super) async fn prepare_file(
                      file",
                     path.display()
                 )),
-                crate::process::ProcessError::Cancelled { program } => RlmError::Interrupted(format!(
-                    "interrupted: the job's command {program} was stopped before it listed the items; nothing was \
-                     sent to a model"
-                )),
+                crate::process::ProcessError::Cancelled { program } => Interrupted::JobCommand { program }.into(),
                 other => RlmError::Input(format!("the job's command failed: {other}")),
             })?;
             let items = ingest::parse_items(&out, &format!("the output of {}", argv.join(" ")))?;

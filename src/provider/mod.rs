@@ -17,7 +17,7 @@ pub mod openai;
 mod status;
 mod stream;
 
-pub use http::{versioned_base, HttpConfig, HttpProvider, Wire, DEFAULT_CONNECT_TIMEOUT};
+pub use http::{versioned_base, HttpConfig, HttpProvider, HttpSetupError, Wire, DEFAULT_CONNECT_TIMEOUT};
 pub use model::ModelInfo;
 
 use std::future::Future;

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::error::RlmError;
+use crate::error::{RlmError, SystemFailure};
 
 /// The environment of one invocation.
 #[derive(Clone, Default)]
@@ -35,8 +35,7 @@ impl Environment {
     /// Reads the real process environment.
     pub fn from_process() -> Result<Self, RlmError> {
         use std::io::IsTerminal;
-        let cwd =
-            std::env::current_dir().map_err(|e| RlmError::System(format!("cannot read the current directory: {e}")))?;
+        let cwd = std::env::current_dir().map_err(SystemFailure::CurrentDirectory)?;
         Ok(Environment {
             // Non-UTF-8 values are skipped rather than aborting the run.
             vars: std::env::vars_os()

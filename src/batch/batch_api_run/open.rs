@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use super::delivery::{client, elsewhere_for_a_job, elsewhere_message};
 use super::{BatchApiRun, CancelSummary, Delivery, Earlier};
-use crate::error::{RlmError, StoreFailure};
+use crate::error::{RlmError, StoreFailure, SystemFailure};
 use crate::printer::Printer;
 use crate::provider::batch_api::BatchApi;
 use crate::provider::ModelInfo;
@@ -25,7 +25,7 @@ impl BatchApiRun {
         printer: &Printer,
     ) -> Result<Self, RlmError> {
         let Delivery::BatchApi { aggregation } = delivery else {
-            return Err(RlmError::System("internal error: no batch API was planned".into()));
+            return Err(SystemFailure::NoBatchApiPlanned.into());
         };
         let api = client(settings, &model.id).map_err(|e| RlmError::Config(e.to_string()))?;
         let store = TaskStore::open(&settings.rlm_dir()).map_err(StoreFailure::BatchApiUnrecorded)?;
