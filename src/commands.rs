@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::cli::{self as cli, Cli, Command};
-use crate::error::{error_document, ExitStatus, LockHolder, RlmError, SystemFailure};
+use crate::error::{error_document, ExitStatus, LockHolder, OutputFailure, RlmError, SystemFailure};
 use crate::printer::Printer;
 use crate::settings::{BatchSettings, Environment, RunKind};
 use crate::{
@@ -327,7 +327,7 @@ fn run_skill(action: cli::SkillAction, env: &Environment) -> ExitStatus {
         cli::SkillAction::Install { user, force } => scope(user).and_then(|scope| {
             let outcomes = skill::install(&scope, force).map_err(|e| match e {
                 skill::SkillError::Io(e) => RlmError::File(e),
-                other => RlmError::Output(other.to_string()),
+                other => OutputFailure::Skill(other).into(),
             })?;
             let mut text = Vec::new();
             let _ = skill::write_outcomes(&mut text, &outcomes);

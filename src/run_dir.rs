@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::error::{InUse, LockHolder, RlmError, StoreRefusal};
+use crate::error::{InUse, LockHolder, OutputFailure, RlmError, StoreRefusal};
 use crate::file_lock::FileLock;
 use crate::fs_atomic::{sweep_temp_files, write_atomic, Durability};
 use crate::hash::sha256_hex;
@@ -99,10 +99,12 @@ impl RunLock {
 
     /// The lock, or who holds it (`rlm process 1234`, with its pid when it wrote one).
     fn take(dir: &Path) -> Result<Result<RunLock, LockHolder>, RlmError> {
-        fs_err::create_dir_all(dir).map_err(|e| RlmError::Output(format!("--output-dir: {e}")))?;
+        fs_err::create_dir_all(dir).map_err(OutputFailure::OutputDir)?;
         let path = dir.join(LOCK_FILE);
-        let lock = FileLock::try_exclusive(&path)
-            .map_err(|e| RlmError::Output(format!("cannot lock the run directory {}: {e}", dir.display())))?;
+        let lock = FileLock::try_exclusive(&path).map_err(|source| OutputFailure::Lock {
+            dir: dir.to_path_buf(),
+            source,
+        })?;
         let Some(lock) = lock else {
             return Ok(Err(LockHolder { pid: holder_pid(&path) }));
         };
@@ -191,7 +193,10 @@ impl RunDir {
             _lock: lock,
         };
         run.write(MARKER, &format!("{{\"run_id\": \"{run_id}\"}}\n"))
-            .map_err(|e| RlmError::Output(format!("the run directory {} is not writable: {e}", dir.display())))?;
+            .map_err(|source| OutputFailure::RunDirUnwritable {
+                dir: dir.to_path_buf(),
+                source,
+            })?;
         Ok(run)
     }
 
@@ -265,7 +270,7 @@ impl RunDir {
         };
         // The probe: a run directory that cannot take a small file cannot take results.
         run.write(MARKER, &format!("{{\"run_id\": \"{}\"}}\n", run.run_id))
-            .map_err(|e| RlmError::Output(format!("the output directory is not writable: {e}")))?;
+            .map_err(OutputFailure::OutputDirUnwritable)?;
         Ok(run)
     }
 
@@ -426,23 +431,16 @@ enum Keep {
 /// that holds no earlier run (a lock file alone is rlm's: a run that stopped right after
 /// taking the directory).
 fn check_usable(dir: &Path) -> Result<(), RlmError> {
-    let shown = dir.display();
     match fs_err::metadata(dir) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(RlmError::Output(format!("--output-dir: {e}"))),
-        Ok(m) if !m.is_dir() => {
-            return Err(RlmError::Output(format!(
-                "--output-dir {shown} is a file, not a directory: pass a directory (it is created if missing)"
-            )))
-        }
+        Err(e) => return Err(OutputFailure::OutputDir(e).into()),
+        Ok(m) if !m.is_dir() => return Err(OutputFailure::OutputDirIsFile { dir: dir.to_path_buf() }.into()),
         Ok(_) => {}
     }
     let names = names_in(dir)?;
     let foreign = !names.iter().any(|n| n == MARKER) && names.iter().any(|n| n != LOCK_FILE);
     if foreign {
-        return Err(RlmError::Output(format!(
-            "--output-dir {shown} is not empty and holds no earlier rlm run: pass a new or empty directory"
-        )));
+        return Err(OutputFailure::OutputDirNotEmpty { dir: dir.to_path_buf() }.into());
     }
     Ok(())
 }
@@ -461,11 +459,7 @@ fn clear_outputs(dir: &Path, keep: Keep) -> Result<(), RlmError> {
         match fs_err::remove_file(dir.join(name)) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                return Err(RlmError::Output(format!(
-                    "--output-dir: cannot replace an earlier run's output: {e}"
-                )))
-            }
+            Err(e) => return Err(OutputFailure::CannotReplace(e).into()),
         }
     }
     Ok(())

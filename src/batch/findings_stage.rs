@@ -4,7 +4,7 @@
 //! `--fail-on`.
 
 use super::answers::FileAnswer;
-use crate::error::RlmError;
+use crate::error::{OutputFailure, RlmError};
 use crate::findings::{self, github, sarif, ArtifactBase, Finding, LevelCounts};
 use crate::fs_atomic::{write_atomic, Durability};
 use crate::printer::Printer;
@@ -21,40 +21,41 @@ pub fn check_sarif_path(settings: &BatchSettings) -> Result<(), RlmError> {
     let Some(path) = &settings.task.sarif else {
         return Ok(());
     };
-    let shown = |p: &std::path::Path| super::write::shown(p, &settings.cwd);
-    let why = if path.is_dir() {
-        "is a directory".to_string()
-    } else {
-        let parent = path
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(&settings.cwd);
-        // The nearest directory on its way that exists: where the first missing directory,
-        // or the file itself, will be made.
-        let dir = parent
-            .ancestors()
-            .map(|d| {
-                if d.as_os_str().is_empty() {
-                    settings.cwd.as_path()
-                } else {
-                    d
-                }
-            })
-            .find(|d| d.exists())
-            .unwrap_or(&settings.cwd);
-        if dir.is_dir() {
-            match tempfile::Builder::new().prefix(".rlm-tmp-").tempfile_in(dir) {
-                Ok(_) => return Ok(()),
-                Err(e) => format!("cannot be written in {} ({})", shown(dir), e.kind()),
+    let shown = super::write::shown(path, &settings.cwd);
+    if path.is_dir() {
+        return Err(OutputFailure::SarifIsDirectory { shown }.into());
+    }
+    let parent = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(&settings.cwd);
+    // The nearest directory on its way that exists: where the first missing directory, or
+    // the file itself, will be made.
+    let dir = parent
+        .ancestors()
+        .map(|d| {
+            if d.as_os_str().is_empty() {
+                settings.cwd.as_path()
+            } else {
+                d
             }
-        } else {
-            format!("cannot be written: {} is not a directory", shown(dir))
+        })
+        .find(|d| d.exists())
+        .unwrap_or(&settings.cwd);
+    if !dir.is_dir() {
+        let file = super::write::shown(dir, &settings.cwd);
+        return Err(OutputFailure::SarifUnderFile { shown, file }.into());
+    }
+    // Written as it will be: a temporary file, then renamed.
+    match tempfile::Builder::new().prefix(".rlm-tmp-").tempfile_in(dir) {
+        Ok(_) => Ok(()),
+        Err(source) => Err(OutputFailure::SarifUnwritable {
+            shown,
+            dir: super::write::shown(dir, &settings.cwd),
+            source,
         }
-    };
-    Err(RlmError::Output(format!(
-        "--sarif {} {why}: pass a path in a directory that can be written; nothing was sent",
-        shown(path)
-    )))
+        .into()),
+    }
 }
 
 /// The findings of a run and where paths are relative to.

@@ -11,7 +11,7 @@ use super::execution::Execution;
 use super::job::JobContext;
 use super::{key_claim, model_caution, pending, startup, trajectory, write, Merged, Plan};
 use crate::cache::CacheMode;
-use crate::error::{InUse, RlmError, StoreFailure, StoreRefusal};
+use crate::error::{InUse, OutputFailure, RlmError, StoreFailure, StoreRefusal};
 use crate::exec::{CallContext, Limiter, RetryPolicy};
 use crate::printer::Printer;
 use crate::reporter::{EventLog, ProgressReporter, ReportBuilder, ReportContext, Reporters};
@@ -122,7 +122,7 @@ pub(super) fn open_trajectory(settings: &BatchSettings) -> Result<Option<Arc<tra
         .map(|path| {
             trajectory::Trajectory::open(path, settings.redactor())
                 .map(Arc::new)
-                .map_err(|e| RlmError::Output(format!("--save-trajectory: {e}")))
+                .map_err(|e| OutputFailure::Trajectory(e).into())
         })
         .transpose()
 }

@@ -11,6 +11,7 @@ mod declined;
 mod in_use;
 mod interrupted;
 mod no_match;
+mod output_failure;
 mod over_budget;
 mod provider_failure;
 mod store_failure;
@@ -23,6 +24,7 @@ pub use declined::Declined;
 pub use in_use::{InUse, LockHolder};
 pub use interrupted::Interrupted;
 pub use no_match::NoMatch;
+pub use output_failure::OutputFailure;
 pub use over_budget::{OverBudget, Spender, Threshold};
 pub use provider_failure::ProviderFailure;
 pub use store_failure::StoreFailure;
@@ -98,8 +100,8 @@ pub enum RlmError {
     InUse(#[from] InUse),
     /// The run directory (or another file rlm writes) cannot be created or written, or
     /// holds files rlm will not replace.
-    #[error("{0}")]
-    Output(String),
+    #[error(transparent)]
+    Output(#[from] OutputFailure),
     /// The estimate exceeds `--max-cost` or a safety threshold.
     #[error(transparent)]
     OverBudget(#[from] OverBudget),

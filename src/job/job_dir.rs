@@ -24,7 +24,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::state::{JobRecord, RECORD_VERSION};
-use crate::error::{RlmError, StoreFailure, StoreRefusal};
+use crate::error::{OutputFailure, RlmError, StoreFailure, StoreRefusal};
 use crate::fs_atomic::{write_atomic, Durability};
 use crate::store::Timestamp;
 
@@ -62,10 +62,7 @@ impl JobDir {
                 Err(e) => return Err(e.into()),
             }
         }
-        Err(RlmError::Output(format!(
-            "cannot find a free job id under {}",
-            root.display()
-        )))
+        Err(OutputFailure::NoFreeJobId { root }.into())
     }
 
     /// The job named by `query` (an id or its unique beginning), or the newest one.
@@ -247,8 +244,10 @@ fn sort_key(id: &str) -> (String, u32) {
 
 /// Writes `value` as pretty JSON, atomically (parents created).
 pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<(), RlmError> {
-    let mut bytes =
-        serde_json::to_vec_pretty(value).map_err(|e| RlmError::Output(format!("{}: {e}", path.display())))?;
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(|source| OutputFailure::JobJson {
+        path: path.to_path_buf(),
+        source,
+    })?;
     bytes.push(b'\n');
     write_bytes(path, &bytes)
 }
