@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::cli::{self as cli, Cli, Command};
-use crate::error::{error_document, ExitStatus, LockHolder, OutputFailure, RlmError, SystemFailure};
+use crate::error::{error_document, ErrorKind, ExitStatus, LockHolder, OutputFailure, RlmError, SystemFailure};
 use crate::printer::Printer;
 use crate::settings::{BatchSettings, Environment, RunKind};
 use crate::{
@@ -90,9 +90,7 @@ fn usage_error(e: clap::Error) -> u8 {
             let _ = e.print();
             ExitStatus::Success.code()
         }
-        cli::usage::ClapError::Usage(message) => {
-            report_failure(&error_printer(), "usage", &message, ExitStatus::Usage).code()
-        }
+        cli::usage::ClapError::Usage(message) => report_failure(&error_printer(), ErrorKind::Usage, &message).code(),
     }
 }
 
@@ -270,22 +268,22 @@ fn simple(result: Result<(), RlmError>) -> ExitStatus {
 
 /// Prints an error that ended a command and returns its exit code.
 fn report_error(printer: &Printer, e: &RlmError) -> ExitStatus {
-    report_failure(printer, e.kind(), &e.to_string(), e.exit_status())
+    report_failure(printer, e.kind(), &e.to_string())
 }
 
 /// Prints an error that ended a command — one line on stderr (the seed's multi-line "no
 /// match" message as it is) and, under `--json`, the one JSON document on stdout, unless
 /// the command already wrote its own — and returns the exit code.
-fn report_failure(printer: &Printer, kind: &str, message: &str, status: ExitStatus) -> ExitStatus {
-    if kind == "no_match" {
+fn report_failure(printer: &Printer, kind: ErrorKind, message: &str) -> ExitStatus {
+    if kind == ErrorKind::NoMatch {
         printer.important(message);
     } else {
         printer.error(message);
     }
     if printer.mode().json && !printer.json_written() {
-        printer.json(&error_document(kind, message, status));
+        printer.json(&error_document(kind, message));
     }
-    status
+    kind.exit_status()
 }
 
 /// Whether the command line asks for one JSON document on stdout: `--json` anywhere before
@@ -368,13 +366,7 @@ fn run_index(command: cli::IndexCommand) -> ExitStatus {
         }
         // A closed pipe (`| head`) is not an error.
         Err(index::IndexError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitStatus::Success,
-        Err(e) => {
-            let kind = match e {
-                index::IndexError::Io(_) | index::IndexError::Output(_) => "io",
-                _ => "usage",
-            };
-            report_failure(&error_printer(), kind, &e.to_string(), e.exit_status())
-        }
+        Err(e) => report_failure(&error_printer(), e.kind(), &e.to_string()),
     }
 }
 
@@ -383,12 +375,6 @@ fn run_verify_citations(args: cli::VerifyCitationsArgs) -> ExitStatus {
     match citation::command::run(&args.into(), &mut std::io::stdout().lock()) {
         Ok(status) => status,
         Err(citation::CitationError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitStatus::Success,
-        Err(e) => {
-            let kind = match e {
-                citation::CitationError::Io(_) | citation::CitationError::Output(_) => "io",
-                _ => "usage",
-            };
-            report_failure(&error_printer(), kind, &e.to_string(), e.exit_status())
-        }
+        Err(e) => report_failure(&error_printer(), e.kind(), &e.to_string()),
     }
 }

@@ -223,7 +223,7 @@ mod tests {
             (r#"{"type": "no-such-type"}"#, "not a valid JSON Schema"),
         ] {
             let e = OutputSchema::from_text(text, p).unwrap_err();
-            assert_eq!(e.kind(), "input", "{e}");
+            assert_eq!(e.kind(), crate::error::ErrorKind::Input, "{e}");
             let e = e.to_string();
             assert!(e.contains("--schema s.json") && e.contains(needle), "{e}");
             assert!(!e.contains('\n'), "{e}");

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::error::ExitStatus;
+use crate::error::{ErrorKind, ExitStatus};
 
 /// Why `rlm verify-citations` could not check anything.
 #[derive(Debug, thiserror::Error)]
@@ -24,6 +24,15 @@ pub enum CitationError {
 impl CitationError {
     /// Every such error is an input error (exit 2): nothing was verified.
     pub fn exit_status(&self) -> ExitStatus {
-        ExitStatus::Usage
+        self.kind().exit_status()
+    }
+
+    /// The class of this error (the `--json` error document's `kind`): reading or writing
+    /// a file is `io`, the rest the command line's fault.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            CitationError::Io(_) | CitationError::Output(_) => ErrorKind::Io,
+            CitationError::Json { .. } | CitationError::Root(_) => ErrorKind::Usage,
+        }
     }
 }

@@ -55,13 +55,86 @@ impl ExitStatus {
     }
 }
 
+/// The class of an error that ended a command: the `kind` of the `--json` error document
+/// (what an agent reading it acts on) and, through [`ErrorKind::exit_status`], its exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    Usage,
+    Config,
+    Input,
+    TooLarge,
+    Cache,
+    Store,
+    InUse,
+    Output,
+    OverBudget,
+    Declined,
+    Interrupted,
+    NoMatch,
+    Io,
+    Provider,
+    System,
+}
+
+impl ErrorKind {
+    /// The `kind` of the `--json` error document.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Usage => "usage",
+            ErrorKind::Config => "config",
+            ErrorKind::Input => "input",
+            ErrorKind::TooLarge => "too_large",
+            ErrorKind::Cache => "cache",
+            ErrorKind::Store => "store",
+            ErrorKind::InUse => "in_use",
+            ErrorKind::Output => "output",
+            ErrorKind::OverBudget => "over_budget",
+            ErrorKind::Declined => "declined",
+            ErrorKind::Interrupted => "interrupted",
+            ErrorKind::NoMatch => "no_match",
+            ErrorKind::Io => "io",
+            ErrorKind::Provider => "provider",
+            ErrorKind::System => "system",
+        }
+    }
+
+    /// The exit code of an error of this kind: the provider's refusal is a failure (3), an
+    /// interruption 130, and everything else ended the command before any model call (2).
+    pub fn exit_status(self) -> ExitStatus {
+        match self {
+            ErrorKind::Provider => ExitStatus::Failed,
+            ErrorKind::Interrupted => ExitStatus::Interrupted,
+            ErrorKind::Usage
+            | ErrorKind::Config
+            | ErrorKind::Input
+            | ErrorKind::TooLarge
+            | ErrorKind::Cache
+            | ErrorKind::Store
+            | ErrorKind::InUse
+            | ErrorKind::Output
+            | ErrorKind::OverBudget
+            | ErrorKind::Declined
+            | ErrorKind::NoMatch
+            | ErrorKind::Io
+            | ErrorKind::System => ExitStatus::Usage,
+        }
+    }
+}
+
+/// An [`ErrorKind`] is written as its [`name`](ErrorKind::name) in JSON documents.
+impl serde::Serialize for ErrorKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
 /// What `--json` prints for a command that never ran: `ERROR` is the status of a run that
 /// never started (issue 17), so an agent reading stdout always gets a document.
-pub fn error_document(kind: &str, message: &str, status: ExitStatus) -> serde_json::Value {
+pub fn error_document(kind: ErrorKind, message: &str) -> serde_json::Value {
     serde_json::json!({
         "status": "ERROR",
         "error": {"kind": kind, "message": message},
-        "exit_code": status.code(),
+        "exit_code": kind.exit_status().code(),
     })
 }
 
@@ -177,34 +250,30 @@ impl RlmError {
         }
     }
 
-    /// The exit code this error maps to.
+    /// The exit code this error maps to (see [`ErrorKind::exit_status`]).
     pub fn exit_status(&self) -> ExitStatus {
-        match self {
-            RlmError::Provider(_) => ExitStatus::Failed,
-            RlmError::Interrupted(_) => ExitStatus::Interrupted,
-            RlmError::InContext { source, .. } => source.exit_status(),
-            _ => ExitStatus::Usage,
-        }
+        self.kind().exit_status()
     }
 
-    /// The `kind` of the `--json` error document: what an agent reading it acts on.
-    pub fn kind(&self) -> &'static str {
+    /// The class of this error: the one place a variant is mapped to the `--json` error
+    /// document's `kind` and, through it, to the exit code.
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            RlmError::Usage(_) => "usage",
-            RlmError::Config(_) => "config",
-            RlmError::Input(_) => "input",
-            RlmError::TooLarge(_) => "too_large",
-            RlmError::CacheFailed(_) => "cache",
-            RlmError::Store(_) | RlmError::StoreFailed(_) => "store",
-            RlmError::InUse(_) => "in_use",
-            RlmError::Output(_) => "output",
-            RlmError::OverBudget(_) => "over_budget",
-            RlmError::Declined(_) => "declined",
-            RlmError::Interrupted(_) => "interrupted",
-            RlmError::NoMatch(_) => "no_match",
-            RlmError::Io { .. } | RlmError::File(_) => "io",
-            RlmError::Provider(_) => "provider",
-            RlmError::System(_) => "system",
+            RlmError::Usage(_) => ErrorKind::Usage,
+            RlmError::Config(_) => ErrorKind::Config,
+            RlmError::Input(_) => ErrorKind::Input,
+            RlmError::TooLarge(_) => ErrorKind::TooLarge,
+            RlmError::CacheFailed(_) => ErrorKind::Cache,
+            RlmError::Store(_) | RlmError::StoreFailed(_) => ErrorKind::Store,
+            RlmError::InUse(_) => ErrorKind::InUse,
+            RlmError::Output(_) => ErrorKind::Output,
+            RlmError::OverBudget(_) => ErrorKind::OverBudget,
+            RlmError::Declined(_) => ErrorKind::Declined,
+            RlmError::Interrupted(_) => ErrorKind::Interrupted,
+            RlmError::NoMatch(_) => ErrorKind::NoMatch,
+            RlmError::Io { .. } | RlmError::File(_) => ErrorKind::Io,
+            RlmError::Provider(_) => ErrorKind::Provider,
+            RlmError::System(_) => ErrorKind::System,
             RlmError::InContext { source, .. } => source.kind(),
         }
     }
@@ -224,29 +293,32 @@ mod tests {
             "cannot reserve a run id in the task store (no run `r1` in the task store; `rlm list` shows the runs); \
              nothing was sent"
         );
-        assert_eq!((e.kind(), e.exit_status()), ("store", ExitStatus::Usage));
+        assert_eq!((e.kind().name(), e.exit_status()), ("store", ExitStatus::Usage));
         let e = RlmError::from(CacheFailure::UnwritableBeforePaying(std::io::Error::other("disk full")));
         assert_eq!(
             e.to_string(),
             "disk full: the cache must be writable before anything is paid for"
         );
-        assert_eq!((e.kind(), e.exit_status()), ("cache", ExitStatus::Usage));
+        assert_eq!((e.kind().name(), e.exit_status()), ("cache", ExitStatus::Usage));
     }
 
     #[test]
     fn context_leads_the_message_and_keeps_the_kind_and_exit_code() {
         let e = RlmError::from(DiscoveryError::Refused("the server refused the key".into())).in_context("phase review");
         assert_eq!(e.to_string(), "phase review: the server refused the key");
-        assert_eq!((e.kind(), e.exit_status()), ("provider", ExitStatus::Failed));
+        assert_eq!((e.kind().name(), e.exit_status()), ("provider", ExitStatus::Failed));
         let e = RlmError::io("/x", std::io::Error::other("denied")).in_context("phase a");
         assert_eq!(e.to_string(), "phase a: /x: denied");
-        assert_eq!(e.kind(), "io");
+        assert_eq!(e.kind(), ErrorKind::Io);
     }
 
     #[test]
     fn an_interruption_before_the_work_started_exits_130() {
         let e = RlmError::from(Interrupted::CostQuestion).in_context("job");
-        assert_eq!((e.kind(), e.exit_status()), ("interrupted", ExitStatus::Interrupted));
+        assert_eq!(
+            (e.kind().name(), e.exit_status()),
+            ("interrupted", ExitStatus::Interrupted)
+        );
         assert_eq!(e.exit_status().code(), 130);
     }
 }

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::error::ExitStatus;
+use crate::error::{ErrorKind, ExitStatus};
 
 /// Everything that can go wrong building, loading or querying a dependency graph. Each
 /// message is one line naming the thing at fault and what to do.
@@ -44,7 +44,16 @@ pub enum IndexError {
 impl IndexError {
     /// The exit code this error maps to: every index error is a usage or input error.
     pub fn exit_status(&self) -> ExitStatus {
-        ExitStatus::Usage
+        self.kind().exit_status()
+    }
+
+    /// The class of this error (the `--json` error document's `kind`): reading or writing
+    /// a file is `io`, the rest the command line's fault.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            IndexError::Io(_) | IndexError::Output(_) => ErrorKind::Io,
+            _ => ErrorKind::Usage,
+        }
     }
 }
 

@@ -47,7 +47,7 @@ pub fn cancel(request: CancelJob, color: ColorChoice, env: &Environment) -> Exit
             let (message, status) = (e.to_string(), e.exit_status());
             printer.error(&message);
             if request.json {
-                let mut doc = crate::error::error_document(e.kind(), &message, status);
+                let mut doc = crate::error::error_document(e.kind(), &message);
                 doc["job_id"] = serde_json::json!(request.job);
                 printer.json(&doc);
             }

@@ -125,7 +125,7 @@ impl JobFailure {
         );
         printer.error(&message);
         if json {
-            let mut doc = crate::error::error_document(self.error.kind(), &message, status);
+            let mut doc = crate::error::error_document(self.error.kind(), &message);
             if let Some((id, dir)) = &self.job {
                 doc["job_id"] = json!(id);
                 doc["dir"] = json!(dir.display().to_string());
