@@ -7,7 +7,9 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::cli::{self as cli, Cli, Command};
-use crate::error::{error_document, ErrorKind, ExitStatus, LockHolder, OutputFailure, RlmError, SystemFailure};
+use crate::error::{
+    error_document, ErrorKind, ExitStatus, FlagError, LockHolder, OutputFailure, RlmError, SystemFailure,
+};
 use crate::printer::Printer;
 use crate::settings::{BatchSettings, Environment, RunKind};
 use crate::{
@@ -76,7 +78,7 @@ pub fn run_cli() -> ExitCode {
         Command::Completions(args) => print_data(&completions::completion_script(args.shell)),
         Command::Man(args) => match man_page::man_page(args.subcommand.as_deref()) {
             Ok(page) => print_data(&page),
-            Err(e) => report_error(&error_printer(), &RlmError::Usage(e.to_string())),
+            Err(e) => report_error(&error_printer(), &FlagError::UnknownSubcommand(e).into()),
         },
     };
     ExitCode::from(status.code())

@@ -22,7 +22,7 @@ use crate::content::{
     self, batch_small, chunk, context_max_bytes, detect, head_lines, needs_chunking, BatchCandidate, Chunk,
     ChunkContext, ChunkOptions, ChunkStrategy, Detection, SizeTier, Templates, SNIFF_LINES,
 };
-use crate::error::RlmError;
+use crate::error::{ConfigFailure, RlmError};
 use crate::input::{InputFile, Manifest};
 use crate::provider::ModelInfo;
 use crate::request::{self, RequestContext};
@@ -74,8 +74,7 @@ pub fn load_templates(rlm_dir: &Path) -> Result<Templates, RlmError> {
         if !name.ends_with(".md") {
             continue;
         }
-        let text = fs_err::read_to_string(&path)
-            .map_err(|e| RlmError::Config(format!("cannot read the prompt override: {e}")))?;
+        let text = fs_err::read_to_string(&path).map_err(ConfigFailure::PromptOverride)?;
         templates
             .set(&name, text)
             .map_err(|e| RlmError::Config(format!("{}: {e}", path.display())))?;

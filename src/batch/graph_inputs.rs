@@ -1,7 +1,7 @@
 //! The `--neighbors-of` input axis of a run (issue 10): the graph query, its notice on
 //! stderr, and the errors a user can cause, each one line naming the node or graph.
 
-use crate::error::{NoMatch, RlmError};
+use crate::error::{InputFailure, NoMatch, RlmError};
 use crate::input::{resolve_neighbors, Manifest, NeighborsQuery};
 use crate::printer::Printer;
 use crate::settings::BatchSettings;
@@ -15,7 +15,7 @@ pub fn resolve(
     printer: &Printer,
 ) -> Result<Manifest, RlmError> {
     let (direction, depth) = (&query.direction, query.depth);
-    let found = resolve_neighbors(&settings.cwd, query).map_err(|e| RlmError::Input(e.to_string()))?;
+    let found = resolve_neighbors(&settings.cwd, query).map_err(InputFailure::Neighbors)?;
     if let Some(notice) = &found.notice {
         printer.important(&format!("rlm: {notice}"));
     }

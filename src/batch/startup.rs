@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::error::{NoMatch, RlmError, SystemFailure};
+use crate::error::{InputFailure, NoMatch, RlmError, SystemFailure};
 use crate::input::changed::changed_since;
 use crate::input::files_from::{read_files_from, ListSeparator};
 use crate::input::{
@@ -49,8 +49,7 @@ pub fn resolve_inputs(settings: &BatchSettings, printer: &Printer) -> Result<Man
             } else {
                 ListSeparator::Newline
             };
-            let paths =
-                read_files_from(list, separator, &mut std::io::stdin()).map_err(|e| RlmError::Input(e.to_string()))?;
+            let paths = read_files_from(list, separator, &mut std::io::stdin()).map_err(InputFailure::FilesFrom)?;
             // A bare list names its files; one filtered by a pattern selects what the
             // pattern would in a walk (see crate::input::list).
             let filter = ListFilter {
@@ -60,7 +59,7 @@ pub fn resolve_inputs(settings: &BatchSettings, printer: &Printer) -> Result<Man
             resolve_list(&settings.cwd, paths, filter, &walk)?
         }
         InputSource::ChangedSince { reference, filter } => {
-            let paths = changed_since(reference, &settings.cwd).map_err(|e| RlmError::Input(e.to_string()))?;
+            let paths = changed_since(reference, &settings.cwd).map_err(InputFailure::Changed)?;
             let filter = ListFilter {
                 pattern: filter.as_deref(),
                 walk_rules: true,

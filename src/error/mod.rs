@@ -7,8 +7,11 @@
 use std::path::PathBuf;
 
 mod cache_failure;
+mod config_failure;
 mod declined;
+mod flag_error;
 mod in_use;
+mod input_failure;
 mod interrupted;
 mod no_match;
 mod output_failure;
@@ -20,8 +23,11 @@ mod system_failure;
 mod too_large;
 
 pub use cache_failure::{CacheFailure, CacheMiss};
+pub use config_failure::ConfigFailure;
 pub use declined::Declined;
+pub use flag_error::FlagError;
 pub use in_use::{InUse, LockHolder};
+pub use input_failure::InputFailure;
 pub use interrupted::Interrupted;
 pub use no_match::NoMatch;
 pub use output_failure::OutputFailure;
@@ -145,14 +151,23 @@ pub enum RlmError {
     /// Bad flags, arguments or flag values: the command line is wrong.
     #[error("{0}")]
     Usage(String),
+    /// A flag's value is wrong; the error of what read it is the source.
+    #[error(transparent)]
+    Flag(#[from] FlagError),
     /// No usable provider configuration (no key, no server, a bad config file or
     /// environment variable, a prompt override, a program a job needs not installed).
     #[error("{0}")]
     Config(String),
+    /// The provider configuration cannot serve the command; its error is the source.
+    #[error(transparent)]
+    ConfigFailed(#[from] ConfigFailure),
     /// The inputs: nothing sendable matched, a list of files or a git reference is bad, a
     /// file a flag names (a prompt, a schema) or a job's file or items cannot be used.
     #[error("{0}")]
     Input(String),
+    /// An input cannot be used; the error of the stage that found it is the source.
+    #[error(transparent)]
+    InputFailed(#[from] InputFailure),
     /// Every unit is too large for the model's context: nothing can be sent.
     #[error(transparent)]
     TooLarge(#[from] TooLarge),
@@ -259,9 +274,9 @@ impl RlmError {
     /// document's `kind` and, through it, to the exit code.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            RlmError::Usage(_) => ErrorKind::Usage,
-            RlmError::Config(_) => ErrorKind::Config,
-            RlmError::Input(_) => ErrorKind::Input,
+            RlmError::Usage(_) | RlmError::Flag(_) => ErrorKind::Usage,
+            RlmError::Config(_) | RlmError::ConfigFailed(_) => ErrorKind::Config,
+            RlmError::Input(_) | RlmError::InputFailed(_) => ErrorKind::Input,
             RlmError::TooLarge(_) => ErrorKind::TooLarge,
             RlmError::CacheFailed(_) => ErrorKind::Cache,
             RlmError::Store(_) | RlmError::StoreFailed(_) => ErrorKind::Store,

@@ -15,7 +15,7 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use super::exclusions::Exclusions;
 use super::walk::Walk;
 use super::{display_path, Manifest, SkippedFile, WalkOptions};
-use crate::error::RlmError;
+use crate::error::{FlagError, RlmError};
 
 /// What the user asked of the directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,7 +153,7 @@ fn glob_set(flag: &str, globs: &[String]) -> Result<GlobSet, RlmError> {
             .map_err(|e| RlmError::Usage(format!("{flag} '{glob}' is not a valid glob: {}", e.kind())))?;
         set.add(compiled);
     }
-    set.build().map_err(|e| RlmError::Usage(format!("{flag}: {e}")))
+    set.build().map_err(|e| FlagError::invalid(flag)(e).into())
 }
 
 #[cfg(test)]

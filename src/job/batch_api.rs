@@ -33,7 +33,7 @@ use super::runner::Stop;
 use super::worker::{store, PhaseReply, PriorAnswer, WorkerContext, WorkerEnd, WorkerOutcome, WorkerRequest};
 use crate::batch::{BatchApiRun, Heard, Host, Pause, Request, Stage};
 use crate::cache::{Cache, CacheEntry};
-use crate::error::{RlmError, StoreFailure};
+use crate::error::{FlagError, RlmError, StoreFailure};
 use crate::exec::{Event, Interrupt, ReplyCheck};
 use crate::printer::Printer;
 use crate::provider::batch_api::{batch_api, custom_id_for, unit_part, BatchError, BatchItem, BatchTimeouts, Reply};
@@ -115,7 +115,7 @@ pub async fn collect(
     interrupt: &mut Interrupt,
 ) -> Result<Collected, RlmError> {
     let api = batch_api(&phase.provider.http_config(phase.model), None, BatchTimeouts::default())
-        .map_err(|e| RlmError::Usage(format!("--batch-api: {e}")))?;
+        .map_err(FlagError::invalid("--batch-api"))?;
     let store = TaskStore::open(&phase.rlm_dir).map_err(StoreFailure::BatchApiUnrecorded)?;
     let resume = format!("rlm job resume {}", phase.run);
     let mut stage = BatchApiRun::open(

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::RlmError;
+use crate::error::{InputFailure, RlmError};
 
 /// Items per worker call when a phase does not say.
 pub const DEFAULT_BATCH_SIZE: usize = 50;
@@ -211,8 +211,7 @@ impl JobDefinition {
     /// Reads and checks a definition file (`.json` as JSON, anything else as TOML).
     pub fn load(path: &Path) -> Result<Self, RlmError> {
         let shown = path.display();
-        let text =
-            fs_err::read_to_string(path).map_err(|e| RlmError::Input(format!("cannot read the job file: {e}")))?;
+        let text = fs_err::read_to_string(path).map_err(InputFailure::unreadable("the job file"))?;
         let is_json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
         let definition: JobDefinition = if is_json {
             serde_json::from_str(&text)

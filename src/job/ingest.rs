@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::error::RlmError;
+use crate::error::{InputFailure, RlmError};
 use crate::process::{self, CommandSpec, ProcessError};
 
 /// How long an ingest command may run.
@@ -57,8 +57,7 @@ pub fn parse_items(text: &str, shown: &str) -> Result<Vec<Value>, RlmError> {
 
 /// The items of a file.
 pub fn read_items_file(path: &Path) -> Result<Vec<Value>, RlmError> {
-    let text =
-        fs_err::read_to_string(path).map_err(|e| RlmError::Input(format!("cannot read the job's input: {e}")))?;
+    let text = fs_err::read_to_string(path).map_err(InputFailure::unreadable("the job's input"))?;
     parse_items(&text, &path.display().to_string())
 }
 

@@ -53,7 +53,7 @@ use serde_json::{json, Value};
 use crate::batch::estimate::confirm_cost;
 use crate::batch::startup::model_for;
 use crate::cache::Cache;
-use crate::error::{CacheFailure, ExitStatus, Interrupted, RlmError, StoreRefusal, SystemFailure};
+use crate::error::{CacheFailure, ExitStatus, InputFailure, Interrupted, RlmError, StoreRefusal, SystemFailure};
 use crate::exec::Interrupt;
 use crate::printer::{ColorChoice, Printer};
 use crate::prompt::Delimiter;
@@ -192,7 +192,7 @@ async fn run_async(command: JobAction, color: ColorChoice, env: &Environment) ->
             let prompt = match &prompt {
                 Some(p) => Some(
                     fs_err::read_to_string(env.cwd.join(p))
-                        .map_err(|e| in_job(RlmError::Input(format!("--prompt: {e}"))))?,
+                        .map_err(|e| in_job(InputFailure::flag_file("--prompt")(e).into()))?,
                 ),
                 None => None,
             };

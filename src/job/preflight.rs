@@ -24,9 +24,7 @@ pub fn check_pause_after(
     let Some(p) = &settings.pause_after else {
         return Ok(());
     };
-    let index = definition
-        .phase_index(p)
-        .map_err(|e| RlmError::Usage(format!("--pause-after: {e}")))?;
+    let index = definition.phase_index(p).map_err(|e| e.in_context("--pause-after"))?;
     if states.and_then(|s| s.get(index)).is_some_and(|s| s.status().is_done()) {
         return Err(RlmError::Usage(format!(
             "--pause-after {p}: phase {} is done already, so the job would not pause: name a phase still to run",

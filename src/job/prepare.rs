@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::state::Source;
 use super::{batch_check, github, ingest, pr_review, JobDefinition, PrReviewOptions};
-use crate::error::{Interrupted, RlmError};
+use crate::error::{InputFailure, Interrupted, RlmError};
 use crate::exec::Interrupt;
 use crate::schema::OutputSchema;
 use crate::settings::Environment;
@@ -139,8 +139,7 @@ pub(super) async fn prepare_pr_review(
     interrupt: &mut Interrupt,
 ) -> Result<Prepared, RlmError> {
     github::check_repo(&args.repo)?;
-    let vision =
-        fs_err::read_to_string(env.cwd.join(&args.vision)).map_err(|e| RlmError::Input(format!("--vision: {e}")))?;
+    let vision = fs_err::read_to_string(env.cwd.join(&args.vision)).map_err(InputFailure::flag_file("--vision"))?;
     if vision.trim().is_empty() {
         return Err(RlmError::Input(format!(
             "--vision {} is empty: describe the project's goals and non-goals",
@@ -149,7 +148,7 @@ pub(super) async fn prepare_pr_review(
     }
     let (text, shown) = match &args.input {
         Some(file) => (
-            fs_err::read_to_string(env.cwd.join(file)).map_err(|e| RlmError::Input(format!("--input: {e}")))?,
+            fs_err::read_to_string(env.cwd.join(file)).map_err(InputFailure::flag_file("--input"))?,
             file.display().to_string(),
         ),
         None => (

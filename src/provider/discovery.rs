@@ -45,7 +45,7 @@ impl From<DiscoveryError> for crate::error::RlmError {
             e @ (DiscoveryError::Refused(_) | DiscoveryError::Unreachable(_)) => {
                 crate::error::ProviderFailure::Discovery(e).into()
             }
-            DiscoveryError::NotOne(m) => crate::error::RlmError::Config(m),
+            e @ DiscoveryError::NotOne(_) => crate::error::ConfigFailure::ModelNotChosen(e).into(),
         }
     }
 }

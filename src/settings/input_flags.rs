@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::input_source::{glob_text, sort_positionals, source_for_pattern, DirectoryFlags, InputSource, Positionals};
-use crate::error::RlmError;
+use crate::error::{FlagError, RlmError};
 use crate::index::Direction;
 
 /// The flags and positionals that choose the inputs, as given.
@@ -145,7 +145,7 @@ fn neighbors_source(
     }
     let graph = graph.unwrap_or_else(|| PROJECT_GRAPH.to_string());
     if graph_file.is_none() && graph != PROJECT_GRAPH {
-        return Err(RlmError::Usage(IndexError::UnknownGraph(graph).to_string()));
+        return Err(FlagError::Index(IndexError::UnknownGraph(graph)).into());
     }
     let graph = match &graph_file {
         Some(f) => f.display().to_string(),

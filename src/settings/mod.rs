@@ -37,7 +37,7 @@ use serde::Serialize;
 
 use crate::aggregate::AggregateStrategy;
 use crate::cache::CacheMode;
-use crate::error::RlmError;
+use crate::error::{InputFailure, RlmError};
 use crate::printer::{ColorChoice, PrinterMode};
 use crate::provider::bundled_model::BundledModel;
 use crate::provider::catalog::PriceTable;
@@ -565,8 +565,7 @@ pub fn backoff_base(env: &Environment) -> Result<Duration, RlmError> {
 fn read_prompt_file(file: &Path, cwd: &Path) -> Result<String, RlmError> {
     if file == Path::new("-") {
         let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-            .map_err(|e| RlmError::Input(format!("--prompt-file -: cannot read the prompt from stdin: {e}")))?;
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(InputFailure::PromptFromStdin)?;
         return Ok(text);
     }
     let path = if file.is_absolute() {

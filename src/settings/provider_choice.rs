@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::{Environment, ProviderSettings};
-use crate::error::RlmError;
+use crate::error::{FlagError, RlmError};
 use crate::plan::WHAT_TO_DO_KNOWN;
 use crate::provider::catalog;
 use crate::provider::ProviderKind;
@@ -202,7 +202,7 @@ pub(super) fn command_provider(
             crate::provider::command::WITHHELD.join(", ")
         )));
     }
-    let argv = crate::process::split_command(command).map_err(|e| RlmError::Usage(format!("--command: {e}")))?;
+    let argv = crate::process::split_command(command).map_err(FlagError::invalid("--command"))?;
     if argv.is_empty() {
         return Err(RlmError::Usage(
             "--command is empty: give the program to run, e.g. --command 'claude -p'".into(),

@@ -6,7 +6,7 @@
 
 use super::host::Stage;
 use super::BatchApiRun;
-use crate::error::{InUse, LockHolder, ProviderFailure, RlmError};
+use crate::error::{ConfigFailure, InUse, LockHolder, ProviderFailure, RlmError};
 use crate::exec::Event;
 use crate::printer::Printer;
 use crate::provider::batch_api::{BatchApi, BatchError};
@@ -34,7 +34,7 @@ pub async fn cancel_at_provider(
         .into());
     }
     let model = settings.provider.model.as_deref().unwrap_or("unknown");
-    let api = client(settings, model).map_err(|e| RlmError::Config(e.to_string()))?;
+    let api = client(settings, model).map_err(ConfigFailure::BatchApi)?;
     let mut store = TaskStore::open(&settings.rlm_dir())?;
     let asked = cancel_each(api.as_ref(), &mut store, run, batches, printer).await?;
     printer.banner(&format!(

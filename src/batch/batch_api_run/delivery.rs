@@ -3,7 +3,7 @@
 //! anything is sent, of a resume whose settings point at another server than the one its
 //! batches were recorded at ([`refuse_batches_elsewhere`]).
 
-use crate::error::{ProviderFailure, RlmError};
+use crate::error::{ConfigFailure, ProviderFailure, RlmError};
 use crate::provider::batch_api::{self, batch_api, BatchApi, BatchError, BatchTimeouts};
 use crate::provider::catalog::PriceTier;
 use crate::provider::ModelInfo;
@@ -63,7 +63,7 @@ pub async fn delivery(settings: &BatchSettings, model: &ModelInfo) -> Result<(De
     if settings.provider.official {
         return Ok((batched, None));
     }
-    let api = client(settings, &model.id).map_err(|e| RlmError::Config(e.to_string()))?;
+    let api = client(settings, &model.id).map_err(ConfigFailure::BatchApi)?;
     match api.probe().await {
         Ok(()) => Ok((batched, None)),
         Err(e) if e.is_unsupported() && mode == BatchApiMode::Auto => Ok((
@@ -73,7 +73,7 @@ pub async fn delivery(settings: &BatchSettings, model: &ModelInfo) -> Result<(De
                 api.server()
             )),
         )),
-        Err(e) if e.is_unsupported() => Err(RlmError::Config(e.to_string())),
+        Err(e) if e.is_unsupported() => Err(ConfigFailure::BatchApi(e).into()),
         Err(e) => Err(ProviderFailure::BatchApi(e).into()),
     }
 }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use super::delivery::{client, elsewhere_for_a_job, elsewhere_message};
 use super::{BatchApiRun, CancelSummary, Delivery, Earlier};
-use crate::error::{RlmError, StoreFailure, SystemFailure};
+use crate::error::{ConfigFailure, RlmError, StoreFailure, SystemFailure};
 use crate::printer::Printer;
 use crate::provider::batch_api::BatchApi;
 use crate::provider::ModelInfo;
@@ -27,7 +27,7 @@ impl BatchApiRun {
         let Delivery::BatchApi { aggregation } = delivery else {
             return Err(SystemFailure::NoBatchApiPlanned.into());
         };
-        let api = client(settings, &model.id).map_err(|e| RlmError::Config(e.to_string()))?;
+        let api = client(settings, &model.id).map_err(ConfigFailure::BatchApi)?;
         let store = TaskStore::open(&settings.rlm_dir()).map_err(StoreFailure::BatchApiUnrecorded)?;
         let resume = format!("rlm resume {run}");
         let mut stage = Self::open(api, store, run, &settings.exec.batch_api, printer, (resume, None))?;
