@@ -11,6 +11,7 @@ use std::io::Write;
 
 use serde_json::{json, Map, Value};
 
+use super::batch_api_run::{submitted_within, Delivery};
 use super::estimate;
 use super::output::{calls_text, framing_text, unit_breakdown};
 use super::planning::Plan;
@@ -36,12 +37,18 @@ pub fn show(printer: &Printer, settings: &BatchSettings, plan: &Plan) {
         ),
         (None, Err(e)) => format!("refused: {e}"),
     };
+    let cut = batch_cut(settings, plan);
+    let verdict = match (&cut, refusal) {
+        (Some(cut), None) if cut.submitted < cut.requests => format!("{verdict}, {}", cut.text()),
+        _ => verdict,
+    };
     if settings.output.json {
         let refusal =
             refusal.map(|e| json!({"kind": e.kind(), "message": e.to_string(), "exit_code": e.exit_status().code()}));
         let stdout = std::io::stdout();
         let mut out = std::io::BufWriter::new(stdout.lock());
-        let written = write_json(&mut out, settings, plan, &verdict, refusal).and_then(|()| out.flush());
+        let written =
+            write_json(&mut out, settings, plan, (&verdict, cut.as_ref()), refusal).and_then(|()| out.flush());
         if let Err(e) = written {
             if e.kind() != std::io::ErrorKind::BrokenPipe {
                 printer.error(&format!("cannot write the plan to stdout: {e}"));
@@ -93,6 +100,71 @@ pub fn show(printer: &Printer, settings: &BatchSettings, plan: &Plan) {
     printer.data(&text);
 }
 
+/// Under `--batch-api` and `--max-cost`, what the run would submit: a batch is paid for
+/// whole, so the run submits only the requests whose worst case fits in what is left of
+/// the budget, counted as the run counts them, and ends BUDGET_EXCEEDED with the rest not
+/// run.
+struct BatchCut {
+    /// Requests the map phase would send.
+    requests: usize,
+    /// Of them, those that fit: the first ones, in the order they are sent.
+    submitted: usize,
+    /// The worst case of all `requests`.
+    worst_usd: f64,
+    /// What is left of `--max-cost` (earlier attempts' spend counted).
+    left_usd: f64,
+}
+
+impl BatchCut {
+    fn text(&self) -> String {
+        format!(
+            "but --max-cost lets only {} of its {} batch requests be submitted (each counted at its worst: its \
+             input, and max_tokens of output, at the batch price; {} in all, {} left of the budget), so it ends \
+             BUDGET_EXCEEDED",
+            self.submitted,
+            self.requests,
+            crate::money::usd(self.worst_usd),
+            crate::money::usd(self.left_usd.max(0.0)),
+        )
+    }
+
+    fn json(&self) -> Value {
+        json!({
+            "requests": self.requests,
+            "submitted": self.submitted,
+            "not_submitted": self.requests - self.submitted,
+            "worst_case_usd": self.worst_usd,
+            "budget_left_usd": self.left_usd,
+        })
+    }
+}
+
+/// What `--max-cost` lets the batch-API path submit (see [`BatchCut`]); `None` without
+/// either.
+fn batch_cut(settings: &BatchSettings, plan: &Plan) -> Option<BatchCut> {
+    if !matches!(plan.delivery, Delivery::BatchApi { .. }) {
+        return None;
+    }
+    let resume = settings.resume.as_ref();
+    let left = settings.budget.max_cost? - resume.map_or(0.0, |r| r.spent_usd);
+    // The units the map phase sends, in its order (a failed one is left out by `--failed`).
+    let worst: Vec<f64> = plan
+        .pre
+        .misses
+        .iter()
+        .map(|&i| &plan.units[i])
+        .filter(|u| !resume.is_some_and(|r| r.skip.contains(u.id.as_str())))
+        .map(|u| plan.model.worst_batch_cost(u.prompt_bytes, plan.requests.max_tokens))
+        .collect();
+    let (submitted, _) = submitted_within(left, worst.iter().copied());
+    Some(BatchCut {
+        requests: worst.len(),
+        submitted,
+        worst_usd: worst.iter().sum(),
+        left_usd: left,
+    })
+}
+
 /// The manifest's files in the order of their paths, looked up by binary search: a list of
 /// references (the manifest's own order is kept when it is sorted already, as a walk's is),
 /// not a map of a million entries beside the plan.
@@ -129,7 +201,7 @@ fn write_json(
     out: &mut impl Write,
     settings: &BatchSettings,
     plan: &Plan,
-    verdict: &str,
+    (verdict, cut): (&str, Option<&BatchCut>),
     refusal: Option<Value>,
 ) -> std::io::Result<()> {
     let Plan {
@@ -194,6 +266,8 @@ fn write_json(
     put("price_basis", json!(model.price_basis.shown(estimate.price_tier)));
     put("price_tier", json!(estimate.price_tier));
     put("cost_check", json!(verdict));
+    // Under `--batch-api` and `--max-cost`: the requests the run would submit before the cap.
+    put("batch_budget", cut.map_or(Value::Null, BatchCut::json));
     // The error the real run would stop with before any call (null: it would start), as
     // its own `--json` error document would give it.
     put("refusal", refusal.unwrap_or(Value::Null));

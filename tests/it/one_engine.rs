@@ -172,6 +172,49 @@ fn max_cost_bounds_a_batch_run_and_a_resume_with_more_sends_the_rest_once() {
     assert_eq!(p.report()["succeeded"], 40);
 }
 
+/// The dry run of a `--batch-api --max-cost` run says where the cap cuts it, as the run
+/// counts it (each request at its worst, at the batch price): how many requests it would
+/// submit, and that it ends BUDGET_EXCEEDED. The real run then submits that many. The dry
+/// run said only that the run proceeds.
+#[test]
+fn the_dry_run_of_a_batch_run_says_how_many_requests_max_cost_lets_it_submit() {
+    let mock = MockLlm::start();
+    let p = ts_project(40);
+    let url = mock.url();
+    let args = |extra: &[&'static str]| {
+        let mut args = batch_in(&url, "out", &["--batch-api", "--max-cost", "0.01"]);
+        args.extend_from_slice(extra);
+        args
+    };
+    let dry = fast(&p, &args(&["--dry-run", "--json"])).run();
+    dry.assert_exit(0);
+    let plan = dry.json();
+    let cut = &plan["batch_budget"];
+    let submitted = cut["submitted"].as_u64().unwrap() as usize;
+    assert!(submitted > 0 && submitted < 40, "{cut}");
+    assert_eq!(cut["requests"], 40, "{cut}");
+    assert_eq!(cut["not_submitted"].as_u64().unwrap() as usize, 40 - submitted, "{cut}");
+    let verdict = plan["cost_check"].as_str().unwrap();
+    assert!(
+        verdict.contains(&format!("lets only {submitted} of its 40 batch requests"))
+            && verdict.contains("BUDGET_EXCEEDED"),
+        "{verdict}"
+    );
+    let text = fast(&p, &args(&["--dry-run"])).run();
+    text.assert_exit(0);
+    assert!(text.stdout.contains(verdict), "{}", text.stdout);
+    assert_eq!(mock.batch_submissions(), 0, "a dry run submits nothing");
+
+    let out = fast(&p, &args(&["--json"])).run();
+    out.assert_exit(1);
+    assert_eq!(out.json()["status"], "BUDGET_EXCEEDED");
+    assert_eq!(
+        mock.batch_sizes().iter().sum::<usize>(),
+        submitted,
+        "as the dry run said"
+    );
+}
+
 /// Every request the mock was paid for, realtime and in batches.
 fn paid_requests(mock: &MockLlm) -> usize {
     mock.requests() + mock.batch_sizes().iter().sum::<usize>()

@@ -77,6 +77,7 @@ pub use delivery::{delivery, refuse_batches_elsewhere, Delivery};
 pub use host::{Heard, Host, Request, Stage};
 use phase::{Phase, Work};
 pub use recorder::RunRecorder;
+pub use submit::submitted_within;
 use wait::Waited;
 
 /// A batch an earlier attempt of the run submitted and did not collect.

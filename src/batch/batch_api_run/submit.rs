@@ -164,17 +164,13 @@ impl BatchApiRun {
                 left -= p.worst[i];
             }
         }
-        let mut fits = Vec::with_capacity(send.len());
-        let mut over = Vec::new();
-        for i in send {
-            let cost = worst(p, i);
-            if over.is_empty() && cost <= left {
-                left -= cost;
-                p.worst[i] = cost;
-                fits.push(i);
-            } else {
-                over.push(i);
-            }
+        let costs: Vec<f64> = send.iter().map(|&i| worst(p, i)).collect();
+        let (taken, _) = submitted_within(left, costs.iter().copied());
+        let mut fits = send;
+        let over = fits.split_off(taken);
+        for (&i, &cost) in fits.iter().zip(&costs) {
+            left -= cost;
+            p.worst[i] = cost;
         }
         if over.is_empty() {
             return fits;
@@ -325,4 +321,20 @@ impl BatchApiRun {
             }
         }
     }
+}
+
+/// How many of the requests whose worst cases are `worst` (in the order they are sent) a
+/// phase submits with `left` of `--max-cost`, and their worst case in all: each while it
+/// fits, and none after the first that does not. The run ([`BatchApiRun::submit`]) and its
+/// dry run both count with this.
+pub fn submitted_within(left: f64, worst: impl IntoIterator<Item = f64>) -> (usize, f64) {
+    let (mut taken, mut total) = (0, 0.0);
+    for cost in worst {
+        if total + cost > left {
+            break;
+        }
+        total += cost;
+        taken += 1;
+    }
+    (taken, total)
 }
