@@ -159,7 +159,7 @@ pub fn resume(mut args: ResumeArgs, color: ColorArg, env: &Environment) -> Resul
             let id = store.find_run(query).map_err(store_error)?;
             store.run(&id).map_err(store_error)?
         }
-        None => latest_unfinished(&store, env)?,
+        None => latest_unfinished(&store, env, args.failed)?,
     };
     if run.status == RunStatus::Superseded {
         return Err(store_error(StoreError::Superseded {
@@ -244,11 +244,12 @@ pub fn resume(mut args: ResumeArgs, color: ColorArg, env: &Environment) -> Resul
     Ok(settings)
 }
 
-/// The newest unfinished run of this directory that no live rlm works on; when the only
-/// ones are still going on, a refusal naming the pid of the newest.
-fn latest_unfinished(store: &TaskStore, env: &Environment) -> Result<RunSummary, RlmError> {
+/// The newest unfinished run of this directory that no live rlm works on (with `failed`,
+/// `rlm resume --failed`: or with failed units, as a PARTIAL run has); when the only ones
+/// are still going on, a refusal naming the pid of the newest.
+fn latest_unfinished(store: &TaskStore, env: &Environment, failed: bool) -> Result<RunSummary, RlmError> {
     let depth = env.var("RLM_DEPTH").and_then(|d| d.trim().parse().ok()).unwrap_or(0);
-    let runs = store.unfinished_runs(&env.cwd, depth).map_err(store_error)?;
+    let runs = store.resumable_runs(&env.cwd, depth, failed).map_err(store_error)?;
     if let Some(run) = runs.iter().find(|r| !r.is_owned()) {
         return Ok(run.clone());
     }
@@ -258,6 +259,7 @@ fn latest_unfinished(store: &TaskStore, env: &Environment) -> Result<RunSummary,
             pid: live.owner.as_ref().map_or(0, |o| o.pid),
         }
         .into()),
+        None if failed => Err(StoreRefusal::NoRunToRetry.into()),
         None => Err(StoreRefusal::NoUnfinishedRun.into()),
     }
 }

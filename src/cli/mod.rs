@@ -158,7 +158,8 @@ pub struct ListArgs {
 
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
-    /// The run id (or its unique beginning). [default: the latest unfinished run in this directory]
+    /// The run id (or its unique beginning). [default: the latest unfinished run in this directory;
+    /// with --failed, the latest unfinished or with failed units]
     pub run: Option<String>,
     /// Also try the units that failed or timed out again.
     #[arg(long)]

@@ -20,6 +20,13 @@ pub enum StoreRefusal {
     /// `rlm resume` without a run, and every run here has ended.
     #[error("no unfinished run in this directory: rlm list shows the runs (name one to resume it)")]
     NoUnfinishedRun,
+    /// `rlm resume --failed` without a run, and no run here is unfinished or has failed
+    /// units.
+    #[error(
+        "no unfinished run and no run with failed units in this directory: rlm list shows the runs (name one to \
+         resume it)"
+    )]
+    NoRunToRetry,
     /// The run was started by another command than `rlm batch`.
     #[error(
         "run {run} was not started by rlm batch ({}): run its command again instead (finished answers are cached)",

@@ -70,6 +70,17 @@ impl TaskStore {
     /// units queued, running or cancelled — those still going on included (their owner is
     /// alive), those another run took the directory of ([`RunStatus::Superseded`]) not.
     pub fn unfinished_runs(&self, cwd: &Path, depth: u32) -> Result<Vec<RunSummary>, StoreError> {
+        self.resumable_runs(cwd, depth, false)
+    }
+
+    /// [`TaskStore::unfinished_runs`]; with `failed`, the runs with units failed or timed
+    /// out too (a PARTIAL run among them): what `rlm resume --failed` takes up.
+    pub fn resumable_runs(&self, cwd: &Path, depth: u32, failed: bool) -> Result<Vec<RunSummary>, StoreError> {
+        let left = if failed {
+            "'queued', 'running', 'cancelled', 'failed', 'timed_out'"
+        } else {
+            "'queued', 'running', 'cancelled'"
+        };
         let stopped: Vec<String> = RunStatus::ALL
             .into_iter()
             .filter(|s| s.is_stopped_early())
@@ -78,7 +89,7 @@ impl TaskStore {
         let sql = format!(
             "SELECT {RUN_COLUMNS} FROM runs WHERE cwd = ?1 AND depth = ?2 AND status != '{}'
                AND (status IN ({}) OR EXISTS (SELECT 1 FROM units
-                    WHERE units.run_id = runs.id AND units.state IN ('queued', 'running', 'cancelled')))
+                    WHERE units.run_id = runs.id AND units.state IN ({left})))
              ORDER BY created_at DESC, rowid DESC LIMIT 20",
             RunStatus::Superseded.name(),
             stopped.join(", ")

@@ -816,3 +816,39 @@ fn a_resume_keeps_the_runs_provider_and_model_whatever_keys_are_set() {
     assert_eq!(report["earlier_answers"], done, "{report:#}");
     assert_eq!(mock.requests() as u64, sent + 6 - done, "only the units left were sent");
 }
+
+/// `rlm resume --failed` without a RUN takes up the latest run with failed units: a run
+/// that ended PARTIAL is nothing a plain resume goes on with, but it is what `--failed` is
+/// for (it said "no unfinished run").
+#[test]
+fn resume_failed_without_a_run_takes_up_the_latest_partial_run() {
+    let mock = MockLlm::start();
+    mock.fault_when("f01.ts", vec![Fault::Status(413, "too large".into()); 10]);
+    let p = Project::new().ts_files(4);
+    let url = mock.url();
+    p.rlm(&run_in(&url, "List {file}", &["--yes"])).run().assert_exit(1);
+    let first = p.report();
+    assert_eq!(first["status"], "PARTIAL", "{first:#}");
+    let run = first["run_id"].as_str().unwrap().to_string();
+    let plain = p.rlm(&["resume", "--yes"]).run();
+    plain.assert_exit(2);
+    assert!(plain.stderr.contains("no unfinished run"), "{}", plain.stderr);
+
+    mock.clear_faults();
+    let sent = mock.requests();
+    let resumed = p.rlm(&["resume", "--failed", "--yes"]).run();
+    resumed.assert_exit(0);
+    assert!(
+        resumed.stderr.contains(&format!("resuming run {run}")),
+        "{}",
+        resumed.stderr
+    );
+    let report = p.report();
+    assert_eq!(report["run_id"], run.as_str(), "{report:#}");
+    assert_eq!(report["status"], "SUCCESS", "{report:#}");
+    assert_eq!(mock.requests() - sent, 1, "only the failed unit was sent again");
+    // Nothing is left for either.
+    let again = p.rlm(&["resume", "--failed", "--yes"]).run();
+    again.assert_exit(2);
+    assert!(again.stderr.contains("no run with failed units"), "{}", again.stderr);
+}
