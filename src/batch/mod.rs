@@ -126,21 +126,21 @@ pub async fn run(mut settings: BatchSettings, printer: Printer) -> Result<ExitSt
     let aggregated = aggregate(&settings, &plan, &run_dir, &mut outcomes, &mut exec).await;
     let answer = aggregated.answer.clone();
     let report = finish(&settings, &run_dir, &mut exec, &outcomes, aggregated, times, &printer);
-    output::completion(&printer, &report, settings.output.quiet, answer.as_deref());
     let cancel_end = exec.batch_api.as_ref().and_then(|b| b.cancel_end());
+    let exit = match &cancel_end {
+        // `rlm cancel`: done when the batches are canceled and what finished is kept; not
+        // when a batch of the run may still run, and bill, unknown.
+        Some(end) if end.unresolved => ExitStatus::Partial,
+        Some(_) => ExitStatus::Success,
+        None => report.exit_status(),
+    };
+    output::completion(&printer, &report, exit, settings.output.quiet, answer.as_deref());
     // As above: the plan is only memory, and the process ends.
     std::mem::forget(plan);
     if let Some(end) = cancel_end {
-        // `rlm cancel`: done when the batches are canceled and what finished is kept; not
-        // when a batch of the run may still run, and bill, unknown.
         printer.important(&end.line);
-        return Ok(if end.unresolved {
-            ExitStatus::Partial
-        } else {
-            ExitStatus::Success
-        });
     }
-    Ok(report.exit_status())
+    Ok(exit)
 }
 
 /// `rlm cancel` while another rlm (`holder`) waits for the run's batches: the cancel is
@@ -210,8 +210,9 @@ pub(crate) async fn run_merged(
     let aggregated = aggregate(settings, plan, &run_dir, &mut outcomes, &mut exec).await;
     let answer = aggregated.answer.clone();
     let report = finish(settings, &run_dir, &mut exec, &outcomes, aggregated, times, printer);
-    output::completion(printer, &report, settings.output.quiet, answer.as_deref());
-    Ok(report.exit_status())
+    let exit = report.exit_status();
+    output::completion(printer, &report, exit, settings.output.quiet, answer.as_deref());
+    Ok(exit)
 }
 
 /// The map phase: cache hits served, misses called, batch members retried alone.

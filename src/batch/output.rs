@@ -4,6 +4,7 @@
 use super::estimate::Estimate;
 use super::planning::Plan;
 use crate::duration::format_duration;
+use crate::error::ExitStatus;
 use crate::escape;
 use crate::printer::Printer;
 use crate::prompt;
@@ -203,8 +204,9 @@ pub fn unit_breakdown(units: &[WorkUnit]) -> String {
 /// The seed's completion block on stdout (the report with `--json`, the aggregate's path
 /// with `--quiet`), and the failures on stderr, which `--quiet` never hides.
 /// With an `answer` (`rlm query`), stdout holds only the answer and the completion block
-/// goes to stderr.
-pub fn completion(printer: &Printer, report: &RunReport, quiet: bool, answer: Option<&str>) {
+/// goes to stderr. The `--json` document carries `exit`, the code the process ends with, as
+/// every other document on stdout does (an error's, a job's).
+pub fn completion(printer: &Printer, report: &RunReport, exit: ExitStatus, quiet: bool, answer: Option<&str>) {
     if report.status != RunStatus::Success && (quiet || printer.mode().json) {
         if let Some(e) = &report.error {
             printer.error(e);
@@ -220,19 +222,20 @@ pub fn completion(printer: &Printer, report: &RunReport, quiet: bool, answer: Op
         }
     }
     if printer.mode().json {
-        match answer {
-            // `rlm query --json`: the report, and the answer itself beside it.
-            Some(answer) => {
-                #[derive(serde::Serialize)]
-                struct Answered<'a> {
-                    #[serde(flatten)]
-                    report: &'a RunReport,
-                    answer: &'a str,
-                }
-                printer.json(&Answered { report, answer });
-            }
-            None => printer.json(report),
+        // The report and its exit code; `rlm query --json`: the answer itself beside them.
+        #[derive(serde::Serialize)]
+        struct Document<'a> {
+            #[serde(flatten)]
+            report: &'a RunReport,
+            exit_code: u8,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            answer: Option<&'a str>,
         }
+        printer.json(&Document {
+            report,
+            exit_code: exit.code(),
+            answer,
+        });
         return;
     }
     if let (Some(answer), true) = (answer, quiet) {

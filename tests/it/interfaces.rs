@@ -701,3 +701,24 @@ fn a_refusal_kind_says_what_to_fix() {
     assert_error_document(&out, "system", "cannot read the current directory");
     assert_eq!(mock.requests(), 0, "nothing was sent");
 }
+
+/// The `--json` document of a run that ran carries `exit_code`, as the error document does:
+/// 0 for a run that succeeded, 1 for one that ended PARTIAL (it had none).
+#[test]
+fn the_json_report_of_a_run_carries_its_exit_code() {
+    let mock = MockLlm::start();
+    let url = mock.url();
+    let p = Project::new().ts_files(2);
+    let out = p.rlm(&batch("src/*.ts", &url, &["--json"])).run();
+    out.assert_exit(0);
+    let doc = out.json();
+    assert_eq!(doc["status"], "SUCCESS", "{doc:#}");
+    assert_eq!(doc["exit_code"], 0, "{doc:#}");
+
+    mock.fault_when("f01.ts", vec![Fault::Status(413, "too large".into()); 10]);
+    let out = p.rlm(&batch("src/*.ts", &url, &["--json", "--no-cache"])).run();
+    out.assert_exit(1);
+    let doc = out.json();
+    assert_eq!(doc["status"], "PARTIAL", "{doc:#}");
+    assert_eq!(doc["exit_code"], 1, "{doc:#}");
+}
