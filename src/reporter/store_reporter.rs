@@ -142,15 +142,17 @@ impl StoreReporter {
                 if !added.is_empty() {
                     store.add_units_served(&run, &added, &added_served)?;
                 }
-                // A unit the plan no longer has (its file deleted, or cut otherwise now) is
-                // no part of the run: left queued, it kept the run unfinished for ever.
+                // A unit the plan no longer has (its file deleted or excluded, or cut
+                // otherwise now) is no part of the run: left queued, it kept the run
+                // unfinished for ever; left completed, `rlm status` and `rlm list` counted a
+                // unit the run's report does not have. What it cost stays in the run's total.
                 let gone: Vec<String> = known
-                    .iter()
-                    .filter(|(id, state)| **state != UnitState::Completed && !states.contains_key(id.as_str()))
-                    .map(|(id, _)| id.clone())
+                    .keys()
+                    .filter(|id| !states.contains_key(id.as_str()))
+                    .cloned()
                     .collect();
                 if !gone.is_empty() {
-                    store.drop_unanswered_units(&run, &gone)?;
+                    store.drop_units(&run, &gone)?;
                 }
                 (run, states)
             }

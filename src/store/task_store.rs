@@ -154,11 +154,11 @@ impl TaskStore {
         batch.commit()
     }
 
-    /// Removes the units of `run` named in `units` that were never answered (see
-    /// [`WriteBatch::drop_unanswered_units`]), in one transaction.
-    pub fn drop_unanswered_units(&mut self, run: &RunId, units: &[String]) -> Result<(), StoreError> {
+    /// Removes the units of `run` named in `units` (see [`WriteBatch::drop_units`]), in one
+    /// transaction.
+    pub fn drop_units(&mut self, run: &RunId, units: &[String]) -> Result<(), StoreError> {
         let mut batch = self.begin()?;
-        batch.drop_unanswered_units(run, units)?;
+        batch.drop_units(run, units)?;
         batch.commit()
     }
 

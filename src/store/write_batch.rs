@@ -243,18 +243,18 @@ impl<'a> WriteBatch<'a> {
         Ok(())
     }
 
-    /// Removes the units of `run` named in `units` that were never answered (a completed
-    /// one is kept: it was paid for), with their history: units a resume's plan no longer
-    /// has, whose file was deleted or is cut otherwise now. What they spent stays in the
+    /// Removes the units of `run` named in `units`, with their history: units a resume's
+    /// plan no longer has, whose file was deleted or excluded or is cut otherwise now —
+    /// answered or not, the run's counts are its plan's. What they spent stays in the
     /// run's and its attempts' totals.
-    pub fn drop_unanswered_units(&mut self, run: &RunId, units: &[String]) -> Result<(), StoreError> {
+    pub fn drop_units(&mut self, run: &RunId, units: &[String]) -> Result<(), StoreError> {
         let sqlite = |e| StoreError::sqlite(self.path, e);
         for unit in units {
             let dropped = self
                 .tx
-                .prepare_cached("DELETE FROM units WHERE run_id = ?1 AND unit_id = ?2 AND state != ?3")
+                .prepare_cached("DELETE FROM units WHERE run_id = ?1 AND unit_id = ?2")
                 .map_err(sqlite)?
-                .execute(params![run.as_str(), unit, UnitState::Completed.name()])
+                .execute(params![run.as_str(), unit])
                 .map_err(sqlite)?;
             if dropped > 0 {
                 self.tx

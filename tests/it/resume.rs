@@ -852,3 +852,52 @@ fn resume_failed_without_a_run_takes_up_the_latest_partial_run() {
     again.assert_exit(2);
     assert!(again.stderr.contains("no run with failed units"), "{}", again.stderr);
 }
+
+/// A unit an earlier attempt completed whose file was deleted before the resume is no unit
+/// of the run any more: `rlm status` and `rlm list` count the units of the plan as it is,
+/// as report.json does, and what the unit cost stays in the run's cost. They counted it
+/// (7 units of a 6-unit run).
+#[test]
+fn a_completed_unit_whose_file_was_deleted_before_the_resume_is_counted_no_more() {
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(200));
+    let p = Project::new().ts_files(7);
+    let url = mock.url();
+    let a = p.rlm(&run_in(&url, "List {file}", &["-j", "1"])).spawn();
+    assert!(wait_until(Duration::from_secs(20), || results_in_out(&p) >= 2));
+    a.signal("TERM");
+    a.wait().assert_exit(130);
+    let first = p.report();
+    let run = first["run_id"].as_str().unwrap().to_string();
+    let done = first["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["status"] == "succeeded")
+        .expect("a unit completed")["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let spent = status_of(&p, &run)["cost_usd"].as_f64().unwrap();
+    std::fs::remove_file(p.path().join(&done)).unwrap();
+
+    mock.set_latency(Duration::ZERO);
+    p.rlm(&["resume", "--yes"]).run().assert_exit(0);
+    let report = p.report();
+    assert_eq!(report["units_planned"], 6, "{report:#}");
+    let status = status_of(&p, &run);
+    assert_eq!(status["units"]["completed"], 6, "{status:#}");
+    assert!(status["cost_usd"].as_f64().unwrap() >= spent, "{status:#}");
+    let list = p.rlm(&["list", "--json"]).run();
+    list.assert_exit(0);
+    let listed = list.json();
+    let row = listed
+        .as_array()
+        .or_else(|| listed["runs"].as_array())
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == run.as_str() || r["run_id"] == run.as_str())
+        .cloned()
+        .unwrap_or_else(|| panic!("{listed:#}"));
+    assert_eq!(row["units"]["completed"], 6, "{row:#}");
+}
