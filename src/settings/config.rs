@@ -18,9 +18,16 @@ pub enum ConfigError {
     Invalid(#[from] serde_json::Error),
     #[error("parallelism.max_parallel_subagents must be a whole number of at least 1")]
     NoParallelism,
-    #[error("rlm.prices.{model} must hold non-negative input and output prices")]
+    #[error(
+        "rlm.prices.{model} must hold prices (input, output, and cache_read and cache_write when given) from 0 to \
+         1000000 USD per million tokens"
+    )]
     BadPrice { model: String },
 }
+
+/// The highest price a config may set, in USD per million tokens: far above any model's,
+/// and low enough that no estimate becomes infinite (a price of `1e308` made it `$inf`).
+const MAX_PRICE: f64 = 1_000_000.0;
 
 /// `.aiwg/aiwg.config`; every key optional, unknown keys ignored (other tools share it).
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -90,7 +97,14 @@ impl ProjectConfig {
             return Err(ConfigError::NoParallelism);
         }
         for (model, price) in &config.rlm.prices {
-            if !(price.input.is_finite() && price.output.is_finite() && price.input >= 0.0 && price.output >= 0.0) {
+            // The cache prices too: a negative one lowered the cost `--max-cost` counts.
+            let given = [
+                Some(price.input),
+                Some(price.output),
+                price.cache_read,
+                price.cache_write,
+            ];
+            if !given.into_iter().flatten().all(|p| (0.0..=MAX_PRICE).contains(&p)) {
                 return Err(ConfigError::BadPrice { model: model.clone() });
             }
         }
@@ -131,6 +145,14 @@ mod tests {
             refused(r#"{"rlm":{"prices":{"m":{"input":-1,"output":2}}}}"#),
             ConfigError::BadPrice { model } if model == "m"
         ));
+        for bad in [
+            r#"{"input":1e308,"output":2}"#,
+            r#"{"input":1,"output":2,"cache_read":-0.1}"#,
+            r#"{"input":1,"output":2,"cache_write":2e6}"#,
+        ] {
+            let text = format!(r#"{{"rlm":{{"prices":{{"m":{bad}}}}}}}"#);
+            assert!(matches!(refused(&text), ConfigError::BadPrice { .. }), "{bad}");
+        }
         let c = ProjectConfig::parse(r#"{"rlm":{"batch_api":"auto"}}"#).unwrap();
         assert_eq!(c.rlm.batch_api, Some(BatchApiMode::Auto));
         let c = ProjectConfig::parse(r#"{"rlm":{"batch_api":true}}"#).unwrap();

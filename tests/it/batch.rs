@@ -735,6 +735,28 @@ fn dry_run_tells_what_the_cost_thresholds_would_do() {
     assert_eq!(out.json()["cost_check"], "proceeds");
 }
 
+/// A price in the config is held to a range, the cache prices too: `1e308` made every
+/// estimate `$inf`, and a negative cache price lowered the cost `--max-cost` counts. Each is
+/// a one-line config error (exit 2), as a negative input price was.
+#[test]
+fn a_config_price_out_of_range_is_refused() {
+    for price in [
+        r#"{"input":1e308,"output":1}"#,
+        r#"{"input":1,"output":1,"cache_read":-5}"#,
+        r#"{"input":1,"output":1,"cache_write":-1}"#,
+    ] {
+        let config = format!(r#"{{"rlm":{{"prices":{{"claude-sonnet-5-5":{price}}}}}}}"#);
+        let p = Project::new().ts_files(1).file(".aiwg/aiwg.config", &config);
+        let out = p.rlm(&["batch", "src/*.ts", "List {file}", "--dry-run"]).run();
+        out.assert_exit(2);
+        assert!(
+            out.stderr.contains("rlm.prices.claude-sonnet-5-5 must hold prices"),
+            "{price}: {}",
+            out.stderr
+        );
+    }
+}
+
 #[test]
 fn an_unlisted_model_on_the_official_api_is_estimated_at_the_ceiling() {
     // ~1.2 MB over 4 files: at the $15/$75 ceiling that is well over $1.
