@@ -359,8 +359,8 @@ impl JobDefinition {
                             ));
                         }
                     }
-                    if phase.max_cluster_size.is_some_and(|n| n < 2) {
-                        return bad("`max_cluster_size` must be at least 2".into());
+                    if phase.max_cluster_size.is_some_and(|n| !(2..=100_000).contains(&n)) {
+                        return bad("`max_cluster_size` must be between 2 and 100000".into());
                     }
                 }
                 PhaseKind::Report => {
@@ -465,6 +465,14 @@ mod tests {
             (
                 "name = \"t\"\nkind = \"pr-review\"\n[[phase]]\nname = \"a\"\nkind = \"report\"\n",
                 "set id = \"number\"",
+            ),
+            (
+                "name = \"t\"\n[[phase]]\nname = \"a\"\nkind = \"reduce\"\ngroup_by = \"k\"\nmax_cluster_size = 1\n",
+                "`max_cluster_size` must be between 2 and 100000",
+            ),
+            (
+                "name = \"t\"\n[[phase]]\nname = \"a\"\nkind = \"reduce\"\ngroup_by = \"k\"\nmax_cluster_size = 99999999999999\n",
+                "`max_cluster_size` must be between 2 and 100000",
             ),
         ] {
             let e = parse(text).unwrap_err();

@@ -176,10 +176,13 @@ impl BatchApiRun {
             return fits;
         }
         let reason = format!(
-            "--max-cost: {} requests were not submitted, as their batch could cost more than the {} left of the \
-             budget (each counted at its worst: its input, and max_tokens of output, at the batch price); \
-             `{} --max-cost USD` with a higher budget sends them",
-            over.len(),
+            "--max-cost: {} not submitted, as their batch could cost more than the {} left of the budget (each \
+             counted at its worst: its input, and max_tokens of output, at the batch price); `{} --max-cost USD` \
+             with a higher budget sends them",
+            match over.len() {
+                1 => "1 request was".to_string(),
+                n => format!("{n} requests were"),
+            },
             crate::money::usd(left.max(0.0) + fits.iter().map(|&i| p.worst[i]).sum::<f64>()),
             self.resume
         );
