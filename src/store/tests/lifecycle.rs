@@ -137,11 +137,9 @@ fn a_batch_with_an_illegal_move_can_go_on_or_roll_back() {
     assert_eq!(store.unit(&run, "u00000").unwrap().state, UnitState::Running);
 }
 
-#[test]
-fn a_units_life_is_recorded_with_its_spend_and_history() {
-    let (dir, mut store) = open();
-    let run = run_with_units(&mut store, dir.path(), 2);
-    let attempt = |cost: f64, reason: Option<&str>| Detail {
+/// One dispatch's detail: 1,000 tokens in, 200 out, 1.5 s, one retry, `cost` dollars.
+fn attempt(cost: f64, reason: Option<&str>) -> Detail {
+    Detail {
         reason: reason.map(str::to_string),
         tokens_in: 1000,
         tokens_out: 200,
@@ -150,7 +148,13 @@ fn a_units_life_is_recorded_with_its_spend_and_history() {
         retries: 1,
         result_file: None,
         cache_key: Some("sha256:abc".into()),
-    };
+    }
+}
+
+#[test]
+fn a_units_life_is_recorded_with_its_spend_and_history() {
+    let (dir, mut store) = open();
+    let run = run_with_units(&mut store, dir.path(), 2);
     store
         .transition(&run, "u00000", UnitState::Running, &Detail::default())
         .unwrap();
@@ -213,16 +217,6 @@ fn a_units_life_is_recorded_with_its_spend_and_history() {
 fn moves_committed_as_one_group_record_what_the_moves_one_by_one_record() {
     let (dir, mut store) = open();
     let run = run_with_units(&mut store, dir.path(), 3);
-    let attempt = |cost: f64, reason: Option<&str>| Detail {
-        reason: reason.map(str::to_string),
-        tokens_in: 1000,
-        tokens_out: 200,
-        cost_usd: cost,
-        duration: Some(Duration::from_millis(1500)),
-        retries: 1,
-        result_file: None,
-        cache_key: Some("sha256:abc".into()),
-    };
     let done = Detail {
         result_file: Some("done.md".into()),
         ..attempt(0.02, None)
