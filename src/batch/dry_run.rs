@@ -156,7 +156,7 @@ fn batch_cut(settings: &BatchSettings, plan: &Plan) -> Option<BatchCut> {
         .filter(|u| !resume.is_some_and(|r| r.skip.contains(u.id.as_str())))
         .map(|u| plan.model.worst_batch_cost(u.prompt_bytes, plan.requests.max_tokens))
         .collect();
-    let (submitted, _) = submitted_within(left, worst.iter().copied());
+    let submitted = submitted_within(left, worst.iter().copied());
     Some(BatchCut {
         requests: worst.len(),
         submitted,

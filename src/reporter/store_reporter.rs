@@ -125,16 +125,14 @@ impl StoreReporter {
                 for (i, u) in units.iter().enumerate() {
                     let state = match known.get(u.id.as_str()) {
                         Some(&state) => state,
-                        None => {
-                            if served.contains(&i) {
-                                added_served.push(added.len());
-                            }
+                        None if served.contains(&i) => {
+                            added_served.push(added.len());
                             added.push(new_unit(u, depth));
-                            if served.contains(&i) {
-                                UnitState::Completed
-                            } else {
-                                UnitState::Queued
-                            }
+                            UnitState::Completed
+                        }
+                        None => {
+                            added.push(new_unit(u, depth));
+                            UnitState::Queued
                         }
                     };
                     states.insert(u.id.clone(), state);
@@ -214,7 +212,7 @@ impl StoreReporter {
     /// Adds the spend of a call that is no unit of the store (an aggregation call, a
     /// batch's member asked alone) to the run, after the moves before it.
     fn add_spend(&mut self, spend: &Detail) {
-        if spend.tokens_in == 0 && spend.tokens_out == 0 && spend.cost_usd == 0.0 {
+        if !spend.spent() {
             return;
         }
         // On the writer's connection until now.

@@ -102,4 +102,16 @@ impl Detail {
             ..Detail::default()
         }
     }
+
+    /// Whether the step spent anything: tokens or dollars.
+    pub fn spent(&self) -> bool {
+        self.tokens_in != 0 || self.tokens_out != 0 || self.cost_usd != 0.0
+    }
+
+    /// Adds `other`'s tokens and dollars to this detail's.
+    pub fn add_spend(&mut self, other: &Detail) {
+        self.tokens_in += other.tokens_in;
+        self.tokens_out += other.tokens_out;
+        self.cost_usd += other.cost_usd;
+    }
 }

@@ -216,7 +216,7 @@ impl<'a> WriteBatch<'a> {
     /// does, and so does a call that is no unit (an aggregation call: a summary, a
     /// synthesis), whose spend is the run's too.
     pub fn add_spend(&mut self, run: &RunId, detail: &Detail) -> Result<(), StoreError> {
-        if detail.tokens_in == 0 && detail.tokens_out == 0 && detail.cost_usd == 0.0 {
+        if !detail.spent() {
             return Ok(());
         }
         let sqlite = |e| StoreError::sqlite(self.path, e);
@@ -293,9 +293,7 @@ impl<'a> WriteBatch<'a> {
                 units.len() - 1
             });
             units[i].1.push((*to, detail));
-            spent.tokens_in += detail.tokens_in;
-            spent.tokens_out += detail.tokens_out;
-            spent.cost_usd += detail.cost_usd;
+            spent.add_spend(detail);
         }
         for (unit, steps) in &units {
             self.move_unit(run, unit, steps)?;
@@ -355,9 +353,7 @@ impl<'a> WriteBatch<'a> {
                     .duration
                     .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             );
-            sum.tokens_in += detail.tokens_in;
-            sum.tokens_out += detail.tokens_out;
-            sum.cost_usd += detail.cost_usd;
+            sum.add_spend(detail);
             if detail.result_file.is_some() {
                 sum.result_file.clone_from(&detail.result_file);
             }

@@ -165,7 +165,7 @@ impl BatchApiRun {
             }
         }
         let costs: Vec<f64> = send.iter().map(|&i| worst(p, i)).collect();
-        let (taken, _) = submitted_within(left, costs.iter().copied());
+        let taken = submitted_within(left, costs.iter().copied());
         let mut fits = send;
         let over = fits.split_off(taken);
         for (&i, &cost) in fits.iter().zip(&costs) {
@@ -327,10 +327,9 @@ impl BatchApiRun {
 }
 
 /// How many of the requests whose worst cases are `worst` (in the order they are sent) a
-/// phase submits with `left` of `--max-cost`, and their worst case in all: each while it
-/// fits, and none after the first that does not. The run ([`BatchApiRun::submit`]) and its
-/// dry run both count with this.
-pub fn submitted_within(left: f64, worst: impl IntoIterator<Item = f64>) -> (usize, f64) {
+/// phase submits with `left` of `--max-cost`: each while it fits, and none after the first
+/// that does not. The run ([`BatchApiRun::submit`]) and its dry run both count with this.
+pub fn submitted_within(left: f64, worst: impl IntoIterator<Item = f64>) -> usize {
     let (mut taken, mut total) = (0, 0.0);
     for cost in worst {
         if total + cost > left {
@@ -339,5 +338,5 @@ pub fn submitted_within(left: f64, worst: impl IntoIterator<Item = f64>) -> (usi
         total += cost;
         taken += 1;
     }
-    (taken, total)
+    taken
 }
