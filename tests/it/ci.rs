@@ -137,7 +137,7 @@ fn no_changed_file_is_success_with_an_empty_sarif_and_no_key_needed() {
             "--base-url",
             &url,
             "--sarif",
-            "empty.sarif",
+            "reports/empty.sarif",
         ],
     )
     .env_remove("ANTHROPIC_API_KEY")
@@ -145,7 +145,7 @@ fn no_changed_file_is_success_with_an_empty_sarif_and_no_key_needed() {
     out.assert_exit(0);
     assert!(out.stderr.contains("no files to process"), "{}", out.stderr);
     assert_eq!(mock.requests(), 0);
-    let sarif: Value = serde_json::from_str(&p.read("empty.sarif")).unwrap();
+    let sarif: Value = serde_json::from_str(&p.read("reports/empty.sarif")).unwrap();
     assert_eq!(sarif["version"], "2.1.0");
     assert_eq!(sarif["runs"][0]["results"].as_array().unwrap().len(), 0);
 

@@ -309,7 +309,16 @@ fn a_batch_answer_that_copies_the_templates_path_gives_each_member_its_findings(
     let out = openai(
         &p,
         &url,
-        &["batch", "src", prompt, "--sarif", "r.sarif", "--fail-on", "warning"],
+        // The log in a directory the run makes (a fresh CI checkout has no `reports/`).
+        &[
+            "batch",
+            "src",
+            prompt,
+            "--sarif",
+            "reports/ci/r.sarif",
+            "--fail-on",
+            "warning",
+        ],
     )
     .run();
     out.assert_exit(1);
@@ -319,7 +328,7 @@ fn a_batch_answer_that_copies_the_templates_path_gives_each_member_its_findings(
         .filter(|r| r.user_text().contains(&format!("Review {joined}.")))
         .count();
     assert_eq!(batch_calls, 1, "one batch call, its {{file}} naming the members");
-    let mut found = sarif_results(&p.path().join("r.sarif"));
+    let mut found = sarif_results(&p.path().join("reports/ci/r.sarif"));
     found.sort();
     let uris: Vec<(&str, u64)> = found
         .iter()
