@@ -75,7 +75,10 @@ pub fn cache_hits(
     hits: Vec<(usize, CacheEntry)>,
     blocked: Vec<(usize, String)>,
 ) {
-    let read = crate::parallel::map(&hits, crate::parallel::io_threads(), |(i, entry)| {
+    // Each answer is recorded as soon as its result file is written, while the next ones
+    // are being written.
+    let mut next = hits.iter();
+    let write = |(i, entry): &(usize, CacheEntry)| {
         let unit = &units[*i];
         let expect = crate::request::expect_of(unit, requests);
         let read = super::answers::read(unit, &entry.text, expect, requests.schema.as_ref());
@@ -86,9 +89,10 @@ pub fn cache_hits(
         };
         let written = super::answers::write(run_dir, Some(cached), unit, &entry.text, &read);
         (read, written)
-    });
-    for ((i, entry), read) in hits.into_iter().zip(read) {
-        let unit = &units[i];
+    };
+    crate::parallel::each_in_order(&hits, crate::parallel::io_threads(), 64, write, |read| {
+        let Some((i, entry)) = next.next() else { return };
+        let unit = &units[*i];
         let event = match read {
             Some((answers, Ok(()))) => {
                 dispatcher.served(unit.id.clone(), answers);
@@ -111,7 +115,7 @@ pub fn cache_hits(
             None => failed(unit, "internal error: the writer thread failed".into()),
         };
         dispatcher.emit(event);
-    }
+    });
     for (i, reason) in blocked {
         dispatcher.emit(failed(&units[i], reason));
     }
@@ -226,9 +230,15 @@ pub fn report(
             report.warnings.push(warning);
         }
     }
-    let written = run_dir
-        .write_json("report.json", &report)
-        .and_then(|_| run_dir.write_report_md(&report.to_markdown()));
+    // The two at once: a report of 100,000 units takes a while to write either way.
+    let written = std::thread::scope(|scope| {
+        let json = scope.spawn(|| run_dir.write_json("report.json", &report));
+        let md = run_dir.write_report_md(&report.to_markdown());
+        let json = json
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the thread writing report.json failed")));
+        json.and(md)
+    });
     if let Err(e) = written {
         let e = format!("cannot write the report: {e}");
         printer.error(&e);
