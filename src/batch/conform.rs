@@ -25,6 +25,7 @@ const SCHEMA_POLICY: AskPolicy = AskPolicy {
         quote_answer: true,
         closing: "Answer again with only a JSON value that conforms to the schema.",
     },
+    fault_retries: None,
 };
 
 /// A unit's answer read against `--schema`: its canonical text, or the schema's errors.

@@ -1,5 +1,5 @@
 //! One answer asked for until it passes its check: the call (with its retries for faults
-//! and rate limits, [`call_with_retries`]), the check, and a re-ask that carries the errors,
+//! and rate limits, [`super::call_with_retries`]), the check, and a re-ask that carries the errors,
 //! up to the caller's number of retries. Every answer is counted as it comes (calls and
 //! tokens), a rejected one too: it was paid for.
 //!
@@ -16,7 +16,8 @@
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use super::{call_with_retries, CallContext, CallFailure, CallResult, Event, Place, Slot};
+use super::call::call_within_retries;
+use super::{CallContext, CallFailure, CallResult, Event, Place, Slot};
 use crate::provider::{CompletionRequest, Usage};
 use crate::unit::UnitId;
 
@@ -50,6 +51,9 @@ pub struct AskPolicy {
     pub announce_reasks: bool,
     /// How the re-ask's message reads.
     pub wording: ReaskWording,
+    /// Fault retries of each call, when fewer than the run's `--retries` (`None`: the
+    /// call context's): a job's batch whose provider batch sends spent part of them.
+    pub fault_retries: Option<u32>,
 }
 
 /// The parts of a re-ask's message that differ between kinds of answers (see
@@ -160,7 +164,8 @@ pub async fn ask<C: ReplyCheck>(
             Next::Call(place) => {
                 let place = place.unwrap_or_else(|| ctx.limiter.place());
                 let sending = sent.as_ref().unwrap_or(request);
-                let result = call_with_retries(ctx, sending, unit, label, place).await;
+                let retries = policy.fault_retries.unwrap_or(ctx.policy.retries);
+                let result = call_within_retries(ctx, sending, unit, label, place, retries).await;
                 check.called(sending, &result);
                 asked.calls += result.attempts;
                 asked.dispatched = asked.dispatched.or(result.dispatched);
@@ -319,6 +324,7 @@ mod tests {
             stop_at_cut_off,
             announce_reasks: true,
             wording: WORDING,
+            fault_retries: None,
         }
     }
 

@@ -261,6 +261,21 @@ pub async fn call_with_retries(
     label: &str,
     place: Place,
 ) -> CallResult {
+    call_within_retries(ctx, request, unit, label, place, ctx.policy.retries).await
+}
+
+/// [`call_with_retries`] with at most `fault_retries` fault retries (never more than the
+/// policy's): a request whose provider batch sends spent part of `--retries` gets only what
+/// is left in its realtime fallback.
+pub async fn call_within_retries(
+    ctx: &CallContext,
+    request: &CompletionRequest,
+    unit: &UnitId,
+    label: &str,
+    place: Place,
+    fault_retries: u32,
+) -> CallResult {
+    let fault_retries = fault_retries.min(ctx.policy.retries);
     let mut place = Some(place);
     let mut attempts = 0;
     let mut faults = 0;
@@ -386,7 +401,7 @@ pub async fn call_with_retries(
                 if kind == ErrorKind::EmptyReply {
                     empties += 1;
                 }
-                if faults > ctx.policy.retries || empties > 1 {
+                if faults > fault_retries || empties > 1 {
                     let tries = if attempts == 1 {
                         "1 attempt".to_string()
                     } else {

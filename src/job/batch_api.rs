@@ -16,7 +16,10 @@
 //!   job's rlm is gone, whoever needs its answers collects its batch;
 //! - an answer the check rejects is paid, counted, and asked again by the realtime
 //!   workers with the errors appended, under the phase's `retries`; a cached answer is
-//!   served by them too.
+//!   served by them too;
+//! - a request the stage sends in real time after its provider batch sends (a resume with
+//!   `--batch-api off` collecting a batch whose request expired) has what those sends left
+//!   of the fault retries, as a `rlm batch` unit's realtime fallback does.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -162,6 +165,7 @@ pub async fn collect(
         answered: Vec::new(),
         realtime: HashSet::new(),
         priors: HashMap::new(),
+        fault_retries: HashMap::new(),
     };
     // Boxed: the stage's wait and reconcile make a large future, run once a phase.
     Box::pin(stage.run_requests(&mut host, jobs.iter().collect(), &phase.tag)).await;
@@ -169,6 +173,7 @@ pub async fn collect(
         mut answered,
         realtime,
         mut priors,
+        mut fault_retries,
         signal,
         stop,
         not_run,
@@ -199,6 +204,7 @@ pub async fn collect(
         jobs.retain(|j| realtime.contains(&j.n));
         for job in &mut jobs {
             job.request.prior = priors.remove(&job.n);
+            job.request.fault_retries = fault_retries.remove(&job.n);
         }
         jobs
     };
@@ -241,6 +247,9 @@ struct JobHost<'a> {
     realtime: HashSet<usize>,
     /// The rejected (paid) answer of each batch asked again.
     priors: HashMap<usize, PriorAnswer>,
+    /// The fault retries left to each batch sent realtime after its provider batch sends
+    /// spent part of them (only those with fewer than the phase's).
+    fault_retries: HashMap<usize, u32>,
 }
 
 /// What keeping one result of a job's batch came to.
@@ -403,8 +412,16 @@ impl<'j> Host<&'j BatchJob> for JobHost<'_> {
         self.realtime.insert(w.n);
     }
 
-    async fn run_realtime(&mut self, ws: Vec<&'j BatchJob>, _: u32) {
-        self.realtime.extend(ws.iter().map(|w| w.n));
+    async fn run_realtime(&mut self, ws: Vec<&'j BatchJob>, retries: u32) {
+        // The realtime workers call them, each within what its batch sends left of the
+        // phase's retries.
+        let phase_retries = self.workers.call.policy.retries;
+        for w in ws {
+            self.realtime.insert(w.n);
+            if retries < phase_retries {
+                self.fault_retries.insert(w.n, retries);
+            }
+        }
     }
 
     fn key(&self, w: &'j BatchJob) -> String {

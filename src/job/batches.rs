@@ -189,6 +189,7 @@ pub async fn run_batches(
                 key,
                 artifacts,
                 prior: None,
+                fault_retries: None,
             },
         });
     }

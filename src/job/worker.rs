@@ -32,6 +32,7 @@ const PHASE_POLICY: AskPolicy = AskPolicy {
         closing: "Answer again, with the whole JSON object: one valid object for every item, each with its id \
                   unchanged.",
     },
+    fault_retries: None,
 };
 
 /// Whether an answer is what the phase asked for.
@@ -96,6 +97,10 @@ pub struct WorkerRequest {
     /// An answer to this request already paid for (through the batch API) and rejected:
     /// the worker counts it and starts from its re-ask.
     pub prior: Option<PriorAnswer>,
+    /// Fault retries of each call, when fewer than the phase's: what `--retries` has left
+    /// after this request's provider batch sends (its realtime fallback shares the budget,
+    /// as a `rlm batch` unit's does). `None`: the phase's.
+    pub fault_retries: Option<u32>,
 }
 
 impl WorkerRequest {
@@ -233,6 +238,7 @@ pub async fn run_worker(
     let sent = request.completion_request(ctx.max_tokens);
     let policy = AskPolicy {
         retries: ctx.retries,
+        fault_retries: request.fault_retries,
         ..PHASE_POLICY
     };
     let reply = PhaseReply::new(check.as_ref(), &request);

@@ -1204,6 +1204,52 @@ fn a_jobs_batch_results_missing_a_request_send_it_again_in_a_batch_as_rlm_batch_
     all_classified_through_batches(&mock, &p, &out, 12);
 }
 
+/// A job resumed with `--batch-api off` collects the batch it sent; a request of it that
+/// expired goes in real time (nothing new is submitted), within what the job's three fault
+/// retries left after its batch send, as `rlm batch`'s realtime fallback does: never more
+/// than 1 + 3 sends of one request in all.
+#[test]
+fn a_jobs_realtime_fallback_has_what_the_retry_budget_left_after_the_batch_sends() {
+    let mock = MockLlm::start();
+    mock.set_batch_progress(batch::BatchProgress::Held);
+    // Batch 1 (entries 1-4) expires at the provider, and fails with a server error every
+    // time it is called in real time.
+    mock.batch_fault_when("entry 2", vec![batch::BatchFault::Expired]);
+    mock.fault_when("entry 2", vec![Fault::ServerError; 10]);
+    let p = job_project(8, 4, &[], "");
+    let out = fast(p.rlm(&job_args(&mock.url(), &["--batch-api", "--deadline", "1s", "--yes"]))).run();
+    assert_ne!(
+        out.status, 0,
+        "the deadline stops the job while it waits: {}",
+        out.stderr
+    );
+    assert_eq!(mock.batch_submissions(), 1, "{}", out.stderr);
+    let dir = only_job(&p);
+
+    mock.set_batch_progress(batch::BatchProgress::AfterPolls(1));
+    let out = fast(p.rlm(&["job", "resume", &job_id(&dir), "--batch-api=off"])).run();
+    out.assert_exit(1);
+    assert_eq!(mock.batch_submissions(), 1, "nothing submitted again: {}", out.stderr);
+    let batch_sends = mock
+        .batch_requests()
+        .iter()
+        .filter(|r| r.body.to_string().contains("entry 2"))
+        .count();
+    let realtime = map_requests(&mock)
+        .iter()
+        .filter(|ids| ids.contains(&"e2".to_string()))
+        .count();
+    assert_eq!(batch_sends, 1, "{}", out.stderr);
+    assert_eq!(
+        realtime, 3,
+        "one realtime call and two retries: the batch send was the first of 1 + 3: {}",
+        out.stderr
+    );
+    assert_eq!(batch_outputs(&dir, "classify").len(), 1, "the other batch is kept");
+    let record = read_json(&dir.join("job.json"));
+    assert_eq!(record["phases"][0]["failed_batches"], json!([1]), "{record}");
+}
+
 /// Nothing of the map phase went in real time, and all `items` were classified.
 fn all_classified_through_batches(mock: &MockLlm, p: &Project, out: &Output, items: usize) {
     assert!(map_requests(mock).is_empty(), "nothing in real time: {}", out.stderr);
