@@ -4,7 +4,7 @@
 //! then stops without sending anything in real time; a stopped job at `rlm job resume`,
 //! which sends again what the batches did not run. Nothing is paid twice.
 
-use crate::error::{ExitStatus, RlmError};
+use crate::error::{ExitStatus, RlmError, SystemFailure};
 use crate::printer::{ColorChoice, Printer};
 use crate::provider::batch_api::{batch_api, BatchApi, BatchTimeouts};
 use crate::settings::Environment;
@@ -34,14 +34,13 @@ pub fn cancel(request: CancelJob, color: ColorChoice, env: &Environment) -> Exit
         },
         crate::secret::Redactor::default(),
     );
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(r) => r,
-        Err(e) => {
-            printer.error(&format!("cannot start the async runtime: {e}"));
-            return ExitStatus::Failed;
-        }
+    // A runtime that cannot start is the system's failure, said and exited as everywhere
+    // else (2, and an error document under `--json`).
+    let outcome = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime.block_on(cancel_batches(&request, color, env, &printer)),
+        Err(e) => Err(RlmError::from(SystemFailure::Runtime(e))),
     };
-    match runtime.block_on(cancel_batches(&request, color, env, &printer)) {
+    match outcome {
         Ok(status) => status,
         Err(e) => {
             let (message, status) = (e.to_string(), e.exit_status());
