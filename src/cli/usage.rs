@@ -1,6 +1,7 @@
 //! How a command line that cannot run is said: clap's errors as one line that names the
 //! (sub)command's help, and the hint for the most common mistake, a glob the shell expanded
-//! because it was not quoted (`rlm batch src/*.py "…"`). Wording only: `commands` prints it.
+//! because it was not quoted (`rlm batch src/*.py "…"`), and a flag's value clap took for
+//! flags (`--deadline -5s`) named as that flag's value. Wording only: `commands` prints it.
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -44,6 +45,7 @@ pub fn clap_error(e: &clap::Error) -> ClapError {
     let message = match e.kind() {
         ErrorKind::InvalidUtf8 => not_utf8_message(&args),
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => missing_subcommand_message(&args),
+        ErrorKind::UnknownArgument => hyphen_value_message(e, &args).unwrap_or_else(|| clap_message(e)),
         _ => clap_message(e),
     };
     ClapError::Usage(format!("{message} (see {})", help_command(&args)))
@@ -65,6 +67,56 @@ fn clap_message(e: &clap::Error) -> String {
         Some(rest) => rest.to_string(),
         None if line.is_empty() => "invalid arguments".to_string(),
         None => line,
+    }
+}
+
+/// A flag's value that starts with `-` and a digit but is no number (`--deadline -5s`,
+/// `--timeout -1m`): clap reads it as short flags and says only "unexpected argument '-5'
+/// found", naming neither the flag nor what it takes. Read again as `--deadline=-5s`, the
+/// flag's own parser says what is wrong with the value, as it does for `--deadline -5`.
+fn hyphen_value_message(e: &clap::Error, args: &[OsString]) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    use clap::Parser as _;
+    let Some(ContextValue::String(unexpected)) = e.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let rest = unexpected.strip_prefix('-')?;
+    if !rest.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
+        return None;
+    }
+    let at = args
+        .iter()
+        .position(|a| a.to_str().is_some_and(|a| a.starts_with(unexpected.as_str())))?;
+    let flag = args.get(at.checked_sub(1)?)?.to_str()?;
+    let (_, command) = named_command(&args[..at]);
+    let takes_value = command.get_arguments().find(|a| {
+        flag.strip_prefix("--").is_some_and(|long| a.get_long() == Some(long))
+            || flag
+                .strip_prefix('-')
+                .and_then(|short| short.parse::<char>().ok())
+                .is_some_and(|short| a.get_short() == Some(short))
+    })?;
+    if !takes_value.get_action().takes_values() {
+        return None;
+    }
+    let long = takes_value.get_long()?;
+    let value = args[at].to_str()?;
+    let mut joined: Vec<OsString> = vec!["rlm".into()];
+    joined.extend(args[..at - 1].iter().cloned());
+    joined.push(format!("--{long}={value}").into());
+    joined.extend(args[at + 1..].iter().cloned());
+    match Cli::try_parse_from(joined) {
+        Err(again)
+            if again.kind() == clap::error::ErrorKind::ValueValidation
+                && matches!(again.get(ContextKind::InvalidArg),
+                    Some(ContextValue::String(named)) if named.starts_with(&format!("--{long} "))) =>
+        {
+            Some(clap_message(&again))
+        }
+        // Taken as the value, it is one: `--{long}=VALUE` says so.
+        _ => Some(format!(
+            "'{value}' was read as a flag, not as the value of {flag}: write --{long}={value}"
+        )),
     }
 }
 

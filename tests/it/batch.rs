@@ -892,6 +892,55 @@ fn max_parallel_zero_is_a_usage_error() {
     assert_eq!(mock.requests(), 0);
 }
 
+/// A negative duration with its unit (`-5s`) is no number, so clap read it as short flags
+/// and said only "unexpected argument '-5' found": it is named as the flag's value, with
+/// the flag's range, as `--deadline -5` is — for `rlm batch`, `rlm job run` and `rlm resume`.
+#[test]
+fn a_negative_duration_is_a_usage_error_that_names_its_flag() {
+    let mock = MockLlm::start();
+    let p = Project::new().ts_files(1).file("job.toml", "");
+    let url = mock.url();
+    for (args, help) in [
+        (batch("src/*.ts", &url, &["--deadline", "-5s"]), "rlm batch --help"),
+        (
+            vec!["job", "run", "job.toml", "--deadline", "-5s"],
+            "rlm job run --help",
+        ),
+        (vec!["resume", "--deadline", "-5s"], "rlm resume --help"),
+    ] {
+        let out = p.rlm(&args).run();
+        out.assert_exit(2);
+        assert_eq!(
+            out.stderr,
+            format!(
+                "rlm: error: invalid value '-5s' for '--deadline <DURATION>': must be more than 0 and at most a week \
+                 (168h) (see {help})\n"
+            ),
+            "{args:?}"
+        );
+    }
+    // Any flag that takes a number: its own message, its own name.
+    let out = p.rlm(&batch("src/*.ts", &url, &["-j", "-2x"])).run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr
+            .contains("invalid value '-2x' for '--max-parallel <N>': '-2x' is not a whole number"),
+        "{}",
+        out.stderr
+    );
+    // A value that starts with '-' is one when joined to its flag with '='.
+    let out = p.rlm(&batch("src/*.ts", &url, &["--model", "-5x"])).run();
+    out.assert_exit(2);
+    assert!(
+        out.stderr
+            .contains("'-5x' was read as a flag, not as the value of --model: write --model=-5x"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(mock.requests(), 0);
+    assert!(!p.exists(".aiwg"));
+}
+
 #[test]
 fn invalid_glob_is_a_usage_error() {
     let mock = MockLlm::start();
