@@ -244,12 +244,18 @@ pub fn resume(mut args: ResumeArgs, color: ColorArg, env: &Environment) -> Resul
     Ok(settings)
 }
 
-/// The newest unfinished run of this directory that no live rlm works on (with `failed`,
-/// `rlm resume --failed`: or with failed units, as a PARTIAL run has); when the only ones
-/// are still going on, a refusal naming the pid of the newest.
+/// The newest unfinished `rlm batch` run of this directory that no live rlm works on (with
+/// `failed`, `rlm resume --failed`: or with failed units, as a PARTIAL run has); when the
+/// only ones are still going on, a refusal naming the pid of the newest. A job is never
+/// taken (`rlm job resume` goes on with it), even when it is newer: with no batch run to
+/// resume, the newest job is named with what goes on with it.
 fn latest_unfinished(store: &TaskStore, env: &Environment, failed: bool) -> Result<RunSummary, RlmError> {
     let depth = env.var("RLM_DEPTH").and_then(|d| d.trim().parse().ok()).unwrap_or(0);
-    let runs = store.resumable_runs(&env.cwd, depth, failed).map_err(store_error)?;
+    let (runs, others): (Vec<RunSummary>, Vec<RunSummary>) = store
+        .resumable_runs(&env.cwd, depth, failed)
+        .map_err(store_error)?
+        .into_iter()
+        .partition(|r| r.subcommand() == Some("batch"));
     if let Some(run) = runs.iter().find(|r| !r.is_owned()) {
         return Ok(run.clone());
     }
@@ -259,9 +265,24 @@ fn latest_unfinished(store: &TaskStore, env: &Environment, failed: bool) -> Resu
             pid: live.owner.as_ref().map_or(0, |o| o.pid),
         }
         .into()),
-        None if failed => Err(StoreRefusal::NoRunToRetry.into()),
-        None => Err(StoreRefusal::NoUnfinishedRun.into()),
+        None => match others.iter().find(|r| r.subcommand() == Some("job")) {
+            Some(job) => Err(job_refusal(job)),
+            None if failed => Err(StoreRefusal::NoRunToRetry.into()),
+            None => Err(StoreRefusal::NoUnfinishedRun.into()),
+        },
     }
+}
+
+/// Why `rlm resume` does not take up the job `run`: `rlm job resume` goes on with it, or,
+/// when it ended, nothing does (a phase is redone with `rlm job rerun`).
+fn job_refusal(run: &RunSummary) -> RlmError {
+    let (run, status) = (run.id.clone(), run.status);
+    if matches!(status, RunStatus::Success | RunStatus::Partial) {
+        StoreRefusal::EndedJobRun { run, status }
+    } else {
+        StoreRefusal::JobRun { run, status }
+    }
+    .into()
 }
 
 /// A resumed run's base URL: the one given to `rlm resume`, else the recorded one — unless
@@ -304,13 +325,7 @@ fn recorded_options(run: &RunSummary) -> Result<BatchOptions, RlmError> {
     };
     if run.subcommand() == Some("job") {
         // A job that ended is nothing `rlm job resume` takes up either: it refuses it too.
-        let (run, status) = (run.id.clone(), run.status);
-        return Err(if matches!(status, RunStatus::Success | RunStatus::Partial) {
-            StoreRefusal::EndedJobRun { run, status }
-        } else {
-            StoreRefusal::JobRun { run, status }
-        }
-        .into());
+        return Err(job_refusal(run));
     }
     if run.subcommand() != Some("batch") {
         return Err(not_batch());

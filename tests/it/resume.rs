@@ -901,3 +901,67 @@ fn a_completed_unit_whose_file_was_deleted_before_the_resume_is_counted_no_more(
         .unwrap_or_else(|| panic!("{listed:#}"));
     assert_eq!(row["units"]["completed"], 6, "{row:#}");
 }
+
+/// A plain `rlm resume` takes up the latest run of `rlm batch`, never a job (`rlm job
+/// resume` goes on with those): a job paused after a batch run stopped at its deadline
+/// made it refuse, naming the job, though the batch run was there to resume; with
+/// `--failed`, the same for a PARTIAL batch run. With no batch run to resume, it names the
+/// job and its own resume.
+#[test]
+fn a_plain_resume_takes_up_the_latest_batch_run_not_a_newer_job() {
+    use crate::job::{job_args, job_id, job_project, only_job, REPORT_PHASE};
+    let mock = MockLlm::start();
+    mock.set_latency(Duration::from_millis(300));
+    let p = job_project(4, 2, &[], REPORT_PHASE).ts_files(5);
+    let url = mock.url();
+    let out = p
+        .rlm(&run_in(&url, "List {file}", &["-j", "1", "--deadline", "1s", "--yes"]))
+        .run();
+    assert_ne!(out.status, 0, "{}", out.stderr);
+    let batch_run = p.report()["run_id"].as_str().unwrap().to_string();
+    assert_eq!(status_of(&p, &batch_run)["status"], "DEADLINE_EXCEEDED");
+    mock.set_latency(Duration::ZERO);
+    p.rlm(&job_args(&url, &["--pause-after", "classify", "--yes"]))
+        .run()
+        .assert_exit(0);
+    let job = job_id(&only_job(&p));
+    // (The deadline counts the whole run: the resume gives it more time.)
+    let resumed = p.rlm(&["resume", "--deadline", "1h", "--yes"]).run();
+    resumed.assert_exit(0);
+    assert!(
+        resumed.stderr.contains(&format!("resuming run {batch_run}")),
+        "{}",
+        resumed.stderr
+    );
+    assert_eq!(p.report()["status"], "SUCCESS");
+    assert_eq!(results_in_out(&p), 5);
+
+    // Nothing of rlm batch is left: the paused job is named, with its own resume.
+    let refused = p.rlm(&["resume", "--yes"]).run();
+    refused.assert_exit(2);
+    assert_eq!(refused.stderr.lines().count(), 1, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains(&format!("rlm job resume {job}")),
+        "{}",
+        refused.stderr
+    );
+
+    // `--failed`: a PARTIAL batch run, then a paused job.
+    let mock = MockLlm::start();
+    mock.fault_when("f01.ts", vec![Fault::Status(413, "too large".into()); 10]);
+    let p = job_project(4, 2, &[], REPORT_PHASE).ts_files(3);
+    let url = mock.url();
+    p.rlm(&run_in(&url, "List {file}", &["--yes"])).run().assert_exit(1);
+    let batch_run = p.report()["run_id"].as_str().unwrap().to_string();
+    p.rlm(&job_args(&url, &["--pause-after", "classify", "--yes"]))
+        .run()
+        .assert_exit(0);
+    mock.clear_faults();
+    let resumed = p.rlm(&["resume", "--failed", "--yes"]).run();
+    resumed.assert_exit(0);
+    assert!(
+        resumed.stderr.contains(&format!("resuming run {batch_run}")),
+        "{}",
+        resumed.stderr
+    );
+}
