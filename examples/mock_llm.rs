@@ -3,6 +3,12 @@
 //! Usage: cargo run --release --example mock_llm -- [--port P] [--latency-ms L]
 //!   [--limit-concurrency N] [--rate-limit N/SECS [--count-refused] [--retry-after S|omit]
 //!   [--rate-headers]] [--serial] [--stream-gap-ms G] [--batch-after-ms MS]
+//!   [--fail-every N] [--hang-every N] [--malformed-every N]
+//!
+//! The fault flags are deterministic, so a run can be repeated: every Nth model request
+//! (counted from the first) gets a 500, hangs (never answered), or gets a 200 whose body is
+//! not JSON. They are the test server's own fault injection
+//! (`MockLlm::fault_every`); of two due at the same request, the one given first wins.
 //!
 //! Prints the base URL (e.g. `http://127.0.0.1:40123`) as the only stdout
 //! line, then serves until SIGTERM / Ctrl-C, and finally prints
@@ -18,7 +24,14 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 const USAGE: &str = "usage: mock_llm [--port P] [--latency-ms L] [--limit-concurrency N] \
-[--rate-limit N/SECS [--count-refused] [--retry-after S|omit] [--rate-headers]] [--serial] [--stream-gap-ms G] [--batch-after-ms MS]";
+[--rate-limit N/SECS [--count-refused] [--retry-after S|omit] [--rate-headers]] [--serial] [--stream-gap-ms G] \
+[--batch-after-ms MS] [--fail-every N] [--hang-every N] [--malformed-every N]
+
+faults (deterministic: every Nth model request, counted from the first; of two due at the same
+request, the one given first wins):
+  --fail-every N        a 500 server error
+  --hang-every N        the request is read and never answered (the connection stays open)
+  --malformed-every N   a 200 whose body is not JSON";
 
 #[derive(Default)]
 struct Options {
@@ -37,6 +50,8 @@ struct Options {
     stream_gap_ms: u64,
     /// Each provider batch ends this long after it was created (default: at its first poll).
     batch_after_ms: Option<u64>,
+    /// Every Nth model request gets this fault (of two due at once, the one given first).
+    faults: Vec<(usize, mock_llm::Fault)>,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -94,6 +109,16 @@ fn parse_args() -> Result<Options, String> {
                 let v = value("--batch-after-ms")?;
                 o.batch_after_ms = Some(v.parse().map_err(|_| bad("--batch-after-ms", &v))?);
             }
+            "--fail-every" | "--hang-every" | "--malformed-every" => {
+                let v = value(&flag)?;
+                let n: usize = v.parse().ok().filter(|&n| n > 0).ok_or_else(|| bad(&flag, &v))?;
+                let fault = match flag.as_str() {
+                    "--fail-every" => mock_llm::Fault::ServerError,
+                    "--hang-every" => mock_llm::Fault::Hang,
+                    _ => mock_llm::Fault::Malformed,
+                };
+                o.faults.push((n, fault));
+            }
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
         }
@@ -142,6 +167,9 @@ fn main() -> ExitCode {
     server.set_stream_gap(Duration::from_millis(o.stream_gap_ms));
     if let Some(ms) = o.batch_after_ms {
         server.set_batch_progress(mock_llm::batch::BatchProgress::AfterTime(Duration::from_millis(ms)));
+    }
+    for (n, fault) in o.faults {
+        server.fault_every(n, fault);
     }
     if let Some(n) = o.limit_concurrency {
         server.limit_concurrency(n, None);

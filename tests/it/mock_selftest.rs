@@ -348,6 +348,62 @@ fn malformed_and_reset() {
     assert!(mock.wait_idle(Duration::from_secs(2)));
 }
 
+/// `fault_every` (the faults of `examples/mock_llm.rs --fail-every N` and the like): every
+/// Nth request by its number, after the queues; of two due at once, the first registered.
+#[test]
+fn fault_every_nth_request_after_the_queues() {
+    let mock = MockLlm::start();
+    mock.fault_every(3, Fault::ServerError);
+    mock.fault_every(4, Fault::Malformed);
+    mock.push_faults(vec![Fault::Overloaded]);
+    let mut c = Conn::open(&mock);
+    let mut seen = Vec::new();
+    for _ in 0..12 {
+        let r = c.request(ANTHROPIC, &[], &anthropic_req("a"));
+        seen.push(match (r.status, serde_json::from_slice::<Value>(&r.body).is_ok()) {
+            (200, true) => "ok",
+            (200, false) => "malformed",
+            (500, _) => "500",
+            (529, _) => "529",
+            (s, _) => panic!("unexpected status {s}"),
+        });
+    }
+    assert_eq!(
+        seen,
+        [
+            "529",
+            "ok",
+            "500",
+            "malformed",
+            "ok",
+            "500",
+            "ok",
+            "malformed",
+            "500",
+            "ok",
+            "ok",
+            "500"
+        ]
+    );
+    assert_eq!(mock.pending_faults(), 0);
+
+    // A hang every other request: the first is answered, the second is not.
+    let mock = MockLlm::start();
+    mock.fault_every(2, Fault::Hang);
+    assert_eq!(post(&mock, OPENAI, &openai_req("a")).status, 200);
+    let mut c = Conn::open(&mock);
+    c.reader
+        .get_ref()
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    c.send_raw("POST", OPENAI, &[], openai_req("a").to_string().as_bytes());
+    assert!(c.read_response().is_err(), "the second request hangs");
+    drop(c);
+    assert!(mock.wait_idle(Duration::from_secs(2)), "hang leaked");
+    mock.clear_faults();
+    assert_eq!(post(&mock, OPENAI, &openai_req("a")).status, 200, "cleared");
+}
+
 #[test]
 fn hang_holds_until_client_leaves() {
     let mock = MockLlm::start();

@@ -22,7 +22,8 @@
 //!
 //! Order of checks for a model request: the request is counted and recorded;
 //! then the API key is checked (401, no fault consumed); then a fault is
-//! popped (per-needle queues first, then the global queue) and applied; then
+//! popped (per-needle queues first, then the global queue, then a schedule due at the
+//! request's number, [`MockLlm::fault_every`]) and applied; then
 //! the body is parsed (400 if it is not a JSON object with a `messages`
 //! array); then the normal reply is sent after the configured latency.
 //!
@@ -183,6 +184,9 @@ struct Inner {
     models_padding: usize,
     global: VecDeque<Fault>,
     needles: Vec<(String, VecDeque<Fault>)>,
+    /// Every `n`th model request gets its fault, when no queue has one (see
+    /// [`MockLlm::fault_every`]).
+    periodic: Vec<(usize, Fault)>,
     recorded: Vec<Recorded>,
     /// At most this many model requests in flight; more get a 429 (with this retry-after).
     concurrency_limit: Option<(usize, Option<u64>)>,
@@ -536,11 +540,21 @@ impl MockLlm {
         }
     }
 
-    /// Drop every queued fault (global and per-needle).
+    /// Every `n`th model request (the `n`th, the `2n`th…, counted from the first the
+    /// server received) gets `fault` when no queue has one for it: a steady, reproducible
+    /// share of faults for benchmarks (`examples/mock_llm.rs --fail-every N`). Of two
+    /// schedules due at the same request, the first registered wins.
+    pub fn fault_every(&self, n: usize, fault: Fault) {
+        assert!(n > 0, "fault_every(0)");
+        self.state.lock().periodic.push((n, fault));
+    }
+
+    /// Drop every queued fault (global and per-needle) and every schedule.
     pub fn clear_faults(&self) {
         let mut inner = self.state.lock();
         inner.global.clear();
         inner.needles.clear();
+        inner.periodic.clear();
     }
 
     /// Number of faults still queued (global plus per-needle).
@@ -1770,7 +1784,7 @@ async fn handle_conn(mut stream: TcpStream, state: Arc<State>) {
 }
 
 async fn handle_model_request(state: &Arc<State>, api: Api, req: Request, received: Instant) -> Action {
-    state.requests.fetch_add(1, Ordering::SeqCst);
+    let number = state.requests.fetch_add(1, Ordering::SeqCst) + 1;
     let parsed: Option<Value> = serde_json::from_slice(&req.body).ok();
 
     // Decide auth + throttling + fault under one lock, and record.
@@ -1796,7 +1810,7 @@ async fn handle_model_request(state: &Arc<State>, api: Api, req: Request, receiv
         let refuse_streaming = inner.refuse_streaming;
         let stream_gap = inner.stream_gap;
         let fault = if authorized && throttle.is_none() {
-            pop_fault(&mut inner, &req.body)
+            pop_fault(&mut inner, &req.body, number)
         } else {
             None
         };
@@ -1977,13 +1991,21 @@ fn throttle(inner: &mut Inner, in_flight: usize) -> Option<Refusal> {
     None
 }
 
-fn pop_fault(inner: &mut Inner, raw_body: &[u8]) -> Option<Fault> {
+/// The fault of model request number `number` (from 1): its needle's queue first, then the
+/// global queue, then the first schedule due at it.
+fn pop_fault(inner: &mut Inner, raw_body: &[u8], number: usize) -> Option<Fault> {
     for (needle, q) in inner.needles.iter_mut() {
         if !q.is_empty() && body_contains(raw_body, needle) {
             return q.pop_front();
         }
     }
-    inner.global.pop_front()
+    inner.global.pop_front().or_else(|| {
+        inner
+            .periodic
+            .iter()
+            .find(|(n, _)| number % n == 0)
+            .map(|(_, fault)| fault.clone())
+    })
 }
 
 /// The raw body contains `needle` verbatim or in its JSON-escaped form (so
