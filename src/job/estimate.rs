@@ -12,6 +12,7 @@ use serde::Serialize;
 use super::cache_forecast::CacheHits;
 use super::definition::{JobDefinition, PhaseKind};
 use super::state::PhaseState;
+use crate::money::usd;
 use crate::provider::ModelInfo;
 use crate::tokens::expected;
 
@@ -203,7 +204,7 @@ pub fn table(e: &JobEstimate, models: &[ModelInfo]) -> String {
         } else if p.calls == 0 && p.cached > 0 {
             "cached".to_string()
         } else {
-            models.get(i).map_or(format!("${:.2}", p.usd), |m| short_cost(m, p.usd))
+            models.get(i).map_or(usd(p.usd), |m| short_cost(m, p.usd))
         };
         let _ = writeln!(
             s,
@@ -228,16 +229,18 @@ pub fn table(e: &JobEstimate, models: &[ModelInfo]) -> String {
         e.calls,
         e.input_tokens,
         e.output_tokens,
-        format!("${:.2}", e.usd)
+        usd(e.usd)
     );
     s
 }
 
-fn short_cost(model: &ModelInfo, usd: f64) -> String {
+/// A phase's cost: `free` on a model that costs nothing, else as every amount rlm shows
+/// (`$0.000123`, never a `$0.00` that hides it).
+fn short_cost(model: &ModelInfo, cost: f64) -> String {
     if model.is_free() {
         "free".to_string()
     } else {
-        format!("${usd:.2}")
+        usd(cost)
     }
 }
 

@@ -878,6 +878,30 @@ fn a_dry_run_prints_the_estimate_per_phase_and_writes_nothing() {
     assert!(jobs(&p).is_empty());
 }
 
+/// A job's dry run shows small costs with their digits, as `rlm batch --dry-run` does (the
+/// one money formatter): a 2-item job on haiku with a short answer budget cost `$0.00` in
+/// every row.
+#[test]
+fn a_dry_run_shows_small_costs_with_their_digits() {
+    let mock = MockLlm::start();
+    let p = job_project(2, 2, &[], "max_tokens = 20\n");
+    let out = p.rlm(&job_args(&mock.url(), &["--model", "haiku", "--dry-run"])).run();
+    out.assert_exit(0);
+    let rows: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.trim_start().starts_with("1 classify") || l.trim_start().starts_with("total"))
+        .collect();
+    assert_eq!(rows.len(), 2, "{}", out.stderr);
+    for row in rows {
+        let cost = row.split_whitespace().last().unwrap();
+        assert!(cost.starts_with("$0.00"), "a small cost: {row}");
+        assert_ne!(cost, "$0.00", "shown with its digits: {row}");
+    }
+    assert_eq!(mock.requests(), 0);
+    assert!(jobs(&p).is_empty());
+}
+
 /// Issue 25: the bundled local model's window is known (8,192 tokens), so a job that
 /// names it gets the model's own answer budget, not the jobs' default of 16,000 tokens that
 /// would leave its window no room (a usage error).
