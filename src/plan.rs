@@ -442,16 +442,27 @@ fn small_budget_warning(
 fn unique_ids(units: &mut [WorkUnit]) {
     // The units in the order of their ids (then of the plan), not a map of every id: a
     // million units' map was the largest thing planning held at its end.
-    let mut order: Vec<usize> = (0..units.len()).collect();
-    order.sort_unstable_by(|&a, &b| units[a].id.cmp(&units[b].id).then(a.cmp(&b)));
+    // Each beside the first 16 bytes of its id, so most comparisons read no id: sorting
+    // indexes by the ids behind them missed the processor's cache at every step. Any order
+    // that puts equal ids together will do.
+    let head = |id: &UnitId| {
+        let mut bytes = [0u8; 16];
+        let id = id.as_str().as_bytes();
+        let n = id.len().min(16);
+        bytes[..n].copy_from_slice(&id[..n]);
+        u128::from_be_bytes(bytes)
+    };
+    let mut order: Vec<(u128, usize)> = units.iter().enumerate().map(|(i, u)| (head(&u.id), i)).collect();
+    order
+        .sort_unstable_by(|&(ha, a), &(hb, b)| ha.cmp(&hb).then_with(|| units[a].id.cmp(&units[b].id)).then(a.cmp(&b)));
     let mut start = 0;
     while start < order.len() {
         let mut end = start + 1;
-        while end < order.len() && units[order[end]].id == units[order[start]].id {
+        while end < order.len() && units[order[end].1].id == units[order[start].1].id {
             end += 1;
         }
         // The second unit with an id in plan order is `id-2`, the third `id-3`…
-        for (n, &i) in order[start..end].iter().enumerate().skip(1) {
+        for (n, &(_, i)) in order[start..end].iter().enumerate().skip(1) {
             units[i].id = UnitId::named(format!("{}-{}", units[i].id, n + 1));
         }
         start = end;
@@ -823,7 +834,8 @@ mod tests {
 
     #[test]
     fn ids_taken_twice_get_their_place_among_the_units_with_that_id() {
-        let mut units: Vec<WorkUnit> = ["b", "a", "b", "c", "b", "a"]
+        let (long, longer) = ("u-0123456789abcd-x", "u-0123456789abcd-y");
+        let mut units: Vec<WorkUnit> = ["b", "a", "b", "c", long, longer, "b", "a", long]
             .into_iter()
             .map(|id| {
                 let mut u = unsized_unit(Vec::new(), UnitBody::Plain, id.into(), format!("{id}.result.md"));
@@ -833,6 +845,8 @@ mod tests {
             .collect();
         unique_ids(&mut units);
         let ids: Vec<&str> = units.iter().map(|u| u.id.as_str()).collect();
-        assert_eq!(ids, ["b", "a", "b-2", "c", "b-3", "a-2"]);
+        // Ids alike in their first 16 bytes are told apart by the rest.
+        let (long_2, b_3, a_2) = (format!("{long}-2"), "b-3", "a-2");
+        assert_eq!(ids, ["b", "a", "b-2", "c", long, longer, b_3, a_2, &long_2]);
     }
 }
