@@ -17,7 +17,6 @@ use std::path::{Path, PathBuf};
 
 use super::Reporter;
 use crate::exec::Event;
-use crate::report::RunStatus;
 use crate::secret::Redactor;
 use crate::unit::{UnitId, UnitKind};
 
@@ -25,8 +24,9 @@ use crate::unit::{UnitId, UnitKind};
 /// changes meaning.
 pub const EVENTS_SCHEMA_VERSION: u32 = 1;
 
-/// A unit queued and not ended: its order of queueing, its label and its kind.
-type OpenUnit = (u64, std::sync::Arc<str>, UnitKind);
+/// A unit queued and not ended: its order of queueing, its label, its kind and whether it
+/// started.
+type OpenUnit = (u64, std::sync::Arc<str>, UnitKind, bool);
 
 /// The event log of one run.
 pub struct EventLog {
@@ -129,29 +129,17 @@ impl EventLog {
     /// A `task:cancelled` line for each unit queued that never ended, in queue order, with
     /// the reason the task store gives it.
     fn close_open_units(&mut self, status: &str) {
-        let reason = match status {
-            s if s == RunStatus::Interrupted.name() => {
-                "not finished: the run was interrupted (rlm resume goes on)".to_string()
-            }
-            s if s == RunStatus::BudgetExceeded.name() => {
-                "not run: --max-cost was reached (rlm resume --max-cost with a higher budget goes on)".to_string()
-            }
-            s if s == RunStatus::DeadlineExceeded.name() => {
-                "not run: the --deadline passed (rlm resume --deadline with more time goes on)".to_string()
-            }
-            _ => match &self.stopping {
-                Some(why) => format!("not run: the run stopped first ({why}; rlm resume goes on)"),
-                None => "not run: the run stopped first (rlm resume goes on)".to_string(),
-            },
-        };
+        use crate::store::RunStatus as Status;
+        let status = Status::from_name(status).unwrap_or(Status::Failed);
         let mut open: Vec<(UnitId, OpenUnit)> = self.open.drain().collect();
-        open.sort_by_key(|(_, (order, _, _))| *order);
-        for (unit, (_, label, kind)) in open {
+        open.sort_by_key(|(_, (order, ..))| *order);
+        for (unit, (_, label, kind, started)) in open {
+            let reason = super::left_open(status, started, self.stopping.as_deref());
             self.report(&Event::Cancelled {
                 unit,
                 label,
                 kind,
-                reason: reason.clone(),
+                reason,
             });
         }
     }
@@ -161,7 +149,13 @@ impl EventLog {
         match event {
             Event::Queued { unit, label, kind } => {
                 self.queued += 1;
-                self.open.insert(unit.clone(), (self.queued, label.clone(), *kind));
+                self.open
+                    .insert(unit.clone(), (self.queued, label.clone(), *kind, false));
+            }
+            Event::Started { unit, .. } => {
+                if let Some(open) = self.open.get_mut(unit) {
+                    open.3 = true;
+                }
             }
             Event::Completed { unit, .. } | Event::Failed { unit, .. } | Event::Cancelled { unit, .. } => {
                 self.open.remove(unit);
@@ -317,11 +311,16 @@ mod tests {
             kind: UnitKind::Map,
             reason: "not started: the run stopped dispatching".into(),
         });
+        log.report(&Event::Started {
+            unit: UnitId::named("u-2"),
+            attempt: 1,
+        });
         assert!(log.complete(&serde_json::json!({"status": "INTERRUPTED"})).is_none());
         let text = fs_err::read_to_string(&path).unwrap();
         let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         let tail: Vec<(String, String)> = lines[4..]
             .iter()
+            .filter(|l| l["event"] != "task:started")
             .map(|l| {
                 (
                     l["event"].as_str().unwrap().to_string(),
@@ -337,11 +336,17 @@ mod tests {
                 ("batch:completed".to_string(), String::new()),
             ]
         );
+        // A unit that never started was not run; one that started was not finished.
+        let n = lines.len();
         assert_eq!(
-            lines[4]["reason"],
+            lines[n - 3]["reason"],
+            "not run: the run was interrupted (rlm resume goes on)"
+        );
+        assert_eq!(
+            lines[n - 2]["reason"],
             "not finished: the run was interrupted (rlm resume goes on)"
         );
-        assert_eq!(lines[5]["label"], "u-2.ts");
+        assert_eq!(lines[n - 2]["label"], "u-2.ts");
     }
 
     #[test]

@@ -312,26 +312,22 @@ impl StoreReporter {
     /// of the run, if it could not.
     pub fn finish(&mut self, status: RunStatus) -> Option<String> {
         if status != RunStatus::Running {
-            let reason = match status {
-                RunStatus::Interrupted => "not finished: the run was interrupted (rlm resume goes on)",
-                RunStatus::BudgetExceeded => {
-                    "not run: --max-cost was reached (rlm resume --max-cost with a higher budget goes on)"
-                }
-                RunStatus::DeadlineExceeded => {
-                    "not run: the --deadline passed (rlm resume --deadline with more time goes on)"
-                }
-                _ => "not run: the run stopped dispatching (rlm resume goes on)",
-            };
-            let mut open: Vec<UnitId> = self
+            let mut open: Vec<(UnitId, bool)> = self
                 .states
                 .iter()
                 .filter(|(_, state)| !state.is_finished())
-                .map(|(unit, _)| unit.clone())
+                .map(|(unit, &state)| {
+                    (
+                        unit.clone(),
+                        state == UnitState::Running || self.held_back.contains(unit),
+                    )
+                })
                 .collect();
             open.sort();
             self.held_back.clear();
-            for unit in open {
-                self.move_to(&unit, UnitState::Cancelled, Detail::reason(reason));
+            for (unit, started) in open {
+                let reason = super::left_open(status, started, None);
+                self.move_to(&unit, UnitState::Cancelled, Detail::reason(&reason));
             }
         }
         self.sync();
@@ -740,7 +736,7 @@ mod tests {
     #[test]
     fn what_did_not_finish_is_cancelled_when_the_run_stops() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut r, units) = reporter(dir.path(), 3);
+        let (mut r, units) = reporter(dir.path(), 4);
         r.report(&run_started(2));
         r.report(&started(&units[0]));
         r.report(&completed(&units[0]));
@@ -751,13 +747,31 @@ mod tests {
             kind: UnitKind::Map,
             reason: "cancelled while its call was in flight".into(),
         });
+        r.report(&started(&units[3]));
         r.finish(RunStatus::Interrupted);
         assert!(r.failure.is_none(), "{:?}", r.failure);
         let now = counts(dir.path(), &r);
         assert_eq!(
             (now.completed, now.cancelled, now.queued, now.running),
-            (1, 2, 0, 0),
+            (1, 3, 0, 0),
             "{now:?}"
+        );
+        // Why, as the event log says it: a unit that never started was not run; one that
+        // started was not finished.
+        let store = TaskStore::open(dir.path()).unwrap();
+        let why = |u: &WorkUnit| {
+            let history = store.history(r.run_id(), u.id.as_str()).unwrap();
+            history.last().and_then(|t| t.detail.clone()).unwrap_or_default()
+        };
+        assert!(
+            why(&units[2]).contains("not run: the run was interrupted"),
+            "{}",
+            why(&units[2])
+        );
+        assert!(
+            why(&units[3]).contains("not finished: the run was interrupted"),
+            "{}",
+            why(&units[3])
         );
     }
 }
