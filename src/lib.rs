@@ -31,6 +31,7 @@ pub mod merge;
 pub mod money;
 pub mod parallel;
 pub mod plan;
+pub mod pretty_json;
 pub mod printer;
 pub mod process;
 pub mod prompt;

@@ -290,7 +290,8 @@ impl RunDir {
         Ok(path)
     }
 
-    /// Writes `value` as pretty JSON (and a newline) to a file of the run directory,
+    /// Writes `value` as JSON (and a newline; each array element on one line, see
+    /// [`crate::pretty_json`]) to a file of the run directory,
     /// atomically and scrubbed of secrets like [`RunDir::write`], streamed rather than built
     /// in memory: the plan and the report of a 100,000-unit run are hundreds of megabytes.
     pub fn write_json(&self, name: &str, value: &impl serde::Serialize) -> std::io::Result<PathBuf> {
@@ -300,7 +301,7 @@ impl RunDir {
             // Buffered before it is scrubbed: the serializer writes a token at a time, and
             // the scrubber then sees thousands of lines at once (see `ScrubLines::write`).
             let mut out = std::io::BufWriter::with_capacity(64 * 1024, out);
-            serde_json::to_writer_pretty(&mut out, value).map_err(std::io::Error::other)?;
+            crate::pretty_json::to_writer(&mut out, value).map_err(std::io::Error::other)?;
             std::io::Write::write_all(&mut out, b"\n")?;
             std::io::Write::flush(&mut out)
         })?;
