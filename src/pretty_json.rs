@@ -78,7 +78,7 @@ mod tests {
     fn objects_are_indented_and_each_element_of_an_array_is_one_line() {
         let value = serde_json::json!({
             "status": "SUCCESS",
-            "model": {"id": "m", "window": 200000},
+            "model": {"id": "m", "window": 200_000},
             "units": [
                 {"id": "u-1", "inputs": [{"path": "a.ts"}], "cached": true},
                 {"id": "u-2", "inputs": [], "cached": false}
