@@ -211,17 +211,13 @@ impl Dispatcher {
         let max = self.max_cost?;
         let spent = self.spent + self.spent_before;
         (spent >= max && (spent > 0.0 || max == 0.0)).then(|| {
-            let (shown, limit) = crate::money::usd_pair(spent, max);
-            let earlier = if self.spent_before > 0.0 {
-                format!(", {} of it before this resume", crate::money::usd(self.spent_before))
-            } else {
-                String::new()
-            };
-            format!(
-                "the cost so far ({shown}{earlier}) reached --max-cost ({limit}): dispatching stopped; calls in \
-                 flight finish and are recorded (rlm resume --max-cost with a higher budget goes on: finished \
-                 answers are cached)"
-            )
+            crate::error::OverBudget::Reached {
+                spent,
+                spent_before: self.spent_before,
+                max_cost: max,
+                spender: crate::error::Spender::Run,
+            }
+            .to_string()
         })
     }
 

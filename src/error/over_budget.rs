@@ -28,6 +28,14 @@ impl Spender {
             Spender::Job => "job",
         }
     }
+
+    /// The command that goes on with the work.
+    fn resume(self) -> &'static str {
+        match self {
+            Spender::Run => "rlm resume",
+            Spender::Job => "rlm job resume",
+        }
+    }
 }
 
 /// The limit an estimate crossed, each with its way past.
@@ -51,7 +59,8 @@ impl Threshold {
     }
 }
 
-/// The estimate exceeds `--max-cost` or a safety threshold: the work is refused.
+/// The estimate exceeds `--max-cost` or a safety threshold: the work is refused; or the
+/// spend reached `--max-cost` while the work ran: nothing more is dispatched.
 #[derive(Debug, Clone)]
 pub enum OverBudget {
     /// The estimate alone is above `limit`.
@@ -65,6 +74,14 @@ pub enum OverBudget {
     WithSpent {
         spent: f64,
         rest: f64,
+        max_cost: f64,
+        spender: Spender,
+    },
+    /// The spend so far (`spent_before` of it by earlier attempts) reached `max_cost` while
+    /// the work ran: dispatching stopped.
+    Reached {
+        spent: f64,
+        spent_before: f64,
         max_cost: f64,
         spender: Spender,
     },
@@ -106,6 +123,26 @@ impl fmt::Display for OverBudget {
                     crate::money::usd(rest)
                 )
             }
+            OverBudget::Reached {
+                spent,
+                spent_before,
+                max_cost,
+                spender,
+            } => {
+                let (shown, limit) = crate::money::usd_pair(spent, max_cost);
+                let earlier = if spent_before > 0.0 {
+                    format!(", {} of it before this resume", crate::money::usd(spent_before))
+                } else {
+                    String::new()
+                };
+                write!(
+                    f,
+                    "the cost so far ({shown}{earlier}) reached --max-cost ({limit}): dispatching stopped; calls in \
+                     flight finish and are recorded ({} --max-cost with a higher budget goes on: finished answers are \
+                     cached)",
+                    spender.resume()
+                )
+            }
         }
     }
 }
@@ -136,5 +173,30 @@ mod tests {
         assert!(job
             .to_string()
             .starts_with("the job has spent $1.00 and the rest is estimated at $2.00: $3.00"));
+    }
+
+    #[test]
+    fn a_spend_that_reached_the_budget_is_told_how_to_go_on_with_the_work_it_stopped() {
+        let job = OverBudget::Reached {
+            spent: 0.000_123_4,
+            spent_before: 0.0,
+            max_cost: 0.0001,
+            spender: Spender::Job,
+        };
+        assert_eq!(
+            job.to_string(),
+            "the cost so far ($0.000123) reached --max-cost ($0.0001): dispatching stopped; calls in flight finish \
+             and are recorded (rlm job resume --max-cost with a higher budget goes on: finished answers are cached)"
+        );
+        let run = OverBudget::Reached {
+            spent: 2.0,
+            spent_before: 1.0,
+            max_cost: 2.0,
+            spender: Spender::Run,
+        };
+        assert!(run
+            .to_string()
+            .starts_with("the cost so far ($2.00, $1.00 of it before this resume) reached --max-cost ($2.00)"));
+        assert!(run.to_string().contains("(rlm resume --max-cost with"));
     }
 }

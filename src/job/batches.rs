@@ -21,7 +21,7 @@ use super::store_link::StoreLink;
 use super::worker::{run_worker, AnswerCheck, WorkerContext, WorkerEnd, WorkerOutcome, WorkerRequest};
 use crate::batch::key_claim::KeyClaims;
 use crate::batch::startup::provider_for;
-use crate::error::RlmError;
+use crate::error::{OverBudget, RlmError, Spender};
 use crate::exec::{
     self, run_pool, CallContext, Event, Flow, JobMeta, Limiter, Lost, PoolContext, PoolEnd, PoolHandler,
 };
@@ -519,9 +519,14 @@ impl PoolHandler<BatchDone> for BatchHandler<'_> {
         if let (Some(max), Flow::Continue) = (self.max_cost, flow) {
             let spent = self.record.cost_usd();
             if spent > max {
-                self.stop = Some(Stop::Budget(format!(
-                    "the job has spent ${spent:.4}, over --max-cost ${max:.2}: raise it and resume"
-                )));
+                // Worded as `rlm batch` words it: one refusal, one sentence.
+                let reached = OverBudget::Reached {
+                    spent,
+                    spent_before: 0.0,
+                    max_cost: max,
+                    spender: Spender::Job,
+                };
+                self.stop = Some(Stop::Budget(reached.to_string()));
                 flow = Flow::Drain;
             }
         }

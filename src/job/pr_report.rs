@@ -201,7 +201,7 @@ pub fn build(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> 
             record.job_id
         );
     }
-    let _ = writeln!(md, "- Cost: ${:.4}", record.cost_usd());
+    let _ = writeln!(md, "- Cost: {}", crate::money::usd(record.cost_usd()));
     if let Some(text) = narrative {
         let _ = writeln!(md, "\n### Assessment (written by the model)\n\n{}", text.trim());
     }

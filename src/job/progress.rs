@@ -6,6 +6,7 @@
 use std::time::{Duration, Instant};
 
 use super::state::PhaseState;
+use crate::money::usd;
 use crate::printer::plural;
 use crate::printer::{Printer, ProgressStyleKind};
 
@@ -123,7 +124,7 @@ impl Progress {
         self.printer.update_bar(
             self.done as u64,
             self.total as u64,
-            format!("{}{failed} · ${cost:.2} · {elapsed:.0}s", self.phase),
+            format!("{}{failed} · {} · {elapsed:.0}s", self.phase, usd(cost)),
         );
     }
 
@@ -141,11 +142,11 @@ impl Progress {
             String::new()
         };
         self.printer.progress(&format!(
-            "{}: {}/{} done{failed}{cached}, ${:.4}, {:.1}s",
+            "{}: {}/{} done{failed}{cached}, {}, {:.1}s",
             self.phase,
             state.batches_done,
             state.batches_total,
-            state.cost_usd,
+            usd(state.cost_usd),
             self.started.elapsed().as_secs_f64()
         ));
     }

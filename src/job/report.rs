@@ -204,11 +204,11 @@ fn generic(record: &JobRecord, data: &ReportData, narrative: Option<&str>) -> Re
     let _ = writeln!(md, "# {}: report\n", definition.name);
     let _ = writeln!(
         md,
-        "**Job**: {} | **Date**: {} | **Items**: {} | **Cost**: ${:.4}\n",
+        "**Job**: {} | **Date**: {} | **Items**: {} | **Cost**: {}\n",
         record.job_id,
         &date[..10.min(date.len())],
         record.items,
-        record.cost_usd()
+        crate::money::usd(record.cost_usd())
     );
     let _ = writeln!(md, "## Summary\n");
     let mut phases_json = Vec::new();

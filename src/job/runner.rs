@@ -278,7 +278,7 @@ impl JobRun {
         }
         let (tin, tout) = r.tokens();
         let mut lines = vec![format!(
-            "Job {} {}: {} items, {} of {} phases done, {} tokens in / {} out, ${:.4}",
+            "Job {} {}: {} items, {} of {} phases done, {} tokens in / {} out, {}",
             r.job_id,
             r.status.name(),
             r.items,
@@ -286,7 +286,7 @@ impl JobRun {
             r.phases.len(),
             tin,
             tout,
-            r.cost_usd()
+            crate::money::usd(r.cost_usd())
         )];
         if r.unprocessed() > 0 {
             lines.push(format!(

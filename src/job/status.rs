@@ -8,6 +8,7 @@ use super::runner;
 use super::state::{self, JobStatus, PhaseState};
 use super::PhaseKind;
 use crate::error::{ExitStatus, RlmError};
+use crate::money::usd;
 use crate::printer::Printer;
 use crate::settings::Environment;
 use crate::store::Timestamp;
@@ -53,7 +54,7 @@ pub(super) fn list(as_json: bool, env: &Environment) -> Result<ExitStatus, RlmEr
                 r["status"].as_str().unwrap_or(""),
                 r["items"].to_string(),
                 format!("{}/{}", r["phases_done"], r["phases"]),
-                format!("${:.4}", r["cost_usd"].as_f64().unwrap_or(0.0)),
+                usd(r["cost_usd"].as_f64().unwrap_or(0.0)),
                 r["name"].as_str().unwrap_or("")
             ));
         }
@@ -90,19 +91,19 @@ pub(super) fn status(query: Option<&str>, as_json: bool, env: &Environment) -> R
         r.status.name().to_string()
     };
     let mut s = format!(
-        "Job {} · {} · {}\nStatus: {shown}\nItems: {} · Cost: ${:.4} · Directory: {}\n",
+        "Job {} · {} · {}\nStatus: {shown}\nItems: {} · Cost: {} · Directory: {}\n",
         r.job_id,
         r.name,
         r.kind,
         r.items,
-        r.cost_usd(),
+        usd(r.cost_usd()),
         dir.root.display()
     );
     if r.earlier.calls > 0 || r.earlier.cost_usd > 0.0 {
         // The phases below show their latest run; the job's cost holds every run.
         s.push_str(&format!(
-            "Earlier: ${:.4} and {} in runs a rerun replaced\n",
-            r.earlier.cost_usd,
+            "Earlier: {} and {} in runs a rerun replaced\n",
+            usd(r.earlier.cost_usd),
             crate::printer::plural(r.earlier.calls as usize, "call")
         ));
     }
@@ -113,7 +114,7 @@ pub(super) fn status(query: Option<&str>, as_json: bool, env: &Environment) -> R
         let kind = p.kind.map_or("", PhaseKind::name);
         let eta = eta.map_or(String::new(), |e| format!(" · ETA ~{e}s"));
         s.push_str(&format!(
-            "  {} {:<18} {:<7} {:<9} batches {}/{} ({} failed) · items {}/{} · ${:.4}{eta}\n",
+            "  {} {:<18} {:<7} {:<9} batches {}/{} ({} failed) · items {}/{} · {}{eta}\n",
             i + 1,
             p.name,
             kind,
@@ -127,7 +128,7 @@ pub(super) fn status(query: Option<&str>, as_json: bool, env: &Environment) -> R
             p.batches_failed,
             p.items_done,
             p.items_total,
-            p.cost_usd
+            usd(p.cost_usd)
         ));
         for note in &p.notes {
             s.push_str(&format!("      {note}\n"));

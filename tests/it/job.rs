@@ -902,6 +902,47 @@ fn a_dry_run_shows_small_costs_with_their_digits() {
     assert!(jobs(&p).is_empty());
 }
 
+/// A job's own human output — `rlm job status`, `rlm job list`, its summary line and its
+/// report — show a small cost with its digits, through the one money formatter: a 2-item
+/// haiku job costs well under a cent, which `${:.4}` showed as `$0.0001` or `$0.0000`.
+#[test]
+fn a_jobs_status_list_summary_and_report_show_a_small_cost_with_its_digits() {
+    let mock = MockLlm::start();
+    let p = job_project(2, 2, &[], "max_tokens = 20\n");
+    let out = p.rlm(&job_args(&mock.url(), &["--model", "haiku", "--yes"])).run();
+    out.assert_exit(0);
+    let id = job_id(&only_job(&p));
+    let json = p.rlm(&["job", "status", &id, "--json"]).run();
+    json.assert_exit(0);
+    let cost = json.json()["cost_usd"].as_f64().unwrap();
+    assert!(cost > 0.0 && cost < 0.001, "a small cost: {cost}");
+    let shown = rlm::money::usd(cost);
+    // Three significant digits, not `$0.00`.
+    assert!(shown.len() >= "$0.000123".len(), "{shown}");
+    let status = p.rlm(&["job", "status", &id]).run();
+    status.assert_exit(0);
+    assert!(
+        status.stdout.contains(&format!("Cost: {shown} ·")),
+        "{shown}: {}",
+        status.stdout
+    );
+    let list = p.rlm(&["job", "list"]).run();
+    list.assert_exit(0);
+    assert!(list.stdout.contains(&format!(" {shown} ")), "{shown}: {}", list.stdout);
+    assert!(
+        out.stdout.contains(&format!(" out, {shown}")),
+        "{shown}: {}",
+        out.stdout
+    );
+    let report = p.rlm(&["job", "export", &id, "--format", "markdown"]).run();
+    report.assert_exit(0);
+    assert!(
+        report.stdout.contains(&format!("**Cost**: {shown}\n")),
+        "{shown}: {}",
+        report.stdout
+    );
+}
+
 /// Issue 25: the bundled local model's window is known (8,192 tokens), so a job that
 /// names it gets the model's own answer budget, not the jobs' default of 16,000 tokens that
 /// would leave its window no room (a usage error).

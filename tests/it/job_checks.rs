@@ -691,6 +691,14 @@ fn resuming_a_budget_stop_without_a_higher_max_cost_says_what_was_spent() {
         .run();
     out.assert_exit(1);
     assert_eq!(out.json()["status"], "BUDGET_EXCEEDED", "{}", out.stderr);
+    // The stop is worded as `rlm batch` words it, the budget as given.
+    let stopped = out.json()["stopped"].as_str().unwrap_or_default().to_string();
+    assert!(
+        stopped.starts_with("the cost so far ($")
+            && stopped.contains(&format!(") reached --max-cost (${max}): dispatching stopped"))
+            && stopped.contains("rlm job resume --max-cost with a higher budget goes on"),
+        "{stopped}"
+    );
     let id = job_id(&only_job(&p));
     let before = mock.requests();
     let out = p.rlm(&["job", "resume", &id]).run();
