@@ -51,9 +51,19 @@ impl ReplyCheck for SchemaReply<'_> {
     }
 }
 
+/// How far asking for a `--schema` answer may go.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Asking {
+    /// A non-conforming answer may be asked for again.
+    pub may_reask: bool,
+    /// Fault retries of each call, when fewer than `--retries` (a provider batch's realtime
+    /// fallback); `None`: `--retries`.
+    pub fault_retries: Option<u32>,
+}
+
 /// Asks for `unit`'s answer from `start` (a call, or a provider batch's answer) and keeps
 /// it in canonical form when it conforms; asks once more, with the errors, when it does not
-/// and `may_reask`; fails the unit when no answer conforms, keeping the last one.
+/// and `asking.may_reask`; fails the unit when no answer conforms, keeping the last one.
 pub(super) async fn conform(
     ctx: &JobContext,
     schema: &OutputSchema,
@@ -61,10 +71,11 @@ pub(super) async fn conform(
     unit: &WorkUnit,
     mut outcome: JobOutcome,
     start: Start,
-    may_reask: bool,
+    asking: Asking,
 ) -> JobOutcome {
     let policy = AskPolicy {
-        retries: if may_reask { SCHEMA_POLICY.retries } else { 0 },
+        retries: if asking.may_reask { SCHEMA_POLICY.retries } else { 0 },
+        fault_retries: asking.fault_retries,
         ..SCHEMA_POLICY
     };
     let reply = SchemaReply { ctx, schema, unit };

@@ -103,6 +103,21 @@ impl Execution {
 
     /// [`Execution::run_pool`] for jobs already announced to the reporters (`task:queued`).
     pub async fn run_announced(&mut self, jobs: Vec<Job>) -> PoolEnd {
+        self.run_announced_within(jobs, None).await
+    }
+
+    /// [`Execution::run_announced`] with at most `retries` fault retries per call (fewer than
+    /// `--retries`): a batch request's realtime fallback has spent part of the budget on its
+    /// batch sends. The calls go through the run's one call context, the cap passed with
+    /// each: a second context would start the run's shared counts (a server gone silent, its
+    /// pushback) again from nothing.
+    pub async fn run_announced_with_retries(&mut self, jobs: Vec<Job>, retries: u32) -> PoolEnd {
+        self.run_announced_within(jobs, Some(retries)).await
+    }
+
+    /// The pool over `jobs`, each call with at most `fault_retries` fault retries (`None`:
+    /// `--retries`).
+    async fn run_announced_within(&mut self, jobs: Vec<Job>, fault_retries: Option<u32>) -> PoolEnd {
         if jobs.is_empty() {
             return PoolEnd::Completed;
         }
@@ -115,33 +130,16 @@ impl Execution {
             admission: self.width * ADMISSION_FACTOR,
             grace: GRACE,
         };
-        let end = run_pool(jobs, move |job| run_job(ctx.clone(), job), pool, &mut self.dispatcher).await;
+        let end = run_pool(
+            jobs,
+            move |job| run_job(ctx.clone(), job, fault_retries),
+            pool,
+            &mut self.dispatcher,
+        )
+        .await;
         if end == PoolEnd::Interrupted {
             self.interrupted = true;
         }
-        end
-    }
-
-    /// [`Execution::run_announced`] with at most `retries` fault retries per call (fewer than
-    /// `--retries`): a batch request's realtime fallback has spent part of the budget on its
-    /// batch sends.
-    pub async fn run_announced_with_retries(&mut self, jobs: Vec<Job>, retries: u32) -> PoolEnd {
-        let run = self.jobs.clone();
-        if retries >= run.call.policy.retries {
-            return self.run_announced(jobs).await;
-        }
-        let c = &run.call;
-        let policy = exec::RetryPolicy { retries, ..c.policy };
-        let call = exec::CallContext::new(
-            c.provider.clone(),
-            policy,
-            c.limiter.clone(),
-            c.events.clone(),
-            c.endpoint.clone(),
-        );
-        self.jobs = Arc::new(run.with_call(Arc::new(call)));
-        let end = self.run_announced(jobs).await;
-        self.jobs = run;
         end
     }
 

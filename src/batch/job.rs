@@ -16,12 +16,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::answers::UnitAnswers;
-use super::conform::conform;
+use super::conform::{conform, Asking};
 use super::keep::{cache_entry_text, persist};
 pub(super) use super::keep::{keep, keep_paid, lookup};
 use super::key_claim::{KeyClaim, KeyClaims};
 use crate::cache::{Cache, CacheEntry, ClaimGuard};
-use crate::exec::{self, call_with_retries, CallContext, CallFailure, CallResult, JobMeta, Place, Start};
+use crate::exec::{self, call_within_retries, CallContext, CallFailure, CallResult, JobMeta, Place, Start};
 use crate::provider::{CompletionRequest, ErrorKind, Usage};
 use crate::request::{self, Expect, RenderedSummary, RequestContext, SummaryPrompt};
 use crate::run_dir::RunDir;
@@ -53,27 +53,6 @@ pub struct JobContext {
     /// Makes paid answers' cache entries durable in groups (one sync for up to the run's
     /// width of them).
     pub syncer: Arc<crate::fs_atomic::GroupSync>,
-}
-
-impl JobContext {
-    /// The same context with other call settings: a batch request's realtime fallback makes
-    /// its calls with what `--retries` has left after its batch sends.
-    pub fn with_call(&self, call: Arc<CallContext>) -> JobContext {
-        JobContext {
-            call,
-            paid: self.paid.clone(),
-            cache: self.cache.clone(),
-            run_dir: self.run_dir.clone(),
-            requests: self.requests.clone(),
-            trajectory: self.trajectory.clone(),
-            pending: self.pending.clone(),
-            read_cache: self.read_cache,
-            may_call: self.may_call,
-            journal: self.journal.clone(),
-            claims: self.claims.clone(),
-            syncer: self.syncer.clone(),
-        }
-    }
 }
 
 /// A job of the pool.
@@ -183,20 +162,30 @@ impl JobOutcome {
     }
 }
 
-/// Runs one job to its end. Its place in the limiter's queue is taken now, when it is
-/// dispatched, so calls start in plan order.
-pub fn run_job(ctx: Arc<JobContext>, job: Job) -> impl std::future::Future<Output = JobOutcome> + Send + 'static {
+/// Runs one job to its end, each call with at most `fault_retries` fault retries (`None`:
+/// `--retries`; fewer for a provider batch's realtime fallback). Its place in the limiter's
+/// queue is taken now, when it is dispatched, so calls start in plan order.
+pub fn run_job(
+    ctx: Arc<JobContext>,
+    job: Job,
+    fault_retries: Option<u32>,
+) -> impl std::future::Future<Output = JobOutcome> + Send + 'static {
     let place = ctx.call.limiter.place();
     async move {
         let outcome = JobOutcome::new(exec::Job::meta(&job));
         match job {
-            Job::Unit(unit) => run_unit(ctx, unit, outcome, place).await,
-            Job::Summary(summary) => run_summary(ctx, summary, outcome, place).await,
+            Job::Unit(unit) => run_unit(ctx, unit, outcome, (place, fault_retries)).await,
+            Job::Summary(summary) => run_summary(ctx, summary, outcome, (place, fault_retries)).await,
         }
     }
 }
 
-async fn run_unit(ctx: Arc<JobContext>, unit: WorkUnit, mut outcome: JobOutcome, place: Place) -> JobOutcome {
+async fn run_unit(
+    ctx: Arc<JobContext>,
+    unit: WorkUnit,
+    mut outcome: JobOutcome,
+    (place, fault_retries): (Place, Option<u32>),
+) -> JobOutcome {
     let key = unit.cache_key.clone();
     // The pre-pass read the cache for every planned unit, and the claim below reads it
     // again under the key's lock: only an answer kept outside the cache (or, under
@@ -260,11 +249,23 @@ async fn run_unit(ctx: Arc<JobContext>, unit: WorkUnit, mut outcome: JobOutcome,
                 &unit,
                 outcome,
                 Start::Call(place),
-                true,
+                Asking {
+                    may_reask: true,
+                    fault_retries,
+                },
             )
             .await
         }
-        None => call(&ctx, &rendered.request, (&unit.id, &unit.label), outcome, place).await,
+        None => {
+            call(
+                &ctx,
+                &rendered.request,
+                (&unit.id, &unit.label),
+                outcome,
+                (place, fault_retries),
+            )
+            .await
+        }
     };
     let Some(text) = outcome.text.take().filter(|_| outcome.failure.is_none()) else {
         return outcome;
@@ -292,7 +293,12 @@ pub(super) async fn keep_summary(
     outcome
 }
 
-async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutcome, place: Place) -> JobOutcome {
+async fn run_summary(
+    ctx: Arc<JobContext>,
+    job: SummaryJob,
+    mut outcome: JobOutcome,
+    (place, fault_retries): (Place, Option<u32>),
+) -> JobOutcome {
     let summary = request::render_summary(&job.prompt, &ctx.requests);
     let key = summary.key.clone();
     if ctx.read_cache {
@@ -326,23 +332,32 @@ async fn run_summary(ctx: Arc<JobContext>, job: SummaryJob, mut outcome: JobOutc
         }
         KeyClaim::Elsewhere(why) => return outcome.failed(why),
     };
-    let mut outcome = call(&ctx, &summary.request, (&job.id, &job.label), outcome, place).await;
+    let mut outcome = call(
+        &ctx,
+        &summary.request,
+        (&job.id, &job.label),
+        outcome,
+        (place, fault_retries),
+    )
+    .await;
     let Some(text) = outcome.text.take().filter(|_| outcome.failure.is_none()) else {
         return outcome;
     };
     keep_summary(&ctx, summary, &job.label, text, outcome, claim).await
 }
 
-/// The model call, its retries, and an empty answer counted as a failure. Its time is
-/// counted from the dispatch of the job's first call (see [`JobOutcome::duration_ms`]).
+/// The model call, its retries (at most `fault_retries` fault retries, `None`: `--retries`),
+/// and an empty answer counted as a failure. Its time is counted from the dispatch of the
+/// job's first call (see [`JobOutcome::duration_ms`]).
 pub(super) async fn call(
     ctx: &JobContext,
     request: &CompletionRequest,
     (unit, label): (&UnitId, &str),
     mut outcome: JobOutcome,
-    place: Place,
+    (place, fault_retries): (Place, Option<u32>),
 ) -> JobOutcome {
-    let result = call_with_retries(&ctx.call, request, unit, label, place).await;
+    let retries = fault_retries.unwrap_or(ctx.call.policy.retries);
+    let result = call_within_retries(&ctx.call, request, unit, label, place, retries).await;
     record_call(ctx, request, (unit, label), &result);
     outcome.attempts = result.attempts;
     outcome.slot = result.slot;

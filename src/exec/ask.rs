@@ -1,7 +1,7 @@
 //! One answer asked for until it passes its check: the call (with its retries for faults
-//! and rate limits, [`super::call_with_retries`]), the check, and a re-ask that carries the errors,
-//! up to the caller's number of retries. Every answer is counted as it comes (calls and
-//! tokens), a rejected one too: it was paid for.
+//! and rate limits, [`super::call_within_retries`]), the check, and a re-ask that carries
+//! the errors, up to the caller's number of retries. Every answer is counted as it comes
+//! (calls and tokens), a rejected one too: it was paid for.
 //!
 //! It is the one re-ask loop of rlm. `rlm batch --schema` asks once more, quoting the
 //! answer it rejects; a job phase asks as often as its `retries`, never again for an answer

@@ -254,19 +254,11 @@ pub struct CallResult {
 
 /// Calls the provider until it answers, a final error arrives, or a budget runs out. The
 /// first attempt waits at `place` (taken when the job was dispatched); retries queue anew.
-pub async fn call_with_retries(
-    ctx: &CallContext,
-    request: &CompletionRequest,
-    unit: &UnitId,
-    label: &str,
-    place: Place,
-) -> CallResult {
-    call_within_retries(ctx, request, unit, label, place, ctx.policy.retries).await
-}
-
-/// [`call_with_retries`] with at most `fault_retries` fault retries (never more than the
-/// policy's): a request whose provider batch sends spent part of `--retries` gets only what
-/// is left in its realtime fallback.
+///
+/// At most `fault_retries` fault retries (never more than the policy's `--retries`): a
+/// request whose provider batch sends spent part of `--retries` gets only what is left in
+/// its realtime fallback, through the run's one context, so its shared counts (a server
+/// gone silent, pushback) carry on.
 pub async fn call_within_retries(
     ctx: &CallContext,
     request: &CompletionRequest,

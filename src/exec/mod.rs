@@ -11,7 +11,7 @@ mod retry;
 mod width_search;
 
 pub use ask::{ask, reask_message, AskEnd, AskPolicy, Asked, ReaskWording, ReplyCheck, Start};
-pub use call::{call_with_retries, CallContext, CallFailure, CallResult, GRACE};
+pub use call::{call_within_retries, CallContext, CallFailure, CallResult, GRACE};
 pub use event::{Event, WidthWhy};
 pub use interrupt::Interrupt;
 pub use limiter::{Limiter, Place, RateBudget, Refused, Slot, Throttle, Throttled, WidthChange};

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use super::phase::{Owned, Work};
-use crate::batch::conform::conform;
+use crate::batch::conform::{conform, Asking};
 use crate::batch::job::{self, JobContext, JobOutcome};
 use crate::exec::{Event, JobMeta, Start};
 use crate::provider::batch_api::Reply;
@@ -57,7 +57,10 @@ pub(super) async fn keep_result(
                     &unit,
                     outcome,
                     start,
-                    may_call && whole,
+                    Asking {
+                        may_reask: may_call && whole,
+                        fault_retries: None,
+                    },
                 )
                 .await;
                 outcome.duration_ms = waited;
