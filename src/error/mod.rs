@@ -9,6 +9,7 @@ use std::path::PathBuf;
 mod cache_failure;
 mod config_failure;
 mod declined;
+mod env_failure;
 mod flag_error;
 mod in_use;
 mod input_failure;
@@ -25,6 +26,7 @@ mod too_large;
 pub use cache_failure::{CacheFailure, CacheMiss};
 pub use config_failure::ConfigFailure;
 pub use declined::Declined;
+pub use env_failure::{EnvBlame, EnvFailure, ShownValue};
 pub use flag_error::FlagError;
 pub use in_use::{InUse, LockHolder};
 pub use input_failure::InputFailure;
@@ -161,6 +163,10 @@ pub enum RlmError {
     /// The provider configuration cannot serve the command; its error is the source.
     #[error(transparent)]
     ConfigFailed(#[from] ConfigFailure),
+    /// An environment variable rlm reads has a value it cannot use (a `usage` or a `config`
+    /// error, as [`EnvFailure::kind`] says).
+    #[error(transparent)]
+    Env(#[from] EnvFailure),
     /// The inputs: nothing sendable matched, a list of files or a git reference is bad, a
     /// file a flag names (a prompt, a schema) or a job's file or items cannot be used.
     #[error("{0}")]
@@ -276,6 +282,7 @@ impl RlmError {
         match self {
             RlmError::Usage(_) | RlmError::Flag(_) => ErrorKind::Usage,
             RlmError::Config(_) | RlmError::ConfigFailed(_) => ErrorKind::Config,
+            RlmError::Env(e) => e.kind(),
             RlmError::Input(_) | RlmError::InputFailed(_) => ErrorKind::Input,
             RlmError::TooLarge(_) => ErrorKind::TooLarge,
             RlmError::CacheFailed(_) => ErrorKind::Cache,

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::Environment;
-use crate::error::RlmError;
+use crate::error::{EnvBlame, EnvFailure, RlmError};
 use crate::provider::batch_api::{BatchLimits, PollSchedule};
 use crate::provider::ProviderKind;
 
@@ -147,10 +147,16 @@ fn cancel_wait(value: Option<&str>) -> Result<Duration, RlmError> {
     };
     match value.trim().parse::<u64>() {
         Ok(ms) if (1..=MOST_POLL_MS).contains(&ms) => Ok(Duration::from_millis(ms)),
-        _ => Err(RlmError::Usage(format!(
-            "RLM_BATCH_CANCEL_WAIT_MS='{value}' is not a number of milliseconds from 1 to {MOST_POLL_MS} (how long \
-             rlm cancel waits for the canceled batches to end)"
-        ))),
+        _ => Err(EnvFailure::bad_value(
+            "RLM_BATCH_CANCEL_WAIT_MS",
+            value,
+            format!(
+                "a number of milliseconds from 1 to {MOST_POLL_MS} (how long rlm cancel waits for the canceled \
+                 batches to end)"
+            ),
+            EnvBlame::Usage,
+        )
+        .into()),
     }
 }
 
@@ -163,10 +169,16 @@ fn wait_line(value: Option<&str>) -> Result<Duration, RlmError> {
     };
     match value.trim().parse::<u64>() {
         Ok(ms) if (1..=MOST_POLL_MS).contains(&ms) => Ok(Duration::from_millis(ms)),
-        _ => Err(RlmError::Usage(format!(
-            "RLM_BATCH_WAIT_LINE_MS='{value}' is not a number of milliseconds from 1 to {MOST_POLL_MS} (how often \
-             a line about the wait is printed without a terminal)"
-        ))),
+        _ => Err(EnvFailure::bad_value(
+            "RLM_BATCH_WAIT_LINE_MS",
+            value,
+            format!(
+                "a number of milliseconds from 1 to {MOST_POLL_MS} (how often a line about the wait is printed \
+                 without a terminal)"
+            ),
+            EnvBlame::Usage,
+        )
+        .into()),
     }
 }
 
@@ -177,11 +189,17 @@ fn poll_schedule(value: Option<&str>) -> Result<PollSchedule, RlmError> {
     let Some(value) = value else {
         return Ok(PollSchedule::DEFAULT);
     };
-    let bad = || {
-        RlmError::Usage(format!(
-            "RLM_BATCH_POLL_MS='{value}' is not FIRST or FIRST,MOST: milliseconds from 1 to {MOST_POLL_MS} \
-             (the first wait between polls, and the longest it doubles to)"
-        ))
+    let bad = || -> RlmError {
+        EnvFailure::bad_value(
+            "RLM_BATCH_POLL_MS",
+            value,
+            format!(
+                "FIRST or FIRST,MOST: milliseconds from 1 to {MOST_POLL_MS} (the first wait between polls, and the \
+                 longest it doubles to)"
+            ),
+            EnvBlame::Usage,
+        )
+        .into()
     };
     let numbers: Vec<u64> = value
         .split(',')
@@ -208,12 +226,17 @@ fn limits(value: Option<&str>, kind: ProviderKind) -> Result<Option<BatchLimits>
         return Ok(None);
     };
     let most = BatchLimits::of(kind);
-    let bad = || {
-        RlmError::Usage(format!(
-            "RLM_BATCH_LIMITS='{value}' is not REQUESTS or REQUESTS,BYTES: at most {} requests and {} bytes a \
-             batch, each at least 1",
-            most.max_requests, most.max_bytes
-        ))
+    let bad = || -> RlmError {
+        EnvFailure::bad_value(
+            "RLM_BATCH_LIMITS",
+            value,
+            format!(
+                "REQUESTS or REQUESTS,BYTES: at most {} requests and {} bytes a batch, each at least 1",
+                most.max_requests, most.max_bytes
+            ),
+            EnvBlame::Usage,
+        )
+        .into()
     };
     let numbers: Vec<u64> = value
         .split(',')

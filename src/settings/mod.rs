@@ -37,7 +37,7 @@ use serde::Serialize;
 
 use crate::aggregate::AggregateStrategy;
 use crate::cache::CacheMode;
-use crate::error::{InputFailure, RlmError};
+use crate::error::{EnvBlame, EnvFailure, InputFailure, RlmError};
 use crate::printer::{ColorChoice, PrinterMode};
 use crate::provider::bundled_model::BundledModel;
 use crate::provider::catalog::PriceTable;
@@ -553,9 +553,12 @@ pub fn backoff_base(env: &Environment) -> Result<Duration, RlmError> {
         .var("RLM_BACKOFF_BASE_MS")
         .map(|v| match v.trim().parse::<u64>() {
             Ok(ms) if ms <= 600_000 => Ok(Duration::from_millis(ms)),
-            _ => Err(RlmError::Config(format!(
-                "RLM_BACKOFF_BASE_MS='{v}' is not a whole number of milliseconds up to 600000"
-            ))),
+            _ => Err(EnvFailure::bad_value(
+                "RLM_BACKOFF_BASE_MS",
+                v,
+                "a whole number of milliseconds up to 600000",
+                EnvBlame::Config,
+            )),
         })
         .transpose()?
         .unwrap_or(Duration::from_millis(500)))

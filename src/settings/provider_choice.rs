@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::{Environment, ProviderSettings};
-use crate::error::{FlagError, RlmError};
+use crate::error::{EnvBlame, EnvFailure, FlagError, RlmError};
 use crate::plan::WHAT_TO_DO_KNOWN;
 use crate::provider::catalog;
 use crate::provider::ProviderKind;
@@ -122,11 +122,22 @@ pub(super) fn resolve_provider(
             ProviderKind::Anthropic
         }),
     };
+    // Where the base URL came from, so a bad one is named as what the user set.
+    let from_var = base_url.is_none() && env.var(kind.base_url_var()).is_some();
     let base_url = base_url
         .or_else(|| env.var(kind.base_url_var()).map(str::to_string))
         .unwrap_or_else(|| kind.official_base_url().to_string());
     let base_url = base_url.trim().trim_end_matches('/').to_string();
     if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+        if from_var {
+            return Err(EnvFailure::bad_url(
+                kind.base_url_var(),
+                &base_url,
+                "an http(s) URL: set it to e.g. http://127.0.0.1:8080, or unset it",
+                EnvBlame::Usage,
+            )
+            .into());
+        }
         return Err(RlmError::Usage(format!(
             "--base-url '{}' is not an http(s) URL: pass e.g. http://127.0.0.1:8080",
             redact_url(&base_url)
@@ -177,9 +188,13 @@ pub(super) fn current_depth(env: &Environment) -> Result<u32, RlmError> {
     match env.var("RLM_DEPTH") {
         None => Ok(0),
         Some(v) => v.trim().parse::<u32>().map_err(|_| {
-            RlmError::Config(format!(
-                "RLM_DEPTH='{v}' is not a whole number: unset it, or set it to 0"
-            ))
+            EnvFailure::bad_value(
+                "RLM_DEPTH",
+                v,
+                "a whole number: unset it, or set it to 0",
+                EnvBlame::Config,
+            )
+            .into()
         }),
     }
 }

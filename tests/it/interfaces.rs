@@ -43,6 +43,27 @@ fn json_gives_an_error_document_for_every_refusal_before_a_run() {
     // The depth refusal.
     let out = p.rlm(&batch("src/*.ts", &url, &["--json"])).env("RLM_DEPTH", "3").run();
     assert_error_document(&out, "usage", "RLM_DEPTH is 3");
+    // An environment variable with a bad value: named with its value (a URL without its
+    // credentials), each with the kind it had as a string error.
+    let out = p
+        .rlm(&batch("src/*.ts", &url, &["--json"]))
+        .env("RLM_DEPTH", "abc")
+        .run();
+    assert_error_document(&out, "config", "RLM_DEPTH='abc' is not a whole number: unset it");
+    let out = p
+        .rlm(&["batch", "src/*.ts", "List {file}", "--json"])
+        .env("ANTHROPIC_BASE_URL", "ftp://me:hunter2@example.test")
+        .run();
+    assert_error_document(
+        &out,
+        "usage",
+        "ANTHROPIC_BASE_URL='ftp://***@example.test' is not an http(s) URL",
+    );
+    assert!(
+        !out.stderr.contains("hunter2") && !out.stdout.contains("hunter2"),
+        "{}",
+        out.stderr
+    );
     // The cost refusal.
     let out = p.rlm(&batch("src/*.ts", &url, &["--json", "--max-cost", "0"])).run();
     assert_error_document(&out, "over_budget", "exceeds safety threshold");
