@@ -210,7 +210,7 @@ impl Dispatcher {
     pub fn over_budget(&self) -> Option<String> {
         let max = self.max_cost?;
         let spent = self.spent + self.spent_before;
-        (spent >= max && (spent > 0.0 || max == 0.0)).then(|| {
+        crate::error::budget_reached(spent, max).then(|| {
             crate::error::OverBudget::Reached {
                 spent,
                 spent_before: self.spent_before,

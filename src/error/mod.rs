@@ -33,7 +33,7 @@ pub use input_failure::InputFailure;
 pub use interrupted::Interrupted;
 pub use no_match::NoMatch;
 pub use output_failure::OutputFailure;
-pub use over_budget::{OverBudget, Spender, Threshold};
+pub use over_budget::{budget_reached, OverBudget, Spender, Threshold};
 pub use provider_failure::ProviderFailure;
 pub use store_failure::StoreFailure;
 pub use store_refusal::StoreRefusal;

@@ -4,6 +4,13 @@
 
 use std::fmt;
 
+/// Whether `spent` has reached `--max-cost` `max_cost`: the one test of every path (a run's
+/// dispatcher, a job's). At the cap counts as reached, so the spend never passes it; a cap
+/// of 0 is reached before anything is spent.
+pub fn budget_reached(spent: f64, max_cost: f64) -> bool {
+    spent >= max_cost && (spent > 0.0 || max_cost == 0.0)
+}
+
 /// What would spend the money: the refusal names it, and says how to make it smaller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Spender {
@@ -150,6 +157,15 @@ impl fmt::Display for OverBudget {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cap_is_reached_at_the_cap_not_past_it() {
+        assert!(budget_reached(0.05, 0.05), "at the cap: no more is spent");
+        assert!(budget_reached(0.06, 0.05));
+        assert!(!budget_reached(0.049, 0.05));
+        assert!(budget_reached(0.0, 0.0), "a cap of 0 allows nothing");
+        assert!(!budget_reached(0.0, 0.05));
+    }
 
     #[test]
     fn a_job_is_told_to_take_fewer_items_and_what_it_spent() {

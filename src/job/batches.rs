@@ -518,7 +518,7 @@ impl PoolHandler<BatchDone> for BatchHandler<'_> {
         }
         if let (Some(max), Flow::Continue) = (self.max_cost, flow) {
             let spent = self.record.cost_usd();
-            if spent > max {
+            if crate::error::budget_reached(spent, max) {
                 // Worded as `rlm batch` words it: one refusal, one sentence.
                 let reached = OverBudget::Reached {
                     spent,

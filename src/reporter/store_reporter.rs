@@ -118,7 +118,7 @@ impl StoreReporter {
                 for &i in served {
                     states.insert(units[i].id.clone(), UnitState::Completed);
                 }
-                return Ok(StoreReporter::new(store, run, states, writer, None));
+                return Ok(StoreReporter::new(store, run, states, writer));
             }
             StoreTarget::Resumed {
                 run,
@@ -168,16 +168,10 @@ impl StoreReporter {
             }
         };
         let writer = Writer::start(store.rlm_dir.clone(), run.clone());
-        Ok(StoreReporter::new(store, run, states, writer, None))
+        Ok(StoreReporter::new(store, run, states, writer))
     }
 
-    fn new(
-        store: TaskStore,
-        run: RunId,
-        states: HashMap<UnitId, UnitState>,
-        writer: Option<Writer>,
-        failure: Option<String>,
-    ) -> Self {
+    fn new(store: TaskStore, run: RunId, states: HashMap<UnitId, UnitState>, writer: Option<Writer>) -> Self {
         StoreReporter {
             writer,
             store,
@@ -188,7 +182,7 @@ impl StoreReporter {
             width: None,
             running: 0,
             held_back: VecDeque::new(),
-            failure,
+            failure: None,
         }
     }
 
