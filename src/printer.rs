@@ -126,7 +126,8 @@ impl Printer {
         let stdout = std::io::stdout().lock();
         let mut out = crate::secret::ScrubLines::new(&self.inner.redactor, std::io::BufWriter::new(stdout));
         // A closed pipe (`| head`) is not an error worth reporting.
-        let _ = serde_json::to_writer_pretty(&mut out, value)
+        // Laid out as the run directory's JSON files are: a unit (a run, a file) a line.
+        let _ = crate::pretty_json::to_writer(&mut out, value)
             .map_err(std::io::Error::other)
             .and_then(|()| out.write_all(b"\n"))
             .and_then(|()| out.flush());
