@@ -5,7 +5,7 @@
 //! (a failed summary) — and every other error is kept under `warnings`, so one can never
 //! hide another.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::Reporter;
@@ -73,6 +73,8 @@ pub struct ReportBuilder {
     ctx: ReportContext,
     records: Vec<UnitRecord>,
     index: HashMap<UnitId, usize>,
+    /// Units whose first call started: one left open is "not finished", not "not run".
+    started: HashSet<UnitId>,
     calls: Vec<CallRecord>,
     warnings: Vec<String>,
     fatal: Option<String>,
@@ -108,6 +110,7 @@ impl ReportBuilder {
             ctx,
             records,
             index,
+            started: HashSet::new(),
             calls: Vec::new(),
             fatal: None,
             stop_reason: None,
@@ -177,6 +180,7 @@ impl ReportBuilder {
         let ReportBuilder {
             ctx,
             mut records,
+            started,
             calls,
             mut warnings,
             fatal,
@@ -207,15 +211,18 @@ impl ReportBuilder {
             ));
         }
 
-        let interrupted = end.reason == crate::report::RunEndReason::Interrupted;
-        let stopped_why = if interrupted {
-            "interrupted before it finished".to_string()
-        } else {
-            match error.as_deref() {
-                Some(e) => format!("not run: the run stopped first ({e})"),
-                None => "not run: the run stopped first".to_string(),
+        // Worded as the event log and the task store word it (see `super::left_open`).
+        let ended_as = {
+            use crate::report::RunEndReason as End;
+            use crate::store::RunStatus as Status;
+            match end.reason {
+                End::Interrupted => Status::Interrupted,
+                End::Budget => Status::BudgetExceeded,
+                End::Deadline => Status::DeadlineExceeded,
+                End::Completed | End::Fatal => Status::Failed,
             }
         };
+        let why = error.clone();
         let mut report = RunReport {
             schema_version: crate::report::REPORT_SCHEMA_VERSION,
             status: RunStatus::Success,
@@ -298,7 +305,10 @@ impl ReportBuilder {
                     reason: record.reason.clone().unwrap_or_default(),
                 }),
                 UnitStatus::NotRun => {
-                    record.reason.get_or_insert_with(|| stopped_why.clone());
+                    let started = started.contains(&record.id);
+                    record
+                        .reason
+                        .get_or_insert_with(|| super::left_open(ended_as, started, why.as_deref()));
                     report.not_run.push(record.path.to_string());
                 }
             }
@@ -524,9 +534,11 @@ impl Reporter for ReportBuilder {
                 self.unit_files.resize(self.records.len() - 1, Box::default());
                 self.unit_files.push(Box::new([label.clone()]));
             }
+            Event::Started { unit, .. } => {
+                self.started.insert(unit.clone());
+            }
             Event::RunStarted { .. }
             | Event::Queued { .. }
-            | Event::Started { .. }
             | Event::Retried { .. }
             | Event::WidthChanged { .. }
             | Event::BatchPolled { .. } => {}

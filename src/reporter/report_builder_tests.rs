@@ -284,3 +284,23 @@ fn after_a_resume_the_cost_is_the_whole_runs_and_earlier_answers_are_no_cache_hi
     assert!(report.units[0].answered_earlier && !report.units[0].cached);
     assert!(report.units[1].cached && !report.units[1].answered_earlier);
 }
+
+#[test]
+fn a_unit_left_open_is_not_run_or_not_finished_as_the_event_log_and_the_store_say() {
+    let units = [(UnitId::named("a"), "a"), (UnitId::named("b"), "b")];
+    let mut b = ReportBuilder::new(ctx(), units);
+    b.report(&Event::Started {
+        unit: UnitId::named("b"),
+        attempt: 1,
+    });
+    let report = b.finish(ended(crate::report::RunEndReason::Interrupted));
+    let reasons: Vec<&str> = report.units.iter().map(|u| u.reason.as_deref().unwrap()).collect();
+    assert_eq!(
+        reasons,
+        [
+            super::super::left_open(crate::store::RunStatus::Interrupted, false, None),
+            super::super::left_open(crate::store::RunStatus::Interrupted, true, None),
+        ]
+    );
+    assert_eq!(reasons[0], "not run: the run was interrupted (rlm resume goes on)");
+}
